@@ -1,0 +1,576 @@
+package llmclient
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// BreakerState is the state of a circuit breaker.
+type BreakerState uint8
+
+// The breaker states.
+const (
+	// BreakerClosed: requests flow and their outcomes are counted.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: requests are refused with ErrCircuitOpen until the open time has passed.
+	BreakerOpen
+	// BreakerHalfOpen: a few probe requests test whether the upstream has recovered.
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half-open"
+	}
+	return "unknown"
+}
+
+// BreakerOutcome is what a permitted request reports back to the breaker.
+type BreakerOutcome uint8
+
+// The outcomes.
+const (
+	// BreakerSuccess: the upstream worked.
+	BreakerSuccess BreakerOutcome = iota
+	// BreakerFailure: the upstream failed in a way that counts against its health
+	// (overloaded, server error, timeout, network, broken stream).
+	BreakerFailure
+	// BreakerIgnore: the result says nothing about the upstream's health (a 429, a bad
+	// request, a canceled context). It counts neither way, but frees a half-open probe slot.
+	BreakerIgnore
+)
+
+// String returns "success", "failure" or "ignore".
+func (o BreakerOutcome) String() string {
+	switch o {
+	case BreakerSuccess:
+		return "success"
+	case BreakerFailure:
+		return "failure"
+	case BreakerIgnore:
+		return "ignore"
+	}
+	return "unknown"
+}
+
+// Defaults of BreakerConfig. They are meant to detect outages, not noise: LLM upstreams
+// routinely fail 10–20% of requests with transient errors, and retries absorb those. With a
+// 20% (and even 25%) independent failure rate, a simulated 10 million requests at any
+// traffic volume tripped these defaults at most twice; "10 failures in the last 20" trips
+// every few thousand requests at that rate.
+const (
+	// DefaultBreakerWindow is the span of recent outcomes the failure ratio looks at.
+	DefaultBreakerWindow = 60 * time.Second
+	// DefaultBreakerBuckets is how many slices the window is kept in.
+	DefaultBreakerBuckets = 10
+	// DefaultBreakerMinRequests is the volume the window needs before the ratio can trip:
+	// below it, small samples are too noisy to judge.
+	DefaultBreakerMinRequests = 50
+	// DefaultBreakerFailureRatio trips the breaker when at least half the counted requests
+	// in the window failed.
+	DefaultBreakerFailureRatio = 0.5
+	// DefaultBreakerConsecutiveFailures trips the breaker on a run of failures whatever the
+	// volume; it catches hard outages on quiet upstreams. At a 20% failure rate such a run
+	// happens about once in 10 million requests.
+	DefaultBreakerConsecutiveFailures = 10
+	// DefaultBreakerOpenTimeout is how long the breaker stays open after tripping.
+	DefaultBreakerOpenTimeout = 15 * time.Second
+	// DefaultBreakerMaxOpenTimeout caps the open time, which doubles on every failed probe.
+	DefaultBreakerMaxOpenTimeout = 5 * time.Minute
+	// DefaultBreakerHalfOpenProbes is how many probes may be in flight while half-open.
+	DefaultBreakerHalfOpenProbes = 3
+)
+
+// maxBreakerBuckets bounds a breaker's memory.
+const maxBreakerBuckets = 1000
+
+// BreakerConfig configures a circuit breaker. A zero field takes its default (see the
+// DefaultBreaker constants), so the zero BreakerConfig is the default configuration;
+// negative values are invalid. DefaultBreakerConfig returns the defaults filled in.
+//
+// The breaker trips (closed to open) when, among the outcomes of about the last Window,
+// there are at least MinRequests and failures/total ≥ FailureRatio, or when
+// ConsecutiveFailures failures arrive in a row. It stays open for OpenTimeout, then admits
+// up to HalfOpenProbes concurrent probes; SuccessesToClose probe successes close it, one
+// probe failure opens it again for twice the previous open time, up to MaxOpenTimeout.
+// Closing resets the window and the open time.
+type BreakerConfig struct {
+	// Window is the span of recent outcomes the ratio rule looks at; it is kept in Buckets
+	// slices and slides one slice at a time, so it covers between Window-Window/Buckets and
+	// Window. Default DefaultBreakerWindow (60s).
+	Window time.Duration
+	// Buckets is how many slices Window is kept in, at most 1000; each slice must span at
+	// least a millisecond. Default DefaultBreakerBuckets (10).
+	Buckets int
+	// MinRequests is how many counted outcomes the window needs before FailureRatio
+	// applies. Default DefaultBreakerMinRequests (50).
+	MinRequests int
+	// FailureRatio, in (0, 1], is the share of failures in the window that trips the
+	// breaker. Default DefaultBreakerFailureRatio (0.5).
+	FailureRatio float64
+	// ConsecutiveFailures is the run of failures that trips the breaker whatever the
+	// volume. Ignored outcomes neither extend nor break a run. Default
+	// DefaultBreakerConsecutiveFailures (10).
+	ConsecutiveFailures int
+	// OpenTimeout is how long the breaker stays open after tripping from closed. Default
+	// DefaultBreakerOpenTimeout (15s).
+	OpenTimeout time.Duration
+	// MaxOpenTimeout caps the open time, which doubles on every failed half-open probe.
+	// It must not be below OpenTimeout. Default DefaultBreakerMaxOpenTimeout (5m), or
+	// OpenTimeout when that is longer.
+	MaxOpenTimeout time.Duration
+	// HalfOpenProbes is how many probes may be in flight at once while half-open. Default
+	// DefaultBreakerHalfOpenProbes (3).
+	HalfOpenProbes int
+	// SuccessesToClose is how many probe successes close the breaker; when larger than
+	// HalfOpenProbes, probes are admitted in further rounds as earlier ones finish.
+	// Default HalfOpenProbes.
+	SuccessesToClose int
+	// OnStateChange, if set, is called on every state change, in order, never with the
+	// breaker's lock held: it may call the breaker's methods. It runs on the goroutine of
+	// a caller of Allow, Done or State (not necessarily the one that caused the change) and
+	// should return quickly. Default: none.
+	OnStateChange func(from, to BreakerState)
+}
+
+// DefaultBreakerConfig returns the default configuration with every field filled in, a
+// starting point for changing a single field.
+func DefaultBreakerConfig() BreakerConfig {
+	return BreakerConfig{
+		Window:              DefaultBreakerWindow,
+		Buckets:             DefaultBreakerBuckets,
+		MinRequests:         DefaultBreakerMinRequests,
+		FailureRatio:        DefaultBreakerFailureRatio,
+		ConsecutiveFailures: DefaultBreakerConsecutiveFailures,
+		OpenTimeout:         DefaultBreakerOpenTimeout,
+		MaxOpenTimeout:      DefaultBreakerMaxOpenTimeout,
+		HalfOpenProbes:      DefaultBreakerHalfOpenProbes,
+		SuccessesToClose:    DefaultBreakerHalfOpenProbes,
+	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c BreakerConfig) withDefaults() BreakerConfig {
+	if c.Window == 0 {
+		c.Window = DefaultBreakerWindow
+	}
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBreakerBuckets
+	}
+	if c.MinRequests == 0 {
+		c.MinRequests = DefaultBreakerMinRequests
+	}
+	if c.FailureRatio == 0 {
+		c.FailureRatio = DefaultBreakerFailureRatio
+	}
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultBreakerConsecutiveFailures
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultBreakerOpenTimeout
+	}
+	if c.MaxOpenTimeout == 0 {
+		c.MaxOpenTimeout = max(DefaultBreakerMaxOpenTimeout, c.OpenTimeout)
+	}
+	if c.HalfOpenProbes == 0 {
+		c.HalfOpenProbes = DefaultBreakerHalfOpenProbes
+	}
+	if c.SuccessesToClose == 0 {
+		c.SuccessesToClose = c.HalfOpenProbes
+	}
+	return c
+}
+
+// validate reports every problem of the configuration at once. It does not change c.
+func (c *BreakerConfig) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("breaker: "+format, args...))
+	}
+	if c.Window < 0 {
+		bad("Window %v is negative", c.Window)
+	}
+	if c.Buckets < 0 || c.Buckets > maxBreakerBuckets {
+		bad("Buckets %d is outside [1, %d] (0 takes the default)", c.Buckets, maxBreakerBuckets)
+	}
+	if c.MinRequests < 0 {
+		bad("MinRequests %d is negative", c.MinRequests)
+	}
+	if math.IsNaN(c.FailureRatio) || c.FailureRatio < 0 || c.FailureRatio > 1 {
+		bad("FailureRatio %v is outside (0, 1]", c.FailureRatio)
+	}
+	if c.ConsecutiveFailures < 0 {
+		bad("ConsecutiveFailures %d is negative", c.ConsecutiveFailures)
+	}
+	if c.OpenTimeout < 0 {
+		bad("OpenTimeout %v is negative", c.OpenTimeout)
+	}
+	if c.MaxOpenTimeout < 0 {
+		bad("MaxOpenTimeout %v is negative", c.MaxOpenTimeout)
+	}
+	if c.HalfOpenProbes < 0 {
+		bad("HalfOpenProbes %d is negative", c.HalfOpenProbes)
+	}
+	if c.SuccessesToClose < 0 {
+		bad("SuccessesToClose %d is negative", c.SuccessesToClose)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Relations between fields, judged with the defaults filled in.
+	d := c.withDefaults()
+	if d.Window/time.Duration(d.Buckets) < time.Millisecond {
+		bad("Window %v split into %d Buckets gives slices under 1ms", d.Window, d.Buckets)
+	}
+	if d.MaxOpenTimeout < d.OpenTimeout {
+		bad("MaxOpenTimeout %v is below OpenTimeout %v", d.MaxOpenTimeout, d.OpenTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// Breaker is a circuit breaker for one upstream. Each request asks Allow for a permit and
+// reports its outcome with the permit's Done, which suits streams whose outcome is known
+// late. State changes are computed lazily from the current time: a Breaker has no timers
+// and no goroutines. A Breaker is safe for concurrent use; a nil *Breaker admits every
+// request and stays closed.
+type Breaker struct {
+	cfg      BreakerConfig // defaults filled in
+	width    time.Duration // of one bucket
+	epoch    time.Time     // bucket indexes count widths from here
+	onChange func(from, to BreakerState)
+
+	mu    sync.Mutex
+	state BreakerState
+	gen   uint64 // bumped on every state change; permits of older generations are stale
+
+	// Closed.
+	buckets     []breakerBucket // ring; bucket index i lives at i % len
+	head        int64           // index of the newest bucket
+	successes   int             // totals over the ring
+	failures    int
+	consecutive int
+
+	// Open.
+	openUntil time.Time
+	trips     int // trips since the breaker last closed; the open time doubles with each
+
+	// Half-open.
+	probes         int // probes of the current generation in flight
+	probeSuccesses int
+
+	// State changes waiting for OnStateChange, delivered in order by one goroutine at a time.
+	pending    []breakerTransition
+	delivering bool
+}
+
+type breakerBucket struct{ successes, failures int }
+
+type breakerTransition struct{ from, to BreakerState }
+
+// NewBreaker returns a closed breaker configured by cfg (zero fields take their defaults),
+// or an error saying what is wrong with cfg.
+func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("llmclient: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	return &Breaker{
+		cfg:      cfg,
+		width:    cfg.Window / time.Duration(cfg.Buckets),
+		epoch:    time.Now(),
+		onChange: cfg.OnStateChange,
+		buckets:  make([]breakerBucket, cfg.Buckets),
+	}, nil
+}
+
+// BreakerPermit is the breaker's permission for one request. Call Done exactly once with
+// the request's outcome. The zero BreakerPermit is valid: its Done does nothing.
+type BreakerPermit struct {
+	b     *Breaker
+	gen   uint64
+	probe bool
+}
+
+// Probe reports whether the permit is one of the half-open breaker's probes.
+func (p BreakerPermit) Probe() bool { return p.probe }
+
+// Allow asks to send one request. It returns a permit when the breaker is closed, or when it
+// is half-open and a probe slot is free. Otherwise it returns ErrCircuitOpen itself (compare
+// with errors.Is). An open breaker whose open time has passed turns half-open here.
+func (b *Breaker) Allow() (BreakerPermit, error) {
+	if b == nil {
+		return BreakerPermit{}, nil
+	}
+	b.mu.Lock()
+	if b.state == BreakerClosed {
+		p := BreakerPermit{b: b, gen: b.gen}
+		b.mu.Unlock()
+		return p, nil
+	}
+	if b.state == BreakerOpen {
+		b.halfOpenIfDue(time.Now())
+	}
+	var (
+		p   BreakerPermit
+		err = ErrCircuitOpen
+	)
+	if b.state == BreakerHalfOpen && b.probes < b.cfg.HalfOpenProbes {
+		b.probes++
+		p, err = BreakerPermit{b: b, gen: b.gen, probe: true}, nil
+	}
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+	return p, err
+}
+
+// Done reports the outcome of the permitted request. A permit issued before the breaker
+// last changed state is stale: its outcome is ignored, and it holds no probe slot of the
+// current half-open state. An outcome other than the three defined is treated as
+// BreakerIgnore. Done must be called exactly once per permit; calling it again corrupts
+// the counts.
+func (p BreakerPermit) Done(o BreakerOutcome) {
+	b := p.b
+	if b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	if p.gen != b.gen {
+		b.mu.Unlock()
+		return
+	}
+	// The generation matches, so the state is the one that issued the permit: half-open
+	// for a probe, closed otherwise.
+	if p.probe {
+		b.probeDone(o, now)
+	} else {
+		b.record(o == BreakerFailure, now)
+	}
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+}
+
+// State returns the breaker's state now. An open breaker whose open time has passed turns
+// half-open here.
+func (b *Breaker) State() BreakerState {
+	if b == nil {
+		return BreakerClosed
+	}
+	b.mu.Lock()
+	if b.state == BreakerOpen {
+		b.halfOpenIfDue(time.Now())
+	}
+	s := b.state
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+	return s
+}
+
+// BreakerSnapshot is a breaker's state and counters at one moment, for metrics and
+// diagnostics.
+type BreakerSnapshot struct {
+	State BreakerState
+	// Successes and Failures are the counted outcomes in the window (closed state only).
+	Successes, Failures int
+	// ConsecutiveFailures is the current run of failures (closed state only).
+	ConsecutiveFailures int
+	// Trips is how many times the breaker opened since it last closed.
+	Trips int
+	// OpenRemaining is how long the breaker stays open, 0 unless open.
+	OpenRemaining time.Duration
+	// ProbesInFlight is how many half-open probes are out (half-open state only).
+	ProbesInFlight int
+}
+
+// Snapshot returns the breaker's state and counters now. Like State, it turns an open
+// breaker whose open time has passed half-open.
+func (b *Breaker) Snapshot() BreakerSnapshot {
+	if b == nil {
+		return BreakerSnapshot{}
+	}
+	now := time.Now()
+	b.mu.Lock()
+	switch b.state {
+	case BreakerOpen:
+		b.halfOpenIfDue(now)
+	case BreakerClosed:
+		b.advance(now)
+	}
+	s := BreakerSnapshot{State: b.state, Trips: b.trips}
+	switch b.state {
+	case BreakerClosed:
+		s.Successes, s.Failures, s.ConsecutiveFailures = b.successes, b.failures, b.consecutive
+	case BreakerOpen:
+		s.OpenRemaining = b.openUntil.Sub(now)
+	case BreakerHalfOpen:
+		s.ProbesInFlight = b.probes
+	}
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+	return s
+}
+
+// record counts a closed-state outcome at now and trips the breaker when a rule says so.
+// b.mu is held.
+func (b *Breaker) record(failed bool, now time.Time) {
+	i := b.advance(now)
+	if !failed {
+		b.buckets[i].successes++
+		b.successes++
+		b.consecutive = 0
+		return
+	}
+	b.buckets[i].failures++
+	b.failures++
+	b.consecutive++
+	total := b.successes + b.failures
+	if b.consecutive >= b.cfg.ConsecutiveFailures ||
+		(total >= b.cfg.MinRequests && float64(b.failures) >= b.cfg.FailureRatio*float64(total)) {
+		b.setState(BreakerOpen, now)
+	}
+}
+
+// advance slides the window to now, dropping buckets that fell out of it, and returns the
+// ring position of the current bucket. A now older than the newest bucket (callers read
+// the clock before locking) counts into the newest bucket. b.mu is held.
+func (b *Breaker) advance(now time.Time) int {
+	n := int64(len(b.buckets))
+	idx := int64(now.Sub(b.epoch) / b.width)
+	if idx > b.head {
+		if idx-b.head >= n {
+			b.resetWindow()
+		} else {
+			for i := b.head + 1; i <= idx; i++ {
+				bk := &b.buckets[i%n]
+				b.successes -= bk.successes
+				b.failures -= bk.failures
+				*bk = breakerBucket{}
+			}
+		}
+		b.head = idx
+	}
+	return int(b.head % n)
+}
+
+// resetWindow forgets every counted outcome. b.mu is held.
+func (b *Breaker) resetWindow() {
+	clear(b.buckets)
+	b.successes, b.failures, b.consecutive = 0, 0, 0
+}
+
+// probeDone handles the outcome of a current half-open probe. b.mu is held.
+func (b *Breaker) probeDone(o BreakerOutcome, now time.Time) {
+	if b.probes > 0 {
+		b.probes--
+	}
+	switch o {
+	case BreakerSuccess:
+		b.probeSuccesses++
+		if b.probeSuccesses >= b.cfg.SuccessesToClose {
+			b.setState(BreakerClosed, now)
+		}
+	case BreakerFailure:
+		b.setState(BreakerOpen, now)
+	}
+}
+
+// halfOpenIfDue turns the open breaker half-open when its open time has passed. b.mu is
+// held.
+func (b *Breaker) halfOpenIfDue(now time.Time) {
+	if !now.Before(b.openUntil) {
+		b.setState(BreakerHalfOpen, now)
+	}
+}
+
+// openTimeout is the open time after the n-th trip since the breaker last closed:
+// OpenTimeout doubled n-1 times, capped at MaxOpenTimeout.
+func (b *Breaker) openTimeout(n int) time.Duration {
+	d := b.cfg.OpenTimeout
+	for ; n > 1 && d < b.cfg.MaxOpenTimeout; n-- {
+		if d > b.cfg.MaxOpenTimeout/2 {
+			return b.cfg.MaxOpenTimeout
+		}
+		d *= 2
+	}
+	return min(d, b.cfg.MaxOpenTimeout)
+}
+
+// setState moves the breaker to state to at now, starts a new generation and queues the
+// change for OnStateChange. b.mu is held.
+func (b *Breaker) setState(to BreakerState, now time.Time) {
+	from := b.state
+	b.state = to
+	b.gen++
+	switch to {
+	case BreakerOpen:
+		b.trips++
+		b.openUntil = now.Add(b.openTimeout(b.trips))
+	case BreakerHalfOpen:
+		b.probes, b.probeSuccesses = 0, 0
+	case BreakerClosed:
+		b.trips, b.probes, b.probeSuccesses = 0, 0, 0
+		b.resetWindow()
+		b.head = int64(now.Sub(b.epoch) / b.width)
+	}
+	if b.onChange != nil {
+		b.pending = append(b.pending, breakerTransition{from, to})
+	}
+}
+
+// claimDelivery reports whether the caller must deliver queued state changes after
+// unlocking: there are some and no other goroutine is delivering them. b.mu is held.
+func (b *Breaker) claimDelivery() bool {
+	if len(b.pending) == 0 || b.delivering {
+		return false
+	}
+	b.delivering = true
+	return true
+}
+
+// deliver calls OnStateChange for every queued state change, in order, without holding
+// b.mu, until the queue is empty. Changes queued meanwhile, by other goroutines or by the
+// callback itself through the breaker's methods, are delivered by this loop too.
+func (b *Breaker) deliver() {
+	done := false
+	defer func() {
+		if !done { // the callback panicked: let a later caller deliver the rest
+			b.mu.Lock()
+			b.delivering = false
+			b.mu.Unlock()
+		}
+	}()
+	for {
+		b.mu.Lock()
+		if len(b.pending) == 0 {
+			b.delivering = false
+			b.mu.Unlock()
+			done = true
+			return
+		}
+		t := b.pending[0]
+		b.pending = append(b.pending[:0], b.pending[1:]...)
+		b.mu.Unlock()
+		b.onChange(t.from, t.to)
+	}
+}

@@ -1,0 +1,32 @@
+// Package llmclient makes calls to large language model APIs survive production: 429s,
+// exhausted quotas, 5xx bursts, overloaded upstreams, stalled streams and retry storms.
+//
+// One Client sends chat requests to upstreams (a provider adapter plus optional API keys,
+// model mapping and limits) and protects every call with layers in a fixed order, outer to
+// inner:
+//
+//	Complete / Stream
+//	  └─ Middleware (yours, WithMiddleware)
+//	      └─ Failover     next upstream in the model group; context / content fallbacks; final fallback
+//	          └─ Retry     Retry-After first, else jittered backoff; per-upstream and total caps; retry budget
+//	              └─ Breaker    per upstream; open → skip to the next upstream without a call
+//	                  └─ Keys        least-in-flight key that is not cooling down or evicted
+//	                      └─ Limiter      RPM, TPM and concurrency per key, before the upstream says 429
+//	                          └─ AttemptTimeout (one-shot) | StreamGuard (first-token, idle)
+//	                              └─ Classify   every failure becomes an *Error with a Class
+//	                                  └─ adapter (provider/openai, provider/anthropic, provider/gemini, provider/fake)
+//
+// Errors are classified once, just above the adapter; the layers above act on the Class
+// through a decision table (DefaultDecision, WithDecision) and never parse HTTP again.
+// Retry sits outside the breaker and stops at an open breaker, leaving the next step to
+// failover; no layer retries on its own, so attempts never multiply.
+//
+// Every Response and every *Error carries the attempt trace: which upstream and key served
+// each attempt, its class, status, latency and waits. An observer (WithObserver,
+// SlogObserver) sees each attempt, breaker change, key cooldown and alert as it happens.
+// API keys never appear in errors, events or logs.
+//
+// Streams commit at their first content token. Before it, every failure — an error event
+// after HTTP 200 included — is retried or failed over invisibly; after it, the stream ends
+// with a ClassStreamInterrupted error holding the partial output, never with a silent EOF.
+package llmclient

@@ -1,0 +1,216 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// attemptFunc is one layer's view of an attempt. Layers are composed once, in New, outer to
+// inner: Breaker → Keys → Limiter → (AttemptTimeout | StreamGuard) → Classify → adapter.
+// Each layer stores what it acquired in the attempt; attempt.settle gives it all back in
+// reverse order once the outcome is known (at once for Complete, at the end for a stream).
+// Every error a chain returns is an *Error.
+type attemptFunc func(ctx context.Context, a *attempt) error
+
+// attempt is the state of one try against one upstream.
+type attempt struct {
+	up     *upstream
+	req    *Request
+	call   Call
+	number int
+	cost   int
+	waited time.Duration
+	start  time.Time
+	// latency is the adapter call's duration (time to first token for streams).
+	latency time.Duration
+
+	key       *poolKey
+	permit    BreakerPermit
+	hasPermit bool
+	lease     limitLease
+	hasLease  bool
+	// called is true once the adapter was invoked: a real upstream call.
+	called bool
+
+	resp   *Response
+	stream *guard
+}
+
+// chain composes the attempt layers around inner.
+func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) attemptFunc {
+	return c.breakerLayer(c.keyLayer(c.limiterLayer(guard(c.classifyLayer(inner)))))
+}
+
+// breakerLayer takes a breaker permit, or fails with ClassUnavailable without a call.
+func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		p, err := a.up.breaker.Allow()
+		if err != nil {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
+		}
+		a.permit, a.hasPermit = p, true
+		return next(ctx, a)
+	}
+}
+
+// keyLayer picks the least-in-flight usable key of the upstream's pool.
+func (c *Client) keyLayer(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		now := time.Now()
+		k, soonest := a.up.keys.pick(now)
+		if k == nil {
+			e := errNoKey(a.up.Name, now, soonest)
+			e.Model = a.call.Model
+			return e
+		}
+		a.key = k
+		a.call.APIKey = k.secret
+		return next(ctx, a)
+	}
+}
+
+// limiterLayer waits for the key's RPM, TPM and concurrency limits.
+func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		if a.key.limiter == nil {
+			return next(ctx, a)
+		}
+		lease, waited, err := a.key.limiter.acquire(ctx, a.cost, a.req.Priority)
+		a.waited += waited
+		if err != nil {
+			return c.asError(ctx, err, a)
+		}
+		a.lease, a.hasLease = lease, true
+		return next(ctx, a)
+	}
+}
+
+// timeoutLayer bounds a one-shot attempt by the upstream's timeout.
+func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		if a.up.timeout <= 0 {
+			return next(ctx, a)
+		}
+		actx, cancel := context.WithTimeoutCause(ctx, a.up.timeout, ErrAttemptTimeout)
+		err := next(actx, a)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
+			e := err.(*Error)
+			e.Class, e.Err = ClassTimeout, ErrAttemptTimeout
+		}
+		return err
+	}
+}
+
+// classifyLayer times the adapter call and turns every failure into an *Error with its class;
+// it also turns a successful response that is filtered or empty into the matching error.
+// No layer above it parses vendor errors again.
+func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		a.called = true
+		a.start = time.Now()
+		err := next(ctx, a)
+		a.latency = time.Since(a.start)
+		if err != nil {
+			return c.asError(ctx, err, a)
+		}
+		if a.resp != nil {
+			if e := checkOutput(a.resp); e != nil {
+				e.Upstream, e.Model = a.up.Name, a.call.Model
+				return e
+			}
+		}
+		return nil
+	}
+}
+
+// callComplete is the innermost one-shot step: the adapter itself.
+func (c *Client) callComplete(ctx context.Context, a *attempt) error {
+	resp, err := a.up.Provider.Complete(ctx, &a.call)
+	if err == nil && resp == nil {
+		err = &Error{Class: ClassUnknown, Message: "provider returned neither a response nor an error"}
+	}
+	a.resp = resp
+	return err
+}
+
+// asError returns err as a fresh *Error of this attempt, classified, with the key redacted.
+func (c *Client) asError(ctx context.Context, err error, a *attempt) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		cp := *e
+		e = &cp
+		if e.Class == ClassNone {
+			e.Class = classifyCause(e.Err)
+		}
+	} else {
+		e = &Error{Class: classifyCause(err), Err: err}
+	}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) && e.Class != ClassCanceled {
+		// The caller gave up: whatever the transport said, the class is canceled.
+		e.Class = ClassCanceled
+	}
+	if e.Upstream == "" {
+		e.Upstream = a.up.Name
+	}
+	if e.Model == "" {
+		e.Model = a.call.Model
+	}
+	e.redact(a.call.APIKey)
+	return e
+}
+
+// checkOutput classifies a successful response whose content was filtered or is empty.
+func checkOutput(r *Response) *Error {
+	switch {
+	case r.FinishReason == FinishContentFilter || r.FinishReason == FinishRefusal ||
+		(r.Refusal != "" && r.Text == "" && len(r.ToolCalls) == 0):
+		msg := "response blocked by the vendor's content policy"
+		if r.Refusal != "" {
+			msg = "model refused: " + r.Refusal
+		}
+		return &Error{Class: ClassContentFiltered, Code: r.RawFinishReason, Message: msg, Partial: r}
+	case r.Text == "" && len(r.ToolCalls) == 0 && (r.Reasoning != "" || r.Usage.ReasoningTokens > 0):
+		return &Error{Class: ClassEmptyOutput, Code: r.RawFinishReason,
+			Message: "the model spent its output budget on reasoning and returned no content", Partial: r}
+	}
+	return nil
+}
+
+// settle gives back what the layers acquired, in reverse order, and tells the breaker the
+// outcome. usage is the reported usage of a successful or interrupted attempt, or nil.
+func (a *attempt) settle(c *Client, class Class, usage *Usage) {
+	if a.hasLease {
+		a.hasLease = false
+		used := class == ClassNone || class == ClassStreamInterrupted || class == ClassContentFiltered ||
+			class == ClassEmptyOutput || class == ClassCanceled && a.called
+		actual := 0
+		if usage != nil && !usage.Estimated {
+			actual = usage.InputTokens + usage.OutputTokens
+		}
+		a.lease.release(actual, used)
+	}
+	if a.key != nil {
+		a.key.inFlight.Add(-1)
+	}
+	if a.hasPermit {
+		a.hasPermit = false
+		switch {
+		case class == ClassNone:
+			a.permit.Done(BreakerSuccess)
+		case c.cfg.decisions[class].Breaker && a.called:
+			a.permit.Done(BreakerFailure)
+		default:
+			a.permit.Done(BreakerIgnore)
+		}
+	}
+}
+
+// keyLabel is the attempt's key label for traces; never the key itself.
+func (a *attempt) keyLabel() string {
+	if a.key == nil {
+		return ""
+	}
+	return a.key.label
+}

@@ -1,0 +1,163 @@
+package llmclient
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors for decisions the Client makes itself. Match them with errors.Is; the
+// *Error that carries them says which upstream and attempt they belong to.
+var (
+	// ErrCircuitOpen: the upstream's circuit breaker is open or its half-open probes are taken.
+	ErrCircuitOpen = errors.New("llmclient: circuit breaker open")
+	// ErrRateLimited: the local limiter could not admit the request in time.
+	ErrRateLimited = errors.New("llmclient: rate limited locally")
+	// ErrNoKey: every key of the upstream is cooling down or evicted.
+	ErrNoKey = errors.New("llmclient: no usable API key")
+	// ErrNoUpstream: no upstream serves the request's model.
+	ErrNoUpstream = errors.New("llmclient: no upstream for model")
+	// ErrRetryBudget: the client-wide retry budget is spent, so a retry was not made.
+	ErrRetryBudget = errors.New("llmclient: retry budget exhausted")
+	// ErrAttemptTimeout: the per-attempt timeout fired.
+	ErrAttemptTimeout = errors.New("llmclient: attempt timeout")
+	// ErrFirstTokenTimeout: a stream sent no content token within the first-token timeout.
+	ErrFirstTokenTimeout = errors.New("llmclient: first-token timeout")
+	// ErrIdleTimeout: a stream sent no data event within the idle timeout.
+	ErrIdleTimeout = errors.New("llmclient: stream idle timeout")
+	// ErrStreamInterrupted: a stream broke after its first token.
+	ErrStreamInterrupted = errors.New("llmclient: stream interrupted")
+	// ErrStreamTimeout: a stream exceeded its total timeout.
+	ErrStreamTimeout = errors.New("llmclient: stream total timeout")
+	// ErrUnsupported: the provider does not support the operation.
+	ErrUnsupported = errors.New("llmclient: unsupported by provider")
+)
+
+// Error is the error every Client call returns: the failure's class, where it happened and
+// the vendor's own words. Adapters return it for vendor error responses. Its message starts
+// with "llmclient:" and never contains an API key.
+type Error struct {
+	Class    Class
+	Upstream string
+	Model    string
+	// Status is the HTTP status, 0 when no response was received.
+	Status int
+	// Type, Code, Param and Message are the vendor's error fields, as sent.
+	Type    string
+	Code    string
+	Param   string
+	Message string
+	// RequestID is the vendor's request id, for support tickets.
+	RequestID string
+	// RetryAfter is the wait the upstream asked for (headers or body hints), 0 when none.
+	RetryAfter time.Duration
+	// ShouldRetry is the upstream's x-should-retry header: nil when absent.
+	ShouldRetry *bool
+	// RateLimits is the quota state the upstream reported with the error, if any.
+	RateLimits *RateLimits
+	// Attempts is the whole attempt trace of the call.
+	Attempts []Attempt
+	// Partial holds what a stream produced before it broke (ClassStreamInterrupted), or the
+	// filtered response (ClassContentFiltered, ClassEmptyOutput). Nil otherwise.
+	Partial *Response
+	// Err is the underlying cause: a sentinel, a network error, a context error or nil.
+	Err error
+}
+
+// Error formats the failure as "llmclient: <class>: upstream X: status N: code: message
+// (N attempts): cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	e.writeSummary(&b)
+	if n := len(e.Attempts); n > 1 {
+		b.WriteString(" (")
+		b.WriteString(strconv.Itoa(n))
+		b.WriteString(" attempts)")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "llmclient: "))
+	}
+	return b.String()
+}
+
+// summary is the error's message without the attempt count and the cause's details
+// beyond a sentinel's text.
+func (e *Error) summary() string {
+	var b strings.Builder
+	e.writeSummary(&b)
+	if e.Status == 0 && e.Message == "" && e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "llmclient: "))
+	}
+	return b.String()
+}
+
+func (e *Error) writeSummary(b *strings.Builder) {
+	b.WriteString("llmclient: ")
+	b.WriteString(e.Class.String())
+	if e.Upstream != "" {
+		b.WriteString(": upstream ")
+		b.WriteString(strconv.Quote(e.Upstream))
+	}
+	if e.Status != 0 {
+		b.WriteString(": status ")
+		b.WriteString(strconv.Itoa(e.Status))
+	}
+	if e.Code != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Code)
+	} else if e.Type != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Type)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Temporary reports whether the class is one that a later call may not see again.
+func (e *Error) Temporary() bool {
+	switch e.Class {
+	case ClassRateLimited, ClassOverloaded, ClassServerError, ClassTimeout, ClassNetwork,
+		ClassUnavailable, ClassStreamInterrupted:
+		return true
+	}
+	return false
+}
+
+// redactedError hides a secret in a cause's message while keeping its chain for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (r *redactedError) Error() string { return r.msg }
+func (r *redactedError) Unwrap() error { return r.err }
+
+// redact removes secret from every text field of e and from its cause's message.
+func (e *Error) redact(secret string) {
+	if secret == "" {
+		return
+	}
+	e.Message = redactString(e.Message, secret)
+	e.Param = redactString(e.Param, secret)
+	if e.Err != nil {
+		if msg := e.Err.Error(); strings.Contains(msg, secret) {
+			e.Err = &redactedError{msg: redactString(msg, secret), err: e.Err}
+		}
+	}
+}
+
+// redactString replaces every occurrence of secret in s.
+func redactString(s, secret string) string {
+	if secret == "" || !strings.Contains(s, secret) {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[REDACTED]")
+}

@@ -1,0 +1,155 @@
+package llmclient
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// keyConfig holds the key-pool settings.
+type keyConfig struct {
+	cooldown time.Duration // when a 429 carries no Retry-After
+	evictFor time.Duration // after auth or quota failures
+}
+
+func defaultKeyConfig() keyConfig {
+	return keyConfig{cooldown: DefaultKeyCooldown, evictFor: DefaultKeyEviction}
+}
+
+func (c *keyConfig) validate() error {
+	if c.cooldown <= 0 || c.evictFor <= 0 {
+		return errors.New("key cooldown and eviction times must be positive")
+	}
+	return nil
+}
+
+// Key-pool defaults.
+const (
+	// DefaultKeyCooldown pauses a key after a 429 that names no Retry-After, when the call
+	// does not retry that upstream itself (a retry pauses the key for its own backoff).
+	DefaultKeyCooldown = time.Second
+	// DefaultKeyEviction takes a key out of its pool after a 401 or an exhausted quota.
+	DefaultKeyEviction = time.Hour
+)
+
+// WithKeyCooldown sets how long a key pauses after a rate limit that carries no
+// Retry-After. Default DefaultKeyCooldown.
+func WithKeyCooldown(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.keys.cooldown = d })
+}
+
+// WithKeyEviction sets how long a key stays out of its pool after an auth failure or an
+// exhausted quota. Default DefaultKeyEviction.
+func WithKeyEviction(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.keys.evictFor = d })
+}
+
+// poolKey is one API key of an upstream. Its state is read lock-free on the hot path.
+type poolKey struct {
+	label    string // "key#N", or "" for the adapter's own key
+	secret   string
+	inFlight atomic.Int32
+	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
+	blockedUntil atomic.Int64
+	evicted      atomic.Bool
+	limiter      *keyLimiter
+}
+
+// keyPool is the set of keys of one upstream.
+type keyPool struct {
+	keys []*poolKey
+}
+
+func newKeyPool(secrets []string, limits Limits, lc *limiterConfig) *keyPool {
+	p := &keyPool{}
+	if len(secrets) == 0 {
+		p.keys = []*poolKey{{limiter: newKeyLimiter(limits, lc)}}
+		return p
+	}
+	for i, s := range secrets {
+		p.keys = append(p.keys, &poolKey{
+			label:   "key#" + strconv.Itoa(i+1),
+			secret:  s,
+			limiter: newKeyLimiter(limits, lc),
+		})
+	}
+	return p
+}
+
+// pick returns the usable key with the fewest requests in flight, and marks it in flight.
+// When none is usable it returns nil and the earliest time a cooling key becomes usable
+// (zero when every key is evicted).
+func (p *keyPool) pick(now time.Time) (k *poolKey, soonest time.Time) {
+	nowNano := now.UnixNano()
+	var best *poolKey
+	var bestLoad int32
+	var soonestNano int64
+	for _, key := range p.keys {
+		if until := key.blockedUntil.Load(); until > nowNano {
+			if !key.evicted.Load() && (soonestNano == 0 || until < soonestNano) {
+				soonestNano = until
+			}
+			continue
+		}
+		load := key.inFlight.Load()
+		if best == nil || load < bestLoad {
+			best, bestLoad = key, load
+		}
+	}
+	if best == nil {
+		if soonestNano == 0 {
+			return nil, time.Time{}
+		}
+		return nil, time.Unix(0, soonestNano)
+	}
+	best.inFlight.Add(1)
+	return best, time.Time{}
+}
+
+// available reports whether some key other than except could be picked now.
+func (p *keyPool) available(now time.Time, except *poolKey) bool {
+	nowNano := now.UnixNano()
+	for _, key := range p.keys {
+		if key != except && key.blockedUntil.Load() <= nowNano {
+			return true
+		}
+	}
+	return false
+}
+
+// block pauses or evicts k until until; it never shortens an existing block. It reports
+// whether the block was extended.
+func (k *poolKey) block(until time.Time, evict bool) bool {
+	n := until.UnixNano()
+	for {
+		cur := k.blockedUntil.Load()
+		if cur >= n {
+			if evict {
+				k.evicted.Store(true)
+			}
+			return false
+		}
+		if k.blockedUntil.CompareAndSwap(cur, n) {
+			k.evicted.Store(evict)
+			return true
+		}
+	}
+}
+
+func (k *poolKey) String() string {
+	if k.label == "" {
+		return "default key"
+	}
+	return k.label
+}
+
+// errNoKey builds the error for an upstream whose keys are all blocked.
+func errNoKey(up string, now, soonest time.Time) *Error {
+	if soonest.IsZero() {
+		return &Error{Class: ClassUnavailable, Upstream: up, Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+	}
+	return &Error{Class: ClassRateLimited, Upstream: up, RetryAfter: soonest.Sub(now),
+		Err: fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
+}

@@ -1,0 +1,181 @@
+package llmclient
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Client sends chat requests to its upstreams through the protection layers. Create one
+// with New and share it: a Client is safe for concurrent use, and its limiters, breakers,
+// key pools and retry budget only work when every caller goes through the same Client.
+type Client struct {
+	cfg        config
+	upstreams  []*upstream
+	byName     map[string]*upstream
+	groups     map[string][]*upstream
+	routes     sync.Map // model -> []*upstream, for models without a group
+	routeCount atomic.Int32
+	ctxFB      []*upstream
+	contentFB  []*upstream
+	observer   func(Event)
+	budget     *retryBudget
+	needCost   bool
+
+	completeChain attemptFunc
+	streamChain   attemptFunc
+	handler       Handler
+}
+
+// upstream is a registered Upstream with its per-upstream state.
+type upstream struct {
+	Upstream
+	breaker *Breaker
+	keys    *keyPool
+	timeout time.Duration
+}
+
+// New returns a Client configured by opts. It validates every option and reports all
+// problems in one error; it never panics on bad input.
+func New(opts ...Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:      cfg,
+		byName:   make(map[string]*upstream, len(cfg.upstreams)),
+		observer: cfg.observer,
+		budget:   newRetryBudget(&cfg.retry),
+	}
+	c.needCost = cfg.limiter.enabled(&cfg)
+	for _, u := range cfg.upstreams {
+		up := &upstream{Upstream: u, keys: newKeyPool(u.Keys, u.Limits, &c.cfg.limiter), timeout: u.Timeout}
+		if up.timeout == 0 {
+			up.timeout = cfg.attemptTimeout
+		}
+		bc := cfg.breaker
+		name := u.Name
+		bc.OnStateChange = func(from, to BreakerState) {
+			c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
+		}
+		b, err := NewBreaker(bc)
+		if err != nil {
+			return nil, fmt.Errorf("llmclient: invalid options: upstream %q: %w", name, err)
+		}
+		up.breaker = b
+		c.upstreams = append(c.upstreams, up)
+		c.byName[u.Name] = up
+	}
+	c.groups = make(map[string][]*upstream, len(cfg.groups))
+	for g, names := range cfg.groups {
+		chain := c.lookup(names)
+		for _, fb := range cfg.groupFallbacks[g] {
+			chain = append(chain, c.lookup(cfg.groups[fb])...)
+		}
+		c.groups[g] = dedupe(chain)
+	}
+	c.ctxFB = c.lookup(cfg.contextFallback)
+	c.contentFB = c.lookup(cfg.contentFallback)
+
+	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
+	c.streamChain = c.chain(c.callStream, c.guardLayer)
+	var h Handler = core{c}
+	for i := len(cfg.middleware) - 1; i >= 0; i-- {
+		h = cfg.middleware[i](h)
+	}
+	c.handler = h
+	return c, nil
+}
+
+// Complete sends req and returns the response, after whatever retries and failovers the
+// layers decide. Every error is an *Error carrying the class and the attempt trace.
+func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return c.handler.Complete(ctx, req)
+}
+
+// Stream sends req as a streaming request. It returns once the stream is committed: the
+// first content token has arrived, after whatever retries and failovers were needed
+// before it. The caller must Close the Stream.
+func (c *Client) Stream(ctx context.Context, req *Request) (*Stream, error) {
+	return c.handler.Stream(ctx, req)
+}
+
+// core is the Handler that middleware wraps: the layers themselves.
+type core struct{ c *Client }
+
+func (h core) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return h.c.complete(ctx, req)
+}
+
+func (h core) Stream(ctx context.Context, req *Request) (*Stream, error) {
+	return h.c.stream(ctx, req)
+}
+
+// Breaker returns the circuit breaker of the named upstream, or nil.
+func (c *Client) Breaker(upstream string) *Breaker {
+	if up := c.byName[upstream]; up != nil {
+		return up.breaker
+	}
+	return nil
+}
+
+func (c *Client) lookup(names []string) []*upstream {
+	out := make([]*upstream, 0, len(names))
+	for _, n := range names {
+		out = append(out, c.byName[n])
+	}
+	return out
+}
+
+func dedupe(chain []*upstream) []*upstream {
+	out := chain[:0:0]
+	seen := make(map[*upstream]bool, len(chain))
+	for _, u := range chain {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// route returns the upstream chain for a model: its group, else every upstream serving it.
+func (c *Client) route(model string) []*upstream {
+	if g, ok := c.groups[model]; ok {
+		return g
+	}
+	if r, ok := c.routes.Load(model); ok {
+		return r.([]*upstream)
+	}
+	var chain []*upstream
+	for _, up := range c.upstreams {
+		if _, ok := up.model(model); ok {
+			chain = append(chain, up)
+		}
+	}
+	if len(chain) > 0 && c.routeCount.Add(1) <= maxCachedRoutes {
+		c.routes.Store(model, chain)
+	}
+	return chain
+}
+
+func checkRequest(req *Request) error {
+	switch {
+	case req == nil:
+		return &Error{Class: ClassBadRequest, Message: "nil request"}
+	case len(req.Messages) == 0:
+		return &Error{Class: ClassBadRequest, Message: "request has no messages"}
+	}
+	return nil
+}
+
+// maxCachedRoutes bounds the route cache, whatever model names callers send.
+const maxCachedRoutes = 1024

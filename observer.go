@@ -1,0 +1,126 @@
+package llmclient
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The event kinds.
+const (
+	// EventAttempt: one attempt ended (successfully or not).
+	EventAttempt EventKind = iota + 1
+	// EventBreaker: an upstream's circuit breaker changed state (From, To).
+	EventBreaker
+	// EventKeyCooldown: a key was paused until Until after a rate limit.
+	EventKeyCooldown
+	// EventKeyEvicted: a key was taken out of its pool until Until (auth or quota failure).
+	EventKeyEvicted
+	// EventAlert: a failure that needs a human: a revoked key, an exhausted quota.
+	EventAlert
+	// EventFallback: the request moved to another upstream or to the fallback function.
+	EventFallback
+)
+
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback"}
+
+// String returns the kind's snake_case name.
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return "event"
+}
+
+// Event is what the Client tells its observer. Fields that do not apply to a kind are zero.
+// Events never contain API keys: Key is a label such as "key#2".
+type Event struct {
+	Kind     EventKind
+	Time     time.Time
+	Upstream string
+	Model    string
+	Key      string
+	// Attempt is the attempt number within the call, from 1.
+	Attempt int
+	Class   Class
+	Status  int
+	Latency time.Duration
+	Waited  time.Duration
+	// EstimatedTokens is the limiter's estimate; InputTokens and OutputTokens the reported usage.
+	EstimatedTokens int
+	InputTokens     int
+	OutputTokens    int
+	// From and To are breaker states, for EventBreaker.
+	From, To BreakerState
+	// Until ends a cooldown or eviction.
+	Until time.Time
+	// Err is the attempt's error, or the reason for an alert.
+	Err error
+}
+
+// observe calls the observer, if any. It must be called without locks held.
+func (c *Client) observe(e Event) {
+	if c.observer != nil {
+		if e.Time.IsZero() {
+			e.Time = time.Now()
+		}
+		c.observer(e)
+	}
+}
+
+// SlogObserver returns an observer that logs every Event to logger: attempts that failed and
+// alerts at Warn, breaker and key changes at Info, successful attempts at Debug.
+func SlogObserver(logger *slog.Logger) func(Event) {
+	return func(e Event) {
+		level := slog.LevelInfo
+		switch {
+		case e.Kind == EventAttempt && e.Err == nil:
+			level = slog.LevelDebug
+		case e.Kind == EventAttempt, e.Kind == EventAlert:
+			level = slog.LevelWarn
+		}
+		ctx := context.Background()
+		if !logger.Enabled(ctx, level) {
+			return
+		}
+		attrs := make([]slog.Attr, 0, 12)
+		attrs = append(attrs, slog.String("event", e.Kind.String()))
+		if e.Upstream != "" {
+			attrs = append(attrs, slog.String("upstream", e.Upstream))
+		}
+		if e.Model != "" {
+			attrs = append(attrs, slog.String("model", e.Model))
+		}
+		if e.Key != "" {
+			attrs = append(attrs, slog.String("key", e.Key))
+		}
+		switch e.Kind {
+		case EventAttempt:
+			attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()),
+				slog.Duration("latency", e.Latency), slog.Duration("waited", e.Waited))
+			if e.Status != 0 {
+				attrs = append(attrs, slog.Int("status", e.Status))
+			}
+			if e.EstimatedTokens != 0 {
+				attrs = append(attrs, slog.Int("estimated_tokens", e.EstimatedTokens))
+			}
+			if e.InputTokens != 0 || e.OutputTokens != 0 {
+				attrs = append(attrs, slog.Int("input_tokens", e.InputTokens), slog.Int("output_tokens", e.OutputTokens))
+			}
+		case EventBreaker:
+			attrs = append(attrs, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
+		case EventKeyCooldown, EventKeyEvicted:
+			attrs = append(attrs, slog.Time("until", e.Until))
+		}
+		if e.Class != ClassNone && e.Kind != EventAttempt {
+			attrs = append(attrs, slog.String("class", e.Class.String()))
+		}
+		if e.Err != nil {
+			attrs = append(attrs, slog.String("error", e.Err.Error()))
+		}
+		logger.LogAttrs(ctx, level, "llmclient "+e.Kind.String(), attrs...)
+	}
+}

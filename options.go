@@ -1,0 +1,206 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Option configures a Client. Options are applied in order and the last one of a kind wins;
+// no option reads another. Derived values are computed and validated in New.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// FallbackFunc produces a last-resort response when every upstream failed, for example a
+// canned or cached reply. It receives the error that would otherwise be returned. A nil
+// Response with a nil error is treated as "no fallback".
+type FallbackFunc func(ctx context.Context, req *Request, err error) (*Response, error)
+
+// config is everything New validates. Each layer owns its sub-config in its own file.
+type config struct {
+	upstreams       []Upstream
+	groups          map[string][]string
+	groupFallbacks  map[string][]string
+	contextFallback []string
+	contentFallback []string
+	fallback        FallbackFunc
+	decisions       decisionTable
+	observer        func(Event)
+	middleware      []Middleware
+	attemptTimeout  time.Duration
+	retry           retryConfig
+	breaker         BreakerConfig
+	limiter         limiterConfig
+	stream          streamConfig
+	keys            keyConfig
+}
+
+func defaultConfig() config {
+	return config{
+		decisions:      defaultDecisionTable(),
+		attemptTimeout: DefaultAttemptTimeout,
+		retry:          defaultRetryConfig(),
+		breaker:        DefaultBreakerConfig(),
+		limiter:        defaultLimiterConfig(),
+		stream:         defaultStreamConfig(),
+		keys:           defaultKeyConfig(),
+	}
+}
+
+// DefaultAttemptTimeout is the default bound on one one-shot attempt: long generations take
+// minutes, and some vendors hold queued requests open for up to ten.
+const DefaultAttemptTimeout = 10 * time.Minute
+
+// WithUpstream registers an upstream. Upstreams serve requests in registration order unless
+// WithModelGroup says otherwise. At least one upstream is required.
+func WithUpstream(u Upstream) Option {
+	return optionFunc(func(c *config) { c.upstreams = append(c.upstreams, u) })
+}
+
+// WithModelGroup names an ordered failover chain of upstreams for requests whose Model is
+// name. Without a group, a request goes to every upstream that serves its model, in
+// registration order.
+func WithModelGroup(name string, upstreams ...string) Option {
+	return optionFunc(func(c *config) {
+		if c.groups == nil {
+			c.groups = map[string][]string{}
+		}
+		c.groups[name] = append([]string(nil), upstreams...)
+	})
+}
+
+// WithGroupFallback appends the chains of other model groups after group's own chain, for
+// when every upstream of the group has failed. The response's Upstream and Model say which
+// one answered.
+func WithGroupFallback(group string, fallbackGroups ...string) Option {
+	return optionFunc(func(c *config) {
+		if c.groupFallbacks == nil {
+			c.groupFallbacks = map[string][]string{}
+		}
+		c.groupFallbacks[group] = append([]string(nil), fallbackGroups...)
+	})
+}
+
+// WithContextFallback names upstreams with a larger context window, tried in order only when
+// an attempt fails with ClassContextLength. Default: none, so such errors are returned.
+func WithContextFallback(upstreams ...string) Option {
+	return optionFunc(func(c *config) { c.contextFallback = append([]string(nil), upstreams...) })
+}
+
+// WithContentFallback names upstreams tried in order only when an attempt fails with
+// ClassContentFiltered. Default: none.
+func WithContentFallback(upstreams ...string) Option {
+	return optionFunc(func(c *config) { c.contentFallback = append([]string(nil), upstreams...) })
+}
+
+// WithFallback sets the final fallback function, called when every upstream failed with a
+// class that allows failover. Its response is marked Degraded. Default: none.
+func WithFallback(f FallbackFunc) Option {
+	return optionFunc(func(c *config) { c.fallback = f })
+}
+
+// WithDecision overrides the decision for one class. Start from DefaultDecision(class) to
+// change a single field.
+func WithDecision(class Class, d Decision) Option {
+	return optionFunc(func(c *config) {
+		if class < numClasses {
+			c.decisions[class] = d
+		}
+	})
+}
+
+// WithObserver sets the function that receives every Event: attempts, breaker state changes,
+// key cooldowns and evictions, alerts. It is called synchronously, never with a lock held;
+// it must be safe for concurrent use and should return quickly. Default: none.
+// SlogObserver adapts a *slog.Logger.
+func WithObserver(f func(Event)) Option {
+	return optionFunc(func(c *config) { c.observer = f })
+}
+
+// WithMiddleware adds a middleware around Complete and Stream. The first one added is the
+// outermost. Middleware sees the caller's request before any layer and the final result.
+func WithMiddleware(m Middleware) Option {
+	return optionFunc(func(c *config) { c.middleware = append(c.middleware, m) })
+}
+
+// WithAttemptTimeout bounds each one-shot attempt (streams are bounded by the stream guard's
+// timeouts instead). An Upstream's own Timeout takes precedence. Default
+// DefaultAttemptTimeout; 0 disables the bound.
+func WithAttemptTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.attemptTimeout = d })
+}
+
+// validate checks the configuration and reports every problem at once.
+func (c *config) validate() error {
+	var errs []error
+	if len(c.upstreams) == 0 {
+		errs = append(errs, errors.New("no upstream: add one with WithUpstream"))
+	}
+	names := make(map[string]bool, len(c.upstreams))
+	for i, u := range c.upstreams {
+		switch {
+		case u.Name == "":
+			errs = append(errs, fmt.Errorf("upstream %d has no Name", i))
+		case names[u.Name]:
+			errs = append(errs, fmt.Errorf("upstream %q registered twice", u.Name))
+		}
+		names[u.Name] = true
+		if u.Provider == nil {
+			errs = append(errs, fmt.Errorf("upstream %q has no Provider", u.Name))
+		}
+		if u.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("upstream %q: negative Timeout", u.Name))
+		}
+		for j, k := range u.Keys {
+			if k == "" {
+				errs = append(errs, fmt.Errorf("upstream %q: key#%d is empty", u.Name, j+1))
+			}
+		}
+		if err := u.Limits.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: %w", u.Name, err))
+		}
+	}
+	checkNames := func(what string, list []string) {
+		for _, n := range list {
+			if !names[n] {
+				errs = append(errs, fmt.Errorf("%s names unknown upstream %q", what, n))
+			}
+		}
+	}
+	for g, list := range c.groups {
+		if len(list) == 0 {
+			errs = append(errs, fmt.Errorf("model group %q is empty", g))
+		}
+		checkNames(fmt.Sprintf("model group %q", g), list)
+	}
+	for g, fbs := range c.groupFallbacks {
+		if _, ok := c.groups[g]; !ok {
+			errs = append(errs, fmt.Errorf("group fallback for unknown model group %q", g))
+		}
+		for _, fb := range fbs {
+			if _, ok := c.groups[fb]; !ok {
+				errs = append(errs, fmt.Errorf("group %q falls back to unknown model group %q", g, fb))
+			}
+		}
+	}
+	checkNames("WithContextFallback", c.contextFallback)
+	checkNames("WithContentFallback", c.contentFallback)
+	if c.attemptTimeout < 0 {
+		errs = append(errs, errors.New("negative attempt timeout"))
+	}
+	for _, sub := range []interface{ validate() error }{&c.retry, &c.breaker, &c.limiter, &c.stream, &c.keys} {
+		if err := sub.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("llmclient: invalid options: %w", errors.Join(errs...))
+}

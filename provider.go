@@ -1,0 +1,76 @@
+package llmclient
+
+import "context"
+
+// Provider is a vendor adapter: it turns a Request into the vendor's HTTP call and the
+// vendor's answer into a Response, a stream of Chunks, or an *Error with its Class.
+//
+// Adapters translate and map errors only: they hold no retry, limiting or logging policy.
+// A Provider must be safe for concurrent use.
+type Provider interface {
+	// Complete makes one one-shot call. A vendor error response is returned as an *Error
+	// with Class, Status, vendor fields, RetryAfter and RateLimits set; transport failures
+	// are returned as they are and classified by the Client.
+	Complete(ctx context.Context, call *Call) (*Response, error)
+	// Stream opens one streaming call. It returns once the response headers arrive; a
+	// non-2xx status is returned as an *Error, like Complete. Providers without streaming
+	// return an error wrapping ErrUnsupported.
+	Stream(ctx context.Context, call *Call) (ProviderStream, error)
+}
+
+// Call is what the Client hands an adapter for one attempt.
+type Call struct {
+	// Request is the caller's request. Adapters must not modify it.
+	Request *Request
+	// Model is the upstream's name for the model (after the upstream's model mapping).
+	Model string
+	// APIKey is the key chosen from the upstream's pool; empty when the upstream has no
+	// pool, in which case the adapter uses its own configured key.
+	APIKey string
+}
+
+// ProviderStream is an open streaming response.
+type ProviderStream interface {
+	// Recv returns the next chunk. It returns io.EOF after the vendor's end marker
+	// ([DONE], message_stop, a final finish reason); a stream that ends without one
+	// returns an error wrapping io.ErrUnexpectedEOF. An error event inside the stream is
+	// returned as an *Error with its Class.
+	Recv() (Chunk, error)
+	// Close releases the connection. It is safe to call more than once and concurrently
+	// with Recv, which it unblocks.
+	Close() error
+}
+
+// Chunk is one increment of a streamed response.
+type Chunk struct {
+	Text      string
+	Reasoning string
+	ToolCalls []ToolCallDelta
+	// FinishReason is set on the chunk that ends the generation.
+	FinishReason    FinishReason
+	RawFinishReason string
+	Refusal         string
+	// Usage is set on the chunk that reports token usage, usually the last.
+	Usage *Usage
+	// ID and Model are set on chunks that carry the response id and model name.
+	ID    string
+	Model string
+	// KeepAlive marks an adapter-level keep-alive (an SSE comment or ping event) that
+	// carries no data. The Client consumes these; callers never see them.
+	KeepAlive bool
+}
+
+// HasContent reports whether c carries a content token: text, reasoning, a refusal or a
+// tool-call delta. The first such chunk commits a stream.
+func (c *Chunk) HasContent() bool {
+	return c.Text != "" || c.Reasoning != "" || c.Refusal != "" || len(c.ToolCalls) > 0
+}
+
+// ToolCallDelta is a fragment of a streamed tool call. Fragments with the same Index belong
+// to the same call; ID and Name arrive on the first fragment, Arguments accumulate.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}

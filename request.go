@@ -1,0 +1,188 @@
+package llmclient
+
+import "encoding/json"
+
+// Role is the author of a Message.
+type Role string
+
+// The roles a Message can have.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// PartType says what a Part holds.
+type PartType uint8
+
+// The kinds of content part.
+const (
+	PartText  PartType = iota // Text
+	PartImage                 // ImageURL, or ImageData with MIMEType
+)
+
+// Part is one piece of a message's content: text or an image.
+type Part struct {
+	Type PartType
+	Text string
+	// ImageURL is an http(s) or data: URL. When empty, ImageData and MIMEType are used.
+	ImageURL  string
+	ImageData []byte
+	MIMEType  string
+	// Detail is an optional vendor hint for images ("low", "high", "auto").
+	Detail string
+}
+
+// TextPart returns a text Part.
+func TextPart(text string) Part { return Part{Type: PartText, Text: text} }
+
+// ImageURLPart returns an image Part that refers to an image by URL.
+func ImageURLPart(url string) Part { return Part{Type: PartImage, ImageURL: url} }
+
+// ImageDataPart returns an image Part carrying the image bytes (sent base64-encoded).
+func ImageDataPart(mimeType string, data []byte) Part {
+	return Part{Type: PartImage, MIMEType: mimeType, ImageData: data}
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role
+	Content []Part
+	// ToolCalls are the calls an assistant message asked for.
+	ToolCalls []ToolCall
+	// ToolCallID links a RoleTool message (a tool result) to the call it answers.
+	ToolCallID string
+	// Name is an optional participant or tool name.
+	Name string
+}
+
+// Text returns the concatenated text parts of m.
+func (m Message) Text() string {
+	if len(m.Content) == 1 {
+		return m.Content[0].Text
+	}
+	var n int
+	for _, p := range m.Content {
+		n += len(p.Text)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range m.Content {
+		b = append(b, p.Text...)
+	}
+	return string(b)
+}
+
+// SystemMessage returns a system message with one text part.
+func SystemMessage(text string) Message {
+	return Message{Role: RoleSystem, Content: []Part{TextPart(text)}}
+}
+
+// UserMessage returns a user message with one text part.
+func UserMessage(text string) Message {
+	return Message{Role: RoleUser, Content: []Part{TextPart(text)}}
+}
+
+// AssistantMessage returns an assistant message with one text part.
+func AssistantMessage(text string) Message {
+	return Message{Role: RoleAssistant, Content: []Part{TextPart(text)}}
+}
+
+// ToolResultMessage returns the result of the tool call with the given id.
+func ToolResultMessage(toolCallID, content string) Message {
+	return Message{Role: RoleTool, ToolCallID: toolCallID, Content: []Part{TextPart(content)}}
+}
+
+// Tool describes a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object. Nil means no parameters.
+	Parameters json.RawMessage
+	// Strict asks vendors that support it to follow the schema exactly.
+	Strict bool
+}
+
+// ToolChoiceMode says whether and how the model must call tools.
+type ToolChoiceMode string
+
+// The tool choice modes.
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"
+	ToolChoiceNone     ToolChoiceMode = "none"
+	ToolChoiceRequired ToolChoiceMode = "required"
+	ToolChoiceTool     ToolChoiceMode = "tool" // call the tool named in ToolChoice.Name
+)
+
+// ToolChoice constrains tool use. A nil *ToolChoice leaves the vendor's default.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string
+}
+
+// ToolCall is one function call made by the model.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON arguments object as the model wrote it.
+	Arguments string
+}
+
+// ResponseFormatType selects structured output.
+type ResponseFormatType string
+
+// The response formats.
+const (
+	FormatText       ResponseFormatType = "text"
+	FormatJSONObject ResponseFormatType = "json_object"
+	FormatJSONSchema ResponseFormatType = "json_schema"
+)
+
+// ResponseFormat asks for JSON output, optionally matching a schema.
+type ResponseFormat struct {
+	Type   ResponseFormatType
+	Name   string          // schema name, for FormatJSONSchema
+	Schema json.RawMessage // JSON Schema, for FormatJSONSchema
+	Strict bool
+}
+
+// Priority orders admission when a limiter is short of capacity.
+type Priority uint8
+
+// The request priorities. The zero value is PriorityInteractive.
+const (
+	PriorityInteractive Priority = iota
+	PriorityBatch
+)
+
+// Request is one chat request, independent of vendor.
+//
+// The Client never modifies a Request; adapters must not either. A Request may be reused
+// after the call returns.
+type Request struct {
+	// Model names the model or model group. Upstreams may map it to their own model name.
+	Model    string
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is nil for the vendor default.
+	ToolChoice *ToolChoice
+	// MaxTokens bounds the output. 0 means the vendor default (adapters that require a
+	// value, such as Anthropic's, apply their own default).
+	MaxTokens   int
+	Temperature *float64
+	TopP        *float64
+	Stop        []string
+	// ResponseFormat is nil for plain text.
+	ResponseFormat *ResponseFormat
+	// Metadata is per-request information for the Client (partition keys, tracing). It is
+	// not sent upstream.
+	Metadata map[string]string
+	// Priority selects the admission share under limits. Default PriorityInteractive.
+	Priority Priority
+	// Extra holds vendor fields the common type lacks. Adapters merge it into the top level
+	// of the JSON request body, overriding fields they set themselves.
+	Extra map[string]any
+}
+
+// Float returns a pointer to v, for Request.Temperature and Request.TopP.
+func Float(v float64) *float64 { return &v }

@@ -1,0 +1,32 @@
+package llmclient
+
+import "time"
+
+// Upstream is one place a request can be sent: a provider adapter, optionally with a pool of
+// API keys, a model mapping and per-key limits. Register upstreams with WithUpstream.
+type Upstream struct {
+	// Name identifies the upstream in traces, errors and events. Required and unique.
+	Name string
+	// Provider is the adapter that speaks the vendor's wire format. Required.
+	Provider Provider
+	// Keys is an optional pool of API keys. The Client picks the least-in-flight key that is
+	// not cooling down or evicted. Empty: the adapter's own key is used.
+	Keys []string
+	// Models maps a request's model name to this upstream's model name. Nil passes every
+	// model through unchanged; otherwise the upstream only serves the models it maps.
+	Models map[string]string
+	// Limits bounds each key's requests per minute, tokens per minute and concurrency.
+	// The zero value sets no limits.
+	Limits Limits
+	// Timeout bounds each one-shot attempt. Zero uses WithAttemptTimeout's value.
+	Timeout time.Duration
+}
+
+// model returns the upstream's model name for the request model and whether it serves it.
+func (u *Upstream) model(requested string) (string, bool) {
+	if u.Models == nil {
+		return requested, true
+	}
+	m, ok := u.Models[requested]
+	return m, ok
+}

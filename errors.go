@@ -121,6 +121,12 @@ func (e *Error) writeSummary(b *strings.Builder) {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// Is makes errors.Is(err, ErrStreamInterrupted) true for every ClassStreamInterrupted
+// error, whatever its cause (a cut connection, an idle timeout, an error event).
+func (e *Error) Is(target error) bool {
+	return target == ErrStreamInterrupted && e.Class == ClassStreamInterrupted
+}
+
 // Temporary reports whether the class is one that a later call may not see again.
 func (e *Error) Temporary() bool {
 	switch e.Class {

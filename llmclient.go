@@ -179,3 +179,17 @@ func checkRequest(req *Request) error {
 
 // maxCachedRoutes bounds the route cache, whatever model names callers send.
 const maxCachedRoutes = 1024
+
+// InFlight reports how many attempts are in flight on the named upstream, across its keys:
+// one-shot calls not yet returned and streams not yet ended or closed.
+func (c *Client) InFlight(upstream string) int {
+	up := c.byName[upstream]
+	if up == nil {
+		return 0
+	}
+	n := 0
+	for _, k := range up.keys.keys {
+		n += int(k.inFlight.Load())
+	}
+	return n
+}

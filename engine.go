@@ -21,7 +21,10 @@ type attempt struct {
 	number int
 	cost   int
 	waited time.Duration
-	start  time.Time
+	// limiterWait is the part of waited spent in the limiter, after start.
+	limiterWait time.Duration
+	// start is when the attempt began, before the limiter's wait.
+	start time.Time
 	// latency is the adapter call's duration (time to first token for streams).
 	latency time.Duration
 
@@ -57,10 +60,9 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 // keyLayer picks the least-in-flight usable key of the upstream's pool.
 func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		now := time.Now()
-		k, soonest := a.up.keys.pick(now)
+		k, soonest := a.up.keys.pick(a.start)
 		if k == nil {
-			e := errNoKey(a.up.Name, now, soonest)
+			e := errNoKey(a.up.Name, a.start, soonest)
 			e.Model = a.call.Model
 			return e
 		}
@@ -78,6 +80,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		}
 		lease, waited, err := a.key.limiter.acquire(ctx, a.cost, a.req.Priority)
 		a.waited += waited
+		a.limiterWait = waited
 		if err != nil {
 			return c.asError(ctx, err, a)
 		}
@@ -91,6 +94,9 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		if a.up.timeout <= 0 {
 			return next(ctx, a)
+		}
+		if dl, ok := ctx.Deadline(); ok && dl.Sub(a.start) <= a.up.timeout {
+			return next(ctx, a) // the caller's deadline comes first: no timer needed
 		}
 		actx, cancel := context.WithTimeoutCause(ctx, a.up.timeout, ErrAttemptTimeout)
 		err := next(actx, a)
@@ -109,9 +115,8 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		a.called = true
-		a.start = time.Now()
 		err := next(ctx, a)
-		a.latency = time.Since(a.start)
+		a.latency = time.Since(a.start) - a.limiterWait
 		if err != nil {
 			return c.asError(ctx, err, a)
 		}

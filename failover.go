@@ -21,6 +21,8 @@ type run struct {
 	first *upstream
 	// last holds each tried upstream's last error, in the order tried.
 	last []*Error
+	// start is when the call began.
+	start time.Time
 	// a is the attempt in progress, kept here so a one-shot call allocates it once.
 	a attempt
 }
@@ -35,7 +37,7 @@ const (
 )
 
 func (c *Client) newRun(req *Request) *run {
-	r := &run{c: c, req: req}
+	r := &run{c: c, req: req, start: time.Now()}
 	if c.needCost {
 		r.cost = c.cfg.limiter.cost(req)
 	}
@@ -65,7 +67,7 @@ func (r *run) exec(ctx context.Context, chain attemptFunc, keep bool) (*attempt,
 		return nil, &Error{Class: ClassNotFound, Model: r.req.Model, Err: ErrNoUpstream,
 			Message: "no upstream serves model " + strconv.Quote(r.req.Model)}
 	}
-	c.budget.first(time.Now())
+	c.budget.first(r.start)
 	rc := &c.cfg.retry
 	req := r.req
 	var (
@@ -94,7 +96,11 @@ func (r *run) exec(ctx context.Context, chain attemptFunc, keep bool) (*attempt,
 					return nil, r.canceled(ctx, lastErr)
 				}
 			}
-			if r.calls > 0 && !c.budget.tryRetry(time.Now()) {
+			now := r.start
+			if total > 0 {
+				now = time.Now()
+			}
+			if r.calls > 0 && !c.budget.tryRetry(now) {
 				lastErr = budgetSpent(lastErr)
 				return nil, lastErr
 			}
@@ -103,7 +109,7 @@ func (r *run) exec(ctx context.Context, chain attemptFunc, keep bool) (*attempt,
 			if keep {
 				a = &attempt{}
 			}
-			*a = attempt{up: up, req: req, number: total, cost: r.cost, waited: wait,
+			*a = attempt{up: up, req: req, number: total, cost: r.cost, waited: wait, start: now,
 				call: Call{Request: req, Model: model}}
 			wait = 0
 			err := chain(ctx, a)
@@ -251,9 +257,6 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	}
 	if e != nil {
 		at.Class, at.Status, at.Err, at.RetryAfter = e.Class, e.Status, e, e.RetryAfter
-	}
-	if r.trace == nil {
-		r.trace = make([]Attempt, 0, 2)
 	}
 	r.trace = append(r.trace, at)
 	if r.c.observer != nil {

@@ -53,9 +53,12 @@ func defaultConfig() config {
 	}
 }
 
-// DefaultAttemptTimeout is the default bound on one one-shot attempt: long generations take
-// minutes, and some vendors hold queued requests open for up to ten.
-const DefaultAttemptTimeout = 10 * time.Minute
+// DefaultAttemptTimeout is the default bound on one one-shot attempt: none of the Client's
+// own. A one-shot attempt is already bounded by the caller's context and by the adapter's
+// HTTP client: the default one waits at most 10 minutes for response headers, and a
+// one-shot response's headers come only once the whole generation is done. Setting a
+// bound costs a timer and a context per attempt.
+const DefaultAttemptTimeout time.Duration = 0
 
 // WithUpstream registers an upstream. Upstreams serve requests in registration order unless
 // WithModelGroup says otherwise. At least one upstream is required.
@@ -130,8 +133,9 @@ func WithMiddleware(m Middleware) Option {
 }
 
 // WithAttemptTimeout bounds each one-shot attempt (streams are bounded by the stream guard's
-// timeouts instead). An Upstream's own Timeout takes precedence. Default
-// DefaultAttemptTimeout; 0 disables the bound.
+// timeouts instead); an attempt that runs out fails with ClassTimeout and ErrAttemptTimeout
+// and is retried like any timeout. An Upstream's own Timeout takes precedence.
+// Default DefaultAttemptTimeout (0: no bound of the Client's own, see there).
 func WithAttemptTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.attemptTimeout = d })
 }

@@ -364,7 +364,7 @@ func (s *Stream) fail(e *Error) {
 // settleOnce records the committed attempt's outcome and releases what it holds.
 func (s *Stream) settleOnce(class Class, usage *Usage) {
 	s.settle.Do(func() {
-		s.a.latency = time.Since(s.a.start)
+		s.a.latency = time.Since(s.a.start) - s.a.limiterWait
 		s.a.settle(s.c, class, usage)
 		var e *Error
 		if class != ClassNone {

@@ -18,7 +18,7 @@ type Upstream struct {
 	// Limits bounds each key's requests per minute, tokens per minute and concurrency.
 	// The zero value sets no limits.
 	Limits Limits
-	// Timeout bounds each one-shot attempt. Zero uses WithAttemptTimeout's value.
+	// Timeout bounds each one-shot attempt on this upstream. Zero uses WithAttemptTimeout's value.
 	Timeout time.Duration
 }
 

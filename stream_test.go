@@ -25,7 +25,7 @@ func readAll(s *llmclient.Stream) (string, error) {
 
 func TestStreamCleanEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := fake.New(fake.Stream("Hel", "lo").ChunkDelay(100 * time.Millisecond).Usage(7, 2))
+		p := fake.New(fake.Stream("Hel", "lo").ChunkDelay(100*time.Millisecond).Usage(7, 2))
 		c := newClient(t, up("a", p))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)

@@ -118,14 +118,14 @@ func (r *run) exec(ctx context.Context, chain attemptFunc, keep bool) (*attempt,
 			}
 			if err == nil {
 				if !keep {
-					a.settle(c, ClassNone, &a.resp.Usage)
 					r.record(a, nil, &a.resp.Usage)
+					a.settle(c, ClassNone, &a.resp.Usage)
 				}
 				return a, nil
 			}
 			e := err.(*Error)
-			a.settle(c, e.Class, nil)
 			r.record(a, e, nil)
+			a.settle(c, e.Class, nil)
 			lastErr = e
 			r.setLast(e)
 			if ctx.Err() != nil {

@@ -208,3 +208,9 @@ func (c *config) validate() error {
 	}
 	return fmt.Errorf("llmclient: invalid options: %w", errors.Join(errs...))
 }
+
+// WithBreaker sets the circuit breaker configuration used for every upstream (each has its
+// own breaker). Zero fields take their defaults. Default DefaultBreakerConfig().
+func WithBreaker(cfg BreakerConfig) Option {
+	return optionFunc(func(c *config) { c.breaker = cfg })
+}

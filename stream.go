@@ -365,12 +365,12 @@ func (s *Stream) fail(e *Error) {
 func (s *Stream) settleOnce(class Class, usage *Usage) {
 	s.settle.Do(func() {
 		s.a.latency = time.Since(s.a.start) - s.a.limiterWait
-		s.a.settle(s.c, class, usage)
 		var e *Error
 		if class != ClassNone {
 			e = &Error{Class: class, Upstream: s.a.up.Name, Model: s.a.call.Model}
 		}
 		s.r.record(s.a, e, usage)
+		s.a.settle(s.c, class, usage)
 	})
 }
 

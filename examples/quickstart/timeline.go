@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// timeline prints the Client's events as they happen, with the time since the demo began.
+type timeline struct {
+	start time.Time
+	mu    sync.Mutex
+}
+
+func (t *timeline) stamp() string {
+	return fmt.Sprintf("[%6.3fs]", time.Since(t.start).Seconds())
+}
+
+func (t *timeline) observe(e llmclient.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := ""
+	if e.Key != "" {
+		key = " " + e.Key
+	}
+	switch e.Kind {
+	case llmclient.EventAttempt:
+		outcome := "ok"
+		if e.Class == llmclient.ClassUnavailable {
+			fmt.Printf("%s attempt %d -> %s: skipped, no call made (%v)\n", t.stamp(), e.Attempt, e.Upstream, errors.Unwrap(e.Err))
+			return
+		}
+		if e.Err != nil {
+			outcome = e.Class.String()
+			if e.Status != 0 {
+				outcome = fmt.Sprintf("%d %s", e.Status, outcome)
+			}
+		}
+		wait := ""
+		if e.Waited > 0 {
+			wait = fmt.Sprintf(" (after waiting %v)", e.Waited.Round(time.Millisecond))
+		}
+		fmt.Printf("%s attempt %d -> %s%s: %s in %v%s\n", t.stamp(), e.Attempt, e.Upstream, key, outcome,
+			e.Latency.Round(time.Millisecond), wait)
+	case llmclient.EventBreaker:
+		fmt.Printf("%s breaker %s: %s -> %s\n", t.stamp(), e.Upstream, e.From, e.To)
+	case llmclient.EventKeyCooldown:
+		fmt.Printf("%s %s%s cools down until +%v for every caller\n", t.stamp(), e.Upstream, key,
+			e.Until.Sub(t.start).Round(time.Millisecond))
+	case llmclient.EventKeyEvicted, llmclient.EventAlert:
+		fmt.Printf("%s %s %s%s: %v\n", t.stamp(), e.Kind, e.Upstream, key, e.Class)
+	}
+}

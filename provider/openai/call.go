@@ -1,0 +1,151 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/httpx"
+)
+
+// maxResponseBody bounds a successful one-shot response body: 32 MiB, far above any real
+// completion, so a broken or hostile server cannot exhaust memory.
+const maxResponseBody = 32 << 20
+
+// userAgent identifies the library to vendors.
+const userAgent = "llmclient-go"
+
+// Complete makes one Chat Completions call. A non-2xx response is returned as an
+// *llmclient.Error classified by ClassifyError; a 2xx body that is not a valid completion
+// is returned as an *llmclient.Error of class ClassServerError (see parseResponse);
+// transport failures are returned wrapped, for the Client to classify.
+func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
+	resp, err := p.send(ctx, call, false)
+	if err != nil {
+		return nil, err
+	}
+	defer httpx.DrainClose(resp.Body)
+	body, err := httpx.ReadLimited(resp.Body, maxResponseBody)
+	if errors.Is(err, httpx.ErrTooLarge) {
+		return nil, &llmclient.Error{
+			Class:      llmclient.ClassUnknown,
+			Model:      call.Model,
+			Status:     resp.StatusCode,
+			Message:    "openai: response body larger than 32 MiB",
+			RequestID:  requestID(resp.Header),
+			RateLimits: ParseRateLimits(resp.Header, time.Now()),
+			Err:        err,
+		}
+	}
+	if err != nil {
+		return nil, &netError{op: "reading response", err: err}
+	}
+	out, e := parseResponse(resp.StatusCode, resp.Header, body, time.Now())
+	if e != nil {
+		e.Model = call.Model
+		return nil, e
+	}
+	return out, nil
+}
+
+// send builds the request, sends it and returns a 2xx response with its body open. A
+// non-2xx response is read, closed and returned as its classified *llmclient.Error.
+func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) (*http.Response, error) {
+	if call == nil || call.Request == nil {
+		return nil, badRequest("openai: call or request is nil")
+	}
+	model := call.Model
+	if model == "" {
+		model = call.Request.Model
+	}
+	if p.azure && model == "" {
+		return nil, badRequest("openai: Azure needs a deployment name: the call's model is empty")
+	}
+	body, err := buildBody(call.Request, model, p.maxField, stream, stream && p.streamUsage)
+	if err != nil {
+		return nil, badRequest(err.Error())
+	}
+	target := p.endpoint
+	if p.azure {
+		target = p.azurePrefix + url.PathEscape(model) + p.azureSuffix
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, badRequest("openai: building HTTP request: " + err.Error())
+	}
+	for k, v := range p.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	key := call.APIKey
+	if key == "" {
+		key = p.apiKey
+	}
+	if key != "" {
+		if !validHeaderValue(key) {
+			return nil, badRequest("openai: API key contains characters not allowed in a header")
+		}
+		if p.azure {
+			req.Header.Set("Api-Key", key)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+	}
+
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, &netError{op: "sending request", err: err}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer httpx.DrainClose(resp.Body)
+	errBody, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
+	e := classifyErrorAt(resp.StatusCode, resp.Header, errBody, time.Now())
+	e.Model = model
+	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
+		// The status already says what happened; keep the read error as the cause.
+		e.Err = rerr
+	}
+	return nil, e
+}
+
+// netError wraps a transport failure with the adapter's prefix while keeping the chain for
+// llmclient.ClassOf (errors.Is / errors.As see through it).
+type netError struct {
+	op  string
+	err error
+}
+
+func (e *netError) Error() string { return "openai: " + e.op + ": " + e.err.Error() }
+func (e *netError) Unwrap() error { return e.err }
+
+// badRequest returns a local validation failure as a ClassBadRequest *llmclient.Error, so
+// the Client neither retries nor fails over.
+func badRequest(msg string) *llmclient.Error {
+	return &llmclient.Error{Class: llmclient.ClassBadRequest, Message: msg}
+}
+
+// Stream opens one streaming Chat Completions call ("stream": true, plus
+// stream_options.include_usage unless WithStreamUsage(false)). It returns once the response
+// headers arrive: a non-2xx status is returned as the *llmclient.Error ClassifyError makes of
+// it, exactly as Complete does; a 2xx response becomes a ProviderStream that owns the body.
+func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.ProviderStream, error) {
+	resp, err := p.send(ctx, call, true)
+	if err != nil {
+		return nil, err
+	}
+	return newChunkStream(resp), nil
+}

@@ -1,0 +1,271 @@
+// Package openai is the llmclient adapter for the OpenAI Chat Completions API and every
+// vendor that speaks it: OpenAI itself, Azure OpenAI (WithAzure), and OpenAI-compatible
+// servers reached by base URL — DeepSeek, Qwen (DashScope compatible mode), Groq,
+// OpenRouter, vLLM, Ollama and others.
+//
+// The adapter translates requests, responses and errors only: retry, limiting and
+// failover belong to the llmclient.Client that drives it.
+package openai
+
+import (
+	"errors"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+
+	"github.com/llmclient/llmclient/internal/httpx"
+)
+
+// DefaultBaseURL is the OpenAI API base URL used when WithBaseURL is not given.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// The names of the output-bound field, for WithMaxTokensField.
+const (
+	// FieldMaxCompletionTokens is OpenAI's current name, required by its reasoning models
+	// and newer GPT models (which reject max_tokens), on OpenAI and Azure OpenAI alike.
+	FieldMaxCompletionTokens = "max_completion_tokens"
+	// FieldMaxTokens is the older name that OpenAI-compatible vendors understand
+	// (DeepSeek, Qwen/DashScope, Ollama, Mistral, Together; vLLM, Groq and OpenRouter
+	// accept both).
+	FieldMaxTokens = "max_tokens"
+)
+
+// Provider speaks the Chat Completions dialect. Create it with New. It holds no per-call
+// state and is safe for concurrent use.
+type Provider struct {
+	client *http.Client
+	apiKey string
+	// endpoint is the full chat completions URL (non-Azure).
+	endpoint string
+	// azure: the URL is azurePrefix + PathEscape(model) + azureSuffix.
+	azure       bool
+	azurePrefix string
+	azureSuffix string
+	header      http.Header // static headers: organization, project, WithHeader
+	maxField    string
+	streamUsage bool
+}
+
+// Option configures a Provider. Options apply in order and the last one of a kind wins.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	baseURL      string
+	apiKey       string
+	client       *http.Client
+	clientSet    bool
+	organization string
+	project      string
+	headers      [][2]string
+	azure        bool
+	azureURL     string
+	azureVersion string
+	maxField     string
+	streamUsage  bool
+}
+
+// WithBaseURL sets the API base URL, to which "/chat/completions" is appended. Default
+// DefaultBaseURL. Use it for OpenAI-compatible vendors, for example
+// "https://api.deepseek.com/v1", "https://dashscope.aliyuncs.com/compatible-mode/v1",
+// "https://api.groq.com/openai/v1", "https://openrouter.ai/api/v1",
+// "http://localhost:8000/v1" (vLLM) or "http://localhost:11434/v1" (Ollama).
+// It must be an absolute http(s) URL without query or fragment.
+func WithBaseURL(baseURL string) Option {
+	return optionFunc(func(c *config) { c.baseURL = baseURL })
+}
+
+// WithAPIKey sets the key sent when a call carries none (llmclient.Call.APIKey is empty):
+// as "Authorization: Bearer <key>", or as the "api-key" header with WithAzure. Default none:
+// no auth header is sent, which suits local servers.
+func WithAPIKey(key string) Option {
+	return optionFunc(func(c *config) { c.apiKey = key })
+}
+
+// WithHTTPClient sets the HTTP client. Default: a new client from an internal
+// constructor with dial, TLS and response-header timeouts and no overall timeout (an
+// overall timeout would cut long streams; bound calls with their context). Must not be nil.
+func WithHTTPClient(client *http.Client) Option {
+	return optionFunc(func(c *config) { c.client, c.clientSet = client, true })
+}
+
+// WithOrganization sets the OpenAI-Organization header. Default none.
+func WithOrganization(org string) Option {
+	return optionFunc(func(c *config) { c.organization = org })
+}
+
+// WithProject sets the OpenAI-Project header. Default none.
+func WithProject(project string) Option {
+	return optionFunc(func(c *config) { c.project = project })
+}
+
+// WithHeader adds a header sent with every request, for gateways that want their own
+// (for example OpenRouter's HTTP-Referer). Repeat it for several headers; a later value for
+// the same key replaces an earlier one. The adapter's own Content-Type, Accept and
+// authentication headers are set after these and win.
+func WithHeader(key, value string) Option {
+	return optionFunc(func(c *config) { c.headers = append(c.headers, [2]string{key, value}) })
+}
+
+// WithAzure selects Azure OpenAI: requests go to
+// {endpoint}/openai/deployments/{deployment}/chat/completions?api-version={apiVersion},
+// where the deployment is the call's model name, and the key is sent in the "api-key"
+// header. endpoint is the resource URL, such as "https://my-resource.openai.azure.com".
+// WithAzure replaces WithBaseURL. Default: not Azure.
+func WithAzure(endpoint, apiVersion string) Option {
+	return optionFunc(func(c *config) { c.azure, c.azureURL, c.azureVersion = true, endpoint, apiVersion })
+}
+
+// WithMaxTokensField names the JSON field that carries Request.MaxTokens:
+// FieldMaxCompletionTokens or FieldMaxTokens.
+//
+// Default: FieldMaxCompletionTokens for OpenAI (host api.openai.com) and Azure OpenAI,
+// where newer models reject max_tokens; FieldMaxTokens for every other base URL, because
+// many compatible vendors ignore or reject max_completion_tokens, and an ignored output
+// bound silently breaks cost and TPM accounting.
+func WithMaxTokensField(name string) Option {
+	return optionFunc(func(c *config) { c.maxField = name })
+}
+
+// WithStreamUsage sets whether streaming requests ask for a final usage chunk with
+// stream_options.include_usage. Default true. Turn it off for servers that reject
+// stream_options.
+func WithStreamUsage(enabled bool) Option {
+	return optionFunc(func(c *config) { c.streamUsage = enabled })
+}
+
+// New returns a Provider configured by opts. It validates the configuration and returns
+// an error starting with "openai: " when it is wrong.
+func New(opts ...Option) (*Provider, error) {
+	c := config{baseURL: DefaultBaseURL, streamUsage: true}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	p := &Provider{apiKey: c.apiKey, streamUsage: c.streamUsage, header: make(http.Header)}
+
+	switch {
+	case !c.clientSet:
+		p.client = httpx.DefaultClient()
+	case c.client == nil:
+		return nil, errors.New("openai: WithHTTPClient: client is nil")
+	default:
+		p.client = c.client
+	}
+
+	var host string
+	if c.azure {
+		u, err := parseBase(c.azureURL, "WithAzure endpoint")
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(c.azureVersion) == "" {
+			return nil, errors.New("openai: WithAzure: api version is empty")
+		}
+		p.azure = true
+		p.azurePrefix = httpx.JoinURL(u.String(), "openai/deployments") + "/"
+		p.azureSuffix = "/chat/completions?api-version=" + url.QueryEscape(c.azureVersion)
+	} else {
+		u, err := parseBase(c.baseURL, "base URL")
+		if err != nil {
+			return nil, err
+		}
+		host = u.Hostname()
+		p.endpoint = httpx.JoinURL(u.String(), "chat/completions")
+	}
+
+	switch c.maxField {
+	case FieldMaxCompletionTokens, FieldMaxTokens:
+		p.maxField = c.maxField
+	case "":
+		p.maxField = FieldMaxTokens
+		if c.azure || isOpenAIHost(host) {
+			p.maxField = FieldMaxCompletionTokens
+		}
+	default:
+		return nil, errors.New("openai: WithMaxTokensField: want \"max_completion_tokens\" or \"max_tokens\", got " + quote(c.maxField))
+	}
+
+	for _, kv := range c.headers {
+		if !validHeaderName(kv[0]) {
+			return nil, errors.New("openai: WithHeader: invalid header name " + quote(kv[0]))
+		}
+		if !validHeaderValue(kv[1]) {
+			return nil, errors.New("openai: WithHeader: invalid value for header " + quote(kv[0]))
+		}
+		p.header.Set(kv[0], kv[1])
+	}
+	for _, kv := range [...][2]string{{"OpenAI-Organization", c.organization}, {"OpenAI-Project", c.project}} {
+		if kv[1] == "" {
+			continue
+		}
+		if !validHeaderValue(kv[1]) {
+			return nil, errors.New("openai: invalid " + kv[0] + " value")
+		}
+		p.header.Set(kv[0], kv[1])
+	}
+	if !validHeaderValue(c.apiKey) {
+		return nil, errors.New("openai: WithAPIKey: key contains characters not allowed in a header")
+	}
+	return p, nil
+}
+
+// parseBase checks that s is an absolute http(s) URL without query or fragment.
+func parseBase(s, what string) (*url.URL, error) {
+	// Errors do not echo the URL: a malformed one may carry a secret in its query.
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, errors.New("openai: " + what + ": not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, errors.New("openai: " + what + ": want an absolute http or https URL with a host, got scheme " + quote(u.Scheme))
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, errors.New("openai: " + what + ": must not contain a query, fragment or user info")
+	}
+	return u, nil
+}
+
+// isOpenAIHost reports whether host is OpenAI's own API (including regional hosts such as
+// eu.api.openai.com).
+func isOpenAIHost(host string) bool {
+	host = strings.ToLower(host)
+	return host == "api.openai.com" || strings.HasSuffix(host, ".api.openai.com")
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(k) != ""
+}
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// quote shortens and quotes a user-supplied value for an error message.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return `"` + s + `"`
+}

@@ -293,7 +293,9 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 }
 
 // BreakerPermit is the breaker's permission for one request. Call Done exactly once with
-// the request's outcome. The zero BreakerPermit is valid: its Done does nothing.
+// the request's outcome, from any goroutine; a half-open probe that is never done keeps its
+// slot until the breaker changes state. The zero BreakerPermit is valid: its Done does
+// nothing.
 type BreakerPermit struct {
 	b     *Breaker
 	gen   uint64

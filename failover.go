@@ -50,19 +50,18 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 		return nil, err
 	}
 	r := c.newRun(req)
-	a, err := r.exec(ctx, c.completeChain, false)
+	a, err := r.exec(ctx, c.route(req.Model), c.completeChain, false)
 	if err != nil {
 		return r.fail(ctx, err)
 	}
 	return r.succeed(a, a.resp), nil
 }
 
-// exec runs attempts along the request's upstream chain until one succeeds or the
-// decisions say stop. For streams (keep) the successful attempt is returned unsettled: the
-// stream settles it when it ends.
-func (r *run) exec(ctx context.Context, chain attemptFunc, keep bool) (*attempt, error) {
+// exec runs attempts along route until one succeeds or the decisions say stop. For
+// streams (keep) the successful attempt is returned unsettled: the stream settles it when
+// it ends. Every attempt of the call goes through chain.
+func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, keep bool) (*attempt, error) {
 	c := r.c
-	route := c.route(r.req.Model)
 	if len(route) == 0 {
 		return nil, &Error{Class: ClassNotFound, Model: r.req.Model, Err: ErrNoUpstream,
 			Message: "no upstream serves model " + strconv.Quote(r.req.Model)}

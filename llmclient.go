@@ -62,13 +62,16 @@ func New(opts ...Option) (*Client, error) {
 			up.timeout = cfg.attemptTimeout
 		}
 		bc := cfg.breaker
-		name := u.Name
+		name, userHook := u.Name, cfg.breaker.OnStateChange
 		bc.OnStateChange = func(from, to BreakerState) {
 			c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
+			if userHook != nil {
+				userHook(from, to)
+			}
 		}
 		b, err := NewBreaker(bc)
 		if err != nil {
-			return nil, fmt.Errorf("llmclient: invalid options: upstream %q: %w", name, err)
+			return nil, fmt.Errorf("upstream %q: %w", name, err)
 		}
 		up.breaker = b
 		c.upstreams = append(c.upstreams, up)

@@ -210,7 +210,8 @@ func (c *config) validate() error {
 }
 
 // WithBreaker sets the circuit breaker configuration used for every upstream (each has its
-// own breaker). Zero fields take their defaults. Default DefaultBreakerConfig().
+// own breaker). Zero fields take their defaults. Its OnStateChange, if set, is called for
+// every upstream's breaker, after the observer's EventBreaker. Default DefaultBreakerConfig().
 func WithBreaker(cfg BreakerConfig) Option {
 	return optionFunc(func(c *config) { c.breaker = cfg })
 }

@@ -182,7 +182,7 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t, ErrStreamTimeout)
 	}
 	r := c.newRun(req)
-	a, err := r.exec(ctx, c.streamChain, true)
+	a, err := r.exec(ctx, c.route(req.Model), c.streamChain, true)
 	if err != nil {
 		cancelTotal()
 		resp, ferr := r.fail(ctx, err)

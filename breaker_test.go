@@ -1,0 +1,773 @@
+package llmclient_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+func newBreaker(t *testing.T, cfg llmclient.BreakerConfig) *llmclient.Breaker {
+	t.Helper()
+	b, err := llmclient.NewBreaker(cfg)
+	if err != nil {
+		t.Fatalf("NewBreaker: %v", err)
+	}
+	return b
+}
+
+// call makes one request through b with outcome o; it fails the test when Allow refuses.
+func call(t *testing.T, b *llmclient.Breaker, o llmclient.BreakerOutcome) {
+	t.Helper()
+	p, err := b.Allow()
+	if err != nil {
+		t.Fatalf("Allow in state %v: %v", b.State(), err)
+	}
+	p.Done(o)
+}
+
+func callN(t *testing.T, b *llmclient.Breaker, o llmclient.BreakerOutcome, n int) {
+	t.Helper()
+	for range n {
+		call(t, b, o)
+	}
+}
+
+func wantState(t *testing.T, b *llmclient.Breaker, want llmclient.BreakerState) {
+	t.Helper()
+	if got := b.State(); got != want {
+		t.Fatalf("State() = %v, want %v", got, want)
+	}
+}
+
+// trip opens a closed breaker with consecutive failures.
+func trip(t *testing.T, b *llmclient.Breaker, consecutive int) {
+	t.Helper()
+	callN(t, b, llmclient.BreakerFailure, consecutive)
+	wantState(t, b, llmclient.BreakerOpen)
+}
+
+// recorder collects OnStateChange calls.
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) record(from, to llmclient.BreakerState) {
+	r.mu.Lock()
+	r.got = append(r.got, from.String()+">"+to.String())
+	r.mu.Unlock()
+}
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.got, " ")
+}
+
+func TestBreakerTripRules(t *testing.T) {
+	ratio := llmclient.BreakerConfig{MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 1000}
+	run := llmclient.BreakerConfig{MinRequests: 1000, ConsecutiveFailures: 5}
+	small := llmclient.BreakerConfig{MinRequests: 4, FailureRatio: 0.5, ConsecutiveFailures: 100}
+	tests := []struct {
+		name string
+		cfg  llmclient.BreakerConfig
+		// outcomes: S success, F failure, I ignore.
+		outcomes string
+		// tripAt is the 1-based outcome after which the breaker is open; 0: never.
+		tripAt int
+	}{
+		{"ratio reached at min volume", ratio, strings.Repeat("SF", 10), 20},
+		{"ratio reached after volume", ratio, strings.Repeat("S", 10) + strings.Repeat("F", 10), 20},
+		{"ratio just below threshold", ratio, strings.Repeat("SSF", 30), 0},
+		{"failures below min volume", ratio, strings.Repeat("F", 19), 0},
+		{"a success never trips", ratio, strings.Repeat("F", 19) + "S", 0},
+		{"ratio trips on next failure", ratio, strings.Repeat("F", 19) + "SF", 21},
+		{"consecutive run", run, "SFFFFSFFFFF", 11},
+		{"success breaks a run", run, strings.Repeat("FFFFS", 20), 0},
+		{"ignore neither extends nor breaks a run", run, "FFFFIIIIIIIIIIF", 15},
+		{"ignore is not volume", small, "IIIIIIIIIIFSF", 0},
+		{"ignore does not dilute the ratio", small, "FF" + strings.Repeat("I", 40) + "SF", 44},
+		{"only ignores", small, strings.Repeat("I", 1000), 0},
+		{"zero config: 10 consecutive", llmclient.BreakerConfig{}, strings.Repeat("F", 10), 10},
+		{"zero config: 9 consecutive", llmclient.BreakerConfig{}, strings.Repeat("F", 9) + "S" + strings.Repeat("F", 9), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, tt.cfg)
+				for i, c := range tt.outcomes {
+					o := map[rune]llmclient.BreakerOutcome{'S': llmclient.BreakerSuccess, 'F': llmclient.BreakerFailure, 'I': llmclient.BreakerIgnore}[c]
+					call(t, b, o)
+					want := llmclient.BreakerClosed
+					if tt.tripAt != 0 && i+1 >= tt.tripAt {
+						want = llmclient.BreakerOpen
+					}
+					if got := b.State(); got != want {
+						t.Fatalf("after outcome %d (%c): state %v, want %v", i+1, c, got, want)
+					}
+					if want == llmclient.BreakerOpen {
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestBreakerWindowSlides(t *testing.T) {
+	cfg := llmclient.BreakerConfig{Window: 10 * time.Second, Buckets: 10, MinRequests: 10, FailureRatio: 0.5, ConsecutiveFailures: 1000}
+	tests := []struct {
+		name     string
+		wait     time.Duration // between 9 failures and the 10th
+		wantOpen bool
+		wantFail int // failures in the window after the 10th, when still closed
+	}{
+		{"same bucket", 0, true, 0},
+		{"half a window later", 5 * time.Second, true, 0},
+		{"just inside the oldest bucket", 10*time.Second - time.Nanosecond, true, 0},
+		{"oldest bucket dropped", 10 * time.Second, false, 1},
+		{"long idle", time.Hour, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, cfg)
+				callN(t, b, llmclient.BreakerFailure, 9)
+				time.Sleep(tt.wait)
+				call(t, b, llmclient.BreakerFailure)
+				s := b.Snapshot()
+				if got := s.State == llmclient.BreakerOpen; got != tt.wantOpen {
+					t.Fatalf("open = %v, want %v (snapshot %+v)", got, tt.wantOpen, s)
+				}
+				if !tt.wantOpen && s.Failures != tt.wantFail {
+					t.Fatalf("Failures in window = %d, want %d", s.Failures, tt.wantFail)
+				}
+			})
+		})
+	}
+}
+
+// TestBreakerDefaultsIgnoreNoise drives thousands of calls at the transient failure rates
+// that are normal for LLM upstreams through a default breaker, at several traffic volumes;
+// the rows that must trip show the harness can tell.
+func TestBreakerDefaultsIgnoreNoise(t *testing.T) {
+	tests := []struct {
+		failRate float64
+		perMin   float64
+		calls    int
+		wantTrip bool
+	}{
+		{0.2, 20, 5000, false},
+		{0.2, 50, 5000, false},
+		{0.2, 60, 5000, false},
+		{0.2, 120, 5000, false},
+		{0.2, 1200, 5000, false},
+		{0.1, 60, 5000, false},
+		{1.0, 20, 5000, true},   // hard outage on a quiet upstream: consecutive rule
+		{0.7, 1200, 5000, true}, // brownout on a busy upstream
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("fail=%v/perMin=%v", tt.failRate, tt.perMin), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var changes recorder
+				cfg := llmclient.DefaultBreakerConfig()
+				cfg.OnStateChange = changes.record
+				b := newBreaker(t, cfg)
+				rng := rand.New(rand.NewPCG(42, uint64(tt.perMin)))
+				mean := float64(time.Minute) / tt.perMin
+				rejected := 0
+				for range tt.calls {
+					time.Sleep(time.Duration(rng.ExpFloat64() * mean))
+					p, err := b.Allow()
+					if err != nil {
+						rejected++
+						continue
+					}
+					o := llmclient.BreakerSuccess
+					if rng.Float64() < tt.failRate {
+						o = llmclient.BreakerFailure
+					}
+					p.Done(o)
+				}
+				tripped := changes.String() != ""
+				if tripped != tt.wantTrip {
+					t.Fatalf("tripped = %v, want %v; changes %q, %d rejected", tripped, tt.wantTrip, changes.String(), rejected)
+				}
+			})
+		})
+	}
+}
+
+func TestBreakerOpenRejects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, llmclient.DefaultBreakerConfig())
+		trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
+		for range 100 {
+			p, err := b.Allow()
+			if !errors.Is(err, llmclient.ErrCircuitOpen) {
+				t.Fatalf("Allow while open: err = %v, want ErrCircuitOpen", err)
+			}
+			if p != (llmclient.BreakerPermit{}) {
+				t.Fatalf("Allow while open returned a permit %+v", p)
+			}
+		}
+		s := b.Snapshot()
+		if s.State != llmclient.BreakerOpen || s.OpenRemaining != llmclient.DefaultBreakerOpenTimeout || s.Trips != 1 {
+			t.Fatalf("Snapshot = %+v, want open for %v after 1 trip", s, llmclient.DefaultBreakerOpenTimeout)
+		}
+	})
+}
+
+func TestBreakerHalfOpenAfterOpenTimeout(t *testing.T) {
+	for _, via := range []string{"State", "Allow"} {
+		t.Run(via, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, llmclient.DefaultBreakerConfig())
+				trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
+				time.Sleep(llmclient.DefaultBreakerOpenTimeout - time.Nanosecond)
+				if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
+					t.Fatalf("Allow 1ns before the open time ends: err = %v, want ErrCircuitOpen", err)
+				}
+				wantState(t, b, llmclient.BreakerOpen)
+				time.Sleep(time.Nanosecond)
+				if via == "Allow" {
+					p, err := b.Allow()
+					if err != nil || !p.Probe() {
+						t.Fatalf("Allow after the open time: probe=%v err=%v, want a probe", p.Probe(), err)
+					}
+				}
+				wantState(t, b, llmclient.BreakerHalfOpen)
+			})
+		})
+	}
+}
+
+func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
+	for _, probes := range []int{1, 3, 7} {
+		t.Run(fmt.Sprint(probes), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := llmclient.DefaultBreakerConfig()
+				cfg.HalfOpenProbes, cfg.SuccessesToClose = probes, 0
+				b := newBreaker(t, cfg)
+				trip(t, b, cfg.ConsecutiveFailures)
+				time.Sleep(cfg.OpenTimeout)
+
+				const callers = 100
+				var (
+					start    = make(chan struct{})
+					wg       sync.WaitGroup
+					mu       sync.Mutex
+					permits  []llmclient.BreakerPermit
+					rejected atomic.Int32
+				)
+				for range callers {
+					wg.Go(func() {
+						<-start
+						p, err := b.Allow()
+						switch {
+						case err == nil:
+							mu.Lock()
+							permits = append(permits, p)
+							mu.Unlock()
+						case errors.Is(err, llmclient.ErrCircuitOpen):
+							rejected.Add(1)
+						default:
+							t.Errorf("Allow: unexpected error %v", err)
+						}
+					})
+				}
+				synctest.Wait() // every caller is parked on start
+				close(start)
+				wg.Wait()
+				if len(permits) != probes || int(rejected.Load()) != callers-probes {
+					t.Fatalf("admitted %d, rejected %d; want %d and %d", len(permits), rejected.Load(), probes, callers-probes)
+				}
+				for i, p := range permits {
+					if !p.Probe() {
+						t.Fatalf("permit %d is not a probe", i)
+					}
+					wantState(t, b, llmclient.BreakerHalfOpen)
+					p.Done(llmclient.BreakerSuccess)
+				}
+				wantState(t, b, llmclient.BreakerClosed)
+			})
+		})
+	}
+}
+
+func TestBreakerClosesAfterProbeSuccesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := llmclient.BreakerConfig{ConsecutiveFailures: 3, HalfOpenProbes: 2, SuccessesToClose: 5, OpenTimeout: time.Second}
+		b := newBreaker(t, cfg)
+		trip(t, b, 3)
+		time.Sleep(time.Second)
+		// Probes come in rounds of two as earlier ones finish.
+		for i := range 4 {
+			p, err := b.Allow()
+			if err != nil {
+				t.Fatalf("probe %d: %v", i+1, err)
+			}
+			p.Done(llmclient.BreakerSuccess)
+			wantState(t, b, llmclient.BreakerHalfOpen)
+		}
+		call(t, b, llmclient.BreakerSuccess)
+		wantState(t, b, llmclient.BreakerClosed)
+		s := b.Snapshot()
+		if s.Successes != 0 || s.Failures != 0 || s.Trips != 0 {
+			t.Fatalf("after closing, Snapshot = %+v, want a fresh window", s)
+		}
+		// A fresh window: the old failures are forgotten, the run starts over.
+		callN(t, b, llmclient.BreakerFailure, 2)
+		wantState(t, b, llmclient.BreakerClosed)
+		call(t, b, llmclient.BreakerFailure)
+		// And the open time is back to its base.
+		if s := b.Snapshot(); s.State != llmclient.BreakerOpen || s.OpenRemaining != time.Second {
+			t.Fatalf("after re-tripping, Snapshot = %+v, want open for 1s", s)
+		}
+	})
+}
+
+// openFor asserts that b, just opened, stays open for exactly d of virtual time.
+func openFor(t *testing.T, b *llmclient.Breaker, d time.Duration) {
+	t.Helper()
+	time.Sleep(d - time.Nanosecond)
+	wantState(t, b, llmclient.BreakerOpen)
+	time.Sleep(time.Nanosecond)
+	wantState(t, b, llmclient.BreakerHalfOpen)
+}
+
+func TestBreakerReopenBacksOff(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  llmclient.BreakerConfig
+		want []time.Duration // open time after the trip and after each failed probe
+	}{
+		{"defaults", llmclient.DefaultBreakerConfig(), []time.Duration{
+			15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute,
+		}},
+		{"cap between doublings", llmclient.BreakerConfig{OpenTimeout: 10 * time.Second, MaxOpenTimeout: 35 * time.Second}, []time.Duration{
+			10 * time.Second, 20 * time.Second, 35 * time.Second, 35 * time.Second,
+		}},
+		{"no growth when max equals base", llmclient.BreakerConfig{OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute}, []time.Duration{
+			time.Minute, time.Minute, time.Minute,
+		}},
+		{"max defaults to a longer base", llmclient.BreakerConfig{OpenTimeout: 10 * time.Minute}, []time.Duration{
+			10 * time.Minute, 10 * time.Minute,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, tt.cfg)
+				for round := range 2 { // the second round checks the reset after closing
+					trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
+					for i, d := range tt.want {
+						openFor(t, b, d)
+						if i == len(tt.want)-1 {
+							break
+						}
+						call(t, b, llmclient.BreakerFailure) // a failed probe
+						if s := b.Snapshot(); s.Trips != i+2 {
+							t.Fatalf("round %d: Trips = %d, want %d", round, s.Trips, i+2)
+						}
+					}
+					callN(t, b, llmclient.BreakerSuccess, llmclient.DefaultBreakerHalfOpenProbes)
+					wantState(t, b, llmclient.BreakerClosed)
+				}
+			})
+		})
+	}
+}
+
+func TestBreakerProbeIgnoreFreesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 1, HalfOpenProbes: 2, OpenTimeout: time.Second})
+		trip(t, b, 1)
+		time.Sleep(time.Second)
+		p1, err1 := b.Allow()
+		p2, err2 := b.Allow()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("probes: %v, %v", err1, err2)
+		}
+		if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
+			t.Fatalf("third probe: err = %v, want ErrCircuitOpen", err)
+		}
+		p1.Done(llmclient.BreakerIgnore)
+		if s := b.Snapshot(); s.State != llmclient.BreakerHalfOpen || s.ProbesInFlight != 1 {
+			t.Fatalf("after an ignored probe: %+v, want half-open with 1 probe out", s)
+		}
+		p3, err := b.Allow()
+		if err != nil {
+			t.Fatalf("probe after an ignored one: %v", err)
+		}
+		p2.Done(llmclient.BreakerSuccess)
+		wantState(t, b, llmclient.BreakerHalfOpen) // the ignore was no success
+		p3.Done(llmclient.BreakerSuccess)
+		wantState(t, b, llmclient.BreakerClosed)
+	})
+}
+
+func TestBreakerStaleGeneration(t *testing.T) {
+	t.Run("closed permits after a trip", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Second, HalfOpenProbes: 1})
+			var stale []llmclient.BreakerPermit
+			for range 10 {
+				p, err := b.Allow()
+				if err != nil {
+					t.Fatal(err)
+				}
+				stale = append(stale, p)
+			}
+			trip(t, b, 3)
+			for _, p := range stale[:5] {
+				p.Done(llmclient.BreakerSuccess)
+			}
+			if s := b.Snapshot(); s.State != llmclient.BreakerOpen || s.OpenRemaining != time.Second {
+				t.Fatalf("stale successes changed the open breaker: %+v", s)
+			}
+			time.Sleep(time.Second)
+			probe, err := b.Allow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range stale[5:] {
+				p.Done(llmclient.BreakerFailure)
+			}
+			wantState(t, b, llmclient.BreakerHalfOpen)
+			probe.Done(llmclient.BreakerSuccess)
+			wantState(t, b, llmclient.BreakerClosed)
+		})
+	})
+	t.Run("probes of an earlier half-open round", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2})
+			trip(t, b, 1)
+			time.Sleep(time.Second)
+			p1, _ := b.Allow()
+			p2, _ := b.Allow()
+			p1.Done(llmclient.BreakerFailure)
+			openFor(t, b, 2*time.Second)
+			q1, err1 := b.Allow()
+			q2, err2 := b.Allow()
+			if err1 != nil || err2 != nil {
+				t.Fatalf("new round's probes: %v, %v", err1, err2)
+			}
+			p2.Done(llmclient.BreakerSuccess) // stale: neither a success nor a freed slot
+			if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
+				t.Fatalf("a stale Done freed a slot of the new round: err = %v", err)
+			}
+			q1.Done(llmclient.BreakerSuccess)
+			wantState(t, b, llmclient.BreakerHalfOpen)
+			q2.Done(llmclient.BreakerSuccess)
+			wantState(t, b, llmclient.BreakerClosed)
+		})
+	})
+	t.Run("permits of an earlier closed period", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1})
+			var stale []llmclient.BreakerPermit
+			for range 5 {
+				p, _ := b.Allow()
+				stale = append(stale, p)
+			}
+			trip(t, b, 2)
+			time.Sleep(time.Second)
+			call(t, b, llmclient.BreakerSuccess)
+			wantState(t, b, llmclient.BreakerClosed)
+			for _, p := range stale {
+				p.Done(llmclient.BreakerFailure)
+			}
+			if s := b.Snapshot(); s.State != llmclient.BreakerClosed || s.Failures != 0 {
+				t.Fatalf("stale failures counted: %+v", s)
+			}
+		})
+	})
+}
+
+// TestBreakerCallbackReentrant runs in real time so that a deadlock shows as a timeout
+// rather than a hung bubble: the callback uses every method of the breaker, and the probe
+// it takes in one callback reopens the breaker, a change made from inside a callback.
+func TestBreakerCallbackReentrant(t *testing.T) {
+	var (
+		changes recorder
+		b       *llmclient.Breaker
+	)
+	cfg := llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, HalfOpenProbes: 1}
+	cfg.OnStateChange = func(from, to llmclient.BreakerState) {
+		changes.record(from, to)
+		_ = b.State()
+		_ = b.Snapshot()
+		if to == llmclient.BreakerHalfOpen && changes.String() == "closed>open open>half-open" {
+			if p, err := b.Allow(); err == nil {
+				p.Done(llmclient.BreakerFailure)
+			}
+		}
+	}
+	b = newBreaker(t, cfg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, _ := b.Allow()
+		p.Done(llmclient.BreakerFailure)
+		time.Sleep(2 * time.Millisecond) // past the open time
+		_ = b.State()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("deadlock: a breaker method called from OnStateChange did not return")
+	}
+	// A slow machine may see more changes after these (the open times are real and short).
+	if got, want := changes.String(), "closed>open open>half-open half-open>open"; !strings.HasPrefix(got, want) {
+		t.Fatalf("changes = %q, want %q first", got, want)
+	}
+}
+
+func TestBreakerOnStateChangeSequence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			changes recorder
+			b       *llmclient.Breaker
+			seen    []llmclient.BreakerState
+		)
+		cfg := llmclient.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1}
+		cfg.OnStateChange = func(from, to llmclient.BreakerState) {
+			changes.record(from, to)
+			seen = append(seen, b.State()) // must not deadlock: no lock is held here
+		}
+		b = newBreaker(t, cfg)
+		trip(t, b, 2)
+		openFor(t, b, time.Second)
+		call(t, b, llmclient.BreakerFailure)
+		openFor(t, b, 2*time.Second)
+		call(t, b, llmclient.BreakerSuccess)
+		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
+		if got := changes.String(); got != want {
+			t.Fatalf("changes:\n got %s\nwant %s", got, want)
+		}
+		wantSeen := []llmclient.BreakerState{llmclient.BreakerOpen, llmclient.BreakerHalfOpen, llmclient.BreakerOpen, llmclient.BreakerHalfOpen, llmclient.BreakerClosed}
+		if fmt.Sprint(seen) != fmt.Sprint(wantSeen) {
+			t.Fatalf("State() inside the callback: %v, want %v", seen, wantSeen)
+		}
+	})
+}
+
+// TestBreakerConcurrent hammers a breaker from many goroutines: under -race it checks the
+// locking, and the callback sees an unbroken chain of changes (each from = previous to)
+// even though changes are delivered outside the lock, by whichever goroutine is around.
+func TestBreakerConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu     sync.Mutex
+			last   = llmclient.BreakerClosed
+			broken int
+			count  int
+			calls  atomic.Int64
+		)
+		cfg := llmclient.BreakerConfig{
+			Window: time.Second, MinRequests: 10, ConsecutiveFailures: 4,
+			OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 200 * time.Millisecond, HalfOpenProbes: 3,
+			OnStateChange: func(from, to llmclient.BreakerState) {
+				// A varying pause lets a later change overtake this one, were delivery not
+				// serialized.
+				time.Sleep(time.Duration(calls.Add(1)*7%5) * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				if from != last {
+					broken++
+				}
+				last = to
+				count++
+			},
+		}
+		b := newBreaker(t, cfg)
+		var wg sync.WaitGroup
+		for g := range 32 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 7))
+				for range 500 {
+					p, err := b.Allow()
+					if err != nil {
+						time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+						continue
+					}
+					if s := b.Snapshot(); s.ProbesInFlight > cfg.HalfOpenProbes {
+						t.Errorf("%d probes in flight, limit %d", s.ProbesInFlight, cfg.HalfOpenProbes)
+					}
+					time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+					o := llmclient.BreakerOutcome(rng.IntN(3)) // a third of each
+					p.Done(o)
+				}
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if broken != 0 || count == 0 {
+			t.Fatalf("%d state changes, %d out of order", count, broken)
+		}
+	})
+}
+
+func TestBreakerConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  llmclient.BreakerConfig
+		want []string // substrings of the error; none: valid
+	}{
+		{"zero value", llmclient.BreakerConfig{}, nil},
+		{"defaults", llmclient.DefaultBreakerConfig(), nil},
+		{"ratio of one", llmclient.BreakerConfig{FailureRatio: 1}, nil},
+		{"long base open time, default max", llmclient.BreakerConfig{OpenTimeout: time.Hour}, nil},
+		{"many successes to close", llmclient.BreakerConfig{HalfOpenProbes: 1, SuccessesToClose: 10}, nil},
+		{"negative window", llmclient.BreakerConfig{Window: -time.Second}, []string{"Window -1s is negative"}},
+		{"negative buckets", llmclient.BreakerConfig{Buckets: -1}, []string{"Buckets -1 is outside [1, 1000]"}},
+		{"too many buckets", llmclient.BreakerConfig{Buckets: 1001}, []string{"Buckets 1001"}},
+		{"slices under 1ms", llmclient.BreakerConfig{Window: 50 * time.Millisecond, Buckets: 100}, []string{"slices under 1ms"}},
+		{"negative min requests", llmclient.BreakerConfig{MinRequests: -1}, []string{"MinRequests -1"}},
+		{"ratio above one", llmclient.BreakerConfig{FailureRatio: 1.5}, []string{"FailureRatio 1.5 is outside (0, 1]"}},
+		{"negative ratio", llmclient.BreakerConfig{FailureRatio: -0.1}, []string{"FailureRatio -0.1"}},
+		{"NaN ratio", llmclient.BreakerConfig{FailureRatio: math.NaN()}, []string{"FailureRatio NaN"}},
+		{"negative consecutive", llmclient.BreakerConfig{ConsecutiveFailures: -3}, []string{"ConsecutiveFailures -3"}},
+		{"negative open time", llmclient.BreakerConfig{OpenTimeout: -time.Second}, []string{"OpenTimeout -1s"}},
+		{"negative max open time", llmclient.BreakerConfig{MaxOpenTimeout: -time.Second}, []string{"MaxOpenTimeout -1s"}},
+		{"max below base", llmclient.BreakerConfig{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, []string{"MaxOpenTimeout 1s is below OpenTimeout 1m0s"}},
+		{"negative probes", llmclient.BreakerConfig{HalfOpenProbes: -1}, []string{"HalfOpenProbes -1"}},
+		{"negative successes", llmclient.BreakerConfig{SuccessesToClose: -1}, []string{"SuccessesToClose -1"}},
+		{"every problem at once", llmclient.BreakerConfig{Window: -1, FailureRatio: 2, HalfOpenProbes: -1}, []string{"Window", "FailureRatio", "HalfOpenProbes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := llmclient.NewBreaker(tt.cfg)
+			if len(tt.want) == 0 {
+				if err != nil || b == nil {
+					t.Fatalf("NewBreaker: %v, want a breaker", err)
+				}
+				return
+			}
+			if err == nil || b != nil {
+				t.Fatalf("NewBreaker = %v, %v; want an error", b, err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "llmclient: breaker: ") {
+				t.Errorf("error %q does not start with %q", msg, "llmclient: breaker: ")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultBreakerConfig(t *testing.T) {
+	want := llmclient.BreakerConfig{
+		Window: time.Minute, Buckets: 10, MinRequests: 50, FailureRatio: 0.5, ConsecutiveFailures: 10,
+		OpenTimeout: 15 * time.Second, MaxOpenTimeout: 5 * time.Minute, HalfOpenProbes: 3, SuccessesToClose: 3,
+	}
+	if got := llmclient.DefaultBreakerConfig(); fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("DefaultBreakerConfig() = %+v, want %+v", got, want)
+	}
+}
+
+func TestBreakerNilAndZeroPermit(t *testing.T) {
+	var b *llmclient.Breaker
+	p, err := b.Allow()
+	if err != nil {
+		t.Fatalf("nil breaker: Allow: %v", err)
+	}
+	p.Done(llmclient.BreakerFailure)
+	if b.State() != llmclient.BreakerClosed || b.Snapshot() != (llmclient.BreakerSnapshot{}) {
+		t.Fatal("nil breaker is not closed")
+	}
+	llmclient.BreakerPermit{}.Done(llmclient.BreakerSuccess) // must not panic
+}
+
+func TestBreakerStrings(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{llmclient.BreakerClosed.String(), "closed"},
+		{llmclient.BreakerOpen.String(), "open"},
+		{llmclient.BreakerHalfOpen.String(), "half-open"},
+		{llmclient.BreakerState(9).String(), "unknown"},
+		{llmclient.BreakerSuccess.String(), "success"},
+		{llmclient.BreakerFailure.String(), "failure"},
+		{llmclient.BreakerIgnore.String(), "ignore"},
+		{llmclient.BreakerOutcome(9).String(), "unknown"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func BenchmarkBreaker(b *testing.B) {
+	b.Run("closed/serial", func(b *testing.B) {
+		br, _ := llmclient.NewBreaker(llmclient.DefaultBreakerConfig())
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := br.Allow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Done(llmclient.BreakerSuccess)
+		}
+	})
+	b.Run("closed/parallel", func(b *testing.B) {
+		br, _ := llmclient.NewBreaker(llmclient.DefaultBreakerConfig())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				p, err := br.Allow()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				p.Done(llmclient.BreakerSuccess)
+			}
+		})
+	})
+	b.Run("open/parallel", func(b *testing.B) {
+		br, _ := llmclient.NewBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+		p, _ := br.Allow()
+		p.Done(llmclient.BreakerFailure)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := br.Allow(); err == nil {
+					b.Error("open breaker admitted a request")
+					return
+				}
+			}
+		})
+	})
+}
+
+func ExampleBreaker() {
+	b, err := llmclient.NewBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 3})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		p, err := b.Allow()
+		if err != nil {
+			break
+		}
+		// ... call the upstream, then report how it went:
+		p.Done(llmclient.BreakerFailure)
+	}
+	_, err = b.Allow()
+	fmt.Println(b.State(), errors.Is(err, llmclient.ErrCircuitOpen))
+	// Output: open true
+}

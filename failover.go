@@ -124,7 +124,13 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 			}
 			e := err.(*Error)
 			r.record(a, e, nil)
-			a.settle(c, e.Class, nil)
+			if ctx.Err() != nil {
+				// The caller gave up (canceled or out of time): that says nothing about the
+				// upstream's health, so the breaker does not count it.
+				a.settle(c, ClassCanceled, nil)
+			} else {
+				a.settle(c, e.Class, nil)
+			}
 			lastErr = e
 			r.setLast(e)
 			if ctx.Err() != nil {

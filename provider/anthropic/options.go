@@ -1,0 +1,69 @@
+package anthropic
+
+import (
+	"net/http"
+	"net/textproto"
+)
+
+// Option configures a Provider. Options are applied in order; the last one of a kind wins.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	baseURL   string
+	apiKey    string
+	version   string
+	client    *http.Client
+	clientSet bool
+	header    http.Header
+	maxTokens int
+}
+
+// DefaultBaseURL is the Anthropic API's base URL.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// DefaultVersion is the anthropic-version header the Provider sends.
+const DefaultVersion = "2023-06-01"
+
+// DefaultMaxTokens is the max_tokens sent when Request.MaxTokens is 0: the Messages API
+// requires a value. 4096 fits every current Claude model's output limit.
+const DefaultMaxTokens = 4096
+
+// WithBaseURL sets the API base URL, without the /v1 path (default DefaultBaseURL). Use it
+// for proxies and gateways that speak the Messages API, and for tests.
+func WithBaseURL(u string) Option { return optionFunc(func(c *config) { c.baseURL = u }) }
+
+// WithAPIKey sets the key sent as x-api-key when the Call carries none (an upstream without
+// a key pool). Default: none, in which case every Call must carry a key.
+func WithAPIKey(key string) Option { return optionFunc(func(c *config) { c.apiKey = key }) }
+
+// WithVersion sets the anthropic-version header (default DefaultVersion).
+func WithVersion(v string) Option { return optionFunc(func(c *config) { c.version = v }) }
+
+// WithHTTPClient sets the HTTP client (default: a new httpx.DefaultClient, with no overall
+// timeout; calls are bounded by their context). A nil client is rejected by New.
+func WithHTTPClient(hc *http.Client) Option {
+	return optionFunc(func(c *config) { c.client, c.clientSet = hc, true })
+}
+
+// WithHeader adds a header to every request, such as anthropic-beta. Repeat it for several
+// headers; a later value for the same key replaces an earlier one. The adapter's own
+// Content-Type, Accept and x-api-key headers win; an anthropic-version or User-Agent set
+// here replaces the adapter's. New rejects invalid names and values.
+func WithHeader(key, value string) Option {
+	return optionFunc(func(c *config) {
+		if c.header == nil {
+			c.header = make(http.Header)
+		}
+		c.header.Set(textproto.CanonicalMIMEHeaderKey(key), value)
+	})
+}
+
+// WithDefaultMaxTokens sets the max_tokens sent when Request.MaxTokens is 0 (default
+// DefaultMaxTokens). It must be positive.
+func WithDefaultMaxTokens(n int) Option { return optionFunc(func(c *config) { c.maxTokens = n }) }

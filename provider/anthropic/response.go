@@ -1,0 +1,119 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+)
+
+// wireResponse is a Messages API response (Message), also the message of message_start.
+type wireResponse struct {
+	ID         string         `json:"id"`
+	Model      string         `json:"model"`
+	Content    []wireOutBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+	Usage      wireUsage      `json:"usage"`
+}
+
+// wireOutBlock is a response content block: text, thinking, redacted_thinking, tool_use and
+// server-tool blocks (which are ignored).
+type wireOutBlock struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// wireUsage is Usage and MessageDeltaUsage. Input counts are pointers because a
+// message_delta may leave them null.
+type wireUsage struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             int  `json:"output_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+}
+
+// parseResponse decodes a one-shot response body.
+func parseResponse(body []byte) (*llmclient.Response, error) {
+	var w wireResponse
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("anthropic: decode response: %w", err)
+	}
+	resp := &llmclient.Response{
+		ID:              w.ID,
+		Model:           w.Model,
+		RawFinishReason: w.StopReason,
+		FinishReason:    finishReason(w.StopReason),
+	}
+	var text, reasoning strings.Builder
+	for _, b := range w.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			reasoning.WriteString(b.Thinking)
+		case "tool_use":
+			args := "{}"
+			if len(b.Input) > 0 && string(b.Input) != "null" {
+				args = string(b.Input)
+			}
+			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		}
+	}
+	resp.Text, resp.Reasoning = text.String(), reasoning.String()
+	resp.Usage = usage(w.Usage, nil)
+	return resp, nil
+}
+
+// usage converts Anthropic usage to the common form. InputTokens includes the cache reads
+// and cache writes, which Anthropic counts apart from input_tokens, so that totals match
+// what was processed; CachedInputTokens is the cache reads. start, when not nil, supplies
+// the input counts a stream's message_delta leaves out.
+func usage(u wireUsage, start *wireUsage) llmclient.Usage {
+	in := pick(u.InputTokens, start, func(s *wireUsage) *int { return s.InputTokens })
+	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *int { return s.CacheReadInputTokens })
+	created := pick(u.CacheCreationInputTokens, start, func(s *wireUsage) *int { return s.CacheCreationInputTokens })
+	out := llmclient.Usage{
+		InputTokens:       in + read + created,
+		OutputTokens:      u.OutputTokens,
+		CachedInputTokens: read,
+	}
+	out.TotalTokens = out.InputTokens + out.OutputTokens
+	return out
+}
+
+// pick returns *v, else the start value, else 0.
+func pick(v *int, start *wireUsage, field func(*wireUsage) *int) int {
+	if v != nil {
+		return *v
+	}
+	if start != nil {
+		if s := field(start); s != nil {
+			return *s
+		}
+	}
+	return 0
+}
+
+// finishReason normalizes a stop_reason. model_context_window_exceeded (generation reached
+// the context window) is reported as FinishLength, like max_tokens; pause_turn (a server
+// tool paused a long turn) as FinishOther.
+func finishReason(s string) llmclient.FinishReason {
+	switch s {
+	case "":
+		return llmclient.FinishNone
+	case "end_turn", "stop_sequence":
+		return llmclient.FinishStop
+	case "max_tokens", "model_context_window_exceeded":
+		return llmclient.FinishLength
+	case "tool_use":
+		return llmclient.FinishToolCalls
+	case "refusal":
+		return llmclient.FinishRefusal
+	}
+	return llmclient.FinishOther
+}

@@ -1,0 +1,204 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/sse"
+)
+
+// errClosed is returned by Recv after Close.
+var errClosed = fmt.Errorf("anthropic: stream closed: %w", net.ErrClosed)
+
+// streamEvent is the union of the Messages stream events' data.
+type streamEvent struct {
+	Type         string        `json:"type"`
+	Message      *wireResponse `json:"message"`
+	Index        int           `json:"index"`
+	ContentBlock *wireOutBlock `json:"content_block"`
+	Delta        *wireDelta    `json:"delta"`
+	Usage        *wireUsage    `json:"usage"`
+	Error        *wireError    `json:"error"`
+}
+
+// wireDelta is a content_block_delta's delta or a message_delta's delta.
+type wireDelta struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	PartialJSON string `json:"partial_json"`
+	Thinking    string `json:"thinking"`
+	StopReason  string `json:"stop_reason"`
+}
+
+// stream reads a Messages event stream:
+//
+//	message_start → (content_block_start → content_block_delta* → content_block_stop)* →
+//	message_delta → message_stop, with ping and error events anywhere.
+type stream struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
+	dec    *sse.Decoder
+	status int
+	header http.Header
+	key    string
+
+	start  wireUsage // usage from message_start
+	err    error     // sticky: io.EOF after message_stop, or the failure
+	closed atomic.Bool
+	once   sync.Once
+}
+
+func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
+	return &stream{
+		body:   resp.Body,
+		cancel: cancel,
+		dec:    sse.NewDecoder(resp.Body, 0),
+		status: resp.StatusCode,
+		header: resp.Header,
+		key:    key,
+	}
+}
+
+// Recv returns the next chunk: ID and model (message_start), text, reasoning and tool-call
+// deltas, the finish reason with usage (message_delta), or a keep-alive (ping, SSE
+// comment). It returns io.EOF after message_stop, an *llmclient.Error for an error event,
+// and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
+// event that is not valid JSON is an *llmclient.Error of class server_error. Errors are
+// sticky. Recv is not safe for concurrent use with itself; Close may be called at any time.
+func (s *stream) Recv() (llmclient.Chunk, error) {
+	if s.err != nil {
+		return llmclient.Chunk{}, s.err
+	}
+	for {
+		ev, err := s.dec.Next()
+		if err != nil {
+			s.err = s.readError(err)
+			return llmclient.Chunk{}, s.err
+		}
+		if ev.Comment {
+			return llmclient.Chunk{KeepAlive: true}, nil
+		}
+		c, ok, err := s.handle(ev.Type, ev.Data)
+		if err != nil {
+			s.err = err
+			return llmclient.Chunk{}, err
+		}
+		if ok {
+			return c, nil
+		}
+		if s.err != nil { // message_stop
+			return llmclient.Chunk{}, s.err
+		}
+	}
+}
+
+// readError turns a decoder error into the stream's error.
+func (s *stream) readError(err error) error {
+	switch {
+	case s.closed.Load():
+		return errClosed
+	case err == io.EOF:
+		return fmt.Errorf("anthropic: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return fmt.Errorf("anthropic: stream event too large: %w", err)
+	}
+	return &netError{op: "reading stream", err: err}
+}
+
+// handle interprets one event. ok is false for events that carry nothing for the caller;
+// message_stop sets s.err to io.EOF.
+func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, err error) {
+	var ev streamEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return c, false, malformed(s.status, s.header, data, fmt.Errorf("malformed %q event: %w", name, err))
+	}
+	typ := ev.Type
+	if typ == "" {
+		typ = name
+	}
+	switch typ {
+	case "ping":
+		return llmclient.Chunk{KeepAlive: true}, true, nil
+	case "error":
+		return c, false, s.eventError(data)
+	case "message_start":
+		if ev.Message == nil {
+			return c, false, malformed(s.status, s.header, data, errors.New("message_start without message"))
+		}
+		s.start = ev.Message.Usage
+		return llmclient.Chunk{ID: ev.Message.ID, Model: ev.Message.Model}, true, nil
+	case "content_block_start":
+		b := ev.ContentBlock
+		if b == nil {
+			return c, false, nil
+		}
+		switch b.Type {
+		case "tool_use":
+			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: b.ID, Name: b.Name}}
+		case "text":
+			c.Text = b.Text
+		case "thinking":
+			c.Reasoning = b.Thinking
+		}
+	case "content_block_delta":
+		d := ev.Delta
+		if d == nil {
+			return c, false, nil
+		}
+		switch d.Type {
+		case "text_delta":
+			c.Text = d.Text
+		case "thinking_delta":
+			c.Reasoning = d.Thinking
+		case "input_json_delta":
+			if d.PartialJSON != "" {
+				c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
+			}
+		}
+	case "message_delta":
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			c.RawFinishReason = ev.Delta.StopReason
+			c.FinishReason = finishReason(ev.Delta.StopReason)
+		}
+		if ev.Usage != nil {
+			u := usage(*ev.Usage, &s.start)
+			c.Usage = &u
+		}
+		return c, c.FinishReason != "" || c.Usage != nil, nil
+	case "message_stop":
+		s.err = io.EOF
+		return c, false, nil
+	}
+	return c, c.HasContent(), nil
+}
+
+// eventError classifies an error event. It arrived after a 2xx status, so the error type
+// alone decides; an unknown type is a server error, since the upstream failed after
+// accepting the request.
+func (s *stream) eventError(data []byte) error {
+	e := classifyAt(s.status, s.header, data, time.Now())
+	if e.Class == llmclient.ClassUnknown {
+		e.Class = llmclient.ClassServerError
+	}
+	redact(e, s.key)
+	return e
+}
+
+// Close releases the connection. It is idempotent and unblocks a concurrent Recv.
+func (s *stream) Close() error {
+	s.once.Do(func() {
+		s.closed.Store(true)
+		s.cancel()
+		_ = s.body.Close()
+	})
+	return nil
+}

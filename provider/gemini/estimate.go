@@ -1,0 +1,143 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/llmclient/llmclient"
+)
+
+// TokenRatio is how many Gemini tokens a text costs per o200k_base token, the encoding
+// llmclient's estimators count in. It is the root package's assumption for "gemini"
+// models, not a measurement: Google's rule of thumb is about 4 characters per token,
+// where o200k_base averages about 4.6 bytes per token on English prose.
+const TokenRatio = 1.15
+
+// EstimateBodyTokens estimates the prompt tokens of a raw GenerateContentRequest body, as
+// the transport sees it: the system instruction, every content's text, function calls and
+// function responses, fixed costs for inline and file data, the function declarations and
+// the response schema, with llmclient.EstimatePromptTokens' framing, multiplied by
+// TokenRatio (so callers must not apply a Gemini ratio again). The output reservation
+// (generationConfig.maxOutputTokens) is not included. The model is read from the body's
+// optional "model" field; the URL's model is not visible here. A nil est means
+// llmclient.HeuristicEstimator. It fails on a body that is not a JSON object. It is safe
+// for concurrent use when est is.
+func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
+	var w struct {
+		Model             string       `json:"model"`
+		SystemInstruction *estContent  `json:"systemInstruction"`
+		Contents          []estContent `json:"contents"`
+		Tools             []struct {
+			FunctionDeclarations []struct {
+				Name                 string          `json:"name"`
+				Description          string          `json:"description"`
+				Parameters           json.RawMessage `json:"parameters"`
+				ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+		GenerationConfig *struct {
+			ResponseSchema     json.RawMessage `json:"responseSchema"`
+			ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+		} `json:"generationConfig"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return 0, fmt.Errorf("gemini: estimate: request body: %w", err)
+	}
+	req := &llmclient.Request{Model: w.Model}
+	if w.SystemInstruction != nil {
+		req.Messages = appendContent(req.Messages, llmclient.RoleSystem, w.SystemInstruction.Parts)
+	}
+	for _, c := range w.Contents {
+		role := llmclient.RoleUser
+		if c.Role == "model" {
+			role = llmclient.RoleAssistant
+		}
+		req.Messages = appendContent(req.Messages, role, c.Parts)
+	}
+	for _, t := range w.Tools {
+		for _, f := range t.FunctionDeclarations {
+			params := f.ParametersJSONSchema
+			if len(params) == 0 {
+				params = f.Parameters
+			}
+			req.Tools = append(req.Tools, llmclient.Tool{Name: f.Name, Description: f.Description, Parameters: compactRaw(params)})
+		}
+	}
+	if g := w.GenerationConfig; g != nil {
+		schema := g.ResponseJSONSchema
+		if len(schema) == 0 {
+			schema = g.ResponseSchema
+		}
+		if len(schema) > 0 {
+			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(schema)}
+		}
+	}
+	n := llmclient.EstimatePromptTokens(est, req)
+	return int(math.Ceil(float64(n) * TokenRatio)), nil
+}
+
+// estContent and estPart read contents for estimation; media payloads are skipped, not
+// copied.
+type estContent struct {
+	Role  string    `json:"role"`
+	Parts []estPart `json:"parts"`
+}
+
+type estPart struct {
+	Text             string      `json:"text"`
+	InlineData       *struct{}   `json:"inlineData"`
+	FileData         *struct{}   `json:"fileData"`
+	FunctionCall     *wireCall   `json:"functionCall"`
+	FunctionResponse *wireResult `json:"functionResponse"`
+}
+
+// appendContent appends one message of role with the parts' text, media and function
+// calls, and one tool message per function response.
+func appendContent(msgs []llmclient.Message, role llmclient.Role, parts []estPart) []llmclient.Message {
+	m := llmclient.Message{Role: role}
+	for i := range parts {
+		p := &parts[i]
+		switch {
+		case p.FunctionCall != nil:
+			m.ToolCalls = append(m.ToolCalls, llmclient.ToolCall{Name: p.FunctionCall.Name, Arguments: compact(p.FunctionCall.Args)})
+		case p.FunctionResponse != nil:
+			msgs = append(msgs, llmclient.Message{
+				Role:    llmclient.RoleTool,
+				Name:    p.FunctionResponse.Name,
+				Content: []llmclient.Part{llmclient.TextPart(compact(p.FunctionResponse.Response))},
+			})
+		case p.InlineData != nil, p.FileData != nil:
+			m.Content = append(m.Content, llmclient.Part{Type: llmclient.PartImage})
+		case p.Text != "":
+			m.Content = append(m.Content, llmclient.TextPart(p.Text))
+		}
+	}
+	if len(m.Content) > 0 || len(m.ToolCalls) > 0 {
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// compact returns raw JSON without insignificant whitespace, as the vendor renders it for
+// the model; raw itself when it is not valid JSON.
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	b.Grow(len(raw))
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// compactRaw is compact for a json.RawMessage field that must stay one.
+func compactRaw(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return json.RawMessage(compact(raw))
+}

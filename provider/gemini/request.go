@@ -1,0 +1,414 @@
+package gemini
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+)
+
+// wireRequest is a GenerateContentRequest.
+type wireRequest struct {
+	Contents          []wireContent     `json:"contents"`
+	SystemInstruction *wireContent      `json:"systemInstruction,omitempty"`
+	Tools             []wireTool        `json:"tools,omitempty"`
+	ToolConfig        *wireToolConfig   `json:"toolConfig,omitempty"`
+	GenerationConfig  *wireGenerationIn `json:"generationConfig,omitempty"`
+}
+
+type wireContent struct {
+	Role  string     `json:"role,omitempty"`
+	Parts []wirePart `json:"parts"`
+}
+
+// wirePart is a Part, in requests and responses.
+type wirePart struct {
+	Text             string        `json:"text,omitempty"`
+	Thought          bool          `json:"thought,omitempty"`
+	ThoughtSignature string        `json:"thoughtSignature,omitempty"`
+	InlineData       *wireBlob     `json:"inlineData,omitempty"`
+	FileData         *wireFileData `json:"fileData,omitempty"`
+	FunctionCall     *wireCall     `json:"functionCall,omitempty"`
+	FunctionResponse *wireResult   `json:"functionResponse,omitempty"`
+}
+
+type wireBlob struct {
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type wireFileData struct {
+	MIMEType string `json:"mimeType,omitempty"`
+	FileURI  string `json:"fileUri"`
+}
+
+type wireCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type wireResult struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
+}
+
+type wireTool struct {
+	FunctionDeclarations []wireFunction `json:"functionDeclarations"`
+}
+
+type wireFunction struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+type wireToolConfig struct {
+	FunctionCallingConfig wireCallingConfig `json:"functionCallingConfig"`
+}
+
+type wireCallingConfig struct {
+	Mode                 string   `json:"mode"`
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
+}
+
+type wireGenerationIn struct {
+	MaxOutputTokens    int             `json:"maxOutputTokens,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	ResponseMIMEType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+}
+
+// skipSignature is the thought signature Google documents for replaying a function call
+// that has none (a history written by another model or vendor); Gemini 3 models reject
+// unsigned function calls of the current turn otherwise.
+const skipSignature = "skip_thought_signature_validator"
+
+// buildBody encodes req as a GenerateContentRequest.
+func buildBody(req *llmclient.Request) ([]byte, error) {
+	if req == nil {
+		return nil, errors.New("gemini: nil request")
+	}
+	var w wireRequest
+	var err error
+	if w.SystemInstruction, w.Contents, err = convertMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	if w.Tools, err = convertTools(req.Tools); err != nil {
+		return nil, err
+	}
+	if w.ToolConfig, err = convertToolChoice(req.ToolChoice); err != nil {
+		return nil, err
+	}
+	if w.GenerationConfig, err = generationConfig(req); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(&w)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: encode request: %w", err)
+	}
+	return mergeExtra(body, req.Extra)
+}
+
+func generationConfig(req *llmclient.Request) (*wireGenerationIn, error) {
+	g := wireGenerationIn{
+		Temperature:   req.Temperature,
+		TopP:          req.TopP,
+		StopSequences: req.Stop,
+	}
+	if req.MaxTokens > 0 {
+		g.MaxOutputTokens = req.MaxTokens
+	}
+	if f := req.ResponseFormat; f != nil {
+		switch f.Type {
+		case llmclient.FormatJSONObject:
+			g.ResponseMIMEType = "application/json"
+		case llmclient.FormatJSONSchema:
+			if len(f.Schema) == 0 || !json.Valid(f.Schema) {
+				return nil, errors.New("gemini: response format json_schema needs a valid JSON schema")
+			}
+			g.ResponseMIMEType = "application/json"
+			g.ResponseJSONSchema = f.Schema
+		}
+	}
+	if g.MaxOutputTokens == 0 && g.Temperature == nil && g.TopP == nil && len(g.StopSequences) == 0 &&
+		g.ResponseMIMEType == "" {
+		return nil, nil
+	}
+	return &g, nil
+}
+
+// convertMessages lifts system messages into the system instruction and turns the rest
+// into user and model turns. Consecutive messages with the same wire role are merged, so
+// that the function responses answering one turn's parallel calls share one content.
+func convertMessages(in []llmclient.Message) (*wireContent, []wireContent, error) {
+	var sys *wireContent
+	out := make([]wireContent, 0, len(in))
+	for i := range in {
+		m := &in[i]
+		var role string
+		var parts []wirePart
+		var err error
+		switch m.Role {
+		case llmclient.RoleSystem:
+			for _, p := range m.Content {
+				if p.Type != llmclient.PartText {
+					return nil, nil, fmt.Errorf("gemini: message %d: system messages take text only", i)
+				}
+				if p.Text == "" {
+					continue
+				}
+				if sys == nil {
+					sys = &wireContent{}
+				}
+				sys.Parts = append(sys.Parts, wirePart{Text: p.Text})
+			}
+			continue
+		case llmclient.RoleUser:
+			role = "user"
+			parts, err = contentParts(m.Content, nil)
+		case llmclient.RoleAssistant:
+			role = "model"
+			if parts, err = contentParts(m.Content, nil); err == nil {
+				parts, err = callParts(m.ToolCalls, parts)
+			}
+		case llmclient.RoleTool:
+			role = "user"
+			var p wirePart
+			if p, err = resultPart(in[:i], m); err == nil {
+				parts = []wirePart{p}
+			}
+		default:
+			err = fmt.Errorf("unknown role %q", m.Role)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("gemini: message %d: %w", i, err)
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			continue
+		}
+		out = append(out, wireContent{Role: role, Parts: parts})
+	}
+	return sys, out, nil
+}
+
+// contentParts converts text and image parts, skipping empty text.
+func contentParts(parts []llmclient.Part, dst []wirePart) ([]wirePart, error) {
+	for _, p := range parts {
+		switch p.Type {
+		case llmclient.PartText:
+			if p.Text != "" {
+				dst = append(dst, wirePart{Text: p.Text})
+			}
+		case llmclient.PartImage:
+			ip, err := imagePart(p)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, ip)
+		default:
+			return nil, fmt.Errorf("unknown part type %d", p.Type)
+		}
+	}
+	return dst, nil
+}
+
+// imagePart encodes an image: bytes and data: URLs inline, other URLs as fileData (a Files
+// API URI, a gs:// URI on Vertex AI, or an http(s) URL where the API accepts one).
+func imagePart(p llmclient.Part) (wirePart, error) {
+	if p.ImageURL == "" {
+		if len(p.ImageData) == 0 {
+			return wirePart{}, errors.New("image part without URL or data")
+		}
+		mt := p.MIMEType
+		if mt == "" {
+			mt = http.DetectContentType(p.ImageData)
+		}
+		return wirePart{InlineData: &wireBlob{MIMEType: mt, Data: base64.StdEncoding.EncodeToString(p.ImageData)}}, nil
+	}
+	if strings.HasPrefix(p.ImageURL, "data:") {
+		mt, data, ok := parseDataURL(p.ImageURL)
+		if !ok {
+			return wirePart{}, errors.New("image data URL is not base64-encoded (want data:<type>;base64,<data>)")
+		}
+		return wirePart{InlineData: &wireBlob{MIMEType: mt, Data: data}}, nil
+	}
+	mt := p.MIMEType
+	if mt == "" {
+		mt = imageTypeByExt(p.ImageURL)
+	}
+	return wirePart{FileData: &wireFileData{MIMEType: mt, FileURI: p.ImageURL}}, nil
+}
+
+// imageTypeByExt guesses an image URL's MIME type from its extension, "" when unknown.
+func imageTypeByExt(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	switch strings.ToLower(path.Ext(u)) {
+	case ".png":
+		return "image/png"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".webp":
+		return "image/webp"
+	case ".gif":
+		return "image/gif"
+	case ".heic":
+		return "image/heic"
+	case ".heif":
+		return "image/heif"
+	}
+	return ""
+}
+
+// parseDataURL splits "data:<media type>;base64,<data>".
+func parseDataURL(u string) (mediaType, data string, ok bool) {
+	meta, data, found := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
+	if !found {
+		return "", "", false
+	}
+	mediaType, enc, _ := strings.Cut(meta, ";")
+	if enc != "base64" || mediaType == "" {
+		return "", "", false
+	}
+	return mediaType, data, true
+}
+
+// callParts appends an assistant's tool calls as functionCall parts, restoring the thought
+// signature carried in each ID (see ToolCall IDs in the package documentation). The first
+// call of a turn without any signature gets skipSignature.
+func callParts(calls []llmclient.ToolCall, dst []wirePart) ([]wirePart, error) {
+	signed := false
+	first := len(dst)
+	for _, tc := range calls {
+		if tc.Name == "" {
+			return nil, fmt.Errorf("tool call %q has no name", tc.ID)
+		}
+		id, sig := splitID(tc.ID)
+		fc := &wireCall{Name: tc.Name}
+		if !isSynthetic(id) {
+			fc.ID = id
+		}
+		if s := strings.TrimSpace(tc.Arguments); s != "" {
+			if !json.Valid([]byte(s)) || s[0] != '{' {
+				return nil, fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID)
+			}
+			fc.Args = json.RawMessage(s)
+		}
+		if sig != "" {
+			signed = true
+		}
+		dst = append(dst, wirePart{FunctionCall: fc, ThoughtSignature: sig})
+	}
+	if !signed && len(calls) > 0 {
+		dst[first].ThoughtSignature = skipSignature
+	}
+	return dst, nil
+}
+
+// resultPart converts a tool result into a functionResponse. Gemini matches responses to
+// calls by function name, so the name is looked up from the assistant call with the same
+// ID earlier in history (the latest one), else taken from Message.Name.
+func resultPart(history []llmclient.Message, m *llmclient.Message) (wirePart, error) {
+	if m.ToolCallID == "" {
+		return wirePart{}, errors.New("tool result without ToolCallID")
+	}
+	name := findCallName(history, m.ToolCallID)
+	if name == "" {
+		name = m.Name
+	}
+	if name == "" {
+		return wirePart{}, fmt.Errorf("tool result %q answers no earlier tool call and has no Name", m.ToolCallID)
+	}
+	for _, p := range m.Content {
+		if p.Type != llmclient.PartText {
+			return wirePart{}, errors.New("tool results take text only")
+		}
+	}
+	id, _ := splitID(m.ToolCallID)
+	r := &wireResult{Name: name, Response: resultObject(m.Text())}
+	if !isSynthetic(id) {
+		r.ID = id
+	}
+	return wirePart{FunctionResponse: r}, nil
+}
+
+func findCallName(history []llmclient.Message, id string) string {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role != llmclient.RoleAssistant {
+			continue
+		}
+		for _, tc := range history[i].ToolCalls {
+			if tc.ID == id {
+				return tc.Name
+			}
+		}
+	}
+	return ""
+}
+
+// resultObject is the functionResponse.response object: the tool's output when it is a
+// JSON object, else {"output": <the text>} as the API documentation suggests.
+func resultObject(text string) json.RawMessage {
+	t := strings.TrimSpace(text)
+	if len(t) > 0 && t[0] == '{' && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	b, _ := json.Marshal(struct {
+		Output string `json:"output"`
+	}{text})
+	return b
+}
+
+func convertTools(tools []llmclient.Tool) ([]wireTool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	fns := make([]wireFunction, len(tools))
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("gemini: tool %d has no name", i)
+		}
+		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+			return nil, fmt.Errorf("gemini: tool %q: parameters are not valid JSON", t.Name)
+		}
+		fns[i] = wireFunction{Name: t.Name, Description: t.Description, ParametersJSONSchema: t.Parameters}
+	}
+	return []wireTool{{FunctionDeclarations: fns}}, nil
+}
+
+func convertToolChoice(tc *llmclient.ToolChoice) (*wireToolConfig, error) {
+	if tc == nil {
+		return nil, nil
+	}
+	var c wireCallingConfig
+	switch tc.Mode {
+	case llmclient.ToolChoiceAuto, "":
+		c.Mode = "AUTO"
+	case llmclient.ToolChoiceNone:
+		c.Mode = "NONE"
+	case llmclient.ToolChoiceRequired:
+		c.Mode = "ANY"
+	case llmclient.ToolChoiceTool:
+		if tc.Name == "" {
+			return nil, errors.New("gemini: tool choice \"tool\" needs a tool name")
+		}
+		c.Mode, c.AllowedFunctionNames = "ANY", []string{tc.Name}
+	default:
+		return nil, fmt.Errorf("gemini: unknown tool choice mode %q", tc.Mode)
+	}
+	return &wireToolConfig{FunctionCallingConfig: c}, nil
+}

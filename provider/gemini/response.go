@@ -1,0 +1,161 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+)
+
+// wireResponse is a GenerateContentResponse; in a stream, a data line may instead carry
+// an error object.
+type wireResponse struct {
+	Candidates     []wireCandidate `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata *wireUsage  `json:"usageMetadata"`
+	ModelVersion  string      `json:"modelVersion"`
+	ResponseID    string      `json:"responseId"`
+	Error         *wireStatus `json:"error"`
+}
+
+type wireCandidate struct {
+	Content      *wireContent `json:"content"`
+	FinishReason string       `json:"finishReason"`
+}
+
+type wireUsage struct {
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount"`
+	ToolUsePromptTokenCount int `json:"toolUsePromptTokenCount"`
+	TotalTokenCount         int `json:"totalTokenCount"`
+}
+
+// parseResponse decodes a one-shot response body. A prompt blocked before generation
+// (promptFeedback.blockReason and no candidates) is returned as an *llmclient.Error of class
+// content_filtered whose Partial carries the id, model and usage.
+func parseResponse(status int, body []byte) (*llmclient.Response, error) {
+	var w wireResponse
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, malformed(status, body, fmt.Errorf("malformed response: %w", err))
+	}
+	if w.Error != nil {
+		return nil, inBandError(status, w.Error)
+	}
+	resp := &llmclient.Response{ID: w.ResponseID, Model: w.ModelVersion}
+	if w.UsageMetadata != nil {
+		resp.Usage = usage(w.UsageMetadata)
+	}
+	if len(w.Candidates) == 0 {
+		if err := blocked(&w, resp); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	c := &w.Candidates[0]
+	var text, reasoning strings.Builder
+	if c.Content != nil {
+		for i := range c.Content.Parts {
+			p := &c.Content.Parts[i]
+			switch {
+			case p.FunctionCall != nil:
+				resp.ToolCalls = append(resp.ToolCalls, toolCall(p, len(resp.ToolCalls)))
+			case p.Thought:
+				reasoning.WriteString(p.Text)
+			default:
+				text.WriteString(p.Text)
+			}
+		}
+	}
+	resp.Text, resp.Reasoning = text.String(), reasoning.String()
+	resp.RawFinishReason = c.FinishReason
+	resp.FinishReason = finishReason(c.FinishReason, len(resp.ToolCalls) > 0)
+	return resp, nil
+}
+
+// inBandError classifies an error object received with a 2xx status: its own code and
+// status name decide; when they say nothing known, it is a server error, since the
+// upstream failed after accepting the request.
+func inBandError(status int, st *wireStatus) *llmclient.Error {
+	e := fromStatus(status, st, nil)
+	if e.Class == llmclient.ClassUnknown {
+		e.Class = llmclient.ClassServerError
+	}
+	return e
+}
+
+// blocked returns the content_filtered error for a blocked prompt, nil when the response
+// is not one.
+func blocked(w *wireResponse, partial *llmclient.Response) *llmclient.Error {
+	if w.PromptFeedback == nil || w.PromptFeedback.BlockReason == "" {
+		return nil
+	}
+	reason := w.PromptFeedback.BlockReason
+	partial.FinishReason = llmclient.FinishContentFilter
+	partial.RawFinishReason = reason
+	return &llmclient.Error{
+		Class:   llmclient.ClassContentFiltered,
+		Status:  http.StatusOK,
+		Code:    reason,
+		Message: "prompt blocked: " + reason,
+		Partial: partial,
+	}
+}
+
+// toolCall converts a functionCall part; n is the call's position in the response, used to
+// make up an ID when Gemini gives none.
+func toolCall(p *wirePart, n int) llmclient.ToolCall {
+	id := p.FunctionCall.ID
+	if id == "" {
+		id = synthID(n)
+	}
+	args := "{}"
+	if a := p.FunctionCall.Args; len(a) > 0 && string(a) != "null" {
+		args = string(a)
+	}
+	return llmclient.ToolCall{ID: joinID(id, p.ThoughtSignature), Name: p.FunctionCall.Name, Arguments: args}
+}
+
+// usage converts usageMetadata. Thoughts are billed as output, so OutputTokens is
+// candidates + thoughts and ReasoningTokens the thoughts; InputTokens is the prompt plus
+// tool-use prompt tokens, of which CachedInputTokens came from the context cache.
+// TotalTokens is Gemini's totalTokenCount when reported.
+func usage(u *wireUsage) llmclient.Usage {
+	out := llmclient.Usage{
+		InputTokens:       u.PromptTokenCount + u.ToolUsePromptTokenCount,
+		OutputTokens:      u.CandidatesTokenCount + u.ThoughtsTokenCount,
+		CachedInputTokens: u.CachedContentTokenCount,
+		ReasoningTokens:   u.ThoughtsTokenCount,
+		TotalTokens:       u.TotalTokenCount,
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.InputTokens + out.OutputTokens
+	}
+	return out
+}
+
+// finishReason normalizes a finishReason. Gemini says STOP when it calls functions too, so
+// STOP with function calls is FinishToolCalls. The safety family is FinishContentFilter;
+// MALFORMED_FUNCTION_CALL, OTHER, LANGUAGE and the rest are FinishOther.
+func finishReason(s string, calls bool) llmclient.FinishReason {
+	switch s {
+	case "":
+		return llmclient.FinishNone
+	case "STOP":
+		if calls {
+			return llmclient.FinishToolCalls
+		}
+		return llmclient.FinishStop
+	case "MAX_TOKENS":
+		return llmclient.FinishLength
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return llmclient.FinishContentFilter
+	}
+	return llmclient.FinishOther
+}

@@ -1,0 +1,139 @@
+package gemini_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/llmclient/llmclient"
+)
+
+func TestCompleteSuccess(t *testing.T) {
+	// Shape from ai.google.dev/api/generate-content#v1beta.GenerateContentResponse, with a
+	// thought summary (includeThoughts) and context caching.
+	const body = `{
+	  "candidates": [{
+	    "content": {"parts": [
+	      {"text": "The user wants a greeting.", "thought": true},
+	      {"text": "Hello! "},
+	      {"text": "How can I help?", "thoughtSignature": "c2lnbmF0dXJl"}
+	    ], "role": "model"},
+	    "finishReason": "STOP",
+	    "index": 0,
+	    "safetyRatings": [{"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}]
+	  }],
+	  "usageMetadata": {"promptTokenCount": 1200, "candidatesTokenCount": 7, "totalTokenCount": 1257, "cachedContentTokenCount": 1000, "thoughtsTokenCount": 50,
+	    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1200}]},
+	  "modelVersion": "gemini-2.5-flash",
+	  "responseId": "mAitaLmkHPPlz7IPvtfUqQ4"
+	}`
+	p, _ := serve(t, fixed(http.StatusOK, body))
+	resp, err := p.Complete(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("Hello")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := llmclient.Usage{InputTokens: 1200, OutputTokens: 57, TotalTokens: 1257, CachedInputTokens: 1000, ReasoningTokens: 50}
+	if resp.Usage != want {
+		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
+	}
+	if resp.ID != "mAitaLmkHPPlz7IPvtfUqQ4" || resp.Model != "gemini-2.5-flash" {
+		t.Errorf("id, model = %q, %q", resp.ID, resp.Model)
+	}
+	if resp.Text != "Hello! How can I help?" || resp.Reasoning != "The user wants a greeting." {
+		t.Errorf("text %q, reasoning %q", resp.Text, resp.Reasoning)
+	}
+	if resp.FinishReason != llmclient.FinishStop || resp.RawFinishReason != "STOP" || resp.RateLimits != nil {
+		t.Errorf("finish = %q (%q), rate limits %v", resp.FinishReason, resp.RawFinishReason, resp.RateLimits)
+	}
+}
+
+// TestToolCallResponse is the model's half of a tool round trip (the request half is in
+// testdata/tool_round_trip.json): made-up IDs carry the thought signature.
+func TestToolCallResponse(t *testing.T) {
+	const body = `{"candidates":[{"content":{"role":"model","parts":[
+	    {"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"CiQBcsjafDx7c2lnbmF0dXJl"},
+	    {"functionCall":{"name":"get_weather","args":{"city":"Rome"}}},
+	    {"functionCall":{"id":"fc-7","name":"now"}}
+	  ]},"finishReason":"STOP","index":0}],
+	  "usageMetadata":{"promptTokenCount":70,"candidatesTokenCount":30,"totalTokenCount":100},"modelVersion":"gemini-3-pro-preview"}`
+	p, _ := serve(t, fixed(http.StatusOK, body))
+	resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("weather?")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []llmclient.ToolCall{
+		{ID: "call_0__thought__CiQBcsjafDx7c2lnbmF0dXJl", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+		{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Rome"}`},
+		{ID: "fc-7", Name: "now", Arguments: `{}`},
+	}
+	if !reflect.DeepEqual(resp.ToolCalls, want) {
+		t.Errorf("tool calls = %+v, want %+v", resp.ToolCalls, want)
+	}
+	if resp.FinishReason != llmclient.FinishToolCalls || resp.RawFinishReason != "STOP" {
+		t.Errorf("finish = %q (%q)", resp.FinishReason, resp.RawFinishReason)
+	}
+}
+
+func TestFinishReasons(t *testing.T) {
+	for raw, want := range map[string]llmclient.FinishReason{
+		"STOP":                      llmclient.FinishStop,
+		"MAX_TOKENS":                llmclient.FinishLength,
+		"SAFETY":                    llmclient.FinishContentFilter,
+		"RECITATION":                llmclient.FinishContentFilter,
+		"BLOCKLIST":                 llmclient.FinishContentFilter,
+		"PROHIBITED_CONTENT":        llmclient.FinishContentFilter,
+		"SPII":                      llmclient.FinishContentFilter,
+		"IMAGE_SAFETY":              llmclient.FinishContentFilter,
+		"MALFORMED_FUNCTION_CALL":   llmclient.FinishOther,
+		"OTHER":                     llmclient.FinishOther,
+		"LANGUAGE":                  llmclient.FinishOther,
+		"FINISH_REASON_UNSPECIFIED": llmclient.FinishOther,
+		"SOMETHING_NEW":             llmclient.FinishOther,
+	} {
+		body := `{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"` + raw + `"}]}`
+		p, _ := serve(t, fixed(http.StatusOK, body))
+		resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.FinishReason != want || resp.RawFinishReason != raw {
+			t.Errorf("%s: finish = %q (%q), want %q", raw, resp.FinishReason, resp.RawFinishReason, want)
+		}
+	}
+}
+
+func TestBlockedPrompt(t *testing.T) {
+	const body = `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","safetyRatings":[]},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"rb"}`
+	p, _ := serve(t, fixed(http.StatusOK, body))
+	_, err := p.Complete(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("...")))
+	var e *llmclient.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want *llmclient.Error", err)
+	}
+	if e.Class != llmclient.ClassContentFiltered || e.Status != 200 || e.Code != "PROHIBITED_CONTENT" || e.Model != "gemini-2.5-flash" {
+		t.Errorf("error = %+v", e)
+	}
+	if e.Partial == nil || e.Partial.FinishReason != llmclient.FinishContentFilter || e.Partial.Usage.InputTokens != 9 || e.Partial.ID != "rb" {
+		t.Errorf("partial = %+v", e.Partial)
+	}
+}
+
+func TestCompleteMalformedBody(t *testing.T) {
+	for _, body := range []string{`{"candidates":[`, `<html>proxy</html>`} {
+		p, _ := serve(t, fixed(http.StatusOK, body))
+		_, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+			t.Errorf("%q: err = %v (class %v), want a server_error", body, err, c)
+		}
+	}
+}
+
+func TestCompleteErrorIn200(t *testing.T) {
+	p, _ := serve(t, fixed(http.StatusOK, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`))
+	_, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	if c := llmclient.ClassOf(err); c != llmclient.ClassOverloaded {
+		t.Errorf("err = %v (class %v), want overloaded", err, c)
+	}
+}

@@ -1,0 +1,240 @@
+package gemini_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// streamText is streamGenerateContent?alt=sse output in the documented shape: data lines
+// only, usage on every chunk (cumulative), finishReason on the last, no end marker and no
+// blank line after the last event.
+const streamText = `data: {"candidates": [{"content": {"parts": [{"text": "Thinking about counting.", "thought": true}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 8,"totalTokenCount": 8},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}
+
+data: {"candidates": [{"content": {"parts": [{"text": "One, two"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 3,"totalTokenCount": 11},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}
+
+: keep-alive
+
+data: {"candidates": [{"content": {"parts": [{"text": ", three."}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 6,"thoughtsTokenCount": 20,"totalTokenCount": 34},"modelVersion": "gemini-2.5-flash","responseId": "r-1"}`
+
+// streamTools has parallel function calls in one chunk, the first signed.
+const streamTools = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"Checking."}]},"index":0}],"modelVersion":"gemini-3-pro-preview","responseId":"r-2"}
+
+data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"get_weather","args":{"city":"Rome"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":70,"candidatesTokenCount":30,"totalTokenCount":100},"modelVersion":"gemini-3-pro-preview","responseId":"r-2"}
+
+`
+
+const errorLine = `data: {"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}
+
+`
+
+func openStream(t *testing.T, reply http.HandlerFunc) llmclient.ProviderStream {
+	t.Helper()
+	p, _ := serve(t, reply)
+	st, err := p.Stream(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("Count")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestStreamText(t *testing.T) {
+	got, err := drain(openStream(t, sseReply(streamText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, got, []string{
+		`id=r-1 model=gemini-2.5-flash reasoning="Thinking about counting."`,
+		`text="One, two"`,
+		"keep-alive",
+		`text=", three." finish=stop(STOP) usage=in:8,out:26,total:34,cached:0,reasoning:20`,
+	})
+}
+
+func TestStreamToolCalls(t *testing.T) {
+	got, err := drain(openStream(t, sseReply(streamTools)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, got, []string{
+		`id=r-2 model=gemini-3-pro-preview text="Checking."`,
+		`tool[0]=call_0__thought__c2ln,get_weather,{"city":"Paris"} tool[1]=call_1,get_weather,{"city":"Rome"} finish=tool_calls(STOP) usage=in:70,out:30,total:100,cached:0,reasoning:0`,
+	})
+}
+
+// TestStreamUsageAfterFinish checks that usage arriving in a chunk after the finish reason
+// is reported, and that the stream still ends cleanly.
+func TestStreamUsageAfterFinish(t *testing.T) {
+	body := `data: {"candidates":[{"content":{"parts":[{"text":"Hi"}]},"finishReason":"MAX_TOKENS"}]}
+
+data: {"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}
+
+`
+	got, err := drain(openStream(t, sseReply(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, got, []string{
+		`text="Hi" finish=length(MAX_TOKENS)`,
+		"usage=in:4,out:2,total:6,cached:0,reasoning:0",
+	})
+}
+
+func TestStreamErrorLine(t *testing.T) {
+	first, _, _ := strings.Cut(streamText, "\n\n")
+	cases := map[string]struct {
+		body   string
+		chunks int
+	}{
+		"before first token": {errorLine, 0},
+		"mid-stream":         {first + "\n\n" + errorLine, 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := openStream(t, sseReply(tc.body))
+			got, err := drain(st)
+			var e *llmclient.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want *llmclient.Error", err)
+			}
+			if e.Class != llmclient.ClassOverloaded || e.Code != "UNAVAILABLE" || e.Status != 200 {
+				t.Errorf("error = %+v", e)
+			}
+			if len(got) != tc.chunks {
+				t.Errorf("chunks before the error = %q, want %d", got, tc.chunks)
+			}
+			if _, again := st.Recv(); again != err {
+				t.Errorf("Recv after the error = %v, want the same error", again)
+			}
+		})
+	}
+	t.Run("quota mid-stream", func(t *testing.T) {
+		st := openStream(t, sseReply(first+"\n\ndata: "+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n\n"))
+		_, err := drain(st)
+		var e *llmclient.Error
+		if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != 22*time.Second {
+			t.Errorf("err = %+v", err)
+		}
+	})
+	t.Run("blocked prompt", func(t *testing.T) {
+		st := openStream(t, sseReply(`data: {"promptFeedback": {"blockReason": "SAFETY"},"usageMetadata": {"promptTokenCount": 5,"totalTokenCount": 5},"modelVersion": "gemini-2.5-flash"}`+"\n\n"))
+		_, err := drain(st)
+		var e *llmclient.Error
+		if !errors.As(err, &e) || e.Class != llmclient.ClassContentFiltered || e.Code != "SAFETY" || e.Partial == nil || e.Partial.Usage.InputTokens != 5 {
+			t.Errorf("err = %+v", err)
+		}
+	})
+}
+
+// TestStreamJSONBody checks a response that ignored alt=sse: a JSON array of responses, or
+// an error array.
+func TestStreamJSONBody(t *testing.T) {
+	arr := `[{"candidates":[{"content":{"parts":[{"text":"Hel"}]}}],"responseId":"j"},
+	         {"candidates":[{"content":{"parts":[{"text":"lo"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":2,"totalTokenCount":4}}]`
+	got, err := drain(openStream(t, fixed(http.StatusOK, arr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, got, []string{`id=j model= text="Hel"`, `text="lo" finish=stop(STOP) usage=in:2,out:2,total:4,cached:0,reasoning:0`})
+
+	_, err = drain(openStream(t, fixed(http.StatusOK, "["+status(429, "RESOURCE_EXHAUSTED", "quota", perDay)+"]")))
+	if c := llmclient.ClassOf(err); c != llmclient.ClassQuotaExhausted {
+		t.Errorf("error array: err = %v (class %v)", err, c)
+	}
+	_, err = drain(openStream(t, fixed(http.StatusOK, `[{"candidates":[`)))
+	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+		t.Errorf("truncated array: err = %v (class %v)", err, c)
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	noFinish := strings.Replace(streamText, `"finishReason": "STOP",`, "", 1)
+	t.Run("no finish reason", func(t *testing.T) {
+		got, err := drain(openStream(t, sseReply(noFinish)))
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+		}
+		if len(got) != 4 {
+			t.Errorf("chunks = %q", got)
+		}
+	})
+	t.Run("connection dropped", func(t *testing.T) {
+		first, _, _ := strings.Cut(streamText, "\n\n")
+		st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, first+"\n\ndata: {\"candidates\": [{\"content")
+			w.(http.Flusher).Flush()
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		})
+		_, err := drain(st)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("empty body", func(t *testing.T) {
+		_, err := drain(openStream(t, sseReply("")))
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("garbage line", func(t *testing.T) {
+		_, err := drain(openStream(t, sseReply("data: {not json\n\n")))
+		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+			t.Fatalf("err = %v (class %v), want a server_error", err, c)
+		}
+	})
+}
+
+func TestStreamHTTPError(t *testing.T) {
+	p, _ := serve(t, fixed(503, status(503, "UNAVAILABLE", "The model is overloaded.", "")))
+	st, err := p.Stream(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	if st != nil || llmclient.ClassOf(err) != llmclient.ClassOverloaded {
+		t.Fatalf("Stream = %v, %v; want an overloaded error", st, err)
+	}
+}
+
+// TestStreamCloseUnblocks checks that Close ends a Recv waiting on a silent upstream.
+func TestStreamCloseUnblocks(t *testing.T) {
+	release := make(chan struct{})
+	st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		first, _, _ := strings.Cut(streamText, "\n\n")
+		_, _ = io.WriteString(w, first+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Recv()
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let Recv block on the network (not a timing assertion)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Recv after Close = %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Recv")
+	}
+}

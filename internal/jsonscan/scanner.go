@@ -1,0 +1,529 @@
+// Package jsonscan reads JSON documents in place, one token at a time, without building a
+// tree or reflecting on types. It exists for hot paths such as decoding streamed LLM chunks,
+// where encoding/json's allocations dominate the cost.
+//
+// A caller walks the document in order: Object/Key/More for objects, Array/More for arrays,
+// Str, Int, Bool and Null for scalars, Skip for values it does not need. The first syntax
+// error is kept and every later call becomes a no-op returning a zero value, so a walker
+// checks Err once at the end, like bufio.Scanner.
+//
+// The scanner validates JSON structure, literals, numbers and escape sequences. It is lenient
+// in two ways, both harmless for its use: raw control characters inside strings are accepted
+// and invalid UTF-8 is passed through unchanged.
+package jsonscan
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays the scanner accepts.
+const MaxDepth = 512
+
+// SyntaxError describes malformed JSON.
+type SyntaxError struct {
+	Msg    string
+	Offset int // byte offset in the document where the error was found
+}
+
+// Error returns "jsonscan: <msg> at offset N".
+func (e *SyntaxError) Error() string {
+	return "jsonscan: " + e.Msg + " at offset " + strconv.Itoa(e.Offset)
+}
+
+// Kind is the type of the next value.
+type Kind uint8
+
+// The value kinds Peek reports. Invalid means there is no valid value start at the
+// current position (or the scanner has failed).
+const (
+	Invalid Kind = iota
+	Object
+	Array
+	String
+	Number
+	Bool
+	Null
+)
+
+// Scanner walks one JSON document. The zero value is an empty document; Reset gives it
+// data. A Scanner reuses its buffers across Resets and is not safe for concurrent use.
+type Scanner struct {
+	data  []byte
+	pos   int
+	err   error
+	buf   []byte // unescaped strings
+	stack []byte // '}' or ']' for each open container
+}
+
+// Reset starts scanning data, keeping the scanner's buffers.
+func (s *Scanner) Reset(data []byte) {
+	s.data = data
+	s.pos = 0
+	s.err = nil
+	s.stack = s.stack[:0]
+}
+
+// Err returns the first syntax error, or nil.
+func (s *Scanner) Err() error { return s.err }
+
+// Offset returns the current byte offset in the document.
+func (s *Scanner) Offset() int { return s.pos }
+
+func (s *Scanner) fail(msg string) {
+	if s.err == nil {
+		s.err = &SyntaxError{Msg: msg, Offset: s.pos}
+	}
+}
+
+// ws skips whitespace.
+func (s *Scanner) ws() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// Peek returns the kind of the next value without consuming it.
+func (s *Scanner) Peek() Kind {
+	if s.err != nil {
+		return Invalid
+	}
+	s.ws()
+	if s.pos >= len(s.data) {
+		return Invalid
+	}
+	switch c := s.data[s.pos]; c {
+	case '{':
+		return Object
+	case '[':
+		return Array
+	case '"':
+		return String
+	case 't', 'f':
+		return Bool
+	case 'n':
+		return Null
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return Number
+		}
+	}
+	return Invalid
+}
+
+// Object consumes the '{' that opens an object and reports whether the object has a
+// member; an empty object is consumed whole. For each member, call Key, read or Skip the
+// value, then More.
+func (s *Scanner) Object() bool { return s.open('{', '}') }
+
+// Array consumes the '[' that opens an array and reports whether the array has an element;
+// an empty array is consumed whole. For each element, read or Skip it, then call More.
+func (s *Scanner) Array() bool { return s.open('[', ']') }
+
+func (s *Scanner) open(open, close byte) bool {
+	if s.err != nil {
+		return false
+	}
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != open {
+		if open == '{' {
+			s.fail("expected object")
+		} else {
+			s.fail("expected array")
+		}
+		return false
+	}
+	if len(s.stack) >= MaxDepth {
+		s.fail("nesting too deep")
+		return false
+	}
+	s.pos++
+	s.ws()
+	if s.pos < len(s.data) && s.data[s.pos] == close {
+		s.pos++
+		return false
+	}
+	s.stack = append(s.stack, close)
+	return true
+}
+
+// More is called after each member or element: it consumes a ',' and reports true when
+// another one follows, or consumes the closing bracket and reports false.
+func (s *Scanner) More() bool {
+	if s.err != nil {
+		return false
+	}
+	if len(s.stack) == 0 {
+		s.fail("More outside an object or array")
+		return false
+	}
+	s.ws()
+	if s.pos >= len(s.data) {
+		s.fail("unexpected end of input")
+		return false
+	}
+	close := s.stack[len(s.stack)-1]
+	switch c := s.data[s.pos]; {
+	case c == ',':
+		s.pos++
+		if close == ']' {
+			s.ws()
+			if s.pos < len(s.data) && s.data[s.pos] == ']' {
+				s.fail("trailing comma")
+				return false
+			}
+		}
+		return true
+	case c == close:
+		s.pos++
+		s.stack = s.stack[:len(s.stack)-1]
+		return false
+	}
+	s.fail("expected ',' or '" + string(close) + "'")
+	return false
+}
+
+// Key reads an object member's name and the ':' after it. The name is unescaped; it is
+// valid until the next call on the scanner.
+func (s *Scanner) Key() []byte {
+	if s.err != nil {
+		return nil
+	}
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		s.fail("expected member name")
+		return nil
+	}
+	k := s.str()
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		s.fail("expected ':'")
+		return nil
+	}
+	s.pos++
+	return k
+}
+
+// Str reads a string value and returns it unescaped; null reads as nil. The bytes point into
+// the document or into a buffer the scanner reuses: they are valid until the next call on
+// the scanner.
+func (s *Scanner) Str() []byte {
+	switch s.Peek() {
+	case String:
+		return s.str()
+	case Null:
+		s.literal("null")
+		return nil
+	}
+	s.fail("expected string")
+	return nil
+}
+
+// Int reads a number as an int64 (a fraction is truncated); null reads as 0.
+func (s *Scanner) Int() int64 {
+	switch s.Peek() {
+	case Number:
+		return s.number()
+	case Null:
+		s.literal("null")
+		return 0
+	}
+	s.fail("expected number")
+	return 0
+}
+
+// Bool reads true or false; null reads as false.
+func (s *Scanner) Bool() bool {
+	switch s.Peek() {
+	case Bool:
+		if s.data[s.pos] == 't' {
+			s.literal("true")
+			return true
+		}
+		s.literal("false")
+		return false
+	case Null:
+		s.literal("null")
+		return false
+	}
+	s.fail("expected boolean")
+	return false
+}
+
+// Null consumes a null and reports true when the next value is null; otherwise it consumes
+// nothing and reports false.
+func (s *Scanner) Null() bool {
+	if s.Peek() != Null {
+		return false
+	}
+	s.literal("null")
+	return s.err == nil
+}
+
+// Skip consumes the next value, whatever it is, validating it.
+func (s *Scanner) Skip() {
+	switch s.Peek() {
+	case Object:
+		for more := s.Object(); more; more = s.More() {
+			s.Key()
+			s.Skip()
+		}
+	case Array:
+		for more := s.Array(); more; more = s.More() {
+			s.Skip()
+		}
+	case String:
+		s.str()
+	case Number:
+		s.numberToken()
+	case Bool:
+		if s.data[s.pos] == 't' {
+			s.literal("true")
+		} else {
+			s.literal("false")
+		}
+	case Null:
+		s.literal("null")
+	default:
+		if s.err == nil && s.pos >= len(s.data) {
+			s.fail("unexpected end of input")
+		}
+		s.fail("expected value")
+	}
+}
+
+// End checks that only whitespace follows the top-level value.
+func (s *Scanner) End() {
+	if s.err != nil {
+		return
+	}
+	s.ws()
+	if s.pos != len(s.data) {
+		s.fail("unexpected data after top-level value")
+	}
+}
+
+func (s *Scanner) literal(lit string) {
+	if len(s.data)-s.pos < len(lit) || string(s.data[s.pos:s.pos+len(lit)]) != lit {
+		s.fail("invalid literal")
+		return
+	}
+	s.pos += len(lit)
+}
+
+// numberToken consumes a number and returns its bytes and whether it is an integer.
+func (s *Scanner) numberToken() ([]byte, bool) {
+	start := s.pos
+	d := s.data
+	i := s.pos
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	default:
+		s.pos = i
+		s.fail("invalid number")
+		return nil, false
+	}
+	integer := true
+	if i < len(d) && d[i] == '.' {
+		integer = false
+		i++
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			s.pos = i
+			s.fail("invalid number")
+			return nil, false
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		integer = false
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			s.pos = i
+			s.fail("invalid number")
+			return nil, false
+		}
+	}
+	s.pos = i
+	return d[start:i], integer
+}
+
+func (s *Scanner) number() int64 {
+	tok, integer := s.numberToken()
+	if s.err != nil {
+		return 0
+	}
+	if integer && len(tok) <= 18 {
+		var n int64
+		neg := tok[0] == '-'
+		if neg {
+			tok = tok[1:]
+		}
+		for _, c := range tok {
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || f >= 1<<63 || f < -(1<<63) {
+		s.fail("number out of range")
+		return 0
+	}
+	return int64(f)
+}
+
+// str consumes a string token (s.data[s.pos] == '"') and returns its unescaped contents.
+func (s *Scanner) str() []byte {
+	start := s.pos + 1
+	d := s.data
+	// Most strings in API payloads (member names, ids, tokens) are short: a plain loop beats
+	// two IndexByte calls there. Longer strings switch to IndexByte.
+	end := min(len(d), start+32)
+	for i := start; i < end; i++ {
+		switch d[i] {
+		case '"':
+			s.pos = i + 1
+			return d[start:i]
+		case '\\':
+			return s.unescape(start, i)
+		}
+	}
+	rest := d[end:]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		q = len(rest)
+	}
+	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+		return s.unescape(start, end+e)
+	}
+	if q == len(rest) {
+		s.pos = len(d)
+		s.fail("unterminated string")
+		return nil
+	}
+	s.pos = end + q + 1
+	return d[start : end+q]
+}
+
+// unescape decodes the string that starts at start, whose first escape is at i, into s.buf.
+func (s *Scanner) unescape(start, i int) []byte {
+	d := s.data
+	b := append(s.buf[:0], d[start:i]...)
+	for i < len(d) {
+		c := d[i]
+		if c == '"' {
+			s.pos = i + 1
+			s.buf = b
+			return b
+		}
+		if c != '\\' {
+			// Copy the run up to the next quote or backslash at once.
+			j := i + 1
+			for j < len(d) && d[j] != '"' && d[j] != '\\' {
+				j++
+			}
+			b = append(b, d[i:j]...)
+			i = j
+			continue
+		}
+		if i+1 >= len(d) {
+			break
+		}
+		switch e := d[i+1]; e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := hex4(d, i+2)
+			if !ok {
+				s.pos = i
+				s.buf = b
+				s.fail("invalid \\u escape")
+				return nil
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(-1), false
+				if i+1 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
+					r2, ok = hex4(d, i+2)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b = utf8.AppendRune(b, r)
+			continue
+		default:
+			s.pos = i
+			s.buf = b
+			s.fail("invalid escape")
+			return nil
+		}
+		i += 2
+	}
+	s.pos = len(d)
+	s.buf = b
+	s.fail("unterminated string")
+	return nil
+}
+
+// hex4 parses the four hex digits at d[i:i+4].
+func hex4(d []byte, i int) (rune, bool) {
+	if i+4 > len(d) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

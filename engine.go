@@ -38,6 +38,8 @@ type attempt struct {
 
 	resp   *Response
 	stream *guard
+	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
+	tx *txCall
 }
 
 // chain composes the attempt layers around inner.
@@ -162,7 +164,7 @@ func (c *Client) asError(ctx context.Context, err error, a *attempt) *Error {
 	if e.Model == "" {
 		e.Model = a.call.Model
 	}
-	e.redact(a.call.APIKey)
+	e.Redact(a.call.APIKey)
 	return e
 }
 

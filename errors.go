@@ -146,13 +146,17 @@ type redactedError struct {
 func (r *redactedError) Error() string { return r.msg }
 func (r *redactedError) Unwrap() error { return r.err }
 
-// redact removes secret from every text field of e and from its cause's message.
-func (e *Error) redact(secret string) {
+// Redact removes secret from every text field of e and from its cause's message (keeping
+// the cause's chain for errors.Is). Adapters call it with the key a call used before an
+// error leaves them; the Client calls it again with the pool key of every attempt.
+func (e *Error) Redact(secret string) {
 	if secret == "" {
 		return
 	}
 	e.Message = redactString(e.Message, secret)
 	e.Param = redactString(e.Param, secret)
+	e.Type = redactString(e.Type, secret)
+	e.Code = redactString(e.Code, secret)
 	if e.Err != nil {
 		if msg := e.Err.Error(); strings.Contains(msg, secret) {
 			e.Err = &redactedError{msg: redactString(msg, secret), err: e.Err}
@@ -167,3 +171,6 @@ func redactString(s, secret string) string {
 	}
 	return strings.ReplaceAll(s, secret, "[REDACTED]")
 }
+
+// redact is Redact, for the engine's own calls.
+func (e *Error) redact(secret string) { e.Redact(secret) }

@@ -351,7 +351,7 @@ func (s *Stream) interruption(err error, partial *Response) *Error {
 	if errors.As(err, &ve) {
 		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
 	}
-	e.redact(s.a.call.APIKey)
+	e.Redact(s.a.call.APIKey)
 	return e
 }
 

@@ -242,7 +242,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
 		e.Err = rerr // the status says what happened; keep the read error as the cause
 	}
-	redact(e, key)
+	e.Redact(key)
 	return nil, e
 }
 
@@ -283,13 +283,4 @@ func (p *Provider) keyFor(call *llmclient.Call) string {
 		return call.APIKey
 	}
 	return p.apiKey
-}
-
-// redact removes the API key from the vendor text an error carries.
-func redact(e *llmclient.Error, key string) {
-	if key == "" {
-		return
-	}
-	e.Message = strings.ReplaceAll(e.Message, key, "[REDACTED]")
-	e.Param = strings.ReplaceAll(e.Param, key, "[REDACTED]")
 }

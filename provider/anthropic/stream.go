@@ -189,7 +189,7 @@ func (s *stream) eventError(data []byte) error {
 	if e.Class == llmclient.ClassUnknown {
 		e.Class = llmclient.ClassServerError
 	}
-	redact(e, s.key)
+	e.Redact(s.key)
 	return e
 }
 

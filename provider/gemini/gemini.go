@@ -168,7 +168,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 		var e *llmclient.Error
 		if errors.As(err, &e) {
 			e.Model = call.Model
-			redact(e, p.keyFor(call))
+			e.Redact(p.keyFor(call))
 		}
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (p *Provider) post(ctx context.Context, call *llmclient.Call, u, key string
 	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
 		e.Err = rerr // the status says what happened; keep the read error as the cause
 	}
-	redact(e, key)
+	e.Redact(key)
 	return nil, e
 }
 
@@ -321,13 +321,4 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
-}
-
-// redact removes the credential from the vendor text an error carries.
-func redact(e *llmclient.Error, key string) {
-	if key == "" {
-		return
-	}
-	e.Message = strings.ReplaceAll(e.Message, key, "[REDACTED]")
-	e.Param = strings.ReplaceAll(e.Param, key, "[REDACTED]")
 }

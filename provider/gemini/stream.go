@@ -152,7 +152,7 @@ func (s *stream) handle(data []byte) (llmclient.Chunk, error) {
 	}
 	if w.Error != nil {
 		e := inBandError(s.status, w.Error)
-		redact(e, s.key)
+		e.Redact(s.key)
 		return c, e
 	}
 	if !s.sentID && (w.ResponseID != "" || w.ModelVersion != "") {

@@ -47,6 +47,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	out, e := parseResponse(resp.StatusCode, resp.Header, body, time.Now())
 	if e != nil {
 		e.Model = call.Model
+		e.Redact(p.keyFor(call))
 		return nil, e
 	}
 	return out, nil
@@ -89,10 +90,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", userAgent)
 	}
-	key := call.APIKey
-	if key == "" {
-		key = p.apiKey
-	}
+	key := p.keyFor(call)
 	if key != "" {
 		if !validHeaderValue(key) {
 			return nil, badRequest("openai: API key contains characters not allowed in a header")
@@ -115,6 +113,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	errBody, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
 	e := classifyErrorAt(resp.StatusCode, resp.Header, errBody, time.Now())
 	e.Model = model
+	e.Redact(key)
 	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
 		// The status already says what happened; keep the read error as the cause.
 		e.Err = rerr
@@ -147,5 +146,15 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 	if err != nil {
 		return nil, err
 	}
-	return newChunkStream(resp), nil
+	cs := newChunkStream(resp)
+	cs.key = p.keyFor(call)
+	return cs, nil
+}
+
+// keyFor returns the key a call uses: the pool key it carries, else the WithAPIKey key.
+func (p *Provider) keyFor(call *llmclient.Call) string {
+	if call.APIKey != "" {
+		return call.APIKey
+	}
+	return p.apiKey
 }

@@ -35,6 +35,7 @@ type chunkStream struct {
 	id, model string // the previous chunk's values, reused when equal so they do not allocate
 	refused   bool   // a refusal delta was seen: a later "stop" is reported as FinishRefusal
 	finished  bool   // a finish reason was seen: the end of the body is then a clean end
+	key       string // the call's API key, redacted from in-band error messages
 	err       error  // sticky: io.EOF after [DONE], or the failure
 
 	closed    atomic.Bool
@@ -67,7 +68,7 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 //   - a data line that is not a JSON object: an *llmclient.Error of class ClassServerError
 //     with the message "openai: malformed stream chunk: <start of the line>", wrapping the
 //     *jsonscan.SyntaxError (the same decision parseResponse makes for a garbage body).
-func newChunkStream(resp *http.Response) llmclient.ProviderStream {
+func newChunkStream(resp *http.Response) *chunkStream {
 	return &chunkStream{
 		body:   resp.Body,
 		status: resp.StatusCode,
@@ -166,6 +167,7 @@ func (s *chunkStream) inBandError(data []byte) error {
 	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
 		e.Class = llmclient.ClassServerError
 	}
+	e.Redact(s.key)
 	return e
 }
 

@@ -1,0 +1,103 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
+// by anthropic-sdk-go (or any client of the Messages API) to this provider's base URL.
+var _ llmclient.Dialect = (*Provider)(nil)
+
+// BaseURL returns the WithBaseURL value (default DefaultBaseURL), without the /v1 path.
+func (p *Provider) BaseURL() string { return strings.TrimSuffix(p.url, "/v1/messages") }
+
+// Inspect recognizes POST /v1/messages and reads the model, the stream flag, max_tokens and
+// the text to estimate (system prompt, messages, tools, output schema) from the body.
+func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
+	if method != http.MethodPost || path != "/v1/messages" {
+		return llmclient.APICall{}, false
+	}
+	call := llmclient.APICall{Shape: llmclient.ShapeMessages}
+	var w struct {
+		Model     string          `json:"model"`
+		Stream    bool            `json:"stream"`
+		MaxTokens int             `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Messages  []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+		OutputConfig *struct {
+			Format *struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &w) != nil {
+		// Read what can be read: routing needs the model even when a field is odd.
+		var head struct {
+			Model     string `json:"model"`
+			Stream    bool   `json:"stream"`
+			MaxTokens int    `json:"max_tokens"`
+		}
+		_ = json.Unmarshal(body, &head)
+		w.Model, w.Stream, w.MaxTokens = head.Model, head.Stream, head.MaxTokens
+	}
+	req := &call.Request
+	req.Model, req.MaxTokens, call.Stream = w.Model, w.MaxTokens, w.Stream
+	if sys := blocksOf(w.System); len(sys) > 0 {
+		req.Messages = appendBlocks(req.Messages, llmclient.RoleSystem, sys)
+	}
+	for _, m := range w.Messages {
+		role := llmclient.RoleUser
+		if m.Role == "assistant" {
+			role = llmclient.RoleAssistant
+		}
+		req.Messages = appendBlocks(req.Messages, role, blocksOf(m.Content))
+	}
+	for _, t := range w.Tools {
+		req.Tools = append(req.Tools, llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: compactRaw(t.InputSchema)})
+	}
+	if oc := w.OutputConfig; oc != nil && oc.Format != nil && len(oc.Format.Schema) > 0 {
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(oc.Format.Schema)}
+	}
+	return call, true
+}
+
+// Authorize sets the x-api-key header, after removing it and any Authorization header;
+// an empty key means the WithAPIKey key, or no credential at all.
+func (p *Provider) Authorize(h http.Header, key string) {
+	h.Del("X-Api-Key")
+	h.Del("Authorization")
+	if key == "" {
+		key = p.apiKey
+	}
+	if key != "" {
+		h.Set("X-Api-Key", key)
+	}
+}
+
+// ClassifyError is the package's ClassifyError.
+func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmclient.Error {
+	return ClassifyError(status, h, body)
+}
+
+// RateLimits reads the anthropic-ratelimit-* headers; see ParseRateLimits.
+func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
+	return ParseRateLimits(h, time.Now())
+}
+
+// NewStream decodes a Messages event stream. It owns resp.Body.
+func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+	return newStream(resp, func() {}, "")
+}

@@ -1,0 +1,291 @@
+package conformance_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/conformance"
+	"github.com/llmclient/llmclient/provider/gemini"
+)
+
+// geminiWire is the Gemini API wire format: ai.google.dev/gemini-api/docs (generateContent,
+// streamGenerateContent?alt=sse, api-errors), errors as google.rpc.Status with details.
+type geminiWire struct{}
+
+func (geminiWire) NewProvider(baseURL string, client *http.Client, apiKey string) (llmclient.Provider, error) {
+	return gemini.New(gemini.WithBaseURL(baseURL), gemini.WithHTTPClient(client), gemini.WithAPIKey(apiKey))
+}
+
+func (geminiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
+	if r.Method != http.MethodPost || !ok {
+		return nil, fmt.Errorf("%s %s, want POST /v1beta/models/{model}:{method}", r.Method, r.URL.Path)
+	}
+	model, method, ok := strings.Cut(rest, ":")
+	if !ok {
+		return nil, fmt.Errorf("path %s has no :method", r.URL.Path)
+	}
+	s := &conformance.Seen{Model: model, APIKey: r.Header.Get("X-Goog-Api-Key")}
+	switch method {
+	case "generateContent":
+	case "streamGenerateContent":
+		if r.URL.Query().Get("alt") != "sse" {
+			return nil, errors.New("streamGenerateContent without alt=sse")
+		}
+		s.Stream = true
+	default:
+		return nil, fmt.Errorf("unknown method %q", method)
+	}
+	if s.APIKey == "" {
+		return nil, errors.New("no x-goog-api-key header")
+	}
+	if r.URL.Query().Has("key") {
+		return nil, errors.New("the API key must not travel in the URL")
+	}
+	var b struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text         string `json:"text"`
+				FunctionCall *struct {
+					ID   string          `json:"id"`
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+				FunctionResponse *struct {
+					ID       string          `json:"id"`
+					Name     string          `json:"name"`
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("body: %w", err)
+	}
+	for _, t := range b.Tools {
+		for _, d := range t.FunctionDeclarations {
+			s.Tools = append(s.Tools, d.Name)
+		}
+	}
+	for _, c := range b.Contents {
+		for _, p := range c.Parts {
+			// Gemini links a response to its call by name (and id, when the call had one).
+			if fc := p.FunctionCall; fc != nil {
+				s.ToolCalls = append(s.ToolCalls, llmclient.ToolCall{ID: fc.Name, Name: fc.Name, Arguments: string(fc.Args)})
+			}
+			if fr := p.FunctionResponse; fr != nil {
+				s.ToolResults = append(s.ToolResults, conformance.ToolResult{Ref: fr.Name, Content: string(fr.Response)})
+			}
+		}
+	}
+	return s, nil
+}
+
+func geminiFinish(f llmclient.FinishReason) string {
+	switch f {
+	case llmclient.FinishLength:
+		return "MAX_TOKENS"
+	case llmclient.FinishContentFilter:
+		return "SAFETY"
+	}
+	return "STOP" // also with function calls
+}
+
+func geminiUsage(u llmclient.Usage) map[string]any {
+	return map[string]any{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
+		"totalTokenCount":     u.InputTokens + u.OutputTokens,
+		"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": u.InputTokens}}}
+}
+
+// geminiSafety is the safetyRatings of a SAFETY-blocked candidate or prompt.
+var geminiSafety = []any{
+	map[string]any{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": true},
+	map[string]any{"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+}
+
+func (w geminiWire) Render(r *conformance.Reply, req *conformance.Seen) (*conformance.WireResponse, error) {
+	if r.Fail != nil {
+		return w.fail(r.Fail, req)
+	}
+	if req.Stream {
+		return w.stream(r, req)
+	}
+	var parts []any
+	if text := strings.Join(r.Text, ""); text != "" {
+		parts = append(parts, map[string]any{"text": text})
+	}
+	parts = append(parts, geminiCalls(r.ToolCalls)...)
+	return conformance.JSON(http.StatusOK, map[string]any{
+		"candidates":    []any{geminiCandidate(parts, geminiFinish(r.Finish))},
+		"usageMetadata": geminiUsage(r.Usage), "modelVersion": req.Model, "responseId": "resp-cf1",
+	}), nil
+}
+
+// geminiCalls renders function calls as Gemini does: without ids, args as an object.
+func geminiCalls(calls []llmclient.ToolCall) []any {
+	var out []any
+	for _, tc := range calls {
+		out = append(out, map[string]any{"functionCall": map[string]any{"name": tc.Name, "args": json.RawMessage(tc.Arguments)}})
+	}
+	return out
+}
+
+func geminiCandidate(parts []any, finish string) map[string]any {
+	c := map[string]any{"index": 0}
+	if len(parts) > 0 {
+		c["content"] = map[string]any{"role": "model", "parts": parts}
+	}
+	if finish != "" {
+		c["finishReason"] = finish
+	}
+	if finish == "SAFETY" {
+		c["safetyRatings"] = geminiSafety
+	}
+	return c
+}
+
+// stream renders "data: {GenerateContentResponse}" events, no event names and no end
+// marker: the last one carries the finish reason and the final usage.
+func (w geminiWire) stream(r *conformance.Reply, req *conformance.Seen) (*conformance.WireResponse, error) {
+	resp := func(parts []any, finish string, u map[string]any) conformance.Event {
+		m := map[string]any{"candidates": []any{geminiCandidate(parts, finish)}, "modelVersion": req.Model, "responseId": "resp-cf1"}
+		if u != nil {
+			m["usageMetadata"] = u
+		}
+		return conformance.Event{Data: m}
+	}
+	partial := map[string]any{"promptTokenCount": r.Usage.InputTokens, "totalTokenCount": r.Usage.InputTokens}
+	var events []conformance.Event
+	for i, t := range r.Text {
+		if r.End != conformance.EndMarker && i == r.EndAfter {
+			return w.streamEnd(r, events)
+		}
+		last := i == len(r.Text)-1 && len(r.ToolCalls) == 0 && r.End == conformance.EndMarker
+		if last {
+			events = append(events, resp([]any{map[string]any{"text": t}}, geminiFinish(r.Finish), geminiUsage(r.Usage)))
+		} else {
+			events = append(events, resp([]any{map[string]any{"text": t}}, "", partial))
+		}
+	}
+	if r.End != conformance.EndMarker {
+		return w.streamEnd(r, events)
+	}
+	if len(r.ToolCalls) > 0 || len(r.Text) == 0 {
+		events = append(events, resp(geminiCalls(r.ToolCalls), geminiFinish(r.Finish), geminiUsage(r.Usage)))
+	}
+	return conformance.SSE(events...), nil
+}
+
+// streamEnd ends a stream early: a bare error line after HTTP 200, or nothing for a cut.
+func (w geminiWire) streamEnd(r *conformance.Reply, events []conformance.Event) (*conformance.WireResponse, error) {
+	if r.End == conformance.EndError {
+		_, body, err := w.status(r.EndFail, nil)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, conformance.Event{Data: body})
+	}
+	return conformance.SSE(events...), nil
+}
+
+func (w geminiWire) fail(f *conformance.Failure, req *conformance.Seen) (*conformance.WireResponse, error) {
+	if f.Kind == conformance.KindPromptBlocked {
+		// A blocked prompt is a 200 with promptFeedback and no candidates.
+		body := map[string]any{
+			"promptFeedback": map[string]any{"blockReason": "SAFETY", "safetyRatings": geminiSafety},
+			"usageMetadata":  map[string]any{"promptTokenCount": 12, "totalTokenCount": 12},
+			"modelVersion":   req.Model, "responseId": "resp-cf1",
+		}
+		if req.Stream {
+			return conformance.SSE(conformance.Event{Data: body}), nil
+		}
+		return conformance.JSON(http.StatusOK, body), nil
+	}
+	status, body, err := w.status(f, req)
+	if err != nil {
+		return nil, err
+	}
+	return conformance.JSON(status, body), nil
+}
+
+// status returns the google.rpc.Status body {"error":{"code","message","status","details"}}
+// for f, and its HTTP status. req is nil for an error line inside a stream.
+func (geminiWire) status(f *conformance.Failure, req *conformance.Seen) (int, map[string]any, error) {
+	key := ""
+	if req != nil {
+		key = req.APIKey
+	}
+	var code int
+	var status, msg string
+	var details []any
+	quota := func(id string) map[string]any {
+		return map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{map[string]any{
+			"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": id,
+			"quotaDimensions": map[string]any{"location": "global", "model": conformance.Model}, "quotaValue": "10"}}}
+	}
+	help := map[string]any{"@type": "type.googleapis.com/google.rpc.Help", "links": []any{map[string]any{
+		"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}}}
+	switch f.Kind {
+	case conformance.KindRateLimited:
+		return 0, nil, conformance.NotApplicable("the Gemini API sends no Retry-After header; its wait is RetryInfo in the body")
+	case conformance.KindRateLimitedBodyHint:
+		secs := strconv.FormatFloat(f.RetryAfter.Seconds(), 'f', -1, 64)
+		code, status = 429, "RESOURCE_EXHAUSTED"
+		msg = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. * Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: " +
+			conformance.Model + "\nPlease retry in " + secs + "s."
+		details = []any{quota("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"), help,
+			map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": secs + "s"}}
+	case conformance.KindQuota429:
+		code, status = 429, "RESOURCE_EXHAUSTED"
+		msg = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+		details = []any{quota("GenerateRequestsPerDayPerProjectPerModel-FreeTier"), help}
+	case conformance.KindBilling:
+		code, status = 402, "RESOURCE_EXHAUSTED"
+		msg = "Your prepaid credits are depleted. Please add credits to continue using the Gemini API."
+	case conformance.KindOverloaded:
+		code, status, msg = 503, "UNAVAILABLE", "The model is overloaded. Please try again later."
+	case conformance.KindServerError:
+		code, status, msg = 500, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"
+	case conformance.KindTimeout:
+		code, status, msg = 504, "DEADLINE_EXCEEDED", "Deadline expired before operation could complete."
+	case conformance.KindBadRequest:
+		code, status = 400, "INVALID_ARGUMENT"
+		msg = "Invalid JSON payload received. Unknown name \"temprature\" at 'generation_config': Cannot find field."
+		details = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": []any{
+			map[string]any{"field": "generation_config", "description": "Invalid JSON payload received. Unknown name \"temprature\" at 'generation_config': Cannot find field."}}}}
+	case conformance.KindContextLength:
+		code, status, msg = 400, "INVALID_ARGUMENT", "The input token count (1234567) exceeds the maximum number of tokens allowed (1048576)."
+	case conformance.KindAuth:
+		// The Gemini API answers a bad key with 400 and ErrorInfo reason API_KEY_INVALID.
+		code, status = 400, "INVALID_ARGUMENT"
+		msg = "API key not valid. Please pass a valid API key. (key: " + key + ")"
+		details = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+			"domain": "googleapis.com", "metadata": map[string]any{"service": "generativelanguage.googleapis.com"}}}
+	case conformance.KindPermission:
+		code, status = 403, "PERMISSION_DENIED"
+		msg = "Permission denied: Consumer 'api_key:" + key + "' has been suspended."
+		details = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "CONSUMER_SUSPENDED",
+			"domain": "googleapis.com", "metadata": map[string]any{"service": "generativelanguage.googleapis.com"}}}
+	case conformance.KindNotFound:
+		code, status = 404, "NOT_FOUND"
+		msg = "models/" + conformance.Model + " is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods."
+	default:
+		return 0, nil, fmt.Errorf("gemini wire: unknown failure kind %q", f.Kind)
+	}
+	e := map[string]any{"code": code, "message": msg, "status": status}
+	if details != nil {
+		e["details"] = details
+	}
+	return code, map[string]any{"error": e}, nil
+}

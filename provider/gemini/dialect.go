@@ -1,0 +1,142 @@
+package gemini
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+)
+
+// Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
+// by Google's Gen AI SDK (or any client of generateContent) to this provider's base URL.
+var _ llmclient.Dialect = (*Provider)(nil)
+
+// BaseURL returns the WithBaseURL value (default DefaultBaseURL, or the Vertex AI
+// endpoint), without the version path.
+func (p *Provider) BaseURL() string {
+	base := strings.TrimSuffix(p.prefix, "/models/")
+	if p.vertex {
+		if i := strings.LastIndex(base, "/projects/"); i >= 0 {
+			base = base[:i]
+		}
+	}
+	if i := strings.LastIndexByte(base, '/'); i > len("https://") {
+		base = base[:i] // the version segment
+	}
+	return base
+}
+
+// Inspect recognizes POST …/models/{model}:generateContent and :streamGenerateContent,
+// under any API version (and Vertex AI's project path), takes the model from the path and
+// reads maxOutputTokens and the text to estimate (system instruction, contents, function
+// declarations, response schema) from the body.
+func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
+	if method != http.MethodPost {
+		return llmclient.APICall{}, false
+	}
+	i := strings.LastIndex(path, "/models/")
+	if i < 0 {
+		return llmclient.APICall{}, false
+	}
+	model, op, ok := strings.Cut(path[i+len("/models/"):], ":")
+	if !ok || model == "" || strings.Contains(model, "/") {
+		return llmclient.APICall{}, false
+	}
+	var call llmclient.APICall
+	switch op {
+	case "generateContent":
+		call.Shape = llmclient.ShapeGenerateContent
+	case "streamGenerateContent":
+		call.Shape, call.Stream = llmclient.ShapeStreamGenerateContent, true
+	default:
+		return llmclient.APICall{}, false
+	}
+	call.Request.Model = model
+	inspectBody(body, &call.Request)
+	return call, true
+}
+
+// inspectBody reads a GenerateContentRequest into req for estimation.
+func inspectBody(body []byte, req *llmclient.Request) {
+	var w struct {
+		SystemInstruction *estContent  `json:"systemInstruction"`
+		Contents          []estContent `json:"contents"`
+		Tools             []struct {
+			FunctionDeclarations []struct {
+				Name                 string          `json:"name"`
+				Description          string          `json:"description"`
+				Parameters           json.RawMessage `json:"parameters"`
+				ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+		GenerationConfig *struct {
+			MaxOutputTokens    int             `json:"maxOutputTokens"`
+			ResponseSchema     json.RawMessage `json:"responseSchema"`
+			ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+		} `json:"generationConfig"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &w) != nil {
+		return
+	}
+	if w.SystemInstruction != nil {
+		req.Messages = appendContent(req.Messages, llmclient.RoleSystem, w.SystemInstruction.Parts)
+	}
+	for _, c := range w.Contents {
+		role := llmclient.RoleUser
+		if c.Role == "model" {
+			role = llmclient.RoleAssistant
+		}
+		req.Messages = appendContent(req.Messages, role, c.Parts)
+	}
+	for _, t := range w.Tools {
+		for _, f := range t.FunctionDeclarations {
+			params := f.ParametersJSONSchema
+			if len(params) == 0 {
+				params = f.Parameters
+			}
+			req.Tools = append(req.Tools, llmclient.Tool{Name: f.Name, Description: f.Description, Parameters: compactRaw(params)})
+		}
+	}
+	if g := w.GenerationConfig; g != nil {
+		req.MaxTokens = g.MaxOutputTokens
+		schema := g.ResponseJSONSchema
+		if len(schema) == 0 {
+			schema = g.ResponseSchema
+		}
+		if len(schema) > 0 {
+			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(schema)}
+		}
+	}
+}
+
+// Authorize sets the x-goog-api-key header (with WithVertex, "Authorization: Bearer"),
+// after removing both; an empty key means the WithAPIKey credential, or none at all.
+func (p *Provider) Authorize(h http.Header, key string) {
+	h.Del("X-Goog-Api-Key")
+	h.Del("Authorization")
+	if key == "" {
+		key = p.apiKey
+	}
+	switch {
+	case key == "":
+	case p.vertex:
+		h.Set("Authorization", "Bearer "+key)
+	default:
+		h.Set("X-Goog-Api-Key", key)
+	}
+}
+
+// ClassifyError is the package's ClassifyError.
+func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmclient.Error {
+	return ClassifyError(status, h, body)
+}
+
+// RateLimits returns nil: the Gemini API sends no rate-limit headers.
+func (p *Provider) RateLimits(http.Header) *llmclient.RateLimits { return nil }
+
+// NewStream decodes a streamGenerateContent response (SSE, or a JSON array). It owns
+// resp.Body.
+func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+	return newStream(resp, func() {}, "")
+}

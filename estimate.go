@@ -1,0 +1,234 @@
+package llmclient
+
+import (
+	"math"
+	"strings"
+)
+
+// Estimator counts the tokens a text costs for a model. The limiter uses it, once per
+// call, to charge a request's prompt against the key's tokens-per-minute bucket before the
+// upstream has said what it really cost; the real usage is reconciled afterwards.
+//
+// Implementations must be safe for concurrent use and fast: CountTokens runs on the
+// calling goroutine before every limited call. HeuristicEstimator is the default;
+// the package tokenizer/tiktoken has an exact one for OpenAI's encodings.
+type Estimator interface {
+	// CountTokens returns the number of tokens of text for model, the request's Model
+	// (a model or model group name). It must not return a negative number.
+	CountTokens(model, text string) int
+}
+
+// EstimatorFunc adapts a function to the Estimator interface.
+type EstimatorFunc func(model, text string) int
+
+// CountTokens returns f(model, text).
+func (f EstimatorFunc) CountTokens(model, text string) int { return f(model, text) }
+
+// HeuristicEstimator estimates tokens without a vocabulary, in one pass over the text at
+// hundreds of megabytes per second and without allocating. It follows the pre-tokenizer
+// of the model's OpenAI encoding (o200k_base or cl100k_base, see EncodingForModel) and
+// charges each piece what pieces of its shape cost on average; Chinese, Japanese and
+// Korean characters cost what they cost alone in the encoding, from a small built-in
+// table, less the average saving of multi-character tokens. It aims to stay within ±10%
+// of the exact count and to undercount by at most 5%; BENCHMARKS.md has the measurements.
+// Text that looks like no language (random identifiers, base64) is undercounted more.
+//
+// The zero value is ready to use and safe for concurrent use.
+type HeuristicEstimator struct{}
+
+// CountTokens returns the estimated number of tokens of text for model.
+func (HeuristicEstimator) CountTokens(model, text string) int {
+	return heuristicFor(model).count(text)
+}
+
+// heuristicFor returns the heuristic's weights for the model's encoding.
+func heuristicFor(model string) *heuristicParams {
+	if EncodingForModel(model) == "cl100k_base" {
+		return &paramsCL100k
+	}
+	return &paramsO200k
+}
+
+// EncodingForModel names the OpenAI BPE encoding a model uses: "cl100k_base" for GPT-4
+// (gpt-4, gpt-4-turbo, gpt-4-32k), GPT-3.5 and the text-embedding models, and
+// "o200k_base" for everything else: GPT-4o, GPT-4.1, GPT-4.5, the o-series, GPT-5 and
+// gpt-oss, and also models of other vendors, whose tokenizers are closest to it (their
+// difference is corrected by a ratio, see WithTokenRatio). A vendor prefix such as
+// "openai/" or "azure/" is ignored.
+func EncodingForModel(model string) string {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	if len(model) < 5 || (model[0] != 'g' && model[0] != 't') {
+		return "o200k_base"
+	}
+	switch {
+	case strings.HasPrefix(model, "gpt-4o"), strings.HasPrefix(model, "gpt-4.1"),
+		strings.HasPrefix(model, "gpt-4.5"):
+		return "o200k_base"
+	case strings.HasPrefix(model, "gpt-4"), strings.HasPrefix(model, "gpt-3.5"),
+		strings.HasPrefix(model, "gpt-35"), strings.HasPrefix(model, "text-embedding-"):
+		return "cl100k_base"
+	}
+	return "o200k_base"
+}
+
+// The request-level formula. Chat models read a conversation as text with a few tokens of
+// framing per message; these are the counts of OpenAI's cookbook ("How to count tokens with
+// tiktoken", num_tokens_from_messages, for gpt-4o and gpt-4) and are used for every vendor.
+const (
+	tokensPerMessage = 3 // framing of every message
+	tokensPerRole    = 1 // "system", "user", "assistant" and "tool" are one token each
+	tokensPerName    = 1 // a message's Name field
+	tokensPriming    = 3 // every reply is primed with <|start|>assistant<|message|>
+	tokensPerCall    = 3 // framing of one tool call in an assistant message
+	// Tool definitions: the cookbook's function-calling estimate charges about 7 tokens
+	// per function and 12 to close the list; the definition's name, description and
+	// JSON Schema are counted as text, which overcounts slightly against the compact
+	// form the vendors render.
+	tokensPerTool = 7
+	tokensTools   = 12
+	// Images cost a fixed amount, since their size is unknown before decoding: OpenAI's
+	// 85 tokens at low detail, and at high or automatic detail 765, the cost of a
+	// 1024×1024 image (85 + 4 tiles × 170). Anthropic charges about width×height/750
+	// (≈1,400 for 1024×1024) and Gemini 258 per image; a different vendor's real cost is
+	// reconciled after the response.
+	tokensImageLow  = 85
+	tokensImageHigh = 765
+)
+
+// EstimatePromptTokens returns e's estimate of the prompt tokens of req: every message's
+// text parts, names, tool calls and tool-call ids with the per-message framing, fixed costs
+// for images, the tool definitions and the response format's schema. A nil e means
+// HeuristicEstimator. No vendor correction ratio is applied.
+func EstimatePromptTokens(e Estimator, req *Request) int {
+	if e == nil {
+		e = HeuristicEstimator{}
+	}
+	model := req.Model
+	n := tokensPriming
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n += tokensPerMessage + tokensPerRole
+		for j := range m.Content {
+			p := &m.Content[j]
+			switch p.Type {
+			case PartImage:
+				if p.Detail == "low" {
+					n += tokensImageLow
+				} else {
+					n += tokensImageHigh
+				}
+			default:
+				n += e.CountTokens(model, p.Text)
+			}
+		}
+		if m.Name != "" {
+			n += tokensPerName + e.CountTokens(model, m.Name)
+		}
+		if m.ToolCallID != "" {
+			n += e.CountTokens(model, m.ToolCallID)
+		}
+		for k := range m.ToolCalls {
+			tc := &m.ToolCalls[k]
+			n += tokensPerCall + e.CountTokens(model, tc.Name) + e.CountTokens(model, tc.Arguments)
+		}
+	}
+	if len(req.Tools) > 0 {
+		n += tokensTools
+		for i := range req.Tools {
+			t := &req.Tools[i]
+			n += tokensPerTool + e.CountTokens(model, t.Name) + e.CountTokens(model, t.Description)
+			if len(t.Parameters) > 0 {
+				n += e.CountTokens(model, string(t.Parameters))
+			}
+		}
+	}
+	if rf := req.ResponseFormat; rf != nil && len(rf.Schema) > 0 {
+		n += e.CountTokens(model, rf.Name) + e.CountTokens(model, string(rf.Schema))
+	}
+	return n
+}
+
+// tokenRatio corrects the estimate for models whose text matches: their tokenizers count
+// ratio times the tokens of o200k_base for the same text.
+type tokenRatio struct {
+	match string
+	ratio float64
+}
+
+// defaultTokenRatios are the built-in corrections. Both are estimates, not measurements of
+// ours: neither vendor publishes its tokenizer.
+//   - Claude: published comparisons of Claude 3.5 Sonnet with GPT-4o on the same inputs
+//     found 16% more tokens for English prose, 21% for maths and 30% for Python code
+//     (VentureBeat, "Hidden costs in AI deployment: Why Claude models may be 20-30% more
+//     expensive than GPT in enterprise settings", May 2025); 1.25 sits between prose and
+//     code.
+//   - Gemini: Google's rule of thumb is about 4 characters per token, where o200k_base
+//     averages about 4.6 bytes per token on English prose (BENCHMARKS.md): 1.15.
+var defaultTokenRatios = [...]tokenRatio{{"claude", 1.25}, {"gemini", 1.15}}
+
+// ratioFor returns the correction for model: the longest matching user ratio (the later
+// one on a tie), else the longest matching built-in one, else 1.
+func (c *limiterConfig) ratioFor(model string) float64 {
+	best, ratio := -1, 1.0
+	for _, r := range c.ratios {
+		if len(r.match) >= best && strings.Contains(model, r.match) {
+			best, ratio = len(r.match), r.ratio
+		}
+	}
+	if best >= 0 {
+		return ratio
+	}
+	for _, r := range defaultTokenRatios {
+		if len(r.match) > best && strings.Contains(model, r.match) {
+			best, ratio = len(r.match), r.ratio
+		}
+	}
+	return ratio
+}
+
+// cost returns what a request is charged against a tokens-per-minute bucket: its prompt
+// estimate, corrected for the model's vendor, plus the output it may produce (MaxTokens,
+// else the reserved output default). The engine calls it once per call.
+func (c *limiterConfig) cost(req *Request) int {
+	prompt := EstimatePromptTokens(c.estimator, req)
+	if r := c.ratioFor(req.Model); r != 1 {
+		prompt = int(math.Ceil(float64(prompt) * r))
+	}
+	out := req.MaxTokens
+	if out <= 0 {
+		out = c.reservedOutput
+	}
+	return prompt + out
+}
+
+// DefaultReservedOutput is the output a request without MaxTokens is charged for before
+// its response arrives. Most chat replies are a few hundred tokens; 1024 covers the
+// common long ones without holding a large share of a small bucket, and the difference
+// is settled when the response reports its usage.
+const DefaultReservedOutput = 1024
+
+// WithEstimator sets the token estimator the limiter charges prompts with. Default
+// HeuristicEstimator{}; tokenizer/tiktoken.Estimator{} counts OpenAI encodings exactly at a
+// much higher CPU cost. A nil e restores the default.
+func WithEstimator(e Estimator) Option {
+	return optionFunc(func(c *config) { c.limiter.estimator = e })
+}
+
+// WithReservedOutput sets the output tokens charged for a request whose MaxTokens is 0.
+// Default DefaultReservedOutput (1024). It must be positive.
+func WithReservedOutput(n int) Option {
+	return optionFunc(func(c *config) { c.limiter.reservedOutput = n })
+}
+
+// WithTokenRatio corrects prompt estimates for models whose name contains match: their
+// tokenizer counts ratio times what o200k_base counts for the same text. It adds to the
+// built-in corrections (claude 1.25, gemini 1.15; see BENCHMARKS.md) and overrides them
+// for the models it matches; when several match, the longest match wins. The ratio must
+// be between 0.1 and 10.
+func WithTokenRatio(match string, ratio float64) Option {
+	return optionFunc(func(c *config) {
+		c.limiter.ratios = append(c.limiter.ratios, tokenRatio{match: match, ratio: ratio})
+	})
+}

@@ -1,0 +1,111 @@
+package llmclient
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkLimiterAdmission measures acquire + release when capacity is available: the
+// cost the limiter adds to every call.
+func BenchmarkLimiterAdmission(b *testing.B) {
+	const lots = 1 << 40
+	for _, tc := range []struct {
+		name string
+		l    Limits
+		prio Priority
+	}{
+		{"rpm+tpm", Limits{RPM: lots, TPM: lots}, PriorityInteractive},
+		{"rpm+tpm+concurrency", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityInteractive},
+		{"rpm+tpm+concurrency/batch", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityBatch},
+	} {
+		cfg := defaultLimiterConfig()
+		ctx := context.Background()
+		b.Run(tc.name+"/serial", func(b *testing.B) {
+			l := newKeyLimiter(tc.l, &cfg)
+			b.ReportAllocs()
+			for b.Loop() {
+				ls, _, err := l.acquire(ctx, 1500, tc.prio)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ls.release(1200, true)
+			}
+		})
+		b.Run(tc.name+"/parallel", func(b *testing.B) {
+			l := newKeyLimiter(tc.l, &cfg)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ls, _, err := l.acquire(ctx, 1500, tc.prio)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ls.release(1200, true)
+				}
+			})
+		})
+	}
+	b.Run("partition/parallel", func(b *testing.B) {
+		cfg := defaultConfig()
+		WithPartitionLimits("tenant", Limits{RPM: lots, TPM: lots}).apply(&cfg)
+		p := newPartitionLimiter(&cfg.limiter)
+		req := &Request{Metadata: map[string]string{"tenant": "acme"}}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				ls, _, err := p.acquire(context.Background(), req, 1500)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ls.release(1200, true)
+			}
+		})
+	})
+}
+
+// BenchmarkLimiterCost measures the per-call estimate of a chat request of the English
+// corpus (about 4 KB) with a short system message.
+func BenchmarkLimiterCost(b *testing.B) {
+	text, err := os.ReadFile(filepath.Join("testdata", "corpus", "english.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := defaultLimiterConfig()
+	req := &Request{Model: "gpt-4o", Messages: []Message{
+		SystemMessage("You are a helpful assistant."), UserMessage(string(text)),
+	}}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg.cost(req)
+	}
+}
+
+// BenchmarkHeuristicEstimator measures the heuristic's throughput on each corpus.
+func BenchmarkHeuristicEstimator(b *testing.B) {
+	for _, name := range []string{"english", "chinese", "code_go", "json", "chat"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "corpus", name+".txt"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts := []string{string(data)}
+		if name == "chat" {
+			texts = strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		}
+		for _, model := range []string{"gpt-4o", "gpt-4"} {
+			b.Run(name+"/"+EncodingForModel(model), func(b *testing.B) {
+				h := HeuristicEstimator{}
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, t := range texts {
+						h.CountTokens(model, t)
+					}
+				}
+			})
+		}
+	}
+}

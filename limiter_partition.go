@@ -1,0 +1,176 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// partitionConfig is the configuration of caller partitions.
+type partitionConfig struct {
+	on        bool
+	key       string // the Request.Metadata key naming the partition; "" to use only the context
+	limits    Limits // every partition's limits, unless overridden
+	overrides map[string]Limits
+}
+
+func (p *partitionConfig) validate() error {
+	var errs []error
+	if err := p.limits.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("partition limits: %w", err))
+	}
+	for name, l := range p.overrides {
+		if name == "" {
+			errs = append(errs, errors.New("partition override with an empty name"))
+		}
+		if err := l.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("partition %q: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// limitsFor returns the limits of the named partition.
+func (p *partitionConfig) limitsFor(name string) Limits {
+	if l, ok := p.overrides[name]; ok {
+		return l
+	}
+	return p.limits
+}
+
+// WithPartitionLimits limits every caller partition (a team, a tenant, a feature) to
+// perPartition, on its own buckets, before an upstream is chosen: one partition cannot use
+// up the keys' quota for the others. A request belongs to the partition named by its
+// Metadata[metadataKey], else by the context (WithPartition); a request with neither is not
+// limited by partition. An empty metadataKey consults only the context. The same options
+// as for keys apply (WithLimiterMode, WithMaxWait, WithBatchShare, WithBurstFraction,
+// WithLimitStore; a shared store sees the scope "partition:<name>"). Default: no partition
+// limits.
+func WithPartitionLimits(metadataKey string, perPartition Limits) Option {
+	return optionFunc(func(c *config) {
+		p := &c.limiter.partitions
+		p.on, p.key, p.limits = true, metadataKey, perPartition
+	})
+}
+
+// WithPartitionOverride sets the limits of the partition called name, in place of those
+// of WithPartitionLimits; a zero Limits exempts the partition. It turns partitions on,
+// with no limits for the partitions it does not name, when WithPartitionLimits is absent.
+func WithPartitionOverride(name string, l Limits) Option {
+	return optionFunc(func(c *config) {
+		p := &c.limiter.partitions
+		if p.overrides == nil {
+			p.overrides = make(map[string]Limits)
+		}
+		p.on = true
+		p.overrides[name] = l
+	})
+}
+
+type partitionKey struct{}
+
+// WithPartition returns a context whose requests belong to the named caller partition,
+// when their Metadata does not name one (see WithPartitionLimits).
+func WithPartition(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, partitionKey{}, name)
+}
+
+// PartitionFromContext returns the partition WithPartition set on ctx, or "".
+func PartitionFromContext(ctx context.Context) string {
+	name, _ := ctx.Value(partitionKey{}).(string)
+	return name
+}
+
+// partitionLimiter holds one keyLimiter per partition, created on first use. A nil
+// *partitionLimiter limits nothing. It is safe for concurrent use.
+type partitionLimiter struct {
+	cfg   *limiterConfig
+	parts sync.Map // name → *partition; read without locking on every request
+	mu    sync.Mutex
+	// count is the number of partitions; sweepAt the count at which idle ones are next
+	// dropped. Both are guarded by mu.
+	count, sweepAt int
+}
+
+type partition struct {
+	lim      *keyLimiter // nil: exempt
+	lastUsed atomic.Int64
+}
+
+const (
+	// partitionSweepMin is the smallest number of partitions at which idle ones are dropped.
+	partitionSweepMin = 1024
+	// partitionIdle is how long a partition must have been unused to be dropped: long
+	// enough for any bucket to have refilled, so dropping it changes nothing.
+	partitionIdle = 10 * time.Minute
+)
+
+// newPartitionLimiter returns the partition limiter of cfg, or nil when no partition
+// limits are configured. The Client builds it once, in New.
+func newPartitionLimiter(cfg *limiterConfig) *partitionLimiter {
+	if !cfg.partitions.on {
+		return nil
+	}
+	return &partitionLimiter{cfg: cfg}
+}
+
+// acquire admits req, of the given cost, against its partition's limits, like
+// keyLimiter.acquire. A request in no partition, or in an exempt one, gets the zero lease.
+func (p *partitionLimiter) acquire(ctx context.Context, req *Request, cost int) (limitLease, time.Duration, error) {
+	if p == nil {
+		return limitLease{}, 0, nil
+	}
+	name := ""
+	if k := p.cfg.partitions.key; k != "" {
+		name = req.Metadata[k]
+	}
+	if name == "" {
+		name = PartitionFromContext(ctx)
+	}
+	if name == "" {
+		return limitLease{}, 0, nil
+	}
+	part := p.get(name)
+	if part.lim == nil {
+		return limitLease{}, 0, nil
+	}
+	part.lastUsed.Store(time.Now().UnixNano())
+	ls, waited, err := part.lim.acquire(ctx, cost, req.Priority)
+	if e, ok := err.(*Error); ok {
+		e.Message = "partition " + strconv.Quote(name) + ": " + e.Message
+	}
+	return ls, waited, err
+}
+
+// get returns the named partition, creating it on first use and dropping idle ones when
+// there are many.
+func (p *partitionLimiter) get(name string) *partition {
+	if part, ok := p.parts.Load(name); ok {
+		return part.(*partition)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if part, ok := p.parts.Load(name); ok {
+		return part.(*partition)
+	}
+	if p.count >= max(p.sweepAt, partitionSweepMin) {
+		cutoff := time.Now().Add(-partitionIdle).UnixNano()
+		p.parts.Range(func(n, v any) bool {
+			if part := v.(*partition); part.lim.InFlight() == 0 && part.lastUsed.Load() < cutoff {
+				p.parts.Delete(n)
+				p.count--
+			}
+			return true
+		})
+		p.sweepAt = 2 * p.count
+	}
+	part := &partition{lim: newNamedKeyLimiter("partition:"+name, p.cfg.partitions.limitsFor(name), p.cfg)}
+	part.lastUsed.Store(time.Now().UnixNano())
+	p.parts.Store(name, part)
+	p.count++
+	return part
+}

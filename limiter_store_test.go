@@ -1,0 +1,159 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestMemoryStoreSharesNamedScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryLimitStore()
+		spec := LimitSpec{Requests: Rate{PerSecond: 1, Burst: 1}, BatchShare: 1}
+		a, b := s.Open("key-1", spec), s.Open("key-1", spec)
+		if w, ok, _ := a.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: -1}); !ok || w != 0 {
+			t.Fatalf("first reservation: %v %v", w, ok)
+		}
+		if w, ok, _ := b.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); ok || w != time.Second {
+			t.Fatalf("second reservation through the same name: %v %v, want refused with 1s", w, ok)
+		}
+		private := s.Open("", spec)
+		if _, ok, _ := private.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); !ok {
+			t.Fatal("a private scope shared state")
+		}
+	})
+}
+
+func TestMemoryStoreDropsIdleScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryLimitStore().(*memoryStore)
+		spec := LimitSpec{Requests: Rate{PerSecond: 1, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
+		busy := s.Open("busy", spec)
+		lease, _, err := busy.AcquireSlot(t.Context(), PriorityInteractive, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range memorySweepMin {
+			st := s.Open(time.Duration(i).String(), spec)
+			st.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: -1})
+		}
+		time.Sleep(2 * time.Second) // every bucket is full again
+		s.mu.Lock()
+		swept := s.sweepAt > 0 // the store reached its sweep size once already
+		s.sweepAt = 0          // and sweeps at the next Open
+		s.mu.Unlock()
+		s.Open("trigger", spec)
+		if !swept {
+			t.Fatal("no sweep was scheduled")
+		}
+		if len(s.scopes) != 2 || s.scopes["busy"] == nil {
+			t.Fatalf("%d scopes kept, want busy and trigger", len(s.scopes))
+		}
+		busy.ReleaseSlot(lease)
+	})
+}
+
+func TestMemStateBucketArithmetic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		// 10 tokens per second, bucket 10.
+		st := newMemState(LimitSpec{Tokens: Rate{PerSecond: 10, Burst: 10}, BatchShare: 1})
+		reserve := func(n int) time.Duration {
+			w, ok, err := st.Reserve(ctx, Reservation{Tokens: n, MaxWait: -1})
+			if !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			return w
+		}
+		if w := reserve(10); w != 0 {
+			t.Fatalf("full bucket: wait %v", w)
+		}
+		if w := reserve(5); w != 500*time.Millisecond {
+			t.Fatalf("empty bucket, 5 tokens: wait %v, want 500ms", w)
+		}
+		// Give back more than was taken: the bucket holds at most its burst.
+		st.Adjust(ctx, LaneMain, 0, -1000)
+		if w := reserve(10); w != 0 {
+			t.Fatalf("after a refund: wait %v", w)
+		}
+		if w := reserve(1); w != 100*time.Millisecond {
+			t.Fatalf("refund above the burst was kept: wait %v, want 100ms", w)
+		}
+		// Sync never raises the level and lowers it to the remaining count.
+		time.Sleep(10 * time.Second)
+		st.Sync(ctx, -1, 4)
+		if w := reserve(6); w != 200*time.Millisecond {
+			t.Fatalf("after sync to 4: 6 tokens wait %v, want 200ms", w)
+		}
+		// Pause delays the main lane only.
+		time.Sleep(10 * time.Second)
+		st.Pause(ctx, 3*time.Second)
+		st.Pause(ctx, time.Second) // a shorter pause does not shorten it
+		if left, _ := st.PauseLeft(ctx); left != 3*time.Second {
+			t.Fatalf("PauseLeft %v", left)
+		}
+		if w := reserve(1); w != 3*time.Second {
+			t.Fatalf("paused: wait %v", w)
+		}
+	})
+}
+
+func TestMemStateSlotsFIFOAndBatchCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := newMemState(LimitSpec{MaxConcurrent: 2, BatchShare: 0.5}) // batch: 1 slot
+		b1, _, err := st.AcquireSlot(ctx, PriorityBatch, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.AcquireSlot(ctx, PriorityBatch, 0); !errors.Is(err, ErrRateLimited) {
+			t.Fatalf("second batch slot: %v, want refused", err)
+		}
+		i1, _, err := st.AcquireSlot(ctx, PriorityInteractive, 0)
+		if err != nil {
+			t.Fatalf("interactive slot beside batch: %v", err)
+		}
+		// Two interactive waiters queue in order; a release grants the first.
+		order := make(chan int, 2)
+		for i := range 2 {
+			go func() {
+				l, _, err := st.AcquireSlot(ctx, PriorityInteractive, -1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				order <- i
+				time.Sleep(time.Second)
+				st.ReleaseSlot(l)
+			}()
+			time.Sleep(time.Millisecond)
+		}
+		st.ReleaseSlot(i1)
+		if first := <-order; first != 0 {
+			t.Fatalf("waiter %d served first", first)
+		}
+		st.ReleaseSlot(b1)
+		<-order
+		// A waiter that gives up leaves the queue.
+		c, cancel := context.WithCancel(ctx)
+		held, _, _ := st.AcquireSlot(ctx, PriorityInteractive, -1)
+		held2, _, _ := st.AcquireSlot(ctx, PriorityInteractive, -1)
+		go func() { time.Sleep(time.Second); cancel() }()
+		if _, waited, err := st.AcquireSlot(c, PriorityInteractive, -1); !errors.Is(err, context.Canceled) || waited != time.Second {
+			t.Fatalf("canceled waiter: %v after %v", err, waited)
+		}
+		st.mu.Lock()
+		n := len(st.waiters)
+		st.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d waiters left after cancel", n)
+		}
+		st.ReleaseSlot(held)
+		st.ReleaseSlot(held2)
+		if st.inUse != 0 || st.batchInUse != 0 {
+			t.Fatalf("slots in use after all releases: %d %d", st.inUse, st.batchInUse)
+		}
+	})
+}

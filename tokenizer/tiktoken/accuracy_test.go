@@ -1,0 +1,120 @@
+package tiktoken_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/tokenizer/tiktoken"
+)
+
+// corpus is one text of ../../testdata/corpus. Chat holds one message per line, counted
+// one by one as a conversation's messages are.
+type corpus struct {
+	name   string
+	target bool // within the heuristic's accuracy target
+	texts  []string
+}
+
+func loadCorpora(tb testing.TB) []corpus {
+	tb.Helper()
+	var out []corpus
+	for _, c := range []struct {
+		file   string
+		target bool
+	}{
+		{"english.txt", true}, {"chinese.txt", true}, {"code_go.txt", true}, {"json.txt", true},
+		{"chat.txt", true}, {"japanese.txt", false}, {"korean.txt", false},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "corpus", c.file))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		texts := []string{string(b)}
+		if c.file == "chat.txt" {
+			texts = strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		}
+		out = append(out, corpus{name: strings.TrimSuffix(c.file, ".txt"), target: c.target, texts: texts})
+	}
+	return out
+}
+
+func (c corpus) bytes() int {
+	n := 0
+	for _, t := range c.texts {
+		n += len(t)
+	}
+	return n
+}
+
+// models stand for the encodings: EncodingForModel maps them.
+var models = []struct{ model, encoding string }{
+	{"gpt-4o", tiktoken.O200kBase},
+	{"gpt-4", tiktoken.CL100kBase},
+}
+
+// TestHeuristicAccuracy checks the heuristic estimator against the exact count: within
+// +10% and -5% on every target corpus for each encoding. Run with -v for the table.
+func TestHeuristicAccuracy(t *testing.T) {
+	h := llmclient.HeuristicEstimator{}
+	for _, m := range models {
+		if got := llmclient.EncodingForModel(m.model); got != m.encoding {
+			t.Fatalf("EncodingForModel(%q) = %q, want %q", m.model, got, m.encoding)
+		}
+		for _, c := range loadCorpora(t) {
+			var exact, est int
+			for _, text := range c.texts {
+				n, err := tiktoken.Count(m.encoding, text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exact += n
+				est += h.CountTokens(m.model, text)
+			}
+			errPct := 100 * (float64(est)/float64(exact) - 1)
+			t.Logf("%-11s %-9s exact=%5d heuristic=%5d error=%+5.1f%%", m.encoding, c.name, exact, est, errPct)
+			if c.target && (errPct > 10 || errPct < -5) {
+				t.Errorf("%s on %s: heuristic %d vs exact %d (%+.1f%%), want within -5%%..+10%%",
+					m.encoding, c.name, est, exact, errPct)
+			}
+		}
+	}
+}
+
+func BenchmarkHeuristic(b *testing.B) {
+	h := llmclient.HeuristicEstimator{}
+	for _, m := range models {
+		for _, c := range loadCorpora(b) {
+			b.Run(fmt.Sprintf("%s/%s", m.encoding, c.name), func(b *testing.B) {
+				b.SetBytes(int64(c.bytes()))
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, text := range c.texts {
+						h.CountTokens(m.model, text)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkExact(b *testing.B) {
+	e := tiktoken.Estimator{}
+	for _, m := range models {
+		e.CountTokens(m.model, "warm up") // load the encoding outside the timing
+		for _, c := range loadCorpora(b) {
+			b.Run(fmt.Sprintf("%s/%s", m.encoding, c.name), func(b *testing.B) {
+				b.SetBytes(int64(c.bytes()))
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, text := range c.texts {
+						e.CountTokens(m.model, text)
+					}
+				}
+			})
+		}
+	}
+}

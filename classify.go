@@ -113,7 +113,8 @@ func classifyCause(err error) Class {
 	switch {
 	case errors.As(err, &dnsErr), errors.As(err, &opErr),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF): // a server that closed the connection before answering
 		return ClassNetwork
 	}
 	return ClassUnknown

@@ -23,8 +23,15 @@ type run struct {
 	last []*Error
 	// start is when the call began.
 	start time.Time
+	// partition is the caller partition's lease; preWait the time its admission took.
+	partition limitLease
+	preWait   time.Duration
 	// a is the attempt in progress, kept here so a one-shot call allocates it once.
 	a attempt
+	// single allows one attempt only, for a transport request whose body cannot be replayed.
+	single bool
+	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
+	tx *txCall
 }
 
 // action is what the loop does after a failed attempt.
@@ -50,11 +57,42 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 		return nil, err
 	}
 	r := c.newRun(req)
+	if err := r.admitPartition(ctx); err != nil {
+		return nil, err
+	}
 	a, err := r.exec(ctx, c.route(req.Model), c.completeChain, false)
 	if err != nil {
+		r.releasePartition(nil)
 		return r.fail(ctx, err)
 	}
+	r.releasePartition(&a.resp.Usage)
 	return r.succeed(a, a.resp), nil
+}
+
+// admitPartition admits the call against its caller partition's limits, if any, before
+// any upstream is chosen. The partition's lease covers the whole call, retries included.
+func (r *run) admitPartition(ctx context.Context) error {
+	lease, waited, err := r.c.partitions.acquire(ctx, r.req, r.cost)
+	if err != nil {
+		e, ok := err.(*Error)
+		if !ok {
+			e = &Error{Class: ClassOf(err), Err: err}
+		}
+		e.Model = r.req.Model
+		return e
+	}
+	r.partition, r.preWait = lease, waited
+	return nil
+}
+
+// releasePartition gives back the partition's lease, reconciled to usage when the call
+// reached an upstream.
+func (r *run) releasePartition(usage *Usage) {
+	actual := 0
+	if usage != nil && !usage.Estimated {
+		actual = usage.InputTokens + usage.OutputTokens
+	}
+	r.partition.release(actual, r.calls > 0)
 }
 
 // exec runs attempts along route until one succeeds or the decisions say stop. For
@@ -68,6 +106,10 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 	}
 	c.budget.first(r.start)
 	rc := &c.cfg.retry
+	maxAttempts, maxTotal := rc.maxAttempts, rc.maxTotal
+	if r.single {
+		maxAttempts, maxTotal = 1, 1
+	}
 	req := r.req
 	var (
 		lastErr      *Error
@@ -89,7 +131,7 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 		}
 		wait = 0
 		act := actFailover
-		for n := 1; n <= rc.maxAttempts && total < rc.maxTotal; n++ {
+		for n := 1; n <= maxAttempts && total < maxTotal; n++ {
 			if wait > 0 {
 				if err := sleep(ctx, wait); err != nil {
 					return nil, r.canceled(ctx, lastErr)
@@ -108,8 +150,11 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 			if keep {
 				a = &attempt{}
 			}
+			if total == 1 {
+				wait += r.preWait
+			}
 			*a = attempt{up: up, req: req, number: total, cost: r.cost, waited: wait, start: now,
-				call: Call{Request: req, Model: model}}
+				call: Call{Request: req, Model: model}, tx: r.tx}
 			wait = 0
 			err := chain(ctx, a)
 			if a.called {
@@ -163,7 +208,7 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 		if act == actStop {
 			return nil, lastErr
 		}
-		if total >= rc.maxTotal {
+		if total >= maxTotal {
 			break
 		}
 	}
@@ -299,6 +344,22 @@ func (r *run) succeed(a *attempt, resp *Response) *Response {
 
 // fail builds the call's final error, or the fallback function's response.
 func (r *run) fail(ctx context.Context, err error) (*Response, error) {
+	final := r.final(err)
+	if f := r.c.cfg.fallback; f != nil && ctx.Err() == nil && r.c.cfg.decisions[final.Class].Failover {
+		resp, ferr := f(ctx, r.req, final)
+		if ferr == nil && resp != nil {
+			resp.Degraded, resp.Fallback = true, true
+			resp.Attempts = r.trace
+			r.c.observe(Event{Kind: EventFallback, Class: final.Class, Err: final})
+			return resp, nil
+		}
+	}
+	return nil, final
+}
+
+// final builds the call's final error from the last one: a copy that carries the attempt
+// trace and, when several upstreams were tried, each one's last error.
+func (r *run) final(err error) *Error {
 	e, ok := err.(*Error)
 	if !ok {
 		e = &Error{Class: ClassOf(err), Err: err}
@@ -308,16 +369,7 @@ func (r *run) fail(ctx context.Context, err error) (*Response, error) {
 	if len(r.last) > 1 {
 		final.Err = &upstreamErrors{cause: e.Err, last: r.last}
 	}
-	if f := r.c.cfg.fallback; f != nil && ctx.Err() == nil && r.c.cfg.decisions[e.Class].Failover {
-		resp, ferr := f(ctx, r.req, &final)
-		if ferr == nil && resp != nil {
-			resp.Degraded, resp.Fallback = true, true
-			resp.Attempts = r.trace
-			r.c.observe(Event{Kind: EventFallback, Class: e.Class, Err: &final})
-			return resp, nil
-		}
-	}
-	return nil, &final
+	return &final
 }
 
 // canceled is the error for a call whose context ended during a wait.

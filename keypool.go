@@ -62,17 +62,21 @@ type keyPool struct {
 	keys []*poolKey
 }
 
-func newKeyPool(secrets []string, limits Limits, lc *limiterConfig) *keyPool {
+// newKeyPool builds the pool of the named upstream. Each key's limiter state is the store
+// scope "<upstream>/key#N" ("<upstream>/default" for the adapter's own key): stable across
+// replicas that share a store, and never the key itself.
+func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{}
 	if len(secrets) == 0 {
-		p.keys = []*poolKey{{limiter: newKeyLimiter(limits, lc)}}
+		p.keys = []*poolKey{{limiter: newNamedKeyLimiter(upstream+"/default", limits, lc)}}
 		return p
 	}
 	for i, s := range secrets {
+		label := "key#" + strconv.Itoa(i+1)
 		p.keys = append(p.keys, &poolKey{
-			label:   "key#" + strconv.Itoa(i+1),
+			label:   label,
 			secret:  s,
-			limiter: newKeyLimiter(limits, lc),
+			limiter: newNamedKeyLimiter(upstream+"/"+label, limits, lc),
 		})
 	}
 	return p

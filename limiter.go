@@ -448,10 +448,11 @@ func (ls limitLease) release(actualTokens int, used bool) {
 			_ = l.state.Adjust(bg, LaneBatch, requests, delta)
 		}
 	}
+	// Count the request out before its slot goes to a waiter, so InFlight never overstates.
+	l.inFlight.Add(-1)
 	if ls.held {
 		l.state.ReleaseSlot(ls.slot)
 	}
-	l.inFlight.Add(-1)
 }
 
 // observe pulls the buckets down to the quota the upstream reported in its headers, and

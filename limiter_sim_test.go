@@ -155,7 +155,7 @@ func TestLimiterSimulationProcessesShareAKey(t *testing.T) {
 	reqs := simPrompts(t)
 	for _, processes := range []int{2, 3} {
 		t.Run(strconv.Itoa(processes), func(t *testing.T) {
-			simulate(t, reqs, 10*time.Minute, processes, 0.01)
+			simulate(t, reqs, 10*time.Minute, processes, 0.02)
 		})
 	}
 }

@@ -23,6 +23,8 @@ type Client struct {
 	observer   func(Event)
 	budget     *retryBudget
 	needCost   bool
+	// partitions limits callers before an upstream is chosen; nil without partition limits.
+	partitions *partitionLimiter
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
@@ -56,8 +58,9 @@ func New(opts ...Option) (*Client, error) {
 		budget:   newRetryBudget(&cfg.retry),
 	}
 	c.needCost = cfg.limiter.enabled(&cfg)
+	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
-		up := &upstream{Upstream: u, keys: newKeyPool(u.Keys, u.Limits, &c.cfg.limiter), timeout: u.Timeout}
+		up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &c.cfg.limiter), timeout: u.Timeout}
 		if up.timeout == 0 {
 			up.timeout = cfg.attemptTimeout
 		}

@@ -182,8 +182,13 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t, ErrStreamTimeout)
 	}
 	r := c.newRun(req)
+	if err := r.admitPartition(ctx); err != nil {
+		cancelTotal()
+		return nil, err
+	}
 	a, err := r.exec(ctx, c.route(req.Model), c.streamChain, true)
 	if err != nil {
+		r.releasePartition(nil)
 		cancelTotal()
 		resp, ferr := r.fail(ctx, err)
 		if ferr != nil {
@@ -371,6 +376,7 @@ func (s *Stream) settleOnce(class Class, usage *Usage) {
 		}
 		s.r.record(s.a, e, usage)
 		s.a.settle(s.c, class, usage)
+		s.r.releasePartition(usage)
 	})
 }
 

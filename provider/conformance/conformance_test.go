@@ -17,7 +17,6 @@ func TestMain(m *testing.M) {
 // entry's case passes, so the list is kept honest. None are known today.
 var knownGaps = map[string][]conformance.KnownGap{}
 
-
 func targets() []conformance.Target {
 	return []conformance.Target{
 		{Name: "openai", Wire: openaiWire{}, KnownGaps: knownGaps["openai"]},

@@ -1,0 +1,79 @@
+package llmclient
+
+import (
+	"net/http"
+)
+
+// Dialect is an optional capability of a Provider: what the Client's transport
+// (Client.Transport) must know of the provider's wire format to protect raw HTTP calls
+// made by other SDKs. The transport asserts it on each upstream's Provider; upstreams
+// whose Provider does not implement it are not reachable through the transport.
+//
+// provider/openai, provider/anthropic and provider/gemini implement it. Implementations
+// must be safe for concurrent use.
+type Dialect interface {
+	// BaseURL is the API base URL the provider sends to, for example
+	// "https://api.openai.com/v1". The transport routes a request whose URL lies under it
+	// (same scheme and host, path prefix on a segment boundary) to the provider's
+	// upstream, and rewrites it onto another upstream's base URL on failover.
+	BaseURL() string
+	// Inspect recognizes an API request by method and by path below BaseURL (with a
+	// leading slash and no query). It reports false for paths the dialect does not know;
+	// the transport then still classifies their errors with ClassifyError and retries
+	// them, but does not estimate tokens, guard streams or fail over. body is the whole
+	// request body, or nil when the transport could not buffer it; a body that is not the
+	// expected JSON still yields the shape, with what could be read.
+	Inspect(method, path string, body []byte) (APICall, bool)
+	// Authorize sets the authentication headers of an outgoing request for key, removing
+	// any other credential header of the dialect. An empty key means the provider's own
+	// configured key, or none.
+	Authorize(h http.Header, key string)
+	// ClassifyError turns an error response — status, headers and at most 1 MiB of body —
+	// into an *Error with its Class, vendor fields, Retry-After and RateLimits.
+	ClassifyError(status int, h http.Header, body []byte) *Error
+	// RateLimits reads the quota headers of a successful response; nil when there are none.
+	RateLimits(h http.Header) *RateLimits
+	// NewStream decodes the streaming response of a call of the given shape, reading
+	// resp.Body: content chunks, keep-alives, in-band error events as *Error values, io.EOF
+	// after the vendor's end marker and an error wrapping io.ErrUnexpectedEOF when the body
+	// ends before it. The transport reads it only to learn when the first content token
+	// arrives and how the stream ends; the bytes themselves go to the caller unchanged.
+	NewStream(shape Shape, resp *http.Response) ProviderStream
+}
+
+// Shape names an API operation a Dialect recognizes. The transport treats shapes
+// alike; a Dialect may define its own.
+type Shape string
+
+// The shapes of the built-in dialects.
+const (
+	// ShapeChatCompletions is OpenAI's POST /chat/completions (and Azure's deployment path).
+	ShapeChatCompletions Shape = "openai.chat_completions"
+	// ShapeResponses is OpenAI's POST /responses.
+	ShapeResponses Shape = "openai.responses"
+	// ShapeEmbeddings is OpenAI's POST /embeddings.
+	ShapeEmbeddings Shape = "openai.embeddings"
+	// ShapeMessages is Anthropic's POST /v1/messages.
+	ShapeMessages Shape = "anthropic.messages"
+	// ShapeGenerateContent is Gemini's POST …/models/{model}:generateContent.
+	ShapeGenerateContent Shape = "gemini.generate_content"
+	// ShapeStreamGenerateContent is Gemini's POST …/models/{model}:streamGenerateContent.
+	ShapeStreamGenerateContent Shape = "gemini.stream_generate_content"
+)
+
+// APICall is what a Dialect reads from a raw API request.
+type APICall struct {
+	// Shape is the API operation.
+	Shape Shape
+	// Stream is true when the response will be an event stream.
+	Stream bool
+	// NoOutput is true for operations that generate no tokens (embeddings): the limiter
+	// then reserves no output for them.
+	NoOutput bool
+	// TokenIDs counts the input the request sends as token ids rather than text (OpenAI
+	// embeddings accept both); they are charged as they are, on top of Request's estimate.
+	TokenIDs int
+	// Request carries the call's model, its output bound (MaxTokens) and, for token
+	// estimation only, its text: messages, tools and response format. It is never sent.
+	Request Request
+}

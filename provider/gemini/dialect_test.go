@@ -1,0 +1,102 @@
+package gemini_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/gemini"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newDialect(t testing.TB, opts ...gemini.Option) *gemini.Provider {
+	t.Helper()
+	p, err := gemini.New(opts...)
+	require.NoError(t, err)
+	return p
+}
+
+func TestDialectBaseURL(t *testing.T) {
+	assert.Equal(t, "https://generativelanguage.googleapis.com", newDialect(t).BaseURL())
+	assert.Equal(t, "http://127.0.0.1:9/gw", newDialect(t, gemini.WithBaseURL("http://127.0.0.1:9/gw")).BaseURL())
+	assert.Equal(t, "https://us-central1-aiplatform.googleapis.com", newDialect(t, gemini.WithVertex("proj", "us-central1")).BaseURL())
+	assert.Equal(t, "https://generativelanguage.googleapis.com", newDialect(t, gemini.WithAPIVersion("v1alpha")).BaseURL())
+}
+
+func TestDialectInspect(t *testing.T) {
+	p := newDialect(t)
+	body := []byte(`{"systemInstruction":{"parts":[{"text":"Be brief."}]},
+		"contents":[{"role":"user","parts":[{"text":"What is this?"},{"inlineData":{"mimeType":"image/png","data":"AAAA"}}]},
+			{"role":"model","parts":[{"functionCall":{"name":"look","args":{"q":1}}}]},
+			{"role":"user","parts":[{"functionResponse":{"name":"look","response":{"out":"a cat"}}}]}],
+		"tools":[{"functionDeclarations":[{"name":"look","description":"Look.","parametersJsonSchema":{"type":"object"}}]}],
+		"generationConfig":{"maxOutputTokens":300,"responseJsonSchema":{"type":"object"}}}`)
+	tests := []struct {
+		path   string
+		ok     bool
+		shape  llmclient.Shape
+		stream bool
+		model  string
+	}{
+		{"/v1beta/models/gemini-2.5-flash:generateContent", true, llmclient.ShapeGenerateContent, false, "gemini-2.5-flash"},
+		{"/v1/models/gemini-2.5-pro:streamGenerateContent", true, llmclient.ShapeStreamGenerateContent, true, "gemini-2.5-pro"},
+		{"/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", true, llmclient.ShapeGenerateContent, false, "gemini-2.0-flash"},
+		{"/v1beta/models/gemini-2.5-flash:countTokens", false, "", false, ""},
+		{"/v1beta/models/gemini-2.5-flash", false, "", false, ""},
+		{"/v1beta/models", false, "", false, ""},
+		{"/v1beta/tunedModels/x:generateContent", false, "", false, ""},
+	}
+	for _, tt := range tests {
+		call, ok := p.Inspect("POST", tt.path, body)
+		require.Equal(t, tt.ok, ok, tt.path)
+		if !ok {
+			continue
+		}
+		assert.Equal(t, tt.shape, call.Shape, tt.path)
+		assert.Equal(t, tt.stream, call.Stream, tt.path)
+		assert.Equal(t, tt.model, call.Request.Model, tt.path)
+		assert.Equal(t, 300, call.Request.MaxTokens)
+		assert.Len(t, call.Request.Messages, 4, "system, user, model, function response")
+		assert.Len(t, call.Request.Tools, 1)
+		assert.NotNil(t, call.Request.ResponseFormat)
+	}
+	_, ok := p.Inspect("GET", "/v1beta/models/gemini-2.5-flash:generateContent", nil)
+	assert.False(t, ok)
+	call, ok := p.Inspect("POST", "/v1beta/models/m:generateContent", []byte("not json"))
+	require.True(t, ok)
+	assert.Equal(t, "m", call.Request.Model)
+}
+
+func TestDialectAuthorize(t *testing.T) {
+	h := http.Header{"X-Goog-Api-Key": {"caller"}, "Authorization": {"Bearer caller"}}
+	newDialect(t).Authorize(h, "pool")
+	assert.Equal(t, "pool", h.Get("X-Goog-Api-Key"))
+	assert.Empty(t, h.Get("Authorization"))
+
+	h = http.Header{"X-Goog-Api-Key": {"caller"}}
+	newDialect(t, gemini.WithVertex("p", "global"), gemini.WithAPIKey("token")).Authorize(h, "")
+	assert.Equal(t, "Bearer token", h.Get("Authorization"))
+	assert.Empty(t, h.Get("X-Goog-Api-Key"))
+
+	assert.Nil(t, newDialect(t).RateLimits(http.Header{}))
+	e := newDialect(t).ClassifyError(429, nil, []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`))
+	assert.Equal(t, llmclient.ClassRateLimited, e.Class)
+}
+
+func FuzzDialectInspect(f *testing.F) {
+	p := newDialect(f)
+	f.Add("/v1beta/models/g:generateContent", []byte(`{"contents":[{"parts":[{"text":"hi"}]}]}`))
+	f.Add("/v1/models/g:streamGenerateContent", []byte(`{"generationConfig":{"maxOutputTokens":"x"}}`))
+	f.Add("/v1/models/:generateContent", []byte(`{}`))
+	f.Fuzz(func(t *testing.T, path string, body []byte) {
+		call, ok := p.Inspect("POST", path, body)
+		if !ok {
+			return
+		}
+		if call.Request.Model == "" || call.Shape == "" {
+			t.Fatalf("recognized without a model or shape: %q -> %+v", path, call)
+		}
+		_ = llmclient.EstimatePromptTokens(nil, &call.Request)
+	})
+}

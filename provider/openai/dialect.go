@@ -1,0 +1,103 @@
+package openai
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
+// by other OpenAI SDKs to this provider's base URL.
+var _ llmclient.Dialect = (*Provider)(nil)
+
+// BaseURL returns the base URL requests are sent to: the WithBaseURL value (default
+// DefaultBaseURL), or the WithAzure resource endpoint.
+func (p *Provider) BaseURL() string {
+	if p.azure {
+		return strings.TrimSuffix(p.azurePrefix, "/openai/deployments/")
+	}
+	return strings.TrimSuffix(p.endpoint, "/chat/completions")
+}
+
+// Inspect recognizes POST requests to the chat completions, responses and embeddings
+// endpoints, including Azure's /openai/deployments/{deployment}/… and /openai/v1/… paths,
+// and reads the model, the stream flag, the output bound and the text to estimate from
+// the body. On Azure deployment paths without a model in the body, the deployment name
+// is the model.
+func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
+	if method != http.MethodPost {
+		return llmclient.APICall{}, false
+	}
+	var call llmclient.APICall
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		call.Shape = llmclient.ShapeChatCompletions
+		inspectChat(body, &call)
+	case strings.HasSuffix(path, "/responses"):
+		call.Shape = llmclient.ShapeResponses
+		inspectResponses(body, &call)
+	case strings.HasSuffix(path, "/embeddings"):
+		call.Shape = llmclient.ShapeEmbeddings
+		call.NoOutput = true
+		inspectEmbeddings(body, &call)
+	default:
+		return llmclient.APICall{}, false
+	}
+	if call.Request.Model == "" {
+		call.Request.Model = deploymentOf(path)
+	}
+	return call, true
+}
+
+// deploymentOf returns the deployment name of an Azure deployment path, or "".
+func deploymentOf(path string) string {
+	const seg = "/deployments/"
+	i := strings.Index(path, seg)
+	if i < 0 {
+		return ""
+	}
+	rest := path[i+len(seg):]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// Authorize sets "Authorization: Bearer <key>" (the "api-key" header with WithAzure),
+// after removing both; an empty key means the WithAPIKey key, or no credential at all.
+func (p *Provider) Authorize(h http.Header, key string) {
+	h.Del("Authorization")
+	h.Del("Api-Key")
+	if key == "" {
+		key = p.apiKey
+	}
+	if key == "" {
+		return
+	}
+	if p.azure {
+		h.Set("Api-Key", key)
+		return
+	}
+	h.Set("Authorization", "Bearer "+key)
+}
+
+// ClassifyError is the package's ClassifyError.
+func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmclient.Error {
+	return ClassifyError(status, h, body)
+}
+
+// RateLimits reads the x-ratelimit-* headers; see ParseRateLimits.
+func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
+	return ParseRateLimits(h, time.Now())
+}
+
+// NewStream decodes a Chat Completions event stream, or a Responses API one for
+// llmclient.ShapeResponses. It owns resp.Body.
+func (p *Provider) NewStream(shape llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+	if shape == llmclient.ShapeResponses {
+		return newResponsesStream(resp)
+	}
+	return newChunkStream(resp)
+}

@@ -1,0 +1,362 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMaxReplayBody is the largest request body the transport buffers so that retries
+// and failover can send it again: 32 MiB. A larger body is sent once, without retry,
+// unless the request can recreate it (http.Request.GetBody, which SDKs set for their
+// in-memory bodies). It also bounds how much of a successful one-shot response is read
+// before it is handed over.
+const DefaultMaxReplayBody = 32 << 20
+
+// ErrSDKRetry: a request carried an SDK retry counter above zero (X-Stainless-Retry-Count,
+// sent by openai-go and anthropic-sdk-go) and the transport no longer remembered the
+// failure it answered the SDK's first try with. The transport had already applied its
+// retry policy to that request, so it makes no further upstream attempt.
+var ErrSDKRetry = errors.New("llmclient: SDK retry not sent: the transport already retried this request (set the SDK's max retries to 0)")
+
+// TransportOption configures a Transport.
+type TransportOption interface {
+	applyTransport(*transportConfig)
+}
+
+type transportOptionFunc func(*transportConfig)
+
+func (f transportOptionFunc) applyTransport(c *transportConfig) { f(c) }
+
+type transportConfig struct {
+	maxBody int64
+}
+
+// WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
+// much of a successful one-shot response it reads before handing it over. Default
+// DefaultMaxReplayBody (32 MiB); values below 1 KiB are raised to 1 KiB.
+func WithMaxReplayBody(n int64) TransportOption {
+	return transportOptionFunc(func(c *transportConfig) { c.maxBody = max(n, 1<<10) })
+}
+
+// Transport is an http.RoundTripper that gives requests made by other SDKs (openai-go,
+// anthropic-sdk-go, go-openai, or plain net/http code) the Client's protection: limiter,
+// error classification, Retry-After-aware retry with the retry budget, circuit breakers,
+// key pools with cooldown and eviction, failover and the stream guard. Create it with
+// Client.Transport. It shares the Client's state: a Client and its transports guard the
+// same upstreams together.
+//
+// A request is protected when its URL lies under the BaseURL of an upstream whose Provider
+// implements Dialect (the longest match wins); any other request is passed to the base
+// transport untouched. For a protected request:
+//
+//   - The body is buffered once (up to WithMaxReplayBody) and replayed on every attempt;
+//     the caller's request is never modified. A body that is too large and has no GetBody
+//     is sent on a single attempt, without retry or failover.
+//   - An API shape the Dialect recognizes (OpenAI chat completions, responses and
+//     embeddings; Anthropic messages; Gemini generateContent and streamGenerateContent)
+//     is estimated for the limiter and may fail over to the other upstreams of its model's
+//     route (WithModelGroup, or every upstream serving the model) that speak the same
+//     shape and serve the model under the same name, with the URL's scheme, host and base
+//     path and the credential header rewritten. Other paths are retried on their own
+//     upstream only, classified by status, headers and body, and cost no tokens.
+//   - When the upstream has a key pool (Upstream.Keys), every attempt carries the chosen
+//     key in place of the caller's; without a pool, the caller's own credentials go to the
+//     upstream it addressed, and an alternate upstream gets its provider's configured key.
+//   - A streaming response is held until its first content event: before it, an error
+//     status, an in-band error event, a cut or the first-token timeout is retried or
+//     failed over invisibly; after it, the body is handed to the caller, who reads the
+//     events unchanged. A read that stalls longer than the idle timeout, or a stream cut
+//     before the vendor's end marker, then fails with a ClassStreamInterrupted *Error.
+//   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
+//     under the upstream's attempt timeout, so a cut body is retried too; a larger one is
+//     handed over while its remainder is still read, and settles when it ends.
+//   - Limits apply as for Complete: the key's RPM, TPM (prompt estimate plus the output
+//     bound, or WithReservedOutput; none for embeddings) and concurrency, and the caller
+//     partition named by the request's context (WithPartition). A stream's usage, when it
+//     reports one, reconciles the token charge; a one-shot response's does not.
+//   - When every attempt failed, the caller gets the last upstream error response (its
+//     body replayed, at most 1 MiB, with "X-Should-Retry: false" added so that SDKs do
+//     not retry it again; for a stream that failed with an in-band error event, the 200
+//     response with the events up to that one, so the SDK reports the vendor's error),
+//     or, when the last attempt got no response, the final *Error, which carries the
+//     whole attempt trace. The Client's WithFallback function is not used in transport
+//     mode.
+//
+// One retry layer: the transport reads the X-Stainless-Retry-Count header of openai-go
+// and anthropic-sdk-go. A request with a count above zero is the SDK retrying a failure
+// the transport already retried, so it is answered at once with that failure (or an
+// *Error wrapping ErrSDKRetry) and never reaches the upstream. Set the SDKs' own retries
+// to 0 all the same (option.WithMaxRetries(0)): it saves their backoff sleeps.
+//
+// Every response body the transport does not return is drained (at most 64 KiB) and
+// closed. Keys never appear in errors, events or returned error bodies. A Transport is
+// safe for concurrent use.
+type Transport struct {
+	c      *Client
+	base   http.RoundTripper
+	cfg    transportConfig
+	ups    []*txUpstream // longest base path first
+	byUp   map[*upstream]*txUpstream
+	chain  attemptFunc
+	seed   maphash.Seed
+	recent *recentFailures
+}
+
+// Transport returns an http.RoundTripper that sends requests through base (nil means
+// http.DefaultTransport) under the Client's protection; see the Transport type. Hand it to
+// an SDK inside an *http.Client:
+//
+//	hc := &http.Client{Transport: client.Transport(nil)}
+//	oai := openai.NewClient(option.WithHTTPClient(hc), option.WithMaxRetries(0))
+func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{
+		c:      c,
+		base:   base,
+		cfg:    transportConfig{maxBody: DefaultMaxReplayBody},
+		byUp:   make(map[*upstream]*txUpstream),
+		seed:   maphash.MakeSeed(),
+		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyTransport(&t.cfg)
+		}
+	}
+	for _, up := range c.upstreams {
+		d, ok := up.Provider.(Dialect)
+		if !ok {
+			continue
+		}
+		tu, ok := newTxUpstream(up, d)
+		if !ok {
+			continue
+		}
+		t.ups = append(t.ups, tu)
+		t.byUp[up] = tu
+	}
+	sort.SliceStable(t.ups, func(i, j int) bool { return len(t.ups[i].path) > len(t.ups[j].path) })
+	t.chain = t.compatible(c.chain(t.send, t.guard))
+	return t
+}
+
+// CloseIdleConnections closes the idle connections of the base transport, when it has
+// such a method.
+func (t *Transport) CloseIdleConnections() {
+	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// txCall is one request through the transport: everything its attempts share.
+type txCall struct {
+	t      *Transport
+	req    *http.Request
+	match  *txUpstream
+	rel    string // path below the matched base URL
+	call   APICall
+	known  bool
+	body   *replayBody
+	sdkKey string // the caller's own credential, for redaction
+
+	// Results of the latest attempt, which runs alone.
+	resp      *http.Response // the successful attempt's response
+	live      *liveBody      // set when resp's body is still being read from the upstream
+	failed    *http.Response // the latest attempt's error response, body buffered
+	failedNum int            // the attempt number failed belongs to
+}
+
+// RoundTrip sends req under the Client's protection; see the Transport type.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	m := t.match(req.URL)
+	if m == nil {
+		return t.base.RoundTrip(req)
+	}
+	ctx := req.Context()
+	body, err := readReplayBody(req, t.cfg.maxBody)
+	if err != nil {
+		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
+	}
+	x := &txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
+	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
+
+	count, fromSDK := sdkRetryCount(req.Header)
+	var fp uint64
+	if fromSDK {
+		fp = t.fingerprint(req, body)
+		if count > 0 {
+			body.close()
+			return nil, t.sdkRetry(fp, m)
+		}
+	}
+
+	r := &run{c: t.c, req: &x.call.Request, start: time.Now(), single: !body.replayable(), tx: x}
+	if x.known && t.c.needCost {
+		r.cost = t.cost(&x.call)
+	}
+	cancelTotal := context.CancelFunc(func() {})
+	if x.call.Stream && t.c.cfg.stream.total > 0 {
+		ctx, cancelTotal = context.WithTimeoutCause(ctx, t.c.cfg.stream.total, ErrStreamTimeout)
+	}
+	if err := r.admitPartition(ctx); err != nil {
+		cancelTotal()
+		body.close()
+		return nil, err
+	}
+	a, err := r.exec(ctx, t.route(x), t.chain, true)
+	body.close()
+	if err != nil {
+		done := ctx.Err() != nil
+		r.releasePartition(nil)
+		cancelTotal()
+		return t.failure(done, r, x, err, fromSDK, fp)
+	}
+	resp := x.resp
+	if x.live == nil {
+		cancelTotal()
+		r.record(a, nil, nil)
+		a.settle(t.c, ClassNone, nil)
+		r.releasePartition(nil)
+		t.observeLimits(a, resp.Header)
+		return resp, nil
+	}
+	lb := x.live
+	lb.r, lb.a, lb.cancelTotal = r, a, cancelTotal
+	lb.start()
+	t.observeLimits(a, resp.Header)
+	return resp, nil
+}
+
+// failure answers a request whose attempts all failed; done reports that the call's
+// context ended.
+func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK bool, fp uint64) (*http.Response, error) {
+	final := r.final(err)
+	if done {
+		return nil, final
+	}
+	if n := len(r.trace); x.failed != nil && n > 0 && r.trace[n-1].Number == x.failedNum {
+		resp := x.failed
+		resp.Header.Set("X-Should-Retry", "false")
+		return resp, nil
+	}
+	if fromSDK {
+		t.recent.put(fp, final, time.Now())
+	}
+	return nil, final
+}
+
+// sdkRetry answers an SDK's retry of a request the transport already retried.
+func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
+	if e := t.recent.get(fp, time.Now()); e != nil {
+		return e
+	}
+	return &Error{Class: ClassUnavailable, Upstream: m.up.Name, Err: ErrSDKRetry}
+}
+
+// sdkRetryCount reads the Stainless SDKs' retry counter.
+func sdkRetryCount(h http.Header) (int, bool) {
+	v := h.Get("X-Stainless-Retry-Count")
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, true
+	}
+	return n, true
+}
+
+// fingerprint identifies a request across an SDK's retries: method, URL and body.
+func (t *Transport) fingerprint(req *http.Request, b *replayBody) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString(req.Method)
+	h.WriteByte(' ')
+	h.WriteString(req.URL.String())
+	h.WriteByte('\n')
+	if b.buf != nil {
+		h.Write(b.buf)
+	} else {
+		h.WriteString(strconv.FormatInt(req.ContentLength, 10))
+	}
+	return h.Sum64()
+}
+
+// cost is the limiter's charge for a recognized call: the Client's estimate of its prompt,
+// plus its output bound unless it generates nothing.
+func (t *Transport) cost(call *APICall) int {
+	lc := &t.c.cfg.limiter
+	n := lc.cost(&call.Request) + call.TokenIDs
+	if call.NoOutput {
+		out := call.Request.MaxTokens
+		if out <= 0 {
+			out = lc.reservedOutput
+		}
+		n -= out
+	}
+	return max(n, 0)
+}
+
+// route is the upstreams a call may use: the one its URL names first, then, for a
+// recognized shape, the other upstreams of its model's route that speak the same shape
+// and serve the model under the same name.
+func (t *Transport) route(x *txCall) []*upstream {
+	route := []*upstream{x.match.up}
+	model := x.call.Request.Model
+	if !x.known || model == "" {
+		return route
+	}
+	for _, up := range t.c.route(model) {
+		if up != x.match.up && t.serves(up, x) {
+			route = append(route, up)
+		}
+	}
+	return route
+}
+
+// serves reports whether up can take the call x through the transport.
+func (t *Transport) serves(up *upstream, x *txCall) bool {
+	if up == x.match.up {
+		return true
+	}
+	tu := t.byUp[up]
+	if tu == nil || !x.known {
+		return false
+	}
+	model := x.call.Request.Model
+	if m, ok := up.model(model); !ok || m != model {
+		return false
+	}
+	c, ok := tu.d.Inspect(x.req.Method, x.rel, nil)
+	return ok && c.Shape == x.call.Shape
+}
+
+// compatible fails an attempt, without a call, on an upstream that cannot take the call
+// (a context or content fallback of another API shape).
+func (t *Transport) compatible(next attemptFunc) attemptFunc {
+	return func(ctx context.Context, a *attempt) error {
+		if !t.serves(a.up, a.tx) {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrNoUpstream,
+				Message: "upstream cannot serve this API call through the transport"}
+		}
+		return next(ctx, a)
+	}
+}
+
+// observeLimits pulls the key's limiter down to the quota a successful response reported.
+func (t *Transport) observeLimits(a *attempt, h http.Header) {
+	if a.key == nil || a.key.limiter == nil {
+		return
+	}
+	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {
+		a.key.limiter.observe(rl)
+	}
+}

@@ -1,0 +1,219 @@
+package llmclient_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/anthropic"
+	"github.com/llmclient/llmclient/provider/gemini"
+	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTransportFailsOverAcrossBaseURLs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newScript(status(503, err503))
+		b := newScript(ok(chatOK))
+		pb, err := openai.New(openai.WithBaseURL("https://b.test/openai/v1"), openai.WithAPIKey("sk-b-own"))
+		require.NoError(t, err)
+		c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1"),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: pb}),
+			llmclient.WithModelGroup("gpt-4o", "a", "b"), llmclient.WithMaxAttempts(2))
+		rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}})
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions?trace=1", chatBody,
+			"Authorization", "Bearer sk-caller", "OpenAI-Beta", "x")
+		require.NoError(t, err)
+		body, _ := readBody(t, resp)
+		assert.JSONEq(t, chatOK, body)
+		require.Equal(t, 2, a.count())
+		got := b.requests()
+		require.Len(t, got, 1)
+		assert.Equal(t, "/openai/v1/chat/completions", got[0].Path, "the base path is rewritten")
+		assert.Equal(t, "trace=1", got[0].Query)
+		assert.Equal(t, "Bearer sk-b-own", got[0].Header.Get("Authorization"), "the caller's key never leaves for another upstream")
+		assert.Equal(t, "x", got[0].Header.Get("OpenAI-Beta"), "other headers are kept")
+		assert.Equal(t, chatBody, got[0].Body)
+	})
+}
+
+func TestTransportFailoverNeedsTheSameModelName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newScript(status(503, err503))
+		b := newScript(ok(chatOK))
+		pb, err := openai.New(openai.WithBaseURL("http://b.test/v1"))
+		require.NoError(t, err)
+		c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1"),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: pb, Models: map[string]string{"gpt-4o": "other-model"}}),
+			llmclient.WithMaxAttempts(1))
+		rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}})
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", chatBody)
+		require.NoError(t, err)
+		_, _ = readBody(t, resp)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, 0, b.count(), "the body names gpt-4o: b would need a rewrite")
+	})
+}
+
+func TestTransportKeyPoolRewritesAuthAndNeverLeaks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		echo := func(w http.ResponseWriter, r *http.Request) {
+			key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			status(401, fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"invalid_api_key"}}`, key))(w, r)
+		}
+		up := newScript(echo)
+		var log eventLog
+		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1", "sk-pool-one", "sk-pool-two"), llmclient.WithObserver(log.observe))
+		rt := c.Transport(memTransport{up})
+		resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
+		require.NoError(t, err)
+		body, _ := readBody(t, resp)
+		assert.Equal(t, 401, resp.StatusCode)
+		got := up.requests()
+		require.Len(t, got, 2, "the second key is tried at once")
+		assert.Equal(t, "Bearer sk-pool-one", got[0].Header.Get("Authorization"))
+		assert.Equal(t, "Bearer sk-pool-two", got[1].Header.Get("Authorization"))
+		assert.NotContains(t, body, "sk-pool", "the returned body is redacted")
+		assert.Contains(t, body, "[REDACTED]")
+		assert.Len(t, log.kinds(llmclient.EventKeyEvicted), 2)
+		assert.Len(t, log.kinds(llmclient.EventAlert), 2)
+		for _, e := range log.events {
+			s := fmt.Sprintf("%+v", e)
+			if e.Err != nil {
+				s += e.Err.Error()
+			}
+			assert.NotContains(t, s, "sk-pool")
+			assert.NotContains(t, s, "sk-caller")
+		}
+
+		// Both keys evicted: the next call fails without a request, and says so.
+		_, err = post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
+		require.Error(t, err)
+		assert.ErrorIs(t, err, llmclient.ErrNoKey)
+		assert.NotContains(t, err.Error(), "sk-")
+		assert.Equal(t, 2, up.count())
+	})
+}
+
+func TestTransportRedactsTheCallersKeyInErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		leak := `data: {"error":{"message":"key sk-caller-secret is overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"
+		up := newScript(sseStep(ev{0, leak}), sseStep(ev{0, roleChunk}, ev{-1, ""}))
+		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithFirstTokenTimeout(5*time.Second))
+		rt := c.Transport(memTransport{up})
+
+		// The last attempt timed out: the caller gets the *Error, whose trace holds the
+		// first attempt's error, redacted.
+		_, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", streamBody, "Authorization", "Bearer sk-caller-secret")
+		require.Error(t, err)
+		var e *llmclient.Error
+		require.ErrorAs(t, err, &e)
+		require.Len(t, e.Attempts, 3)
+		assert.Equal(t, llmclient.ClassOverloaded, e.Attempts[0].Class)
+		assert.Contains(t, e.Attempts[0].Err.Error(), "[REDACTED]")
+		for _, a := range e.Attempts {
+			assert.NotContains(t, a.Err.Error(), "sk-caller-secret")
+		}
+		assert.NotContains(t, err.Error(), "sk-caller-secret")
+
+		// A last in-band error is replayed to the caller, redacted too.
+		up2 := newScript(sseStep(ev{0, leak}))
+		c2 := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(1))
+		resp, err := post(t, context.Background(), c2.Transport(memTransport{up2}), "http://oai.test/v1/chat/completions", streamBody,
+			"Authorization", "Bearer sk-caller-secret")
+		require.NoError(t, err)
+		body, _ := readBody(t, resp)
+		assert.Contains(t, body, "key [REDACTED] is overloaded")
+	})
+}
+
+func TestTransportEstimatesTokensForTheLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := newScript(ok(chatOK))
+		var log eventLog
+		p, err := openai.New(openai.WithBaseURL("http://oai.test/v1"))
+		require.NoError(t, err)
+		c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Limits: llmclient.Limits{TPM: 1_000_000}}),
+			llmclient.WithObserver(log.observe))
+		rt := c.Transport(memTransport{up})
+		long := strings.Repeat("hello world ", 500)
+		for _, body := range []string{
+			`{"model":"gpt-4o","max_completion_tokens":100,"messages":[{"role":"user","content":"` + long + `"}]}`,
+			`{"model":"text-embedding-3-small","input":["` + long + `"]}`,
+			`{"model":"text-embedding-3-small","input":[[1,2,3,4,5]]}`,
+		} {
+			path := "/v1/chat/completions"
+			if strings.Contains(body, "embedding") {
+				path = "/v1/embeddings"
+			}
+			resp, err := post(t, context.Background(), rt, "http://oai.test"+path, body)
+			require.NoError(t, err)
+			_, _ = readBody(t, resp)
+		}
+		at := log.kinds(llmclient.EventAttempt)
+		require.Len(t, at, 3)
+		// "hello world " × 500 is 1,000 words: about 1,000 tokens.
+		assert.InDelta(t, 1000+100, at[0].EstimatedTokens, 100, "prompt plus max_completion_tokens")
+		assert.InDelta(t, 1000, at[1].EstimatedTokens, 100, "embeddings reserve no output")
+		assert.Less(t, at[2].EstimatedTokens, 20, "token ids are counted as they are")
+		assert.GreaterOrEqual(t, at[2].EstimatedTokens, 5)
+	})
+}
+
+func TestTransportAnthropicAndGemini(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		antOverloaded := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+		antOK := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`
+		ant := newScript(status(529, antOverloaded), ok(antOK))
+		gemErr := `{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3s"}]}}`
+		gemChunk := "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"hi\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":3,\"candidatesTokenCount\":1}}\n\n"
+		gem := newScript(status(429, gemErr), sseStep(ev{0, gemChunk}))
+
+		pa, err := anthropic.New(anthropic.WithBaseURL("http://ant.test"))
+		require.NoError(t, err)
+		pg, err := gemini.New(gemini.WithBaseURL("http://gem.test"))
+		require.NoError(t, err)
+		var log eventLog
+		c := newClient(t,
+			llmclient.WithUpstream(llmclient.Upstream{Name: "ant", Provider: pa, Keys: []string{"ant-key"}}),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "gem", Provider: pg, Keys: []string{"gem-key"}}),
+			llmclient.WithObserver(log.observe))
+		rt := c.Transport(memTransport{hostMux{"ant.test": ant, "gem.test": gem}})
+
+		resp, err := post(t, context.Background(), rt, "http://ant.test/v1/messages",
+			`{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, "X-Api-Key", "caller")
+		require.NoError(t, err)
+		body, _ := readBody(t, resp)
+		assert.JSONEq(t, antOK, body)
+		require.Equal(t, 2, ant.count())
+		assert.Equal(t, "ant-key", ant.requests()[1].Header.Get("X-Api-Key"))
+
+		var took time.Duration
+		took = elapsed(func() {
+			resp, err = post(t, context.Background(), rt, "http://gem.test/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+				`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, "X-Goog-Api-Key", "caller")
+			require.NoError(t, err)
+		})
+		body, err = readBody(t, resp)
+		require.NoError(t, err)
+		assert.Equal(t, gemChunk, body)
+		assert.GreaterOrEqual(t, took, 3*time.Second, "the RetryInfo delay in the body is honoured")
+		require.Equal(t, 2, gem.count())
+		assert.Equal(t, "gem-key", gem.requests()[1].Header.Get("X-Goog-Api-Key"))
+		assert.Equal(t, "alt=sse", gem.requests()[1].Query)
+
+		at := log.kinds(llmclient.EventAttempt)
+		require.Len(t, at, 4)
+		assert.Equal(t, llmclient.ClassOverloaded, at[0].Class)
+		assert.Equal(t, "claude-x", at[0].Model)
+		assert.Equal(t, llmclient.ClassRateLimited, at[2].Class)
+		assert.Equal(t, "gemini-2.5-flash", at[2].Model)
+		assert.Equal(t, 3, at[3].InputTokens)
+	})
+}

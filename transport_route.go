@@ -1,0 +1,112 @@
+package llmclient
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// txUpstream is an upstream the transport can reach: its Dialect and parsed base URL.
+type txUpstream struct {
+	up     *upstream
+	d      Dialect
+	scheme string
+	host   string // lower case, default port removed
+	path   string // decoded base path, no trailing slash
+	raw    string // escaped base path, no trailing slash
+}
+
+func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
+	u, err := url.Parse(d.BaseURL())
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	return &txUpstream{
+		up:     up,
+		d:      d,
+		scheme: scheme,
+		host:   canonicalHost(scheme, u.Host),
+		path:   strings.TrimRight(u.Path, "/"),
+		raw:    strings.TrimRight(u.EscapedPath(), "/"),
+	}, true
+}
+
+// canonicalHost lower-cases host and drops the scheme's default port.
+func canonicalHost(scheme, host string) string {
+	host = strings.ToLower(host)
+	switch {
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		return strings.TrimSuffix(host, ":443")
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		return strings.TrimSuffix(host, ":80")
+	}
+	return host
+}
+
+// match returns the upstream whose base URL holds u, the longest base path first.
+func (t *Transport) match(u *url.URL) *txUpstream {
+	if u == nil || len(t.ups) == 0 {
+		return nil
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := canonicalHost(scheme, u.Host)
+	for _, tu := range t.ups {
+		if tu.scheme != scheme || tu.host != host {
+			continue
+		}
+		if tu.path == "" || u.Path == tu.path || strings.HasPrefix(u.Path, tu.path+"/") {
+			return tu
+		}
+	}
+	return nil
+}
+
+// rel returns the path of u below the base URL, with a leading slash.
+func (tu *txUpstream) rel(u *url.URL) string {
+	p := strings.TrimPrefix(u.Path, tu.path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
+
+// target rewrites u, which lies under from's base URL, onto to's base URL. It returns u
+// itself when to is from.
+func target(u *url.URL, from, to *txUpstream) *url.URL {
+	if from == to {
+		return u
+	}
+	out := *u
+	out.User = nil
+	out.Scheme = to.scheme
+	out.Host = to.host
+	out.Path = to.path + strings.TrimPrefix(u.Path, from.path)
+	if u.RawPath != "" {
+		out.RawPath = to.raw + strings.TrimPrefix(u.RawPath, from.raw)
+	} else {
+		out.RawPath = ""
+	}
+	return &out
+}
+
+// callerKey returns the credential the caller's request carries, for redaction: the first
+// of the headers vendors read API keys from, else a "key" query parameter.
+func callerKey(req *http.Request) string {
+	for _, h := range [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
+		v := strings.TrimSpace(req.Header.Get(h))
+		if v == "" {
+			continue
+		}
+		if h == "Authorization" {
+			if i := strings.IndexByte(v, ' '); i >= 0 {
+				v = strings.TrimSpace(v[i+1:])
+			}
+		}
+		return v
+	}
+	if req.URL != nil {
+		return req.URL.Query().Get("key")
+	}
+	return ""
+}

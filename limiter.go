@@ -65,10 +65,10 @@ func (l Limits) validate() error {
 			errs = append(errs, fmt.Errorf("limits: negative %s %d", f.name, f.v))
 		}
 	}
-	if l.RequestBurst > l.RPM {
+	if l.RequestBurst > 0 && l.RequestBurst > l.RPM {
 		errs = append(errs, fmt.Errorf("limits: RequestBurst %d exceeds RPM %d", l.RequestBurst, l.RPM))
 	}
-	if l.TokenBurst > l.TPM {
+	if l.TokenBurst > 0 && l.TokenBurst > l.TPM {
 		errs = append(errs, fmt.Errorf("limits: TokenBurst %d exceeds TPM %d", l.TokenBurst, l.TPM))
 	}
 	if l.Metering > MeterUsage {

@@ -343,11 +343,18 @@ func (b *Breaker) Allow() (BreakerPermit, error) {
 // BreakerIgnore. Done must be called exactly once per permit; calling it again corrupts
 // the counts.
 func (p BreakerPermit) Done(o BreakerOutcome) {
+	if p.b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
+		return
+	}
+	p.doneAt(o, time.Now())
+}
+
+// doneAt is Done at the time now, for callers that have just read the clock.
+func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
 	b := p.b
 	if b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
 		return
 	}
-	now := time.Now()
 	b.mu.Lock()
 	if p.gen != b.gen {
 		b.mu.Unlock()

@@ -25,8 +25,10 @@ type attempt struct {
 	limiterWait time.Duration
 	// start is when the attempt began, before the limiter's wait.
 	start time.Time
-	// latency is the adapter call's duration (time to first token for streams).
+	// latency is the adapter call's duration (time to first token for streams); end is
+	// when it ended (for a stream, when it ended or was closed).
 	latency time.Duration
+	end     time.Time
 
 	key       *poolKey
 	permit    BreakerPermit
@@ -118,7 +120,8 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		a.called = true
 		err := next(ctx, a)
-		a.latency = time.Since(a.start) - a.limiterWait
+		a.end = time.Now()
+		a.latency = a.end.Sub(a.start) - a.limiterWait
 		if err != nil {
 			return c.asError(ctx, err, a)
 		}
@@ -203,13 +206,17 @@ func (a *attempt) settle(c *Client, class Class, usage *Usage) {
 	}
 	if a.hasPermit {
 		a.hasPermit = false
+		now := a.end
+		if now.IsZero() {
+			now = time.Now()
+		}
 		switch {
 		case class == ClassNone:
-			a.permit.Done(BreakerSuccess)
+			a.permit.doneAt(BreakerSuccess, now)
 		case c.cfg.decisions[class].Breaker && a.called:
-			a.permit.Done(BreakerFailure)
+			a.permit.doneAt(BreakerFailure, now)
 		default:
-			a.permit.Done(BreakerIgnore)
+			a.permit.doneAt(BreakerIgnore, now)
 		}
 	}
 }

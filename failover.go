@@ -26,8 +26,10 @@ type run struct {
 	// partition is the caller partition's lease; preWait the time its admission took.
 	partition limitLease
 	preWait   time.Duration
-	// a is the attempt in progress, kept here so a one-shot call allocates it once.
-	a attempt
+	// a is the attempt in progress, kept here so a one-shot call allocates it once;
+	// traceBuf holds the first attempts of the trace for the same reason.
+	a        attempt
+	traceBuf [2]Attempt
 	// single allows one attempt only, for a transport request whose body cannot be replayed.
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
@@ -45,6 +47,7 @@ const (
 
 func (c *Client) newRun(req *Request) *run {
 	r := &run{c: c, req: req, start: time.Now()}
+	r.trace = r.traceBuf[:0]
 	if c.needCost {
 		r.cost = c.cfg.limiter.cost(req)
 	}

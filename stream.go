@@ -369,7 +369,8 @@ func (s *Stream) fail(e *Error) {
 // settleOnce records the committed attempt's outcome and releases what it holds.
 func (s *Stream) settleOnce(class Class, usage *Usage) {
 	s.settle.Do(func() {
-		s.a.latency = time.Since(s.a.start) - s.a.limiterWait
+		s.a.end = time.Now()
+		s.a.latency = s.a.end.Sub(s.a.start) - s.a.limiterWait
 		var e *Error
 		if class != ClassNone {
 			e = &Error{Class: class, Upstream: s.a.up.Name, Model: s.a.call.Model}

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"testing"
+
+	"github.com/llmclient/llmclient"
+	llmopenai "github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/provider/openai/openaitest"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// memoryTransport answers every request with the same event stream, from memory.
+type memoryTransport struct{ body []byte }
+
+func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": []string{"text/event-stream"}},
+		Body:    io.NopCloser(bytes.NewReader(m.body)),
+		Request: r,
+	}, nil
+}
+
+// decodeLLMClient reads the stream through provider/openai's decoder.
+func decodeLLMClient(ctx context.Context, p *llmopenai.Provider, call *llmclient.Call) (int, error) {
+	s, err := p.Stream(ctx, call)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	text := 0
+	for {
+		c, err := s.Recv()
+		if err == io.EOF {
+			return text, nil
+		}
+		if err != nil {
+			return text, err
+		}
+		text += len(c.Text)
+	}
+}
+
+// decodeOpenAIGo reads the stream through openai-go's own streaming decoder.
+func decodeOpenAIGo(ctx context.Context, c openai.Client, params openai.ChatCompletionNewParams) (int, error) {
+	s := c.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	text := 0
+	for s.Next() {
+		ch := s.Current()
+		if len(ch.Choices) > 0 {
+			text += len(ch.Choices[0].Delta.Content)
+		}
+	}
+	return text, s.Err()
+}
+
+// baselineChunk is the baseline's view of a chunk.
+type baselineChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// decodeBaseline is what one writes first: bufio.Scanner over lines, encoding/json per chunk.
+func decodeBaseline(r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	text := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		data := line[len("data: "):]
+		if bytes.Equal(data, []byte("[DONE]")) {
+			return text, nil
+		}
+		var c baselineChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return text, err
+		}
+		if len(c.Choices) > 0 {
+			text += len(c.Choices[0].Delta.Content)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return text, err
+	}
+	return text, errors.New("no [DONE]")
+}
+
+// BenchmarkStreamDecode decodes the same 20,000-chunk OpenAI stream, held in memory, with
+// llmclient's decoder, a bufio.Scanner + encoding/json baseline and openai-go's decoder.
+func BenchmarkStreamDecode(b *testing.B) {
+	const n = 20_000
+	in := openaitest.ChatStream(n)
+	ctx := context.Background()
+	hc := &http.Client{Transport: memoryTransport{body: in}}
+	p, err := llmopenai.New(llmopenai.WithBaseURL("http://127.0.0.1:1/v1"), llmopenai.WithHTTPClient(hc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := &llmclient.Call{Model: "gpt-4o", Request: &llmclient.Request{Model: "gpt-4o",
+		Messages: []llmclient.Message{llmclient.UserMessage("hi")}}}
+	oc := openai.NewClient(option.WithBaseURL("http://127.0.0.1:1/v1"), option.WithAPIKey("sk-bench"),
+		option.WithHTTPClient(hc), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+
+	want, err := decodeBaseline(bytes.NewReader(in))
+	if err != nil {
+		b.Fatal(err)
+	}
+	decoders := []struct {
+		name   string
+		decode func() (int, error)
+	}{
+		{"llmclient", func() (int, error) { return decodeLLMClient(ctx, p, call) }},
+		{"baseline-bufio-encodingjson", func() (int, error) { return decodeBaseline(bytes.NewReader(in)) }},
+		{"openai-go", func() (int, error) { return decodeOpenAIGo(ctx, oc, params) }},
+	}
+	for _, d := range decoders {
+		b.Run(d.name, func(b *testing.B) {
+			if got, err := d.decode(); err != nil || got != want {
+				b.Fatalf("decoded %d bytes of text (%v), want %d", got, err, want)
+			}
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				if _, err := d.decode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/event")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -149,63 +150,70 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // retryBudget allows retries up to ratio × first attempts + floor over a sliding window,
-// kept as per-second buckets. It is safe for concurrent use.
+// kept as ten buckets. Recording a first attempt, on every call, is lock-free; deciding a
+// retry takes a mutex so that concurrent retries cannot overshoot the budget. It is safe
+// for concurrent use.
 type retryBudget struct {
 	ratio  float64
 	floor  int
-	bucket time.Duration
+	bucket int64 // nanoseconds
 
-	mu      sync.Mutex
-	firsts  []int
-	retries []int
-	stamps  []int64 // bucket index of each slot
+	slots [budgetSlots]budgetSlot
+	mu    sync.Mutex // serializes tryRetry
+}
+
+const budgetSlots = 10
+
+// budgetSlot counts one bucket of the window; stamp is the bucket's index in time.
+type budgetSlot struct {
+	stamp   atomic.Int64
+	firsts  atomic.Int64
+	retries atomic.Int64
 }
 
 func newRetryBudget(c *retryConfig) *retryBudget {
-	n := 10
 	return &retryBudget{
-		ratio:   c.budgetRatio,
-		floor:   c.budgetFloor,
-		bucket:  c.budgetTTL / time.Duration(n),
-		firsts:  make([]int, n),
-		retries: make([]int, n),
-		stamps:  make([]int64, n),
+		ratio:  c.budgetRatio,
+		floor:  c.budgetFloor,
+		bucket: int64(c.budgetTTL / budgetSlots),
 	}
 }
 
-// slot returns the bucket for now, clearing it when it belongs to an older window.
-func (b *retryBudget) slot(now time.Time) int {
-	idx := now.UnixNano() / int64(b.bucket)
-	i := int(idx % int64(len(b.firsts)))
-	if b.stamps[i] != idx {
-		b.stamps[i], b.firsts[i], b.retries[i] = idx, 0, 0
+// slot returns the bucket for now, clearing it when it still holds an older bucket's
+// counts. Two goroutines rolling the same slot over at once may lose a count or two: the
+// budget is a bound on amplification, not an exact ledger.
+func (b *retryBudget) slot(now time.Time) *budgetSlot {
+	idx := now.UnixNano() / b.bucket
+	s := &b.slots[idx%budgetSlots]
+	if old := s.stamp.Load(); old != idx && s.stamp.CompareAndSwap(old, idx) {
+		s.firsts.Store(0)
+		s.retries.Store(0)
 	}
-	return i
+	return s
 }
 
 // first records a first attempt.
 func (b *retryBudget) first(now time.Time) {
-	b.mu.Lock()
-	b.firsts[b.slot(now)]++
-	b.mu.Unlock()
+	b.slot(now).firsts.Add(1)
 }
 
 // tryRetry reports whether a retry is allowed now, and records it when it is.
 func (b *retryBudget) tryRetry(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := b.slot(now)
-	oldest := now.UnixNano()/int64(b.bucket) - int64(len(b.firsts)) + 1
-	var firsts, retries int
-	for j := range b.firsts {
-		if b.stamps[j] >= oldest {
-			firsts += b.firsts[j]
-			retries += b.retries[j]
+	cur := b.slot(now)
+	oldest := now.UnixNano()/b.bucket - budgetSlots + 1
+	var firsts, retries int64
+	for i := range b.slots {
+		s := &b.slots[i]
+		if s.stamp.Load() >= oldest {
+			firsts += s.firsts.Load()
+			retries += s.retries.Load()
 		}
 	}
 	if float64(retries) >= b.ratio*float64(firsts)+float64(b.floor) {
 		return false
 	}
-	b.retries[i]++
+	cur.retries.Add(1)
 	return true
 }

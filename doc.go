@@ -26,6 +26,10 @@
 // SlogObserver) sees each attempt, breaker change, key cooldown and alert as it happens.
 // API keys never appear in errors, events or logs.
 //
+// The same engine also serves as an http.RoundTripper (Client.Transport), so code built on
+// openai-go, anthropic-sdk-go or go-openai gets these layers by handing its SDK an
+// http.Client; adapters that implement Dialect teach it their wire format.
+//
 // Streams commit at their first content token. Before it, every failure — an error event
 // after HTTP 200 included — is retried or failed over invisibly; after it, the stream ends
 // with a ClassStreamInterrupted error holding the partial output, never with a silent EOF.

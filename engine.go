@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -82,10 +83,35 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		if a.key.limiter == nil {
 			return next(ctx, a)
 		}
-		lease, waited, err := a.key.limiter.acquire(ctx, a.cost, a.req.Priority)
+		multi := len(a.up.keys.keys) > 1
+		lease, waited, err := a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi)
+		for tries := 1; err != nil && tries < len(a.up.keys.keys); tries++ {
+			// A pause that another replica put on the key through a shared store: cool the
+			// key here too, and move to another one when the pool has one.
+			var paused *keyPausedError
+			if !errors.As(err, &paused) {
+				break
+			}
+			now := time.Now()
+			a.key.block(now.Add(paused.left), false)
+			k, _ := a.up.keys.pick(now)
+			if k == nil {
+				break
+			}
+			a.key.inFlight.Add(-1)
+			a.key, a.call.APIKey = k, k.secret
+			var w time.Duration
+			lease, w, err = a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi)
+			waited += w
+		}
 		a.waited += waited
 		a.limiterWait = waited
 		if err != nil {
+			var paused *keyPausedError
+			if errors.As(err, &paused) {
+				return &Error{Class: ClassRateLimited, Upstream: a.up.Name, Model: a.call.Model,
+					RetryAfter: paused.left, Err: fmt.Errorf("%w: every key is paused", ErrNoKey)}
+			}
 			return c.asError(ctx, err, a)
 		}
 		a.lease, a.hasLease = lease, true

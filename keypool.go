@@ -1,6 +1,8 @@
 package llmclient
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -63,8 +65,9 @@ type keyPool struct {
 }
 
 // newKeyPool builds the pool of the named upstream. Each key's limiter state is the store
-// scope "<upstream>/key#N" ("<upstream>/default" for the adapter's own key): stable across
-// replicas that share a store, and never the key itself.
+// scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
+// the same in every replica that shares a store, whatever order it lists its keys in, and
+// never the key itself.
 func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{}
 	if len(secrets) == 0 {
@@ -72,14 +75,20 @@ func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterCon
 		return p
 	}
 	for i, s := range secrets {
-		label := "key#" + strconv.Itoa(i+1)
 		p.keys = append(p.keys, &poolKey{
-			label:   label,
+			label:   "key#" + strconv.Itoa(i+1),
 			secret:  s,
-			limiter: newNamedKeyLimiter(upstream+"/"+label, limits, lc),
+			limiter: newNamedKeyLimiter(upstream+"/key:"+keyFingerprint(s), limits, lc),
 		})
 	}
 	return p
+}
+
+// keyFingerprint identifies a key in store scope names: 64 bits of a domain-separated
+// SHA-256, which reveals nothing of a high-entropy API key.
+func keyFingerprint(secret string) string {
+	sum := sha256.Sum256([]byte("llmclient-key-scope:" + secret))
+	return hex.EncodeToString(sum[:8])
 }
 
 // pick returns the usable key with the fewest requests in flight, and marks it in flight.

@@ -286,6 +286,13 @@ type limitLease struct {
 // ClassRateLimited wrapping ErrRateLimited with RetryAfter set to the wait that did not
 // fit. A canceled context's error is returned as is; nothing stays charged either way.
 func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
+	return l.acquireOr(ctx, cost, prio, false)
+}
+
+// acquireOr is acquire; with switchable, a key paused in the store (a 429 seen by another
+// replica) fails at once with a *keyPausedError instead of waiting, so the caller can move
+// to another key of the pool.
+func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, switchable bool) (limitLease, time.Duration, error) {
 	if l == nil {
 		return limitLease{}, 0, nil
 	}
@@ -304,7 +311,7 @@ func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limi
 		ls.slot, ls.held = lease, true
 	}
 	if prio == PriorityBatch && l.gate {
-		w, err := l.reserve(ctx, LaneBatch, ls.cost, waited)
+		w, err := l.reserve(ctx, LaneBatch, ls.cost, waited, false)
 		if err != nil {
 			ls.undo(false)
 			return limitLease{}, waited, err
@@ -312,7 +319,7 @@ func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limi
 		ls.batch = true
 		waited += w
 	}
-	w, err := l.reserve(ctx, LaneMain, ls.cost, waited)
+	w, err := l.reserve(ctx, LaneMain, ls.cost, waited, switchable)
 	if err != nil {
 		ls.undo(false)
 		return limitLease{}, waited, err
@@ -345,7 +352,7 @@ func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limi
 
 // reserve takes the cost from a lane's buckets and sleeps until the reservation's time.
 // On failure nothing stays charged on that lane.
-func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited time.Duration) (time.Duration, error) {
+func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited time.Duration, switchable bool) (time.Duration, error) {
 	lim, err := l.limit(ctx, waited)
 	if err != nil {
 		return 0, err
@@ -356,6 +363,14 @@ func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited ti
 	}
 	if !ok {
 		return 0, l.rateLimited(w)
+	}
+	if w > 0 && switchable {
+		// A wait may come from a pause that a 429 seen elsewhere (another replica sharing
+		// the store) put on the key: then another key is better than waiting.
+		if left, err := l.state.PauseLeft(ctx); err == nil && left > 0 {
+			_ = l.state.Adjust(context.WithoutCancel(ctx), lane, -1, -cost)
+			return 0, &keyPausedError{left: left}
+		}
 	}
 	if err := limiterSleep(ctx, w); err != nil {
 		_ = l.state.Adjust(context.WithoutCancel(ctx), lane, -1, -cost)
@@ -386,6 +401,13 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration) (time.Dura
 	}
 	return lim, nil
 }
+
+// keyPausedError says the key is paused in the store for left: the key layer moves to
+// another key of the pool, or waits.
+type keyPausedError struct{ left time.Duration }
+
+func (e *keyPausedError) Error() string { return "llmclient: key paused after a rate limit" }
+func (e *keyPausedError) Unwrap() error { return ErrRateLimited }
 
 func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
 	return &Error{Class: ClassRateLimited, RetryAfter: wait, Err: ErrRateLimited,

@@ -1,0 +1,23 @@
+// Package redisstore keeps llmclient's limiter state in Redis, so that several replicas
+// that use the same API keys admit against one quota instead of one quota each.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+//	store, err := redisstore.New(rdb, redisstore.WithPrefix("myapp"))
+//	if err != nil { ... }
+//	defer store.Close()
+//	client, err := llmclient.New(llmclient.WithLimitStore(store), ...)
+//
+// What is shared, per scope (an API key or a caller partition): the request and token
+// buckets, updated by one server-side Lua script per operation on the Redis server's
+// clock (GCRA: one number per bucket), reconciliation of estimated against reported
+// usage, the remaining-quota headers' sync, the pause a 429 puts on a key, and the
+// concurrency slots, which are leases that expire unless the holding process renews them.
+// Every key of a scope shares one hash tag, {prefix:scope}, so each script touches one
+// Redis Cluster slot.
+//
+// Each call to Redis is bounded by a timeout (DefaultTimeout). When a call fails, the store
+// stops calling Redis for a probe interval and either admits against an in-process limiter
+// (FailOpen, the default) or refuses at once (FailClosed); then one request probes Redis,
+// and the store goes back to it when it answers. Breaker state is not shared: each process
+// keeps its own breakers.
+package redisstore

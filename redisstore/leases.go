@@ -1,0 +1,125 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// unreleased is a lease whose release failed.
+type unreleased struct {
+	batch bool
+	at    time.Time
+}
+
+// hold records a Redis lease for renewal.
+func (st *state) hold(id uint64, batch bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.held == nil {
+		st.held = make(map[uint64]bool)
+	}
+	st.held[id] = batch
+	st.trackLocked()
+}
+
+// drop stops renewing a lease that is being released.
+func (st *state) drop(id uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.held, id)
+	st.trackLocked()
+}
+
+// retryRelease records a lease whose release failed, to release it once Redis answers.
+func (st *state) retryRelease(lease llmclient.SlotLease) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.unreleased == nil {
+		st.unreleased = make(map[uint64]unreleased)
+	}
+	st.unreleased[lease.ID] = unreleased{batch: lease.Batch, at: time.Now()}
+	st.trackLocked()
+}
+
+// trackLocked registers st with the store's background work while it has any. st.mu is
+// held; the store's lock is taken inside it, never the other way round.
+func (st *state) trackLocked() {
+	s := st.s
+	s.busyMu.Lock()
+	if len(st.held)+len(st.unreleased) > 0 {
+		s.busy[st] = struct{}{}
+	} else {
+		delete(s.busy, st)
+	}
+	s.busyMu.Unlock()
+}
+
+// work returns the renew script's arguments (the TTL, then the members held) and the
+// leases to release again, forgetting those that have expired in Redis anyway.
+func (st *state) work(ttl time.Duration) (renew []any, release []llmclient.SlotLease) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	renew = make([]any, 1, 1+len(st.held))
+	renew[0] = strconv.FormatInt(ttl.Milliseconds(), 10)
+	for id, batch := range st.held {
+		renew = append(renew, member(id, batch))
+	}
+	for id, u := range st.unreleased {
+		if time.Since(u.at) > ttl {
+			delete(st.unreleased, id)
+			continue
+		}
+		release = append(release, llmclient.SlotLease{ID: id, Batch: u.batch})
+	}
+	st.trackLocked()
+	return renew, release
+}
+
+// released forgets a lease released again.
+func (st *state) released(id uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.unreleased, id)
+	st.trackLocked()
+}
+
+// renewLoop renews held leases every third of the lease TTL, and at once when Redis
+// answers again after a failure, until Close. It also retries failed releases.
+func (s *Store) renewLoop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.leaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.renewAll(ctx)
+	}
+}
+
+func (s *Store) renewAll(ctx context.Context) {
+	s.busyMu.Lock()
+	states := make([]*state, 0, len(s.busy))
+	for st := range s.busy {
+		states = append(states, st)
+	}
+	s.busyMu.Unlock()
+	for _, st := range states {
+		renew, release := st.work(s.cfg.leaseTTL)
+		if len(renew) > 1 {
+			// A failure is recorded by run; the leases then expire unless renewed in time.
+			_, _ = s.run(ctx, renewScript, st.slotKeys[:2], renew...)
+		}
+		for _, l := range release {
+			if st.release(ctx, l) == nil {
+				st.released(l.ID)
+			}
+		}
+	}
+}

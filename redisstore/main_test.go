@@ -1,0 +1,52 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/redisstore"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// holderEnv makes the test binary a slot holder instead: it takes one slot of the scope
+// "killed" on the Redis at that address, says "held" and waits to be killed.
+const holderEnv = "REDISSTORE_TEST_HOLDER"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(holderEnv); addr != "" {
+		holdSlot(addr)
+		return
+	}
+	redis.SetLogger(quiet{}) // the outage tests make go-redis log every failed dial
+	goleak.VerifyTestMain(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// killSpec is the scope the holder process takes a slot of.
+var killSpec = llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
+
+const killTTL = time.Second
+
+func holdSlot(addr string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	st, err := redisstore.New(rdb, redisstore.WithLeaseTTL(killTTL))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	if _, _, err := st.Open("killed", killSpec).AcquireSlot(context.Background(), llmclient.PriorityInteractive, 0); err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	fmt.Println("held")
+	time.Sleep(time.Minute) // killed long before
+	os.Exit(3)
+}

@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable is wrapped by the errors of a FailClosed store while Redis cannot be
+// reached, together with llmclient.ErrRateLimited.
+var ErrUnavailable = errors.New("redisstore: redis unavailable")
+
+// errDown is returned without calling Redis while a recent failure keeps it alone.
+var errDown = fmt.Errorf("%w after a recent failure", ErrUnavailable)
+
+// Store is an llmclient.LimitStore kept in Redis: every Client that uses a Store on the
+// same Redis with the same prefix admits against the same quotas, pauses and concurrency
+// slots. Pass it to llmclient.WithLimitStore. Each scope's buckets are updated by one
+// server-side script per operation, on the server's clock; slots are leases that expire
+// unless the holding process renews them. While Redis is slow or unreachable, the store
+// admits locally (FailOpen) or refuses (FailClosed), never waiting longer than its
+// timeout, and goes back to Redis on its own once Redis answers again.
+//
+// A Store is safe for concurrent use. Close it once the Clients that use it are done.
+type Store struct {
+	rdb    redis.Scripter
+	cfg    config
+	health health
+	local  llmclient.LimitStore // the FailOpen fallback, and private scopes
+	// waiterTTL is how long a queued slot waiter, or a slot granted to it and not yet
+	// claimed, outlives its last poll.
+	waiterTTL time.Duration
+
+	busyMu sync.Mutex
+	busy   map[*state]struct{} // scopes with leases to renew or releases to retry
+	kick   chan struct{}       // Redis answers again: renew and retry at once
+
+	wakeMu sync.Mutex
+	wake   map[string]map[chan struct{}]struct{} // slot waiters of this process, by scope
+
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Slot waiters poll Redis, starting fast and slowing down to pollMax; a slot released by
+// this process wakes its waiters at once.
+const (
+	pollMin = 2 * time.Millisecond
+	pollMax = 50 * time.Millisecond
+)
+
+// New returns a Store on rdb, usually a *redis.Client or a *redis.ClusterClient. The
+// client must have ContextTimeoutEnabled set, so that the store's timeout bounds each
+// call; New returns an error when it can see that it is not. New neither connects nor
+// closes rdb. It starts one goroutine, which renews held slots until Close.
+func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("redisstore: nil Redis client")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if on, known := contextTimeouts(rdb); known && !on {
+		return nil, errors.New("redisstore: the Redis client must set ContextTimeoutEnabled, or calls could outlast the store's timeout")
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Store{
+		rdb:       rdb,
+		cfg:       cfg,
+		health:    health{interval: cfg.probeInterval},
+		local:     llmclient.NewMemoryLimitStore(),
+		waiterTTL: 10*pollMax + 2*cfg.timeout,
+		busy:      make(map[*state]struct{}),
+		kick:      make(chan struct{}, 1),
+		wake:      make(map[string]map[chan struct{}]struct{}),
+		stop:      stop,
+		done:      make(chan struct{}),
+	}
+	go s.renewLoop(ctx)
+	return s, nil
+}
+
+var _ llmclient.LimitStore = (*Store)(nil)
+
+// contextTimeouts reports whether the client bounds calls by their context, when its
+// options can be read.
+func contextTimeouts(rdb redis.Scripter) (on, known bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled, true
+	}
+	return false, false
+}
+
+// Close stops renewing the slots this process holds, so they expire within the lease
+// TTL. It does not close the Redis client. It is idempotent and returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.done
+	})
+	return nil
+}
+
+// Healthy reports whether the last call to Redis succeeded: false while the store admits
+// locally (FailOpen) or refuses (FailClosed).
+func (s *Store) Healthy() bool { return s.health.ok() }
+
+// Open returns the state of the named scope, shared with every Store on the same Redis
+// and prefix. The empty name is a scope private to the caller, kept in memory. Open does
+// not call Redis. All replicas must open a scope with the same limits.
+func (s *Store) Open(name string, spec llmclient.LimitSpec) llmclient.LimitState {
+	if name == "" {
+		return s.local.Open("", spec)
+	}
+	return newState(s, name, spec)
+}
+
+// run calls a script with the store's timeout, unless Redis is known to be down (errDown).
+// An error is the caller's context error when that context is done, else an error
+// wrapping ErrUnavailable; either way, unless it is errDown, the script may still run.
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !s.health.allow() {
+		return nil, errDown
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	v, err := sc.Run(cctx, s.rdb, keys, args...).Result()
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller gave up: that says nothing about Redis
+		}
+		s.health.down()
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if s.health.up() {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return v, nil
+}
+
+// waiter registers a channel that a slot released in this process on the named scope
+// wakes; the returned func unregisters it.
+func (s *Store) waiter(name string) (chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.wakeMu.Lock()
+	set := s.wake[name]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		s.wake[name] = set
+	}
+	set[ch] = struct{}{}
+	s.wakeMu.Unlock()
+	return ch, func() {
+		s.wakeMu.Lock()
+		// While ch is registered its set is not empty, so it is still the scope's set.
+		set := s.wake[name]
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(s.wake, name)
+		}
+		s.wakeMu.Unlock()
+	}
+}
+
+// notify wakes this process's slot waiters on the named scope.
+func (s *Store) notify(name string) {
+	s.wakeMu.Lock()
+	for ch := range s.wake[name] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	s.wakeMu.Unlock()
+}

@@ -1,0 +1,276 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestNewValidates(t *testing.T) {
+	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer good.Close()
+	noCtx := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer noCtx.Close()
+	cases := []struct {
+		name string
+		rdb  redis.Scripter
+		opts []redisstore.Option
+		want string // a part of the error; "" for none
+	}{
+		{"defaults", good, nil, ""},
+		{"all options", good, []redisstore.Option{
+			redisstore.WithPrefix("app"), redisstore.WithTimeout(20 * time.Millisecond),
+			redisstore.WithFailMode(redisstore.FailClosed), redisstore.WithProbeInterval(time.Second),
+			redisstore.WithLeaseTTL(time.Second), redisstore.WithLocalShare(0.25)}, ""},
+		{"nil client", nil, nil, "nil Redis client"},
+		{"no context timeouts", noCtx, nil, "ContextTimeoutEnabled"},
+		{"empty prefix", good, []redisstore.Option{redisstore.WithPrefix("")}, "prefix"},
+		{"brace in prefix", good, []redisstore.Option{redisstore.WithPrefix("a{b")}, "prefix"},
+		{"zero timeout", good, []redisstore.Option{redisstore.WithTimeout(0)}, "timeout"},
+		{"unknown mode", good, []redisstore.Option{redisstore.WithFailMode(7)}, "fail mode"},
+		{"zero probe interval", good, []redisstore.Option{redisstore.WithProbeInterval(0)}, "probe interval"},
+		{"lease below three timeouts", good, []redisstore.Option{redisstore.WithLeaseTTL(250 * time.Millisecond)}, "lease TTL"},
+		{"zero share", good, []redisstore.Option{redisstore.WithLocalShare(0)}, "local share"},
+		{"share above one", good, []redisstore.Option{redisstore.WithLocalShare(1.5)}, "local share"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := redisstore.New(c.rdb, c.opts...)
+			if s != nil {
+				defer s.Close()
+			}
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("New: %v, want an error about %q", err, c.want)
+			case err != nil && !strings.HasPrefix(err.Error(), "redisstore: "):
+				t.Fatalf("error %q does not start with the package name", err)
+			}
+		})
+	}
+}
+
+// bucketSpec has waits long enough to compare the two stores despite the time that
+// passes between their steps.
+var bucketSpec = llmclient.LimitSpec{
+	Requests:   llmclient.Rate{PerSecond: 2, Burst: 3},
+	Tokens:     llmclient.Rate{PerSecond: 100, Burst: 300},
+	BatchShare: 0.5,
+}
+
+type step struct {
+	name string
+	do   func(context.Context, llmclient.LimitState) (time.Duration, bool, error)
+}
+
+func reserve(lane llmclient.Lane, req, tok int, maxWait time.Duration) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
+	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+		return s.Reserve(ctx, llmclient.Reservation{Lane: lane, Requests: req, Tokens: tok, MaxWait: maxWait})
+	}
+}
+
+func adjust(lane llmclient.Lane, req, tok int) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
+	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+		return 0, true, s.Adjust(ctx, lane, req, tok)
+	}
+}
+
+func syncTo(req, tok int64) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
+	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+		return 0, true, s.Sync(ctx, req, tok)
+	}
+}
+
+func pause(d time.Duration) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
+	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+		return 0, true, s.Pause(ctx, d)
+	}
+}
+
+func pauseLeft(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+	d, err := s.PauseLeft(ctx)
+	return d, true, err
+}
+
+// TestBucketsMatchMemory plays the same steps on the in-memory store and on Redis: the
+// scripts must make the same decisions and report the same waits.
+func TestBucketsMatchMemory(t *testing.T) {
+	const main, batch = llmclient.LaneMain, llmclient.LaneBatch
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"requests bucket", []step{
+			{"burst 1", reserve(main, 1, 0, 0)},
+			{"burst 2", reserve(main, 1, 0, 0)},
+			{"burst 3", reserve(main, 1, 0, 0)},
+			{"empty, fail fast", reserve(main, 1, 0, 0)},
+			{"empty, too short a wait", reserve(main, 1, 0, 400*time.Millisecond)},
+			{"empty, waits 0.5s", reserve(main, 1, 0, time.Second)},
+			{"queued behind it, waits 1s", reserve(main, 1, 0, -1)},
+		}},
+		{"tokens bucket and debt", []step{
+			{"100 of 300", reserve(main, 1, 100, 0)},
+			{"250 needs 0.5s", reserve(main, 1, 250, 0)},
+			{"250 within 1s", reserve(main, 1, 250, time.Second)},
+			{"give it back", adjust(main, -1, -250)},
+			{"250 needs 0.5s again", reserve(main, 1, 250, 0)},
+			{"charge an overrun of 100", adjust(main, 0, 100)},
+			{"10 tokens still fit at once", reserve(main, 0, 10, 0)},
+		}},
+		{"request larger than the bucket", []step{
+			{"1000 tokens when full", reserve(main, 1, 1000, 0)},
+			{"debt: the next waits 7s", reserve(main, 1, 1, 0)},
+			{"refund caps at the burst", adjust(main, 0, -5000)},
+			{"full again", reserve(main, 1, 300, 0)},
+		}},
+		{"sync lowers, never raises", []step{
+			{"take 100", reserve(main, 1, 100, 0)},
+			{"upstream says 50 tokens left", syncTo(-1, 50)},
+			{"100 needs 0.5s", reserve(main, 0, 100, 0)},
+			{"upstream says 1000 left: no change", syncTo(-1, 1000)},
+			{"still 0.5s", reserve(main, 0, 100, 0)},
+			{"upstream says no requests left", syncTo(0, -1)},
+			{"a request waits 0.5s", reserve(main, 1, 0, 0)},
+		}},
+		{"pause", []step{
+			{"pause 2s", pause(2 * time.Second)},
+			{"a shorter pause is ignored", pause(time.Second)},
+			{"left", pauseLeft},
+			{"main waits for the pause", reserve(main, 1, 1, 0)},
+			{"the batch gate ignores it", reserve(batch, 1, 1, 0)},
+		}},
+		{"batch lane has its share", []step{
+			{"batch burst is 1.5 requests: 1", reserve(batch, 1, 10, 0)},
+			{"batch: the half request needs 0.5s at 1/s", reserve(batch, 1, 10, 0)},
+			{"main is untouched", reserve(main, 1, 10, 0)},
+			{"150 batch tokens exceed what is left", reserve(batch, 0, 150, 0)},
+			{"give batch back", adjust(batch, -1, -10)},
+			{"batch again", reserve(batch, 1, 10, 0)},
+		}},
+	}
+	srv := startRedis(t)
+	rs := srv.store()
+	mem := llmclient.NewMemoryLimitStore()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := mem.Open(c.name, bucketSpec), rs.Open(c.name, bucketSpec)
+			for _, s := range c.steps {
+				wm, okm, errm := s.do(ctx(t), a)
+				wr, okr, errr := s.do(ctx(t), b)
+				if errm != nil || errr != nil {
+					t.Fatalf("%s: errors %v (memory), %v (redis)", s.name, errm, errr)
+				}
+				if okm != okr || math.Abs(float64(wm-wr)) > float64(20*time.Millisecond) {
+					t.Fatalf("%s: redis (%v, %v), memory (%v, %v)", s.name, wr, okr, wm, okm)
+				}
+				t.Logf("%s: %v %v", s.name, wr, okr)
+			}
+		})
+	}
+}
+
+func TestScopes(t *testing.T) {
+	srv := startRedis(t)
+	a, b := srv.store(), srv.store()
+	other := srv.store(redisstore.WithPrefix("other"))
+	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1, Burst: 1}, BatchShare: 1}
+	take := func(s llmclient.LimitState) bool {
+		_, ok, err := s.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !take(a.Open("key:1", spec)) {
+		t.Fatal("first request refused")
+	}
+	if take(b.Open("key:1", spec)) {
+		t.Fatal("another store on the same prefix did not see the request")
+	}
+	if !take(other.Open("key:1", spec)) {
+		t.Fatal("a store with another prefix shared the scope")
+	}
+	if !take(b.Open("key:2", spec)) {
+		t.Fatal("another scope shared the bucket")
+	}
+	p1, p2 := a.Open("", spec), a.Open("", spec)
+	if !take(p1) || !take(p2) || take(p1) {
+		t.Fatal("private scopes must be separate and limited")
+	}
+	// Every key of a scope shares its hash tag, and every key expires.
+	_, _, err := a.Open("key:1", llmclient.LimitSpec{MaxConcurrent: 1}).AcquireSlot(ctx(t), llmclient.PriorityInteractive, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := srv.client()
+	keys, err := rdb.Keys(ctx(t), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 4 {
+		t.Errorf("keys %q, want 3 bucket hashes and a lease set", keys)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "{llmclient:key:1}:") && !strings.HasPrefix(k, "{llmclient:key:2}:") &&
+			!strings.HasPrefix(k, "{other:key:1}:") {
+			t.Errorf("key %q has no scope hash tag", k)
+		}
+		if ttl, err := rdb.PTTL(ctx(t), k).Result(); err != nil || ttl <= 0 {
+			t.Errorf("key %q: TTL %v, %v, want an expiry", k, ttl, err)
+		}
+	}
+}
+
+func TestRedisErrorsAreNotHidden(t *testing.T) {
+	srv := startRedis(t)
+	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
+	st := s.Open("wrongtype", bucketSpec)
+	// A key of the wrong type makes the script fail: FailClosed refuses, saying why.
+	if err := srv.client().Set(ctx(t), "{llmclient:wrongtype}:g", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1})
+	if !errors.Is(err, llmclient.ErrRateLimited) || !errors.Is(err, redisstore.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Reserve: %v, want a refusal wrapping ErrRateLimited and ErrUnavailable", err)
+	}
+	if s.Healthy() {
+		t.Error("Healthy after a failed call")
+	}
+	// A caller's canceled context is its own error.
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Open("fine", bucketSpec).Reserve(c, llmclient.Reservation{Requests: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reserve with a canceled context: %v", err)
+	}
+}
+
+// TestSharedPause: a pause set through one store, as after a 429, holds for the others.
+func TestSharedPause(t *testing.T) {
+	srv := startRedis(t)
+	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 100, Burst: 100}, BatchShare: 1}
+	a, b := srv.store().Open("cooling", spec), srv.store().Open("cooling", spec)
+	if err := a.Pause(ctx(t), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	left, err := b.PauseLeft(ctx(t))
+	if err != nil || left < 1900*time.Millisecond || left > 2*time.Second {
+		t.Fatalf("PauseLeft in another store: %v, %v, want about 2s", left, err)
+	}
+	wait, ok, err := b.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+	if err != nil || ok || wait < 1900*time.Millisecond {
+		t.Fatalf("Reserve in another store during the pause: %v, %v, %v; want refused with a 2s wait", wait, ok, err)
+	}
+	if left, err := srv.store().Open("not-cooling", spec).PauseLeft(ctx(t)); err != nil || left != 0 {
+		t.Fatalf("PauseLeft of another scope: %v, %v", left, err)
+	}
+}

@@ -207,7 +207,8 @@ func checkOutput(r *Response) *Error {
 			msg = "model refused: " + r.Refusal
 		}
 		return &Error{Class: ClassContentFiltered, Code: r.RawFinishReason, Message: msg, Partial: r}
-	case r.Text == "" && len(r.ToolCalls) == 0 && (r.Reasoning != "" || r.Usage.ReasoningTokens > 0):
+	case r.Text == "" && len(r.ToolCalls) == 0 &&
+		(r.Reasoning != "" || r.Usage.ReasoningTokens > 0 || r.FinishReason == FinishLength):
 		return &Error{Class: ClassEmptyOutput, Code: r.RawFinishReason,
 			Message: "the model spent its output budget on reasoning and returned no content", Partial: r}
 	}

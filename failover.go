@@ -194,10 +194,17 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 				usedFilterFB = true
 				route = append(route[:i+1:i+1], c.contentFB...)
 				act = actFailover
-			case e.Class == ClassEmptyOutput && d.Retry && !emptyRetried:
-				emptyRetried = true
-				req = enlargeOutput(req)
-				act = actRetry
+			case e.Class == ClassEmptyOutput && d.Retry:
+				// Retried once, with a larger output budget; never with backoff.
+				act = actStop
+				if d.Failover {
+					act = actFailover
+				}
+				if !emptyRetried {
+					emptyRetried = true
+					req = enlargeOutput(req)
+					act = actRetry
+				}
 			default:
 				wait, act = r.next(ctx, a, e, d, &bo)
 			}

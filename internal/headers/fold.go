@@ -40,3 +40,8 @@ func indexFold(s, t string, from int) int {
 	}
 	return -1
 }
+
+// ContainsFold reports whether s contains the lower-case ASCII phrase t, ignoring ASCII
+// case: the adapters use it to recognize vendor error messages ("context length",
+// "overloaded") whatever their capitalization. An empty t is always contained.
+func ContainsFold(s, t string) bool { return indexFold(s, t, 0) >= 0 }

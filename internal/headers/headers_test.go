@@ -276,3 +276,25 @@ func BenchmarkRetryAfter(b *testing.B) {
 		}
 	}
 }
+
+func TestContainsFold(t *testing.T) {
+	tests := []struct {
+		s, t string
+		want bool
+	}{
+		{"This model's maximum CONTEXT Length is 4096", "context length", true},
+		{"Overloaded", "overloaded", true},
+		{"context", "context length", false},
+		{"", "", true},
+		{"abc", "", true},
+		{"", "a", false},
+		{"ccontext", "context", true},
+		{"contex", "context", false},
+		{"ÉCONTEXT", "context", true},
+	}
+	for _, tt := range tests {
+		if got := headers.ContainsFold(tt.s, tt.t); got != tt.want {
+			t.Errorf("ContainsFold(%q, %q) = %v, want %v", tt.s, tt.t, got, tt.want)
+		}
+	}
+}

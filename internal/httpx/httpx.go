@@ -1,5 +1,8 @@
-// Package httpx holds the HTTP plumbing shared by the provider adapters: the default client,
-// bounded body reads and URL joining. Everything here is safe for concurrent use.
+// Package httpx holds the HTTP plumbing shared by the provider adapters and the root
+// package: the default client, bounded body reads, URL joining, base URL and header checks,
+// and building an adapter's JSON POST. It does not import llmclient (the root package
+// imports it); the llmclient-aware part is internal/adapter. Errors meant for a user carry
+// no package prefix: the adapter adds its own. Everything here is safe for concurrent use.
 package httpx
 
 import (

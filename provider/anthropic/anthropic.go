@@ -26,25 +26,16 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
-
-// maxResponseBody bounds a one-shot response body: 32 MiB, far above any real response, so
-// a broken or hostile server cannot exhaust memory.
-const maxResponseBody = 32 << 20
-
-// userAgent identifies the library to the vendor, unless WithHeader sets one.
-const userAgent = "llmclient-go"
 
 // errNoKey is returned when neither the Call nor the Provider has an API key.
 var errNoKey = errors.New("anthropic: no API key: give the upstream Keys or use WithAPIKey")
@@ -55,7 +46,7 @@ type Provider struct {
 	url       string
 	apiKey    string
 	version   string
-	client    *http.Client
+	sender    adapter.Sender
 	header    http.Header
 	maxTokens int
 }
@@ -80,19 +71,10 @@ func New(opts ...Option) (*Provider, error) {
 	case c.version == "":
 		return nil, errors.New("anthropic: empty anthropic-version")
 	}
-	if err := checkBaseURL(c.baseURL); err != nil {
-		return nil, err
-	}
-	for k, v := range c.header {
-		if !validHeaderName(k) {
-			return nil, fmt.Errorf("anthropic: WithHeader: invalid header name %q", k)
+	for _, err := range []error{httpx.CheckBaseURL(c.baseURL), httpx.CheckHeader(c.header), httpx.CheckAPIKey(c.apiKey)} {
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: %w", err)
 		}
-		if !validHeaderValue(v[0]) {
-			return nil, fmt.Errorf("anthropic: WithHeader: invalid value for header %q", k)
-		}
-	}
-	if !validHeaderValue(c.apiKey) {
-		return nil, errors.New("anthropic: WithAPIKey: key contains characters not allowed in a header")
 	}
 	if c.client == nil {
 		c.client = httpx.DefaultClient()
@@ -101,44 +83,10 @@ func New(opts ...Option) (*Provider, error) {
 		url:       httpx.JoinURL(c.baseURL, "/v1/messages"),
 		apiKey:    c.apiKey,
 		version:   c.version,
-		client:    c.client,
+		sender:    adapter.Sender{Pkg: "anthropic", Client: c.client, Classify: classifyAt},
 		header:    c.header,
 		maxTokens: c.maxTokens,
 	}, nil
-}
-
-// checkBaseURL accepts absolute http(s) URLs without query, fragment or user info. The URL
-// is not echoed when it has those: they may hold a secret.
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return errors.New("anthropic: base URL: want an absolute http or https URL")
-	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		return errors.New("anthropic: base URL: must not contain a query, fragment or user info")
-	}
-	return nil
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // Complete sends one Messages request and returns the parsed response, with the
@@ -158,14 +106,9 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	}
 	defer httpx.DrainClose(resp.Body)
 	now := time.Now()
-	data, err := httpx.ReadLimited(resp.Body, maxResponseBody)
+	data, err := p.sender.ReadBody(resp, resp.Header.Get("Request-Id"), call.Model)
 	if err != nil {
-		if errors.Is(err, httpx.ErrTooLarge) {
-			e := malformed(resp.StatusCode, resp.Header, nil, err)
-			e.Model = call.Model
-			return nil, e
-		}
-		return nil, &netError{op: "reading response", err: err}
+		return nil, err
 	}
 	out, err := parseResponse(data)
 	if err != nil {
@@ -192,90 +135,31 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 // send encodes the call, posts it and turns a non-2xx answer into an *llmclient.Error.
 // On success the caller owns the response body.
 func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) (*http.Response, error) {
-	if call == nil || call.Request == nil {
-		return nil, badRequest(errors.New("anthropic: nil call or request"))
-	}
 	key := p.keyFor(call)
-	switch {
-	case key == "":
-		return nil, &llmclient.Error{Class: llmclient.ClassAuth, Model: call.Model, Err: errNoKey}
-	case !validHeaderValue(key):
-		return nil, badRequest(errors.New("anthropic: API key contains characters not allowed in a header"))
+	if e := adapter.CheckCall("anthropic", call, key, errNoKey); e != nil {
+		return nil, e
 	}
 	body, err := buildBody(call.Request, call.Model, p.maxTokens, stream)
 	if err != nil {
-		e := badRequest(err)
+		e := adapter.BadRequest(err)
 		e.Model = call.Model
 		return nil, e
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	req, err := httpx.NewPost(ctx, p.url, body, p.header, stream)
 	if err != nil {
-		return nil, badRequest(fmt.Errorf("anthropic: building HTTP request: %w", err))
-	}
-	for k, v := range p.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
+		return nil, adapter.BadRequest(fmt.Errorf("anthropic: building HTTP request: %w", err))
 	}
 	if req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", p.version)
 	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", userAgent)
-	}
 	req.Header.Set("X-Api-Key", key)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, &netError{op: "sending request", err: err}
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer httpx.DrainClose(resp.Body)
-	data, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
-	e := classifyAt(resp.StatusCode, resp.Header, data, time.Now())
-	e.Model = call.Model
-	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
-		e.Err = rerr // the status says what happened; keep the read error as the cause
-	}
-	e.Redact(key)
-	return nil, e
+	return p.sender.Send(req, call.Model, key)
 }
 
-// netError wraps a transport failure with the package prefix, keeping the chain for
-// llmclient.ClassOf.
-type netError struct {
-	op  string
-	err error
-}
-
-func (e *netError) Error() string { return "anthropic: " + e.op + ": " + e.err.Error() }
-func (e *netError) Unwrap() error { return e.err }
-
-// badRequest wraps a request the adapter cannot encode: the Client neither retries nor
-// fails over.
-func badRequest(err error) *llmclient.Error {
-	return &llmclient.Error{Class: llmclient.ClassBadRequest, Message: err.Error(), Err: err}
-}
-
-// malformed reports a 2xx body that is not a usable response: a broken server or proxy,
-// a transient fault, so it is a server error.
+// malformed reports a 2xx body that is not a usable response (adapter.Malformed), with the
+// request-id header.
 func malformed(status int, h http.Header, body []byte, why error) *llmclient.Error {
-	msg := "anthropic: " + why.Error()
-	if s := httpx.Snippet(body, 64); s != "" {
-		msg += "; body: " + s
-	}
-	return &llmclient.Error{
-		Class:     llmclient.ClassServerError,
-		Status:    status,
-		Message:   msg,
-		RequestID: h.Get("Request-Id"),
-		Err:       why,
-	}
+	return adapter.Malformed("anthropic", status, h.Get("Request-Id"), body, why)
 }
 
 func (p *Provider) keyFor(call *llmclient.Call) string {

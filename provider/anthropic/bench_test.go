@@ -1,13 +1,12 @@
 package anthropic
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 // BenchmarkStream measures parsing a 200-delta text stream; allocations are per stream.
@@ -21,29 +20,14 @@ func BenchmarkStream(b *testing.B) {
 	sb.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	sb.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":400}}\n\n")
 	sb.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	body := []byte(sb.String())
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		s := newStream(&http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body)), Header: http.Header{}}, func() {}, "")
-		for {
-			if _, err := s.Recv(); err != nil {
-				if err != io.EOF {
-					b.Fatal(err)
-				}
-				break
-			}
-		}
-	}
+	providertest.BenchStream(b, []byte(sb.String()), http.Header{}, func(resp *http.Response) llmclient.ProviderStream {
+		return newStream(resp, func() {}, "")
+	})
 }
 
 // BenchmarkBuildBody measures encoding a ten-turn request with a tool.
 func BenchmarkBuildBody(b *testing.B) {
-	req := &llmclient.Request{Tools: []llmclient.Tool{{Name: "f", Description: "d", Parameters: []byte(`{"type":"object"}`)}}}
-	req.Messages = append(req.Messages, llmclient.SystemMessage("You are terse."))
-	for range 5 {
-		req.Messages = append(req.Messages, llmclient.UserMessage(strings.Repeat("question ", 50)), llmclient.AssistantMessage(strings.Repeat("answer ", 50)))
-	}
+	req := providertest.Conversation()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := buildBody(req, "claude", DefaultMaxTokens, false); err != nil {

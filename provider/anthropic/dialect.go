@@ -23,27 +23,8 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 		return llmclient.APICall{}, false
 	}
 	call := llmclient.APICall{Shape: llmclient.ShapeMessages}
-	var w struct {
-		Model     string          `json:"model"`
-		Stream    bool            `json:"stream"`
-		MaxTokens int             `json:"max_tokens"`
-		System    json.RawMessage `json:"system"`
-		Messages  []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-		OutputConfig *struct {
-			Format *struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"format"`
-		} `json:"output_config"`
-	}
-	if len(body) == 0 || json.Unmarshal(body, &w) != nil {
+	var w wireBody
+	if len(body) == 0 || json.Unmarshal(body, &w) != nil || w.Stream.Bad || w.MaxTokens.Bad {
 		// Read what can be read: routing needs the model even when a field is odd.
 		var head struct {
 			Model     string `json:"model"`
@@ -51,26 +32,11 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 			MaxTokens int    `json:"max_tokens"`
 		}
 		_ = json.Unmarshal(body, &head)
-		w.Model, w.Stream, w.MaxTokens = head.Model, head.Stream, head.MaxTokens
+		w.Model, w.Stream.V, w.MaxTokens.N = head.Model, head.Stream, head.MaxTokens
 	}
 	req := &call.Request
-	req.Model, req.MaxTokens, call.Stream = w.Model, w.MaxTokens, w.Stream
-	if sys := blocksOf(w.System); len(sys) > 0 {
-		req.Messages = appendBlocks(req.Messages, llmclient.RoleSystem, sys)
-	}
-	for _, m := range w.Messages {
-		role := llmclient.RoleUser
-		if m.Role == "assistant" {
-			role = llmclient.RoleAssistant
-		}
-		req.Messages = appendBlocks(req.Messages, role, blocksOf(m.Content))
-	}
-	for _, t := range w.Tools {
-		req.Tools = append(req.Tools, llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: compactRaw(t.InputSchema)})
-	}
-	if oc := w.OutputConfig; oc != nil && oc.Format != nil && len(oc.Format.Schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(oc.Format.Schema)}
-	}
+	req.Model, req.MaxTokens, call.Stream = w.Model, w.MaxTokens.N, w.Stream.V
+	w.addTo(req)
 	return call, true
 }
 

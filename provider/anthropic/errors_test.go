@@ -1,14 +1,13 @@
 package anthropic_test
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/anthropic"
 )
 
@@ -61,15 +60,7 @@ func TestClassifyError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := anthropic.ClassifyError(tc.status, tc.header, []byte(tc.body))
-			if e.Class != tc.want {
-				t.Errorf("class = %v, want %v (%v)", e.Class, tc.want, e)
-			}
-			if e.Status != tc.status {
-				t.Errorf("status = %d", e.Status)
-			}
-			if e.RetryAfter != tc.retry {
-				t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, tc.retry)
-			}
+			providertest.CheckClass(t, e, tc.want, tc.status, tc.retry)
 			if strings.HasPrefix(tc.body, "{") && (e.Type == "" || e.Message == "" || e.RequestID == "") {
 				t.Errorf("vendor fields lost: type %q, message %q, request id %q", e.Type, e.Message, e.RequestID)
 			}
@@ -110,12 +101,8 @@ func TestClassifyErrorFields(t *testing.T) {
 // the model set and the key redacted from the vendor's message.
 func TestCompleteErrorResponse(t *testing.T) {
 	body := errBody("authentication_error", "invalid x-api-key: "+testKey)
-	p, _ := serve(t, fixed(http.StatusUnauthorized, body, "request-id", "req_9"))
-	_, err := p.Complete(context.Background(), userCall("claude-x", llmclient.UserMessage("hi")))
-	var e *llmclient.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("err = %v, want *llmclient.Error", err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusUnauthorized, body, "request-id", "req_9"))
+	e := providertest.CompleteError(t, p, providertest.UserCall("claude-x", llmclient.UserMessage("hi")))
 	if e.Class != llmclient.ClassAuth || e.Status != 401 || e.Model != "claude-x" || e.RequestID != "req_011CSHoEeqs5C35K2UUqR7Fy" {
 		t.Errorf("error = %+v", e)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // TokenRatio is how many Claude tokens a text costs per o200k_base token, the encoding
@@ -24,28 +25,42 @@ const TokenRatio = 1.25
 // included. A nil est means llmclient.HeuristicEstimator. It fails on a body that is not a
 // JSON object. It is safe for concurrent use when est is.
 func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
-	var w struct {
-		Model    string          `json:"model"`
-		System   json.RawMessage `json:"system"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-		OutputConfig *struct {
-			Format *struct {
-				Schema json.RawMessage `json:"schema"`
-			} `json:"format"`
-		} `json:"output_config"`
-	}
+	var w wireBody
 	if err := json.Unmarshal(body, &w); err != nil {
 		return 0, fmt.Errorf("anthropic: estimate: request body: %w", err)
 	}
 	req := &llmclient.Request{Model: w.Model}
+	w.addTo(req)
+	n := llmclient.EstimatePromptTokens(est, req)
+	return int(math.Ceil(float64(n) * TokenRatio)), nil
+}
+
+// wireBody is what EstimateBodyTokens and Inspect read of a Messages request body. Stream
+// and MaxTokens are lenient (see jsonx.Int), so that an odd value fails no estimate.
+type wireBody struct {
+	Model     string          `json:"model"`
+	Stream    jsonx.Bool      `json:"stream"`     // read by Inspect only
+	MaxTokens jsonx.Int       `json:"max_tokens"` // read by Inspect only
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	} `json:"tools"`
+	OutputConfig *struct {
+		Format *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
+}
+
+// addTo appends the body's system prompt, messages and tools to req and sets its response
+// format from output_config.format.
+func (w *wireBody) addTo(req *llmclient.Request) {
 	if sys := blocksOf(w.System); len(sys) > 0 {
 		req.Messages = appendBlocks(req.Messages, llmclient.RoleSystem, sys)
 	}
@@ -57,13 +72,11 @@ func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 		req.Messages = appendBlocks(req.Messages, role, blocksOf(m.Content))
 	}
 	for _, t := range w.Tools {
-		req.Tools = append(req.Tools, llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: compactRaw(t.InputSchema)})
+		req.Tools = append(req.Tools, llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: jsonx.CompactRaw(t.InputSchema)})
 	}
 	if oc := w.OutputConfig; oc != nil && oc.Format != nil && len(oc.Format.Schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(oc.Format.Schema)}
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: jsonx.CompactRaw(oc.Format.Schema)}
 	}
-	n := llmclient.EstimatePromptTokens(est, req)
-	return int(math.Ceil(float64(n) * TokenRatio)), nil
 }
 
 // estBlock is any content block, read leniently for estimation.
@@ -108,7 +121,7 @@ func appendBlocks(msgs []llmclient.Message, role llmclient.Role, blocks []estBlo
 		case "image", "document":
 			m.Content = append(m.Content, llmclient.Part{Type: llmclient.PartImage})
 		case "tool_use":
-			m.ToolCalls = append(m.ToolCalls, llmclient.ToolCall{ID: b.ID, Name: b.Name, Arguments: compact(b.Input)})
+			m.ToolCalls = append(m.ToolCalls, llmclient.ToolCall{ID: b.ID, Name: b.Name, Arguments: jsonx.Compact(b.Input)})
 		case "tool_result":
 			tm := llmclient.Message{Role: llmclient.RoleTool, ToolCallID: b.ToolUseID}
 			for _, c := range blocksOf(b.Content) {
@@ -126,26 +139,4 @@ func appendBlocks(msgs []llmclient.Message, role llmclient.Role, blocks []estBlo
 		msgs = append(msgs, m)
 	}
 	return msgs
-}
-
-// compact returns raw JSON without insignificant whitespace, as the vendor renders it for
-// the model; raw itself when it is not valid JSON.
-func compact(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var b bytes.Buffer
-	b.Grow(len(raw))
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
-}
-
-// compactRaw is compact for a json.RawMessage field that must stay one.
-func compactRaw(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	return json.RawMessage(compact(raw))
 }

@@ -4,51 +4,22 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/anthropic"
 )
-
-// recordingEstimator counts one token per text and remembers every text it was asked about.
-type recordingEstimator struct {
-	mu    sync.Mutex
-	texts []string
-}
-
-func (r *recordingEstimator) CountTokens(_, text string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.texts = append(r.texts, text)
-	return 1
-}
 
 // TestEstimateBodyTokensSeesEverything checks that the estimate reads every part of a
 // Messages body that costs prompt tokens.
 func TestEstimateBodyTokensSeesEverything(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join("testdata", "tool_round_trip.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec recordingEstimator
-	if _, err := anthropic.EstimateBodyTokens(body, &rec); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	providertest.CheckCounted(t, anthropic.EstimateBodyTokens, "tool_round_trip.json", []string{
 		"Use tools.", "Be brief.", "Weather in Paris and Rome?", "Checking both.",
 		"get_weather", `{"city":"Paris"}`, "toolu_01", "18C, cloudy", "25C, sunny", "Which is warmer?",
 		"Current weather for a city.", "now",
-	} {
-		if !slices.Contains(rec.texts, want) {
-			t.Errorf("estimate did not count %q; counted %q", want, rec.texts)
-		}
-	}
-	if !slices.ContainsFunc(rec.texts, func(s string) bool { return strings.Contains(s, `"required"`) }) {
-		t.Error("tool schema not counted")
-	}
+	}, []string{`"required"`}) // the tool schema
 }
 
 // TestEstimateBodyTokensMatchesRequest compares the body estimate with the estimate of the
@@ -70,11 +41,9 @@ func TestEstimateBodyTokensMatchesRequest(t *testing.T) {
 	if n, err := anthropic.EstimateBodyTokens(body, nil); err != nil || n <= 0 {
 		t.Fatalf("simple body: %d, %v", n, err)
 	}
-	p, rec := serve(t, fixed(200, okBody))
-	if _, err := p.Complete(t.Context(), &llmclient.Call{Model: req.Model, Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := anthropic.EstimateBodyTokens(rec.last(t).Body, llmclient.HeuristicEstimator{})
+	p, rec := serve(t, providertest.Fixed(200, okBody))
+	providertest.Complete(t, p, &llmclient.Call{Model: req.Model, Request: req})
+	got, err := anthropic.EstimateBodyTokens(rec.Last(t).Body, llmclient.HeuristicEstimator{})
 	if err != nil {
 		t.Fatal(err)
 	}

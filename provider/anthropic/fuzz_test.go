@@ -2,13 +2,13 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 func FuzzClassifyError(f *testing.F) {
@@ -50,26 +50,9 @@ func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		s := newStream(&http.Response{Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}},
 			func() {}, "key")
-		sawStop := strings.Contains(body, "message_stop")
-		for i := 0; ; i++ {
-			if i > len(body)+1 {
-				t.Fatal("Recv does not make progress")
-			}
-			_, err := s.Recv()
-			if err == nil {
-				continue
-			}
-			var e *llmclient.Error
-			if errors.As(err, &e) && e.Class == llmclient.ClassNone {
-				t.Fatalf("error without class: %v", err)
-			}
-			if err == io.EOF && !sawStop {
-				t.Fatal("io.EOF without message_stop")
-			}
-			break
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
+		_, err := providertest.FuzzRecv(t, s, len(body)+1)
+		if err == io.EOF && !strings.Contains(body, "message_stop") {
+			t.Fatal("io.EOF without message_stop")
 		}
 	})
 }
@@ -77,10 +60,7 @@ func FuzzStream(f *testing.F) {
 // TestStreamCancelOnClose checks that Close cancels the request context (the fuzz harness
 // passes a no-op cancel).
 func TestStreamCancelOnClose(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := newStream(&http.Response{Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}}, cancel, "")
-	s.Close()
-	if ctx.Err() == nil {
-		t.Error("Close did not cancel the request context")
-	}
+	providertest.CheckCancelOnClose(t, func(resp *http.Response, cancel context.CancelFunc) llmclient.ProviderStream {
+		return newStream(resp, cancel, "")
+	})
 }

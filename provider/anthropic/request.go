@@ -1,14 +1,14 @@
 package anthropic
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // wireRequest is the Messages API request body (CreateMessageParams).
@@ -120,7 +120,10 @@ func buildBody(req *llmclient.Request, model string, defaultMaxTokens int, strea
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
-	return mergeExtra(body, req.Extra)
+	if body, err = jsonx.MergeExtra(body, req.Extra); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	return body, nil
 }
 
 // convertMessages splits the system prompt off and turns the rest into alternating turns.
@@ -235,37 +238,14 @@ func toolResultContent(parts []llmclient.Part) (any, error) {
 // imageSource encodes an image part: a data: URL or bytes become a base64 source, an
 // http(s) URL a url source.
 func imageSource(p llmclient.Part) (*wireSource, error) {
-	if p.ImageURL == "" {
-		if len(p.ImageData) == 0 {
-			return nil, errors.New("image part without URL or data")
-		}
-		mt := p.MIMEType
-		if mt == "" {
-			mt = http.DetectContentType(p.ImageData)
-		}
-		return &wireSource{Type: "base64", MediaType: mt, Data: base64.StdEncoding.EncodeToString(p.ImageData)}, nil
-	}
-	if strings.HasPrefix(p.ImageURL, "data:") {
-		mt, data, ok := parseDataURL(p.ImageURL)
-		if !ok {
-			return nil, errors.New("image data URL is not base64-encoded (want data:<type>;base64,<data>)")
-		}
+	mt, data, inline, err := adapter.InlineImage(p)
+	switch {
+	case err != nil:
+		return nil, err
+	case inline:
 		return &wireSource{Type: "base64", MediaType: mt, Data: data}, nil
 	}
 	return &wireSource{Type: "url", URL: p.ImageURL}, nil
-}
-
-// parseDataURL splits "data:<media type>;base64,<data>".
-func parseDataURL(u string) (mediaType, data string, ok bool) {
-	meta, data, found := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
-	if !found {
-		return "", "", false
-	}
-	mediaType, enc, _ := strings.Cut(meta, ";")
-	if enc != "base64" || mediaType == "" {
-		return "", "", false
-	}
-	return mediaType, data, true
 }
 
 func convertTools(tools []llmclient.Tool) ([]wireTool, error) {

@@ -1,14 +1,13 @@
 package anthropic_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/anthropic"
 )
 
@@ -104,43 +103,29 @@ func TestRequestGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reply := fixed(http.StatusOK, okBody)
+			reply := providertest.Fixed(http.StatusOK, okBody)
 			if tc.stream {
-				reply = sseReply(streamText)
+				reply = providertest.SSE(streamText)
 			}
 			p, rec := serve(t, reply)
-			call := &llmclient.Call{Model: "claude-sonnet-4-5", Request: &tc.req}
-			if tc.stream {
-				st, err := p.Stream(context.Background(), call)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := drain(st); err != nil {
-					t.Fatal(err)
-				}
-				st.Close()
-			} else if _, err := p.Complete(context.Background(), call); err != nil {
-				t.Fatal(err)
+			providertest.Exchange(t, p, &llmclient.Call{Model: "claude-sonnet-4-5", Request: &tc.req}, tc.stream)
+			got := rec.Last(t)
+			if got.Method != http.MethodPost || got.URI != "/v1/messages" {
+				t.Errorf("request %s %s, want POST /v1/messages", got.Method, got.URI)
 			}
-			got := rec.last(t)
-			if got.Method != http.MethodPost || got.Path != "/v1/messages" {
-				t.Errorf("request %s %s, want POST /v1/messages", got.Method, got.Path)
-			}
-			golden(t, tc.name, got.Body)
+			providertest.Golden(t, tc.name, got.Body, *update)
 		})
 	}
 }
 
 func TestRequestHeaders(t *testing.T) {
-	p, rec := serve(t, fixed(http.StatusOK, okBody),
+	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody),
 		anthropic.WithHeader("anthropic-beta", "output-128k-2025-02-19"),
 		anthropic.WithVersion("2099-01-01"))
 
-	call := userCall("claude-x", llmclient.UserMessage("hi"))
-	if _, err := p.Complete(context.Background(), call); err != nil {
-		t.Fatal(err)
-	}
-	h := rec.last(t).Header
+	call := providertest.UserCall("claude-x", llmclient.UserMessage("hi"))
+	providertest.Complete(t, p, call)
+	h := rec.Last(t).Header
 	for k, want := range map[string]string{
 		"X-Api-Key":         testKey,
 		"Anthropic-Version": "2099-01-01",
@@ -153,10 +138,8 @@ func TestRequestHeaders(t *testing.T) {
 	}
 
 	call.APIKey = "sk-ant-from-pool"
-	if _, err := p.Complete(context.Background(), call); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.last(t).Header.Get("X-Api-Key"); got != "sk-ant-from-pool" {
+	providertest.Complete(t, p, call)
+	if got := rec.Last(t).Header.Get("X-Api-Key"); got != "sk-ant-from-pool" {
 		t.Errorf("Call.APIKey not used: x-api-key = %q", got)
 	}
 }
@@ -171,16 +154,14 @@ func TestDefaultMaxTokens(t *testing.T) {
 		{[]anthropic.Option{anthropic.WithDefaultMaxTokens(1000)}, 0, 1000},
 		{[]anthropic.Option{anthropic.WithDefaultMaxTokens(1000)}, 77, 77},
 	} {
-		p, rec := serve(t, fixed(http.StatusOK, okBody), tc.opts...)
-		call := userCall("m", llmclient.UserMessage("hi"))
+		p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody), tc.opts...)
+		call := providertest.UserCall("m", llmclient.UserMessage("hi"))
 		call.Request.MaxTokens = tc.req
-		if _, err := p.Complete(context.Background(), call); err != nil {
-			t.Fatal(err)
-		}
+		providertest.Complete(t, p, call)
 		var body struct {
 			MaxTokens int `json:"max_tokens"`
 		}
-		if err := json.Unmarshal(rec.last(t).Body, &body); err != nil {
+		if err := json.Unmarshal(rec.Last(t).Body, &body); err != nil {
 			t.Fatal(err)
 		}
 		if body.MaxTokens != tc.want {
@@ -208,25 +189,16 @@ func TestRequestInvalid(t *testing.T) {
 		"schema missing":      {ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema}},
 		"extra unencodable":   {Extra: map[string]any{"x": func() {}}},
 	}
-	p, rec := serve(t, fixed(http.StatusOK, okBody))
+	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody))
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
 			if len(req.Messages) == 0 {
 				req.Messages = []llmclient.Message{llmclient.UserMessage("hi")}
 			}
-			_, err := p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: &req})
-			if llmclient.ClassOf(err) != llmclient.ClassBadRequest {
-				t.Fatalf("err = %v (class %v), want a bad_request error", err, llmclient.ClassOf(err))
-			}
-			if !strings.Contains(err.Error(), "anthropic: ") {
-				t.Errorf("error %q lacks the package prefix", err)
-			}
+			providertest.CheckBadRequest(t, p, "anthropic", &llmclient.Call{Model: "m", Request: &req})
 		})
 	}
-	rec.mu.Lock()
-	n := len(rec.reqs)
-	rec.mu.Unlock()
-	if n != 0 {
+	if n := rec.Len(); n != 0 {
 		t.Errorf("%d invalid requests reached the server", n)
 	}
 }
@@ -236,10 +208,8 @@ func TestNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
-	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassAuth {
-		t.Fatalf("err = %v, want an auth error", err)
+	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != llmclient.ClassAuth {
+		t.Fatalf("err = %v, want an auth error", e)
 	}
 }
 
@@ -250,9 +220,17 @@ func TestNewValidates(t *testing.T) {
 		"max tokens":     {anthropic.WithDefaultMaxTokens(0)},
 		"empty version":  {anthropic.WithVersion("")},
 		"negative limit": {anthropic.WithDefaultMaxTokens(-5)},
+		"url with query": {anthropic.WithBaseURL("https://x.example/?key=secret")},
+		"url with user":  {anthropic.WithBaseURL("https://secret@x.example")},
+		"bad header":     {anthropic.WithHeader("bad header", "x")},
+		"bad value":      {anthropic.WithHeader("X-Ok", "a\nb")},
+		"bad key":        {anthropic.WithAPIKey("key\r\n")},
 	} {
-		if _, err := anthropic.New(opts...); err == nil || !strings.HasPrefix(err.Error(), "anthropic: ") {
+		_, err := anthropic.New(opts...)
+		if err == nil || !strings.HasPrefix(err.Error(), "anthropic: ") {
 			t.Errorf("%s: New error = %v, want an anthropic: error", name, err)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error echoes the URL: %v", name, err)
 		}
 	}
 	if _, err := anthropic.New(nil, anthropic.WithBaseURL("http://127.0.0.1:1/")); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 func TestCompleteSuccess(t *testing.T) {
@@ -27,7 +28,7 @@ func TestCompleteSuccess(t *testing.T) {
 	  "stop_sequence": null,
 	  "usage": {"input_tokens": 12, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 2000, "output_tokens": 6, "service_tier": "standard"}
 	}`
-	p, _ := serve(t, fixed(http.StatusOK, body,
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, body,
 		"request-id", "req_018EeWyXxfu5pfWkrYcMdjWG",
 		"anthropic-ratelimit-requests-limit", "50",
 		"anthropic-ratelimit-requests-remaining", "49",
@@ -35,10 +36,7 @@ func TestCompleteSuccess(t *testing.T) {
 		"anthropic-ratelimit-input-tokens-limit", "30000",
 		"anthropic-ratelimit-input-tokens-remaining", "27000",
 	))
-	resp, err := p.Complete(context.Background(), userCall("claude-sonnet-4-5", llmclient.UserMessage("Hello")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := providertest.Complete(t, p, providertest.UserCall("claude-sonnet-4-5", llmclient.UserMessage("Hello")))
 	want := llmclient.Usage{InputTokens: 2112, OutputTokens: 6, TotalTokens: 2118, CachedInputTokens: 2000}
 	if resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
@@ -72,11 +70,8 @@ func TestToolCallResponse(t *testing.T) {
 	    {"type":"tool_use","id":"toolu_02","name":"now","input":{}}
 	  ],
 	  "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":91}}`
-	p, _ := serve(t, fixed(http.StatusOK, body))
-	resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("weather?")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+	resp := providertest.Complete(t, p, providertest.UserCall("m", llmclient.UserMessage("weather?")))
 	want := []llmclient.ToolCall{
 		{ID: "toolu_01A09q90qw90lq917835lq9", Name: "get_weather", Arguments: `{"city":"San Francisco","unit":"celsius"}`},
 		{ID: "toolu_02", Name: "now", Arguments: `{}`},
@@ -104,11 +99,8 @@ func TestStopReasons(t *testing.T) {
 		"something_new":                 llmclient.FinishOther,
 	} {
 		body := `{"id":"m","model":"c","content":[{"type":"text","text":"x"}],"stop_reason":"` + raw + `","usage":{"input_tokens":1,"output_tokens":1}}`
-		p, _ := serve(t, fixed(http.StatusOK, body))
-		resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+		resp := providertest.Complete(t, p, providertest.UserCall("m", llmclient.UserMessage("hi")))
 		if resp.FinishReason != want || resp.RawFinishReason != raw {
 			t.Errorf("%s: finish = %q (%q), want %q", raw, resp.FinishReason, resp.RawFinishReason, want)
 		}
@@ -116,8 +108,8 @@ func TestStopReasons(t *testing.T) {
 }
 
 func TestCompleteMalformedBody(t *testing.T) {
-	p, _ := serve(t, fixed(http.StatusOK, `{"id":"msg_1","content":[`))
-	_, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, `{"id":"msg_1","content":[`))
+	_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
 	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
 		t.Fatalf("err = %v (class %v), want a server_error", err, c)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -111,7 +112,7 @@ func (s *stream) readError(err error) error {
 	case errors.Is(err, sse.ErrEventTooLarge):
 		return fmt.Errorf("anthropic: stream event too large: %w", err)
 	}
-	return &netError{op: "reading stream", err: err}
+	return &adapter.NetError{Pkg: "anthropic", Op: "reading stream", Err: err}
 }
 
 // handle interprets one event. ok is false for events that carry nothing for the caller;

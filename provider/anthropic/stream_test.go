@@ -2,15 +2,12 @@ package anthropic_test
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 // streamText is a text stream in the shape of docs.anthropic.com/en/docs/build-with-claude/streaming.
@@ -101,7 +98,7 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
 func openStream(t *testing.T, reply http.HandlerFunc) llmclient.ProviderStream {
 	t.Helper()
 	p, _ := serve(t, reply)
-	st, err := p.Stream(context.Background(), userCall("claude-opus-4-6", llmclient.UserMessage("Hello")))
+	st, err := p.Stream(context.Background(), providertest.UserCall("claude-opus-4-6", llmclient.UserMessage("Hello")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,34 +107,34 @@ func openStream(t *testing.T, reply http.HandlerFunc) llmclient.ProviderStream {
 }
 
 func TestStreamText(t *testing.T) {
-	got, err := drain(openStream(t, sseReply(streamText)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(streamText)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{
+	providertest.EqualLines(t, got, []string{
 		"id=msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY model=claude-opus-4-6",
 		"keep-alive",
 		`text="Hello"`,
 		"keep-alive",
 		`text="!"`,
-		"finish=stop(end_turn) usage=in:125,out:15,total:140,cached:100",
+		"finish=stop(end_turn) usage=in:125,out:15,total:140,cached:100,reasoning:0",
 	})
 }
 
 func TestStreamToolUse(t *testing.T) {
-	got, err := drain(openStream(t, sseReply(streamTools)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(streamTools)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{
+	providertest.EqualLines(t, got, []string{
 		"id=msg_014p7gG3wDgGV9EUtLvnow3U model=claude-sonnet-4-5",
 		`reasoning="Need the weather tool."`,
 		`text="Let me check."`,
 		"tool[2]=toolu_01T1x1fJ34qAmk2tNTrN7Up6,get_weather,",
 		`tool[2]=,,{"city": "San`,
 		`tool[2]=,, Francisco"}`,
-		"finish=tool_calls(tool_use) usage=in:472,out:40,total:512,cached:0",
-		"usage=in:472,out:89,total:561,cached:0",
+		"finish=tool_calls(tool_use) usage=in:472,out:40,total:512,cached:0,reasoning:0",
+		"usage=in:472,out:89,total:561,cached:0,reasoning:0",
 	})
 }
 
@@ -146,11 +143,11 @@ func TestStreamToolUse(t *testing.T) {
 func TestStreamDeltaInputTokens(t *testing.T) {
 	body := strings.Replace(streamText, `"usage": {"output_tokens": 15}`,
 		`"usage": {"input_tokens": 30, "cache_read_input_tokens": 100, "cache_creation_input_tokens": null, "output_tokens": 15}`, 1)
-	got, err := drain(openStream(t, sseReply(body)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := got[len(got)-1]; last != "finish=stop(end_turn) usage=in:130,out:15,total:145,cached:100" {
+	if last := got[len(got)-1]; last != "finish=stop(end_turn) usage=in:130,out:15,total:145,cached:100,reasoning:0" {
 		t.Errorf("last chunk = %s", last)
 	}
 }
@@ -167,25 +164,17 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := openStream(t, sseReply(tc.body))
-			got, err := drain(st)
-			var e *llmclient.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *llmclient.Error", err)
-			}
+			got, e := providertest.DrainError(t, openStream(t, providertest.SSE(tc.body)))
 			if e.Class != llmclient.ClassOverloaded || e.Type != "overloaded_error" || e.Message != "Overloaded" || e.Status != 200 {
 				t.Errorf("error = %+v", e)
 			}
 			if len(got) != tc.chunks {
 				t.Errorf("chunks before the error = %q, want %d", got, tc.chunks)
 			}
-			if _, again := st.Recv(); again != err {
-				t.Errorf("Recv after the error = %v, want the same error", again)
-			}
 		})
 	}
 	t.Run("unknown type", func(t *testing.T) {
-		st := openStream(t, sseReply(`event: error
+		st := openStream(t, providertest.SSE(`event: error
 data: {"type":"error","error":{"type":"mystery_error","message":"?"}}
 
 `))
@@ -198,50 +187,17 @@ data: {"type":"error","error":{"type":"mystery_error","message":"?"}}
 
 func TestStreamCut(t *testing.T) {
 	cut, _, _ := strings.Cut(streamText, "event: message_delta")
-	t.Run("clean EOF", func(t *testing.T) {
-		got, err := drain(openStream(t, sseReply(cut)))
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-		if len(got) != 5 {
-			t.Errorf("chunks = %q", got)
-		}
-		if llmclient.ClassOf(err) != llmclient.ClassNetwork {
-			t.Errorf("class = %v", llmclient.ClassOf(err))
-		}
-	})
-	t.Run("connection dropped", func(t *testing.T) {
-		st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, cut)
-			w.(http.Flusher).Flush()
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close() // in the middle of a chunked body
-			}
-		})
-		_, err := drain(st)
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-	})
-	t.Run("empty body", func(t *testing.T) {
-		_, err := drain(openStream(t, sseReply("")))
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-	})
-	t.Run("garbage event", func(t *testing.T) {
-		_, err := drain(openStream(t, sseReply("event: message_start\ndata: {not json\n\n")))
-		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
-			t.Fatalf("err = %v (class %v), want a server_error", err, c)
-		}
+	providertest.CheckStreamCuts(t, openStream, providertest.StreamCuts{
+		Unfinished: cut,
+		Chunks:     5,
+		Dropped:    cut,
+		Garbage:    "event: message_start\ndata: {not json\n\n",
 	})
 }
 
 func TestStreamHTTPError(t *testing.T) {
-	p, _ := serve(t, fixed(529, errBody("overloaded_error", "Overloaded")))
-	st, err := p.Stream(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	p, _ := serve(t, providertest.Fixed(529, errBody("overloaded_error", "Overloaded")))
+	st, err := p.Stream(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
 	if st != nil || llmclient.ClassOf(err) != llmclient.ClassOverloaded {
 		t.Fatalf("Stream = %v, %v; want an overloaded error", st, err)
 	}
@@ -250,38 +206,11 @@ func TestStreamHTTPError(t *testing.T) {
 // TestStreamCloseUnblocks checks that Close ends a Recv waiting on a silent upstream.
 func TestStreamCloseUnblocks(t *testing.T) {
 	release := make(chan struct{})
-	st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		head, _, _ := strings.Cut(streamText, "event: content_block_start")
-		_, _ = io.WriteString(w, head)
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
 	defer close(release)
+	head, _, _ := strings.Cut(streamText, "event: content_block_start")
+	st := openStream(t, providertest.Stall(head, release))
 	if _, err := st.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := st.Recv()
-		done <- err
-	}()
-	time.Sleep(10 * time.Millisecond) // let Recv block on the network (not a timing assertion)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Recv after Close = %v, want net.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Recv")
-	}
-	if err := st.Close(); err != nil {
-		t.Errorf("second Close = %v", err)
-	}
+	providertest.CheckCloseUnblocks(t, st)
 }

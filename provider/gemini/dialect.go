@@ -57,56 +57,20 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 	return call, true
 }
 
-// inspectBody reads a GenerateContentRequest into req for estimation.
+// inspectBody reads a GenerateContentRequest into req for estimation. A body that does not
+// decode, maxOutputTokens included, leaves req as it is.
 func inspectBody(body []byte, req *llmclient.Request) {
-	var w struct {
-		SystemInstruction *estContent  `json:"systemInstruction"`
-		Contents          []estContent `json:"contents"`
-		Tools             []struct {
-			FunctionDeclarations []struct {
-				Name                 string          `json:"name"`
-				Description          string          `json:"description"`
-				Parameters           json.RawMessage `json:"parameters"`
-				ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
-			} `json:"functionDeclarations"`
-		} `json:"tools"`
-		GenerationConfig *struct {
-			MaxOutputTokens    int             `json:"maxOutputTokens"`
-			ResponseSchema     json.RawMessage `json:"responseSchema"`
-			ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
-		} `json:"generationConfig"`
-	}
+	var w wireBody
 	if len(body) == 0 || json.Unmarshal(body, &w) != nil {
 		return
 	}
-	if w.SystemInstruction != nil {
-		req.Messages = appendContent(req.Messages, llmclient.RoleSystem, w.SystemInstruction.Parts)
+	g := w.GenerationConfig
+	if g != nil && g.MaxOutputTokens.Bad {
+		return
 	}
-	for _, c := range w.Contents {
-		role := llmclient.RoleUser
-		if c.Role == "model" {
-			role = llmclient.RoleAssistant
-		}
-		req.Messages = appendContent(req.Messages, role, c.Parts)
-	}
-	for _, t := range w.Tools {
-		for _, f := range t.FunctionDeclarations {
-			params := f.ParametersJSONSchema
-			if len(params) == 0 {
-				params = f.Parameters
-			}
-			req.Tools = append(req.Tools, llmclient.Tool{Name: f.Name, Description: f.Description, Parameters: compactRaw(params)})
-		}
-	}
-	if g := w.GenerationConfig; g != nil {
-		req.MaxTokens = g.MaxOutputTokens
-		schema := g.ResponseJSONSchema
-		if len(schema) == 0 {
-			schema = g.ResponseSchema
-		}
-		if len(schema) > 0 {
-			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(schema)}
-		}
+	w.addTo(req)
+	if g != nil {
+		req.MaxTokens = g.MaxOutputTokens.N
 	}
 }
 

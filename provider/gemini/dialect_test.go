@@ -68,6 +68,41 @@ func TestDialectInspect(t *testing.T) {
 	assert.Equal(t, "m", call.Request.Model)
 }
 
+// TestDialectInspectOddMaxTokens checks the shared body reader: a maxOutputTokens that is
+// not an integer makes Inspect read nothing from the body but does not fail an estimate,
+// and a null one reads as 0.
+func TestDialectInspectOddMaxTokens(t *testing.T) {
+	p := newDialect(t)
+	const path = "/v1beta/models/m:generateContent"
+	for _, tt := range []struct {
+		max       string
+		maxTokens int
+		messages  int
+	}{
+		{`"12"`, 0, 0},
+		{`1.5`, 0, 0},
+		{`1e2`, 0, 0},
+		{`true`, 0, 0},
+		{`{}`, 0, 0},
+		{`[1]`, 0, 0},
+		{`99999999999999999999`, 0, 0},
+		{`null`, 0, 1},
+		{`-0`, 0, 1},
+		{`12`, 12, 1},
+		{`-3`, -3, 1},
+	} {
+		body := []byte(`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":` + tt.max + `}}`)
+		call, ok := p.Inspect("POST", path, body)
+		require.True(t, ok)
+		assert.Equal(t, "m", call.Request.Model, tt.max)
+		assert.Equal(t, tt.maxTokens, call.Request.MaxTokens, tt.max)
+		assert.Len(t, call.Request.Messages, tt.messages, tt.max)
+		n, err := gemini.EstimateBodyTokens(body, nil)
+		require.NoError(t, err, tt.max)
+		assert.Positive(t, n, tt.max)
+	}
+}
+
 func TestDialectAuthorize(t *testing.T) {
 	h := http.Header{"X-Goog-Api-Key": {"caller"}, "Authorization": {"Bearer caller"}}
 	newDialect(t).Authorize(h, "pool")

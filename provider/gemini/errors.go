@@ -99,7 +99,7 @@ func fromStatus(status int, st *wireStatus, body []byte) *llmclient.Error {
 			}
 		}
 		for _, v := range d.Violations {
-			if containsFold(v.QuotaID, "perday") || containsFold(v.QuotaMetric, "per_day") {
+			if headers.ContainsFold(v.QuotaID, "perday") || headers.ContainsFold(v.QuotaMetric, "per_day") {
 				perDay = true
 			}
 		}
@@ -210,28 +210,7 @@ func classify(code int, status, reason, msg string, perDay bool) llmclient.Class
 // (1234567) exceeds the maximum number of tokens allowed (1048576)." and the 500
 // "input context is too long" cause.
 func isContextLength(msg string) bool {
-	return containsFold(msg, "exceeds the maximum number of tokens") ||
-		containsFold(msg, "input token count") ||
-		containsFold(msg, "context too long") || containsFold(msg, "context is too long")
-}
-
-// containsFold reports whether s contains the lower-case ASCII substr, ignoring case.
-func containsFold(s, substr string) bool {
-	n := len(substr)
-	for i := 0; i+n <= len(s); i++ {
-		j := 0
-		for ; j < n; j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != substr[j] {
-				break
-			}
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
+	return headers.ContainsFold(msg, "exceeds the maximum number of tokens") ||
+		headers.ContainsFold(msg, "input token count") ||
+		headers.ContainsFold(msg, "context too long") || headers.ContainsFold(msg, "context is too long")
 }

@@ -1,14 +1,13 @@
 package gemini_test
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
 
@@ -88,15 +87,7 @@ func TestClassifyError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := gemini.ClassifyError(tc.status, tc.header, []byte(tc.body))
-			if e.Class != tc.want {
-				t.Errorf("class = %v, want %v (%v)", e.Class, tc.want, e)
-			}
-			if e.Status != tc.status {
-				t.Errorf("status = %d", e.Status)
-			}
-			if e.RetryAfter != tc.retry {
-				t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, tc.retry)
-			}
+			providertest.CheckClass(t, e, tc.want, tc.status, tc.retry)
 			if strings.Contains(tc.body, `"status"`) && (e.Code == "" || e.Message == "") {
 				t.Errorf("vendor fields lost: code %q, message %q", e.Code, e.Message)
 			}
@@ -119,12 +110,8 @@ func TestClassifyErrorFields(t *testing.T) {
 // the model set and the key redacted from the vendor's message.
 func TestCompleteErrorResponse(t *testing.T) {
 	body := status(400, "INVALID_ARGUMENT", "API key "+testKey+" not valid.", keyInvalid)
-	p, _ := serve(t, fixed(http.StatusBadRequest, body))
-	_, err := p.Complete(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("hi")))
-	var e *llmclient.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("err = %v, want *llmclient.Error", err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusBadRequest, body))
+	e := providertest.CompleteError(t, p, providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("hi")))
 	if e.Class != llmclient.ClassAuth || e.Status != 400 || e.Model != "gemini-2.5-flash" {
 		t.Errorf("error = %+v", e)
 	}

@@ -1,12 +1,12 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // TokenRatio is how many Gemini tokens a text costs per o200k_base token, the encoding
@@ -26,26 +26,41 @@ const TokenRatio = 1.15
 // for concurrent use when est is.
 func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 	var w struct {
-		Model             string       `json:"model"`
-		SystemInstruction *estContent  `json:"systemInstruction"`
-		Contents          []estContent `json:"contents"`
-		Tools             []struct {
-			FunctionDeclarations []struct {
-				Name                 string          `json:"name"`
-				Description          string          `json:"description"`
-				Parameters           json.RawMessage `json:"parameters"`
-				ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
-			} `json:"functionDeclarations"`
-		} `json:"tools"`
-		GenerationConfig *struct {
-			ResponseSchema     json.RawMessage `json:"responseSchema"`
-			ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
-		} `json:"generationConfig"`
+		Model string `json:"model"`
+		wireBody
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return 0, fmt.Errorf("gemini: estimate: request body: %w", err)
 	}
 	req := &llmclient.Request{Model: w.Model}
+	w.addTo(req)
+	n := llmclient.EstimatePromptTokens(est, req)
+	return int(math.Ceil(float64(n) * TokenRatio)), nil
+}
+
+// wireBody is what EstimateBodyTokens and Inspect read of a GenerateContentRequest.
+// EstimateBodyTokens adds the optional "model" field; Inspect takes the model from the URL.
+type wireBody struct {
+	SystemInstruction *estContent  `json:"systemInstruction"`
+	Contents          []estContent `json:"contents"`
+	Tools             []struct {
+		FunctionDeclarations []struct {
+			Name                 string          `json:"name"`
+			Description          string          `json:"description"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+	GenerationConfig *struct {
+		MaxOutputTokens    jsonx.Int       `json:"maxOutputTokens"` // read by Inspect only
+		ResponseSchema     json.RawMessage `json:"responseSchema"`
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+	} `json:"generationConfig"`
+}
+
+// addTo appends the body's system instruction, contents and function declarations to req
+// and sets its response format from the response schema.
+func (w *wireBody) addTo(req *llmclient.Request) {
 	if w.SystemInstruction != nil {
 		req.Messages = appendContent(req.Messages, llmclient.RoleSystem, w.SystemInstruction.Parts)
 	}
@@ -62,7 +77,7 @@ func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 			if len(params) == 0 {
 				params = f.Parameters
 			}
-			req.Tools = append(req.Tools, llmclient.Tool{Name: f.Name, Description: f.Description, Parameters: compactRaw(params)})
+			req.Tools = append(req.Tools, llmclient.Tool{Name: f.Name, Description: f.Description, Parameters: jsonx.CompactRaw(params)})
 		}
 	}
 	if g := w.GenerationConfig; g != nil {
@@ -71,11 +86,9 @@ func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 			schema = g.ResponseSchema
 		}
 		if len(schema) > 0 {
-			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: compactRaw(schema)}
+			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: jsonx.CompactRaw(schema)}
 		}
 	}
-	n := llmclient.EstimatePromptTokens(est, req)
-	return int(math.Ceil(float64(n) * TokenRatio)), nil
 }
 
 // estContent and estPart read contents for estimation; media payloads are skipped, not
@@ -101,12 +114,12 @@ func appendContent(msgs []llmclient.Message, role llmclient.Role, parts []estPar
 		p := &parts[i]
 		switch {
 		case p.FunctionCall != nil:
-			m.ToolCalls = append(m.ToolCalls, llmclient.ToolCall{Name: p.FunctionCall.Name, Arguments: compact(p.FunctionCall.Args)})
+			m.ToolCalls = append(m.ToolCalls, llmclient.ToolCall{Name: p.FunctionCall.Name, Arguments: jsonx.Compact(p.FunctionCall.Args)})
 		case p.FunctionResponse != nil:
 			msgs = append(msgs, llmclient.Message{
 				Role:    llmclient.RoleTool,
 				Name:    p.FunctionResponse.Name,
-				Content: []llmclient.Part{llmclient.TextPart(compact(p.FunctionResponse.Response))},
+				Content: []llmclient.Part{llmclient.TextPart(jsonx.Compact(p.FunctionResponse.Response))},
 			})
 		case p.InlineData != nil, p.FileData != nil:
 			m.Content = append(m.Content, llmclient.Part{Type: llmclient.PartImage})
@@ -118,26 +131,4 @@ func appendContent(msgs []llmclient.Message, role llmclient.Role, parts []estPar
 		msgs = append(msgs, m)
 	}
 	return msgs
-}
-
-// compact returns raw JSON without insignificant whitespace, as the vendor renders it for
-// the model; raw itself when it is not valid JSON.
-func compact(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var b bytes.Buffer
-	b.Grow(len(raw))
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
-}
-
-// compactRaw is compact for a json.RawMessage field that must stay one.
-func compactRaw(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	return json.RawMessage(compact(raw))
 }

@@ -2,55 +2,22 @@ package gemini_test
 
 import (
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
-
-// recordingEstimator counts one token per text and remembers every text it was asked about.
-type recordingEstimator struct {
-	mu    sync.Mutex
-	texts []string
-}
-
-func (r *recordingEstimator) CountTokens(_, text string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.texts = append(r.texts, text)
-	return 1
-}
 
 // TestEstimateBodyTokensSeesEverything checks that the estimate reads every part of a
 // GenerateContentRequest that costs prompt tokens.
 func TestEstimateBodyTokensSeesEverything(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join("testdata", "tool_round_trip.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec recordingEstimator
-	if _, err := gemini.EstimateBodyTokens(body, &rec); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	providertest.CheckCounted(t, gemini.EstimateBodyTokens, "tool_round_trip.json", []string{
 		"Use tools.", "Be brief.", "Weather in Paris and Rome?", "Checking both.",
 		"get_weather", `{"city":"Paris"}`, `{"output":"25C, sunny"}`, "Which is warmer?",
 		"Current weather for a city.", "now",
-	} {
-		if !slices.Contains(rec.texts, want) {
-			t.Errorf("estimate did not count %q; counted %q", want, rec.texts)
-		}
-	}
-	for _, part := range []string{`"temp_c":18`, `"additionalProperties":false`} {
-		if !slices.ContainsFunc(rec.texts, func(s string) bool { return strings.Contains(s, part) }) {
-			t.Errorf("%s not counted", part)
-		}
-	}
+	}, []string{`"temp_c":18`, `"additionalProperties":false`})
 }
 
 // TestEstimateBodyTokensMatchesRequest compares the body estimate with the estimate of the
@@ -64,11 +31,9 @@ func TestEstimateBodyTokensMatchesRequest(t *testing.T) {
 			llmclient.UserMessage("And the Rhine?"),
 		},
 	}
-	p, rec := serve(t, fixed(200, okBody))
-	if _, err := p.Complete(t.Context(), &llmclient.Call{Model: "gemini-2.5-flash", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := gemini.EstimateBodyTokens(rec.last(t).Body, nil)
+	p, rec := serve(t, providertest.Fixed(200, okBody))
+	providertest.Complete(t, p, &llmclient.Call{Model: "gemini-2.5-flash", Request: req})
+	got, err := gemini.EstimateBodyTokens(rec.Last(t).Body, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,13 @@ package gemini
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 func FuzzClassifyError(f *testing.F) {
@@ -47,29 +47,9 @@ func FuzzStream(f *testing.F) {
 			h.Set("Content-Type", "application/json; charset=UTF-8")
 		}
 		s := newStream(&http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), Header: h}, func() {}, "key")
-		sawFinish := false
-		for i := 0; ; i++ {
-			if i > len(body)+1 {
-				t.Fatal("Recv does not make progress")
-			}
-			c, err := s.Recv()
-			if err == nil {
-				if c.FinishReason != "" {
-					sawFinish = true
-				}
-				continue
-			}
-			var e *llmclient.Error
-			if errors.As(err, &e) && e.Class == llmclient.ClassNone {
-				t.Fatalf("error without class: %v", err)
-			}
-			if err == io.EOF && !sawFinish {
-				t.Fatal("io.EOF without a finish reason")
-			}
-			break
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
+		finished, err := providertest.FuzzRecv(t, s, len(body)+1)
+		if err == io.EOF && !finished {
+			t.Fatal("io.EOF without a finish reason")
 		}
 	})
 }
@@ -77,12 +57,9 @@ func FuzzStream(f *testing.F) {
 // TestStreamCancelOnClose checks that Close cancels the request context (the fuzz harness
 // passes a no-op cancel).
 func TestStreamCancelOnClose(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := newStream(&http.Response{Body: io.NopCloser(strings.NewReader("")), Header: http.Header{}}, cancel, "")
-	s.Close()
-	if ctx.Err() == nil {
-		t.Error("Close did not cancel the request context")
-	}
+	providertest.CheckCancelOnClose(t, func(resp *http.Response, cancel context.CancelFunc) llmclient.ProviderStream {
+		return newStream(resp, cancel, "")
+	})
 }
 
 // TestVertexDefaultHost checks the default Vertex AI hosts, which tests cannot reach.

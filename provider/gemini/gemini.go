@@ -38,7 +38,6 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,15 +46,9 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
-
-// maxResponseBody bounds a one-shot response body: 32 MiB, far above any real response, so
-// a broken or hostile server cannot exhaust memory.
-const maxResponseBody = 32 << 20
-
-// userAgent identifies the library to the vendor, unless WithHeader sets one.
-const userAgent = "llmclient-go"
 
 var errNoKey = errors.New("gemini: no API key or access token: give the upstream Keys or use WithAPIKey")
 
@@ -65,7 +58,7 @@ type Provider struct {
 	prefix string // URL up to "/models/"
 	apiKey string
 	vertex bool
-	client *http.Client
+	sender adapter.Sender
 	header http.Header
 }
 
@@ -97,22 +90,10 @@ func New(opts ...Option) (*Provider, error) {
 			}
 		}
 	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("gemini: base URL: want an absolute http or https URL")
-	} else if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		// The URL is not echoed: a query or user info may hold a secret.
-		return nil, errors.New("gemini: base URL: must not contain a query, fragment or user info")
-	}
-	for k, v := range c.header {
-		if !validHeaderName(k) {
-			return nil, fmt.Errorf("gemini: WithHeader: invalid header name %q", k)
+	for _, err := range []error{httpx.CheckBaseURL(base), httpx.CheckHeader(c.header), httpx.CheckAPIKey(c.apiKey)} {
+		if err != nil {
+			return nil, fmt.Errorf("gemini: %w", err)
 		}
-		if !validHeaderValue(v[0]) {
-			return nil, fmt.Errorf("gemini: WithHeader: invalid value for header %q", k)
-		}
-	}
-	if !validHeaderValue(c.apiKey) {
-		return nil, errors.New("gemini: WithAPIKey: key contains characters not allowed in a header")
 	}
 	version := c.apiVersion
 	if version == "" {
@@ -132,7 +113,7 @@ func New(opts ...Option) (*Provider, error) {
 		prefix: prefix + "/models/",
 		apiKey: c.apiKey,
 		vertex: c.vertex,
-		client: c.client,
+		sender: adapter.Sender{Pkg: "gemini", Client: c.client, Classify: classifyAt},
 		header: c.header,
 	}, nil
 }
@@ -154,14 +135,9 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 		return nil, err
 	}
 	defer httpx.DrainClose(resp.Body)
-	data, err := httpx.ReadLimited(resp.Body, maxResponseBody)
+	data, err := p.sender.ReadBody(resp, "", call.Model)
 	if err != nil {
-		if errors.Is(err, httpx.ErrTooLarge) {
-			e := malformed(resp.StatusCode, nil, err)
-			e.Model = call.Model
-			return nil, e
-		}
-		return nil, &netError{op: "reading response", err: err}
+		return nil, err
 	}
 	out, err := parseResponse(resp.StatusCode, data)
 	if err != nil {
@@ -190,15 +166,9 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 // send encodes the call, posts it and turns a non-2xx answer into an *llmclient.Error.
 // On success the caller owns the response body.
 func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) (*http.Response, error) {
-	if call == nil || call.Request == nil {
-		return nil, badRequest(errors.New("gemini: nil call or request"))
-	}
 	key := p.keyFor(call)
-	switch {
-	case key == "":
-		return nil, &llmclient.Error{Class: llmclient.ClassAuth, Model: call.Model, Err: errNoKey}
-	case !validHeaderValue(key):
-		return nil, badRequest(errors.New("gemini: API key contains characters not allowed in a header"))
+	if e := adapter.CheckCall("gemini", call, key, errNoKey); e != nil {
+		return nil, e
 	}
 	u, err := p.endpoint(call, stream)
 	if err == nil {
@@ -207,75 +177,27 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 			return p.post(ctx, call, u, key, body, stream)
 		}
 	}
-	e := badRequest(err)
+	e := adapter.BadRequest(err)
 	e.Model = call.Model
 	return nil, e
 }
 
 func (p *Provider) post(ctx context.Context, call *llmclient.Call, u, key string, body []byte, stream bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	req, err := httpx.NewPost(ctx, u, body, p.header, stream)
 	if err != nil {
-		return nil, badRequest(fmt.Errorf("gemini: building HTTP request: %w", err))
-	}
-	for k, v := range p.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", userAgent)
+		return nil, adapter.BadRequest(fmt.Errorf("gemini: building HTTP request: %w", err))
 	}
 	if p.vertex {
 		req.Header.Set("Authorization", "Bearer "+key)
 	} else {
 		req.Header.Set("X-Goog-Api-Key", key)
 	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, &netError{op: "sending request", err: err}
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer httpx.DrainClose(resp.Body)
-	data, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
-	e := ClassifyError(resp.StatusCode, resp.Header, data)
-	e.Model = call.Model
-	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
-		e.Err = rerr // the status says what happened; keep the read error as the cause
-	}
-	e.Redact(key)
-	return nil, e
+	return p.sender.Send(req, call.Model, key)
 }
 
-// netError wraps a transport failure with the package prefix, keeping the chain for
-// llmclient.ClassOf.
-type netError struct {
-	op  string
-	err error
-}
-
-func (e *netError) Error() string { return "gemini: " + e.op + ": " + e.err.Error() }
-func (e *netError) Unwrap() error { return e.err }
-
-// badRequest wraps a request the adapter cannot encode: the Client neither retries nor
-// fails over.
-func badRequest(err error) *llmclient.Error {
-	return &llmclient.Error{Class: llmclient.ClassBadRequest, Message: err.Error(), Err: err}
-}
-
-// malformed reports a 2xx body that is not a usable response: a broken server or proxy,
-// a transient fault, so it is a server error.
+// malformed reports a 2xx body that is not a usable response (adapter.Malformed).
 func malformed(status int, body []byte, why error) *llmclient.Error {
-	msg := "gemini: " + why.Error()
-	if s := httpx.Snippet(body, 64); s != "" {
-		msg += "; body: " + s
-	}
-	return &llmclient.Error{Class: llmclient.ClassServerError, Status: status, Message: msg, Err: why}
+	return adapter.Malformed("gemini", status, "", body, why)
 }
 
 // endpoint is the method URL for the call's model. A "models/" prefix on the model name
@@ -300,25 +222,4 @@ func (p *Provider) keyFor(call *llmclient.Call) string {
 		return call.APIKey
 	}
 	return p.apiKey
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

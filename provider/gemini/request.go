@@ -1,15 +1,15 @@
 package gemini
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path"
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // wireRequest is a GenerateContentRequest.
@@ -115,7 +115,10 @@ func buildBody(req *llmclient.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: encode request: %w", err)
 	}
-	return mergeExtra(body, req.Extra)
+	if body, err = jsonx.MergeExtra(body, req.Extra); err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
+	}
+	return body, nil
 }
 
 func generationConfig(req *llmclient.Request) (*wireGenerationIn, error) {
@@ -228,24 +231,14 @@ func contentParts(parts []llmclient.Part, dst []wirePart) ([]wirePart, error) {
 // imagePart encodes an image: bytes and data: URLs inline, other URLs as fileData (a Files
 // API URI, a gs:// URI on Vertex AI, or an http(s) URL where the API accepts one).
 func imagePart(p llmclient.Part) (wirePart, error) {
-	if p.ImageURL == "" {
-		if len(p.ImageData) == 0 {
-			return wirePart{}, errors.New("image part without URL or data")
-		}
-		mt := p.MIMEType
-		if mt == "" {
-			mt = http.DetectContentType(p.ImageData)
-		}
-		return wirePart{InlineData: &wireBlob{MIMEType: mt, Data: base64.StdEncoding.EncodeToString(p.ImageData)}}, nil
-	}
-	if strings.HasPrefix(p.ImageURL, "data:") {
-		mt, data, ok := parseDataURL(p.ImageURL)
-		if !ok {
-			return wirePart{}, errors.New("image data URL is not base64-encoded (want data:<type>;base64,<data>)")
-		}
+	mt, data, inline, err := adapter.InlineImage(p)
+	switch {
+	case err != nil:
+		return wirePart{}, err
+	case inline:
 		return wirePart{InlineData: &wireBlob{MIMEType: mt, Data: data}}, nil
 	}
-	mt := p.MIMEType
+	mt = p.MIMEType
 	if mt == "" {
 		mt = imageTypeByExt(p.ImageURL)
 	}
@@ -272,19 +265,6 @@ func imageTypeByExt(u string) string {
 		return "image/heif"
 	}
 	return ""
-}
-
-// parseDataURL splits "data:<media type>;base64,<data>".
-func parseDataURL(u string) (mediaType, data string, ok bool) {
-	meta, data, found := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
-	if !found {
-		return "", "", false
-	}
-	mediaType, enc, _ := strings.Cut(meta, ";")
-	if enc != "base64" || mediaType == "" {
-		return "", "", false
-	}
-	return mediaType, data, true
 }
 
 // callParts appends an assistant's tool calls as functionCall parts, restoring the thought

@@ -3,12 +3,12 @@ package gemini_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
 
@@ -118,70 +118,52 @@ func TestRequestGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reply := fixed(http.StatusOK, okBody)
+			reply := providertest.Fixed(http.StatusOK, okBody)
 			wantPath := "/v1beta/models/gemini-2.5-flash:generateContent"
 			if tc.stream {
-				reply = sseReply(streamText)
+				reply = providertest.SSE(streamText)
 				wantPath = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 			}
 			p, rec := serve(t, reply)
-			call := &llmclient.Call{Model: "models/gemini-2.5-flash", Request: &tc.req}
-			if tc.stream {
-				st, err := p.Stream(context.Background(), call)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := drain(st); err != nil {
-					t.Fatal(err)
-				}
-				st.Close()
-			} else if _, err := p.Complete(context.Background(), call); err != nil {
-				t.Fatal(err)
+			providertest.Exchange(t, p, &llmclient.Call{Model: "models/gemini-2.5-flash", Request: &tc.req}, tc.stream)
+			got := rec.Last(t)
+			if got.Method != http.MethodPost || got.URI != wantPath {
+				t.Errorf("request %s %s, want POST %s", got.Method, got.URI, wantPath)
 			}
-			got := rec.last(t)
-			if got.Method != http.MethodPost || got.Path != wantPath {
-				t.Errorf("request %s %s, want POST %s", got.Method, got.Path, wantPath)
-			}
-			golden(t, tc.name, got.Body)
+			providertest.Golden(t, tc.name, got.Body, *update)
 		})
 	}
 }
 
 func TestRequestHeaders(t *testing.T) {
-	p, rec := serve(t, fixed(http.StatusOK, okBody), gemini.WithHeader("x-goog-user-project", "proj-1"))
-	call := userCall("gemini-2.5-pro", llmclient.UserMessage("hi"))
-	if _, err := p.Complete(context.Background(), call); err != nil {
-		t.Fatal(err)
-	}
-	got := rec.last(t)
+	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody), gemini.WithHeader("x-goog-user-project", "proj-1"))
+	call := providertest.UserCall("gemini-2.5-pro", llmclient.UserMessage("hi"))
+	providertest.Complete(t, p, call)
+	got := rec.Last(t)
 	if k := got.Header.Get("X-Goog-Api-Key"); k != testKey {
 		t.Errorf("x-goog-api-key = %q", k)
 	}
-	if got.Header.Get("Authorization") != "" || strings.Contains(got.Path, "key=") {
-		t.Errorf("key sent elsewhere: path %q, authorization %q", got.Path, got.Header.Get("Authorization"))
+	if got.Header.Get("Authorization") != "" || strings.Contains(got.URI, "key=") {
+		t.Errorf("key sent elsewhere: path %q, authorization %q", got.URI, got.Header.Get("Authorization"))
 	}
 	if got.Header.Get("X-Goog-User-Project") != "proj-1" || got.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("headers = %v", got.Header)
 	}
 	call.APIKey = "AIza-from-pool"
-	if _, err := p.Complete(context.Background(), call); err != nil {
-		t.Fatal(err)
-	}
-	if k := rec.last(t).Header.Get("X-Goog-Api-Key"); k != "AIza-from-pool" {
+	providertest.Complete(t, p, call)
+	if k := rec.Last(t).Header.Get("X-Goog-Api-Key"); k != "AIza-from-pool" {
 		t.Errorf("Call.APIKey not used: %q", k)
 	}
 }
 
 func TestVertex(t *testing.T) {
-	p, rec := serve(t, fixed(http.StatusOK, okBody), gemini.WithVertex("my-proj", "us-central1"))
-	call := userCall("gemini-2.5-flash", llmclient.UserMessage("hi"))
+	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody), gemini.WithVertex("my-proj", "us-central1"))
+	call := providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("hi"))
 	call.APIKey = "ya29.access-token"
-	if _, err := p.Complete(context.Background(), call); err != nil {
-		t.Fatal(err)
-	}
-	got := rec.last(t)
-	if want := "/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"; got.Path != want {
-		t.Errorf("path = %q, want %q", got.Path, want)
+	providertest.Complete(t, p, call)
+	got := rec.Last(t)
+	if want := "/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"; got.URI != want {
+		t.Errorf("path = %q, want %q", got.URI, want)
 	}
 	if a := got.Header.Get("Authorization"); a != "Bearer ya29.access-token" {
 		t.Errorf("authorization = %q", a)
@@ -194,8 +176,8 @@ func TestVertex(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	if want := "/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"; rec.last(t).Path != want {
-		t.Errorf("stream path = %q", rec.last(t).Path)
+	if want := "/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"; rec.Last(t).URI != want {
+		t.Errorf("stream path = %q", rec.Last(t).URI)
 	}
 }
 
@@ -221,7 +203,7 @@ func TestRequestInvalid(t *testing.T) {
 		"no model":                {Model: ""},
 		"model with only prefix ": {Model: "models/"},
 	}
-	p, rec := serve(t, fixed(http.StatusOK, okBody))
+	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody))
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
 			if len(req.Messages) == 0 {
@@ -231,19 +213,10 @@ func TestRequestInvalid(t *testing.T) {
 			if strings.Contains(name, "model") {
 				model = req.Model
 			}
-			_, err := p.Complete(context.Background(), &llmclient.Call{Model: model, Request: &req})
-			if llmclient.ClassOf(err) != llmclient.ClassBadRequest {
-				t.Fatalf("err = %v (class %v), want a bad_request error", err, llmclient.ClassOf(err))
-			}
-			if !strings.Contains(err.Error(), "gemini: ") {
-				t.Errorf("error %q lacks the package prefix", err)
-			}
+			providertest.CheckBadRequest(t, p, "gemini", &llmclient.Call{Model: model, Request: &req})
 		})
 	}
-	rec.mu.Lock()
-	n := len(rec.reqs)
-	rec.mu.Unlock()
-	if n != 0 {
+	if n := rec.Len(); n != 0 {
 		t.Errorf("%d invalid requests reached the server", n)
 	}
 }
@@ -253,10 +226,8 @@ func TestNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
-	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassAuth {
-		t.Fatalf("err = %v, want an auth error", err)
+	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != llmclient.ClassAuth {
+		t.Fatalf("err = %v, want an auth error", e)
 	}
 }
 

@@ -2,12 +2,12 @@ package gemini_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"reflect"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 func TestCompleteSuccess(t *testing.T) {
@@ -29,11 +29,8 @@ func TestCompleteSuccess(t *testing.T) {
 	  "modelVersion": "gemini-2.5-flash",
 	  "responseId": "mAitaLmkHPPlz7IPvtfUqQ4"
 	}`
-	p, _ := serve(t, fixed(http.StatusOK, body))
-	resp, err := p.Complete(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("Hello")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+	resp := providertest.Complete(t, p, providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("Hello")))
 	want := llmclient.Usage{InputTokens: 1200, OutputTokens: 57, TotalTokens: 1257, CachedInputTokens: 1000, ReasoningTokens: 50}
 	if resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
@@ -58,11 +55,8 @@ func TestToolCallResponse(t *testing.T) {
 	    {"functionCall":{"id":"fc-7","name":"now"}}
 	  ]},"finishReason":"STOP","index":0}],
 	  "usageMetadata":{"promptTokenCount":70,"candidatesTokenCount":30,"totalTokenCount":100},"modelVersion":"gemini-3-pro-preview"}`
-	p, _ := serve(t, fixed(http.StatusOK, body))
-	resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("weather?")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+	resp := providertest.Complete(t, p, providertest.UserCall("m", llmclient.UserMessage("weather?")))
 	want := []llmclient.ToolCall{
 		{ID: "call_0__thought__CiQBcsjafDx7c2lnbmF0dXJl", Name: "get_weather", Arguments: `{"city":"Paris"}`},
 		{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Rome"}`},
@@ -93,11 +87,8 @@ func TestFinishReasons(t *testing.T) {
 		"SOMETHING_NEW":             llmclient.FinishOther,
 	} {
 		body := `{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"` + raw + `"}]}`
-		p, _ := serve(t, fixed(http.StatusOK, body))
-		resp, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+		resp := providertest.Complete(t, p, providertest.UserCall("m", llmclient.UserMessage("hi")))
 		if resp.FinishReason != want || resp.RawFinishReason != raw {
 			t.Errorf("%s: finish = %q (%q), want %q", raw, resp.FinishReason, resp.RawFinishReason, want)
 		}
@@ -106,12 +97,8 @@ func TestFinishReasons(t *testing.T) {
 
 func TestBlockedPrompt(t *testing.T) {
 	const body = `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","safetyRatings":[]},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"rb"}`
-	p, _ := serve(t, fixed(http.StatusOK, body))
-	_, err := p.Complete(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("...")))
-	var e *llmclient.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("err = %v, want *llmclient.Error", err)
-	}
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+	e := providertest.CompleteError(t, p, providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("...")))
 	if e.Class != llmclient.ClassContentFiltered || e.Status != 200 || e.Code != "PROHIBITED_CONTENT" || e.Model != "gemini-2.5-flash" {
 		t.Errorf("error = %+v", e)
 	}
@@ -122,8 +109,8 @@ func TestBlockedPrompt(t *testing.T) {
 
 func TestCompleteMalformedBody(t *testing.T) {
 	for _, body := range []string{`{"candidates":[`, `<html>proxy</html>`} {
-		p, _ := serve(t, fixed(http.StatusOK, body))
-		_, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
+		_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
 		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
 			t.Errorf("%q: err = %v (class %v), want a server_error", body, err, c)
 		}
@@ -131,8 +118,8 @@ func TestCompleteMalformedBody(t *testing.T) {
 }
 
 func TestCompleteErrorIn200(t *testing.T) {
-	p, _ := serve(t, fixed(http.StatusOK, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`))
-	_, err := p.Complete(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	p, _ := serve(t, providertest.Fixed(http.StatusOK, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`))
+	_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
 	if c := llmclient.ClassOf(err); c != llmclient.ClassOverloaded {
 		t.Errorf("err = %v (class %v), want overloaded", err, c)
 	}

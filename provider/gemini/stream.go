@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/sse"
 )
@@ -60,7 +61,7 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 
 // loadJSON reads a non-SSE body: a JSON array of responses or one object.
 func (s *stream) loadJSON() error {
-	data, err := httpx.ReadLimited(s.body, maxResponseBody)
+	data, err := httpx.ReadLimited(s.body, httpx.MaxResponseBody)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func (s *stream) endError(err error) error {
 	case errors.Is(err, errMalformedJSON):
 		return malformed(s.status, nil, err)
 	}
-	return &netError{op: "reading stream", err: err}
+	return &adapter.NetError{Pkg: "gemini", Op: "reading stream", Err: err}
 }
 
 // handle turns one GenerateContentResponse (or error line) into a chunk.

@@ -3,14 +3,13 @@ package gemini_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 // streamText is streamGenerateContent?alt=sse output in the documented shape: data lines
@@ -38,7 +37,7 @@ const errorLine = `data: {"error": {"code": 503, "message": "The model is overlo
 func openStream(t *testing.T, reply http.HandlerFunc) llmclient.ProviderStream {
 	t.Helper()
 	p, _ := serve(t, reply)
-	st, err := p.Stream(context.Background(), userCall("gemini-2.5-flash", llmclient.UserMessage("Count")))
+	st, err := p.Stream(context.Background(), providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("Count")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +46,11 @@ func openStream(t *testing.T, reply http.HandlerFunc) llmclient.ProviderStream {
 }
 
 func TestStreamText(t *testing.T) {
-	got, err := drain(openStream(t, sseReply(streamText)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(streamText)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{
+	providertest.EqualLines(t, got, []string{
 		`id=r-1 model=gemini-2.5-flash reasoning="Thinking about counting."`,
 		`text="One, two"`,
 		"keep-alive",
@@ -60,11 +59,11 @@ func TestStreamText(t *testing.T) {
 }
 
 func TestStreamToolCalls(t *testing.T) {
-	got, err := drain(openStream(t, sseReply(streamTools)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(streamTools)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{
+	providertest.EqualLines(t, got, []string{
 		`id=r-2 model=gemini-3-pro-preview text="Checking."`,
 		`tool[0]=call_0__thought__c2ln,get_weather,{"city":"Paris"} tool[1]=call_1,get_weather,{"city":"Rome"} finish=tool_calls(STOP) usage=in:70,out:30,total:100,cached:0,reasoning:0`,
 	})
@@ -78,11 +77,11 @@ func TestStreamUsageAfterFinish(t *testing.T) {
 data: {"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}
 
 `
-	got, err := drain(openStream(t, sseReply(body)))
+	got, err := providertest.Drain(openStream(t, providertest.SSE(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{
+	providertest.EqualLines(t, got, []string{
 		`text="Hi" finish=length(MAX_TOKENS)`,
 		"usage=in:4,out:2,total:6,cached:0,reasoning:0",
 	})
@@ -99,34 +98,26 @@ func TestStreamErrorLine(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := openStream(t, sseReply(tc.body))
-			got, err := drain(st)
-			var e *llmclient.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want *llmclient.Error", err)
-			}
+			got, e := providertest.DrainError(t, openStream(t, providertest.SSE(tc.body)))
 			if e.Class != llmclient.ClassOverloaded || e.Code != "UNAVAILABLE" || e.Status != 200 {
 				t.Errorf("error = %+v", e)
 			}
 			if len(got) != tc.chunks {
 				t.Errorf("chunks before the error = %q, want %d", got, tc.chunks)
 			}
-			if _, again := st.Recv(); again != err {
-				t.Errorf("Recv after the error = %v, want the same error", again)
-			}
 		})
 	}
 	t.Run("quota mid-stream", func(t *testing.T) {
-		st := openStream(t, sseReply(first+"\n\ndata: "+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n\n"))
-		_, err := drain(st)
+		st := openStream(t, providertest.SSE(first+"\n\ndata: "+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n\n"))
+		_, err := providertest.Drain(st)
 		var e *llmclient.Error
 		if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != 22*time.Second {
 			t.Errorf("err = %+v", err)
 		}
 	})
 	t.Run("blocked prompt", func(t *testing.T) {
-		st := openStream(t, sseReply(`data: {"promptFeedback": {"blockReason": "SAFETY"},"usageMetadata": {"promptTokenCount": 5,"totalTokenCount": 5},"modelVersion": "gemini-2.5-flash"}`+"\n\n"))
-		_, err := drain(st)
+		st := openStream(t, providertest.SSE(`data: {"promptFeedback": {"blockReason": "SAFETY"},"usageMetadata": {"promptTokenCount": 5,"totalTokenCount": 5},"modelVersion": "gemini-2.5-flash"}`+"\n\n"))
+		_, err := providertest.Drain(st)
 		var e *llmclient.Error
 		if !errors.As(err, &e) || e.Class != llmclient.ClassContentFiltered || e.Code != "SAFETY" || e.Partial == nil || e.Partial.Usage.InputTokens != 5 {
 			t.Errorf("err = %+v", err)
@@ -139,65 +130,35 @@ func TestStreamErrorLine(t *testing.T) {
 func TestStreamJSONBody(t *testing.T) {
 	arr := `[{"candidates":[{"content":{"parts":[{"text":"Hel"}]}}],"responseId":"j"},
 	         {"candidates":[{"content":{"parts":[{"text":"lo"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":2,"totalTokenCount":4}}]`
-	got, err := drain(openStream(t, fixed(http.StatusOK, arr)))
+	got, err := providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, arr)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, got, []string{`id=j model= text="Hel"`, `text="lo" finish=stop(STOP) usage=in:2,out:2,total:4,cached:0,reasoning:0`})
+	providertest.EqualLines(t, got, []string{`id=j model= text="Hel"`, `text="lo" finish=stop(STOP) usage=in:2,out:2,total:4,cached:0,reasoning:0`})
 
-	_, err = drain(openStream(t, fixed(http.StatusOK, "["+status(429, "RESOURCE_EXHAUSTED", "quota", perDay)+"]")))
+	_, err = providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, "["+status(429, "RESOURCE_EXHAUSTED", "quota", perDay)+"]")))
 	if c := llmclient.ClassOf(err); c != llmclient.ClassQuotaExhausted {
 		t.Errorf("error array: err = %v (class %v)", err, c)
 	}
-	_, err = drain(openStream(t, fixed(http.StatusOK, `[{"candidates":[`)))
+	_, err = providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, `[{"candidates":[`)))
 	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
 		t.Errorf("truncated array: err = %v (class %v)", err, c)
 	}
 }
 
 func TestStreamCut(t *testing.T) {
-	noFinish := strings.Replace(streamText, `"finishReason": "STOP",`, "", 1)
-	t.Run("no finish reason", func(t *testing.T) {
-		got, err := drain(openStream(t, sseReply(noFinish)))
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-		if len(got) != 4 {
-			t.Errorf("chunks = %q", got)
-		}
-	})
-	t.Run("connection dropped", func(t *testing.T) {
-		first, _, _ := strings.Cut(streamText, "\n\n")
-		st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, first+"\n\ndata: {\"candidates\": [{\"content")
-			w.(http.Flusher).Flush()
-			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
-				conn.Close()
-			}
-		})
-		_, err := drain(st)
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-	})
-	t.Run("empty body", func(t *testing.T) {
-		_, err := drain(openStream(t, sseReply("")))
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
-		}
-	})
-	t.Run("garbage line", func(t *testing.T) {
-		_, err := drain(openStream(t, sseReply("data: {not json\n\n")))
-		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
-			t.Fatalf("err = %v (class %v), want a server_error", err, c)
-		}
+	first, _, _ := strings.Cut(streamText, "\n\n")
+	providertest.CheckStreamCuts(t, openStream, providertest.StreamCuts{
+		Unfinished: strings.Replace(streamText, `"finishReason": "STOP",`, "", 1), // no finish reason
+		Chunks:     4,
+		Dropped:    first + "\n\ndata: {\"candidates\": [{\"content",
+		Garbage:    "data: {not json\n\n",
 	})
 }
 
 func TestStreamHTTPError(t *testing.T) {
-	p, _ := serve(t, fixed(503, status(503, "UNAVAILABLE", "The model is overloaded.", "")))
-	st, err := p.Stream(context.Background(), userCall("m", llmclient.UserMessage("hi")))
+	p, _ := serve(t, providertest.Fixed(503, status(503, "UNAVAILABLE", "The model is overloaded.", "")))
+	st, err := p.Stream(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
 	if st != nil || llmclient.ClassOf(err) != llmclient.ClassOverloaded {
 		t.Fatalf("Stream = %v, %v; want an overloaded error", st, err)
 	}
@@ -206,35 +167,11 @@ func TestStreamHTTPError(t *testing.T) {
 // TestStreamCloseUnblocks checks that Close ends a Recv waiting on a silent upstream.
 func TestStreamCloseUnblocks(t *testing.T) {
 	release := make(chan struct{})
-	st := openStream(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		first, _, _ := strings.Cut(streamText, "\n\n")
-		_, _ = io.WriteString(w, first+"\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
 	defer close(release)
+	first, _, _ := strings.Cut(streamText, "\n\n")
+	st := openStream(t, providertest.Stall(first+"\n\n", release))
 	if _, err := st.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := st.Recv()
-		done <- err
-	}()
-	time.Sleep(10 * time.Millisecond) // let Recv block on the network (not a timing assertion)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Recv after Close = %v, want net.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Recv")
-	}
+	providertest.CheckCloseUnblocks(t, st)
 }

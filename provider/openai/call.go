@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -9,15 +8,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
-
-// maxResponseBody bounds a successful one-shot response body: 32 MiB, far above any real
-// completion, so a broken or hostile server cannot exhaust memory.
-const maxResponseBody = 32 << 20
-
-// userAgent identifies the library to vendors.
-const userAgent = "llmclient-go"
 
 // Complete makes one Chat Completions call. A non-2xx response is returned as an
 // *llmclient.Error classified by ClassifyError; a 2xx body that is not a valid completion
@@ -29,7 +22,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 		return nil, err
 	}
 	defer httpx.DrainClose(resp.Body)
-	body, err := httpx.ReadLimited(resp.Body, maxResponseBody)
+	body, err := httpx.ReadLimited(resp.Body, httpx.MaxResponseBody)
 	if errors.Is(err, httpx.ErrTooLarge) {
 		return nil, &llmclient.Error{
 			Class:      llmclient.ClassUnknown,
@@ -42,7 +35,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 		}
 	}
 	if err != nil {
-		return nil, &netError{op: "reading response", err: err}
+		return nil, &adapter.NetError{Pkg: "openai", Op: "reading response", Err: err}
 	}
 	out, e := parseResponse(resp.StatusCode, resp.Header, body, time.Now())
 	if e != nil {
@@ -74,25 +67,13 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if p.azure {
 		target = p.azurePrefix + url.PathEscape(model) + p.azureSuffix
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := httpx.NewPost(ctx, target, body, p.header, stream)
 	if err != nil {
 		return nil, badRequest("openai: building HTTP request: " + err.Error())
 	}
-	for k, v := range p.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", userAgent)
-	}
 	key := p.keyFor(call)
 	if key != "" {
-		if !validHeaderValue(key) {
+		if !httpx.ValidHeaderValue(key) {
 			return nil, badRequest("openai: API key contains characters not allowed in a header")
 		}
 		if p.azure {
@@ -101,35 +82,8 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
 	}
-
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, &netError{op: "sending request", err: err}
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
-	}
-	defer httpx.DrainClose(resp.Body)
-	errBody, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
-	e := classifyErrorAt(resp.StatusCode, resp.Header, errBody, time.Now())
-	e.Model = model
-	e.Redact(key)
-	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
-		// The status already says what happened; keep the read error as the cause.
-		e.Err = rerr
-	}
-	return nil, e
+	return p.sender.Send(req, model, key)
 }
-
-// netError wraps a transport failure with the adapter's prefix while keeping the chain for
-// llmclient.ClassOf (errors.Is / errors.As see through it).
-type netError struct {
-	op  string
-	err error
-}
-
-func (e *netError) Error() string { return "openai: " + e.op + ": " + e.err.Error() }
-func (e *netError) Unwrap() error { return e.err }
 
 // badRequest returns a local validation failure as a ClassBadRequest *llmclient.Error, so
 // the Client neither retries nor fails over.

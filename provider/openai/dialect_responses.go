@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -195,7 +196,7 @@ func (s *responsesStream) readError(err error) error {
 	case errors.Is(err, sse.ErrEventTooLarge):
 		return fmt.Errorf("openai: stream event too large: %w", err)
 	}
-	return &netError{op: "reading stream", err: err}
+	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }
 
 // Close closes the response body. It is idempotent and safe to call concurrently with Recv.

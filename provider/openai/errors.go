@@ -157,7 +157,7 @@ func classify(status int, v *vendorError, msg string) llmclient.Class {
 	case status == http.StatusConflict:
 		return llmclient.ClassServerError
 	case status == http.StatusServiceUnavailable:
-		if code == "server_is_overloaded" || containsFold(msg, "overloaded") || strings.Contains(typ, "overloaded") {
+		if code == "server_is_overloaded" || headers.ContainsFold(msg, "overloaded") || strings.Contains(typ, "overloaded") {
 			return llmclient.ClassOverloaded
 		}
 		return llmclient.ClassServerError
@@ -217,8 +217,8 @@ func isQuotaCode(code string) bool {
 // vLLM and DeepSeek ("This model's maximum context length is 4096 tokens. However, you
 // requested…"), Mistral ("…too large for model with 32768 maximum context length").
 func saysContextLength(msg string) bool {
-	return containsFold(msg, "context length") || containsFold(msg, "context_length") ||
-		containsFold(msg, "context window") || containsFold(msg, "maximum context")
+	return headers.ContainsFold(msg, "context length") || headers.ContainsFold(msg, "context_length") ||
+		headers.ContainsFold(msg, "context window") || headers.ContainsFold(msg, "maximum context")
 }
 
 // parseVendorError reads the error fields from any known body shape.
@@ -333,24 +333,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// containsFold reports whether s contains the lower-case ASCII word sub, ignoring case.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		j := 0
-		for ; j < len(sub); j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != sub[j] {
-				break
-			}
-		}
-		if j == len(sub) {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
 
@@ -202,7 +203,7 @@ func TestErrorsThroughComplete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, reply{Status: tt.status, Body: tt.body})
 			p := newProvider(t, u, openai.WithAPIKey("sk-live-SECRET"))
-			e := completeErr(t, p, simpleCall("gpt-4o"))
+			e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 			if e.Class != tt.class || e.Status != tt.status || e.Model != "gpt-4o" {
 				t.Fatalf("got class %v status %d model %q; want %v %d", e.Class, e.Status, e.Model, tt.class, tt.status)
 			}
@@ -241,7 +242,7 @@ func TestErrorHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, reply{Status: 429, Header: tt.header, Body: tt.body})
 			p := newProvider(t, u)
-			e := completeErr(t, p, simpleCall("gpt-4o"))
+			e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 			if e.Class != llmclient.ClassRateLimited || e.RetryAfter != tt.retry || e.RequestID != tt.requestID {
 				t.Fatalf("class %v RetryAfter %v RequestID %q; want rate_limited %v %q", e.Class, e.RetryAfter, e.RequestID, tt.retry, tt.requestID)
 			}
@@ -278,7 +279,7 @@ func TestErrorCarriesRateLimits(t *testing.T) {
 		"X-Ratelimit-Limit-Tokens": "30000", "X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "12ms",
 	}, Body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`})
 	p := newProvider(t, u)
-	e := completeErr(t, p, simpleCall("gpt-4o"))
+	e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 	want := llmclient.RateLimits{
 		Requests: llmclient.RateWindow{Known: true, Limit: 500, Remaining: 0, Reset: time.Second},
 		Tokens:   llmclient.RateWindow{Known: true, Limit: 30000, Remaining: 0, Reset: 12 * time.Millisecond},
@@ -292,7 +293,7 @@ func TestErrorBodyBounded(t *testing.T) {
 	// A 3 MiB error page: read at most 1 MiB, keep a short message.
 	u := newUpstream(t, reply{Status: 502, Body: strings.Repeat("<p>bad gateway</p>", 3<<20/18)})
 	p := newProvider(t, u)
-	e := completeErr(t, p, simpleCall("gpt-4o"))
+	e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 	if e.Class != llmclient.ClassServerError || len(e.Message) > 200 || !strings.HasPrefix(e.Message, "<p>bad gateway</p>") {
 		t.Fatalf("class %v message (%d bytes) %q", e.Class, len(e.Message), e.Message)
 	}

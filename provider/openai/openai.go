@@ -10,10 +10,10 @@ package openai
 import (
 	"errors"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
@@ -34,7 +34,7 @@ const (
 // Provider speaks the Chat Completions dialect. Create it with New. It holds no per-call
 // state and is safe for concurrent use.
 type Provider struct {
-	client *http.Client
+	sender adapter.Sender
 	apiKey string
 	// endpoint is the full chat completions URL (non-Azure).
 	endpoint string
@@ -151,13 +151,12 @@ func New(opts ...Option) (*Provider, error) {
 	}
 	p := &Provider{apiKey: c.apiKey, streamUsage: c.streamUsage, header: make(http.Header)}
 
+	p.sender = adapter.Sender{Pkg: "openai", Client: c.client, Classify: classifyErrorAt}
 	switch {
 	case !c.clientSet:
-		p.client = httpx.DefaultClient()
+		p.sender.Client = httpx.DefaultClient()
 	case c.client == nil:
 		return nil, errors.New("openai: WithHTTPClient: client is nil")
-	default:
-		p.client = c.client
 	}
 
 	var host string
@@ -194,10 +193,10 @@ func New(opts ...Option) (*Provider, error) {
 	}
 
 	for _, kv := range c.headers {
-		if !validHeaderName(kv[0]) {
+		if !httpx.ValidHeaderName(kv[0]) {
 			return nil, errors.New("openai: WithHeader: invalid header name " + quote(kv[0]))
 		}
-		if !validHeaderValue(kv[1]) {
+		if !httpx.ValidHeaderValue(kv[1]) {
 			return nil, errors.New("openai: WithHeader: invalid value for header " + quote(kv[0]))
 		}
 		p.header.Set(kv[0], kv[1])
@@ -206,13 +205,13 @@ func New(opts ...Option) (*Provider, error) {
 		if kv[1] == "" {
 			continue
 		}
-		if !validHeaderValue(kv[1]) {
+		if !httpx.ValidHeaderValue(kv[1]) {
 			return nil, errors.New("openai: invalid " + kv[0] + " value")
 		}
 		p.header.Set(kv[0], kv[1])
 	}
-	if !validHeaderValue(c.apiKey) {
-		return nil, errors.New("openai: WithAPIKey: key contains characters not allowed in a header")
+	if err := httpx.CheckAPIKey(c.apiKey); err != nil {
+		return nil, errors.New("openai: " + err.Error())
 	}
 	return p, nil
 }
@@ -238,28 +237,6 @@ func parseBase(s, what string) (*url.URL, error) {
 func isOpenAIHost(host string) bool {
 	host = strings.ToLower(host)
 	return host == "api.openai.com" || strings.HasSuffix(host, ".api.openai.com")
-}
-
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return textproto.CanonicalMIMEHeaderKey(k) != ""
-}
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // quote shortens and quotes a user-supplied value for an error message.

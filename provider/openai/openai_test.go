@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
 
@@ -70,7 +71,7 @@ func TestRequestHeaders(t *testing.T) {
 	if _, err := p.Complete(context.Background(), simpleCall("gpt-4o")); err != nil {
 		t.Fatal(err)
 	}
-	r := u.last(t)
+	r := u.Last(t)
 	want := map[string]string{
 		"Authorization":       "Bearer sk-provider",
 		"Openai-Organization": "org-1",
@@ -99,7 +100,7 @@ func TestRequestHeaders(t *testing.T) {
 	if _, err := p.Complete(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}
-	if got := u.last(t).Header.Get("Authorization"); got != "Bearer sk-pool-2" {
+	if got := u.Last(t).Header.Get("Authorization"); got != "Bearer sk-pool-2" {
 		t.Errorf("Authorization = %q; want the call's key", got)
 	}
 }
@@ -110,7 +111,7 @@ func TestNoKeyNoAuthHeader(t *testing.T) {
 	if _, err := p.Complete(context.Background(), simpleCall("llama3")); err != nil {
 		t.Fatal(err)
 	}
-	if h := u.last(t).Header; h.Get("Authorization") != "" || h.Get("Api-Key") != "" {
+	if h := u.Last(t).Header; h.Get("Authorization") != "" || h.Get("Api-Key") != "" {
 		t.Fatalf("auth header sent without a key: %v", h)
 	}
 }
@@ -123,8 +124,8 @@ func TestModelFromRequestWhenCallHasNone(t *testing.T) {
 	if _, err := p.Complete(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(u.last(t).Body), `"model":"from-request"`) {
-		t.Fatalf("body %s", u.last(t).Body)
+	if !strings.Contains(string(u.Last(t).Body), `"model":"from-request"`) {
+		t.Fatalf("body %s", u.Last(t).Body)
 	}
 }
 
@@ -141,7 +142,7 @@ func TestAzure(t *testing.T) {
 	if _, err := p.Complete(context.Background(), simpleCall("my gpt4o/deploy")); err != nil {
 		t.Fatal(err)
 	}
-	r := u.last(t)
+	r := u.Last(t)
 	if r.Path != "/openai/deployments/my gpt4o/deploy/chat/completions" || r.RawQuery != "api-version=2024-10-21" {
 		t.Fatalf("Azure URL: path %q query %q", r.Path, r.RawQuery)
 	}
@@ -170,7 +171,7 @@ func TestAzure(t *testing.T) {
 	}
 
 	// Azure cannot route without a deployment.
-	e := completeErr(t, p, simpleCall(""))
+	e := providertest.CompleteError(t, p, simpleCall(""))
 	if e.Class != llmclient.ClassBadRequest || !strings.Contains(e.Message, "deployment") {
 		t.Fatalf("empty deployment: %v", e)
 	}
@@ -239,7 +240,7 @@ func TestStreamErrorStatus(t *testing.T) {
 	if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.Status != 429 || e.RetryAfter != 1500e6 || e.RequestID != "req_9" || e.Model != "gpt-4o" {
 		t.Fatalf("Stream error = %#v", err)
 	}
-	if got := u.last(t).Header.Get("Accept"); got != "text/event-stream" {
+	if got := u.Last(t).Header.Get("Accept"); got != "text/event-stream" {
 		t.Fatalf("Accept = %q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
 
@@ -189,7 +190,7 @@ func TestRequestGolden(t *testing.T) {
 			} else if _, err := p.Complete(context.Background(), call); err != nil {
 				t.Fatal(err)
 			}
-			got := u.last(t).Body
+			got := u.Last(t).Body
 			if !json.Valid(got) {
 				t.Fatalf("body is not JSON: %s", got)
 			}
@@ -224,7 +225,7 @@ func TestRequestDeterministic(t *testing.T) {
 		if _, err := p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: req}); err != nil {
 			t.Fatal(err)
 		}
-		got := u.last(t).Body
+		got := u.Last(t).Body
 		if first == nil {
 			first = got
 		} else if !bytes.Equal(first, got) {
@@ -274,16 +275,14 @@ func TestRequestValidation(t *testing.T) {
 	p := newProvider(t, u)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := completeErr(t, p, &llmclient.Call{Model: "m", Request: tt.req})
+			e := providertest.CompleteError(t, p, &llmclient.Call{Model: "m", Request: tt.req})
 			if e.Class != llmclient.ClassBadRequest || !strings.Contains(e.Message, tt.want) || !strings.HasPrefix(e.Message, "openai: ") {
 				t.Fatalf("got %v (class %v); want bad_request containing %q", e, e.Class, tt.want)
 			}
 		})
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if len(u.reqs) != 0 {
-		t.Fatalf("invalid requests reached the server: %d", len(u.reqs))
+	if n := u.Len(); n != 0 {
+		t.Fatalf("invalid requests reached the server: %d", n)
 	}
 }
 

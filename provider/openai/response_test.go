@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/providertest"
 )
 
 func TestCompleteResponses(t *testing.T) {
@@ -176,7 +177,7 @@ func TestCompleteBrokenSuccess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, reply{Header: map[string]string{"X-Request-Id": "req_1"}, Body: tt.body})
 			p := newProvider(t, u)
-			e := completeErr(t, p, simpleCall("gpt-4o"))
+			e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 			if e.Class != tt.class || e.Status != 200 || !strings.Contains(e.Message, tt.msg) || e.RequestID != "req_1" || e.Model != "gpt-4o" {
 				t.Fatalf("got %#v; want class %v, status 200, message containing %q", e, tt.class, tt.msg)
 			}
@@ -187,7 +188,7 @@ func TestCompleteBrokenSuccess(t *testing.T) {
 func TestCompleteHugeBody(t *testing.T) {
 	u := newUpstream(t, reply{Body: `{"choices":[{"message":{"content":"` + strings.Repeat("x", 33<<20) + `"}}]}`})
 	p := newProvider(t, u)
-	e := completeErr(t, p, simpleCall("gpt-4o"))
+	e := providertest.CompleteError(t, p, simpleCall("gpt-4o"))
 	if e.Status != 200 || !strings.Contains(e.Message, "32 MiB") {
 		t.Fatalf("got %v", e)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/jsonscan"
 	"github.com/llmclient/llmclient/internal/sse"
@@ -158,7 +159,7 @@ func (s *chunkStream) readError(err error) error {
 	case s.closed.Load():
 		return errStreamClosed
 	}
-	return &netError{op: "reading stream", err: err}
+	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }
 
 // inBandError turns an error event received after HTTP 200 into an *llmclient.Error.

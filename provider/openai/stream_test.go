@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/jsonscan"
+	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -23,21 +24,8 @@ func streamOf(body io.Reader) llmclient.ProviderStream {
 	})
 }
 
-// recvAll reads s to its end: the chunks and the final error (io.EOF on a clean end).
-func recvAll(t testing.TB, s llmclient.ProviderStream) ([]llmclient.Chunk, error) {
-	t.Helper()
-	var out []llmclient.Chunk
-	for i := 0; ; i++ {
-		c, err := s.Recv()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, c)
-		if i > 1_000_000 {
-			t.Fatal("stream does not end")
-		}
-	}
-}
+// maxChunks bounds the chunks a test stream may yield before it counts as endless.
+const maxChunks = 1_000_000
 
 // ev formats one SSE data event.
 func ev(data string) string { return "data: " + data + "\n\n" }
@@ -203,7 +191,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				s := streamOf(r)
 				defer s.Close()
-				got, err := recvAll(t, s)
+				got, err := providertest.RecvAll(t, s, maxChunks)
 				if err != io.EOF {
 					t.Fatalf("final error %v, want io.EOF", err)
 				}
@@ -386,7 +374,7 @@ func TestChunkStreamErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := streamOf(strings.NewReader(tt.in))
 			defer s.Close()
-			got, err := recvAll(t, s)
+			got, err := providertest.RecvAll(t, s, maxChunks)
 			if len(got) != tt.n {
 				t.Fatalf("%d chunks before the error, want %d: %+v", len(got), tt.n, got)
 			}
@@ -401,7 +389,7 @@ func TestChunkStreamErrors(t *testing.T) {
 func TestChunkStreamReadError(t *testing.T) {
 	boom := errors.New("connection reset by peer")
 	s := streamOf(io.MultiReader(strings.NewReader(ev(helloChunk)), iotest.ErrReader(boom)))
-	got, err := recvAll(t, s)
+	got, err := providertest.RecvAll(t, s, maxChunks)
 	if len(got) != 1 || !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "openai: reading stream") {
 		t.Fatalf("chunks %d, error %v", len(got), err)
 	}
@@ -416,7 +404,7 @@ func TestChunkStreamEventTooLarge(t *testing.T) {
 		strings.NewReader(`"}}]}`+"\n\n"+done),
 	)
 	s := streamOf(body)
-	got, err := recvAll(t, s)
+	got, err := providertest.RecvAll(t, s, maxChunks)
 	if len(got) != 1 || !errors.Is(err, sse.ErrEventTooLarge) || !strings.HasPrefix(err.Error(), "openai: ") {
 		t.Fatalf("chunks %d, error %v", len(got), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -251,6 +252,9 @@ type Breaker struct {
 	mu    sync.Mutex
 	state BreakerState
 	gen   uint64 // bumped on every state change; permits of older generations are stale
+	// closedGen is gen+1 while the breaker is closed and 0 otherwise, so that Allow admits
+	// without locking on the common path. It is written under mu.
+	closedGen atomic.Uint64
 
 	// Closed.
 	buckets     []breakerBucket // ring; bucket index i lives at i % len
@@ -283,13 +287,15 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 		return nil, fmt.Errorf("llmclient: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	return &Breaker{
+	b := &Breaker{
 		cfg:      cfg,
 		width:    cfg.Window / time.Duration(cfg.Buckets),
 		epoch:    time.Now(),
 		onChange: cfg.OnStateChange,
 		buckets:  make([]breakerBucket, cfg.Buckets),
-	}, nil
+	}
+	b.closedGen.Store(1) // closed, generation 0
+	return b, nil
 }
 
 // BreakerPermit is the breaker's permission for one request. Call Done exactly once with
@@ -311,6 +317,9 @@ func (p BreakerPermit) Probe() bool { return p.probe }
 func (b *Breaker) Allow() (BreakerPermit, error) {
 	if b == nil {
 		return BreakerPermit{}, nil
+	}
+	if g := b.closedGen.Load(); g != 0 {
+		return BreakerPermit{b: b, gen: g - 1}, nil
 	}
 	b.mu.Lock()
 	if b.state == BreakerClosed {
@@ -531,6 +540,7 @@ func (b *Breaker) setState(to BreakerState, now time.Time) {
 	from := b.state
 	b.state = to
 	b.gen++
+	b.closedGen.Store(0)
 	switch to {
 	case BreakerOpen:
 		b.trips++
@@ -541,6 +551,7 @@ func (b *Breaker) setState(to BreakerState, now time.Time) {
 		b.trips, b.probes, b.probeSuccesses = 0, 0, 0
 		b.resetWindow()
 		b.head = int64(now.Sub(b.epoch) / b.width)
+		b.closedGen.Store(b.gen + 1)
 	}
 	if b.onChange != nil {
 		b.pending = append(b.pending, breakerTransition{from, to})

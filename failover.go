@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -29,7 +30,7 @@ type run struct {
 	// a is the attempt in progress, kept here so a one-shot call allocates it once;
 	// traceBuf holds the first attempts of the trace for the same reason.
 	a        attempt
-	traceBuf [2]Attempt
+	traceBuf [1]Attempt
 	// single allows one attempt only, for a transport request whose body cannot be replayed.
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
@@ -46,12 +47,18 @@ const (
 )
 
 func (c *Client) newRun(req *Request) *run {
-	r := &run{c: c, req: req, start: time.Now()}
+	r := &run{}
+	c.initRun(r, req)
+	return r
+}
+
+// initRun prepares a zero run for req.
+func (c *Client) initRun(r *run, req *Request) {
+	r.c, r.req, r.start = c, req, time.Now()
 	r.trace = r.traceBuf[:0]
 	if c.needCost {
 		r.cost = c.cfg.limiter.cost(req)
 	}
-	return r
 }
 
 // complete is the one-shot call path.
@@ -59,17 +66,38 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	r := c.newRun(req)
+	r := runPool.Get().(*run)
+	c.initRun(r, req)
+	defer r.recycle()
 	if err := r.admitPartition(ctx); err != nil {
 		return nil, err
 	}
 	a, err := r.exec(ctx, c.route(req.Model), c.completeChain, false)
 	if err != nil {
 		r.releasePartition(nil)
+		r.detachTrace()
 		return r.fail(ctx, err)
 	}
 	r.releasePartition(&a.resp.Usage)
+	r.detachTrace()
 	return r.succeed(a, a.resp), nil
+}
+
+// runPool recycles the runs of one-shot calls: a run is large, and a call's only other
+// allocations are its trace and the adapter's response. Streams and transport calls,
+// whose runs outlive the call, allocate their own.
+var runPool = sync.Pool{New: func() any { return new(run) }}
+
+// detachTrace moves the trace out of the run's buffer, so that the run can be recycled
+// while the response or error keeps its trace.
+func (r *run) detachTrace() {
+	r.trace = append(make([]Attempt, 0, len(r.trace)), r.trace...)
+}
+
+// recycle clears a pooled run and puts it back.
+func (r *run) recycle() {
+	*r = run{}
+	runPool.Put(r)
 }
 
 // admitPartition admits the call against its caller partition's limits, if any, before
@@ -150,14 +178,18 @@ func (r *run) exec(ctx context.Context, route []*upstream, chain attemptFunc, ke
 			}
 			total++
 			a := &r.a
-			if keep {
+			switch {
+			case keep:
 				a = &attempt{}
+			case total > 1:
+				*a = attempt{} // the run's attempt is reused; the first one is still zero
 			}
 			if total == 1 {
 				wait += r.preWait
 			}
-			*a = attempt{up: up, req: req, number: total, cost: r.cost, waited: wait, start: now,
-				call: Call{Request: req, Model: model}, tx: r.tx}
+			// Field by field: a whole-struct assignment costs a bulk write barrier per call.
+			a.up, a.req, a.number, a.cost, a.waited, a.start = up, req, total, r.cost, wait, now
+			a.call.Request, a.call.Model, a.tx = req, model, r.tx
 			wait = 0
 			err := chain(ctx, a)
 			if a.called {

@@ -155,8 +155,13 @@ func dedupe(chain []*upstream) []*upstream {
 
 // route returns the upstream chain for a model: its group, else every upstream serving it.
 func (c *Client) route(model string) []*upstream {
-	if g, ok := c.groups[model]; ok {
-		return g
+	if len(c.groups) > 0 {
+		if g, ok := c.groups[model]; ok {
+			return g
+		}
+	}
+	if len(c.upstreams) == 1 && c.upstreams[0].Models == nil {
+		return c.upstreams // one upstream serving every model: the common case needs no lookup
 	}
 	if r, ok := c.routes.Load(model); ok {
 		return r.([]*upstream)

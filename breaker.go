@@ -256,12 +256,10 @@ type Breaker struct {
 	// without locking on the common path. It is written under mu.
 	closedGen atomic.Uint64
 
-	// Closed.
+	// Closed. The ring's counters and the failure run are atomic, so that a success is
+	// counted without the lock; failures, which can trip the breaker, take it.
 	buckets     []breakerBucket // ring; bucket index i lives at i % len
-	head        int64           // index of the newest bucket
-	successes   int             // totals over the ring
-	failures    int
-	consecutive int
+	consecutive atomic.Int64
 
 	// Open.
 	openUntil time.Time
@@ -276,7 +274,13 @@ type Breaker struct {
 	delivering bool
 }
 
-type breakerBucket struct{ successes, failures int }
+// breakerBucket counts the outcomes of one slice of the window. stamp is the slice's index
+// plus one (0: empty); a bucket found holding an older slice is reset before use.
+type breakerBucket struct {
+	stamp     atomic.Int64
+	successes atomic.Int64
+	failures  atomic.Int64
+}
 
 type breakerTransition struct{ from, to BreakerState }
 
@@ -364,6 +368,15 @@ func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
 	if b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
 		return
 	}
+	if o == BreakerSuccess && !p.probe {
+		// A closed-state success: counted without the lock. A permit whose generation is
+		// no longer the closed one is stale and ignored, as below.
+		if b.closedGen.Load() == p.gen+1 {
+			b.slot(b.index(now)).successes.Add(1)
+			b.consecutive.Store(0)
+		}
+		return
+	}
 	b.mu.Lock()
 	if p.gen != b.gen {
 		b.mu.Unlock()
@@ -429,13 +442,12 @@ func (b *Breaker) Snapshot() BreakerSnapshot {
 	switch b.state {
 	case BreakerOpen:
 		b.halfOpenIfDue(now)
-	case BreakerClosed:
-		b.advance(now)
 	}
 	s := BreakerSnapshot{State: b.state, Trips: b.trips}
 	switch b.state {
 	case BreakerClosed:
-		s.Successes, s.Failures, s.ConsecutiveFailures = b.successes, b.failures, b.consecutive
+		succ, fail := b.counts(b.index(now))
+		s.Successes, s.Failures, s.ConsecutiveFailures = int(succ), int(fail), int(b.consecutive.Load())
 	case BreakerOpen:
 		s.OpenRemaining = b.openUntil.Sub(now)
 	case BreakerHalfOpen:
@@ -452,49 +464,60 @@ func (b *Breaker) Snapshot() BreakerSnapshot {
 // record counts a closed-state outcome at now and trips the breaker when a rule says so.
 // b.mu is held.
 func (b *Breaker) record(failed bool, now time.Time) {
-	i := b.advance(now)
+	idx := b.index(now)
 	if !failed {
-		b.buckets[i].successes++
-		b.successes++
-		b.consecutive = 0
+		b.slot(idx).successes.Add(1)
+		b.consecutive.Store(0)
 		return
 	}
-	b.buckets[i].failures++
-	b.failures++
-	b.consecutive++
-	total := b.successes + b.failures
-	if b.consecutive >= b.cfg.ConsecutiveFailures ||
-		(total >= b.cfg.MinRequests && float64(b.failures) >= b.cfg.FailureRatio*float64(total)) {
+	b.slot(idx).failures.Add(1)
+	run := b.consecutive.Add(1)
+	succ, fail := b.counts(idx)
+	total := succ + fail
+	if run >= int64(b.cfg.ConsecutiveFailures) ||
+		(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total)) {
 		b.setState(BreakerOpen, now)
 	}
 }
 
-// advance slides the window to now, dropping buckets that fell out of it, and returns the
-// ring position of the current bucket. A now older than the newest bucket (callers read
-// the clock before locking) counts into the newest bucket. b.mu is held.
-func (b *Breaker) advance(now time.Time) int {
-	n := int64(len(b.buckets))
-	idx := int64(now.Sub(b.epoch) / b.width)
-	if idx > b.head {
-		if idx-b.head >= n {
-			b.resetWindow()
-		} else {
-			for i := b.head + 1; i <= idx; i++ {
-				bk := &b.buckets[i%n]
-				b.successes -= bk.successes
-				b.failures -= bk.failures
-				*bk = breakerBucket{}
-			}
-		}
-		b.head = idx
+// index returns the window slice that now falls in.
+func (b *Breaker) index(now time.Time) int64 { return int64(now.Sub(b.epoch) / b.width) }
+
+// slot returns the bucket of slice idx, resetting it when it still holds an older slice.
+// Two goroutines rolling a bucket over at once may lose a count: the window is a health
+// estimate, not a ledger. A bucket already holding a newer slice (a clock read just
+// before a rollover) takes the count as it is.
+func (b *Breaker) slot(idx int64) *breakerBucket {
+	bk := &b.buckets[idx%int64(len(b.buckets))]
+	if old := bk.stamp.Load(); old < idx+1 && bk.stamp.CompareAndSwap(old, idx+1) {
+		bk.successes.Store(0)
+		bk.failures.Store(0)
 	}
-	return int(b.head % n)
+	return bk
+}
+
+// counts sums the outcomes of the window that ends with slice idx.
+func (b *Breaker) counts(idx int64) (successes, failures int64) {
+	oldest := idx - int64(len(b.buckets)) + 1
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		if st := bk.stamp.Load() - 1; st >= oldest && st <= idx {
+			successes += bk.successes.Load()
+			failures += bk.failures.Load()
+		}
+	}
+	return successes, failures
 }
 
 // resetWindow forgets every counted outcome. b.mu is held.
 func (b *Breaker) resetWindow() {
-	clear(b.buckets)
-	b.successes, b.failures, b.consecutive = 0, 0, 0
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		bk.stamp.Store(0)
+		bk.successes.Store(0)
+		bk.failures.Store(0)
+	}
+	b.consecutive.Store(0)
 }
 
 // probeDone handles the outcome of a current half-open probe. b.mu is held.
@@ -550,7 +573,6 @@ func (b *Breaker) setState(to BreakerState, now time.Time) {
 	case BreakerClosed:
 		b.trips, b.probes, b.probeSuccesses = 0, 0, 0
 		b.resetWindow()
-		b.head = int64(now.Sub(b.epoch) / b.width)
 		b.closedGen.Store(b.gen + 1)
 	}
 	if b.onChange != nil {

@@ -146,8 +146,11 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		a.called = true
 		err := next(ctx, a)
-		a.end = time.Now()
-		a.latency = a.end.Sub(a.start) - a.limiterWait
+		// time.Since reads only the monotonic clock; end derived from it keeps a wall time
+		// for the breaker without a second full clock read.
+		since := time.Since(a.start)
+		a.end = a.start.Add(since)
+		a.latency = since - a.limiterWait
 		if err != nil {
 			return c.asError(ctx, err, a)
 		}

@@ -72,8 +72,8 @@ func BenchmarkComplete(b *testing.B) {
 			}
 		}
 	})
-	b.Run("llmclient-no-attempt-timeout", func(b *testing.B) {
-		c := newLLMClient(b, noop{}, llmclient.WithAttemptTimeout(0))
+	b.Run("llmclient-with-attempt-timeout", func(b *testing.B) {
+		c := newLLMClient(b, noop{}, llmclient.WithAttemptTimeout(10*time.Minute))
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := c.Complete(ctx, req); err != nil {

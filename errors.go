@@ -171,6 +171,3 @@ func redactString(s, secret string) string {
 	}
 	return strings.ReplaceAll(s, secret, "[REDACTED]")
 }
-
-// redact is Redact, for the engine's own calls.
-func (e *Error) redact(secret string) { e.Redact(secret) }

@@ -159,7 +159,7 @@ func (b *liveBody) interruption(err error) *Error {
 	if errors.As(err, &ve) {
 		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
 	}
-	e.redact(a.call.APIKey)
+	e.Redact(a.call.APIKey)
 	return e
 }
 

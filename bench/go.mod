@@ -8,6 +8,7 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/llmclient/llmclient v0.0.0-00010101000000-000000000000
 	github.com/openai/openai-go/v3 v3.74.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -108,8 +108,20 @@ func classifyErrorAt(status int, h http.Header, body []byte, now time.Time) *llm
 	}
 	if retry, ok := headers.ShouldRetry(h); ok {
 		e.ShouldRetry = &retry
+	} else if e.Class == llmclient.ClassRateLimited && requestTooLarge(e.Message) {
+		// "Request too large for gpt-4o … on tokens per min (TPM): Limit 30000, Requested
+		// 50000": this request can never fit this key's per-minute limit, so waiting and
+		// retrying here is useless; another upstream may take it.
+		no := false
+		e.ShouldRetry = &no
 	}
 	return e
+}
+
+// requestTooLarge reports whether a 429's message says the request alone exceeds a
+// per-minute limit (OpenAI's "Request too large for <model> … on tokens per min").
+func requestTooLarge(msg string) bool {
+	return strings.HasPrefix(msg, "Request too large for ") && headers.ContainsFold(msg, "per min")
 }
 
 // classify picks the class; msg is the message (or body snippet) for text fallbacks.

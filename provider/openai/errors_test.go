@@ -360,3 +360,21 @@ func FuzzClassifyError(f *testing.F) {
 		}
 	})
 }
+
+// A request larger than the key's per-minute token limit can never be admitted there:
+// it is rate limited, but marked not worth retrying on this upstream (failover may help).
+func TestRequestTooLargeForTPMIsNotRetriedHere(t *testing.T) {
+	body := `{"error":{"message":"Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 50000. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`
+	e := openai.ClassifyError(429, http.Header{}, []byte(body))
+	if e.Class != llmclient.ClassRateLimited {
+		t.Fatalf("class %v, want rate_limited", e.Class)
+	}
+	if e.ShouldRetry == nil || *e.ShouldRetry {
+		t.Fatalf("ShouldRetry %v, want false", e.ShouldRetry)
+	}
+	// An ordinary rate limit stays retryable.
+	e = openai.ClassifyError(429, http.Header{}, []byte(`{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`))
+	if e.ShouldRetry != nil {
+		t.Fatalf("ShouldRetry %v on an ordinary rate limit", *e.ShouldRetry)
+	}
+}

@@ -135,8 +135,9 @@ var wordCostFlat = func() (t [256]uint16) {
 
 // punctCost is the cost of an ASCII punctuation run by its leading space, its trailing
 // newlines (none, one, more) and its length up to 8, at [space*27 + newlines*9 + length];
-// longer runs add half a token per character.
-var punctCost = [54]uint16{
+// longer runs add half a token per character. The array is padded to 64 entries so that
+// the index can be masked instead of bounds-checked.
+var punctCost = [64]uint16{
 	0, 64, 64, 68, 84, 140, 140, 192, 224, // no space, no newline
 	0, 64, 68, 80, 100, 132, 164, 196, 228, // no space, one newline
 	0, 64, 88, 92, 140, 188, 220, 220, 252, // no space, more newlines
@@ -234,6 +235,12 @@ func (p *heuristicParams) count(s string) int {
 	i := 0
 	for i < n {
 		prefix, space := 0, 0
+		// The commonest piece, a space and a lower-case word, skips the dispatch.
+		if s[i] == ' ' && i+1 < n && s[i+1]-'a' < 26 {
+			prefix = 1
+			i++
+			goto word
+		}
 		switch byteClass[s[i]] {
 		case bLower, bUpper:
 			// a word without prefix
@@ -277,7 +284,9 @@ func (p *heuristicParams) count(s string) int {
 			}
 			continue
 		case bBlank:
-			if p.isLetterAt(s, i+1) {
+			// An ASCII letter (bLower or bUpper; the class is unsigned) is tested
+			// first, to save the call.
+			if i+1 < n && (byteClass[s[i+1]]-bLower < 2 || p.isLetterAt(s, i+1)) {
 				prefix = 2
 				i++
 				break
@@ -303,6 +312,7 @@ func (p *heuristicParams) count(s string) int {
 
 		// A word: letters from s[i], split where a lower-case letter meets a capital:
 		// capitals first (a Title or UPPER word), then lower-case and multi-byte letters.
+	word:
 		{
 			start := i
 			firstUpper := s[i]-'A' < 26
@@ -322,12 +332,7 @@ func (p *heuristicParams) count(s string) int {
 							break
 						}
 						// How many of the next eight bytes are lower-case letters.
-						_ = s[i+7]
-						x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-							uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-						y := x | hi8
-						lower := (y - 0x6161616161616161) &^ (y - 0x7b7b7b7b7b7b7b7b) &^ x & hi8
-						k := bits.TrailingZeros64(^lower&hi8) >> 3
+						k := bits.TrailingZeros64(^bytesIn(load8(s, i), 'a', 'z')&hi8) >> 3
 						i += k
 						if k < 8 {
 							break
@@ -374,7 +379,7 @@ func (p *heuristicParams) count(s string) int {
 					c = 2
 				}
 			}
-			sum += uint64(wordCostFlat[(prefix*4+c)*17+letters&255]) + mb
+			sum += uint64(wordCostFlat[((prefix*4+c)*17+letters)&255]) + mb
 		}
 		continue
 
@@ -395,7 +400,7 @@ func (p *heuristicParams) count(s string) int {
 				sum += uint64(run-8) * 32
 				run = 8
 			}
-			sum += uint64(punctCost[space*27+min(nl, 2)*9+run])
+			sum += uint64(punctCost[(space*27+min(nl, 2)*9+run)&63])
 			i = j
 		}
 		continue
@@ -411,27 +416,71 @@ func (p *heuristicParams) count(s string) int {
 	return int((sum + 32) / 64)
 }
 
-// hi8 has the high bit of each of eight bytes.
-const hi8 = 0x8080808080808080
+// hi8 has the high bit of each of eight bytes, lo8 the low bit.
+const (
+	hi8 = 0x8080808080808080
+	lo8 = 0x0101010101010101
+)
+
+// load8 returns s[i:i+8] as a little-endian word. Slicing first leaves one bounds check
+// and lets the compiler merge the eight byte loads into one.
+func load8(s string, i int) uint64 {
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// The masks below have the high bit of each byte of x that is in a set, and no other bit.
+// Setting the high bit of every byte before subtracting keeps each byte's borrow inside it.
+
+// bytesIn marks the bytes from lo to hi; lo and hi are ASCII.
+func bytesIn(x uint64, lo, hi byte) uint64 {
+	y := x | hi8
+	return (y - lo8*uint64(lo)) &^ (y - lo8*uint64(hi+1)) &^ x & hi8
+}
+
+// blankBytes marks whitespace: ' ', '\t', '\n', '\v', '\f' and '\r' (bSpace, bBlank and
+// bNewline).
+func blankBytes(x uint64) uint64 { return bytesIn(x, '\t', '\r') | bytesIn(x, ' ', ' ') }
+
+// newlineBytes marks '\n' and '\r' (bNewline).
+func newlineBytes(x uint64) uint64 { return bytesIn(x, '\n', '\n') | bytesIn(x, '\r', '\r') }
 
 // blankRun consumes a run of whitespace starting at s[i] and adds its cost: one token up
 // to the last newline, one for the blanks after it. The last blank is left to a following
 // word (any blank) or punctuation run (a space), as the pre-tokenizer does.
 func (p *heuristicParams) blankRun(s string, i int, sum uint64) (int, uint64) {
 	j, lastNL := i, -1
-	for j < len(s) {
-		k := byteClass[s[j]]
-		if k == bNewline {
-			lastNL = j
-		} else if k != bSpace && k != bBlank {
+	for {
+		if j+8 > len(s) {
+			for j < len(s) {
+				k := byteClass[s[j]]
+				if k == bNewline {
+					lastNL = j
+				} else if k != bSpace && k != bBlank {
+					break
+				}
+				j++
+			}
 			break
 		}
-		j++
+		// Eight bytes at a time: the whitespace before the first other byte, and the
+		// last newline among it.
+		x := load8(s, j)
+		k := bits.TrailingZeros64(^blankBytes(x)&hi8) >> 3
+		if nl := newlineBytes(x) & (uint64(1)<<(k*8) - 1); nl != 0 {
+			lastNL = j + (63-bits.LeadingZeros64(nl))>>3
+		}
+		j += k
+		if k < 8 {
+			break
+		}
 	}
 	end := j
 	if j < len(s) && end-1 > lastNL {
 		last := s[end-1]
-		if p.isLetterAt(s, j) || (last == ' ' && byteClass[s[j]] == bPunct) {
+		k := byteClass[s[j]] // an ASCII letter first, to save the call
+		if k-bLower < 2 || (last == ' ' && k == bPunct) || (k >= bLead2 && p.isLetterAt(s, j)) {
 			end--
 		}
 	}

@@ -339,7 +339,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 				}
 				return limitLease{}, waited, err
 			}
-			if err := limiterSleep(ctx, left); err != nil {
+			if err := sleep(ctx, left); err != nil {
 				ls.undo(true)
 				return limitLease{}, waited + left, err
 			}
@@ -372,7 +372,7 @@ func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited ti
 			return 0, &keyPausedError{left: left}
 		}
 	}
-	if err := limiterSleep(ctx, w); err != nil {
+	if err := sleepFor(ctx, w); err != nil {
 		_ = l.state.Adjust(context.WithoutCancel(ctx), lane, -1, -cost)
 		return 0, err
 	}
@@ -522,19 +522,4 @@ func (l *keyLimiter) InFlight() int {
 		return 0
 	}
 	return int(l.inFlight.Load())
-}
-
-// limiterSleep waits d or until ctx is done.
-func limiterSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

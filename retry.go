@@ -134,10 +134,18 @@ func fits(ctx context.Context, d time.Duration) bool {
 	return !ok || time.Until(dl) > d
 }
 
-// sleep waits d or until ctx is done.
+// sleep waits d or until ctx is done; a wait of 0 still reports a done ctx.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
+	}
+	return sleepFor(ctx, d)
+}
+
+// sleepFor waits d or until ctx is done; a wait of 0 returns at once, whatever ctx.
+func sleepFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -27,6 +27,9 @@ type Call struct {
 	// APIKey is the key chosen from the upstream's pool; empty when the upstream has no
 	// pool, in which case the adapter uses its own configured key.
 	APIKey string
+	// Notes is where adapters append notes on how they translated the request (a clamped
+	// parameter, a remapped id); the Client copies them into Attempt.Notes.
+	Notes []string
 }
 
 // ProviderStream is an open streaming response.

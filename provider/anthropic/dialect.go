@@ -42,7 +42,7 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 
 // Authorize sets the x-api-key header, after removing it and any Authorization header;
 // an empty key means the WithAPIKey key, or no credential at all.
-func (p *Provider) Authorize(h http.Header, key string) {
+func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("X-Api-Key")
 	h.Del("Authorization")
 	if key == "" {
@@ -51,6 +51,7 @@ func (p *Provider) Authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("X-Api-Key", key)
 	}
+	return key
 }
 
 // ClassifyError is the package's ClassifyError.

@@ -76,7 +76,7 @@ func inspectBody(body []byte, req *llmclient.Request) {
 
 // Authorize sets the x-goog-api-key header (with WithVertex, "Authorization: Bearer"),
 // after removing both; an empty key means the WithAPIKey credential, or none at all.
-func (p *Provider) Authorize(h http.Header, key string) {
+func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("X-Goog-Api-Key")
 	h.Del("Authorization")
 	if key == "" {
@@ -89,6 +89,7 @@ func (p *Provider) Authorize(h http.Header, key string) {
 	default:
 		h.Set("X-Goog-Api-Key", key)
 	}
+	return key
 }
 
 // ClassifyError is the package's ClassifyError.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -27,6 +28,9 @@ type attempt struct {
 	retry bool
 	// avoid is a key to pass over when another one is usable.
 	avoid *poolKey
+	// within caps the waits in the layers when the call has somewhere else to go (the
+	// wait threshold); negative: no cap of its own.
+	within time.Duration
 	// waited is the time spent before the upstream call: the run's Retry-After or
 	// backoff, the partition's admission (first attempt), a cooling key, the limiter.
 	waited time.Duration
@@ -92,7 +96,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 					Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 			}
 			wait := soonest.Sub(now)
-			lim, err := c.cfg.limiter.waitLimit(ctx, a.waited)
+			lim, err := c.cfg.limiter.waitLimit(ctx, a.layerWait, a.within)
 			if err != nil {
 				return c.asError(ctx, err, a)
 			}
@@ -118,7 +122,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			return next(ctx, a)
 		}
 		multi := len(a.up.keys.keys) > 1
-		lease, waited, err := a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi)
+		lease, waited, err := a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi, a.within)
 		for tries := 1; err != nil && tries < len(a.up.keys.keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
 			// key here too, and move to another one when the pool has one.
@@ -135,7 +139,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			a.key.inFlight.Add(-1)
 			a.key, a.call.APIKey = k, k.secret
 			var w time.Duration
-			lease, w, err = a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi)
+			lease, w, err = a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi, a.within)
 			waited += w
 		}
 		a.waited += waited
@@ -205,8 +209,8 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 			return e
 		}
 		if a.resp != nil {
-			if a.status == 0 {
-				a.status = a.resp.Status
+			if a.status = a.resp.Status; a.status == 0 {
+				a.status = http.StatusOK
 			}
 			if e := checkOutput(a.resp); e != nil {
 				e.Upstream, e.Model, e.Status = a.up.Name, a.call.Model, a.status

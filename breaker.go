@@ -396,6 +396,24 @@ func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
 	}
 }
 
+// admits reports whether Allow would admit a request now (closed, or half-open with a
+// free probe slot, or open past its open time), without taking a permit.
+func (b *Breaker) admits() bool {
+	if b == nil || b.closedGen.Load() != 0 {
+		return true
+	}
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case BreakerOpen:
+		return !now.Before(b.openUntil)
+	case BreakerHalfOpen:
+		return b.probes < b.cfg.HalfOpenProbes
+	}
+	return true
+}
+
 // State returns the breaker's state now. An open breaker whose open time has passed turns
 // half-open here.
 func (b *Breaker) State() BreakerState {

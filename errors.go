@@ -158,7 +158,7 @@ func (e *Error) Redact(secret string) {
 	e.Type = redactString(e.Type, secret)
 	e.Code = redactString(e.Code, secret)
 	if e.Err != nil {
-		if msg := e.Err.Error(); strings.Contains(msg, secret) {
+		if msg := e.Err.Error(); redactString(msg, secret) != msg {
 			e.Err = &redactedError{msg: redactString(msg, secret), err: e.Err}
 		}
 	}
@@ -167,10 +167,46 @@ func (e *Error) Redact(secret string) {
 // redacted replaces a secret in redacted text.
 const redacted = "[REDACTED]"
 
-// redactString replaces every occurrence of secret in s.
+// redactString replaces every occurrence of secret in s, and a secret cut short where a
+// vendor message or a snippet of an error body was truncated.
 func redactString(s, secret string) string {
-	if secret == "" || !strings.Contains(s, secret) {
+	if secret == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, secret, "[REDACTED]")
+	if strings.Contains(s, secret) {
+		s = strings.ReplaceAll(s, secret, redacted)
+	}
+	return redactCut(s, secret)
+}
+
+// minRedactCut is the shortest start of a secret that redactCut treats as the secret.
+const minRedactCut = 8
+
+// redactCut redacts a secret that truncation cut short: a start of it, at least
+// minRedactCut bytes long, that ends the text or stands just before an ellipsis. Secrets
+// no longer than that are only redacted whole.
+func redactCut(s, secret string) string {
+	if len(secret) <= minRedactCut {
+		return s
+	}
+	head := secret[:minRedactCut]
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], head)
+		if j < 0 {
+			break
+		}
+		j += i
+		k := j + minRedactCut
+		for k < len(s) && k-j < len(secret) && s[k] == secret[k-j] {
+			k++
+		}
+		rest := s[k:]
+		if rest == "" || strings.HasPrefix(rest, "…") || strings.HasPrefix(rest, "...") {
+			s = s[:j] + redacted + rest
+			i = j + len(redacted)
+			continue
+		}
+		i = j + 1
+	}
+	return s
 }

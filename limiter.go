@@ -289,20 +289,23 @@ type limitLease struct {
 // ClassRateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
 // A canceled context's error is returned as is; nothing stays charged either way.
 func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
-	return l.acquireOr(ctx, cost, prio, false)
+	return l.acquireOr(ctx, cost, prio, false, -1)
 }
 
 // acquireOr is acquire; with switchable, a key paused in the store (a 429 seen by another
 // replica) fails at once with a *keyPausedError instead of waiting, so the caller can move
 // to another key of the pool.
-func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, switchable bool) (limitLease, time.Duration, error) {
+//
+// within caps the whole wait on top of the mode, WithMaxWait and the deadline (negative:
+// no cap of its own): the wait threshold when the call has somewhere else to go.
+func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, switchable bool, within time.Duration) (limitLease, time.Duration, error) {
 	if l == nil {
 		return limitLease{}, 0, nil
 	}
 	ls := limitLease{l: l, cost: max(cost, 0)}
 	var waited time.Duration
 	if l.slots {
-		lim, err := l.limit(ctx, 0)
+		lim, err := l.limit(ctx, 0, within)
 		if err != nil {
 			return limitLease{}, 0, err
 		}
@@ -314,7 +317,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		ls.slot, ls.held = lease, true
 	}
 	if prio == PriorityBatch && l.gate {
-		w, err := l.reserve(ctx, LaneBatch, ls.cost, waited, false)
+		w, err := l.reserve(ctx, LaneBatch, ls.cost, waited, false, within)
 		if err != nil {
 			ls.undo(false)
 			return limitLease{}, waited, err
@@ -322,7 +325,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		ls.batch = true
 		waited += w
 	}
-	w, err := l.reserve(ctx, LaneMain, ls.cost, waited, switchable)
+	w, err := l.reserve(ctx, LaneMain, ls.cost, waited, switchable, within)
 	if err != nil {
 		ls.undo(false)
 		return limitLease{}, waited, err
@@ -335,7 +338,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 			if err != nil || left <= 0 {
 				break
 			}
-			if lim, err := l.limit(ctx, waited); err != nil || (lim >= 0 && left > lim) {
+			if lim, err := l.limit(ctx, waited, within); err != nil || (lim >= 0 && left > lim) {
 				ls.undo(true)
 				if err == nil {
 					err = l.rateLimited(left)
@@ -355,8 +358,8 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 
 // reserve takes the cost from a lane's buckets and sleeps until the reservation's time.
 // On failure nothing stays charged on that lane.
-func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited time.Duration, switchable bool) (time.Duration, error) {
-	lim, err := l.limit(ctx, waited)
+func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited time.Duration, switchable bool, within time.Duration) (time.Duration, error) {
+	lim, err := l.limit(ctx, waited, within)
 	if err != nil {
 		return 0, err
 	}
@@ -384,16 +387,24 @@ func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited ti
 
 // limit returns the longest wait the request may still accept (negative: no bound), or
 // the context's error when it is already done.
-func (l *keyLimiter) limit(ctx context.Context, waited time.Duration) (time.Duration, error) {
-	return waitLimit(ctx, l.mode, l.maxWait, waited)
+func (l *keyLimiter) limit(ctx context.Context, waited, within time.Duration) (time.Duration, error) {
+	lim, err := waitLimit(ctx, l.mode, l.maxWait, waited)
+	if within >= 0 && (lim < 0 || lim > within-waited) {
+		lim = max(within-waited, 0)
+	}
+	return lim, err
 }
 
 // waitLimit is the longest wait a request that has waited so far may still accept in the
 // Client's waiting layers (a cooling key's, a limiter's), negative for no bound: 0 in
 // fail-fast mode, else what WithMaxWait and the context's deadline leave. It returns the
 // context's error when it is already done.
-func (c *limiterConfig) waitLimit(ctx context.Context, waited time.Duration) (time.Duration, error) {
-	return waitLimit(ctx, c.mode, c.maxWait, waited)
+func (c *limiterConfig) waitLimit(ctx context.Context, waited, within time.Duration) (time.Duration, error) {
+	lim, err := waitLimit(ctx, c.mode, c.maxWait, waited)
+	if within >= 0 && (lim < 0 || lim > within-waited) {
+		lim = max(within-waited, 0)
+	}
+	return lim, err
 }
 
 func waitLimit(ctx context.Context, mode LimiterMode, maxWait, waited time.Duration) (time.Duration, error) {

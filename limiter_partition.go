@@ -1,9 +1,11 @@
 package llmclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,8 +107,13 @@ const (
 	// partitionSweepMin is the smallest number of partitions at which idle ones are dropped.
 	partitionSweepMin = 1024
 	// partitionIdle is how long a partition must have been unused to be dropped: long
-	// enough for any bucket to have refilled, so dropping it changes nothing.
+	// enough for any bucket to have refilled, so dropping it changes nothing. A partition
+	// whose in-memory state is already back to a fresh one is dropped sooner.
 	partitionIdle = 10 * time.Minute
+	// maxPartitions bounds the partitions kept: past it, the least recently used ones with
+	// nothing in flight are dropped even if their buckets have not refilled (they forget
+	// their debt). Memory stays bounded whatever partition names callers send.
+	maxPartitions = 10_000
 )
 
 // newPartitionLimiter returns the partition limiter of cfg, or nil when no partition
@@ -158,19 +165,57 @@ func (p *partitionLimiter) get(name string) *partition {
 		return part.(*partition)
 	}
 	if p.count >= max(p.sweepAt, partitionSweepMin) {
-		cutoff := time.Now().Add(-partitionIdle).UnixNano()
-		p.parts.Range(func(n, v any) bool {
-			if part := v.(*partition); part.lim.InFlight() == 0 && part.lastUsed.Load() < cutoff {
-				p.parts.Delete(n)
-				p.count--
-			}
-			return true
-		})
-		p.sweepAt = 2 * p.count
+		p.sweep(time.Now())
 	}
 	part := &partition{lim: newNamedKeyLimiter("partition:"+name, p.cfg.partitions.limitsFor(name), p.cfg)}
 	part.lastUsed.Store(time.Now().UnixNano())
 	p.parts.Store(name, part)
 	p.count++
 	return part
+}
+
+// sweep drops the partitions that dropping changes nothing for (nothing in flight, and
+// unused for partitionIdle or back to a fresh state), then, past maxPartitions, the least
+// recently used ones with nothing in flight. p.mu is held.
+func (p *partitionLimiter) sweep(now time.Time) {
+	cutoff := now.Add(-partitionIdle).UnixNano()
+	type entry struct {
+		name any
+		used int64
+	}
+	var busyless []entry
+	p.parts.Range(func(n, v any) bool {
+		part := v.(*partition)
+		if part.lim.InFlight() != 0 {
+			return true
+		}
+		if used := part.lastUsed.Load(); used < cutoff || part.fresh() {
+			p.parts.Delete(n)
+			p.count--
+		} else {
+			busyless = append(busyless, entry{n, used})
+		}
+		return true
+	})
+	if p.count >= maxPartitions {
+		slices.SortFunc(busyless, func(a, b entry) int { return cmp.Compare(a.used, b.used) })
+		for _, e := range busyless {
+			if p.count < maxPartitions*3/4 {
+				break
+			}
+			p.parts.Delete(e.name)
+			p.count--
+		}
+	}
+	p.sweepAt = min(2*p.count, maxPartitions)
+}
+
+// fresh reports whether the partition's state equals a fresh one, so that dropping it
+// loses nothing: only an in-memory state can tell.
+func (part *partition) fresh() bool {
+	if part.lim == nil {
+		return true
+	}
+	ms, ok := part.lim.state.(*memState)
+	return ok && ms.idle()
 }

@@ -34,17 +34,22 @@ type config struct {
 	observer        func(Event)
 	middleware      []Middleware
 	attemptTimeout  time.Duration
-	retry           retryConfig
-	breaker         BreakerConfig
-	limiter         limiterConfig
-	stream          streamConfig
-	keys            keyConfig
+	// waitThreshold is, per Priority, the longest wait a call accepts on an upstream
+	// while another one of its route could serve it.
+	waitThreshold [numPriorities]time.Duration
+	retry         retryConfig
+	breaker       BreakerConfig
+	limiter       limiterConfig
+	stream        streamConfig
+	keys          keyConfig
+	badPriority   bool
 }
 
 func defaultConfig() config {
 	return config{
 		decisions:      defaultDecisionTable(),
-		attemptTimeout: DefaultAttemptTimeout,
+		attemptTimeout: defaultAttemptTimeout,
+		waitThreshold:  [numPriorities]time.Duration{defaultWaitThreshold, defaultWaitThreshold},
 		retry:          defaultRetryConfig(),
 		breaker:        DefaultBreakerConfig(),
 		limiter:        defaultLimiterConfig(),
@@ -53,12 +58,32 @@ func defaultConfig() config {
 	}
 }
 
-// DefaultAttemptTimeout is the default bound on one one-shot attempt: none of the Client's
+// defaultAttemptTimeout is the default bound on one one-shot attempt: none of the Client's
 // own. A one-shot attempt is already bounded by the caller's context and by the adapter's
 // HTTP client: the default one waits at most 10 minutes for response headers, and a
 // one-shot response's headers come only once the whole generation is done. Setting a
 // bound costs a timer and a context per attempt.
-const DefaultAttemptTimeout time.Duration = 0
+const defaultAttemptTimeout time.Duration = 0
+
+// defaultWaitThreshold is the longest wait on one upstream while another could serve.
+const defaultWaitThreshold = 2 * time.Second
+
+// WithWaitThreshold sets, for requests of priority p, the longest wait a call accepts on
+// an upstream while a later upstream of its route could serve it: a Retry-After or
+// backoff before a retry, a key cooling down, the limiter's queue. A longer wait moves
+// the call on at once (the upstream gives up, see Decision.Failover); a call whose route
+// has nowhere else to go waits as long as its deadline, WithMaxWait and
+// WithMaxRetryAfter allow. d must not be negative; 0 never waits while another upstream
+// is left. Default 2s for every priority.
+func WithWaitThreshold(p Priority, d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if p < numPriorities {
+			c.waitThreshold[p] = d
+		} else {
+			c.badPriority = true
+		}
+	})
+}
 
 // WithUpstream registers an upstream. Upstreams serve requests in registration order unless
 // WithModelGroup says otherwise. At least one upstream is required.
@@ -197,6 +222,14 @@ func (c *config) validate() error {
 	checkNames("WithContentFallback", c.contentFallback)
 	if c.attemptTimeout < 0 {
 		errs = append(errs, errors.New("negative attempt timeout"))
+	}
+	for p, d := range c.waitThreshold {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("negative wait threshold %v for priority %d", d, p))
+		}
+	}
+	if c.badPriority {
+		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.breaker, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {

@@ -149,10 +149,12 @@ type ResponseFormat struct {
 // Priority orders admission when a limiter is short of capacity.
 type Priority uint8
 
-// The request priorities. The zero value is PriorityInteractive.
+// The request priorities. The zero value is PriorityInteractive; an unknown value is
+// treated as PriorityInteractive.
 const (
 	PriorityInteractive Priority = iota
 	PriorityBatch
+	numPriorities
 )
 
 // Request is one chat request, independent of vendor.
@@ -186,3 +188,11 @@ type Request struct {
 
 // Float returns a pointer to v, for Request.Temperature and Request.TopP.
 func Float(v float64) *float64 { return &v }
+
+// index is p's index in per-priority tables.
+func (p Priority) index() Priority {
+	if p >= numPriorities {
+		return PriorityInteractive
+	}
+	return p
+}

@@ -170,8 +170,23 @@ func (r *run) next() *attempt {
 		a.begun = time.Now()
 	}
 	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
+	a.within = r.within()
 	r.waited, r.avoid, r.cur = 0, nil, a
 	return a
+}
+
+// within is the wait threshold of the call's priority when a later upstream of its route
+// could serve it (calls are left and its breaker admits), else -1: no cap of its own.
+func (r *run) within() time.Duration {
+	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+		return -1
+	}
+	for _, up := range r.route[r.pos+1:] {
+		if up.breaker.admits() {
+			return r.c.cfg.waitThreshold[r.req.Priority.index()]
+		}
+	}
+	return -1
 }
 
 // advance moves the call to the next upstream of its route, reporting false when none
@@ -332,19 +347,26 @@ func (r *run) giveUp(d Decision) plan {
 // retryWait is the wait before retrying the same upstream after e: the upstream's
 // Retry-After with jitter, or the backoff. ok is false when the wait is longer than
 // WithMaxRetryAfter or would not end before the context's deadline.
+//
+// With another upstream to go to, a wait beyond the wait threshold (WithWaitThreshold)
+// does not fit either.
 func (r *run) retryWait(ctx context.Context, e *Error) (time.Duration, bool) {
 	rc := &r.c.cfg.retry
+	var w time.Duration
 	if e.RetryAfter > 0 {
 		if e.RetryAfter > rc.maxRetryAfter {
 			return 0, false
 		}
-		w := retryAfterWait(e.RetryAfter)
-		return w, fits(ctx, w)
+		w = retryAfterWait(e.RetryAfter)
+	} else {
+		if r.bo == nil {
+			r.bo = rc.newBackOff()
+		}
+		w = r.bo.NextBackOff()
 	}
-	if r.bo == nil {
-		r.bo = rc.newBackOff()
+	if within := r.within(); within >= 0 && w > within {
+		return 0, false
 	}
-	w := r.bo.NextBackOff()
 	return w, fits(ctx, w)
 }
 

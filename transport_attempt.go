@@ -215,8 +215,10 @@ func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
 // key redacted from the body and from every header.
 func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool) {
 	key := a.call.APIKey
-	if key != "" && bytes.Contains(data, []byte(key)) {
-		data = bytes.ReplaceAll(data, []byte(key), []byte(redacted))
+	if key != "" && len(data) > 0 {
+		if r := redactString(string(data), key); len(r) != len(data) || r != string(data) {
+			data = []byte(r)
+		}
 	}
 	cp := *resp
 	cp.Header = resp.Header.Clone()

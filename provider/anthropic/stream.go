@@ -110,7 +110,8 @@ func (s *stream) readError(err error) error {
 	case err == io.EOF:
 		return fmt.Errorf("anthropic: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
-		return fmt.Errorf("anthropic: stream event too large: %w", err)
+		// An event over the size limit is the upstream's fault: retried, failed over.
+		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "anthropic: stream event too large", Err: err}
 	}
 	return &adapter.NetError{Pkg: "anthropic", Op: "reading stream", Err: err}
 }

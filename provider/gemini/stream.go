@@ -137,7 +137,8 @@ func (s *stream) endError(err error) error {
 	case err == io.EOF:
 		return fmt.Errorf("gemini: stream ended without a finish reason: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
-		return fmt.Errorf("gemini: stream event too large: %w", err)
+		// An event over the size limit is the upstream's fault: retried, failed over.
+		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "gemini: stream event too large", Err: err}
 	case errors.Is(err, errMalformedJSON):
 		return malformed(s.status, nil, err)
 	}

@@ -25,7 +25,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	body, err := httpx.ReadLimited(resp.Body, httpx.MaxResponseBody)
 	if errors.Is(err, httpx.ErrTooLarge) {
 		return nil, &llmclient.Error{
-			Class:      llmclient.ClassUnknown,
+			Class:      llmclient.ClassServerError, // the upstream's fault: retried, failed over
 			Model:      call.Model,
 			Status:     resp.StatusCode,
 			Message:    "openai: response body larger than 32 MiB",

@@ -194,7 +194,8 @@ func (s *responsesStream) readError(err error) error {
 	case err == io.EOF:
 		return fmt.Errorf("openai: responses stream ended before response.completed: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
-		return fmt.Errorf("openai: stream event too large: %w", err)
+		// An event over the size limit is the upstream's fault: retried, failed over.
+		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "openai: stream event too large", Err: err}
 	}
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }

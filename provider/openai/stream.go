@@ -155,7 +155,8 @@ func (s *chunkStream) readError(err error) error {
 	case err == io.EOF:
 		return fmt.Errorf("openai: stream ended without [DONE]: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
-		return fmt.Errorf("openai: stream event too large: %w", err)
+		// An event over the size limit is the upstream's fault: retried, failed over.
+		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "openai: stream event too large", Err: err}
 	case s.closed.Load():
 		return errStreamClosed
 	}

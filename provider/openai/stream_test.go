@@ -405,8 +405,9 @@ func TestChunkStreamEventTooLarge(t *testing.T) {
 	)
 	s := streamOf(body)
 	got, err := providertest.RecvAll(t, s, maxChunks)
-	if len(got) != 1 || !errors.Is(err, sse.ErrEventTooLarge) || !strings.HasPrefix(err.Error(), "openai: ") {
-		t.Fatalf("chunks %d, error %v", len(got), err)
+	if len(got) != 1 || !errors.Is(err, sse.ErrEventTooLarge) || llmclient.ClassOf(err) != llmclient.ClassServerError ||
+		!strings.Contains(err.Error(), "openai: stream event too large") {
+		t.Fatalf("chunks %d, error %v: want the upstream's fault, a server error", len(got), err)
 	}
 }
 

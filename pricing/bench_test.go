@@ -112,3 +112,19 @@ func BenchmarkLoadSnapshot(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkPlan(b *testing.B) {
+	mini, _ := pricing.Default().Lookup("openai", "gpt-4o-mini")
+	ds, _ := pricing.Default().Lookup("deepseek", "deepseek-chat")
+	w := pricing.Workload{
+		CallsPerDay: 10_000, PerCall: pricing.Tokens{Input: 1500, Output: 500},
+		Mix: []pricing.Share{{Model: mini, Fraction: 0.7}, {Model: ds, Fraction: 0.3}},
+		Day: time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pricing.Plan(w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Package pricing prices LLM calls: per-model rates in exact integer money, the tiers,
-// start dates and time-of-day windows of the @pydantic/genai-prices database, and a snapshot
-// of that database embedded in the package.
+// start dates and time-of-day windows of the @pydantic/genai-prices database, a snapshot of
+// that database embedded in the package, and a planner for the daily and monthly cost of a
+// workload.
 //
 //	m, ok := pricing.Default().Lookup("anthropic", resp.Model) // cached: ~25 ns, no allocation
 //	if !ok {

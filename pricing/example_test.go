@@ -7,6 +7,33 @@ import (
 	"github.com/llmclient/llmclient/pricing"
 )
 
+// A planning estimate: 10,000 calls a day of 1,500 prompt and 500 output tokens, 70% on
+// gpt-4o-mini and 30% on Claude Sonnet 4.5, at the snapshot's prices.
+func ExamplePlan() {
+	prices := pricing.Default()
+	mini, _ := prices.Lookup("openai", "gpt-4o-mini")
+	sonnet, _ := prices.Lookup("anthropic", "claude-sonnet-4-5")
+
+	est, err := pricing.Plan(pricing.Workload{
+		CallsPerDay: 10_000,
+		PerCall:     pricing.Tokens{Input: 1500, Output: 500},
+		Mix:         []pricing.Share{{Model: mini, Fraction: 0.7}, {Model: sonnet, Fraction: 0.3}},
+		Day:         time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, l := range est.Lines {
+		fmt.Printf("%-28s %3.0f%%  %v/call  %v/day  %v/month\n", l.Model, 100*l.Fraction, l.PerCall, l.Daily, l.Monthly)
+	}
+	fmt.Printf("total: %v/day, %v/month\n", est.Daily, est.Monthly)
+	// Output:
+	// openai/gpt-4o-mini            70%  $0.000525/call  $3.675/day  $110.25/month
+	// anthropic/claude-sonnet-4-5   30%  $0.012/call  $36.00/day  $1080.00/month
+	// total: $39.675/day, $1190.25/month
+}
+
 // Pricing one call: look the model up once, then cost each call's usage at its time.
 func ExampleModel_Cost() {
 	m, ok := pricing.Default().Lookup("anthropic", "claude-sonnet-4-5-20250929")

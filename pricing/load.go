@@ -134,8 +134,10 @@ func parseProvider(v any) (*provider, []string, error) {
 	if err != nil {
 		return p, nil, err
 	}
-	if p.apiPattern, err = regexp.Compile("^(?:" + pattern + ")"); err != nil {
-		return p, nil, fmt.Errorf("api_pattern: %w", err)
+	if pattern != "" { // without one, the provider matches no URL (rather than every URL)
+		if p.apiPattern, err = regexp.Compile("^(?:" + pattern + ")"); err != nil {
+			return p, nil, fmt.Errorf("api_pattern: %w", err)
+		}
 	}
 	if p.modelMatch, err = optionalMatch(obj["model_match"]); err != nil {
 		return p, nil, fmt.Errorf("model_match: %w", err)

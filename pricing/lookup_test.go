@@ -104,6 +104,16 @@ func TestLookupCacheBounded(t *testing.T) {
 	wg.Wait()
 }
 
+func TestProviderForURLWithoutPattern(t *testing.T) {
+	tb, err := pricing.Load(strings.NewReader(`[{"id":"nopattern","models":[]},{"id":"p","api_pattern":"https://p\\.example","models":[]}]`))
+	require.NoError(t, err)
+	id, ok := tb.ProviderForURL("https://p.example/v1")
+	assert.True(t, ok)
+	assert.Equal(t, "p", id, "a provider without api_pattern matches no URL")
+	_, ok = tb.ProviderForURL("https://elsewhere.example")
+	assert.False(t, ok)
+}
+
 func TestProviderForURL(t *testing.T) {
 	cases := []struct{ url, want string }{
 		{"https://api.openai.com/v1", "openai"},

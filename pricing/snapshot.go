@@ -24,6 +24,7 @@ var defaultTable = sync.OnceValue(func() *Table {
 })
 
 // Default returns the table of the embedded snapshot (SnapshotSource), parsed on first use
-// (a few milliseconds) and shared: every call returns the same *Table, safe for concurrent
-// use. Prices change every month; Load a newer file of the same shape to replace it.
+// (15–20 ms; call it at start-up to keep that off a first request) and shared: every call
+// returns the same *Table, safe for concurrent use. Prices change every month; Load a newer
+// file of the same shape to replace it.
 func Default() *Table { return defaultTable() }

@@ -138,10 +138,11 @@ func (p *provider) findModel(name string, fallback bool) *Model {
 
 // ProviderForURL returns the ID of the first provider whose api_pattern matches the start of
 // an API base URL ("https://api.deepseek.com/v1" is "deepseek"), for upstreams that speak
-// one vendor's protocol at another vendor's address. ok is false when none does.
+// one vendor's protocol at another vendor's address. ok is false when none does. It is
+// not cached (a few microseconds): call it once per upstream, not per call.
 func (t *Table) ProviderForURL(apiURL string) (id string, ok bool) {
 	for _, p := range t.providers {
-		if p.apiPattern.MatchString(apiURL) {
+		if p.apiPattern != nil && p.apiPattern.MatchString(apiURL) {
 			return p.id, true
 		}
 	}

@@ -10,9 +10,11 @@
 // and model the engine found and its total price in USD, or "-" when it found none. The
 // usages and times are listed in reference_test.go in the same order.
 import fs from 'fs'
+import path from 'path'
+import { pathToFileURL } from 'url'
 
 const [engine, data] = process.argv.slice(2)
-const { calcPrice, updatePrices, waitForUpdate } = await import(engine)
+const { calcPrice, updatePrices, waitForUpdate } = await import(pathToFileURL(path.resolve(engine)).href)
 const providers = JSON.parse(fs.readFileSync(data, 'utf8'))
 updatePrices(({ setProviderData }) => setProviderData(providers))
 await waitForUpdate()

@@ -1,0 +1,148 @@
+package pricing
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Model is one model's prices and context window, from a Table or built by hand with
+// NewModel. A Model is immutable and safe for concurrent use; Tables hand out the same
+// *Model to every caller.
+type Model struct {
+	provider      string
+	id            string
+	name          string
+	contextWindow int
+	// prices are the data's conditional prices in file order; the last active one applies.
+	prices []conditional
+}
+
+// Spec describes a model priced by hand: a negotiated rate, or a self-hosted model at zero.
+type Spec struct {
+	// Provider names who serves the model; optional, reported by Model.Provider.
+	Provider string
+	// ID names the model; required.
+	ID string
+	// Name is a display name; optional.
+	Name string
+	// ContextWindow is the model's context window in tokens; 0 means unknown.
+	ContextWindow int
+	// Price is the model's one price, valid at every time.
+	Price Price
+}
+
+// ErrNotPerToken is returned by Cost and PriceAt for a model that the price data prices only
+// in units this package does not count (audio hours, document pages, messages), such as
+// whisper-1 or mistral-ocr: its cost is unknown, not zero.
+var ErrNotPerToken = errors.New("pricing: model is not priced per token")
+
+// ErrNoTime is returned by Cost and PriceAt for the zero time.Time: prices change with the
+// date and, for some models, the time of day, so the time of the call is required.
+var ErrNoTime = errors.New("pricing: the time of the call is required (got the zero time)")
+
+// NewModel returns a model with one price valid at every time. It rejects an empty ID, a
+// negative ContextWindow, and a Price that sets no rate, has a negative rate or tier
+// threshold, a rate above $1,000,000/MTok, or a rate finer than one picodollar per token
+// (more than six decimals of dollars per million tokens).
+func NewModel(s Spec) (*Model, error) {
+	if s.ID == "" {
+		return nil, errors.New("pricing: NewModel: Spec.ID is empty")
+	}
+	if s.ContextWindow < 0 {
+		return nil, fmt.Errorf("pricing: NewModel %q: ContextWindow %d is negative", s.ID, s.ContextWindow)
+	}
+	p, err := compilePrice(s.Price)
+	if err != nil {
+		return nil, fmt.Errorf("pricing: NewModel %q: %w", s.ID, err)
+	}
+	return &Model{
+		provider:      s.Provider,
+		id:            s.ID,
+		name:          s.Name,
+		contextWindow: s.ContextWindow,
+		prices:        []conditional{{kind: always, price: p}},
+	}, nil
+}
+
+// WithPrice returns a copy of m, with the same provider, ID, name and context window, whose
+// one price is p at every time: a negotiated rate for a model of the snapshot. It checks p
+// as NewModel does.
+func (m *Model) WithPrice(p Price) (*Model, error) {
+	return NewModel(Spec{Provider: m.provider, ID: m.id, Name: m.name, ContextWindow: m.contextWindow, Price: p})
+}
+
+// Provider returns the ID of the provider whose data priced the model ("openai",
+// "anthropic", …); for a lookup that fell back to another provider's models (Vertex AI
+// serving Claude) it is that other provider. Hand-built models return Spec.Provider.
+func (m *Model) Provider() string { return m.provider }
+
+// ID returns the model's ID in the price data ("gpt-4o-mini"); several model names can
+// match one ID ("gpt-4o-mini-2024-07-18" does).
+func (m *Model) ID() string { return m.id }
+
+// Name returns the model's display name, or "" when the data has none.
+func (m *Model) Name() string { return m.name }
+
+// ContextWindow returns the model's context window in tokens, or 0 when unknown.
+func (m *Model) ContextWindow() int { return m.contextWindow }
+
+// String returns "provider/id", or the ID alone when the provider is empty.
+func (m *Model) String() string {
+	if m.provider == "" {
+		return m.id
+	}
+	return m.provider + "/" + m.id
+}
+
+// Cost returns the cost of one call with tokens t made at time at: the price active at that
+// time (start dates, time-of-day windows), its tier for the call's prompt size, each kind of
+// token at its rate, plus any per-call fee. The result is exact, saturating at MaxMoney.
+// Cost fails with ErrInvalidTokens, ErrNoTime or ErrNotPerToken (wrapped), never with a
+// silent zero; a free model costs $0 with a nil error. Cost does not allocate unless it
+// fails.
+func (m *Model) Cost(t Tokens, at time.Time) (Money, error) {
+	if err := t.validate(); err != nil {
+		return 0, err
+	}
+	p, err := m.priceAt(at)
+	if err != nil {
+		return 0, err
+	}
+	return p.cost(t), nil
+}
+
+// PriceAt returns the price active at time at, the one Cost would apply.
+func (m *Model) PriceAt(at time.Time) (Price, error) {
+	p, err := m.priceAt(at)
+	if err != nil {
+		return Price{}, err
+	}
+	return p.export(), nil
+}
+
+func (m *Model) priceAt(at time.Time) (*price, error) {
+	if at.IsZero() {
+		return nil, ErrNoTime
+	}
+	p := m.active(at)
+	if !p.perToken {
+		return nil, fmt.Errorf("%w: %s", ErrNotPerToken, m)
+	}
+	return p, nil
+}
+
+// active returns the last conditional price active at at, else the first one, as
+// genai-prices does.
+func (m *Model) active(at time.Time) *price {
+	ps := m.prices
+	if len(ps) == 1 {
+		return &ps[0].price
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].activeAt(at) {
+			return &ps[i].price
+		}
+	}
+	return &ps[0].price
+}

@@ -1,0 +1,51 @@
+package pricing
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Tokens counts the tokens of one call for pricing. The parts are included in their totals,
+// as in llmclient's Usage (CachedInputTokens is part of InputTokens, ReasoningTokens part of
+// OutputTokens) and in the genai-prices usage model:
+//
+//	Input  = uncached prompt tokens + CacheRead + CacheWrite
+//	Output = visible output tokens + Reasoning
+//
+// A part is billed at its own rate when the model has one, else at the rate of its total:
+// cache reads and writes at the input rate, reasoning at the output rate. The zero value is
+// an empty call.
+type Tokens struct {
+	// Input is every prompt token, cached or not.
+	Input int
+	// CacheRead is the part of Input read from the vendor's prompt cache.
+	CacheRead int
+	// CacheWrite is the part of Input written to the vendor's prompt cache (Anthropic's
+	// cache_creation_input_tokens).
+	CacheWrite int
+	// Output is every generated token, reasoning included.
+	Output int
+	// Reasoning is the part of Output spent on hidden reasoning.
+	Reasoning int
+}
+
+// ErrInvalidTokens is wrapped by the error Cost returns for token counts that are negative
+// or whose parts exceed their totals. No cost is computed for such counts: it would be a
+// guess.
+var ErrInvalidTokens = errors.New("pricing: invalid token counts")
+
+// validate reports counts that cannot describe a call.
+func (t Tokens) validate() error {
+	if t.Input < 0 || t.CacheRead < 0 || t.CacheWrite < 0 || t.Output < 0 || t.Reasoning < 0 {
+		return fmt.Errorf("%w: negative count in %+v", ErrInvalidTokens, t)
+	}
+	// Compared without adding, so huge counts cannot overflow.
+	if t.CacheRead > t.Input || t.CacheWrite > t.Input-t.CacheRead {
+		return fmt.Errorf("%w: cache read %d + cache write %d exceed input %d",
+			ErrInvalidTokens, t.CacheRead, t.CacheWrite, t.Input)
+	}
+	if t.Reasoning > t.Output {
+		return fmt.Errorf("%w: reasoning %d exceeds output %d", ErrInvalidTokens, t.Reasoning, t.Output)
+	}
+	return nil
+}

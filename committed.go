@@ -33,7 +33,11 @@ type committed struct {
 	ctx, caller context.Context
 	cancel      context.CancelCauseFunc
 	cancelTotal context.CancelFunc
-	stopWatch   func() bool // stops the context.AfterFunc
+
+	// mu guards the two callbacks' handles: the callbacks may run before commit returns.
+	mu        sync.Mutex
+	watchdog  *time.Timer
+	stopWatch func() bool // stops the context.AfterFunc
 
 	idle          time.Duration
 	keepAliveIdle bool
@@ -43,8 +47,7 @@ type committed struct {
 	base       time.Time
 	// readAt is 1 + the nanoseconds since base at which the wait for the upstream's next
 	// data event began; 0 when no such wait is under way.
-	readAt   atomic.Int64
-	watchdog *time.Timer
+	readAt atomic.Int64
 
 	usage    atomic.Pointer[Usage] // the last usage the upstream reported
 	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
@@ -66,12 +69,14 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 	caller context.Context, cancelTotal context.CancelFunc) *committed {
 	cm := &committed{c: c, r: r, a: a, ps: ps, ctx: ctx, caller: caller, cancel: cancel,
 		cancelTotal: cancelTotal, keepAliveIdle: c.cfg.stream.keepAliveCounts, keepAlives: r.tx != nil}
+	r.cur, r.handedOver = nil, true
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
 	if idle := c.cfg.stream.idle; idle > 0 && ps != nil {
 		cm.idle, cm.base = idle, time.Now()
 		cm.watchdog = time.AfterFunc(idle, cm.watch)
 	}
 	cm.stopWatch = context.AfterFunc(ctx, cm.ctxDone)
-	r.cur, r.handedOver = nil, true
 	return cm
 }
 
@@ -128,19 +133,22 @@ func (cm *committed) note(ch *Chunk) {
 // watch is the idle watchdog: it fires every idle period and expires the attempt when a
 // read from the upstream has been under way for the whole idle timeout.
 func (cm *committed) watch() {
+	cm.mu.Lock()
 	if cm.settled.Load() {
+		cm.mu.Unlock()
 		return
 	}
-	at := cm.readAt.Load()
-	if at == 0 {
-		cm.watchdog.Reset(cm.idle) // the caller's own time does not count
-		return
+	next := cm.idle // the caller's own time does not count
+	if at := cm.readAt.Load(); at != 0 {
+		next = time.Duration(at-1) + cm.idle - time.Since(cm.base)
 	}
-	if left := time.Duration(at-1) + cm.idle - time.Since(cm.base); left > 0 {
-		cm.watchdog.Reset(left)
-		return
+	if next > 0 {
+		cm.watchdog.Reset(next)
 	}
-	cm.expire(ErrIdleTimeout)
+	cm.mu.Unlock()
+	if next <= 0 {
+		cm.expire(ErrIdleTimeout)
+	}
 }
 
 // ctxDone runs when the attempt's context ends: the caller canceled, its deadline passed,
@@ -238,10 +246,12 @@ func (cm *committed) interruption(err error) *Error {
 // key, breaker, partition), then the trace and, last, the observer.
 func (cm *committed) settle(class Class, e *Error) {
 	cm.settleOnce.Do(func() {
+		cm.mu.Lock()
 		if cm.watchdog != nil {
 			cm.watchdog.Stop()
 		}
 		cm.stopWatch()
+		cm.mu.Unlock()
 		a, r := cm.a, cm.r
 		a.end = time.Now()
 		a.latency = a.end.Sub(a.sent)

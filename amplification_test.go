@@ -60,11 +60,15 @@ func TestAmplificationTransientErrorsAreAbsorbed(t *testing.T) {
 		p := fake.New(fake.Func(func(*llmclient.Call) fake.Step {
 			mu.Lock()
 			fail := rng.Float64() < 0.2
+			// Latencies spread over 100–300ms: answers that all land at one virtual instant
+			// reach the breaker in whatever order the scheduler (randomized under -race)
+			// picks, and a burst of ten failures in a row is then no longer independent noise.
+			latency := 100*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)))
 			mu.Unlock()
 			if fail {
-				return fake.Fail(503).Latency(200 * time.Millisecond)
+				return fake.Fail(503).Latency(latency)
 			}
-			return fake.Reply("ok").Latency(200 * time.Millisecond)
+			return fake.Reply("ok").Latency(latency)
 		}).Forever())
 		c := newClient(t, up("a", p))
 		ok := runConcurrently(c, 1000)

@@ -68,6 +68,6 @@ func ExampleClient_Complete() {
 	fmt.Println(resp.Text, "| fallback:", resp.Fallback)
 	// Output:
 	// attempt 1: primary overloaded status=503
-	// attempt 2: backup none status=0
+	// attempt 2: backup none status=200
 	// hi from backup | fallback: true
 }

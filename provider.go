@@ -27,6 +27,11 @@ type Call struct {
 	// APIKey is the key chosen from the upstream's pool; empty when the upstream has no
 	// pool, in which case the adapter uses its own configured key.
 	APIKey string
+	// Notes is where adapters append notes on how they translated the request (a clamped
+	// temperature, a dropped stop sequence, a remapped tool-call id), one short
+	// human-readable line each; the Client copies them into Attempt.Notes. Adapters only
+	// append to it; a Call is used by one attempt at a time.
+	Notes []string
 }
 
 // ProviderStream is an open streaming response.

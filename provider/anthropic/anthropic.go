@@ -20,6 +20,24 @@
 // ClassifyError; rate-limit headers are read by ParseRateLimits. EstimateBodyTokens
 // estimates a raw request body's prompt tokens for the transport.
 //
+// Cross-vendor translation: a conversation begun on another vendor is sent so that the
+// Messages API accepts it, and every change is recorded in llmclient.Call.Notes:
+//
+//   - tool-call ids that do not match ^[a-zA-Z0-9_-]+$ (Gemini's signed
+//     "call_0__thought__…", OpenAI-compatible "functions.get_weather:0") are encoded as
+//     "lcid_<base64url>", reversibly and the same way in every request; an id that repeats
+//     an earlier turn's gets a "_<n>" suffix, since tool_use ids must be unique; tool
+//     results follow their call's mapping, and response ids are decoded back;
+//   - images in a system message move to a user turn at the same place;
+//   - temperature and top_p are clamped to [0, 1] (NaN and infinities are refused as
+//     bad requests); stop sequences have no limit.
+//
+// Prompt caching: llmclient.CacheControl on a Part, a Message (its last block) or a Tool is
+// sent as cache_control {"type":"ephemeral"} with "ttl" when set. The API takes at most 4
+// breakpoints: the earliest beyond that are dropped, with a note. A system prompt with a
+// breakpoint is sent as an array of text blocks. Usage.CacheWriteTokens is
+// cache_creation_input_tokens.
+//
 // Limitation: the common Message type has no place for thinking blocks, so an assistant
 // turn is replayed without them. With extended thinking and tool use the API requires the
 // thinking block before tool_use; such conversations need the official SDK.
@@ -139,9 +157,14 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if e := adapter.CheckCall("anthropic", call, key, errNoKey); e != nil {
 		return nil, e
 	}
-	body, err := buildBody(call.Request, call.Model, p.maxTokens, stream)
+	notes := adapter.NewNotes("anthropic")
+	body, err := buildBody(call.Request, call.Model, p.maxTokens, stream, notes)
+	call.Notes = append(call.Notes, notes.List()...)
 	if err != nil {
-		e := adapter.BadRequest(err)
+		e, ok := err.(*llmclient.Error)
+		if !ok {
+			e = adapter.BadRequest(err)
+		}
 		e.Model = call.Model
 		return nil, e
 	}

@@ -59,8 +59,13 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if p.azure && model == "" {
 		return nil, badRequest("openai: Azure needs a deployment name: the call's model is empty")
 	}
-	body, err := buildBody(call.Request, model, p.maxField, stream, stream && p.streamUsage)
+	notes := adapter.NewNotes("openai")
+	body, err := buildBody(call.Request, model, p.maxField, stream, stream && p.streamUsage, notes)
+	call.Notes = append(call.Notes, notes.List()...)
 	if err != nil {
+		if e, ok := err.(*llmclient.Error); ok {
+			return nil, e
+		}
 		return nil, badRequest(err.Error())
 	}
 	target := p.endpoint

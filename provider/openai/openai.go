@@ -5,6 +5,22 @@
 //
 // The adapter translates requests, responses and errors only: retry, limiting and
 // failover belong to the llmclient.Client that drives it.
+//
+// Cross-vendor translation: a conversation begun on another vendor is sent so that Chat
+// Completions accepts it, and every change is recorded in llmclient.Call.Notes:
+//
+//   - tool call ids longer than 40 characters (Gemini's signed "call_0__thought__…"), which
+//     OpenAI rejects, are shortened to "lch_<sha-256 prefix>", the same way in the call
+//     and its result and in every request of a conversation;
+//   - images of a system message move to a user message right after it, and images of
+//     tool results to one user message after the run of tool results (system and tool
+//     messages take text only); a tool result that was only an image says so in its text;
+//   - an image in an assistant message cannot be placed: the call is refused before
+//     sending, with an error wrapping llmclient.ErrUnsupported, so the Client can fail over;
+//   - temperature is clamped to [0, 2] and top_p to [0, 1]; of more than 4 stop
+//     sequences the first 4 are sent; NaN and infinities are refused as bad requests;
+//   - llmclient.CacheControl marks are ignored: OpenAI caches prompt prefixes on its own
+//     and reports the cached part in Usage.CachedInputTokens.
 package openai
 
 import (

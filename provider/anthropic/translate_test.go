@@ -36,7 +36,7 @@ func TestCrossVendorTranslation(t *testing.T) {
 			{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "functions.get_weather:0", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
 			llmclient.ToolResultMessage("functions.get_weather:0", "2C"),
 		},
-		Tools: []llmclient.Tool{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`), Cache: &llmclient.CacheControl{}}},
+		Tools:       []llmclient.Tool{{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`), Cache: &llmclient.CacheControl{}}},
 		Temperature: llmclient.Float(1.5),
 		TopP:        llmclient.Float(-1),
 	}

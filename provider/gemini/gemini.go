@@ -14,7 +14,7 @@
 // the body (see Provider.Complete).
 //
 // Tool-call IDs: Gemini rarely sends function call ids, so the adapter makes them up as
-// "call_<n>", and appends the thought signature of Gemini 3 models as "__thought__<sig>",
+// "call_<n>" (n counting the conversation's tool calls, so ids stay unique across turns), and appends the thought signature of Gemini 3 models as "__thought__<sig>",
 // so that replaying the conversation sends the signature back as Gemini 3 requires (text
 // parts' optional signatures are dropped). An assistant turn replayed without any
 // signature, such as one written by another vendor, gets Google's documented
@@ -28,6 +28,16 @@
 // complete once a chunk carried a finishReason, and an end of body before that is an
 // interruption (io.ErrUnexpectedEOF); its usage is the last usageMetadata, reported with
 // the finish reason.
+//
+// Cross-vendor translation: a conversation begun on another vendor is sent so that the API
+// accepts it, and every change is recorded in llmclient.Call.Notes: images of a system
+// message move to a user turn at the same place (the system instruction takes text only);
+// images of tool results are sent after the function responses of their turn; a tool
+// result that answers no call of the model turn right before it is sent as a text part;
+// temperature is clamped to [0, 2] and topP to [0, 1]; of more than 5 stop sequences the
+// first 5 are sent. NaN and infinities are refused as bad requests. Other vendors' tool
+// call ids are sent as function call ids. llmclient.CacheControl marks are ignored
+// (Gemini caches implicitly; explicit caches are named with Extra "cachedContent").
 //
 // The API key travels in the x-goog-api-key header, never in the URL, so it cannot leak
 // into logged URLs or errors.
@@ -139,7 +149,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	if err != nil {
 		return nil, err
 	}
-	out, err := parseResponse(resp.StatusCode, data)
+	out, err := parseResponse(resp.StatusCode, data, priorCalls(call.Request))
 	if err != nil {
 		var e *llmclient.Error
 		if errors.As(err, &e) {
@@ -160,7 +170,9 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 		cancel()
 		return nil, err
 	}
-	return newStream(resp, cancel, p.keyFor(call)), nil
+	st := newStream(resp, cancel, p.keyFor(call))
+	st.idBase = priorCalls(call.Request)
+	return st, nil
 }
 
 // send encodes the call, posts it and turns a non-2xx answer into an *llmclient.Error.
@@ -173,7 +185,10 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	u, err := p.endpoint(call, stream)
 	if err == nil {
 		var body []byte
-		if body, err = buildBody(call.Request); err == nil {
+		notes := adapter.NewNotes("gemini")
+		body, err = buildBody(call.Request, notes)
+		call.Notes = append(call.Notes, notes.List()...)
+		if err == nil {
 			return p.post(ctx, call, u, key, body, stream)
 		}
 	}

@@ -42,7 +42,8 @@ type stream struct {
 
 	finished bool // a finishReason was seen
 	sentID   bool // the id and model were returned
-	calls    int  // function calls so far, for made-up IDs
+	calls    int  // function calls so far
+	idBase   int  // the request history's tool calls: made-up IDs are numbered after them
 	usage    wireUsage
 	hasUsage bool
 
@@ -188,7 +189,7 @@ func (s *stream) candidate(cand *wireCandidate, c *llmclient.Chunk) {
 			p := &cand.Content.Parts[i]
 			switch {
 			case p.FunctionCall != nil:
-				tc := toolCall(p, s.calls)
+				tc := toolCall(p, s.idBase+s.calls)
 				c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{
 					Index: s.calls, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
 				})

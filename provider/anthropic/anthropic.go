@@ -63,6 +63,7 @@ var errNoKey = errors.New("anthropic: no API key: give the upstream Keys or use 
 type Provider struct {
 	url       string
 	apiKey    string
+	bearer    bool
 	version   string
 	sender    adapter.Sender
 	header    http.Header
@@ -100,6 +101,7 @@ func New(opts ...Option) (*Provider, error) {
 	return &Provider{
 		url:       httpx.JoinURL(c.baseURL, "/v1/messages"),
 		apiKey:    c.apiKey,
+		bearer:    c.bearer,
 		version:   c.version,
 		sender:    adapter.Sender{Pkg: "anthropic", Client: c.client, Classify: classifyAt},
 		header:    c.header,
@@ -175,7 +177,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", p.version)
 	}
-	req.Header.Set("X-Api-Key", key)
+	p.setCredential(req.Header, key)
 	return p.sender.Send(req, call.Model, key)
 }
 
@@ -183,6 +185,15 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 // request-id header.
 func malformed(status int, h http.Header, body []byte, why error) *llmclient.Error {
 	return adapter.Malformed("anthropic", status, h.Get("Request-Id"), body, why)
+}
+
+// setCredential sets key as x-api-key, or as a bearer token with WithAuthToken.
+func (p *Provider) setCredential(h http.Header, key string) {
+	if p.bearer {
+		h.Set("Authorization", "Bearer "+key)
+		return
+	}
+	h.Set("X-Api-Key", key)
 }
 
 func (p *Provider) keyFor(call *llmclient.Call) string {

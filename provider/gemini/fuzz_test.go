@@ -41,6 +41,8 @@ func FuzzStream(f *testing.F) {
 	f.Add(`[{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"MAX_TOKENS"}]}]`, true)
 	f.Add(`[{"error":{"code":429}}]`, true)
 	f.Add(`{"candidates":[{"finishReason":""}]}`, true)
+	f.Add("data: {\"candidates\":[]}\n\n{\n  \"error\": {\"code\": 429}\n}\n", false)
+	f.Add("[{\"error\":{}},{\"candidates\":[{\"finishReason\":\"STOP\"}]}]\n[1]\n", false)
 	f.Fuzz(func(t *testing.T, body string, jsonMode bool) {
 		h := http.Header{"Content-Type": {"text/event-stream"}}
 		if jsonMode {

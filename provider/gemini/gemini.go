@@ -27,7 +27,9 @@
 // thinking as output) and ReasoningTokens the thoughts. A stream has no end marker: it is
 // complete once a chunk carried a finishReason, and an end of body before that is an
 // interruption (io.ErrUnexpectedEOF); its usage is the last usageMetadata, reported with
-// the finish reason.
+// the finish reason. An error inside the stream — a data line with an error object, or the
+// bare JSON {"error":…} (or [{"error":…}]) Gemini sends without "data:", on one line or
+// several — is returned as a classified *llmclient.Error, not as an interruption.
 //
 // Cross-vendor translation: a conversation begun on another vendor is sent so that the API
 // accepts it, and every change is recorded in llmclient.Call.Notes: images of a system

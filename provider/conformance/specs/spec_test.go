@@ -204,11 +204,12 @@ func walk(v any, f func(map[string]any)) {
 	}
 }
 
-// fixOpenAI applies fixNullable and replaces the draft 2019-09 pair $recursiveAnchor /
-// $recursiveRef (CompoundFilter refers to itself with it), which 2020-12 dropped, by a
-// plain $ref to the schema that holds the anchor.
+// fixOpenAI applies fixNullable and fixDiscriminators, and replaces the draft 2019-09 pair
+// $recursiveAnchor / $recursiveRef (CompoundFilter refers to itself with it), which
+// 2020-12 dropped, by a plain $ref to the schema that holds the anchor.
 func fixOpenAI(doc any) {
 	fixNullable(doc)
+	fixDiscriminators(doc)
 	schemas, _ := dig(doc, "components", "schemas").(map[string]any)
 	for name, s := range schemas {
 		m, ok := s.(map[string]any)
@@ -223,6 +224,23 @@ func fixOpenAI(doc any) {
 			}
 		})
 	}
+}
+
+// fixDiscriminators turns a oneOf that has an OpenAPI discriminator into an anyOf. The
+// discriminator picks one alternative by a property; a JSON Schema validator ignores it,
+// and where alternatives overlap (the Responses API's InputItem: EasyInputMessage and
+// InputMessage both take {"type":"message","role":"user","content":[…]}), a valid body
+// matches two of them and fails oneOf. anyOf still requires one alternative to match.
+func fixDiscriminators(doc any) {
+	walk(doc, func(m map[string]any) {
+		if _, ok := m["discriminator"]; !ok {
+			return
+		}
+		if alts, ok := m["oneOf"]; ok {
+			delete(m, "oneOf")
+			m["anyOf"] = alts
+		}
+	})
 }
 
 // fixNullable rewrites OpenAPI 3.0's nullable: true, which JSON Schema 2020-12 does not

@@ -41,6 +41,9 @@
 // call ids are sent as function call ids. llmclient.CacheControl marks are ignored
 // (Gemini caches implicitly; explicit caches are named with Extra "cachedContent").
 //
+// Embeddings: Provider is an llmclient.Embedder: one input with :embedContent, several
+// with :batchEmbedContents (at most MaxEmbedBatch, default 100); see Embed.
+//
 // The API key travels in the x-goog-api-key header, never in the URL, so it cannot leak
 // into logged URLs or errors.
 //
@@ -72,6 +75,8 @@ type Provider struct {
 	vertex bool
 	sender adapter.Sender
 	header http.Header
+
+	maxEmbedBatch int
 }
 
 var _ llmclient.Provider = (*Provider)(nil)
@@ -88,6 +93,11 @@ func New(opts ...Option) (*Provider, error) {
 	}
 	if c.clientSet && c.client == nil {
 		return nil, errors.New("gemini: WithHTTPClient(nil)")
+	}
+	if !c.maxEmbedBatchSet {
+		c.maxEmbedBatch = DefaultMaxEmbedBatch
+	} else if c.maxEmbedBatch < 1 || c.maxEmbedBatch > maxEmbedBatchLimit {
+		return nil, fmt.Errorf("gemini: WithMaxEmbedBatch: want 1 to %d, got %d", maxEmbedBatchLimit, c.maxEmbedBatch)
 	}
 	if c.vertex && (c.project == "" || c.location == "" || strings.ContainsAny(c.project+c.location, "/?#")) {
 		return nil, fmt.Errorf("gemini: WithVertex(%q, %q): project and location must be plain names", c.project, c.location)
@@ -127,6 +137,8 @@ func New(opts ...Option) (*Provider, error) {
 		vertex: c.vertex,
 		sender: adapter.Sender{Pkg: "gemini", Client: c.client, Classify: classifyAt},
 		header: c.header,
+
+		maxEmbedBatch: c.maxEmbedBatch,
 	}, nil
 }
 

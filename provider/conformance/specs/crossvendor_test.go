@@ -62,6 +62,9 @@ func vendors() []vendor {
 		{"openai", func(bool) Op { return OpChatCompletions }, func(hc *http.Client) (llmclient.Provider, error) {
 			return openai.New(openai.WithBaseURL(base+"/v1"), openai.WithHTTPClient(hc), openai.WithAPIKey("sk-test"))
 		}},
+		{"openai_responses", func(bool) Op { return OpResponses }, func(hc *http.Client) (llmclient.Provider, error) {
+			return openai.New(openai.WithBaseURL(base+"/v1"), openai.WithHTTPClient(hc), openai.WithAPIKey("sk-test"), openai.WithResponsesAPI())
+		}},
 		{"anthropic", func(bool) Op { return OpMessages }, func(hc *http.Client) (llmclient.Provider, error) {
 			return anthropic.New(anthropic.WithBaseURL(base), anthropic.WithHTTPClient(hc), anthropic.WithAPIKey("sk-ant-test"))
 		}},
@@ -81,6 +84,7 @@ type outcome struct {
 	body    []byte // the body sent; nil when nothing was sent
 	err     error  // the adapter's error (a capture answers 400, so a sent request fails too)
 	refused bool   // nothing was sent and err wraps llmclient.ErrUnsupported
+	notes   []string
 }
 
 // render sends req through the vendor's adapter and captures what went out.
@@ -101,7 +105,7 @@ func render(t *testing.T, v vendor, req *llmclient.Request, stream bool) outcome
 	} else {
 		_, err = p.Complete(context.Background(), call)
 	}
-	o := outcome{body: c.last(), err: err}
+	o := outcome{body: c.last(), err: err, notes: call.Notes}
 	o.refused = o.body == nil && errors.Is(err, llmclient.ErrUnsupported)
 	return o
 }
@@ -146,6 +150,8 @@ type conversationCase struct {
 	// refusedBy lists the vendors that must refuse the request locally (ErrUnsupported,
 	// nothing sent); every other vendor must send a body its spec accepts.
 	refusedBy []string
+	// notes maps a vendor to a text one of its translation notes must contain.
+	notes map[string]string
 }
 
 func conversations() []conversationCase {
@@ -170,34 +176,40 @@ func conversations() []conversationCase {
 	full.Stop = []string{"a", "b", "c", "d", "e"}
 
 	return []conversationCase{
-		{name: "begun_on_gemini_signed_ids", req: conv(append(toolTurn(geminiSignedID, "call_1"), then)...)},
-		{name: "begun_on_openai_compatible_ids", req: conv(append(toolTurn(compatID), then)...)},
+		{name: "begun_on_gemini_signed_ids", notes: map[string]string{"openai": "at most 40", "anthropic": "lcid_"}, req: conv(append(toolTurn(geminiSignedID, "call_1"), then)...)},
+		{name: "begun_on_openai_compatible_ids", notes: map[string]string{"anthropic": "lcid_"}, req: conv(append(toolTurn(compatID), then)...)},
 		{name: "begun_on_openai", req: conv(append(toolTurn(openaiID), then)...)},
 		{name: "begun_on_anthropic", req: conv(append(toolTurn(anthropicID), then)...)},
-		{name: "image_in_system", req: func() llmclient.Request {
+		{name: "image_in_system", notes: map[string]string{"openai": "system message", "openai_responses": "system message", "anthropic": "system prompt", "gemini": "system prompt"}, req: func() llmclient.Request {
 			r := conv(then)
 			r.Messages[0].Content = append(r.Messages[0].Content, llmclient.ImageDataPart("image/png", png))
 			return r
 		}()},
-		{name: "image_in_tool_result", req: conv(
+		{name: "image_in_tool_result", notes: map[string]string{"openai": "tool message", "gemini": "tool result"}, req: conv(
 			llmclient.Message{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{
 				{ID: openaiID, Name: "get_weather", Arguments: `{"city":"Paris"}`},
 				{ID: anthropicID, Name: "get_weather", Arguments: `{"city":"Rome"}`}}},
 			imageResult, imageOnlyResult, then)},
-		{name: "image_in_assistant", refusedBy: []string{"openai"}, req: conv(
+		{name: "image_in_assistant", refusedBy: []string{"openai", "openai_responses"}, req: conv(
 			llmclient.Message{Role: llmclient.RoleAssistant, Content: []llmclient.Part{
 				llmclient.TextPart("Here is the map:"), llmclient.ImageDataPart("image/png", png)}}, then)},
-		{name: "temperature_1_5", req: func() llmclient.Request {
+		{name: "temperature_1_5", notes: map[string]string{"anthropic": "temperature 1.5 lowered to the maximum 1"}, req: func() llmclient.Request {
 			r := conv(then)
 			r.Temperature, r.TopP = llmclient.Float(1.5), llmclient.Float(0.9)
 			return r
 		}()},
-		{name: "five_stop_sequences", req: func() llmclient.Request {
+		// The Responses API has no stop sequences.
+		{name: "five_stop_sequences", refusedBy: []string{"openai_responses"}, notes: map[string]string{"openai": "first 4 of 5 stop sequences"}, req: func() llmclient.Request {
 			r := conv(then)
 			r.Stop = []string{"1", "2", "3", "4", "5"}
 			return r
 		}()},
-		{name: "everything_at_once", req: full},
+		{name: "everything_at_once", refusedBy: []string{"openai_responses"}, req: full},
+		{name: "everything_but_stop_sequences", req: func() llmclient.Request {
+			r := full
+			r.Stop = nil
+			return r
+		}()},
 	}
 }
 
@@ -223,7 +235,7 @@ func TestCrossVendorRequests(t *testing.T) {
 					}
 					switch {
 					case wantRefusal && o.refused:
-						if msg := o.err.Error(); !strings.Contains(msg, vd.name+": ") {
+						if msg := o.err.Error(); !strings.Contains(msg, strings.TrimSuffix(vd.name, "_responses")+": ") {
 							t.Errorf("refusal %q does not name the adapter", msg)
 						}
 						return
@@ -238,8 +250,69 @@ func TestCrossVendorRequests(t *testing.T) {
 					for _, p := range checkRules(vd.op(stream), o.body) {
 						t.Errorf("%s\nbody: %s", p, o.body)
 					}
+					if want, ok := cv.notes[vd.name]; ok && !strings.Contains(strings.Join(o.notes, "\n"), want) {
+						t.Errorf("no translation note mentions %q; notes: %q", want, o.notes)
+					}
 				})
 			}
+		}
+	}
+}
+
+// embedVendor renders embedding requests with one adapter.
+type embedVendor struct {
+	name string
+	op   func(inputs int) Op
+	new  func(hc *http.Client) (llmclient.Embedder, error)
+}
+
+func embedVendors() []embedVendor {
+	return []embedVendor{
+		{"openai", func(int) Op { return OpEmbeddings }, func(hc *http.Client) (llmclient.Embedder, error) {
+			return openai.New(openai.WithBaseURL(base+"/v1"), openai.WithHTTPClient(hc), openai.WithAPIKey("sk-test"))
+		}},
+		{"gemini", func(n int) Op {
+			if n == 1 {
+				return OpEmbedContent
+			}
+			return OpBatchEmbedContents
+		}, func(hc *http.Client) (llmclient.Embedder, error) {
+			return gemini.New(gemini.WithBaseURL(base), gemini.WithHTTPClient(hc), gemini.WithAPIKey("AIza-test"))
+		}},
+	}
+}
+
+// TestEmbedRequests renders embedding requests (one input, a full batch, dimensions, a
+// task type) with each adapter and validates them against the vendor's spec.
+func TestEmbedRequests(t *testing.T) {
+	v := specs(t)
+	batch := make([]string, 0, 64)
+	for i := range cap(batch) {
+		batch = append(batch, "document "+strings.Repeat("x", i))
+	}
+	reqs := map[string]llmclient.EmbedRequest{
+		"one":        {Model: "embed-model", Input: []string{"What is a quaternion?"}},
+		"batch":      {Model: "embed-model", Input: batch},
+		"dimensions": {Model: "embed-model", Input: []string{"a", "b"}, Dimensions: 256, TaskType: "RETRIEVAL_DOCUMENT"},
+	}
+	for name, req := range reqs {
+		for _, ev := range embedVendors() {
+			t.Run(name+"/"+ev.name, func(t *testing.T) {
+				c := &capture{}
+				e, err := ev.new(&http.Client{Transport: c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := req
+				_, err = e.Embed(context.Background(), &llmclient.EmbedCall{Model: r.Model, Request: &r})
+				body := c.last()
+				if body == nil {
+					t.Fatalf("nothing sent: %v", err)
+				}
+				if err := v.validate(ev.op(len(r.Input)), body); err != nil {
+					t.Errorf("%s rejects the body:\n%v\nbody: %s", ev.op(len(r.Input)), err, body)
+				}
+			})
 		}
 	}
 }

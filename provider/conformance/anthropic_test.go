@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		System json.RawMessage `json:"system"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil {
 		return nil, fmt.Errorf("body: %w", err)
@@ -54,6 +56,9 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 	s := &conformance.Seen{Stream: b.Stream, Model: b.Model, APIKey: key}
 	for _, t := range b.Tools {
 		s.Tools = append(s.Tools, t.Name)
+	}
+	if len(b.System) > 0 {
+		s.System = anthropicResultText(b.System)
 	}
 	for _, m := range b.Messages {
 		if len(m.Content) == 0 || m.Content[0] == '"' {
@@ -71,7 +76,25 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 			return nil, fmt.Errorf("message content: %w", err)
 		}
 		for _, bl := range blocks {
+			if bl.Type == "tool_result" && len(bl.Content) > 0 && bl.Content[0] == '[' {
+				var inner []struct {
+					Type string `json:"type"`
+				}
+				_ = json.Unmarshal(bl.Content, &inner)
+				for _, in := range inner {
+					if in.Type == "image" {
+						s.Images++
+					}
+				}
+			}
+			for _, id := range []string{bl.ID, bl.ToolUseID} {
+				if id != "" && !anthropicToolID.MatchString(id) {
+					return nil, fmt.Errorf("tool id %q does not match %s", id, anthropicToolID)
+				}
+			}
 			switch bl.Type {
+			case "image":
+				s.Images++
 			case "tool_use":
 				s.ToolCalls = append(s.ToolCalls, llmclient.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: string(bl.Input)})
 			case "tool_result":
@@ -81,6 +104,9 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 	}
 	return s, nil
 }
+
+// anthropicToolID is the pattern of tool_use.id and tool_result.tool_use_id.
+var anthropicToolID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // anthropicResultText reads a tool_result's content: a string or text blocks.
 func anthropicResultText(raw json.RawMessage) string {

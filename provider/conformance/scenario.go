@@ -132,6 +132,9 @@ type Reply struct {
 	End      End
 	EndAfter int
 	EndFail  *Failure
+	// Signature is an opaque token a vendor that signs tool calls (Target.SignsToolCalls)
+	// attaches to the first of ToolCalls; other Wires ignore it.
+	Signature string
 }
 
 // Want is the expected outcome of a call, as seen through the adapter directly. Run derives

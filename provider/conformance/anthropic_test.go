@@ -137,6 +137,13 @@ func anthropicFinish(f llmclient.FinishReason) string {
 	return "end_turn"
 }
 
+// anthropicUsage is Anthropic's usage object: input_tokens counts the prompt tokens that
+// were neither read from nor written to the cache.
+func anthropicUsage(u llmclient.Usage, out int) map[string]any {
+	return map[string]any{"input_tokens": u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens, "output_tokens": out,
+		"cache_creation_input_tokens": u.CacheWriteTokens, "cache_read_input_tokens": u.CachedInputTokens}
+}
+
 // anthropicHeaders adds the headers every Messages response carries.
 func anthropicHeaders(h http.Header) {
 	h.Set("Request-Id", "req_011CFconformance")
@@ -166,8 +173,7 @@ func (w anthropicWire) Render(r *conformance.Reply, req *conformance.Seen) (*con
 	wr := conformance.JSON(http.StatusOK, map[string]any{
 		"id": "msg_01CF", "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": anthropicFinish(r.Finish), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
-			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": anthropicUsage(r.Usage, r.Usage.OutputTokens),
 	})
 	anthropicHeaders(wr.Header)
 	return wr, nil
@@ -184,8 +190,7 @@ func (w anthropicWire) stream(r *conformance.Reply, req *conformance.Seen) (*con
 		ev("message_start", map[string]any{"message": map[string]any{
 			"id": "msg_01CF", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": 1,
-				"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+			"usage": anthropicUsage(r.Usage, 1)}}),
 		ev("ping", map[string]any{}),
 	}
 	index := 0

@@ -125,7 +125,7 @@ func geminiFinish(f llmclient.FinishReason) string {
 
 func geminiUsage(u llmclient.Usage) map[string]any {
 	return map[string]any{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
-		"totalTokenCount":     u.InputTokens + u.OutputTokens,
+		"totalTokenCount": u.InputTokens + u.OutputTokens, "cachedContentTokenCount": u.CachedInputTokens,
 		"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": u.InputTokens}}}
 }
 
@@ -138,6 +138,9 @@ var geminiSafety = []any{
 func (w geminiWire) Render(r *conformance.Reply, req *conformance.Seen) (*conformance.WireResponse, error) {
 	if r.Fail != nil {
 		return w.fail(r.Fail, req)
+	}
+	if r.Usage.CacheWriteTokens > 0 {
+		return nil, conformance.NotApplicable("Gemini reports no prompt-cache writes")
 	}
 	if req.Stream {
 		return w.stream(r, req)

@@ -98,7 +98,7 @@ func responsesStatus(f llmclient.FinishReason) (status string, details any) {
 }
 
 func responsesUsage(u llmclient.Usage) map[string]any {
-	return map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+	return map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CachedInputTokens},
 		"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 		"total_tokens": u.InputTokens + u.OutputTokens}
 }
@@ -125,6 +125,9 @@ func (responsesWire) response(r *conformance.Reply, req *conformance.Seen) map[s
 func (w responsesWire) Render(r *conformance.Reply, req *conformance.Seen) (*conformance.WireResponse, error) {
 	if r.Fail != nil {
 		return openaiWire{}.fail(r.Fail, req)
+	}
+	if r.Usage.CacheWriteTokens > 0 {
+		return nil, conformance.NotApplicable("OpenAI reports no prompt-cache writes")
 	}
 	if req.Stream {
 		return w.stream(r, req)

@@ -152,6 +152,9 @@ func (w openaiWire) Render(r *conformance.Reply, req *conformance.Seen) (*confor
 	if r.Fail != nil {
 		return w.fail(r.Fail, req)
 	}
+	if r.Usage.CacheWriteTokens > 0 {
+		return nil, conformance.NotApplicable("OpenAI reports no prompt-cache writes")
+	}
 	if req.Stream {
 		return w.stream(r, req)
 	}
@@ -193,7 +196,7 @@ func openaiFinish(f llmclient.FinishReason) string {
 func openaiUsage(u llmclient.Usage) map[string]any {
 	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens,
 		"total_tokens":              u.InputTokens + u.OutputTokens,
-		"prompt_tokens_details":     map[string]any{"cached_tokens": 0, "audio_tokens": 0},
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedInputTokens, "audio_tokens": 0},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": 0, "audio_tokens": 0}}
 }
 

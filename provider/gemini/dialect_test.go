@@ -135,3 +135,23 @@ func FuzzDialectInspect(f *testing.F) {
 		_ = llmclient.EstimatePromptTokens(nil, &call.Request)
 	})
 }
+
+func TestDialectInspectEmbed(t *testing.T) {
+	p, err := gemini.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, ok := p.Inspect("POST", "/v1beta/models/gemini-embedding-001:batchEmbedContents",
+		[]byte(`{"requests":[{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"first"}]}},{"content":{"parts":[{"text":"second"}]}}]}`))
+	if !ok || call.Shape != gemini.ShapeBatchEmbedContents || !call.NoOutput || call.Stream || call.Request.Model != "gemini-embedding-001" ||
+		len(call.Request.Messages) != 2 || call.Request.Messages[1].Text() != "second" {
+		t.Errorf("batch: %+v, %v", call, ok)
+	}
+	call, ok = p.Inspect("POST", "/v1beta/models/e:embedContent", []byte(`{"content":{"parts":[{"text":"one"}]}}`))
+	if !ok || call.Shape != gemini.ShapeEmbedContent || len(call.Request.Messages) != 1 || call.Request.Messages[0].Text() != "one" {
+		t.Errorf("one: %+v, %v", call, ok)
+	}
+	if call, ok = p.Inspect("POST", "/v1beta/models/e:embedContent", []byte(`{`)); !ok || len(call.Request.Messages) != 0 {
+		t.Errorf("bad body: %+v, %v", call, ok)
+	}
+}

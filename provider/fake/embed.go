@@ -10,6 +10,11 @@ import (
 	"github.com/llmclient/llmclient"
 )
 
+// MaxDimensions bounds the vectors an Embedding step makes: larger lengths (of the step
+// or of a request's Dimensions) are clamped to it, so that no input can make the fake
+// allocate without bound.
+const MaxDimensions = 1 << 16
+
 // DefaultMaxEmbedBatch is what MaxEmbedBatch returns until SetMaxEmbedBatch changes it:
 // small, so that tests of batching need few inputs.
 const DefaultMaxEmbedBatch = 16
@@ -22,7 +27,7 @@ var _ llmclient.Embedder = (*Provider)(nil)
 // Unless Vectors fixes them, the vectors are deterministic: each is a unit vector computed
 // from its input text alone, so the same text always gets the same vector, in any call or
 // batch, and different texts get different ones. Their length is the request's Dimensions
-// when set, else the step's.
+// when set, else the step's, at most MaxDimensions.
 type EmbedStep struct {
 	dims    int
 	vectors [][]float32
@@ -33,9 +38,9 @@ type EmbedStep struct {
 }
 
 // Embedding returns a step that answers an Embed call with deterministic vectors of dims
-// dimensions (at least 1; smaller values count as 1).
+// dimensions, clamped to [1, MaxDimensions].
 func Embedding(dims int) *EmbedStep {
-	return &EmbedStep{dims: max(dims, 1), times: 1}
+	return &EmbedStep{dims: min(max(dims, 1), MaxDimensions), times: 1}
 }
 
 // Vectors fixes the vectors returned, in input order, whatever the inputs; a call with a
@@ -97,7 +102,7 @@ func (s *EmbedStep) embed(ctx context.Context, call *llmclient.EmbedCall) (*llmc
 	} else {
 		dims := s.dims
 		if req.Dimensions > 0 {
-			dims = req.Dimensions
+			dims = min(req.Dimensions, MaxDimensions)
 		}
 		out.Vectors = make([][]float32, len(req.Input))
 		for i, text := range req.Input {
@@ -124,16 +129,16 @@ func approxTokens(n int) int {
 	return max(1, n/4)
 }
 
-// Vector returns the unit vector of dims dimensions that an Embedding step gives text
-// (dims < 1 counts as 1). It lets a test compute the vectors it expects.
+// Vector returns the unit vector of dims dimensions (clamped to [1, MaxDimensions]) that
+// an Embedding step gives text. It lets a test compute the vectors it expects.
 func Vector(text string, dims int) []float32 {
-	dims = max(dims, 1)
+	dims = min(max(dims, 1), MaxDimensions)
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(text))
 	x := h.Sum64()
-	v := make([]float32, dims)
+	f64 := make([]float64, dims)
 	var norm float64
-	for i := range v {
+	for i := range f64 {
 		// splitmix64: a well-spread sequence from the text's hash.
 		x += 0x9e3779b97f4a7c15
 		z := x
@@ -141,13 +146,16 @@ func Vector(text string, dims int) []float32 {
 		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 		z ^= z >> 31
 		f := float64(z>>11)/float64(1<<53)*2 - 1
-		v[i] = float32(f)
+		f64[i] = f
 		norm += f * f
 	}
-	if norm = math.Sqrt(norm); norm > 0 {
-		for i := range v {
-			v[i] = float32(float64(v[i]) / norm)
+	norm = math.Sqrt(norm)
+	v := make([]float32, dims)
+	for i, f := range f64 {
+		if norm > 0 {
+			f /= norm
 		}
+		v[i] = float32(f)
 	}
 	return v
 }

@@ -50,8 +50,18 @@ func TestEmbedDeterministic(t *testing.T) {
 	if r, _ := p.Embed(context.Background(), c); len(r.Vectors[0]) != 3 {
 		t.Errorf("Dimensions ignored: %d", len(r.Vectors[0]))
 	}
+	c.Request.Dimensions = math.MaxInt
+	if r, _ := p.Embed(context.Background(), c); len(r.Vectors[0]) != fake.MaxDimensions {
+		t.Errorf("huge Dimensions: %d", len(r.Vectors[0]))
+	}
+	if v := fake.Vector("x", -5); len(v) != 1 || v[0] != 1 && v[0] != -1 {
+		t.Errorf("Vector(-5) = %v", v)
+	}
+	if n := len(fake.Vector("x", math.MaxInt)); n != fake.MaxDimensions {
+		t.Errorf("Vector(MaxInt) has %d dimensions", n)
+	}
 	recs := p.Requests()
-	if len(recs) != 3 || recs[0].Embed == nil || recs[0].Embed.Input[1] != "dog" || recs[0].APIKey != "k1" || recs[0].Request != nil {
+	if len(recs) != 4 || recs[0].Embed == nil || recs[0].Embed.Input[1] != "dog" || recs[0].APIKey != "k1" || recs[0].Request != nil {
 		t.Errorf("records %+v", recs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 
@@ -127,6 +128,8 @@ func (p *Provider) embedBody(req *llmclient.EmbedRequest, model string) ([]byte,
 		return nil, fmt.Errorf("gemini: embed request has %d inputs, more than MaxEmbedBatch %d", len(req.Input), p.maxEmbedBatch)
 	case req.Dimensions < 0:
 		return nil, errors.New("gemini: embed Dimensions is negative")
+	case req.Dimensions > math.MaxInt32:
+		return nil, errors.New("gemini: embed Dimensions exceeds outputDimensionality's int32 range")
 	}
 	reqs := make([]wireEmbedRequest, len(req.Input))
 	for i, text := range req.Input {

@@ -70,6 +70,7 @@ func TestEmbedErrors(t *testing.T) {
 		{name: "no model", call: embedCall("", "a"), class: llmclient.ClassBadRequest, msg: "no model"},
 		{name: "too many", call: embedCall("m", make([]string, gemini.DefaultMaxEmbedBatch+1)...), class: llmclient.ClassBadRequest, msg: "more than MaxEmbedBatch"},
 		{name: "negative dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = -3; return c }(), class: llmclient.ClassBadRequest, msg: "negative"},
+		{name: "huge dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = math.MaxInt; return c }(), class: llmclient.ClassBadRequest, msg: "int32"},
 		{name: "quota", status: 429, body: `{"error":{"code":429,"message":"You exceeded your current quota. key ` + testKey + `","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3s"}]}}`,
 			call: embedCall("m", "a"), class: llmclient.ClassRateLimited, sent: true},
 		{name: "wrong count", status: 200, body: `{"embeddings":[{"values":[1]}]}`, call: embedCall("m", "a", "b"), class: llmclient.ClassServerError, msg: "1 vectors for 2 inputs", sent: true},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 
@@ -138,6 +139,9 @@ func generationConfig(req *llmclient.Request, notes *adapter.Notes) (*wireGenera
 	}
 	if g.TopP, err = adapter.Clamp(notes, "topP", req.TopP, 0, maxTopP); err != nil {
 		return nil, errors.New("gemini: " + err.Error())
+	}
+	if req.MaxTokens > math.MaxInt32 {
+		return nil, errors.New("gemini: MaxTokens exceeds maxOutputTokens' int32 range")
 	}
 	if req.MaxTokens > 0 {
 		g.MaxOutputTokens = req.MaxTokens

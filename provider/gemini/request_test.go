@@ -188,6 +188,7 @@ func TestRequestInvalid(t *testing.T) {
 	cases := map[string]llmclient.Request{
 		"tool result without id":  {Messages: []llmclient.Message{{Role: llmclient.RoleTool, Content: []llmclient.Part{llmclient.TextPart("x")}}}},
 		"temperature NaN":         {Temperature: llmclient.Float(math.NaN())},
+		"max tokens over int32":   {MaxTokens: math.MaxInt},
 		"topP infinite":           {TopP: llmclient.Float(math.Inf(-1))},
 		"bad arguments":           {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `{"a":`}}}}},
 		"call without name":       {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1"}}}}},

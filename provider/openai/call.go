@@ -143,9 +143,12 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 }
 
 // keyFor returns the key a call uses: the pool key it carries, else the WithAPIKey key.
-func (p *Provider) keyFor(call *llmclient.Call) string {
-	if call.APIKey != "" {
-		return call.APIKey
+func (p *Provider) keyFor(call *llmclient.Call) string { return p.key(call.APIKey) }
+
+// key returns poolKey, else the WithAPIKey key.
+func (p *Provider) key(poolKey string) string {
+	if poolKey != "" {
+		return poolKey
 	}
 	return p.apiKey
 }

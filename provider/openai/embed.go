@@ -102,7 +102,7 @@ func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmcl
 			return nil, badRequest(err.Error())
 		}
 	}
-	key := p.keyFor(&llmclient.Call{APIKey: call.APIKey})
+	key := p.key(call.APIKey)
 	resp, err := p.post(ctx, p.url("embeddings", model), body, model, key, false)
 	if err != nil {
 		return nil, err

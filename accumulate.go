@@ -1,50 +1,96 @@
 package llmclient
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
-// accumulate assembles a Response from stream chunks: text and reasoning concatenated, tool
-// calls assembled by index, the last finish reason and usage.
-func accumulate(chunks []Chunk) *Response {
-	r := &Response{}
-	var text, reasoning, refusal strings.Builder
-	var calls []ToolCall
-	index := map[int]int{}
-	for i := range chunks {
-		ch := &chunks[i]
-		text.WriteString(ch.Text)
-		reasoning.WriteString(ch.Reasoning)
-		refusal.WriteString(ch.Refusal)
-		for _, d := range ch.ToolCalls {
-			j, ok := index[d.Index]
-			if !ok {
-				j = len(calls)
-				index[d.Index] = j
-				calls = append(calls, ToolCall{})
-			}
-			tc := &calls[j]
-			if d.ID != "" {
-				tc.ID = d.ID
-			}
-			if d.Name != "" {
-				tc.Name = d.Name
-			}
-			tc.Arguments += d.Arguments
+// accumulator assembles a Response from stream chunks as they arrive: text, reasoning
+// and refusal appended, tool calls assembled by index with their arguments appended, the
+// last finish reason, usage, id and model. Its memory grows with the output it keeps,
+// never with the number of chunks. The zero value is ready to use.
+type accumulator struct {
+	text, reasoning, refusal strings.Builder
+	calls                    []toolAcc
+	finish                   FinishReason
+	rawFinish                string
+	usage                    *Usage
+	id, model                string
+}
+
+type toolAcc struct {
+	index    int
+	id, name string
+	args     strings.Builder
+}
+
+// add folds one chunk in.
+func (a *accumulator) add(ch *Chunk) {
+	a.text.WriteString(ch.Text)
+	a.reasoning.WriteString(ch.Reasoning)
+	a.refusal.WriteString(ch.Refusal)
+	for _, d := range ch.ToolCalls {
+		tc := a.call(d.Index)
+		if d.ID != "" {
+			tc.id = d.ID
 		}
-		if ch.FinishReason != FinishNone {
-			r.FinishReason, r.RawFinishReason = ch.FinishReason, ch.RawFinishReason
+		if d.Name != "" {
+			tc.name = d.Name
 		}
-		if ch.Usage != nil {
-			r.Usage = *ch.Usage
-		}
-		if ch.ID != "" {
-			r.ID = ch.ID
-		}
-		if ch.Model != "" {
-			r.Model = ch.Model
+		tc.args.WriteString(d.Arguments)
+	}
+	a.meta(ch)
+}
+
+// meta folds in what a chunk says besides its content.
+func (a *accumulator) meta(ch *Chunk) {
+	if ch.FinishReason != FinishNone {
+		a.finish, a.rawFinish = ch.FinishReason, ch.RawFinishReason
+	}
+	if ch.Usage != nil {
+		u := *ch.Usage
+		a.usage = &u
+	}
+	if ch.ID != "" {
+		a.id = ch.ID
+	}
+	if ch.Model != "" {
+		a.model = ch.Model
+	}
+}
+
+// call returns the tool call with the given index, adding it on first sight.
+func (a *accumulator) call(index int) *toolAcc {
+	for i := range a.calls {
+		if a.calls[i].index == index {
+			return &a.calls[i]
 		}
 	}
-	r.Text, r.Reasoning, r.Refusal, r.ToolCalls = text.String(), reasoning.String(), refusal.String(), calls
+	a.calls = append(a.calls, toolAcc{index: index})
+	return &a.calls[len(a.calls)-1]
+}
+
+// response returns what was accumulated so far.
+func (a *accumulator) response() *Response {
+	r := &Response{Text: a.text.String(), Reasoning: a.reasoning.String(), Refusal: a.refusal.String(),
+		FinishReason: a.finish, RawFinishReason: a.rawFinish, ID: a.id, Model: a.model}
+	if a.usage != nil {
+		r.Usage = *a.usage
+	}
+	for i := range a.calls {
+		tc := &a.calls[i]
+		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.id, Name: tc.name, Arguments: tc.args.String()})
+	}
 	return r
+}
+
+// accumulate assembles the Response of a finished list of chunks.
+func accumulate(chunks []Chunk) *Response {
+	var a accumulator
+	for i := range chunks {
+		a.add(&chunks[i])
+	}
+	return a.response()
 }
 
 // ContinuationRequest returns a copy of req that continues an interrupted stream: the
@@ -54,8 +100,8 @@ func accumulate(chunks []Chunk) *Response {
 // broke; for others, append a user message asking to continue. It returns nil when err
 // carries no partial output.
 func ContinuationRequest(req *Request, err error) *Request {
-	e, ok := err.(*Error)
-	if !ok || e.Partial == nil || req == nil {
+	var e *Error
+	if !errors.As(err, &e) || e.Partial == nil || req == nil {
 		return nil
 	}
 	p := e.Partial

@@ -80,8 +80,8 @@ func TestClassNamesAndDefaultDecisions(t *testing.T) {
 	}
 	assert.Equal(t, "none", llmclient.ClassNone.String())
 	// Spot-check the table of DESIGN.md.
-	assert.Equal(t, llmclient.Decision{Retry: true, Failover: true, Cooldown: true}, llmclient.DefaultDecision(llmclient.ClassRateLimited))
-	assert.Equal(t, llmclient.Decision{Failover: true, Evict: true, Alert: true}, llmclient.DefaultDecision(llmclient.ClassQuotaExhausted))
+	assert.Equal(t, llmclient.Decision{Retry: true, NextKey: true, Failover: true, Cooldown: true}, llmclient.DefaultDecision(llmclient.ClassRateLimited))
+	assert.Equal(t, llmclient.Decision{NextKey: true, Failover: true, Evict: true, Alert: true}, llmclient.DefaultDecision(llmclient.ClassQuotaExhausted))
 	assert.Equal(t, llmclient.Decision{}, llmclient.DefaultDecision(llmclient.ClassBadRequest))
 	assert.True(t, llmclient.DefaultDecision(llmclient.ClassOverloaded).Breaker)
 	assert.False(t, llmclient.DefaultDecision(llmclient.ClassRateLimited).Breaker)

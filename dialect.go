@@ -26,8 +26,9 @@ type Dialect interface {
 	Inspect(method, path string, body []byte) (APICall, bool)
 	// Authorize sets the authentication headers of an outgoing request for key, removing
 	// any other credential header of the dialect. An empty key means the provider's own
-	// configured key, or none.
-	Authorize(h http.Header, key string)
+	// configured key, or none. It returns the credential it set ("" for none), which the
+	// transport redacts from everything it returns.
+	Authorize(h http.Header, key string) string
 	// ClassifyError turns an error response — status, headers and at most 1 MiB of body —
 	// into an *Error with its Class, vendor fields, Retry-After and RateLimits.
 	ClassifyError(status int, h http.Header, body []byte) *Error

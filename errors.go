@@ -164,6 +164,9 @@ func (e *Error) Redact(secret string) {
 	}
 }
 
+// redacted replaces a secret in redacted text.
+const redacted = "[REDACTED]"
+
 // redactString replaces every occurrence of secret in s.
 func redactString(s, secret string) string {
 	if secret == "" || !strings.Contains(s, secret) {

@@ -204,22 +204,27 @@ func (c *limiterConfig) ratioFor(model string) float64 {
 // estimate, corrected for the model's vendor, plus the output it may produce (MaxTokens,
 // else the reserved output default). The engine calls it once per call.
 func (c *limiterConfig) cost(req *Request) int {
-	prompt := EstimatePromptTokens(c.estimator, req)
-	if r := c.ratioFor(req.Model); r != 1 {
-		prompt = int(math.Ceil(float64(prompt) * r))
-	}
 	out := req.MaxTokens
 	if out <= 0 {
 		out = c.reservedOutput
 	}
-	return prompt + out
+	return satAdd(c.promptTokens(req), out)
 }
 
-// DefaultReservedOutput is the output a request without MaxTokens is charged for before
+// promptTokens is the estimate of req's prompt, corrected for the model's vendor.
+func (c *limiterConfig) promptTokens(req *Request) int {
+	prompt := EstimatePromptTokens(c.estimator, req)
+	if r := c.ratioFor(req.Model); r != 1 {
+		prompt = int(min(math.Ceil(float64(prompt)*r), float64(maxInt/2)))
+	}
+	return prompt
+}
+
+// defaultReservedOutput is the output a request without MaxTokens is charged for before
 // its response arrives. Most chat replies are a few hundred tokens; 1024 covers the
 // common long ones without holding a large share of a small bucket, and the difference
 // is settled when the response reports its usage.
-const DefaultReservedOutput = 1024
+const defaultReservedOutput = 1024
 
 // WithEstimator sets the token estimator the limiter charges prompts with. Default
 // HeuristicEstimator{}; tokenizer/tiktoken.Estimator{} counts OpenAI encodings exactly at a
@@ -229,7 +234,8 @@ func WithEstimator(e Estimator) Option {
 }
 
 // WithReservedOutput sets the output tokens charged for a request whose MaxTokens is 0.
-// Default DefaultReservedOutput (1024). It must be positive.
+// It must be positive; values beyond what any bucket holds are charged as a debt (see
+// Limits.TokenBurst). Default 1024.
 func WithReservedOutput(n int) Option {
 	return optionFunc(func(c *config) { c.limiter.reservedOutput = n })
 }

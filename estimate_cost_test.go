@@ -18,7 +18,7 @@ func TestLimiterCostRatiosAndReservedOutput(t *testing.T) {
 		max   int
 		want  int
 	}{
-		{"default reserved output", nil, "gpt-4o", 0, 100 + DefaultReservedOutput},
+		{"default reserved output", nil, "gpt-4o", 0, 100 + defaultReservedOutput},
 		{"max tokens", nil, "gpt-4o", 50, 150},
 		{"reserved output option", []Option{WithReservedOutput(10)}, "gpt-4o", 0, 110},
 		{"claude ratio", nil, "claude-sonnet-4-5", 50, 125 + 50},

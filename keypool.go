@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -91,10 +91,10 @@ func keyFingerprint(secret string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// pick returns the usable key with the fewest requests in flight, and marks it in flight.
-// When none is usable it returns nil and the earliest time a cooling key becomes usable
-// (zero when every key is evicted).
-func (p *keyPool) pick(now time.Time) (k *poolKey, soonest time.Time) {
+// pick returns the usable key with the fewest requests in flight, and marks it in flight;
+// avoid is passed over when another key is usable. When none is usable it returns nil and
+// the earliest time a cooling key becomes usable (zero when every key is evicted).
+func (p *keyPool) pick(now time.Time, avoid *poolKey) (k *poolKey, soonest time.Time) {
 	nowNano := now.UnixNano()
 	var best *poolKey
 	var bestLoad int32
@@ -107,6 +107,9 @@ func (p *keyPool) pick(now time.Time) (k *poolKey, soonest time.Time) {
 			continue
 		}
 		load := key.inFlight.Load()
+		if key == avoid {
+			load = 1<<31 - 1 // last resort
+		}
 		if best == nil || load < bestLoad {
 			best, bestLoad = key, load
 		}
@@ -132,10 +135,11 @@ func (p *keyPool) available(now time.Time, except *poolKey) bool {
 	return false
 }
 
-// block pauses or evicts k until until; it never shortens an existing block. It reports
-// whether the block was extended.
-func (k *poolKey) block(until time.Time, evict bool) bool {
-	n := until.UnixNano()
+// block pauses (or, with evict, evicts) k for d from now; it never shortens an existing
+// block. The end saturates instead of overflowing. It reports whether the block was
+// extended.
+func (k *poolKey) block(now time.Time, d time.Duration, evict bool) bool {
+	n := addNanos(now.UnixNano(), d)
 	for {
 		cur := k.blockedUntil.Load()
 		if cur >= n {
@@ -151,6 +155,15 @@ func (k *poolKey) block(until time.Time, evict bool) bool {
 	}
 }
 
+// addNanos returns t + d in unix nanoseconds, saturating at the largest int64 (the year
+// 2262) instead of wrapping.
+func addNanos(t int64, d time.Duration) int64 {
+	if d > 0 && t > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return t + int64(max(d, 0))
+}
+
 func (k *poolKey) String() string {
 	if k.label == "" {
 		return "default key"
@@ -158,11 +171,44 @@ func (k *poolKey) String() string {
 	return k.label
 }
 
-// errNoKey builds the error for an upstream whose keys are all blocked.
-func errNoKey(up string, now, soonest time.Time) *Error {
-	if soonest.IsZero() {
-		return &Error{Class: ClassUnavailable, Upstream: up, Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+// effects applies a failed call's side effects on its key — header sync, eviction,
+// cooldown — and returns the events they raise, for the run to emit once its state is
+// settled. A cooldown lasts for the upstream's Retry-After, else for the wait before the
+// planned retry, else for the key cooldown; never longer than the key eviction time.
+func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
+	var ev events
+	if a.key == nil {
+		return ev
 	}
-	return &Error{Class: ClassRateLimited, Upstream: up, RetryAfter: soonest.Sub(now),
-		Err: fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
+	if e.RateLimits != nil {
+		a.key.limiter.observe(e.RateLimits)
+	}
+	now := time.Now()
+	kc := &c.cfg.keys
+	switch {
+	case d.Evict:
+		if a.key.block(now, kc.evictFor, true) {
+			ev.add(Event{Kind: EventKeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+				Class: e.Class, Until: now.Add(kc.evictFor)})
+		}
+	case d.Cooldown:
+		dur := e.RetryAfter
+		if dur <= 0 {
+			dur = kc.cooldown
+			if p.step == stepSame && p.wait > 0 {
+				dur = p.wait
+			}
+		}
+		dur = min(dur, kc.evictFor)
+		if a.key.block(now, dur, false) {
+			a.key.limiter.pause(now.Add(dur))
+			ev.add(Event{Kind: EventKeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+				Class: e.Class, Until: now.Add(dur)})
+		}
+	}
+	if d.Alert {
+		ev.add(Event{Kind: EventAlert, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+			Class: e.Class, Status: e.Status, Err: e})
+	}
+	return ev
 }

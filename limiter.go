@@ -94,12 +94,15 @@ type LimiterMode uint8
 
 const (
 	// LimiterWait waits for capacity, as long as the wait fits before the context's
-	// deadline and within WithMaxWait. A wait that does not fit is not started: the
-	// attempt fails at once with ErrRateLimited and Error.RetryAfter set to the wait, and
-	// failover moves on to the next upstream.
+	// deadline and within WithMaxWait; without a deadline or WithMaxWait it waits as long
+	// as it takes. A wait that does not fit is not started: the attempt is refused at once
+	// with ErrRateLimited (a local refusal, see Decision), and the call moves on to the
+	// next upstream or, when none is left, returns.
 	LimiterWait LimiterMode = iota
-	// LimiterFailFast never waits: a request that cannot be admitted at once fails with
-	// ErrRateLimited, so failover can try another upstream.
+	// LimiterFailFast never waits, with or without a deadline: a request that cannot be
+	// admitted at once is refused with ErrRateLimited, so the call moves on to another
+	// upstream or returns at once. Keys cooling down after a rate limit are not waited
+	// for either.
 	LimiterFailFast
 )
 
@@ -128,7 +131,7 @@ type limiterConfig struct {
 
 func defaultLimiterConfig() limiterConfig {
 	return limiterConfig{
-		reservedOutput: DefaultReservedOutput,
+		reservedOutput: defaultReservedOutput,
 		batchShare:     DefaultBatchShare,
 		burstFraction:  DefaultBurstFraction,
 	}
@@ -283,8 +286,8 @@ type limitLease struct {
 // batch requests, the batch lane, then the request and token buckets, waiting in arrival
 // order. It returns how long it waited. When the wait would not fit (fail-fast mode,
 // WithMaxWait, the context's deadline) it returns at once, without sleeping, an *Error of
-// ClassRateLimited wrapping ErrRateLimited with RetryAfter set to the wait that did not
-// fit. A canceled context's error is returned as is; nothing stays charged either way.
+// ClassRateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
+// A canceled context's error is returned as is; nothing stays charged either way.
 func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
 	return l.acquireOr(ctx, cost, prio, false)
 }
@@ -382,15 +385,27 @@ func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited ti
 // limit returns the longest wait the request may still accept (negative: no bound), or
 // the context's error when it is already done.
 func (l *keyLimiter) limit(ctx context.Context, waited time.Duration) (time.Duration, error) {
+	return waitLimit(ctx, l.mode, l.maxWait, waited)
+}
+
+// waitLimit is the longest wait a request that has waited so far may still accept in the
+// Client's waiting layers (a cooling key's, a limiter's), negative for no bound: 0 in
+// fail-fast mode, else what WithMaxWait and the context's deadline leave. It returns the
+// context's error when it is already done.
+func (c *limiterConfig) waitLimit(ctx context.Context, waited time.Duration) (time.Duration, error) {
+	return waitLimit(ctx, c.mode, c.maxWait, waited)
+}
+
+func waitLimit(ctx context.Context, mode LimiterMode, maxWait, waited time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if l.mode == LimiterFailFast {
+	if mode == LimiterFailFast {
 		return 0, nil
 	}
 	lim := time.Duration(-1)
-	if l.maxWait > 0 {
-		lim = max(l.maxWait-waited, 0)
+	if maxWait > 0 {
+		lim = max(maxWait-waited, 0)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		// A wait that ends at the deadline leaves no time for the call itself.
@@ -410,8 +425,11 @@ func (e *keyPausedError) Error() string { return "llmclient: key paused after a 
 func (e *keyPausedError) Unwrap() error { return ErrRateLimited }
 
 func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
-	return &Error{Class: ClassRateLimited, RetryAfter: wait, Err: ErrRateLimited,
-		Message: "the limiter cannot admit the request in time"}
+	msg := "the limiter cannot admit the request in time"
+	if wait > 0 {
+		msg += " (it would wait " + wait.Round(time.Millisecond).String() + ")"
+	}
+	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg}
 }
 
 // asError turns a store's error into the limiter's: context errors as they are, a

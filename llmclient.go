@@ -18,11 +18,10 @@ type Client struct {
 	groups     map[string][]*upstream
 	routes     sync.Map // model -> []*upstream, for models without a group
 	routeCount atomic.Int32
-	ctxFB      []*upstream
-	contentFB  []*upstream
-	observer   func(Event)
-	budget     *retryBudget
-	needCost   bool
+	// reroutes are the upstream lists a Decision's Reroute names.
+	reroutes [numReroutes][]*upstream
+	observer func(Event)
+	needCost bool
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
 
@@ -36,6 +35,7 @@ type upstream struct {
 	Upstream
 	breaker *Breaker
 	keys    *keyPool
+	budget  *retryBudget
 	timeout time.Duration
 }
 
@@ -55,12 +55,12 @@ func New(opts ...Option) (*Client, error) {
 		cfg:      cfg,
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),
 		observer: cfg.observer,
-		budget:   newRetryBudget(&cfg.retry),
 	}
 	c.needCost = cfg.limiter.enabled(&cfg)
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
-		up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &c.cfg.limiter), timeout: u.Timeout}
+		up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &c.cfg.limiter),
+			budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
 		if up.timeout == 0 {
 			up.timeout = cfg.attemptTimeout
 		}
@@ -88,8 +88,8 @@ func New(opts ...Option) (*Client, error) {
 		}
 		c.groups[g] = dedupe(chain)
 	}
-	c.ctxFB = c.lookup(cfg.contextFallback)
-	c.contentFB = c.lookup(cfg.contentFallback)
+	c.reroutes[RerouteContext] = c.lookup(cfg.contextFallback)
+	c.reroutes[RerouteContent] = c.lookup(cfg.contentFallback)
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)

@@ -21,11 +21,15 @@ const (
 	EventKeyEvicted
 	// EventAlert: a failure that needs a human: a revoked key, an exhausted quota.
 	EventAlert
-	// EventFallback: the request moved to another upstream or to the fallback function.
+	// EventFallback: every upstream failed and the fallback function (WithFallback)
+	// produced the response.
 	EventFallback
+	// EventFailover: the call moved from Upstream to the next upstream of its route,
+	// Target, after a failure of Class (a local refusal included).
+	EventFailover
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -41,14 +45,20 @@ type Event struct {
 	Kind     EventKind
 	Time     time.Time
 	Upstream string
-	Model    string
-	Key      string
+	// Target is the upstream a failover moves to (EventFailover).
+	Target string
+	Model  string
+	Key    string
 	// Attempt is the attempt number within the call, from 1.
 	Attempt int
 	Class   Class
 	Status  int
+	// Local marks an attempt that was refused locally, without an upstream call.
+	Local   bool
 	Latency time.Duration
-	Waited  time.Duration
+	// TimeToFirstToken is a stream attempt's time to its first content token.
+	TimeToFirstToken time.Duration
+	Waited           time.Duration
 	// EstimatedTokens is the limiter's estimate; InputTokens and OutputTokens the reported usage.
 	EstimatedTokens int
 	InputTokens     int

@@ -28,9 +28,7 @@ type Call struct {
 	// pool, in which case the adapter uses its own configured key.
 	APIKey string
 	// Notes is where adapters append notes on how they translated the request (a clamped
-	// temperature, a dropped stop sequence, a remapped tool-call id), one short
-	// human-readable line each; the Client copies them into Attempt.Notes. Adapters only
-	// append to it; a Call is used by one attempt at a time.
+	// parameter, a remapped id); the Client copies them into Attempt.Notes.
 	Notes []string
 }
 

@@ -37,8 +37,25 @@ type Usage struct {
 	// ReasoningTokens is the part of OutputTokens spent on hidden reasoning.
 	ReasoningTokens int
 	// Estimated is true when the vendor reported no usage and the numbers are the Client's
-	// own estimate.
+	// own estimate: the prompt's estimate and the output's, from the text received.
 	Estimated bool
+}
+
+// billable is the usage the limiter reconciles against: input plus output tokens as the
+// upstream reported them (saturating), 0 when unknown or only estimated.
+func (u *Usage) billable() int {
+	if u == nil || u.Estimated {
+		return 0
+	}
+	return satAdd(max(u.InputTokens, 0), max(u.OutputTokens, 0))
+}
+
+// satAdd adds two non-negative ints, saturating at the largest int.
+func satAdd(a, b int) int {
+	if a > maxInt-b {
+		return maxInt
+	}
+	return a + b
 }
 
 // Response is the result of a successful call.
@@ -56,6 +73,9 @@ type Response struct {
 	Usage   Usage
 	// RateLimits is the upstream's view of the key's quota, read from response headers.
 	RateLimits *RateLimits
+	// Status is the HTTP status of the upstream's answer, as its adapter reports it; 0
+	// when the adapter does not say (the Client's trace then records 200).
+	Status int
 
 	// Upstream names the upstream that served the response.
 	Upstream string
@@ -77,14 +97,27 @@ type Attempt struct {
 	// Number counts attempts of the call from 1, across upstreams.
 	Number int
 	// Class is ClassNone for the successful attempt.
-	Class  Class
+	Class Class
+	// Status is the HTTP status the upstream answered with (200 for a stream that began,
+	// even when it broke later); 0 when no response arrived or no call was made.
 	Status int
 	// Err is the attempt's error, nil on success.
-	Err   error
+	Err error
+	// Local is true for a local refusal: no upstream call was made (an open breaker,
+	// every key cooling down or evicted, the limiter could not admit in time, the adapter
+	// could not express the request). See Decision.
+	Local bool
+	// Start is when the upstream call began, after the waits (for a local refusal, when
+	// the attempt began).
 	Start time.Time
-	// Latency is the time spent in the upstream call.
+	// Latency is the upstream call's duration; for a committed stream, from the call to
+	// the stream's end or close.
 	Latency time.Duration
-	// Waited is the time spent waiting before the call: backoff, Retry-After and limiter.
+	// TimeToFirstToken is a stream's time from the call to its first content token; 0
+	// for one-shot calls and for streams that sent none.
+	TimeToFirstToken time.Duration
+	// Waited is the time spent waiting before the call: Retry-After or backoff, the
+	// caller partition's limiter (first attempt), a cooling key, the key's limiter.
 	Waited time.Duration
 	// RetryAfter is the wait the upstream asked for, 0 when none.
 	RetryAfter time.Duration
@@ -92,9 +125,8 @@ type Attempt struct {
 	EstimatedTokens int
 	// Usage is the reported usage, when the attempt succeeded.
 	Usage Usage
-	// Notes says how the adapter translated the request for this upstream: a clamped
-	// temperature, a dropped stop sequence, remapped tool-call ids, content moved to
-	// another message. Nil when the request went out as it was.
+	// Notes are the adapter's notes on how it translated the request for its vendor (a
+	// clamped parameter, a remapped id), copied from Call.Notes.
 	Notes []string
 }
 

@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -13,14 +14,14 @@ import (
 
 // Retry defaults. They are documented on the options that change them.
 const (
-	DefaultMaxAttempts      = 3
-	DefaultMaxTotalAttempts = 6
-	DefaultBackoffInitial   = 500 * time.Millisecond
-	DefaultBackoffMax       = 30 * time.Second
-	DefaultMaxRetryAfter    = time.Minute
-	DefaultRetryBudgetRatio = 0.3
-	DefaultRetryBudgetFloor = 10
-	DefaultRetryBudgetTTL   = 10 * time.Second
+	defaultMaxAttempts      = 3
+	defaultMaxTotalAttempts = 6
+	defaultBackoffInitial   = 500 * time.Millisecond
+	defaultBackoffMax       = 30 * time.Second
+	defaultMaxRetryAfter    = time.Minute
+	defaultRetryBudgetRatio = 0.3
+	defaultRetryBudgetFloor = 10
+	defaultRetryBudgetTTL   = 10 * time.Second
 )
 
 // retryConfig holds the retry layer's settings.
@@ -37,14 +38,14 @@ type retryConfig struct {
 
 func defaultRetryConfig() retryConfig {
 	return retryConfig{
-		maxAttempts:    DefaultMaxAttempts,
-		maxTotal:       DefaultMaxTotalAttempts,
-		backoffInitial: DefaultBackoffInitial,
-		backoffMax:     DefaultBackoffMax,
-		maxRetryAfter:  DefaultMaxRetryAfter,
-		budgetRatio:    DefaultRetryBudgetRatio,
-		budgetFloor:    DefaultRetryBudgetFloor,
-		budgetTTL:      DefaultRetryBudgetTTL,
+		maxAttempts:    defaultMaxAttempts,
+		maxTotal:       defaultMaxTotalAttempts,
+		backoffInitial: defaultBackoffInitial,
+		backoffMax:     defaultBackoffMax,
+		maxRetryAfter:  defaultMaxRetryAfter,
+		budgetRatio:    defaultRetryBudgetRatio,
+		budgetFloor:    defaultRetryBudgetFloor,
+		budgetTTL:      defaultRetryBudgetTTL,
 	}
 }
 
@@ -56,48 +57,71 @@ func (c *retryConfig) validate() error {
 	if c.maxTotal < 1 {
 		errs = append(errs, errors.New("max total attempts must be at least 1"))
 	}
-	if c.backoffInitial <= 0 || c.backoffMax < c.backoffInitial {
-		errs = append(errs, errors.New("backoff needs 0 < initial <= max"))
+	if c.backoffInitial <= 0 || c.backoffMax < c.backoffInitial || c.backoffMax > maxBackoff {
+		errs = append(errs, fmt.Errorf("backoff needs 0 < initial <= max <= %v, got initial %v, max %v",
+			maxBackoff, c.backoffInitial, c.backoffMax))
 	}
 	if c.maxRetryAfter < 0 {
-		errs = append(errs, errors.New("negative max Retry-After"))
+		errs = append(errs, fmt.Errorf("negative max Retry-After %v", c.maxRetryAfter))
 	}
-	if c.budgetRatio < 0 || c.budgetFloor < 0 || c.budgetTTL <= 0 {
-		errs = append(errs, errors.New("retry budget needs ratio >= 0, floor >= 0 and a positive window"))
+	if !(c.budgetRatio >= 0 && c.budgetRatio <= maxBudgetRatio) {
+		errs = append(errs, fmt.Errorf("retry budget ratio %v is outside [0, %v]", c.budgetRatio, maxBudgetRatio))
+	}
+	if c.budgetFloor < 0 {
+		errs = append(errs, fmt.Errorf("retry budget floor %d is negative", c.budgetFloor))
+	}
+	if c.budgetTTL < minBudgetWindow || c.budgetTTL > maxBudgetWindow {
+		errs = append(errs, fmt.Errorf("retry budget window %v is outside [%v, %v]", c.budgetTTL, minBudgetWindow, maxBudgetWindow))
 	}
 	return errors.Join(errs...)
 }
 
-// WithMaxAttempts bounds the attempts on one upstream, the first one included.
-// Default DefaultMaxAttempts (3).
+// Bounds of the retry options, checked in New.
+const (
+	maxBackoff      = 24 * time.Hour
+	maxBudgetRatio  = 1000
+	minBudgetWindow = 10 * time.Millisecond // ten slots of at least a millisecond
+	maxBudgetWindow = 24 * time.Hour
+)
+
+// WithMaxAttempts bounds the upstream calls a call makes on one upstream, the first one
+// included (retries, another key, the larger-output retry); n must be at least 1. Local
+// refusals, which make no call, do not count. Default 3.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(c *config) { c.retry.maxAttempts = n })
 }
 
-// WithMaxTotalAttempts bounds the attempts of one call across every upstream it fails over
-// to. Default DefaultMaxTotalAttempts (6).
+// WithMaxTotalAttempts bounds the upstream calls of one call across every upstream it
+// moves to; n must be at least 1. Default 6.
 func WithMaxTotalAttempts(n int) Option {
 	return optionFunc(func(c *config) { c.retry.maxTotal = n })
 }
 
 // WithBackoff sets the exponential backoff used when the upstream gives no Retry-After:
-// the first wait is about initial, doubling up to max, each randomized by ±50%.
-// Defaults DefaultBackoffInitial (500ms) and DefaultBackoffMax (30s).
+// the first wait is about initial, doubling up to max, each randomized by ±50%. It needs
+// 0 < initial <= max <= 24h. A wait that would not end before the context's deadline is
+// not started; without a deadline every planned wait is slept. Defaults 500ms and 30s.
 func WithBackoff(initial, max time.Duration) Option {
 	return optionFunc(func(c *config) { c.retry.backoffInitial, c.retry.backoffMax = initial, max })
 }
 
 // WithMaxRetryAfter caps the wait the Client accepts from an upstream's Retry-After (and
-// vendor hints) before retrying the same upstream; a longer one fails over instead.
-// Default DefaultMaxRetryAfter (1m).
+// vendor hints) before retrying the same upstream; after a longer one the upstream gives
+// up (see Decision.Failover). 0 never waits for a Retry-After; it must not be negative.
+// Without a context deadline this cap is the only bound on such a wait. Default 1m.
 func WithMaxRetryAfter(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.retry.maxRetryAfter = d })
 }
 
-// WithRetryBudget bounds retries client-wide so a failing upstream cannot multiply traffic:
-// over a sliding window of ttl, retries (and failovers) may be at most ratio × first attempts
-// plus floor. Defaults: ratio 0.3, floor 10, window 10s — enough to absorb the 10–20%
-// transient error rates normal for LLM upstreams, while a total outage costs at most 1.3×.
+// WithRetryBudget bounds the retries to each upstream, so that a failing upstream cannot
+// multiply its traffic: over a sliding window of ttl, the calls to an upstream after a
+// call's first one there may be at most ratio × first calls there plus floor. Failing over
+// to another upstream is a first call there, so the budget of a failing upstream never
+// stands between a call and a healthy one. A spent budget makes the upstream give up
+// (see Decision.Failover) without waiting. ratio must be in [0, 1000] (NaN is refused),
+// floor at least 0, ttl within [10ms, 24h]. Defaults: ratio 0.3, floor 10, window 10s —
+// enough to absorb the 10–20% transient error rates normal for LLM upstreams, while a
+// total outage costs at most 1.3× the traffic.
 func WithRetryBudget(ratio float64, floor int, ttl time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.retry.budgetRatio, c.retry.budgetFloor, c.retry.budgetTTL = ratio, floor, ttl
@@ -157,71 +181,98 @@ func sleepFor(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryBudget allows retries up to ratio × first attempts + floor over a sliding window,
-// kept as ten buckets. Recording a first attempt, on every call, is lock-free; deciding a
-// retry takes a mutex so that concurrent retries cannot overshoot the budget. It is safe
+// retryBudget bounds the retries to one upstream: over a sliding window of ten buckets,
+// retries may be at most ratio × first attempts + floor. A call's first call to an upstream
+// (its first attempt, or the first after failing over to it) is a first attempt there;
+// every further call to the same upstream is a retry. Recording a first attempt, on every
+// call, is lock-free and spread over shards so that cores do not contend for one counter;
+// deciding a retry takes a mutex so that concurrent retries cannot overshoot. It is safe
 // for concurrent use.
 type retryBudget struct {
 	ratio  float64
-	floor  int
+	floor  float64
 	bucket int64 // nanoseconds
 
-	slots [budgetSlots]budgetSlot
-	mu    sync.Mutex // serializes tryRetry
+	shards  [budgetShards]budgetShard
+	retries [budgetSlots]budgetSlot
+	mu      sync.Mutex // serializes tryRetry
 }
 
-const budgetSlots = 10
+const (
+	budgetSlots  = 10
+	budgetShards = 8
+)
 
 // budgetSlot counts one bucket of the window; stamp is the bucket's index in time.
 type budgetSlot struct {
-	stamp   atomic.Int64
-	firsts  atomic.Int64
-	retries atomic.Int64
+	stamp atomic.Int64
+	n     atomic.Int64
+}
+
+// budgetShard counts first attempts in its own cache lines.
+type budgetShard struct {
+	slots [budgetSlots]budgetSlot
+	_     [64]byte
 }
 
 func newRetryBudget(c *retryConfig) *retryBudget {
 	return &retryBudget{
 		ratio:  c.budgetRatio,
-		floor:  c.budgetFloor,
+		floor:  float64(c.budgetFloor),
 		bucket: int64(c.budgetTTL / budgetSlots),
 	}
 }
 
-// slot returns the bucket for now, clearing it when it still holds an older bucket's
-// counts. Two goroutines rolling the same slot over at once may lose a count or two: the
-// budget is a bound on amplification, not an exact ledger.
-func (b *retryBudget) slot(now time.Time) *budgetSlot {
-	idx := now.UnixNano() / b.bucket
-	s := &b.slots[idx%budgetSlots]
+// at returns slot s of the bucket with index idx, cleared when it still holds an older
+// bucket's count. Two goroutines rolling the same slot over at once may lose a count or
+// two: the budget is a bound on amplification, not an exact ledger.
+func (s *budgetSlot) at(idx int64) *budgetSlot {
 	if old := s.stamp.Load(); old != idx && s.stamp.CompareAndSwap(old, idx) {
-		s.firsts.Store(0)
-		s.retries.Store(0)
+		s.n.Store(0)
 	}
 	return s
 }
 
 // first records a first attempt.
 func (b *retryBudget) first(now time.Time) {
-	b.slot(now).firsts.Add(1)
+	idx := now.UnixNano() / b.bucket
+	sh := &b.shards[rand.Uint32()%budgetShards]
+	sh.slots[idx%budgetSlots].at(idx).n.Add(1)
+}
+
+// counts sums the first attempts and retries of the window that ends at now.
+func (b *retryBudget) counts(now time.Time) (firsts, retries float64) {
+	idx := now.UnixNano() / b.bucket
+	oldest := idx - budgetSlots + 1
+	for i := range b.retries {
+		if s := &b.retries[i]; s.stamp.Load() >= oldest {
+			retries += float64(s.n.Load())
+		}
+	}
+	for j := range b.shards {
+		for i := range b.shards[j].slots {
+			if s := &b.shards[j].slots[i]; s.stamp.Load() >= oldest {
+				firsts += float64(s.n.Load())
+			}
+		}
+	}
+	return firsts, retries
+}
+
+// allows reports whether a retry would be allowed now, without taking it.
+func (b *retryBudget) allows(now time.Time) bool {
+	firsts, retries := b.counts(now)
+	return retries < b.ratio*firsts+b.floor
 }
 
 // tryRetry reports whether a retry is allowed now, and records it when it is.
 func (b *retryBudget) tryRetry(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cur := b.slot(now)
-	oldest := now.UnixNano()/b.bucket - budgetSlots + 1
-	var firsts, retries int64
-	for i := range b.slots {
-		s := &b.slots[i]
-		if s.stamp.Load() >= oldest {
-			firsts += s.firsts.Load()
-			retries += s.retries.Load()
-		}
-	}
-	if float64(retries) >= b.ratio*float64(firsts)+float64(b.floor) {
+	if !b.allows(now) {
 		return false
 	}
-	cur.retries.Add(1)
+	idx := now.UnixNano() / b.bucket
+	b.retries[idx%budgetSlots].at(idx).n.Add(1)
 	return true
 }

@@ -5,18 +5,19 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"sync"
+	"net/http"
+	"runtime"
 	"time"
 )
 
 // Stream-guard defaults.
 const (
-	// DefaultFirstTokenTimeout bounds the wait for a stream's first content token. Reasoning
+	// defaultFirstTokenTimeout bounds the wait for a stream's first content token. Reasoning
 	// models that stream no reasoning can think for minutes before their first token; lower
 	// it for chat-style models.
-	DefaultFirstTokenTimeout = 2 * time.Minute
-	// DefaultIdleTimeout bounds the gap between data events once a stream is committed.
-	DefaultIdleTimeout = time.Minute
+	defaultFirstTokenTimeout = 2 * time.Minute
+	// defaultIdleTimeout bounds the upstream's silence once a stream is committed.
+	defaultIdleTimeout = time.Minute
 )
 
 // streamConfig holds the stream guard's settings.
@@ -25,10 +26,11 @@ type streamConfig struct {
 	idle            time.Duration
 	total           time.Duration
 	keepAliveCounts bool
+	accumulate      bool
 }
 
 func defaultStreamConfig() streamConfig {
-	return streamConfig{firstToken: DefaultFirstTokenTimeout, idle: DefaultIdleTimeout}
+	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true}
 }
 
 func (c *streamConfig) validate() error {
@@ -41,20 +43,27 @@ func (c *streamConfig) validate() error {
 // WithFirstTokenTimeout bounds the wait from opening a stream to its first content token
 // (text, reasoning, refusal or tool call; role-only chunks and keep-alives do not count).
 // A stream that times out is retried or failed over like any failure before the first
-// token. Default DefaultFirstTokenTimeout (2m); 0 disables it.
+// token. It applies with or without a context deadline (the earlier one wins). 0
+// disables it; it must not be negative. Default 2m.
 func WithFirstTokenTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.firstToken = d })
 }
 
-// WithIdleTimeout bounds the gap between data events after the first token; a stream that
-// goes quiet longer ends with a ClassStreamInterrupted error wrapping ErrIdleTimeout.
-// Default DefaultIdleTimeout (1m); 0 disables it.
+// WithIdleTimeout bounds how long a committed stream may wait on its upstream for the
+// next data event; a longer silence ends the stream with a ClassStreamInterrupted error
+// wrapping ErrIdleTimeout and gives back every lease it holds, even when the caller is not
+// reading. Only the waits on the upstream count, never the caller's own time between
+// reads. It applies with or without a context deadline. 0 disables it; it must not be
+// negative. Default 1m.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.idle = d })
 }
 
-// WithStreamTimeout bounds a whole stream, retries before the first token included.
-// Default 0: no bound.
+// WithStreamTimeout bounds a whole stream, retries before the first token included; when
+// it fires, the stream ends with a ClassStreamInterrupted error wrapping ErrStreamTimeout
+// (before commit: the call fails with ClassTimeout) and gives back every lease it holds,
+// even when the caller is not reading. It must not be negative. Default 0: no bound but
+// the context's deadline.
 func WithStreamTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.total = d })
 }
@@ -64,6 +73,16 @@ func WithStreamTimeout(d time.Duration) Option {
 // with keep-alives alone. Keep-alives never satisfy the first-token timeout.
 func WithKeepAliveResetsIdle(on bool) Option {
 	return optionFunc(func(c *config) { c.stream.keepAliveCounts = on })
+}
+
+// WithStreamAccumulate sets whether a Stream keeps the text, reasoning, refusal and tool
+// calls it delivered, so that Stream.Response and an interruption's Error.Partial hold
+// them (ContinuationRequest needs them). With false a Stream keeps nothing of its content
+// beyond the current chunk: its memory does not grow with the stream, and Response and
+// Partial carry only the finish reason, usage, id and model. Default true; the memory it
+// keeps is the output text itself, never per-chunk overhead.
+func WithStreamAccumulate(keep bool) Option {
+	return optionFunc(func(c *config) { c.stream.accumulate = keep })
 }
 
 // guard is an opened provider stream waiting for, or past, its first content token.
@@ -115,6 +134,7 @@ func (c *Client) callStream(ctx context.Context, a *attempt) error {
 	if ps == nil {
 		return &Error{Class: ClassUnknown, Message: "provider returned neither a stream nor an error"}
 	}
+	a.status = http.StatusOK
 	g := &guard{ps: ps}
 	var head Chunk
 	for {
@@ -150,6 +170,7 @@ func (c *Client) callStream(ctx context.Context, a *attempt) error {
 		if head.Usage != nil && ch.Usage == nil {
 			ch.Usage = head.Usage
 		}
+		a.ttft = time.Since(a.sent)
 		g.pending = append(g.pending, ch)
 		a.stream = g
 		return nil
@@ -174,19 +195,18 @@ func mergeHeader(head, ch *Chunk) {
 
 // stream is the streaming call path: retries and failover until the first token.
 func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
-	if err := checkRequest(req); err != nil {
-		return nil, err
-	}
-	var cancelTotal context.CancelFunc = func() {}
+	caller := ctx
+	cancelTotal := context.CancelFunc(func() {})
 	if t := c.cfg.stream.total; t > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t, ErrStreamTimeout)
 	}
-	r := c.newRun(req)
-	if err := r.admitPartition(ctx); err != nil {
+	r := &run{}
+	defer r.cleanup() // a panicking hook leaves nothing held
+	if err := c.begin(ctx, r, req, c.routeOf(req), c.streamChain, true); err != nil {
 		cancelTotal()
 		return nil, err
 	}
-	a, err := r.exec(ctx, c.route(req.Model), c.streamChain, true)
+	a, err := r.exec(ctx)
 	if err != nil {
 		r.releasePartition(nil)
 		cancelTotal()
@@ -196,83 +216,146 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 		}
 		return staticStream(resp), nil
 	}
-	s := &Stream{c: c, ctx: ctx, r: r, a: a, g: a.stream, cancelTotal: cancelTotal}
-	if idle := c.cfg.stream.idle; idle > 0 && !a.stream.ended {
-		s.idle = time.AfterFunc(idle, func() {
-			s.g.cancel(ErrIdleTimeout)
-			s.g.ps.Close()
-		})
+	g := a.stream
+	s := &Stream{pending: g.pending, ended: g.ended, keep: c.cfg.stream.accumulate}
+	s.cm = c.commit(r, a, g.ps, g.ctx, g.cancel, caller, cancelTotal)
+	for i := range s.pending {
+		s.cm.note(&s.pending[i])
 	}
+	runtime.AddCleanup(s, (*committed).abandon, s.cm)
 	return s, nil
 }
 
 // Stream is a committed streaming response. Read it with Next and Current (or All), then
-// check Err; always Close it. Next, Current and Err must be called from one goroutine;
-// Close may be called from any goroutine, at any time, more than once.
+// check Err; Close it when done. Next, Current, Err and Response must be called from one
+// goroutine; Close may be called from any goroutine, at any time, more than once.
+//
+// A Stream holds its upstream connection and the leases of its attempt (a concurrency
+// slot, a key, a partition's lease, a half-open breaker probe) until it ends, is closed,
+// its idle or total timeout fires, its context ends, or it becomes unreachable: a stream
+// the caller drops without Close gives everything back once the garbage collector finds
+// it. Its memory does not grow with the number of chunks; see WithStreamAccumulate.
 type Stream struct {
-	c           *Client
-	ctx         context.Context
-	r           *run
-	a           *attempt
-	g           *guard
-	idle        *time.Timer
-	cancelTotal context.CancelFunc
+	cm      *committed
+	pending []Chunk // read before commit, delivered first
+	ended   bool    // the stream ended before commit (an answer without content)
+	keep    bool    // accumulate content
+	acc     accumulator
+	// answered, reasoned and refused record what content was delivered, for the checks
+	// at the end when the content itself is not kept.
+	answered, reasoned, refused bool
 
-	cur     Chunk
-	chunks  []Chunk // everything delivered, for the accumulated response
-	resp    *Response
-	err     error
-	done    bool
-	settle  sync.Once
-	closeMu sync.Once
+	cur    Chunk
+	resp   *Response
+	err    error
+	done   bool
+	static *Response // a response from the fallback function
 }
 
-// Next advances to the next chunk. It returns false at the end of the stream or on error;
-// Err then tells which.
+// Next advances to the next chunk. It returns false at the end of the stream, on error or
+// after Close; Err then tells which.
 func (s *Stream) Next() bool {
 	if s.done {
 		return false
 	}
-	if len(s.g.pending) > 0 {
-		s.cur = s.g.pending[0]
-		s.g.pending = s.g.pending[1:]
-		if s.cur.HasContent() || s.cur.FinishReason != FinishNone || s.cur.Usage != nil {
-			s.chunks = append(s.chunks, s.cur)
-			return true
-		}
-		return s.Next()
-	}
-	if s.g.ended || s.g.ps == nil {
-		s.finish(nil)
+	if s.cm != nil && s.cm.closed.Load() {
+		s.done = true
 		return false
 	}
-	for {
-		ch, err := s.g.ps.Recv()
-		if err != nil {
-			s.finish(err)
-			return false
+	for len(s.pending) > 0 {
+		ch := s.pending[0]
+		s.pending = s.pending[1:]
+		if ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
+			s.deliver(ch)
+			return true
 		}
-		if ch.KeepAlive {
-			if s.c.cfg.stream.keepAliveCounts && s.idle != nil {
-				s.idle.Reset(s.c.cfg.stream.idle)
-			}
-			continue
-		}
-		if s.idle != nil {
-			s.idle.Reset(s.c.cfg.stream.idle)
-		}
-		s.cur = ch
-		s.chunks = append(s.chunks, ch)
-		return true
 	}
+	if s.ended || s.cm == nil {
+		s.end(io.EOF)
+		return false
+	}
+	ch, err := s.cm.recv()
+	if err != nil {
+		s.end(err)
+		return false
+	}
+	s.deliver(ch)
+	return true
+}
+
+// deliver makes ch the current chunk and folds it into the response.
+func (s *Stream) deliver(ch Chunk) {
+	s.cur = ch
+	if s.keep {
+		s.acc.add(&s.cur)
+		return
+	}
+	s.acc.meta(&s.cur)
+	s.answered = s.answered || ch.Text != "" || len(ch.ToolCalls) > 0
+	s.reasoned = s.reasoned || ch.Reasoning != ""
+	s.refused = s.refused || ch.Refusal != ""
+}
+
+// outputError checks the finished response as checkOutput does; when the content was not
+// kept, it judges from what was delivered.
+func (s *Stream) outputError(resp *Response) *Error {
+	if s.keep {
+		return checkOutput(resp)
+	}
+	probe := *resp
+	if s.answered {
+		probe.Text = "…"
+	}
+	if s.reasoned {
+		probe.Reasoning = "…"
+	}
+	if s.refused {
+		probe.Refusal = "…"
+	}
+	e := checkOutput(&probe)
+	if e != nil {
+		e.Partial = resp
+	}
+	return e
+}
+
+// end finishes the stream after the upstream read failed with err (io.EOF: a clean end).
+func (s *Stream) end(err error) {
+	s.done = true
+	if s.cm == nil { // a static stream from the fallback function
+		return
+	}
+	resp := s.acc.response()
+	if err == io.EOF {
+		if e := s.outputError(resp); e != nil {
+			e.Upstream, e.Model, e.Status = s.cm.a.up.Name, s.cm.a.call.Model, s.cm.a.status
+			s.cm.settle(e.Class, e)
+			s.err = s.cm.err
+			return
+		}
+	}
+	if e := s.cm.finish(err); e != nil {
+		e.Partial = resp
+		s.err = e
+		return
+	}
+	if s.cm.closed.Load() {
+		return
+	}
+	if s.cm.final != nil {
+		resp.Usage = *s.cm.final
+	}
+	resp.Status = s.cm.a.status
+	s.resp = s.cm.r.succeed(s.cm.a, resp)
 }
 
 // Current returns the chunk Next advanced to.
 func (s *Stream) Current() Chunk { return s.cur }
 
-// Err returns the error that ended the stream, nil after a clean end. A stream cut after
-// its first token ends with a ClassStreamInterrupted *Error whose Partial holds the output
-// so far; ContinuationRequest builds the request that continues it.
+// Err returns the error that ended the stream: nil after a clean end and after the
+// caller's own Close. A stream cut after its first token ends with a
+// ClassStreamInterrupted *Error whose Partial holds the output so far;
+// ContinuationRequest builds the request that continues it.
 func (s *Stream) Err() error { return s.err }
 
 // All returns an iterator over the remaining chunks; a final non-nil error, if any, is
@@ -291,94 +374,27 @@ func (s *Stream) All() iter.Seq2[Chunk, error] {
 }
 
 // Response returns the response accumulated from the chunks delivered so far; after a
-// clean end it is the complete response, with Upstream and Attempts filled in.
+// clean end it is the complete response, with Upstream, Attempts and Usage filled in.
 func (s *Stream) Response() *Response {
+	if s.static != nil {
+		return s.static
+	}
 	if s.resp != nil {
 		return s.resp
 	}
-	return accumulate(s.chunks)
+	return s.acc.response()
 }
 
-// Close ends the stream and releases its connection, its limiter slot and its breaker
-// probe. It is idempotent and safe to call concurrently with Next.
+// Close ends the stream and releases its connection, its limiter slot, its key and its
+// breaker probe. A stream closed after its finish reason arrived counts as a success;
+// before, as canceled by the caller (not a failure of the upstream). The usage received so
+// far reconciles the limiter either way. It is idempotent, safe to call concurrently with
+// Next, and always returns nil.
 func (s *Stream) Close() error {
-	s.closeMu.Do(func() {
-		if s.g.ps != nil {
-			s.g.cancel(context.Canceled)
-			s.g.ps.Close()
-		}
-		s.settleOnce(ClassCanceled, nil)
-	})
+	if s.cm != nil {
+		s.cm.close()
+	}
 	return nil
-}
-
-// finish ends the stream after a provider error or EOF.
-func (s *Stream) finish(err error) {
-	s.done = true
-	if s.r == nil { // a static stream from the fallback function
-		return
-	}
-	if s.idle != nil {
-		s.idle.Stop()
-	}
-	resp := accumulate(s.chunks)
-	switch {
-	case err == nil || err == io.EOF:
-		if e := checkOutput(resp); e != nil && len(s.chunks) > 0 {
-			s.fail(e)
-			break
-		}
-		s.settleOnce(ClassNone, &resp.Usage)
-		s.resp = s.r.succeed(s.a, resp)
-	default:
-		s.fail(s.interruption(err, resp))
-	}
-	if s.g.ps != nil {
-		s.g.ps.Close()
-		s.g.cancel(context.Canceled)
-	}
-	s.cancelTotal()
-}
-
-// interruption classifies an error after the first token.
-func (s *Stream) interruption(err error, partial *Response) *Error {
-	cause := context.Cause(s.g.ctx)
-	e := &Error{Class: ClassStreamInterrupted, Upstream: s.a.up.Name, Model: s.a.call.Model, Partial: partial, Err: err}
-	switch {
-	case s.ctx.Err() != nil && errors.Is(context.Cause(s.ctx), ErrStreamTimeout):
-		e.Err = ErrStreamTimeout
-	case s.ctx.Err() != nil:
-		e.Class, e.Err = ClassCanceled, s.ctx.Err()
-	case errors.Is(cause, ErrIdleTimeout):
-		e.Err = ErrIdleTimeout
-	}
-	var ve *Error
-	if errors.As(err, &ve) {
-		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
-	}
-	e.Redact(s.a.call.APIKey)
-	return e
-}
-
-func (s *Stream) fail(e *Error) {
-	s.settleOnce(e.Class, &e.Partial.Usage)
-	e.Attempts = s.r.trace
-	s.err = e
-}
-
-// settleOnce records the committed attempt's outcome and releases what it holds.
-func (s *Stream) settleOnce(class Class, usage *Usage) {
-	s.settle.Do(func() {
-		s.a.end = time.Now()
-		s.a.latency = s.a.end.Sub(s.a.start) - s.a.limiterWait
-		var e *Error
-		if class != ClassNone {
-			e = &Error{Class: class, Upstream: s.a.up.Name, Model: s.a.call.Model}
-		}
-		s.r.record(s.a, e, usage)
-		s.a.settle(s.c, class, usage)
-		s.r.releasePartition(usage)
-	})
 }
 
 // staticStream delivers a whole response, from the fallback function, as one chunk.
@@ -390,7 +406,5 @@ func staticStream(resp *Response) *Stream {
 	for i, tc := range resp.ToolCalls {
 		ch.ToolCalls = append(ch.ToolCalls, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
-	s := &Stream{g: &guard{pending: []Chunk{ch}, ended: true}, resp: resp, cancelTotal: func() {}}
-	s.settle.Do(func() {})
-	return s
+	return &Stream{pending: []Chunk{ch}, ended: true, static: resp}
 }

@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"io"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// DefaultMaxReplayBody is the largest request body the transport buffers so that retries
+// defaultMaxReplayBody is the largest request body the transport buffers so that retries
 // and failover can send it again: 32 MiB. A larger body is sent once, without retry,
 // unless the request can recreate it (http.Request.GetBody, which SDKs set for their
 // in-memory bodies). It also bounds how much of a successful one-shot response is read
 // before it is handed over.
-const DefaultMaxReplayBody = 32 << 20
+const defaultMaxReplayBody = 32 << 20
 
 // ErrSDKRetry: a request carried an SDK retry counter above zero (X-Stainless-Retry-Count,
 // sent by openai-go and anthropic-sdk-go) and the transport no longer remembered the
@@ -38,11 +40,17 @@ type transportConfig struct {
 }
 
 // WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
-// much of a successful one-shot response it reads before handing it over. Default
-// DefaultMaxReplayBody (32 MiB); values below 1 KiB are raised to 1 KiB.
+// much of a successful one-shot response it reads before handing it over. Values are
+// clamped to [1 KiB, 1 GiB]. Default 32 MiB.
 func WithMaxReplayBody(n int64) TransportOption {
-	return transportOptionFunc(func(c *transportConfig) { c.maxBody = max(n, 1<<10) })
+	return transportOptionFunc(func(c *transportConfig) { c.maxBody = min(max(n, minReplayBody), maxReplayBody) })
 }
+
+// The clamps of WithMaxReplayBody.
+const (
+	minReplayBody = 1 << 10
+	maxReplayBody = 1 << 30
+)
 
 // Transport is an http.RoundTripper that gives requests made by other SDKs (openai-go,
 // anthropic-sdk-go, go-openai, or plain net/http code) the Client's protection: limiter,
@@ -121,7 +129,7 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 	t := &Transport{
 		c:      c,
 		base:   base,
-		cfg:    transportConfig{maxBody: DefaultMaxReplayBody},
+		cfg:    transportConfig{maxBody: defaultMaxReplayBody},
 		byUp:   make(map[*upstream]*txUpstream),
 		seed:   maphash.MakeSeed(),
 		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
@@ -170,8 +178,11 @@ type txCall struct {
 	// Results of the latest attempt, which runs alone.
 	resp      *http.Response // the successful attempt's response
 	live      *liveBody      // set when resp's body is still being read from the upstream
-	failed    *http.Response // the latest attempt's error response, body buffered
-	failedNum int            // the attempt number failed belongs to
+	ps        ProviderStream // the live body's decoder, for a guarded stream
+	actx      context.Context
+	cancel    context.CancelCauseFunc // the live body's attempt context
+	failed    *http.Response          // the latest attempt's error response, body buffered
+	failedNum int                     // the attempt number failed belongs to
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -180,11 +191,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if m == nil {
 		return t.base.RoundTrip(req)
 	}
-	ctx := req.Context()
+	caller := req.Context()
 	body, err := readReplayBody(req, t.cfg.maxBody)
 	if err != nil {
 		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
+	defer body.close()
 	x := &txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
@@ -193,26 +205,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if fromSDK {
 		fp = t.fingerprint(req, body)
 		if count > 0 {
-			body.close()
 			return nil, t.sdkRetry(fp, m)
 		}
 	}
 
-	r := &run{c: t.c, req: &x.call.Request, start: time.Now(), single: !body.replayable(), tx: x}
+	r := &run{single: !body.replayable(), tx: x}
+	defer r.cleanup() // a panicking hook leaves nothing held
 	if x.known && t.c.needCost {
 		r.cost = t.cost(&x.call)
 	}
-	cancelTotal := context.CancelFunc(func() {})
+	ctx, cancelTotal := caller, context.CancelFunc(func() {})
 	if x.call.Stream && t.c.cfg.stream.total > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t.c.cfg.stream.total, ErrStreamTimeout)
 	}
-	if err := r.admitPartition(ctx); err != nil {
+	if err := t.c.begin(ctx, r, &x.call.Request, t.route(x), t.chain, true); err != nil {
 		cancelTotal()
-		body.close()
 		return nil, err
 	}
-	a, err := r.exec(ctx, t.route(x), t.chain, true)
-	body.close()
+	a, err := r.exec(ctx)
 	if err != nil {
 		done := ctx.Err() != nil
 		r.releasePartition(nil)
@@ -220,19 +230,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.failure(done, r, x, err, fromSDK, fp)
 	}
 	resp := x.resp
+	t.observeLimits(a, resp.Header)
 	if x.live == nil {
 		cancelTotal()
-		r.record(a, nil, nil)
-		a.settle(t.c, ClassNone, nil)
+		a.settle(ClassNone, nil)
+		r.cur = nil
 		r.releasePartition(nil)
-		t.observeLimits(a, resp.Header)
+		r.record(a, nil, nil)
 		return resp, nil
 	}
-	lb := x.live
-	lb.r, lb.a, lb.cancelTotal = r, a, cancelTotal
-	lb.start()
-	t.observeLimits(a, resp.Header)
+	t.commit(r, a, x, caller, cancelTotal)
 	return resp, nil
+}
+
+// commit hands the attempt's live body over to its committed attempt, which settles it.
+func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) {
+	lb := x.live
+	cm := t.c.commit(r, a, x.ps, x.actx, x.cancel, caller, cancelTotal)
+	lb.cm = cm
+	cm.note(&lb.pre)
+	if lb.endedEarly {
+		cm.finish(io.EOF)
+	}
+	runtime.AddCleanup(lb, (*committed).abandon, cm)
 }
 
 // failure answers a request whose attempts all failed; done reports that the call's

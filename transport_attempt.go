@@ -2,26 +2,30 @@ package llmclient
 
 import (
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
 // maxStreamPrefix bounds the bytes of a stream kept before its first content event, for
-// replay to the caller: a stream that sends more than this without content is still
-// served, but a failure before its first content is then reported as an *Error rather than
-// replayed.
+// replay to the caller. A stream that sends more than this without content (endless
+// keep-alives) is handed over at that point: from then on a failure is the caller's
+// interruption, as after a first token, and memory stays bounded.
 const maxStreamPrefix = 1 << 20
 
 // guard bounds one attempt: a streaming call by the first-token timeout, a one-shot call
 // by the upstream's attempt timeout. The attempt's context outlives the layer when the
-// response body is still being read from the upstream; the body then owns its cancel.
+// response body is still being read from the upstream; the committed attempt then owns
+// its cancel.
 func (t *Transport) guard(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		x := a.tx
@@ -29,7 +33,7 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		if x.call.Stream {
 			limit, cause = t.c.cfg.stream.firstToken, ErrFirstTokenTimeout
 		}
-		if dl, ok := ctx.Deadline(); ok && limit > 0 && dl.Sub(a.start) <= limit {
+		if dl, ok := ctx.Deadline(); ok && limit > 0 && time.Until(dl) <= limit {
 			limit = 0 // the caller's deadline comes first: no timer needed
 		}
 		actx, cancel := context.WithCancelCause(ctx)
@@ -41,8 +45,8 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		fired := timer != nil && !timer.Stop()
 		if err == nil && fired && x.live != nil {
 			// The timer fired as the attempt succeeded: its context, and so its body, is gone.
-			x.live.abort()
-			x.live, x.resp = nil, nil
+			x.live.abort(x.ps)
+			x.live, x.resp, x.ps = nil, nil, nil
 			err = &Error{Class: ClassTimeout, Upstream: a.up.Name, Model: a.call.Model, Err: cause}
 		}
 		if err != nil {
@@ -54,7 +58,7 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 			return err
 		}
 		if x.live != nil {
-			x.live.actx, x.live.cancel = actx, cancel
+			x.actx, x.cancel = actx, cancel
 		} else {
 			cancel(context.Canceled)
 		}
@@ -67,11 +71,9 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 // to the first content event.
 func (t *Transport) send(ctx context.Context, a *attempt) error {
 	x := a.tx
-	x.resp, x.live = nil, nil
+	x.resp, x.live, x.ps = nil, nil, nil
 	tu := t.byUp[a.up]
-	out := x.req.Clone(ctx)
-	out.URL = target(x.req.URL, x.match, tu)
-	out.Host = ""
+	out := t.outgoing(ctx, a, tu)
 	body, size, err := x.body.open()
 	if err != nil {
 		return &Error{Class: ClassBadRequest, Message: "reopening the request body", Err: err}
@@ -79,11 +81,6 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	out.Body, out.ContentLength, out.GetBody = body, size, x.body.getBody()
 	if body == nil {
 		out.Body = nil
-	}
-	if a.call.APIKey != "" || tu != x.match {
-		tu.d.Authorize(out.Header, a.call.APIKey)
-	} else {
-		a.call.APIKey = x.sdkKey // the caller's key goes out: redact it like a pool key
 	}
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
@@ -93,27 +90,87 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		}
 		return err
 	}
+	a.status = resp.StatusCode
 	if resp.StatusCode >= 400 {
 		return t.errorResponse(a, tu, resp)
 	}
 	if isEventStream(resp.Header) {
 		if x.known && x.call.Stream {
-			return t.openStream(ctx, a, tu, resp)
+			return t.openStream(a, tu, resp)
 		}
 		resp.Request = x.req
 		x.resp = resp
-		x.live = newLiveBody(t, x, resp.Body, nil, nil)
+		x.live = newLiveBody(resp.Body, nil, false)
 		resp.Body = x.live
 		return nil
 	}
 	return t.readResponse(a, resp)
 }
 
+// outgoing builds the attempt's request from the caller's, which it never modifies. On
+// the caller's own upstream the caller's headers go out as they are, with a pool key in
+// place of its credential. On another upstream the URL, and the Host, are the target's,
+// the target's Dialect sets its credential and configured headers, and, when the host
+// changes, every credential of the caller's stays behind. a.call.APIKey ends up holding
+// the credential that went out, for redaction.
+func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *http.Request {
+	x := a.tx
+	out := x.req.Clone(ctx)
+	if tu != x.match {
+		out.URL = target(x.req.URL, x.match, tu)
+		out.Host = ""
+		if tu.host != x.match.host {
+			stripCredentials(out)
+		}
+	}
+	if a.call.APIKey != "" || tu != x.match {
+		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
+	} else {
+		a.call.APIKey = x.sdkKey // the caller's key goes out: redact it like a pool key
+	}
+	return out
+}
+
+// stripCredentials removes from a request whatever may carry the caller's credentials:
+// authorization and cookie headers, every header whose name speaks of a key, token,
+// secret, session, signature or auth, and credential query parameters.
+func stripCredentials(req *http.Request) {
+	for name := range req.Header {
+		if credentialHeader(name) {
+			req.Header.Del(name)
+		}
+	}
+	if req.URL.RawQuery != "" {
+		q := req.URL.Query()
+		for name := range q {
+			switch strings.ToLower(name) {
+			case "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature":
+				q.Del(name)
+			}
+		}
+		req.URL.RawQuery = q.Encode()
+	}
+}
+
+// credentialHeader reports whether a header may carry a credential.
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	if n == "cookie" {
+		return true
+	}
+	for _, w := range [...]string{"auth", "key", "token", "secret", "session", "signature", "credential", "password"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // errorResponse reads, closes and classifies an error response, keeping a replayable copy
 // for the caller in case it is the last one.
 func (t *Transport) errorResponse(a *attempt, tu *txUpstream, resp *http.Response) error {
 	x := a.tx
-	data, rerr := httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
+	data, decoded, rerr := readErrorBody(resp)
 	httpx.DrainClose(resp.Body)
 	e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data)
 	if e == nil {
@@ -125,20 +182,56 @@ func (t *Transport) errorResponse(a *attempt, tu *txUpstream, resp *http.Respons
 	if rerr != nil && !errors.Is(rerr, httpx.ErrTooLarge) {
 		e.Err = rerr
 	}
-	x.keep(a, resp, data)
+	x.keep(a, resp, data, decoded)
 	return e
 }
 
-// keep stores a failed attempt's response, its body replaced by data with the attempt's
-// key redacted, as the answer to the caller should the call end with it.
-func (x *txCall) keep(a *attempt, resp *http.Response, data []byte) {
-	if key := a.call.APIKey; key != "" && bytes.Contains(data, []byte(key)) {
-		data = bytes.ReplaceAll(data, []byte(key), []byte("[REDACTED]"))
+// readErrorBody reads at most httpx.MaxErrorBody of an error body, decoding gzip and
+// deflate when the base transport left them encoded (decoded reports that it did).
+func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
+	var r io.Reader = resp.Body
+	if !resp.Uncompressed {
+		switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+		case "gzip", "x-gzip":
+			zr, zerr := gzip.NewReader(resp.Body)
+			if zerr != nil {
+				data, err = httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
+				return data, false, err
+			}
+			defer zr.Close()
+			r, decoded = zr, true
+		case "deflate":
+			zr := flate.NewReader(resp.Body)
+			defer zr.Close()
+			r, decoded = zr, true
+		}
+	}
+	data, err = httpx.ReadLimited(r, httpx.MaxErrorBody)
+	return data, decoded, err
+}
+
+// keep stores a failed attempt's response as the answer to the caller should the call
+// end with it: its body replaced by data (decoded when it was compressed), the attempt's
+// key redacted from the body and from every header.
+func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool) {
+	key := a.call.APIKey
+	if key != "" && bytes.Contains(data, []byte(key)) {
+		data = bytes.ReplaceAll(data, []byte(key), []byte(redacted))
 	}
 	cp := *resp
 	cp.Header = resp.Header.Clone()
-	cp.Header.Del("Content-Encoding")
-	cp.Uncompressed = resp.Uncompressed || resp.Header.Get("Content-Encoding") != ""
+	if key != "" {
+		for name, vs := range cp.Header {
+			for i, v := range vs {
+				vs[i] = redactString(v, key)
+			}
+			cp.Header[name] = vs
+		}
+	}
+	if decoded || resp.Uncompressed {
+		cp.Header.Del("Content-Encoding")
+		cp.Uncompressed = true
+	}
 	cp.Header.Set("Content-Length", strconv.Itoa(len(data)))
 	cp.ContentLength = int64(len(data))
 	cp.TransferEncoding = nil
@@ -152,17 +245,15 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte) {
 // body is handed over with its remainder still on the wire.
 func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	x := a.tx
-	max := t.cfg.maxBody
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	limit := t.cfg.maxBody
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		httpx.DrainClose(resp.Body)
 		return err
 	}
 	resp.Request = x.req
-	if int64(len(data)) > max {
-		rest := resp.Body
-		x.live = newLiveBody(t, x, rest, nil, nil)
-		x.live.rec.buf = data
+	if int64(len(data)) > limit {
+		x.live = newLiveBody(resp.Body, &recorder{r: resp.Body, buf: data}, false)
 		resp.Body = x.live
 		x.resp = resp
 		return nil
@@ -177,45 +268,51 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 // openStream reads a streaming response up to its first content event. Failures before it
 // are the attempt's failures; at it, the response is committed and handed over with the
 // events read so far replayed in front of the rest.
-func (t *Transport) openStream(ctx context.Context, a *attempt, tu *txUpstream, resp *http.Response) error {
+func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) error {
 	x := a.tx
 	rec := &recorder{r: resp.Body}
 	view := *resp
 	view.Body = rec
 	ps := tu.d.NewStream(x.call.Shape, &view)
-	lb := newLiveBody(t, x, resp.Body, ps, rec)
+	lb := newLiveBody(resp.Body, rec, true)
 	for {
 		ch, err := ps.Recv()
 		if err == nil {
-			if ch.Usage != nil {
-				u := *ch.Usage
-				lb.usage.Store(&u)
-			}
-			if !ch.HasContent() {
+			notePre(&lb.pre, &ch)
+			if !ch.HasContent() && len(rec.buf) <= maxStreamPrefix {
 				continue
 			}
-		}
-		switch {
-		case err == nil:
-			// committed at the first content event
-		case err == io.EOF:
-			// an answer without content: the caller sees it whole
-			lb.ended = true
-		default:
+			a.ttft = time.Since(a.sent) // committed at the first content event
+		} else if err == io.EOF {
+			// An answer without content: the caller sees it whole.
+			lb.decoding, lb.endedEarly = false, true
+		} else {
 			_ = ps.Close()
 			_ = resp.Body.Close()
 			var e *Error
 			if errors.As(err, &e) && len(rec.buf) <= maxStreamPrefix {
 				// An in-band error event: should it end the call, the caller reads it.
-				x.keep(a, resp, rec.buf)
+				x.keep(a, resp, rec.buf, false)
 			}
 			return err
 		}
 		resp.Request = x.req
 		resp.Body = lb
-		x.resp, x.live = resp, lb
+		x.resp, x.live, x.ps = resp, lb, ps
 		return nil
 	}
+}
+
+// notePre folds what a chunk before the commit point says into the body's summary.
+func notePre(pre, ch *Chunk) {
+	if ch.Usage != nil {
+		u := *ch.Usage
+		pre.Usage = &u
+	}
+	if ch.FinishReason != FinishNone {
+		pre.FinishReason = ch.FinishReason
+	}
+	pre.Text += ch.Text
 }
 
 // isEventStream reports whether a response is a server-sent event stream.
@@ -223,17 +320,3 @@ func isEventStream(h http.Header) bool {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	return err == nil && mt == "text/event-stream"
 }
-
-// recorder keeps what is read through it until it is delivered.
-type recorder struct {
-	r   io.Reader
-	buf []byte
-}
-
-func (r *recorder) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.buf = append(r.buf, p[:n]...)
-	return n, err
-}
-
-func (r *recorder) Close() error { return nil }

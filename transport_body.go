@@ -1,80 +1,51 @@
 package llmclient
 
 import (
-	"context"
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // liveBody is the body of a response handed to the caller while its upstream is still
 // sending: a committed stream, or a one-shot body larger than the replay limit. It first
 // delivers what was read before the hand-over, then reads on. A guarded stream is read
-// through its Dialect's decoder, which tells content from keep-alives (for the idle
-// timeout), sees the vendor's end marker and catches a cut; the bytes go to the caller
-// unchanged. Closing it, or reaching its end, settles the attempt: limiter lease, key,
-// breaker permit, trace and observer.
+// through its Dialect's decoder (the committed attempt's recv), which tells content from
+// keep-alives for the idle timeout, sees the vendor's end marker and catches a cut; the
+// bytes go to the caller unchanged. The committed attempt settles once: at the end, at
+// Close (after the end marker: a success), at a timeout, or when the body is dropped.
 //
 // Read must not be called concurrently with itself; Close may be called at any time, from
 // any goroutine, more than once.
 type liveBody struct {
-	t   *Transport
-	x   *txCall
-	raw io.ReadCloser  // the upstream body
-	ps  ProviderStream // the decoder of a guarded stream; nil passes bytes through
-	rec *recorder      // what was read from raw and not yet delivered
-
-	usage atomic.Pointer[Usage] // the last usage the stream reported
-	ended bool                  // the decoder saw the end (or an in-band error): pass the rest through
-	err   error                 // sticky: returned once everything read was delivered
-	done  atomic.Bool           // the attempt is settled
-
-	// Set once the call committed.
-	r           *run
-	a           *attempt
-	actx        context.Context
-	cancel      context.CancelCauseFunc
-	cancelTotal context.CancelFunc
-	idle        *time.Timer
-
-	settleOnce sync.Once
-	closeOnce  sync.Once
+	raw io.ReadCloser // the upstream body
+	rec *recorder     // what was read from raw and not yet delivered
+	cm  *committed    // set once the call committed
+	// decoding: the committed attempt's decoder reads raw through rec; after it saw the
+	// end (or an in-band error event) the rest passes through.
+	decoding bool
+	err      error      // sticky: returned once everything read was delivered
+	mu       sync.Mutex // held by Read while it reads; Close parses what was read under it
+	closed   sync.Once
+	// pre is what the decoder saw before the commit point, for the committed attempt;
+	// endedEarly: the stream ended before any content.
+	pre        Chunk
+	endedEarly bool
 }
 
-func newLiveBody(t *Transport, x *txCall, raw io.ReadCloser, ps ProviderStream, rec *recorder) *liveBody {
+func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
 	if rec == nil {
 		rec = &recorder{r: raw}
 	}
-	return &liveBody{t: t, x: x, raw: raw, ps: ps, rec: rec, ended: ps == nil}
+	return &liveBody{raw: raw, rec: rec, decoding: decoding}
 }
 
-// start runs once the call committed: the idle timer of a guarded stream, or the
-// settlement of a stream that already ended.
-func (b *liveBody) start() {
-	if b.ps != nil && b.ended {
-		b.settle(ClassNone, nil)
-		return
-	}
-	if idle := b.t.c.cfg.stream.idle; idle > 0 && b.ps != nil {
-		b.idle = time.AfterFunc(idle, func() {
-			b.cancel(ErrIdleTimeout)
-			_ = b.raw.Close()
-		})
-	}
-}
-
-// abort releases a body whose attempt failed after all (its timer fired at the hand-over).
-func (b *liveBody) abort() {
-	if b.ps != nil {
-		_ = b.ps.Close()
-	}
-	_ = b.raw.Close()
-}
-
-// Read delivers the bytes read so far, then reads on.
+// Read delivers the bytes read so far, then reads on. A zero-length read returns at once.
 func (b *liveBody) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for {
 		if n := b.rec.take(p); n > 0 {
 			return n, nil
@@ -82,127 +53,115 @@ func (b *liveBody) Read(p []byte) (int, error) {
 		if b.err != nil {
 			return 0, b.err
 		}
-		if !b.ended {
-			b.next()
+		if b.decoding {
+			b.decode()
 			continue
 		}
 		n, err := b.raw.Read(p)
-		if n > 0 {
-			b.touch(false)
+		if err != nil {
+			b.rawEnd(err)
 		}
-		switch {
-		case err == io.EOF:
-			b.err = io.EOF
-			b.settle(ClassNone, nil)
-		case err != nil && b.ps != nil:
-			// The decoder saw the end already: what follows it does not matter.
-			b.err = io.EOF
-		case err != nil:
-			e := b.interruption(err)
-			b.err = e
-			b.settle(e.Class, e)
-		}
-		if n > 0 {
+		if n > 0 || err == nil {
 			return n, nil
 		}
 	}
 }
 
-// next reads one event of a guarded stream through its decoder, which records its bytes.
-func (b *liveBody) next() {
-	ch, err := b.ps.Recv()
+// decode reads one event through the decoder, which records its bytes for delivery.
+func (b *liveBody) decode() {
+	_, err := b.cm.recv()
 	if err == nil {
-		if ch.Usage != nil {
-			u := *ch.Usage
-			b.usage.Store(&u)
-		}
-		b.touch(ch.KeepAlive)
 		return
 	}
-	b.ended = true
+	b.decoding = false
 	var ve *Error
 	switch {
 	case err == io.EOF:
-		b.settle(ClassNone, nil)
+		b.cm.finish(io.EOF) // the end marker: what follows passes through
 	case errors.As(err, &ve):
-		// An error event: the caller reads it from the bytes, as its SDK expects.
-		e := b.interruption(err)
-		b.settle(e.Class, e)
+		// An in-band error event: the caller reads it from the bytes, as its SDK expects.
+		b.cm.finish(err)
 	default:
-		e := b.interruption(err)
-		b.err = e
-		b.settle(e.Class, e)
+		if e := b.cm.finish(err); e != nil {
+			b.err = e
+		} else {
+			b.err = errBodyClosed
+		}
 	}
 }
 
-// touch resets the idle timer after data (and after keep-alives when they count).
-func (b *liveBody) touch(keepAlive bool) {
-	if b.idle != nil && !b.done.Load() && (!keepAlive || b.t.c.cfg.stream.keepAliveCounts) {
-		b.idle.Reset(b.t.c.cfg.stream.idle)
-	}
-}
+// errBodyClosed is what Read returns after Close.
+var errBodyClosed = errors.New("llmclient: read on closed response body")
 
-// interruption classifies a failure after the hand-over.
-func (b *liveBody) interruption(err error) *Error {
-	a := b.a
-	e := &Error{Class: ClassStreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Err: err}
-	cause := context.Cause(b.actx)
+// rawEnd settles a body read raw (a one-shot body, or the rest after the end marker).
+func (b *liveBody) rawEnd(err error) {
 	switch {
-	case errors.Is(cause, ErrStreamTimeout):
-		e.Err = ErrStreamTimeout
-	case b.x.req.Context().Err() != nil:
-		e.Class, e.Err = ClassCanceled, b.x.req.Context().Err()
-	case errors.Is(cause, ErrIdleTimeout):
-		e.Err = ErrIdleTimeout
+	case err == io.EOF:
+		b.err = io.EOF
+		b.cm.finish(io.EOF)
+	case b.cm.settled.Load():
+		// The decoder saw the end already: what follows it does not matter.
+		b.err = io.EOF
+	default:
+		if e := b.cm.finish(err); e != nil {
+			b.err = e
+		} else {
+			b.err = err
+		}
 	}
-	var ve *Error
-	if errors.As(err, &ve) {
-		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
-	}
-	e.Redact(a.call.APIKey)
-	return e
 }
 
-// settle records the committed attempt's outcome once and releases what it holds.
-func (b *liveBody) settle(class Class, e *Error) {
-	b.settleOnce.Do(func() {
-		b.done.Store(true)
-		if b.idle != nil {
-			b.idle.Stop()
-		}
-		a := b.a
-		a.latency = time.Since(a.start) - a.limiterWait
-		if e == nil && class != ClassNone {
-			e = &Error{Class: class, Upstream: a.up.Name, Model: a.call.Model}
-		}
-		usage := b.usage.Load()
-		b.r.record(a, e, usage)
-		a.settle(b.t.c, class, usage)
-		b.r.releasePartition(usage)
-		if e != nil {
-			e.Attempts = b.r.trace
-		}
-	})
-}
-
-// Close releases the upstream connection and settles the attempt if it has not ended:
-// a stream closed early counts as canceled by the caller. It is idempotent.
+// Close releases the upstream connection and settles the attempt if it has not ended.
+// Before it does, it parses what was already read from the upstream, without waiting for
+// more: an SDK that stops reading at the end marker and closes has received a whole
+// stream, which counts as a success. It is idempotent.
 func (b *liveBody) Close() error {
-	b.closeOnce.Do(func() {
-		if b.cancel != nil {
-			b.cancel(context.Canceled)
+	b.closed.Do(func() {
+		if b.cm == nil {
+			_ = b.raw.Close()
+			return
 		}
-		if b.ps != nil {
-			_ = b.ps.Close()
+		if b.decoding && b.mu.TryLock() {
+			b.rec.r = eofReader{} // parse only what was read; never block on the network
+			for {
+				if _, err := b.cm.recv(); err != nil {
+					break
+				}
+			}
+			b.mu.Unlock()
 		}
+		b.cm.close()
 		_ = b.raw.Close()
-		if b.r != nil {
-			b.settle(ClassCanceled, nil)
-			b.cancelTotal()
-		}
 	})
 	return nil
 }
+
+// abort releases a body whose attempt failed after all (its timer fired at the hand-over).
+func (b *liveBody) abort(ps ProviderStream) {
+	if ps != nil {
+		_ = ps.Close()
+	}
+	_ = b.raw.Close()
+}
+
+// eofReader is a reader at its end.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// recorder keeps what is read through it until it is delivered.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
+}
+
+func (r *recorder) Close() error { return nil }
 
 // take moves buffered bytes into p and reports how many.
 func (r *recorder) take(p []byte) int {

@@ -74,6 +74,7 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 			return nil, 0, errors.New("llmclient: request body already sent")
 		}
 		b.used = true
+		b.orig = nil // the base transport closes it now
 		return b.once, b.size, nil
 	}
 	return nil, 0, nil

@@ -42,8 +42,8 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 
 // Authorize sets the x-api-key header (with WithAuthToken, "Authorization: Bearer"),
 // after removing both; an empty key means the WithAPIKey or WithAuthToken credential, or
-// no credential at all.
-func (p *Provider) Authorize(h http.Header, key string) {
+// no credential at all. It returns the credential it set.
+func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("X-Api-Key")
 	h.Del("Authorization")
 	if key == "" {
@@ -52,6 +52,7 @@ func (p *Provider) Authorize(h http.Header, key string) {
 	if key != "" {
 		p.setCredential(h, key)
 	}
+	return key
 }
 
 // ClassifyError is the package's ClassifyError.

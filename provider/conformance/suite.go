@@ -359,10 +359,9 @@ func resolve(w *Want, lv level, stream bool, name string, attempts int, log []ex
 		case r.Fail != nil:
 			e.status = log[i].status
 			e.httpErr = e.status < 200 || e.status > 299
-		case stream && r.End == EndError:
+		case stream && (r.End == EndError || r.End == EndCut):
+			// The stream began with its HTTP status: a break later does not undo it.
 			e.status = log[i].status
-		case stream && r.End == EndCut:
-			e.status = 0
 		}
 	}
 	return e

@@ -117,7 +117,7 @@ func inspectBody(body []byte, req *llmclient.Request) {
 
 // Authorize sets the x-goog-api-key header (with WithVertex, "Authorization: Bearer"),
 // after removing both; an empty key means the WithAPIKey credential, or none at all.
-func (p *Provider) Authorize(h http.Header, key string) {
+func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("X-Goog-Api-Key")
 	h.Del("Authorization")
 	if key == "" {
@@ -130,6 +130,7 @@ func (p *Provider) Authorize(h http.Header, key string) {
 	default:
 		h.Set("X-Goog-Api-Key", key)
 	}
+	return key
 }
 
 // ClassifyError is the package's ClassifyError.

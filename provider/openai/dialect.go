@@ -67,20 +67,21 @@ func deploymentOf(path string) string {
 
 // Authorize sets "Authorization: Bearer <key>" (the "api-key" header with WithAzure),
 // after removing both; an empty key means the WithAPIKey key, or no credential at all.
-func (p *Provider) Authorize(h http.Header, key string) {
+func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("Authorization")
 	h.Del("Api-Key")
 	if key == "" {
 		key = p.apiKey
 	}
 	if key == "" {
-		return
+		return ""
 	}
 	if p.azure {
 		h.Set("Api-Key", key)
-		return
+		return key
 	}
 	h.Set("Authorization", "Bearer "+key)
+	return key
 }
 
 // ClassifyError is the package's ClassifyError.

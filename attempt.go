@@ -9,35 +9,47 @@ import (
 
 // attemptFunc is one layer's view of an attempt. Layers are composed once, in New, outer to
 // inner: Breaker → Keys → Limiter → (AttemptTimeout | StreamGuard) → Classify → adapter.
-// Each layer stores what it acquired in the attempt; attempt.settle gives it all back in
-// reverse order once the outcome is known (at once for Complete, at the end for a stream).
-// Every error a chain returns is an *Error.
+// Each layer stores what it acquired in the attempt; attempt.settle gives it all back once
+// the outcome is known (at once for Complete, at the end for a stream). Every error a
+// chain returns is an *Error.
 type attemptFunc func(ctx context.Context, a *attempt) error
 
 // attempt is the state of one try against one upstream.
 type attempt struct {
+	r      *run
 	up     *upstream
 	req    *Request
 	call   Call
 	number int
 	cost   int
+	// retry is set for every call on the upstream after the call's first one: it needs
+	// the upstream's retry budget.
+	retry bool
+	// avoid is a key to pass over when another one is usable.
+	avoid *poolKey
+	// waited is the time spent before the upstream call: the run's Retry-After or
+	// backoff, the partition's admission (first attempt), a cooling key, the limiter.
 	waited time.Duration
-	// limiterWait is the part of waited spent in the limiter, after start.
-	limiterWait time.Duration
-	// start is when the attempt began, before the limiter's wait.
-	start time.Time
-	// latency is the adapter call's duration (time to first token for streams); end is
-	// when it ended (for a stream, when it ended or was closed).
-	latency time.Duration
-	end     time.Time
+	// layerWait is the part of waited spent in the layers, after begun.
+	layerWait time.Duration
+	// begun is when the attempt started, after the run's wait; sent when the upstream
+	// call began; end when it ended (for a stream: its end or close).
+	begun, sent, end time.Time
+	// latency is the upstream call's duration (for a committed stream, the whole
+	// stream), ttft a stream's time to its first content token.
+	latency, ttft time.Duration
+	status        int
 
 	key       *poolKey
 	permit    BreakerPermit
 	hasPermit bool
 	lease     limitLease
 	hasLease  bool
-	// called is true once the adapter was invoked: a real upstream call.
+	// called is true once an upstream call was made; false for a local refusal.
 	called bool
+	// budgetDenied: the retry budget refused the call at the last moment.
+	budgetDenied bool
+	settled      bool
 
 	resp   *Response
 	stream *guard
@@ -50,7 +62,7 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 	return c.breakerLayer(c.keyLayer(c.limiterLayer(guard(c.classifyLayer(inner)))))
 }
 
-// breakerLayer takes a breaker permit, or fails with ClassUnavailable without a call.
+// breakerLayer takes a breaker permit, or refuses without a call.
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		p, err := a.up.breaker.Allow()
@@ -62,18 +74,40 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	}
 }
 
-// keyLayer picks the least-in-flight usable key of the upstream's pool.
+// keyLayer picks the least-in-flight usable key of the upstream's pool. When every key is
+// cooling down it waits for the first to come back, as the limiter waits for capacity
+// (within the deadline and WithMaxWait, never in fail-fast mode); otherwise it refuses.
 func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		k, soonest := a.up.keys.pick(a.start)
-		if k == nil {
-			e := errNoKey(a.up.Name, a.start, soonest)
-			e.Model = a.call.Model
-			return e
+		now := a.begun
+		for {
+			k, soonest := a.up.keys.pick(now, a.avoid)
+			if k != nil {
+				a.key = k
+				a.call.APIKey = k.secret
+				return next(ctx, a)
+			}
+			if soonest.IsZero() {
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+					Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+			}
+			wait := soonest.Sub(now)
+			lim, err := c.cfg.limiter.waitLimit(ctx, a.waited)
+			if err != nil {
+				return c.asError(ctx, err, a)
+			}
+			if lim >= 0 && wait > lim {
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+					Message: "every key is cooling down for another " + wait.Round(time.Millisecond).String(),
+					Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
+			}
+			if err := sleepFor(ctx, wait); err != nil {
+				return c.asError(ctx, err, a)
+			}
+			a.waited += wait
+			a.layerWait += wait
+			now = time.Now()
 		}
-		a.key = k
-		a.call.APIKey = k.secret
-		return next(ctx, a)
 	}
 }
 
@@ -93,8 +127,8 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 				break
 			}
 			now := time.Now()
-			a.key.block(now.Add(paused.left), false)
-			k, _ := a.up.keys.pick(now)
+			a.key.block(now, paused.left, false)
+			k, _ := a.up.keys.pick(now, nil)
 			if k == nil {
 				break
 			}
@@ -105,12 +139,12 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			waited += w
 		}
 		a.waited += waited
-		a.limiterWait = waited
+		a.layerWait += waited
 		if err != nil {
 			var paused *keyPausedError
 			if errors.As(err, &paused) {
-				return &Error{Class: ClassRateLimited, Upstream: a.up.Name, Model: a.call.Model,
-					RetryAfter: paused.left, Err: fmt.Errorf("%w: every key is paused", ErrNoKey)}
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+					Err: fmt.Errorf("%w: every key is paused after a rate limit", ErrNoKey)}
 			}
 			return c.asError(ctx, err, a)
 		}
@@ -125,7 +159,7 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 		if a.up.timeout <= 0 {
 			return next(ctx, a)
 		}
-		if dl, ok := ctx.Deadline(); ok && dl.Sub(a.start) <= a.up.timeout {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= a.up.timeout {
 			return next(ctx, a) // the caller's deadline comes first: no timer needed
 		}
 		actx, cancel := context.WithTimeoutCause(ctx, a.up.timeout, ErrAttemptTimeout)
@@ -139,24 +173,43 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	}
 }
 
-// classifyLayer times the adapter call and turns every failure into an *Error with its class;
-// it also turns a successful response that is filtered or empty into the matching error.
-// No layer above it parses vendor errors again.
+// classifyLayer makes the upstream call: it spends the upstream's retry budget, times the
+// call and turns every failure into an *Error with its class; it also turns a successful
+// response that is filtered or empty into the matching error. No layer above it parses
+// vendor errors again.
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if a.retry {
+			if !a.up.budget.tryRetry(a.begun) {
+				a.budgetDenied = true
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrRetryBudget}
+			}
+		} else {
+			a.up.budget.first(a.begun)
+		}
 		a.called = true
+		a.sent = a.begun.Add(a.layerWait)
 		err := next(ctx, a)
 		// time.Since reads only the monotonic clock; end derived from it keeps a wall time
 		// for the breaker without a second full clock read.
-		since := time.Since(a.start)
-		a.end = a.start.Add(since)
-		a.latency = since - a.limiterWait
+		a.end = a.sent.Add(time.Since(a.sent))
+		a.latency = a.end.Sub(a.sent)
 		if err != nil {
-			return c.asError(ctx, err, a)
+			e := c.asError(ctx, err, a)
+			if e.Status == 0 {
+				e.Status = a.status // a stream that began with a status, and then broke
+			}
+			if e.Class == ClassBadRequest && errors.Is(e.Err, ErrUnsupported) {
+				a.called = false // the adapter refused before sending anything
+			}
+			return e
 		}
 		if a.resp != nil {
+			if a.status == 0 {
+				a.status = a.resp.Status
+			}
 			if e := checkOutput(a.resp); e != nil {
-				e.Upstream, e.Model = a.up.Name, a.call.Model
+				e.Upstream, e.Model, e.Status = a.up.Name, a.call.Model, a.status
 				return e
 			}
 		}
@@ -218,18 +271,19 @@ func checkOutput(r *Response) *Error {
 	return nil
 }
 
-// settle gives back what the layers acquired, in reverse order, and tells the breaker the
-// outcome. usage is the reported usage of a successful or interrupted attempt, or nil.
-func (a *attempt) settle(c *Client, class Class, usage *Usage) {
+// settle gives back what the layers acquired and tells the breaker the outcome, once.
+// usage is the reported usage of a successful or interrupted attempt, or nil. It changes
+// only the Client's own state and calls no hook but the breaker's, after its lock.
+func (a *attempt) settle(class Class, usage *Usage) {
+	if a.settled {
+		return
+	}
+	a.settled = true
 	if a.hasLease {
 		a.hasLease = false
-		used := class == ClassNone || class == ClassStreamInterrupted || class == ClassContentFiltered ||
-			class == ClassEmptyOutput || class == ClassCanceled && a.called
-		actual := 0
-		if usage != nil && !usage.Estimated {
-			actual = usage.InputTokens + usage.OutputTokens
-		}
-		a.lease.release(actual, used)
+		used := a.called && (class == ClassNone || class == ClassStreamInterrupted ||
+			class == ClassContentFiltered || class == ClassEmptyOutput || class == ClassCanceled)
+		a.lease.release(usage.billable(), used)
 	}
 	if a.key != nil {
 		a.key.inFlight.Add(-1)
@@ -243,7 +297,7 @@ func (a *attempt) settle(c *Client, class Class, usage *Usage) {
 		switch {
 		case class == ClassNone:
 			a.permit.doneAt(BreakerSuccess, now)
-		case c.cfg.decisions[class].Breaker && a.called:
+		case a.called && a.r.c.cfg.decisions[class].Breaker:
 			a.permit.doneAt(BreakerFailure, now)
 		default:
 			a.permit.doneAt(BreakerIgnore, now)

@@ -1,0 +1,270 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// committed is an attempt past its commit point: a stream whose first content token has
+// arrived (Client.Stream), or a transport response handed to its caller while the upstream
+// is still sending (liveBody). It is the one place that times the upstream, classifies a
+// break, settles the attempt and gives back every lease it holds — limiter slot and
+// tokens, key, partition, breaker permit — exactly once, whichever comes first: the end of
+// the stream, the caller's Close, the idle or total timeout, the caller's context, or the
+// caller dropping the stream without closing it.
+//
+// The idle timeout counts only the time spent waiting on the upstream (inside recv), never
+// the caller's own time between reads. The timers settle in the background, so a stream
+// the caller stops reading still frees its leases when they fire.
+//
+// recv and readRaw must not be called concurrently with each other; the other methods are
+// safe for concurrent use.
+type committed struct {
+	c  *Client
+	r  *run
+	a  *attempt
+	ps ProviderStream // the decoder; nil for a body passed through raw
+	// ctx is the attempt's context, canceled with a cause by the timers; caller is the
+	// caller's own context, below any stream timeout.
+	ctx, caller context.Context
+	cancel      context.CancelCauseFunc
+	cancelTotal context.CancelFunc
+	stopWatch   func() bool // stops the context.AfterFunc
+
+	idle          time.Duration
+	keepAliveIdle bool
+	// keepAlives makes recv return keep-alives too: the transport's body delivers their
+	// bytes as they come.
+	keepAlives bool
+	base       time.Time
+	// readAt is 1 + the nanoseconds since base at which the wait for the upstream's next
+	// data event began; 0 when no such wait is under way.
+	readAt   atomic.Int64
+	watchdog *time.Timer
+
+	usage    atomic.Pointer[Usage] // the last usage the upstream reported
+	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
+	outBytes atomic.Int64          // output text received, for an estimate without usage
+
+	settleOnce sync.Once
+	settled    atomic.Bool
+	closed     atomic.Bool // the caller closed it
+	// err is the error the attempt ended with (nil for a clean end or the caller's
+	// close), final the usage it was settled with; both are set by settle.
+	err   *Error
+	final *Usage
+}
+
+// commit makes a the committed attempt of r. ps is its decoder (nil for a raw body);
+// ctx and cancel are the attempt's context; caller is the caller's context and
+// cancelTotal stops the stream's total timeout (a no-op without one).
+func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Context, cancel context.CancelCauseFunc,
+	caller context.Context, cancelTotal context.CancelFunc) *committed {
+	cm := &committed{c: c, r: r, a: a, ps: ps, ctx: ctx, caller: caller, cancel: cancel,
+		cancelTotal: cancelTotal, keepAliveIdle: c.cfg.stream.keepAliveCounts, keepAlives: r.tx != nil}
+	if idle := c.cfg.stream.idle; idle > 0 && ps != nil {
+		cm.idle, cm.base = idle, time.Now()
+		cm.watchdog = time.AfterFunc(idle, cm.watch)
+	}
+	cm.stopWatch = context.AfterFunc(ctx, cm.ctxDone)
+	r.cur, r.handedOver = nil, true
+	return cm
+}
+
+// recv reads the next chunk from the upstream, timing the wait for the idle timeout: the
+// wait for a data event starts when recv is called and ends when one arrives; keep-alives
+// extend it unless WithKeepAliveResetsIdle. It notes usage, finish reasons, the end marker
+// and the output's size; the caller decides what the chunk or error means to its reader.
+func (cm *committed) recv() (Chunk, error) {
+	timed := cm.idle > 0
+	if timed && cm.readAt.Load() == 0 {
+		cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+	}
+	for {
+		ch, err := cm.ps.Recv()
+		switch {
+		case err == io.EOF:
+			cm.ended.Store(true)
+		case err != nil:
+		case ch.KeepAlive:
+			if timed && cm.keepAliveIdle {
+				cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+			}
+			if !cm.keepAlives {
+				continue
+			}
+			return ch, nil // the wait for data goes on
+		default:
+			cm.note(&ch)
+		}
+		if timed {
+			cm.readAt.Store(0)
+		}
+		return ch, err
+	}
+}
+
+// note records what a data chunk says about the attempt.
+func (cm *committed) note(ch *Chunk) {
+	if ch.Usage != nil {
+		u := *ch.Usage
+		cm.usage.Store(&u)
+	}
+	if ch.FinishReason != FinishNone {
+		cm.ended.Store(true)
+	}
+	if n := len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal); n > 0 {
+		cm.outBytes.Add(int64(n))
+	}
+	for i := range ch.ToolCalls {
+		cm.outBytes.Add(int64(len(ch.ToolCalls[i].Arguments)))
+	}
+}
+
+// watch is the idle watchdog: it fires every idle period and expires the attempt when a
+// read from the upstream has been under way for the whole idle timeout.
+func (cm *committed) watch() {
+	if cm.settled.Load() {
+		return
+	}
+	at := cm.readAt.Load()
+	if at == 0 {
+		cm.watchdog.Reset(cm.idle) // the caller's own time does not count
+		return
+	}
+	if left := time.Duration(at-1) + cm.idle - time.Since(cm.base); left > 0 {
+		cm.watchdog.Reset(left)
+		return
+	}
+	cm.expire(ErrIdleTimeout)
+}
+
+// ctxDone runs when the attempt's context ends: the caller canceled, its deadline passed,
+// the stream's total timeout fired, or the attempt was settled (then it does nothing).
+func (cm *committed) ctxDone() {
+	if !cm.settled.Load() {
+		cm.expire(context.Cause(cm.ctx))
+	}
+}
+
+// expire ends the attempt from a timer or a cleanup: it cancels its context with cause,
+// closes the upstream stream (which unblocks a reader) and settles it as interrupted (or
+// canceled, when the caller's context ended), in the background.
+func (cm *committed) expire(cause error) {
+	cm.cancel(cause)
+	cm.closeUpstream()
+	cm.finish(cause)
+}
+
+// closeUpstream releases the connection.
+func (cm *committed) closeUpstream() {
+	if cm.ps != nil {
+		_ = cm.ps.Close()
+	}
+}
+
+// finish settles the attempt after the upstream read failed with err (io.EOF: a clean
+// end) and returns the error the reader reports: nil after a clean end or the caller's
+// close. After the first call it returns the same answer.
+func (cm *committed) finish(err error) *Error {
+	if err == io.EOF || err == nil {
+		cm.settle(ClassNone, nil)
+	} else {
+		e := cm.interruption(err)
+		cm.settle(e.Class, e)
+	}
+	if cm.closed.Load() {
+		return nil
+	}
+	return cm.err
+}
+
+// close is the caller's Close: a stream that already saw its end marker (or finish
+// reason) is a success, any other is canceled by the caller. It releases the connection
+// and the attempt's contexts.
+func (cm *committed) close() {
+	cm.closed.Store(true)
+	if cm.ended.Load() {
+		cm.settle(ClassNone, nil)
+	} else {
+		cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+			Err: context.Canceled, Message: "the caller closed the stream before its end"})
+	}
+	cm.cancel(context.Canceled)
+	cm.cancelTotal()
+	cm.closeUpstream()
+}
+
+// abandon runs when the caller's handle became unreachable without Close.
+func (cm *committed) abandon() {
+	cm.closed.Store(true)
+	cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+		Err: context.Canceled, Message: "the stream was dropped without Close"})
+	cm.cancel(context.Canceled)
+	cm.cancelTotal()
+	cm.closeUpstream()
+}
+
+// interruption classifies a failure after the commit point.
+func (cm *committed) interruption(err error) *Error {
+	a := cm.a
+	e := &Error{Class: ClassStreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: err}
+	cause := context.Cause(cm.ctx)
+	switch {
+	case errors.Is(cause, ErrStreamTimeout) || errors.Is(err, ErrStreamTimeout):
+		e.Err = ErrStreamTimeout
+	case errors.Is(cause, ErrIdleTimeout) || errors.Is(err, ErrIdleTimeout):
+		e.Err = ErrIdleTimeout
+	case cm.caller.Err() != nil:
+		e.Class, e.Err = ClassCanceled, cm.caller.Err()
+		if errors.Is(e.Err, context.DeadlineExceeded) {
+			e.Class = ClassTimeout
+		}
+	}
+	var ve *Error
+	if errors.As(err, &ve) {
+		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
+		e.RetryAfter, e.RateLimits = ve.RetryAfter, ve.RateLimits
+	}
+	e.Redact(a.call.APIKey)
+	return e
+}
+
+// settle records the attempt's outcome once: the Client's state first (timers, leases,
+// key, breaker, partition), then the trace and, last, the observer.
+func (cm *committed) settle(class Class, e *Error) {
+	cm.settleOnce.Do(func() {
+		if cm.watchdog != nil {
+			cm.watchdog.Stop()
+		}
+		cm.stopWatch()
+		a, r := cm.a, cm.r
+		a.end = time.Now()
+		a.latency = a.end.Sub(a.sent)
+		usage := cm.usage.Load()
+		if usage == nil {
+			u := cm.c.estimatedUsage(r, int(cm.outBytes.Load()))
+			usage = &u
+		}
+		a.settle(class, usage)
+		r.releasePartition(usage)
+		cm.closeUpstream()
+		if !cm.keepAlives {
+			// A typed stream is done with its contexts. A transport body keeps them until
+			// the caller closes it: the bytes after the end marker still come through them.
+			cm.cancel(context.Canceled)
+			cm.cancelTotal()
+		}
+		cm.err = e
+		cm.settled.Store(true)
+		r.record(a, e, usage)
+		if e != nil {
+			e.Attempts = r.trace
+		}
+		cm.final = usage
+	})
+}

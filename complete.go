@@ -1,0 +1,29 @@
+package llmclient
+
+import "context"
+
+// complete is the one-shot call path.
+func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) {
+	r := runPool.Get().(*run)
+	defer r.recycle()
+	defer r.cleanup() // before recycle: a panicking hook leaves nothing held
+	if err := c.begin(ctx, r, req, c.routeOf(req), c.completeChain, false); err != nil {
+		return nil, err
+	}
+	a, err := r.exec(ctx)
+	if err != nil {
+		r.releasePartition(nil)
+		r.detachTrace()
+		return r.fail(ctx, err)
+	}
+	r.detachTrace()
+	return r.succeed(a, a.resp), nil
+}
+
+// routeOf is the route of a typed request; a nil request has none (begin refuses it).
+func (c *Client) routeOf(req *Request) []*upstream {
+	if req == nil {
+		return nil
+	}
+	return c.route(req.Model)
+}

@@ -1,0 +1,121 @@
+package llmclient
+
+// Decision is what the Client does after an attempt fails with a given class: every rule
+// the retry and failover loop follows is one of these fields, so WithDecision can change
+// any of it. DefaultDecision gives the built-in table.
+//
+// After a failed attempt the loop takes the first step that applies, in this order:
+//
+//  1. GrowOutput: the same upstream again at once, with twice the output budget (once per call).
+//  2. Reroute: the rest of the route is replaced by the fallback upstreams it names (once
+//     per kind and call).
+//  3. NextKey: the same upstream again at once, on another of its keys, when one is usable.
+//  4. Retry: the same upstream again after its Retry-After, or a jittered backoff, when
+//     the upstream's attempts, the retry budget and the context's deadline allow it.
+//  5. Otherwise the upstream gives up: Failover moves on to the next upstream of the
+//     route; without it the call ends with this error.
+//
+// A local refusal — no upstream call was made because the upstream's breaker is open,
+// every key is cooling down or evicted, the limiter cannot admit the request in time, or
+// the adapter cannot express the request for its vendor (an error wrapping ErrUnsupported)
+// — never retries the same upstream and never waits for a Retry-After: only step 5
+// applies to it (an adapter's refusal always moves on, since another vendor may take the
+// request). Local refusals are recorded in the trace (Attempt.Local) but count against
+// neither the attempt caps nor the retry budget.
+type Decision struct {
+	// Retry tries the same upstream again, after the upstream's Retry-After (when it fits
+	// WithMaxRetryAfter and the deadline) or else the backoff.
+	Retry bool
+	// NextKey tries the same upstream again at once on another key of its pool, when one
+	// is usable: the failure belonged to the key (a rate limit, a revoked key, a spent
+	// quota), not to the upstream.
+	NextKey bool
+	// Failover moves the call to the next upstream of its route once this upstream gives
+	// up: no retry applies, its attempts are used up, the retry budget is spent, or a wait
+	// would not fit. Without it the call ends there.
+	Failover bool
+	// Reroute continues the call on the upstreams of WithContextFallback or
+	// WithContentFallback in place of the rest of its route, once per call for each.
+	// RerouteNone (the zero value) does not.
+	Reroute Reroute
+	// GrowOutput retries once, at once, on the same upstream, with twice the request's
+	// MaxTokens (4096 when it is unset): a reasoning model that spent its whole output
+	// budget thinking.
+	GrowOutput bool
+	// Breaker counts the failure toward the upstream's circuit breaker.
+	Breaker bool
+	// Cooldown pauses the key for every caller until the upstream's Retry-After (capped
+	// at the key eviction time), else for the retry's own backoff, else for the key
+	// cooldown (WithKeyCooldown).
+	Cooldown bool
+	// Evict takes the key out of its pool for the key eviction time (WithKeyEviction).
+	Evict bool
+	// Alert emits an EventAlert to the observer.
+	Alert bool
+}
+
+// Reroute names a list of fallback upstreams a Decision may continue a call on.
+type Reroute uint8
+
+// The reroute lists.
+const (
+	RerouteNone    Reroute = iota // no reroute
+	RerouteContext                // the upstreams of WithContextFallback
+	RerouteContent                // the upstreams of WithContentFallback
+	numReroutes
+)
+
+// DefaultDecision returns the built-in decision for class c, the table in the README:
+//
+//	class              retry  next key  failover  breaker  key       other
+//	rate_limited       yes    yes       yes       no       cooldown
+//	quota_exhausted    no     yes       yes       no       evict     alert
+//	overloaded         yes    no        yes       yes
+//	server_error       yes    no        yes       yes
+//	timeout            yes    no        yes       yes
+//	network            yes    no        yes       yes
+//	bad_request        no     no        no        no
+//	context_length     no     no        no        no                 reroute to WithContextFallback
+//	content_filtered   no     no        no        no                 reroute to WithContentFallback
+//	auth               no     yes       no        no       evict     alert
+//	permission         no     no        no        no
+//	not_found          no     no        no        no
+//	empty_output       no     no        no        no                 grow output, once
+//	canceled           no     no        no        no
+//	stream_interrupted no     no        no        yes
+//	unavailable        no     no        yes       no
+//	unknown            no     no        no        no
+func DefaultDecision(c Class) Decision {
+	switch c {
+	case ClassRateLimited:
+		return Decision{Retry: true, NextKey: true, Failover: true, Cooldown: true}
+	case ClassQuotaExhausted:
+		return Decision{NextKey: true, Failover: true, Evict: true, Alert: true}
+	case ClassOverloaded, ClassServerError, ClassTimeout, ClassNetwork:
+		return Decision{Retry: true, Failover: true, Breaker: true}
+	case ClassContextLength:
+		return Decision{Reroute: RerouteContext}
+	case ClassContentFiltered:
+		return Decision{Reroute: RerouteContent}
+	case ClassAuth:
+		return Decision{NextKey: true, Evict: true, Alert: true}
+	case ClassEmptyOutput:
+		return Decision{GrowOutput: true}
+	case ClassStreamInterrupted:
+		return Decision{Breaker: true}
+	case ClassUnavailable:
+		return Decision{Failover: true}
+	}
+	return Decision{}
+}
+
+// decisionTable is the per-class decisions a Client uses, built once in New.
+type decisionTable [numClasses]Decision
+
+func defaultDecisionTable() decisionTable {
+	var t decisionTable
+	for c := Class(0); c < numClasses; c++ {
+		t[c] = DefaultDecision(c)
+	}
+	return t
+}

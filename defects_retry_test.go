@@ -1,0 +1,164 @@
+package llmclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 11, retry and failover defects 1–4, each through the public API.
+
+// limited registers an upstream with a request limit of 6 per minute and a burst of 1:
+// after one call, the next is admitted only 10 s later.
+func limited(name string, p llmclient.Provider) llmclient.Option {
+	return llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p,
+		Limits: llmclient.Limits{RPM: 6, RequestBurst: 1}})
+}
+
+// Defect 1: fail-fast and WithMaxWait refuse at once without a deadline, move on to the
+// next upstream at once, and a local refusal is never an upstream Retry-After.
+func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
+	modes := map[string]llmclient.Option{
+		"fail-fast": llmclient.WithLimiterMode(llmclient.LimiterFailFast),
+		"max-wait":  llmclient.WithMaxWait(time.Second),
+	}
+	for name, mode := range modes {
+		t.Run(name+"/two upstreams", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := fake.New(fake.Reply("a").Forever())
+				b := fake.New(fake.Reply("b").Forever())
+				c := newClient(t, limited("a", a), up("b", b), mode)
+				_, err := c.Complete(context.Background(), chatReq("m"))
+				require.NoError(t, err)
+				var resp *llmclient.Response
+				d := elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
+				require.NoError(t, err)
+				assert.Equal(t, time.Duration(0), d, "the refusal must move on at once")
+				assert.Equal(t, "b", resp.Upstream)
+				assert.Equal(t, 1, a.Calls())
+			})
+		})
+		t.Run(name+"/one upstream", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := fake.New(fake.Reply("a").Forever())
+				c := newClient(t, limited("a", a), mode)
+				_, err := c.Complete(context.Background(), chatReq("m"))
+				require.NoError(t, err)
+				d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
+				assert.Equal(t, time.Duration(0), d, "with nowhere to go the refusal returns at once")
+				var e *llmclient.Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, llmclient.ClassRateLimited, e.Class)
+				assert.ErrorIs(t, err, llmclient.ErrRateLimited)
+				assert.Zero(t, e.RetryAfter, "a local refusal is not an upstream Retry-After")
+				assert.Equal(t, 1, a.Calls())
+			})
+		})
+	}
+}
+
+// Defect 2: a class whose decision says Failover: false never reaches a second upstream,
+// not even once its attempts on the first run out.
+func TestDefect02FailoverFalseNeverLeavesTheUpstream(t *testing.T) {
+	t.Run("retry without failover", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			a := fake.New(fake.Fail(500).Forever())
+			b := fake.New(fake.Reply("b").Forever())
+			c := newClient(t, up("a", a), up("b", b),
+				llmclient.WithDecision(llmclient.ClassServerError, llmclient.Decision{Retry: true, Failover: false}))
+			_, err := c.Complete(context.Background(), chatReq("m"))
+			require.Error(t, err)
+			assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+			assert.Equal(t, 3, a.Calls(), "three attempts on a")
+			assert.Equal(t, 0, b.Calls(), "Failover: false")
+		})
+	})
+	t.Run("auth with four keys and three attempts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			a := fake.New(fake.Fail(401).Forever())
+			b := fake.New(fake.Reply("b").Forever())
+			c := newClient(t, up("a", a, "k1", "k2", "k3", "k4"), up("b", b), llmclient.WithMaxAttempts(3))
+			_, err := c.Complete(context.Background(), chatReq("m"))
+			require.Error(t, err)
+			assert.Equal(t, llmclient.ClassAuth, llmclient.ClassOf(err))
+			assert.Equal(t, 3, a.Calls(), "one call on each of three keys")
+			assert.Equal(t, 0, b.Calls(), "auth does not fail over")
+		})
+	})
+}
+
+// Defect 3: a spent retry budget returns at once, without sleeping the backoff first.
+func TestDefect03SpentBudgetDoesNotSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(503).Forever())
+		c := newClient(t, up("a", a), llmclient.WithRetryBudget(0, 0, 10*time.Second),
+			llmclient.WithBackoff(15*time.Second, 30*time.Second))
+		var err error
+		d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
+		require.Error(t, err)
+		assert.ErrorIs(t, err, llmclient.ErrRetryBudget)
+		assert.Equal(t, time.Duration(0), d, "no backoff is slept for a retry that cannot be made")
+		assert.Equal(t, 1, a.Calls())
+	})
+}
+
+// Defect 4: every key cooling is a local refusal of class unavailable that moves on to a
+// healthy upstream at once, and every failover raises an event.
+func TestDefect04EveryKeyCoolingFailsOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(429).RetryAfter(20*time.Second), fake.Reply("a").Forever())
+		b := fake.New(fake.Reply("b").Forever())
+		var log eventLog
+		c := newClient(t, up("a", a, "k1"), up("b", b), llmclient.WithObserver(log.observe))
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "b", resp.Upstream, "a 20s Retry-After is no reason to wait while b is free")
+
+		var d time.Duration
+		d = elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(0), d)
+		assert.Equal(t, "b", resp.Upstream)
+		require.Len(t, resp.Attempts, 2)
+		assert.Equal(t, llmclient.ClassUnavailable, resp.Attempts[0].Class, "every key cooling is unavailable")
+		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrNoKey)
+		assert.Equal(t, 1, a.Calls(), "the cooling key is not called")
+
+		fo := log.kinds(llmclient.EventFailover)
+		require.Len(t, fo, 2, "one failover event per call")
+		assert.Equal(t, "a", fo[0].Upstream)
+		assert.Equal(t, "b", fo[0].Target)
+	})
+}
+
+// With only one upstream, every key cooling waits for the first key to come back, within
+// the deadline, as the limiter waits for capacity; a wait that does not fit returns at once.
+func TestEveryKeyCoolingWaitsWhenThereIsNowhereElse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(429).RetryAfter(20*time.Second).Times(1), fake.Reply("a").Forever())
+		c := newClient(t, up("a", a, "k1"), llmclient.WithDecision(llmclient.ClassRateLimited,
+			llmclient.Decision{Cooldown: true}))
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.Error(t, err)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d := elapsed(func() { _, err = c.Complete(ctx, chatReq("m")) })
+		assert.Equal(t, time.Duration(0), d, "20s does not fit a 5s deadline")
+		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.True(t, errors.Is(err, llmclient.ErrNoKey))
+
+		var resp *llmclient.Response
+		d = elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
+		require.NoError(t, err)
+		assert.Equal(t, 20*time.Second, d, "without a deadline the call waits for the key")
+		assert.Equal(t, 20*time.Second, resp.Attempts[0].Waited)
+	})
+}

@@ -1,0 +1,366 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// run is one logical call: its route, its attempts and its trace. The loop in exec takes
+// four small steps per attempt — pick the upstream, attempt it through the layers, decide
+// from the Decision table what follows, wait — until an attempt succeeds or a decision
+// ends the call. A run is used by one goroutine at a time.
+type run struct {
+	c    *Client
+	req  *Request // as sent: a copy with a larger output budget after GrowOutput
+	orig *Request // the caller's request
+	cost int
+	// chain is the attempt layers of the run's front door; keep leaves a successful
+	// attempt unsettled, for a stream to settle when it ends.
+	chain attemptFunc
+	keep  bool
+
+	route []*upstream
+	pos   int // the upstream being tried: route[pos]
+	onUp  int // upstream calls made on route[pos]
+	total int // upstream calls made by the whole call
+	// number counts the trace's entries, local refusals included.
+	number int
+	first  *upstream
+	bo     *backoff.ExponentialBackOff
+	grown  bool
+	// rerouted marks the reroute lists already used.
+	rerouted [numReroutes]bool
+	// avoid is a key the next pick passes over when another is usable (NextKey).
+	avoid *poolKey
+	// waited is the time slept before the next attempt (Retry-After or backoff).
+	waited time.Duration
+	// budgetSpent: the last retry was refused by the retry budget.
+	budgetSpent bool
+
+	trace []Attempt
+	// last holds each tried upstream's last error, in the order tried.
+	last    []*Error
+	lastErr *Error
+	start   time.Time
+	// partition is the caller partition's lease; preWait the time its admission took.
+	partition     limitLease
+	preWait       time.Duration
+	partitionDone bool
+	// cur is the attempt in progress, settled by cleanup should a hook panic;
+	// handedOver is set once a committed attempt owns the rest of the run.
+	cur        *attempt
+	handedOver bool
+
+	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
+	// holds the first attempt of the trace for the same reason.
+	a        attempt
+	traceBuf [1]Attempt
+	// single allows one upstream call only: a transport request whose body cannot be
+	// replayed.
+	single bool
+	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
+	tx *txCall
+}
+
+// step is where the loop goes after a failed attempt.
+type step uint8
+
+const (
+	stepStop step = iota // the call ends with the attempt's error
+	stepSame             // the same upstream again, after plan.wait
+	stepNext             // the next upstream of the route
+)
+
+// plan is what a decision leaves the loop to do.
+type plan struct {
+	step step
+	wait time.Duration
+}
+
+// runPool recycles the runs of one-shot calls: a run is large, and a call's only other
+// allocations are its trace and the adapter's response. Streams and transport calls,
+// whose runs outlive the call, allocate their own.
+var runPool = sync.Pool{New: func() any { return new(run) }}
+
+// begin prepares r for req on route, the one way every front door starts a call: it
+// checks the request, estimates its cost once and admits it against its caller
+// partition's limits. On error nothing stays held.
+//
+// A transport call (r.tx set) carries a raw HTTP request instead: its shape is not checked
+// and its cost is set by the transport beforehand.
+func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
+	if r.tx == nil {
+		if err := checkRequest(req); err != nil {
+			return err
+		}
+		if c.needCost {
+			r.cost = c.cfg.limiter.cost(req)
+		}
+	}
+	r.c, r.req, r.orig, r.start = c, req, req, time.Now()
+	r.route, r.chain, r.keep = route, chain, keep
+	r.trace = r.traceBuf[:0]
+	if len(route) == 0 {
+		return &Error{Class: ClassNotFound, Model: req.Model, Err: ErrNoUpstream,
+			Message: "no upstream serves model " + strconv.Quote(req.Model)}
+	}
+	return r.admitPartition(ctx)
+}
+
+// exec runs attempts along the route until one succeeds or a decision ends the call. The
+// successful attempt is returned settled for a one-shot call and unsettled (keep) for a
+// stream, which settles it when it ends. Every error it returns is an *Error.
+func (r *run) exec(ctx context.Context) (*attempt, error) {
+	for {
+		a := r.next()
+		err := r.chain(ctx, a)
+		if err == nil {
+			r.succeeded(a)
+			return a, nil
+		}
+		p := r.failed(ctx, a, err.(*Error))
+		switch p.step {
+		case stepStop:
+			return nil, r.lastErr
+		case stepNext:
+			if !r.advance() {
+				return nil, r.lastErr
+			}
+		case stepSame:
+			if err := sleep(ctx, p.wait); err != nil {
+				return nil, r.canceled(ctx)
+			}
+			r.waited = p.wait
+		}
+	}
+}
+
+// next returns the attempt to make now, on route[pos].
+func (r *run) next() *attempt {
+	a := &r.a
+	switch {
+	case r.keep:
+		a = &attempt{}
+	case r.number > 0:
+		*a = attempt{} // the run's attempt is reused; the first one is still zero
+	}
+	up := r.route[r.pos]
+	if r.first == nil {
+		r.first = up
+	}
+	model, ok := up.model(r.orig.Model)
+	if !ok { // a fallback upstream may not map the group's model: send it unchanged
+		model = r.orig.Model
+	}
+	r.number++
+	// Field by field: a whole-struct assignment costs a bulk write barrier per call.
+	a.r, a.up, a.req, a.number, a.cost, a.avoid = r, up, r.req, r.number, r.cost, r.avoid
+	a.retry = r.onUp > 0
+	a.waited = r.waited
+	if r.number == 1 {
+		// The run's clock reading serves the first attempt: one fewer per call.
+		a.waited += r.preWait
+		a.begun = r.start.Add(r.preWait)
+	} else {
+		a.begun = time.Now()
+	}
+	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
+	r.waited, r.avoid, r.cur = 0, nil, a
+	return a
+}
+
+// advance moves the call to the next upstream of its route, reporting false when none
+// is left.
+func (r *run) advance() bool {
+	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+		return false
+	}
+	r.pos++
+	r.onUp = 0
+	if r.bo != nil {
+		r.bo.Reset()
+	}
+	return true
+}
+
+// maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
+func (r *run) maxAttempts() int {
+	if r.single {
+		return 1
+	}
+	return r.c.cfg.retry.maxAttempts
+}
+
+func (r *run) maxTotal() int {
+	if r.single {
+		return 1
+	}
+	return r.c.cfg.retry.maxTotal
+}
+
+// succeeded accounts a successful attempt: settled now for a one-shot call.
+func (r *run) succeeded(a *attempt) {
+	r.countCall(a)
+	if r.keep {
+		return
+	}
+	r.c.fillEstimate(r, a.resp)
+	a.settle(ClassNone, &a.resp.Usage)
+	r.cur = nil
+	r.releasePartition(&a.resp.Usage)
+	r.record(a, nil, &a.resp.Usage)
+}
+
+// countCall counts a's upstream call, if it made one.
+func (r *run) countCall(a *attempt) {
+	if a.called {
+		r.onUp++
+		r.total++
+	}
+}
+
+// failed settles a failed attempt, records it and decides what follows. The Client's
+// state (leases, key blocks, the breaker) is settled before any hook runs.
+func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
+	r.countCall(a)
+	done := ctx.Err() != nil
+	if done {
+		// The caller gave up (canceled or out of time): that says nothing about the
+		// upstream's health, so the breaker does not count it.
+		a.settle(ClassCanceled, nil)
+	} else {
+		a.settle(e.Class, nil)
+	}
+	r.cur = nil
+	if a.budgetDenied {
+		// Refused by the retry budget just before the call: no trace entry of its own.
+		r.budgetSpent = true
+		r.number--
+		return r.giveUp(r.decision(a, r.lastErr))
+	}
+	r.lastErr = e
+	r.setLast(e)
+	d := r.decision(a, e)
+	p := plan{}
+	if !done {
+		p = r.decide(ctx, a, e, d)
+	}
+	var evs events
+	if a.called && !done {
+		evs = r.c.effects(a, e, d, p)
+	}
+	r.record(a, e, nil)
+	evs.emit(r.c)
+	if p.step == stepNext && r.pos+1 < len(r.route) {
+		r.c.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
+			Model: a.call.Model, Class: e.Class, Err: e})
+	}
+	return p
+}
+
+// decision returns the table's decision for e, with the upstream's x-should-retry applied
+// when it made the call.
+func (r *run) decision(a *attempt, e *Error) Decision {
+	if e == nil {
+		return Decision{}
+	}
+	d := r.c.cfg.decisions[e.Class]
+	if e.ShouldRetry != nil && a.called {
+		d.Retry = *e.ShouldRetry
+	}
+	return d
+}
+
+// decide applies the decision's steps in their documented order (see Decision).
+func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan {
+	if !a.called {
+		if errors.Is(e.Err, ErrUnsupported) {
+			return plan{step: stepNext} // another vendor may take the request
+		}
+		return r.giveUp(d)
+	}
+	if d.GrowOutput && !r.grown {
+		r.grown = true
+		r.req = enlargeOutput(r.req)
+		return r.again(d, 0)
+	}
+	if d.Reroute != RerouteNone && !r.rerouted[d.Reroute] {
+		if list := r.c.reroutes[d.Reroute]; len(list) > 0 {
+			r.rerouted[d.Reroute] = true
+			r.route = append(r.route[:r.pos+1:r.pos+1], list...)
+			return plan{step: stepNext}
+		}
+	}
+	if d.NextKey && a.key != nil && a.up.keys.available(time.Now(), a.key) {
+		r.avoid = a.key
+		return r.again(d, 0)
+	}
+	if d.Retry {
+		if w, ok := r.retryWait(ctx, e); ok {
+			return r.again(d, w)
+		}
+	}
+	return r.giveUp(d)
+}
+
+// again plans another attempt on the same upstream after wait, when the caps and the
+// upstream's retry budget allow it; otherwise the upstream gives up.
+func (r *run) again(d Decision, wait time.Duration) plan {
+	if r.onUp >= r.maxAttempts() || r.total >= r.maxTotal() {
+		return r.giveUp(d)
+	}
+	if !r.route[r.pos].budget.allows(time.Now()) {
+		r.budgetSpent = true
+		return r.giveUp(d)
+	}
+	return plan{step: stepSame, wait: wait}
+}
+
+// giveUp is what follows when the upstream gives up: the next upstream, or the end.
+func (r *run) giveUp(d Decision) plan {
+	if d.Failover {
+		return plan{step: stepNext}
+	}
+	return plan{step: stepStop}
+}
+
+// retryWait is the wait before retrying the same upstream after e: the upstream's
+// Retry-After with jitter, or the backoff. ok is false when the wait is longer than
+// WithMaxRetryAfter or would not end before the context's deadline.
+func (r *run) retryWait(ctx context.Context, e *Error) (time.Duration, bool) {
+	rc := &r.c.cfg.retry
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > rc.maxRetryAfter {
+			return 0, false
+		}
+		w := retryAfterWait(e.RetryAfter)
+		return w, fits(ctx, w)
+	}
+	if r.bo == nil {
+		r.bo = rc.newBackOff()
+	}
+	w := r.bo.NextBackOff()
+	return w, fits(ctx, w)
+}
+
+// enlargeOutput returns a copy of req with twice the output budget (4096 when unset),
+// for the one retry after an empty output.
+func enlargeOutput(req *Request) *Request {
+	cp := *req
+	switch {
+	case cp.MaxTokens <= 0:
+		cp.MaxTokens = 4096
+	case cp.MaxTokens > maxInt/2:
+		cp.MaxTokens = maxInt
+	default:
+		cp.MaxTokens *= 2
+	}
+	return &cp
+}
+
+const maxInt = int(^uint(0) >> 1)

@@ -1,0 +1,220 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// admitPartition admits the call against its caller partition's limits, if any, before
+// any upstream is chosen. The partition's lease covers the whole call, retries included.
+func (r *run) admitPartition(ctx context.Context) error {
+	lease, waited, err := r.c.partitions.acquire(ctx, r.req, r.cost)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Class: ClassOf(err), Err: err}
+		}
+		e.Model = r.req.Model
+		r.partitionDone = true
+		return e
+	}
+	r.partition, r.preWait = lease, waited
+	return nil
+}
+
+// releasePartition gives back the partition's lease once, reconciled to usage when the
+// call reached an upstream.
+func (r *run) releasePartition(usage *Usage) {
+	if r.partitionDone {
+		return
+	}
+	r.partitionDone = true
+	r.partition.release(usage.billable(), r.total > 0)
+}
+
+// cleanup gives back whatever the run still holds: the attempt in progress and the
+// partition's lease. Front doors defer it, so that a panicking hook (an observer, a
+// breaker callback, the fallback function) leaves no slot, lease or probe behind.
+func (r *run) cleanup() {
+	if r.handedOver {
+		return // a committed attempt owns what is left
+	}
+	if a := r.cur; a != nil {
+		r.cur = nil
+		a.settle(ClassCanceled, nil)
+	}
+	r.releasePartition(nil)
+}
+
+// detachTrace moves the trace out of the run's buffer, so that the run can be recycled
+// while the response or error keeps its trace.
+func (r *run) detachTrace() {
+	r.trace = append(make([]Attempt, 0, len(r.trace)), r.trace...)
+}
+
+// recycle clears a pooled run and puts it back.
+func (r *run) recycle() {
+	*r = run{}
+	runPool.Put(r)
+}
+
+// record appends the attempt to the trace and tells the observer. It runs after the
+// attempt is settled.
+func (r *run) record(a *attempt, e *Error, usage *Usage) {
+	at := Attempt{
+		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
+		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
+		EstimatedTokens: a.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
+	}
+	if at.Start.IsZero() {
+		at.Start = a.begun
+	}
+	if usage != nil {
+		at.Usage = *usage
+	}
+	if e != nil {
+		at.Class, at.Err, at.RetryAfter = e.Class, e, e.RetryAfter
+		if e.Status != 0 {
+			at.Status = e.Status
+		}
+	}
+	r.trace = append(r.trace, at)
+	if r.c.observer != nil {
+		r.c.observe(Event{Kind: EventAttempt, Upstream: at.Upstream, Model: at.Model, Key: at.Key,
+			Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
+			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, Local: at.Local,
+			EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
+			OutputTokens: at.Usage.OutputTokens, Err: at.Err})
+	}
+}
+
+// setLast remembers e as its upstream's last error, keeping the order upstreams were tried.
+func (r *run) setLast(e *Error) {
+	for i, l := range r.last {
+		if l.Upstream == e.Upstream {
+			r.last[i] = e
+			return
+		}
+	}
+	r.last = append(r.last, e)
+}
+
+// succeed fills in what the caller learns about a successful call.
+func (r *run) succeed(a *attempt, resp *Response) *Response {
+	resp.Upstream = a.up.Name
+	resp.Attempts = r.trace
+	resp.Fallback = a.up != r.first
+	if resp.Model == "" {
+		resp.Model = a.call.Model
+	}
+	if resp.RateLimits != nil && a.key != nil {
+		a.key.limiter.observe(resp.RateLimits)
+	}
+	return resp
+}
+
+// fail builds the call's final error, or the fallback function's response. The run's
+// state is settled before the fallback function, a hook, is called.
+func (r *run) fail(ctx context.Context, err error) (*Response, error) {
+	final := r.final(err)
+	if f := r.c.cfg.fallback; f != nil && ctx.Err() == nil && r.c.cfg.decisions[final.Class].Failover {
+		resp, ferr := f(ctx, r.orig, final)
+		if ferr == nil && resp != nil {
+			resp.Degraded, resp.Fallback = true, true
+			resp.Attempts = r.trace
+			r.c.observe(Event{Kind: EventFallback, Model: r.orig.Model, Class: final.Class, Err: final})
+			return resp, nil
+		}
+	}
+	return nil, final
+}
+
+// final builds the call's final error from the last one: a copy that carries the attempt
+// trace and, when several upstreams were tried, each one's last error; when the retry
+// budget stopped the call, the cause says so.
+func (r *run) final(err error) *Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Class: ClassOf(err), Err: err}
+	}
+	final := *e
+	final.Attempts = r.trace
+	cause := e.Err
+	if r.budgetSpent && !errors.Is(cause, ErrRetryBudget) {
+		cause = errors.Join(ErrRetryBudget, cause)
+	}
+	if len(r.last) > 1 {
+		cause = &upstreamErrors{cause: cause, last: r.last}
+	}
+	final.Err = cause
+	return &final
+}
+
+// canceled is the error for a call whose context ended during a wait.
+func (r *run) canceled(ctx context.Context) *Error {
+	class := ClassCanceled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		class = ClassTimeout
+	}
+	e := &Error{Class: class, Model: r.orig.Model, Err: ctx.Err()}
+	if last := r.lastErr; last != nil {
+		e.Upstream, e.Model = last.Upstream, last.Model
+		e.Err = errors.Join(ctx.Err(), last)
+	}
+	r.lastErr = e
+	return e
+}
+
+// upstreamErrors is the cause of a call that failed on several upstreams: each one's last
+// error, after the final error's own cause.
+type upstreamErrors struct {
+	cause error
+	last  []*Error
+}
+
+func (u *upstreamErrors) Error() string {
+	var b strings.Builder
+	if u.cause != nil {
+		b.WriteString(strings.TrimPrefix(u.cause.Error(), "llmclient: "))
+		b.WriteString("; ")
+	}
+	b.WriteString("tried ")
+	for i, e := range u.last {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.TrimPrefix(e.summary(), "llmclient: "))
+	}
+	return b.String()
+}
+
+func (u *upstreamErrors) Unwrap() []error {
+	out := make([]error, 0, len(u.last)+1)
+	if u.cause != nil {
+		out = append(out, u.cause)
+	}
+	for _, e := range u.last {
+		out = append(out, e)
+	}
+	return out
+}
+
+// events holds the events of one step, emitted once the step's state is settled.
+type events struct {
+	buf [3]Event
+	n   int
+}
+
+func (ev *events) add(e Event) {
+	if ev.n < len(ev.buf) {
+		ev.buf[ev.n] = e
+		ev.n++
+	}
+}
+
+func (ev *events) emit(c *Client) {
+	for i := 0; i < ev.n; i++ {
+		c.observe(ev.buf[i])
+	}
+}

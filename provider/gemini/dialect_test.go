@@ -124,6 +124,8 @@ func FuzzDialectInspect(f *testing.F) {
 	f.Add("/v1beta/models/g:generateContent", []byte(`{"contents":[{"parts":[{"text":"hi"}]}]}`))
 	f.Add("/v1/models/g:streamGenerateContent", []byte(`{"generationConfig":{"maxOutputTokens":"x"}}`))
 	f.Add("/v1/models/:generateContent", []byte(`{}`))
+	f.Add("/v1beta/models/e:batchEmbedContents", []byte(`{"requests":[{"content":{"parts":[{"text":"a"},{"inlineData":{}}]}}]}`))
+	f.Add("/v1beta/models/e:embedContent", []byte(`{"content":null,"requests":null}`))
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		call, ok := p.Inspect("POST", path, body)
 		if !ok {
@@ -131,6 +133,9 @@ func FuzzDialectInspect(f *testing.F) {
 		}
 		if call.Request.Model == "" || call.Shape == "" {
 			t.Fatalf("recognized without a model or shape: %q -> %+v", path, call)
+		}
+		if call.NoOutput != (call.Shape == gemini.ShapeEmbedContent || call.Shape == gemini.ShapeBatchEmbedContents) {
+			t.Fatalf("NoOutput %v for shape %s", call.NoOutput, call.Shape)
 		}
 		_ = llmclient.EstimatePromptTokens(nil, &call.Request)
 	})

@@ -136,6 +136,9 @@ func buildBody(req *llmclient.Request, model string, defaultMaxTokens int, strea
 	if w.Tools, err = convertTools(req.Tools); err != nil {
 		return nil, err
 	}
+	if err := checkTTLs(&w); err != nil {
+		return nil, err
+	}
 	limitBreakpoints(&w, notes)
 	if w.ToolChoice, err = convertToolChoice(req.ToolChoice); err != nil {
 		return nil, err
@@ -296,6 +299,31 @@ func (t *toolIDs) result(id string) string {
 		t.notes.Add("tool call id %q sent as %q (Anthropic ids match ^[a-zA-Z0-9_-]+$)", id, w)
 	}
 	return w
+}
+
+// checkTTLs refuses a cache TTL the API does not know: it takes "5m" and "1h".
+func checkTTLs(w *wireRequest) error {
+	bad := func(c *wireCache) bool { return c != nil && c.TTL != "" && c.TTL != "5m" && c.TTL != "1h" }
+	for i := range w.Tools {
+		if bad(w.Tools[i].Cache) {
+			return fmt.Errorf("anthropic: tool %d: cache TTL %q is not 5m or 1h", i, w.Tools[i].Cache.TTL)
+		}
+	}
+	if sys, ok := w.System.([]wireBlock); ok {
+		for i := range sys {
+			if bad(sys[i].Cache) {
+				return fmt.Errorf("anthropic: system prompt: cache TTL %q is not 5m or 1h", sys[i].Cache.TTL)
+			}
+		}
+	}
+	for i := range w.Messages {
+		for j := range w.Messages[i].Content {
+			if c := w.Messages[i].Content[j].Cache; bad(c) {
+				return fmt.Errorf("anthropic: message turn %d: cache TTL %q is not 5m or 1h", i, c.TTL)
+			}
+		}
+	}
+	return nil
 }
 
 // limitBreakpoints keeps at most maxBreakpoints cache_control marks, dropping the

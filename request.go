@@ -32,6 +32,9 @@ type Part struct {
 	MIMEType  string
 	// Detail is an optional vendor hint for images ("low", "high", "auto").
 	Detail string
+	// Cache, when set, marks a prompt-cache breakpoint after this part: see CacheControl.
+	// In a system message it marks the system prompt up to this part.
+	Cache *CacheControl
 }
 
 // TextPart returns a text Part.
@@ -55,6 +58,9 @@ type Message struct {
 	ToolCallID string
 	// Name is an optional participant or tool name.
 	Name string
+	// Cache, when set, marks a prompt-cache breakpoint after the message's last content:
+	// its last part, its last tool call, or the tool result. See CacheControl.
+	Cache *CacheControl
 }
 
 // Text returns the concatenated text parts of m.
@@ -101,6 +107,36 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Strict asks vendors that support it to follow the schema exactly.
 	Strict bool
+	// Cache, when set, marks a prompt-cache breakpoint after this tool's definition (and
+	// the tools before it). See CacheControl.
+	Cache *CacheControl
+}
+
+// CacheTTL is how long a prompt-cache entry lives once written.
+type CacheTTL string
+
+// The cache lifetimes Anthropic offers.
+const (
+	// CacheTTLDefault leaves the vendor's default: 5 minutes for Anthropic.
+	CacheTTLDefault CacheTTL = ""
+	// CacheTTL5m is five minutes, refreshed on every hit.
+	CacheTTL5m CacheTTL = "5m"
+	// CacheTTL1h is one hour (written at a higher price).
+	CacheTTL1h CacheTTL = "1h"
+)
+
+// CacheControl marks a prompt-cache breakpoint: the vendor caches the prompt prefix that
+// ends with the marked content (tools, then the system prompt, then messages, in that
+// order), so a later request that starts with the same prefix reads it from the cache.
+//
+// Anthropic renders it as cache_control {"type":"ephemeral"} (with "ttl" when TTL is
+// set) on the marked block; it accepts at most 4 breakpoints per request. OpenAI, Gemini
+// and the other adapters cache prompt prefixes on their own and ignore CacheControl
+// without an error. Cache reads and writes are reported in Usage.CachedInputTokens and
+// Usage.CacheWriteTokens.
+type CacheControl struct {
+	// TTL is the entry's lifetime. The zero value is the vendor's default.
+	TTL CacheTTL
 }
 
 // ToolChoiceMode says whether and how the model must call tools.

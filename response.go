@@ -17,12 +17,23 @@ const (
 )
 
 // Usage counts tokens for one response.
+//
+// InputTokens is the whole prompt, whatever the vendor calls it: it includes the tokens
+// read from the vendor's prompt cache (CachedInputTokens) and those written to it
+// (CacheWriteTokens). Anthropic reports those apart from its input_tokens, so its adapter
+// adds them; OpenAI's prompt_tokens and Gemini's promptTokenCount already include them.
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
 	TotalTokens  int
-	// CachedInputTokens is the part of InputTokens served from the vendor's prompt cache.
+	// CachedInputTokens is the part of InputTokens read from the vendor's prompt cache
+	// (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini
+	// cachedContentTokenCount, DeepSeek prompt_cache_hit_tokens).
 	CachedInputTokens int
+	// CacheWriteTokens is the part of InputTokens written to the vendor's prompt cache on
+	// this request (Anthropic cache_creation_input_tokens); 0 for vendors that do not
+	// charge cache writes apart.
+	CacheWriteTokens int
 	// ReasoningTokens is the part of OutputTokens spent on hidden reasoning.
 	ReasoningTokens int
 	// Estimated is true when the vendor reported no usage and the numbers are the Client's

@@ -45,6 +45,8 @@ func TestDescribe(t *testing.T) {
 		{llmclient.Chunk{FinishReason: llmclient.FinishStop, RawFinishReason: "STOP",
 			Usage: &llmclient.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CachedInputTokens: 4, ReasoningTokens: 5}},
 			"finish=stop(STOP) usage=in:1,out:2,total:3,cached:4,reasoning:5"},
+		{llmclient.Chunk{Usage: &llmclient.Usage{InputTokens: 9, CacheWriteTokens: 6}},
+			"usage=in:9,out:0,total:0,cached:0,reasoning:0,cache_write:6"},
 	}
 	for _, tt := range tests {
 		if got := providertest.Describe(tt.c); got != tt.want {

@@ -56,6 +56,9 @@ func Describe(c llmclient.Chunk) string {
 	if u := c.Usage; u != nil {
 		parts = append(parts, fmt.Sprintf("usage=in:%d,out:%d,total:%d,cached:%d,reasoning:%d",
 			u.InputTokens, u.OutputTokens, u.TotalTokens, u.CachedInputTokens, u.ReasoningTokens))
+		if u.CacheWriteTokens != 0 {
+			parts[len(parts)-1] += fmt.Sprintf(",cache_write:%d", u.CacheWriteTokens)
+		}
 	}
 	return strings.Join(parts, " ")
 }

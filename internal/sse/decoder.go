@@ -42,6 +42,10 @@ type Event struct {
 	// Comment is true for a comment line (": keep-alive"). Data then holds the comment text
 	// without the colon and one leading space; the other fields are empty.
 	Comment bool
+	// Raw is true for a bare JSON value outside any field, returned only by a decoder on
+	// which AcceptRawJSON was called. Data then holds the JSON text (its lines joined with
+	// "\n"); Type, ID and Retry are empty.
+	Raw bool
 }
 
 // Decoder reads events from a text/event-stream. The zero value is not usable; create one
@@ -64,6 +68,7 @@ type Decoder struct {
 	lastType string // last interned type, reused when the next one is equal
 	lastID   string
 	retry    time.Duration
+	rawJSON  bool // AcceptRawJSON was called
 
 	err error // sticky error: io.EOF after the end, or the failure
 }
@@ -77,6 +82,14 @@ func NewDecoder(r io.Reader, maxEventSize int) *Decoder {
 	}
 	return &Decoder{r: r, max: maxEventSize}
 }
+
+// AcceptRawJSON makes the decoder return a bare JSON value — a line that starts with '{'
+// or '[' where an event's first field would be — as one Event with Raw set, instead of
+// ignoring it as a field with an unknown name as the specification says. Gemini sends an
+// error that way inside an event stream, possibly over several lines. The value ends where
+// its brackets balance (outside strings), or at the end of the stream; it is bounded by
+// the decoder's size limit like an event's data. Call it before the first Next.
+func (d *Decoder) AcceptRawJSON() { d.rawJSON = true }
 
 // Next returns the next event or comment. It returns io.EOF at the end of the stream (after
 // dispatching a final event that has data but no blank line after it, see the package
@@ -110,11 +123,83 @@ func (d *Decoder) Next() (Event, error) {
 			}
 			return Event{Data: text, Comment: true}, nil
 		}
+		if d.rawJSON && !d.hasData && (line[0] == '{' || line[0] == '[') {
+			return d.raw(line)
+		}
 		if err := d.field(line); err != nil {
 			d.err = err
 			return Event{}, err
 		}
 	}
+}
+
+// raw reads the bare JSON value that starts with line (see AcceptRawJSON).
+func (d *Decoder) raw(line []byte) (Event, error) {
+	d.data = d.data[:0]
+	d.typ = ""
+	var depth jsonDepth
+	for {
+		n := len(d.data) + len(line)
+		if len(d.data) > 0 {
+			n++
+		}
+		if n > d.max {
+			d.err = fmt.Errorf("%w: JSON value exceeds %d bytes", ErrEventTooLarge, d.max)
+			return Event{}, d.err
+		}
+		if n > cap(d.data) {
+			d.grow(n)
+		}
+		if len(d.data) > 0 {
+			d.data = append(d.data, '\n')
+		}
+		d.data = append(d.data, line...)
+		if depth.feed(line) {
+			break
+		}
+		var err error
+		if line, err = d.readLine(); err != nil {
+			if err != io.EOF {
+				d.err = err
+				return Event{}, err
+			}
+			d.err = io.EOF // the value is cut short: the caller sees what came
+			break
+		}
+	}
+	ev := Event{Data: d.data, Raw: true}
+	d.data = d.data[:0]
+	return ev, nil
+}
+
+// jsonDepth follows the nesting of a JSON text fed line by line, outside strings.
+type jsonDepth struct {
+	depth    int
+	inString bool
+	escaped  bool
+}
+
+// feed reads b and reports whether the outermost value closed in it.
+func (j *jsonDepth) feed(b []byte) bool {
+	for _, c := range b {
+		switch {
+		case j.escaped:
+			j.escaped = false
+		case j.inString && c == '\\':
+			j.escaped = true
+		case c == '"':
+			j.inString = !j.inString
+		case j.inString:
+		case c == '{' || c == '[':
+			j.depth++
+		case c == '}' || c == ']':
+			j.depth--
+			if j.depth <= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dispatch returns the pending event and resets the pending state. The returned Data

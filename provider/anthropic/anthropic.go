@@ -20,6 +20,24 @@
 // ClassifyError; rate-limit headers are read by ParseRateLimits. EstimateBodyTokens
 // estimates a raw request body's prompt tokens for the transport.
 //
+// Cross-vendor translation: a conversation begun on another vendor is sent so that the
+// Messages API accepts it, and every change is recorded in llmclient.Call.Notes:
+//
+//   - tool-call ids that do not match ^[a-zA-Z0-9_-]+$ (Gemini's signed
+//     "call_0__thought__…", OpenAI-compatible "functions.get_weather:0") are encoded as
+//     "lcid_<base64url>", reversibly and the same way in every request; an id that repeats
+//     an earlier turn's gets a "_<n>" suffix, since tool_use ids must be unique; tool
+//     results follow their call's mapping, and response ids are decoded back;
+//   - images in a system message move to a user turn at the same place;
+//   - temperature and top_p are clamped to [0, 1] (NaN and infinities are refused as
+//     bad requests); stop sequences have no limit.
+//
+// Prompt caching: llmclient.CacheControl on a Part, a Message (its last block) or a Tool is
+// sent as cache_control {"type":"ephemeral"} with "ttl" when set. The API takes at most 4
+// breakpoints: the earliest beyond that are dropped, with a note. A system prompt with a
+// breakpoint is sent as an array of text blocks. Usage.CacheWriteTokens is
+// cache_creation_input_tokens.
+//
 // Limitation: the common Message type has no place for thinking blocks, so an assistant
 // turn is replayed without them. With extended thinking and tool use the API requires the
 // thinking block before tool_use; such conversations need the official SDK.
@@ -45,6 +63,7 @@ var errNoKey = errors.New("anthropic: no API key: give the upstream Keys or use 
 type Provider struct {
 	url       string
 	apiKey    string
+	bearer    bool
 	version   string
 	sender    adapter.Sender
 	header    http.Header
@@ -82,6 +101,7 @@ func New(opts ...Option) (*Provider, error) {
 	return &Provider{
 		url:       httpx.JoinURL(c.baseURL, "/v1/messages"),
 		apiKey:    c.apiKey,
+		bearer:    c.bearer,
 		version:   c.version,
 		sender:    adapter.Sender{Pkg: "anthropic", Client: c.client, Classify: classifyAt},
 		header:    c.header,
@@ -139,9 +159,14 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if e := adapter.CheckCall("anthropic", call, key, errNoKey); e != nil {
 		return nil, e
 	}
-	body, err := buildBody(call.Request, call.Model, p.maxTokens, stream)
+	notes := adapter.NewNotes("anthropic")
+	body, err := buildBody(call.Request, call.Model, p.maxTokens, stream, notes)
+	call.Notes = append(call.Notes, notes.List()...)
 	if err != nil {
-		e := adapter.BadRequest(err)
+		e, ok := err.(*llmclient.Error)
+		if !ok {
+			e = adapter.BadRequest(err)
+		}
 		e.Model = call.Model
 		return nil, e
 	}
@@ -152,7 +177,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", p.version)
 	}
-	req.Header.Set("X-Api-Key", key)
+	p.setCredential(req.Header, key)
 	return p.sender.Send(req, call.Model, key)
 }
 
@@ -160,6 +185,15 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 // request-id header.
 func malformed(status int, h http.Header, body []byte, why error) *llmclient.Error {
 	return adapter.Malformed("anthropic", status, h.Get("Request-Id"), body, why)
+}
+
+// setCredential sets key as x-api-key, or as a bearer token with WithAuthToken.
+func (p *Provider) setCredential(h http.Header, key string) {
+	if p.bearer {
+		h.Set("Authorization", "Bearer "+key)
+		return
+	}
+	h.Set("X-Api-Key", key)
 }
 
 func (p *Provider) keyFor(call *llmclient.Call) string {

@@ -30,7 +30,7 @@ func BenchmarkBuildBody(b *testing.B) {
 	req := providertest.Conversation()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := buildBody(req, "claude", DefaultMaxTokens, false); err != nil {
+		if _, err := buildBody(req, "claude", DefaultMaxTokens, false, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -40,8 +40,9 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 	return call, true
 }
 
-// Authorize sets the x-api-key header, after removing it and any Authorization header;
-// an empty key means the WithAPIKey key, or no credential at all.
+// Authorize sets the x-api-key header (with WithAuthToken, "Authorization: Bearer"),
+// after removing both; an empty key means the WithAPIKey or WithAuthToken credential, or
+// no credential at all. It returns the credential it set.
 func (p *Provider) Authorize(h http.Header, key string) string {
 	h.Del("X-Api-Key")
 	h.Del("Authorization")
@@ -49,7 +50,7 @@ func (p *Provider) Authorize(h http.Header, key string) string {
 		key = p.apiKey
 	}
 	if key != "" {
-		h.Set("X-Api-Key", key)
+		p.setCredential(h, key)
 	}
 	return key
 }

@@ -17,6 +17,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	baseURL   string
 	apiKey    string
+	bearer    bool // send credentials as Authorization: Bearer (WithAuthToken)
 	version   string
 	client    *http.Client
 	clientSet bool
@@ -39,8 +40,20 @@ const DefaultMaxTokens = 4096
 func WithBaseURL(u string) Option { return optionFunc(func(c *config) { c.baseURL = u }) }
 
 // WithAPIKey sets the key sent as x-api-key when the Call carries none (an upstream without
-// a key pool). Default: none, in which case every Call must carry a key.
-func WithAPIKey(key string) Option { return optionFunc(func(c *config) { c.apiKey = key }) }
+// a key pool). Default: none, in which case every Call must carry a key. It replaces a
+// WithAuthToken given before it: credentials are sent as x-api-key again.
+func WithAPIKey(key string) Option {
+	return optionFunc(func(c *config) { c.apiKey, c.bearer = key, false })
+}
+
+// WithAuthToken sets a bearer token (an OAuth access token, or a gateway's token) used
+// when the Call carries no key, and makes the Provider send every credential — this token
+// and the pool keys Calls carry — as "Authorization: Bearer <token>" instead of x-api-key,
+// as the official SDK does with ANTHROPIC_AUTH_TOKEN. It replaces a WithAPIKey given
+// before it. Default: x-api-key.
+func WithAuthToken(token string) Option {
+	return optionFunc(func(c *config) { c.apiKey, c.bearer = token, true })
+}
 
 // WithVersion sets the anthropic-version header (default DefaultVersion).
 func WithVersion(v string) Option { return optionFunc(func(c *config) { c.version = v }) }

@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -177,9 +178,13 @@ func TestRequestInvalid(t *testing.T) {
 		"tool result without id": {Messages: []llmclient.Message{{Role: llmclient.RoleTool, Content: []llmclient.Part{llmclient.TextPart("x")}}}},
 		"bad arguments": {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{
 			{ID: "t1", Name: "f", Arguments: `{"a":`}}}}},
-		"array arguments":     {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `[1]`}}}}},
-		"unknown role":        {Messages: []llmclient.Message{{Role: "narrator", Content: []llmclient.Part{llmclient.TextPart("x")}}}},
-		"image in system":     {Messages: []llmclient.Message{{Role: llmclient.RoleSystem, Content: []llmclient.Part{llmclient.ImageURLPart("https://x/y.png")}}}},
+		"array arguments":   {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `[1]`}}}}},
+		"unknown role":      {Messages: []llmclient.Message{{Role: "narrator", Content: []llmclient.Part{llmclient.TextPart("x")}}}},
+		"temperature NaN":   {Temperature: llmclient.Float(math.NaN())},
+		"unknown cache TTL": {Tools: []llmclient.Tool{{Name: "f", Cache: &llmclient.CacheControl{TTL: "2h"}}}},
+		"unknown message TTL": {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.TextPart("x")},
+			Cache: &llmclient.CacheControl{TTL: "1d"}}}},
+		"top_p infinite":      {TopP: llmclient.Float(math.Inf(1))},
 		"empty image":         {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{{Type: llmclient.PartImage}}}}},
 		"url-encoded data":    {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.ImageURLPart("data:image/png,abc")}}}},
 		"tool without name":   {Tools: []llmclient.Tool{{Description: "x"}}},

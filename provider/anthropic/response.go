@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // wireResponse is a Messages API response (Message), also the message of message_start.
@@ -61,7 +62,7 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 			if len(b.Input) > 0 && string(b.Input) != "null" {
 				args = string(b.Input)
 			}
-			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: adapter.UnpatternID(b.ID), Name: b.Name, Arguments: args})
 		}
 	}
 	resp.Text, resp.Reasoning = text.String(), reasoning.String()
@@ -70,9 +71,10 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 }
 
 // usage converts Anthropic usage to the common form. InputTokens includes the cache reads
-// and cache writes, which Anthropic counts apart from input_tokens, so that totals match
-// what was processed; CachedInputTokens is the cache reads. start, when not nil, supplies
-// the input counts a stream's message_delta leaves out.
+// and cache writes, which Anthropic counts apart from input_tokens, so that it is the whole
+// prompt as llmclient.Usage documents; CachedInputTokens is the cache reads and
+// CacheWriteTokens the cache writes. start, when not nil, supplies the input counts a
+// stream's message_delta leaves out.
 func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 	in := pick(u.InputTokens, start, func(s *wireUsage) *int { return s.InputTokens })
 	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *int { return s.CacheReadInputTokens })
@@ -81,6 +83,7 @@ func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 		InputTokens:       in + read + created,
 		OutputTokens:      u.OutputTokens,
 		CachedInputTokens: read,
+		CacheWriteTokens:  created,
 	}
 	out.TotalTokens = out.InputTokens + out.OutputTokens
 	return out

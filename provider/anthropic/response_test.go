@@ -37,7 +37,7 @@ func TestCompleteSuccess(t *testing.T) {
 		"anthropic-ratelimit-input-tokens-remaining", "27000",
 	))
 	resp := providertest.Complete(t, p, providertest.UserCall("claude-sonnet-4-5", llmclient.UserMessage("Hello")))
-	want := llmclient.Usage{InputTokens: 2112, OutputTokens: 6, TotalTokens: 2118, CachedInputTokens: 2000}
+	want := llmclient.Usage{InputTokens: 2112, OutputTokens: 6, TotalTokens: 2118, CachedInputTokens: 2000, CacheWriteTokens: 100}
 	if resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
 	}

@@ -145,7 +145,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		}
 		switch b.Type {
 		case "tool_use":
-			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: b.ID, Name: b.Name}}
+			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: adapter.UnpatternID(b.ID), Name: b.Name}}
 		case "text":
 			c.Text = b.Text
 		case "thinking":

@@ -152,6 +152,19 @@ func TestStreamDeltaInputTokens(t *testing.T) {
 	}
 }
 
+// TestStreamCacheWrite checks that cache writes reported in message_start count as input
+// and as CacheWriteTokens.
+func TestStreamCacheWrite(t *testing.T) {
+	body := strings.Replace(streamText, `"cache_creation_input_tokens": 0`, `"cache_creation_input_tokens": 2048`, 1)
+	got, err := providertest.Drain(openStream(t, providertest.SSE(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := got[len(got)-1]; last != "finish=stop(end_turn) usage=in:2173,out:15,total:2188,cached:100,reasoning:0,cache_write:2048" {
+		t.Errorf("last chunk = %s", last)
+	}
+}
+
 func TestStreamErrorEvent(t *testing.T) {
 	head, _, _ := strings.Cut(streamText, "event: content_block_delta")
 	cases := map[string]struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		System json.RawMessage `json:"system"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil {
 		return nil, fmt.Errorf("body: %w", err)
@@ -54,6 +56,9 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 	s := &conformance.Seen{Stream: b.Stream, Model: b.Model, APIKey: key}
 	for _, t := range b.Tools {
 		s.Tools = append(s.Tools, t.Name)
+	}
+	if len(b.System) > 0 {
+		s.System = anthropicResultText(b.System)
 	}
 	for _, m := range b.Messages {
 		if len(m.Content) == 0 || m.Content[0] == '"' {
@@ -71,7 +76,25 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 			return nil, fmt.Errorf("message content: %w", err)
 		}
 		for _, bl := range blocks {
+			if bl.Type == "tool_result" && len(bl.Content) > 0 && bl.Content[0] == '[' {
+				var inner []struct {
+					Type string `json:"type"`
+				}
+				_ = json.Unmarshal(bl.Content, &inner)
+				for _, in := range inner {
+					if in.Type == "image" {
+						s.Images++
+					}
+				}
+			}
+			for _, id := range []string{bl.ID, bl.ToolUseID} {
+				if id != "" && !anthropicToolID.MatchString(id) {
+					return nil, fmt.Errorf("tool id %q does not match %s", id, anthropicToolID)
+				}
+			}
 			switch bl.Type {
+			case "image":
+				s.Images++
 			case "tool_use":
 				s.ToolCalls = append(s.ToolCalls, llmclient.ToolCall{ID: bl.ID, Name: bl.Name, Arguments: string(bl.Input)})
 			case "tool_result":
@@ -81,6 +104,9 @@ func (anthropicWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 	}
 	return s, nil
 }
+
+// anthropicToolID is the pattern of tool_use.id and tool_result.tool_use_id.
+var anthropicToolID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // anthropicResultText reads a tool_result's content: a string or text blocks.
 func anthropicResultText(raw json.RawMessage) string {
@@ -109,6 +135,13 @@ func anthropicFinish(f llmclient.FinishReason) string {
 		return "refusal"
 	}
 	return "end_turn"
+}
+
+// anthropicUsage is Anthropic's usage object: input_tokens counts the prompt tokens that
+// were neither read from nor written to the cache.
+func anthropicUsage(u llmclient.Usage, out int) map[string]any {
+	return map[string]any{"input_tokens": u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens, "output_tokens": out,
+		"cache_creation_input_tokens": u.CacheWriteTokens, "cache_read_input_tokens": u.CachedInputTokens}
 }
 
 // anthropicHeaders adds the headers every Messages response carries.
@@ -140,8 +173,7 @@ func (w anthropicWire) Render(r *conformance.Reply, req *conformance.Seen) (*con
 	wr := conformance.JSON(http.StatusOK, map[string]any{
 		"id": "msg_01CF", "type": "message", "role": "assistant", "model": req.Model,
 		"content": content, "stop_reason": anthropicFinish(r.Finish), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": r.Usage.OutputTokens,
-			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": anthropicUsage(r.Usage, r.Usage.OutputTokens),
 	})
 	anthropicHeaders(wr.Header)
 	return wr, nil
@@ -158,8 +190,7 @@ func (w anthropicWire) stream(r *conformance.Reply, req *conformance.Seen) (*con
 		ev("message_start", map[string]any{"message": map[string]any{
 			"id": "msg_01CF", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": 1,
-				"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+			"usage": anthropicUsage(r.Usage, 1)}}),
 		ev("ping", map[string]any{}),
 	}
 	index := 0

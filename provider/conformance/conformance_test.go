@@ -19,9 +19,10 @@ var knownGaps = map[string][]conformance.KnownGap{}
 
 func targets() []conformance.Target {
 	return []conformance.Target{
-		{Name: "openai", Wire: openaiWire{}, KnownGaps: knownGaps["openai"]},
+		{Name: "openai", Wire: openaiWire{}, Embed: openaiWire{}, KnownGaps: knownGaps["openai"]},
+		{Name: "openai_responses", Wire: responsesWire{}, KnownGaps: knownGaps["openai_responses"]},
 		{Name: "anthropic", Wire: anthropicWire{}, KnownGaps: knownGaps["anthropic"]},
-		{Name: "gemini", Wire: geminiWire{}, KnownGaps: knownGaps["gemini"]},
+		{Name: "gemini", Wire: geminiWire{}, Embed: geminiWire{}, SignsToolCalls: true, KnownGaps: knownGaps["gemini"]},
 		{Name: "fake", Script: fakeScript{}, KnownGaps: knownGaps["fake"]},
 	}
 }
@@ -30,6 +31,21 @@ func TestConformance(t *testing.T) {
 	for _, tg := range targets() {
 		t.Run(tg.Name, func(t *testing.T) { conformance.Run(t, tg) })
 	}
+}
+
+// TestEmbed runs the embeddings table for every target whose vendor has embeddings.
+func TestEmbed(t *testing.T) {
+	for _, tg := range targets() {
+		if tg.Embed != nil {
+			t.Run(tg.Name, func(t *testing.T) { conformance.RunEmbed(t, tg) })
+		}
+	}
+}
+
+// TestConversation continues a conversation begun on each vendor on each of the others
+// and back.
+func TestConversation(t *testing.T) {
+	conformance.RunConversation(t, targets()...)
 }
 
 // fragments splits s into about n pieces, as vendors stream tool-call arguments.

@@ -67,6 +67,20 @@
 // reports the status each Reply stands for and builds a Provider that takes each call's
 // Reply from the serve function Run gives it.
 //
+// # Embeddings and conversations across vendors
+//
+// RunEmbed runs the embeddings table (EmbedScenarios: one input, a batch, dimensions,
+// and the failures an embedding call meets) against a target whose Provider is an
+// llmclient.Embedder; the target's Embed (an EmbedWire) decodes the requests and renders
+// the vectors, its Wire renders the failures.
+//
+// RunConversation takes several Wire targets and, for every ordered pair (A, B), begins a
+// conversation on A (system prompt, tool, an image), continues it on B with A's tool calls
+// and their results (one with an image), and returns to A: each upstream must receive the
+// whole conversation in its own documented shape (the Wire's Decode rejects what its
+// vendor would), and a vendor that SignsToolCalls must get its signature back. For these
+// checks, a Wire's Decode fills Seen.System, Seen.Images and Seen.Signatures.
+//
 // When an adapter fails a case because of a bug that cannot be fixed at once, list the
 // case in Target.KnownGaps with the reason: the case is then skipped with a log line, and
 // Run fails as soon as it passes again, so the list cannot go stale. A package that uses

@@ -50,7 +50,9 @@ func fakeStep(r *conformance.Reply) fake.Step {
 		}
 		chunks = append(chunks, c)
 	}
-	st := fake.StreamChunks(chunks...).Finish(r.Finish).Usage(r.Usage.InputTokens, r.Usage.OutputTokens)
+	u := r.Usage
+	u.TotalTokens = u.InputTokens + u.OutputTokens
+	st := fake.StreamChunks(chunks...).Finish(r.Finish).ReportUsage(u)
 	switch r.End {
 	case conformance.EndError:
 		st.FailAfter(r.EndAfter, fake.FailClass(r.EndFail.Kind.Class()).Status(200).RetryAfter(r.EndFail.RetryAfter))

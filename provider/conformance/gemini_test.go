@@ -48,11 +48,19 @@ func (geminiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error
 		return nil, errors.New("the API key must not travel in the URL")
 	}
 	var b struct {
+		SystemInstruction *struct {
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"systemInstruction"`
 		Contents []struct {
 			Role  string `json:"role"`
 			Parts []struct {
-				Text         string `json:"text"`
-				FunctionCall *struct {
+				Text             string          `json:"text"`
+				ThoughtSignature string          `json:"thoughtSignature"`
+				InlineData       json.RawMessage `json:"inlineData"`
+				FileData         json.RawMessage `json:"fileData"`
+				FunctionCall     *struct {
 					ID   string          `json:"id"`
 					Name string          `json:"name"`
 					Args json.RawMessage `json:"args"`
@@ -78,8 +86,21 @@ func (geminiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error
 			s.Tools = append(s.Tools, d.Name)
 		}
 	}
+	if si := b.SystemInstruction; si != nil {
+		var texts []string
+		for _, p := range si.Parts {
+			texts = append(texts, p.Text)
+		}
+		s.System = strings.Join(texts, "\n")
+	}
 	for _, c := range b.Contents {
 		for _, p := range c.Parts {
+			if p.InlineData != nil || p.FileData != nil {
+				s.Images++
+			}
+			if p.ThoughtSignature != "" {
+				s.Signatures = append(s.Signatures, p.ThoughtSignature)
+			}
 			// Gemini links a response to its call by name (and id, when the call had one).
 			if fc := p.FunctionCall; fc != nil {
 				s.ToolCalls = append(s.ToolCalls, llmclient.ToolCall{ID: fc.Name, Name: fc.Name, Arguments: string(fc.Args)})
@@ -104,7 +125,7 @@ func geminiFinish(f llmclient.FinishReason) string {
 
 func geminiUsage(u llmclient.Usage) map[string]any {
 	return map[string]any{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
-		"totalTokenCount":     u.InputTokens + u.OutputTokens,
+		"totalTokenCount": u.InputTokens + u.OutputTokens, "cachedContentTokenCount": u.CachedInputTokens,
 		"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": u.InputTokens}}}
 }
 
@@ -118,6 +139,9 @@ func (w geminiWire) Render(r *conformance.Reply, req *conformance.Seen) (*confor
 	if r.Fail != nil {
 		return w.fail(r.Fail, req)
 	}
+	if r.Usage.CacheWriteTokens > 0 {
+		return nil, conformance.NotApplicable("Gemini reports no prompt-cache writes")
+	}
 	if req.Stream {
 		return w.stream(r, req)
 	}
@@ -125,18 +149,23 @@ func (w geminiWire) Render(r *conformance.Reply, req *conformance.Seen) (*confor
 	if text := strings.Join(r.Text, ""); text != "" {
 		parts = append(parts, map[string]any{"text": text})
 	}
-	parts = append(parts, geminiCalls(r.ToolCalls)...)
+	parts = append(parts, geminiCalls(r.ToolCalls, r.Signature)...)
 	return conformance.JSON(http.StatusOK, map[string]any{
 		"candidates":    []any{geminiCandidate(parts, geminiFinish(r.Finish))},
 		"usageMetadata": geminiUsage(r.Usage), "modelVersion": req.Model, "responseId": "resp-cf1",
 	}), nil
 }
 
-// geminiCalls renders function calls as Gemini does: without ids, args as an object.
-func geminiCalls(calls []llmclient.ToolCall) []any {
+// geminiCalls renders function calls as Gemini does: without ids, args as an object, and
+// a Gemini 3 thought signature on the first one when sig is set.
+func geminiCalls(calls []llmclient.ToolCall, sig string) []any {
 	var out []any
-	for _, tc := range calls {
-		out = append(out, map[string]any{"functionCall": map[string]any{"name": tc.Name, "args": json.RawMessage(tc.Arguments)}})
+	for i, tc := range calls {
+		part := map[string]any{"functionCall": map[string]any{"name": tc.Name, "args": json.RawMessage(tc.Arguments)}}
+		if i == 0 && sig != "" {
+			part["thoughtSignature"] = sig
+		}
+		out = append(out, part)
 	}
 	return out
 }
@@ -182,7 +211,7 @@ func (w geminiWire) stream(r *conformance.Reply, req *conformance.Seen) (*confor
 		return w.streamEnd(r, events)
 	}
 	if len(r.ToolCalls) > 0 || len(r.Text) == 0 {
-		events = append(events, resp(geminiCalls(r.ToolCalls), geminiFinish(r.Finish), geminiUsage(r.Usage)))
+		events = append(events, resp(geminiCalls(r.ToolCalls, r.Signature), geminiFinish(r.Finish), geminiUsage(r.Usage)))
 	}
 	return conformance.SSE(events...), nil
 }
@@ -288,4 +317,79 @@ func (geminiWire) status(f *conformance.Failure, req *conformance.Seen) (int, ma
 		e["details"] = details
 	}
 	return code, map[string]any{"error": e}, nil
+}
+
+// DecodeEmbed reads POST /v1beta/models/{model}:embedContent (one EmbedContentRequest) or
+// :batchEmbedContents ({"requests":[…]}, each naming the same model).
+func (geminiWire) DecodeEmbed(r *http.Request, body []byte) (*conformance.EmbedSeen, error) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
+	if r.Method != http.MethodPost || !ok {
+		return nil, fmt.Errorf("%s %s, want POST /v1beta/models/{model}:embedContent", r.Method, r.URL.Path)
+	}
+	model, method, _ := strings.Cut(rest, ":")
+	key := r.Header.Get("X-Goog-Api-Key")
+	if key == "" {
+		return nil, errors.New("no x-goog-api-key header")
+	}
+	type one struct {
+		Model   string `json:"model"`
+		Content struct {
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"content"`
+		OutputDimensionality int `json:"outputDimensionality"`
+	}
+	var reqs []one
+	switch method {
+	case "embedContent":
+		var o one
+		if err := json.Unmarshal(body, &o); err != nil {
+			return nil, fmt.Errorf("body: %w", err)
+		}
+		reqs = []one{o}
+	case "batchEmbedContents":
+		var b struct {
+			Requests []one `json:"requests"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return nil, fmt.Errorf("body: %w", err)
+		}
+		if len(b.Requests) < 2 {
+			return nil, errors.New("batchEmbedContents for fewer than two inputs; use embedContent")
+		}
+		reqs = b.Requests
+	default:
+		return nil, fmt.Errorf("unknown method %q", method)
+	}
+	s := &conformance.EmbedSeen{Model: model, APIKey: key}
+	for _, o := range reqs {
+		if o.Model != "models/"+model {
+			return nil, fmt.Errorf("request model %q, want models/%s", o.Model, model)
+		}
+		if len(o.Content.Parts) != 1 {
+			return nil, fmt.Errorf("%d parts, want one text", len(o.Content.Parts))
+		}
+		s.Inputs = append(s.Inputs, o.Content.Parts[0].Text)
+		s.Dimensions = o.OutputDimensionality
+	}
+	return s, nil
+}
+
+// RenderEmbed answers with an EmbedContentResponse or BatchEmbedContentsResponse.
+func (geminiWire) RenderEmbed(r *conformance.EmbedReply, req *conformance.EmbedSeen) (*conformance.WireResponse, error) {
+	body := map[string]any{}
+	if len(req.Inputs) == 1 && len(r.Vectors) == 1 {
+		body["embedding"] = map[string]any{"values": r.Vectors[0]}
+	} else {
+		var list []any
+		for _, v := range r.Vectors {
+			list = append(list, map[string]any{"values": v})
+		}
+		body["embeddings"] = list
+	}
+	if r.InputTokens > 0 {
+		body["usageMetadata"] = map[string]any{"promptTokenCount": r.InputTokens}
+	}
+	return conformance.JSON(http.StatusOK, body), nil
 }

@@ -69,7 +69,9 @@ func (s fakeScript) NewProvider(serve func(*Seen) (*Reply, error), key string) (
 			}
 			chunks = append(chunks, c)
 		}
-		st := fake.StreamChunks(chunks...).Finish(r.Finish).Usage(r.Usage.InputTokens, r.Usage.OutputTokens)
+		u := r.Usage
+		u.TotalTokens = u.InputTokens + u.OutputTokens
+		st := fake.StreamChunks(chunks...).Finish(r.Finish).ReportUsage(u)
 		switch r.End {
 		case EndError:
 			st.FailAfter(r.EndAfter, fake.FailClass(r.EndFail.Kind.Class()).Status(200))

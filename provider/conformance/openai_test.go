@@ -61,7 +61,21 @@ func (openaiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error
 	for _, t := range b.Tools {
 		s.Tools = append(s.Tools, t.Function.Name)
 	}
+	var system []string
 	for _, m := range b.Messages {
+		text, images := openaiContent(m.Content)
+		s.Images += images
+		if images > 0 && m.Role != "user" {
+			return nil, fmt.Errorf("an image in a %s message: only user messages take images", m.Role)
+		}
+		if m.Role == "system" || m.Role == "developer" {
+			system = append(system, text)
+		}
+		for _, tc := range m.ToolCalls {
+			if len(tc.ID) > 40 {
+				return nil, fmt.Errorf("tool call id %q is longer than 40 characters", tc.ID)
+			}
+		}
 		for _, tc := range m.ToolCalls {
 			s.ToolCalls = append(s.ToolCalls, llmclient.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -73,12 +87,73 @@ func (openaiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error
 			s.ToolResults = append(s.ToolResults, conformance.ToolResult{Ref: m.ToolCallID, Content: text})
 		}
 	}
+	s.System = strings.Join(system, "\n")
 	return s, nil
+}
+
+// openaiContent reads message content, a string or parts: its text and image count.
+func openaiContent(raw json.RawMessage) (string, int) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text, 0
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	images := 0
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "input_text", "output_text":
+			b.WriteString(p.Text)
+		case "image_url", "input_image":
+			images++
+		}
+	}
+	return b.String(), images
+}
+
+// DecodeEmbed reads POST /v1/embeddings: {"model","input":[…],"dimensions"}.
+func (openaiWire) DecodeEmbed(r *http.Request, body []byte) (*conformance.EmbedSeen, error) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/embeddings" {
+		return nil, fmt.Errorf("%s %s, want POST /v1/embeddings", r.Method, r.URL.Path)
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return nil, errors.New("no Authorization: Bearer header")
+	}
+	var b struct {
+		Model      string   `json:"model"`
+		Input      []string `json:"input"`
+		Dimensions int      `json:"dimensions"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("body: %w", err)
+	}
+	return &conformance.EmbedSeen{Model: b.Model, APIKey: key, Inputs: b.Input, Dimensions: b.Dimensions}, nil
+}
+
+// RenderEmbed answers with a CreateEmbeddingResponse, its data in reverse order (index
+// tells the order) as nothing in the API forbids.
+func (openaiWire) RenderEmbed(r *conformance.EmbedReply, req *conformance.EmbedSeen) (*conformance.WireResponse, error) {
+	data := make([]any, 0, len(r.Vectors))
+	for i := len(r.Vectors) - 1; i >= 0; i-- {
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": r.Vectors[i]})
+	}
+	wr := conformance.JSON(http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]any{"prompt_tokens": r.InputTokens, "total_tokens": r.InputTokens}})
+	openaiHeaders(wr.Header)
+	return wr, nil
 }
 
 func (w openaiWire) Render(r *conformance.Reply, req *conformance.Seen) (*conformance.WireResponse, error) {
 	if r.Fail != nil {
 		return w.fail(r.Fail, req)
+	}
+	if r.Usage.CacheWriteTokens > 0 {
+		return nil, conformance.NotApplicable("OpenAI reports no prompt-cache writes")
 	}
 	if req.Stream {
 		return w.stream(r, req)
@@ -121,7 +196,7 @@ func openaiFinish(f llmclient.FinishReason) string {
 func openaiUsage(u llmclient.Usage) map[string]any {
 	return map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens,
 		"total_tokens":              u.InputTokens + u.OutputTokens,
-		"prompt_tokens_details":     map[string]any{"cached_tokens": 0, "audio_tokens": 0},
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedInputTokens, "audio_tokens": 0},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": 0, "audio_tokens": 0}}
 }
 

@@ -132,6 +132,9 @@ type Reply struct {
 	End      End
 	EndAfter int
 	EndFail  *Failure
+	// Signature is an opaque token a vendor that signs tool calls (Target.SignsToolCalls)
+	// attaches to the first of ToolCalls; other Wires ignore it.
+	Signature string
 }
 
 // Want is the expected outcome of a call, as seen through the adapter directly. Run derives
@@ -193,8 +196,8 @@ const Model = "cf-model"
 // Scenarios returns the conformance table, a fresh copy on each call:
 //
 //	complete/text, complete/max_tokens, complete/tool_call_round_trip,
-//	complete/content_filtered, complete/error/<kind> for every Kind;
-//	stream/text_with_usage, stream/tool_call_round_trip, stream/content_filtered,
+//	complete/content_filtered, complete/prompt_cache_read, complete/prompt_cache_write,
+//	complete/error/<kind> for every Kind; stream/prompt_cache_read, stream/text_with_usage, stream/tool_call_round_trip, stream/content_filtered,
 //	stream/error_event_before_first_token, stream/error_event_after_first_token,
 //	stream/cut_before_first_token, stream/cut_after_first_token, stream/error/<kind>.
 func Scenarios() []Scenario {
@@ -214,6 +217,17 @@ func Scenarios() []Scenario {
 		}
 	}
 	call := []llmclient.ToolCall{{ID: "call_cf1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}
+	// cached is a request with prompt-cache breakpoints on its tool and system prompt.
+	cached := func() llmclient.Request {
+		r := weather()
+		bp := &llmclient.CacheControl{TTL: llmclient.CacheTTL1h}
+		r.Tools[0].Cache = bp
+		r.Messages = append([]llmclient.Message{{Role: llmclient.RoleSystem,
+			Content: []llmclient.Part{{Type: llmclient.PartText, Text: "You are a weather bot.", Cache: bp}}}}, r.Messages...)
+		return r
+	}
+	cacheRead := llmclient.Usage{InputTokens: 2100, OutputTokens: 5, TotalTokens: 2105, CachedInputTokens: 2048}
+	cacheWrite := llmclient.Usage{InputTokens: 2100, OutputTokens: 5, TotalTokens: 2105, CacheWriteTokens: 2048}
 	u := func() *llmclient.Usage { c := usage; return &c }
 	roundTrip := func() *FollowUp {
 		return &FollowUp{
@@ -245,6 +259,21 @@ func Scenarios() []Scenario {
 			Name: "complete/content_filtered", Request: hello(),
 			Reply: Reply{Finish: llmclient.FinishContentFilter, Usage: usage},
 			Want:  Want{Class: llmclient.ClassContentFiltered},
+		},
+		{
+			Name: "complete/prompt_cache_read", Request: cached(),
+			Reply: Reply{Text: []string{"Hello again."}, Finish: llmclient.FinishStop, Usage: cacheRead},
+			Want:  Want{Text: "Hello again.", Finish: llmclient.FinishStop, Usage: &cacheRead},
+		},
+		{
+			Name: "complete/prompt_cache_write", Request: cached(),
+			Reply: Reply{Text: []string{"Hello."}, Finish: llmclient.FinishStop, Usage: cacheWrite},
+			Want:  Want{Text: "Hello.", Finish: llmclient.FinishStop, Usage: &cacheWrite},
+		},
+		{
+			Name: "stream/prompt_cache_read", Stream: true, Request: cached(),
+			Reply: Reply{Text: []string{"Hello", " again."}, Finish: llmclient.FinishStop, Usage: cacheRead},
+			Want:  Want{Text: "Hello again.", Chunks: []string{"Hello", " again."}, Finish: llmclient.FinishStop, Usage: &cacheRead},
 		},
 		{
 			Name: "stream/text_with_usage", Stream: true, Request: hello(), Loopback: true,

@@ -25,6 +25,14 @@ type Target struct {
 	// until the adapter is fixed. Run reports an entry that names no case, and an entry
 	// whose case passes, as a test failure, so the list cannot go stale.
 	KnownGaps []KnownGap
+	// SignsToolCalls says the vendor attaches Reply.Signature to the tool calls it makes
+	// and must receive it back when the conversation is replayed (Gemini 3 thought
+	// signatures); RunConversation then checks that it comes back, whichever vendors the
+	// conversation visited in between.
+	SignsToolCalls bool
+	// Embed is the vendor's embeddings wire format, for RunEmbed; nil when the adapter
+	// has no embeddings (its Provider then need not implement llmclient.Embedder).
+	Embed EmbedWire
 }
 
 // KnownGap excludes one case of Run for one Target.
@@ -87,6 +95,15 @@ type Seen struct {
 	ToolCalls []llmclient.ToolCall
 	// ToolResults are the tool results the request carried.
 	ToolResults []ToolResult
+	// System is the text of the system prompt the request carried, its parts joined with
+	// "\n". Checked by RunConversation.
+	System string
+	// Images counts the image parts the request carried, wherever they were (user
+	// messages, tool results, moved parts). Checked by RunConversation.
+	Images int
+	// Signatures are the opaque per-call tokens the request replayed (Gemini thought
+	// signatures), for targets with SignsToolCalls. Checked by RunConversation.
+	Signatures []string
 }
 
 // ToolResult is one tool result as the vendor received it.

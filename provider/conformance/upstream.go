@@ -28,6 +28,9 @@ type upstream struct {
 	target *Target
 	stream bool // the case streams: what Seen.Stream must say
 
+	// custom, when set, answers every request instead of the Wire (RunEmbed).
+	custom func(*http.Request) *WireResponse
+
 	mu       sync.Mutex
 	replies  []Reply
 	log      []exchange
@@ -108,6 +111,9 @@ func (u *upstream) serve(seen *Seen) (*Reply, error) {
 
 // respond is the Wire side of the upstream: it answers one HTTP request.
 func (u *upstream) respond(req *http.Request) *WireResponse {
+	if u.custom != nil {
+		return u.custom(req)
+	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBody))
 	if err != nil {
 		u.problem("reading the request body: %v", err)

@@ -25,6 +25,10 @@
 //     with status, class, code, Retry-After, x-should-retry and rate limits.
 //   - Error: a transport error such as a reset connection, returned as it is.
 //   - Func: a step chosen per call, for example by call.APIKey.
+//   - Embedding: an answer to Embed (the Provider is an llmclient.Embedder), with
+//     deterministic unit vectors per text (see Vector), or fixed ones; Fail and Error
+//     steps fail Embed calls too. MaxEmbedBatch is DefaultMaxEmbedBatch unless
+//     SetMaxEmbedBatch changes it.
 //
 // Each step serves one call unless Times(n) or Forever says otherwise. Repeat(n, steps...)
 // plays a sequence n times, and Loop(steps...) plays it forever; groups nest, so

@@ -19,6 +19,8 @@ type Provider struct {
 	pos     int   // entry that serves the next call
 	served  int   // calls that took a step
 	records []Record
+	// maxEmbedBatch is what MaxEmbedBatch reports; 0 means DefaultMaxEmbedBatch.
+	maxEmbedBatch int
 }
 
 var _ llmclient.Provider = (*Provider)(nil)

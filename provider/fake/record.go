@@ -17,6 +17,9 @@ type Record struct {
 	Stream bool
 	// Time is when the call arrived (virtual time inside a testing/synctest bubble).
 	Time time.Time
+	// Embed is a copy of the request of an Embed call (whose Call.Request is nil); nil for
+	// Complete and Stream calls.
+	Embed *llmclient.EmbedRequest
 }
 
 // newRecord records call, copying its request.

@@ -50,6 +50,10 @@ func (s *ReplyStep) ToolCall(id, name, argsJSON string) *ReplyStep {
 // when the reply has tool calls.
 func (s *ReplyStep) Finish(r llmclient.FinishReason) *ReplyStep { s.finish = r; return s }
 
+// ReportUsage sets the exact reported usage, with its cache and reasoning counts, as given
+// (TotalTokens is not computed). It replaces Usage.
+func (s *ReplyStep) ReportUsage(u llmclient.Usage) *ReplyStep { s.usage = &u; return s }
+
 // Usage sets the reported token usage; TotalTokens is in+out. Usage(0, 0) reports none.
 // Default: see the package doc.
 func (s *ReplyStep) Usage(in, out int) *ReplyStep {

@@ -120,6 +120,10 @@ func (s *StreamStep) ErrorAfter(k int, err error) *StreamStep {
 // llmclient.FinishToolCalls when a chunk carries a tool call.
 func (s *StreamStep) Finish(r llmclient.FinishReason) *StreamStep { s.finish = r; return s }
 
+// ReportUsage sets the exact usage the final chunk reports, with its cache and reasoning
+// counts, as given (TotalTokens is not computed). It replaces Usage.
+func (s *StreamStep) ReportUsage(u llmclient.Usage) *StreamStep { s.usage = &u; return s }
+
 // Usage sets the usage the final chunk reports. Default: see the package doc.
 func (s *StreamStep) Usage(in, out int) *StreamStep {
 	s.usage = &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}

@@ -27,7 +27,7 @@ func BenchmarkBuildBody(b *testing.B) {
 	req := providertest.Conversation()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := buildBody(req); err != nil {
+		if _, err := buildBody(req, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,15 @@ import (
 	"github.com/llmclient/llmclient"
 )
 
+// The shapes of the embedding operations, which the transport treats like OpenAI's
+// embeddings: no output tokens are reserved for them.
+const (
+	// ShapeEmbedContent is POST …/models/{model}:embedContent.
+	ShapeEmbedContent llmclient.Shape = "gemini.embed_content"
+	// ShapeBatchEmbedContents is POST …/models/{model}:batchEmbedContents.
+	ShapeBatchEmbedContents llmclient.Shape = "gemini.batch_embed_contents"
+)
+
 // Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
 // by Google's Gen AI SDK (or any client of generateContent) to this provider's base URL.
 var _ llmclient.Dialect = (*Provider)(nil)
@@ -30,7 +39,9 @@ func (p *Provider) BaseURL() string {
 // Inspect recognizes POST …/models/{model}:generateContent and :streamGenerateContent,
 // under any API version (and Vertex AI's project path), takes the model from the path and
 // reads maxOutputTokens and the text to estimate (system instruction, contents, function
-// declarations, response schema) from the body.
+// declarations, response schema) from the body. It also recognizes :embedContent and
+// :batchEmbedContents (ShapeEmbedContent, ShapeBatchEmbedContents: no output), reading the
+// texts to embed.
 func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
 	if method != http.MethodPost {
 		return llmclient.APICall{}, false
@@ -49,12 +60,42 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 		call.Shape = llmclient.ShapeGenerateContent
 	case "streamGenerateContent":
 		call.Shape, call.Stream = llmclient.ShapeStreamGenerateContent, true
+	case "embedContent", "batchEmbedContents":
+		call.Shape, call.NoOutput = ShapeEmbedContent, true
+		if op == "batchEmbedContents" {
+			call.Shape = ShapeBatchEmbedContents
+		}
+		call.Request.Model = model
+		inspectEmbed(body, &call.Request)
+		return call, true
 	default:
 		return llmclient.APICall{}, false
 	}
 	call.Request.Model = model
 	inspectBody(body, &call.Request)
 	return call, true
+}
+
+// inspectEmbed reads the texts of an EmbedContentRequest or BatchEmbedContentsRequest
+// into req, one user message each. A body that does not decode leaves req as it is.
+func inspectEmbed(body []byte, req *llmclient.Request) {
+	var one struct {
+		Content  *estContent `json:"content"`
+		Requests []struct {
+			Content *estContent `json:"content"`
+		} `json:"requests"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &one) != nil {
+		return
+	}
+	if one.Content != nil {
+		req.Messages = appendContent(req.Messages, llmclient.RoleUser, one.Content.Parts)
+	}
+	for _, r := range one.Requests {
+		if r.Content != nil {
+			req.Messages = appendContent(req.Messages, llmclient.RoleUser, r.Content.Parts)
+		}
+	}
 }
 
 // inspectBody reads a GenerateContentRequest into req for estimation. A body that does not

@@ -124,6 +124,8 @@ func FuzzDialectInspect(f *testing.F) {
 	f.Add("/v1beta/models/g:generateContent", []byte(`{"contents":[{"parts":[{"text":"hi"}]}]}`))
 	f.Add("/v1/models/g:streamGenerateContent", []byte(`{"generationConfig":{"maxOutputTokens":"x"}}`))
 	f.Add("/v1/models/:generateContent", []byte(`{}`))
+	f.Add("/v1beta/models/e:batchEmbedContents", []byte(`{"requests":[{"content":{"parts":[{"text":"a"},{"inlineData":{}}]}}]}`))
+	f.Add("/v1beta/models/e:embedContent", []byte(`{"content":null,"requests":null}`))
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		call, ok := p.Inspect("POST", path, body)
 		if !ok {
@@ -132,6 +134,29 @@ func FuzzDialectInspect(f *testing.F) {
 		if call.Request.Model == "" || call.Shape == "" {
 			t.Fatalf("recognized without a model or shape: %q -> %+v", path, call)
 		}
+		if call.NoOutput != (call.Shape == gemini.ShapeEmbedContent || call.Shape == gemini.ShapeBatchEmbedContents) {
+			t.Fatalf("NoOutput %v for shape %s", call.NoOutput, call.Shape)
+		}
 		_ = llmclient.EstimatePromptTokens(nil, &call.Request)
 	})
+}
+
+func TestDialectInspectEmbed(t *testing.T) {
+	p, err := gemini.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, ok := p.Inspect("POST", "/v1beta/models/gemini-embedding-001:batchEmbedContents",
+		[]byte(`{"requests":[{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"first"}]}},{"content":{"parts":[{"text":"second"}]}}]}`))
+	if !ok || call.Shape != gemini.ShapeBatchEmbedContents || !call.NoOutput || call.Stream || call.Request.Model != "gemini-embedding-001" ||
+		len(call.Request.Messages) != 2 || call.Request.Messages[1].Text() != "second" {
+		t.Errorf("batch: %+v, %v", call, ok)
+	}
+	call, ok = p.Inspect("POST", "/v1beta/models/e:embedContent", []byte(`{"content":{"parts":[{"text":"one"}]}}`))
+	if !ok || call.Shape != gemini.ShapeEmbedContent || len(call.Request.Messages) != 1 || call.Request.Messages[0].Text() != "one" {
+		t.Errorf("one: %+v, %v", call, ok)
+	}
+	if call, ok = p.Inspect("POST", "/v1beta/models/e:embedContent", []byte(`{`)); !ok || len(call.Request.Messages) != 0 {
+		t.Errorf("bad body: %+v, %v", call, ok)
+	}
 }

@@ -41,6 +41,8 @@ func FuzzStream(f *testing.F) {
 	f.Add(`[{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"MAX_TOKENS"}]}]`, true)
 	f.Add(`[{"error":{"code":429}}]`, true)
 	f.Add(`{"candidates":[{"finishReason":""}]}`, true)
+	f.Add("data: {\"candidates\":[]}\n\n{\n  \"error\": {\"code\": 429}\n}\n", false)
+	f.Add("[{\"error\":{}},{\"candidates\":[{\"finishReason\":\"STOP\"}]}]\n[1]\n", false)
 	f.Fuzz(func(t *testing.T, body string, jsonMode bool) {
 		h := http.Header{"Content-Type": {"text/event-stream"}}
 		if jsonMode {
@@ -83,4 +85,29 @@ func TestVertexDefaultHost(t *testing.T) {
 	if want := "https://generativelanguage.googleapis.com/v1beta/models/"; p.prefix != want {
 		t.Errorf("default prefix %q, want %q", p.prefix, want)
 	}
+}
+
+// FuzzParseEmbeddings checks that any embedding body yields n vectors of one length or an
+// *llmclient.Error, never a panic.
+func FuzzParseEmbeddings(f *testing.F) {
+	f.Add(`{"embedding":{"values":[1,2]}}`, uint8(1))
+	f.Add(`{"embeddings":[{"values":[1]},{"values":[2]}],"usageMetadata":{"promptTokenCount":3}}`, uint8(2))
+	f.Add(`{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}`, uint8(1))
+	f.Add(`{"embeddings":[{"values":[]}]}`, uint8(1))
+	f.Fuzz(func(t *testing.T, body string, n uint8) {
+		out, e := parseEmbeddings(200, []byte(body), int(n))
+		if (out == nil) == (e == nil) {
+			t.Fatalf("parseEmbeddings = %v, %v", out, e)
+		}
+		if out != nil {
+			if len(out.Vectors) != int(n) {
+				t.Fatalf("%d vectors for %d inputs", len(out.Vectors), n)
+			}
+			for _, v := range out.Vectors {
+				if len(v) == 0 || len(v) != len(out.Vectors[0]) {
+					t.Fatal("empty or mixed vectors")
+				}
+			}
+		}
+	})
 }

@@ -14,7 +14,7 @@
 // the body (see Provider.Complete).
 //
 // Tool-call IDs: Gemini rarely sends function call ids, so the adapter makes them up as
-// "call_<n>", and appends the thought signature of Gemini 3 models as "__thought__<sig>",
+// "call_<n>" (n counting the conversation's tool calls, so ids stay unique across turns), and appends the thought signature of Gemini 3 models as "__thought__<sig>",
 // so that replaying the conversation sends the signature back as Gemini 3 requires (text
 // parts' optional signatures are dropped). An assistant turn replayed without any
 // signature, such as one written by another vendor, gets Google's documented
@@ -27,7 +27,22 @@
 // thinking as output) and ReasoningTokens the thoughts. A stream has no end marker: it is
 // complete once a chunk carried a finishReason, and an end of body before that is an
 // interruption (io.ErrUnexpectedEOF); its usage is the last usageMetadata, reported with
-// the finish reason.
+// the finish reason. An error inside the stream — a data line with an error object, or the
+// bare JSON {"error":…} (or [{"error":…}]) Gemini sends without "data:", on one line or
+// several — is returned as a classified *llmclient.Error, not as an interruption.
+//
+// Cross-vendor translation: a conversation begun on another vendor is sent so that the API
+// accepts it, and every change is recorded in llmclient.Call.Notes: images of a system
+// message move to a user turn at the same place (the system instruction takes text only);
+// images of tool results are sent after the function responses of their turn; a tool
+// result that answers no call of the model turn right before it is sent as a text part;
+// temperature is clamped to [0, 2] and topP to [0, 1]; of more than 5 stop sequences the
+// first 5 are sent. NaN and infinities are refused as bad requests. Other vendors' tool
+// call ids are sent as function call ids. llmclient.CacheControl marks are ignored
+// (Gemini caches implicitly; explicit caches are named with Extra "cachedContent").
+//
+// Embeddings: Provider is an llmclient.Embedder: one input with :embedContent, several
+// with :batchEmbedContents (at most MaxEmbedBatch, default 100); see Embed.
 //
 // The API key travels in the x-goog-api-key header, never in the URL, so it cannot leak
 // into logged URLs or errors.
@@ -60,6 +75,8 @@ type Provider struct {
 	vertex bool
 	sender adapter.Sender
 	header http.Header
+
+	maxEmbedBatch int
 }
 
 var _ llmclient.Provider = (*Provider)(nil)
@@ -76,6 +93,11 @@ func New(opts ...Option) (*Provider, error) {
 	}
 	if c.clientSet && c.client == nil {
 		return nil, errors.New("gemini: WithHTTPClient(nil)")
+	}
+	if !c.maxEmbedBatchSet {
+		c.maxEmbedBatch = DefaultMaxEmbedBatch
+	} else if c.maxEmbedBatch < 1 || c.maxEmbedBatch > maxEmbedBatchLimit {
+		return nil, fmt.Errorf("gemini: WithMaxEmbedBatch: want 1 to %d, got %d", maxEmbedBatchLimit, c.maxEmbedBatch)
 	}
 	if c.vertex && (c.project == "" || c.location == "" || strings.ContainsAny(c.project+c.location, "/?#")) {
 		return nil, fmt.Errorf("gemini: WithVertex(%q, %q): project and location must be plain names", c.project, c.location)
@@ -115,6 +137,8 @@ func New(opts ...Option) (*Provider, error) {
 		vertex: c.vertex,
 		sender: adapter.Sender{Pkg: "gemini", Client: c.client, Classify: classifyAt},
 		header: c.header,
+
+		maxEmbedBatch: c.maxEmbedBatch,
 	}, nil
 }
 
@@ -139,7 +163,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	if err != nil {
 		return nil, err
 	}
-	out, err := parseResponse(resp.StatusCode, data)
+	out, err := parseResponse(resp.StatusCode, data, priorCalls(call.Request))
 	if err != nil {
 		var e *llmclient.Error
 		if errors.As(err, &e) {
@@ -160,7 +184,9 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 		cancel()
 		return nil, err
 	}
-	return newStream(resp, cancel, p.keyFor(call)), nil
+	st := newStream(resp, cancel, p.keyFor(call))
+	st.idBase = priorCalls(call.Request)
+	return st, nil
 }
 
 // send encodes the call, posts it and turns a non-2xx answer into an *llmclient.Error.
@@ -173,7 +199,10 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	u, err := p.endpoint(call, stream)
 	if err == nil {
 		var body []byte
-		if body, err = buildBody(call.Request); err == nil {
+		notes := adapter.NewNotes("gemini")
+		body, err = buildBody(call.Request, notes)
+		call.Notes = append(call.Notes, notes.List()...)
+		if err == nil {
 			return p.post(ctx, call, u, key, body, stream)
 		}
 	}

@@ -24,6 +24,9 @@ type config struct {
 	client     *http.Client
 	clientSet  bool
 	header     http.Header
+
+	maxEmbedBatch    int
+	maxEmbedBatchSet bool
 }
 
 // DefaultBaseURL is the Gemini API's base URL.

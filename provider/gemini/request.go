@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 
@@ -92,14 +93,23 @@ type wireGenerationIn struct {
 // unsigned function calls of the current turn otherwise.
 const skipSignature = "skip_thought_signature_validator"
 
-// buildBody encodes req as a GenerateContentRequest.
-func buildBody(req *llmclient.Request) ([]byte, error) {
+// The generationConfig limits: temperature in [0, 2], topP in [0, 1] (clamped, with a
+// note) and at most 5 stop sequences (the first 5 are sent, with a note).
+const (
+	maxTemperature = 2
+	maxTopP        = 1
+	maxStop        = 5
+)
+
+// buildBody encodes req as a GenerateContentRequest, recording how it translated the
+// request in notes.
+func buildBody(req *llmclient.Request, notes *adapter.Notes) ([]byte, error) {
 	if req == nil {
 		return nil, errors.New("gemini: nil request")
 	}
 	var w wireRequest
 	var err error
-	if w.SystemInstruction, w.Contents, err = convertMessages(req.Messages); err != nil {
+	if w.SystemInstruction, w.Contents, err = convertMessages(req.Messages, notes); err != nil {
 		return nil, err
 	}
 	if w.Tools, err = convertTools(req.Tools); err != nil {
@@ -108,7 +118,7 @@ func buildBody(req *llmclient.Request) ([]byte, error) {
 	if w.ToolConfig, err = convertToolChoice(req.ToolChoice); err != nil {
 		return nil, err
 	}
-	if w.GenerationConfig, err = generationConfig(req); err != nil {
+	if w.GenerationConfig, err = generationConfig(req, notes); err != nil {
 		return nil, err
 	}
 	body, err := json.Marshal(&w)
@@ -121,11 +131,17 @@ func buildBody(req *llmclient.Request) ([]byte, error) {
 	return body, nil
 }
 
-func generationConfig(req *llmclient.Request) (*wireGenerationIn, error) {
-	g := wireGenerationIn{
-		Temperature:   req.Temperature,
-		TopP:          req.TopP,
-		StopSequences: req.Stop,
+func generationConfig(req *llmclient.Request, notes *adapter.Notes) (*wireGenerationIn, error) {
+	g := wireGenerationIn{StopSequences: adapter.LimitStops(notes, req.Stop, maxStop)}
+	var err error
+	if g.Temperature, err = adapter.Clamp(notes, "temperature", req.Temperature, 0, maxTemperature); err != nil {
+		return nil, errors.New("gemini: " + err.Error())
+	}
+	if g.TopP, err = adapter.Clamp(notes, "topP", req.TopP, 0, maxTopP); err != nil {
+		return nil, errors.New("gemini: " + err.Error())
+	}
+	if req.MaxTokens > math.MaxInt32 {
+		return nil, errors.New("gemini: MaxTokens exceeds maxOutputTokens' int32 range")
 	}
 	if req.MaxTokens > 0 {
 		g.MaxOutputTokens = req.MaxTokens
@@ -152,29 +168,47 @@ func generationConfig(req *llmclient.Request) (*wireGenerationIn, error) {
 // convertMessages lifts system messages into the system instruction and turns the rest
 // into user and model turns. Consecutive messages with the same wire role are merged, so
 // that the function responses answering one turn's parallel calls share one content.
-func convertMessages(in []llmclient.Message) (*wireContent, []wireContent, error) {
+//
+// What the API cannot take where it stands is moved or converted, with a note: images of
+// a system message (the system instruction takes text only) become a user turn at the same
+// place; images of tool results follow the run of function responses in their user turn;
+// a tool result that answers no call of the model turn right before it (Gemini rejects a
+// function response that does not) is sent as a text part.
+func convertMessages(in []llmclient.Message, notes *adapter.Notes) (*wireContent, []wireContent, error) {
 	var sys *wireContent
 	out := make([]wireContent, 0, len(in))
+	var moved []wirePart // images of the current run of tool results
 	for i := range in {
 		m := &in[i]
 		var role string
 		var parts []wirePart
 		var err error
+		if m.Role != llmclient.RoleTool && len(moved) > 0 {
+			out[len(out)-1].Parts = append(out[len(out)-1].Parts, moved...)
+			moved = nil
+		}
 		switch m.Role {
 		case llmclient.RoleSystem:
+			var images []llmclient.Part
 			for _, p := range m.Content {
-				if p.Type != llmclient.PartText {
-					return nil, nil, fmt.Errorf("gemini: message %d: system messages take text only", i)
+				switch {
+				case p.Type == llmclient.PartImage:
+					images = append(images, p)
+				case p.Type != llmclient.PartText:
+					return nil, nil, fmt.Errorf("gemini: message %d: unknown part type %d", i, p.Type)
+				case p.Text != "":
+					if sys == nil {
+						sys = &wireContent{}
+					}
+					sys.Parts = append(sys.Parts, wirePart{Text: p.Text})
 				}
-				if p.Text == "" {
-					continue
-				}
-				if sys == nil {
-					sys = &wireContent{}
-				}
-				sys.Parts = append(sys.Parts, wirePart{Text: p.Text})
 			}
-			continue
+			if len(images) == 0 {
+				continue
+			}
+			notes.Add("message %d: %d image(s) of the system prompt moved to a user turn (the system instruction takes text only)", i, len(images))
+			role = "user"
+			parts, err = contentParts(images, nil)
 		case llmclient.RoleUser:
 			role = "user"
 			parts, err = contentParts(m.Content, nil)
@@ -185,9 +219,9 @@ func convertMessages(in []llmclient.Message) (*wireContent, []wireContent, error
 			}
 		case llmclient.RoleTool:
 			role = "user"
-			var p wirePart
-			if p, err = resultPart(in[:i], m); err == nil {
-				parts = []wirePart{p}
+			var images []wirePart
+			if parts, images, err = resultParts(in[:i], m, i, notes); err == nil {
+				moved = append(moved, images...)
 			}
 		default:
 			err = fmt.Errorf("unknown role %q", m.Role)
@@ -203,6 +237,9 @@ func convertMessages(in []llmclient.Message) (*wireContent, []wireContent, error
 			continue
 		}
 		out = append(out, wireContent{Role: role, Parts: parts})
+	}
+	if len(moved) > 0 {
+		out[len(out)-1].Parts = append(out[len(out)-1].Parts, moved...)
 	}
 	return sys, out, nil
 }
@@ -299,31 +336,80 @@ func callParts(calls []llmclient.ToolCall, dst []wirePart) ([]wirePart, error) {
 	return dst, nil
 }
 
-// resultPart converts a tool result into a functionResponse. Gemini matches responses to
-// calls by function name, so the name is looked up from the assistant call with the same
-// ID earlier in history (the latest one), else taken from Message.Name.
-func resultPart(history []llmclient.Message, m *llmclient.Message) (wirePart, error) {
+// resultParts converts a tool result into a functionResponse part, and its images into
+// parts sent after the run of function responses. Gemini matches responses to calls by
+// function name, so the name is that of the call with the same ID in the model turn right
+// before (Message.Name when the call has none). A result that answers no call of that turn
+// becomes a text part instead: Gemini rejects a function response that answers no call.
+func resultParts(history []llmclient.Message, m *llmclient.Message, i int, notes *adapter.Notes) (parts, images []wirePart, err error) {
 	if m.ToolCallID == "" {
-		return wirePart{}, errors.New("tool result without ToolCallID")
+		return nil, nil, errors.New("tool result without ToolCallID")
 	}
-	name := findCallName(history, m.ToolCallID)
+	var text []llmclient.Part
+	for _, p := range m.Content {
+		switch p.Type {
+		case llmclient.PartText:
+			text = append(text, p)
+		case llmclient.PartImage:
+			ip, err := imagePart(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			images = append(images, ip)
+		default:
+			return nil, nil, fmt.Errorf("unknown part type %d", p.Type)
+		}
+	}
+	if len(images) > 0 {
+		notes.Add("message %d: %d image(s) of a tool result sent after the function responses (a function response takes JSON only)", i, len(images))
+	}
+	output := llmclient.Message{Content: text}.Text()
+	if output == "" && len(images) > 0 {
+		output = "(The result is the image that follows.)"
+	}
+	name, found := lastTurnCall(history, m.ToolCallID)
+	if !found {
+		if name == "" {
+			name = m.Name
+		}
+		label := "tool call " + m.ToolCallID
+		if name != "" {
+			label = "tool " + name + " (call " + m.ToolCallID + ")"
+		}
+		notes.Add("message %d: tool result %q answers no call of the turn before; sent as text", i, m.ToolCallID)
+		return []wirePart{{Text: "Result of " + label + ": " + output}}, images, nil
+	}
 	if name == "" {
 		name = m.Name
 	}
 	if name == "" {
-		return wirePart{}, fmt.Errorf("tool result %q answers no earlier tool call and has no Name", m.ToolCallID)
-	}
-	for _, p := range m.Content {
-		if p.Type != llmclient.PartText {
-			return wirePart{}, errors.New("tool results take text only")
-		}
+		return nil, nil, fmt.Errorf("tool result %q answers a call without a name and has no Name", m.ToolCallID)
 	}
 	id, _ := splitID(m.ToolCallID)
-	r := &wireResult{Name: name, Response: resultObject(m.Text())}
+	r := &wireResult{Name: name, Response: resultObject(output)}
 	if !isSynthetic(id) {
 		r.ID = id
 	}
-	return wirePart{FunctionResponse: r}, nil
+	return []wirePart{{FunctionResponse: r}}, images, nil
+}
+
+// lastTurnCall finds the call with the given id in the model turn right before the run of
+// tool results that history ends with (consecutive assistant messages form one turn). It
+// returns the call's name and whether it was found there; when it was not, name is the
+// name of the latest call with that id earlier in history, or "".
+func lastTurnCall(history []llmclient.Message, id string) (name string, found bool) {
+	j := len(history) - 1
+	for j >= 0 && history[j].Role == llmclient.RoleTool {
+		j--
+	}
+	for ; j >= 0 && history[j].Role == llmclient.RoleAssistant; j-- {
+		for _, tc := range history[j].ToolCalls {
+			if tc.ID == id {
+				return tc.Name, true
+			}
+		}
+	}
+	return findCallName(history, id), false
 }
 
 func findCallName(history []llmclient.Message, id string) string {

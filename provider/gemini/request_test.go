@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -186,12 +187,12 @@ func TestVertex(t *testing.T) {
 func TestRequestInvalid(t *testing.T) {
 	cases := map[string]llmclient.Request{
 		"tool result without id":  {Messages: []llmclient.Message{{Role: llmclient.RoleTool, Content: []llmclient.Part{llmclient.TextPart("x")}}}},
-		"tool result unmatched":   {Messages: []llmclient.Message{llmclient.ToolResultMessage("call_9", "x")}},
-		"tool result with image":  {Messages: []llmclient.Message{{Role: llmclient.RoleTool, ToolCallID: "a", Name: "f", Content: []llmclient.Part{llmclient.ImageURLPart("https://x/y.png")}}}},
+		"temperature NaN":         {Temperature: llmclient.Float(math.NaN())},
+		"max tokens over int32":   {MaxTokens: math.MaxInt},
+		"topP infinite":           {TopP: llmclient.Float(math.Inf(-1))},
 		"bad arguments":           {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `{"a":`}}}}},
 		"call without name":       {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1"}}}}},
 		"unknown role":            {Messages: []llmclient.Message{{Role: "narrator", Content: []llmclient.Part{llmclient.TextPart("x")}}}},
-		"image in system":         {Messages: []llmclient.Message{{Role: llmclient.RoleSystem, Content: []llmclient.Part{llmclient.ImageURLPart("https://x/y.png")}}}},
 		"empty image":             {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{{Type: llmclient.PartImage}}}}},
 		"url-encoded data":        {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.ImageURLPart("data:image/png,abc")}}}},
 		"tool without name":       {Tools: []llmclient.Tool{{Description: "x"}}},

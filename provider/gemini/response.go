@@ -38,8 +38,9 @@ type wireUsage struct {
 
 // parseResponse decodes a one-shot response body. A prompt blocked before generation
 // (promptFeedback.blockReason and no candidates) is returned as an *llmclient.Error of class
-// content_filtered whose Partial carries the id, model and usage.
-func parseResponse(status int, body []byte) (*llmclient.Response, error) {
+// content_filtered whose Partial carries the id, model and usage. Made-up tool-call ids
+// are numbered from idBase (see priorCalls).
+func parseResponse(status int, body []byte, idBase int) (*llmclient.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, malformed(status, body, fmt.Errorf("malformed response: %w", err))
@@ -64,7 +65,7 @@ func parseResponse(status int, body []byte) (*llmclient.Response, error) {
 			p := &c.Content.Parts[i]
 			switch {
 			case p.FunctionCall != nil:
-				resp.ToolCalls = append(resp.ToolCalls, toolCall(p, len(resp.ToolCalls)))
+				resp.ToolCalls = append(resp.ToolCalls, toolCall(p, idBase+len(resp.ToolCalls)))
 			case p.Thought:
 				reasoning.WriteString(p.Text)
 			default:
@@ -107,8 +108,8 @@ func blocked(w *wireResponse, partial *llmclient.Response) *llmclient.Error {
 	}
 }
 
-// toolCall converts a functionCall part; n is the call's position in the response, used to
-// make up an ID when Gemini gives none.
+// toolCall converts a functionCall part; n numbers the call in the conversation (see
+// priorCalls), used to make up an ID when Gemini gives none.
 func toolCall(p *wirePart, n int) llmclient.ToolCall {
 	id := p.FunctionCall.ID
 	if id == "" {
@@ -158,4 +159,18 @@ func finishReason(s string, calls bool) llmclient.FinishReason {
 		return llmclient.FinishContentFilter
 	}
 	return llmclient.FinishOther
+}
+
+// priorCalls counts the tool calls of the request's history: the made-up ids of a
+// response's calls are numbered after them, so that ids stay unique across a
+// conversation's turns (call_0, call_1 in one turn, call_2 in the next), which vendors
+// that take the conversation over (Anthropic requires unique tool_use ids) rely on.
+func priorCalls(req *llmclient.Request) int {
+	n := 0
+	if req != nil {
+		for i := range req.Messages {
+			n += len(req.Messages[i].ToolCalls)
+		}
+	}
+	return n
 }

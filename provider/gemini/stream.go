@@ -42,7 +42,8 @@ type stream struct {
 
 	finished bool // a finishReason was seen
 	sentID   bool // the id and model were returned
-	calls    int  // function calls so far, for made-up IDs
+	calls    int  // function calls so far
+	idBase   int  // the request history's tool calls: made-up IDs are numbered after them
 	usage    wireUsage
 	hasUsage bool
 
@@ -55,6 +56,9 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 	s := &stream{body: resp.Body, cancel: cancel, key: key, status: resp.StatusCode}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
 		s.dec = sse.NewDecoder(resp.Body, 0)
+		// Gemini sends an error inside the event stream as a bare JSON line, without
+		// "data:" (go-genai reads it the same way).
+		s.dec.AcceptRawJSON()
 	} // else JSON mode: the body is read on the first Recv
 	return s
 }
@@ -111,6 +115,10 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 
 // next returns the next data payload, or a comment.
 func (s *stream) next() (data []byte, comment bool, err error) {
+	if s.dec != nil && len(s.queue) > 0 { // the elements of a bare JSON array
+		data, s.queue = s.queue[0], s.queue[1:]
+		return data, false, nil
+	}
 	if s.dec == nil {
 		if !s.loaded {
 			s.loaded = true
@@ -125,6 +133,15 @@ func (s *stream) next() (data []byte, comment bool, err error) {
 		return data, false, nil
 	}
 	ev, err := s.dec.Next()
+	if err == nil && ev.Raw && ev.Data[0] == '[' {
+		// [{"error":…}]: the form of a JSON-mode body, inside the stream.
+		if json.Unmarshal(ev.Data, &s.queue) != nil || len(s.queue) == 0 {
+			s.queue = nil
+			return ev.Data, false, nil // not an array of objects: malformed, reported by handle
+		}
+		data, s.queue = s.queue[0], s.queue[1:]
+		return data, false, nil
+	}
 	return ev.Data, ev.Comment, err
 }
 
@@ -189,7 +206,7 @@ func (s *stream) candidate(cand *wireCandidate, c *llmclient.Chunk) {
 			p := &cand.Content.Parts[i]
 			switch {
 			case p.FunctionCall != nil:
-				tc := toolCall(p, s.calls)
+				tc := toolCall(p, s.idBase+s.calls)
 				c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{
 					Index: s.calls, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
 				})

@@ -95,6 +95,11 @@ func TestStreamErrorLine(t *testing.T) {
 	}{
 		"before first token": {errorLine, 0},
 		"mid-stream":         {first + "\n\n" + errorLine, 1},
+		// go-genai api_client.go: an error inside the stream can come as bare JSON, without
+		// "data:", on one line or pretty-printed over several, or as a one-element array.
+		"bare JSON line":  {first + "\n\n" + strings.TrimPrefix(errorLine, "data: "), 1},
+		"bare JSON lines": {first + "\n\n{\n  \"error\": {\n    \"code\": 503,\n    \"message\": \"The model is overloaded {\\\"x\\\"}.\",\n    \"status\": \"UNAVAILABLE\"\n  }\n}\n", 1},
+		"bare JSON array": {"[" + strings.TrimSpace(strings.TrimPrefix(errorLine, "data: ")) + "]\n", 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -107,6 +112,21 @@ func TestStreamErrorLine(t *testing.T) {
 			}
 		})
 	}
+	t.Run("bare JSON quota", func(t *testing.T) {
+		st := openStream(t, providertest.SSE(first+"\n\n"+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n"))
+		_, err := providertest.Drain(st)
+		var e *llmclient.Error
+		if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != 22*time.Second {
+			t.Errorf("err = %+v", err)
+		}
+	})
+	t.Run("bare garbage", func(t *testing.T) {
+		_, err := providertest.Drain(openStream(t, providertest.SSE(first+"\n\n{\"error\": oops}\n")))
+		var e *llmclient.Error
+		if !errors.As(err, &e) || e.Class != llmclient.ClassServerError {
+			t.Errorf("err = %+v", err)
+		}
+	})
 	t.Run("quota mid-stream", func(t *testing.T) {
 		st := openStream(t, providertest.SSE(first+"\n\ndata: "+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n\n"))
 		_, err := providertest.Drain(st)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -37,7 +38,11 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	if err != nil {
 		return nil, &adapter.NetError{Pkg: "openai", Op: "reading response", Err: err}
 	}
-	out, e := parseResponse(resp.StatusCode, resp.Header, body, time.Now())
+	parse := parseResponse
+	if p.responses {
+		parse = parseResponsesBody
+	}
+	out, e := parse(resp.StatusCode, resp.Header, body, time.Now())
 	if e != nil {
 		e.Model = call.Model
 		e.Redact(p.keyFor(call))
@@ -59,19 +64,48 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if p.azure && model == "" {
 		return nil, badRequest("openai: Azure needs a deployment name: the call's model is empty")
 	}
-	body, err := buildBody(call.Request, model, p.maxField, stream, stream && p.streamUsage)
+	notes := adapter.NewNotes("openai")
+	var body []byte
+	var err error
+	if p.responses {
+		body, err = buildResponsesBody(call.Request, model, stream, notes)
+	} else {
+		body, err = buildBody(call.Request, model, p.maxField, stream, stream && p.streamUsage, notes)
+	}
+	call.Notes = append(call.Notes, notes.List()...)
 	if err != nil {
+		if e, ok := err.(*llmclient.Error); ok {
+			return nil, e
+		}
 		return nil, badRequest(err.Error())
 	}
-	target := p.endpoint
-	if p.azure {
-		target = p.azurePrefix + url.PathEscape(model) + p.azureSuffix
+	op := "chat/completions"
+	if p.responses {
+		op = "responses"
 	}
+	return p.post(ctx, p.url(op, model), body, model, p.keyFor(call), stream)
+}
+
+// url returns the URL of operation op ("chat/completions", "responses", "embeddings")
+// for model: below the base URL, or for Azure below the model's deployment.
+func (p *Provider) url(op, model string) string {
+	if p.azure && op == "responses" {
+		// Azure's Responses API is not per deployment: the model in the body names it.
+		return strings.TrimSuffix(p.azurePrefix, "deployments/") + op + p.azureQuery
+	}
+	if p.azure {
+		return p.azurePrefix + url.PathEscape(model) + "/" + op + p.azureQuery
+	}
+	return p.base + "/" + op
+}
+
+// post sends body to target with the credential key and returns a 2xx response with its
+// body open; a non-2xx response is returned as its classified *llmclient.Error.
+func (p *Provider) post(ctx context.Context, target string, body []byte, model, key string, stream bool) (*http.Response, error) {
 	req, err := httpx.NewPost(ctx, target, body, p.header, stream)
 	if err != nil {
 		return nil, badRequest("openai: building HTTP request: " + err.Error())
 	}
-	key := p.keyFor(call)
 	if key != "" {
 		if !httpx.ValidHeaderValue(key) {
 			return nil, badRequest("openai: API key contains characters not allowed in a header")
@@ -100,15 +134,21 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 	if err != nil {
 		return nil, err
 	}
+	if p.responses {
+		return newResponsesStream(resp, true, p.keyFor(call)), nil
+	}
 	cs := newChunkStream(resp)
 	cs.key = p.keyFor(call)
 	return cs, nil
 }
 
 // keyFor returns the key a call uses: the pool key it carries, else the WithAPIKey key.
-func (p *Provider) keyFor(call *llmclient.Call) string {
-	if call.APIKey != "" {
-		return call.APIKey
+func (p *Provider) keyFor(call *llmclient.Call) string { return p.key(call.APIKey) }
+
+// key returns poolKey, else the WithAPIKey key.
+func (p *Provider) key(poolKey string) string {
+	if poolKey != "" {
+		return poolKey
 	}
 	return p.apiKey
 }

@@ -18,7 +18,7 @@ func (p *Provider) BaseURL() string {
 	if p.azure {
 		return strings.TrimSuffix(p.azurePrefix, "/openai/deployments/")
 	}
-	return strings.TrimSuffix(p.endpoint, "/chat/completions")
+	return p.base
 }
 
 // Inspect recognizes POST requests to the chat completions, responses and embeddings
@@ -98,7 +98,7 @@ func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
 // llmclient.ShapeResponses. It owns resp.Body.
 func (p *Provider) NewStream(shape llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
 	if shape == llmclient.ShapeResponses {
-		return newResponsesStream(resp)
+		return newResponsesStream(resp, false, "")
 	}
 	return newChunkStream(resp)
 }

@@ -16,22 +16,31 @@ import (
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
-// responsesStream decodes a Responses API event stream for the transport's stream guard:
-// "event: response.…" events whose data repeats the type. It does not rebuild the
-// response; it reports what the guard needs:
+// responsesStream decodes a Responses API event stream: "event: response.…" events whose
+// data repeats the type. It serves two readers.
 //
-//   - content: every "….delta" event (output text as Text, refusals as Refusal, reasoning
-//     as Reasoning, function and custom tool arguments as ToolCalls; other deltas, such as
-//     audio or code, as Text so that they count as content), and "response.output_item.added"
-//     for a function call (ToolCalls with its id and name);
-//   - an empty Chunk for every other event (created, in_progress, …done, tool progress), so
-//     that each one counts as activity;
-//   - Chunk{KeepAlive: true} for SSE comments;
-//   - the usage and finish reason with "response.completed" or "response.incomplete", then
-//     io.EOF;
-//   - an *llmclient.Error for an "error" event or "response.failed" (classified like an
-//     error body; server_error when nothing more is known);
-//   - an error wrapping io.ErrUnexpectedEOF when the body ends before a terminal event.
+// For Provider.Stream with WithResponsesAPI (typed), Recv returns:
+//
+//   - the response id and model with "response.created";
+//   - Text for response.output_text.delta, Refusal for response.refusal.delta, Reasoning
+//     for response.reasoning_summary_text.delta and response.reasoning_text.delta, and
+//     ToolCalls for a function call: its call id and name with response.output_item.added,
+//     its arguments with response.function_call_arguments.delta (custom tool calls alike),
+//     indexed by output_index;
+//   - an empty Chunk for every other event (in_progress, …done, tool progress, other
+//     deltas such as audio), so that each one counts as activity;
+//   - the usage and finish reason with "response.completed" or "response.incomplete"
+//     (completed with function calls is FinishToolCalls, with a refusal FinishRefusal;
+//     incomplete for max_output_tokens FinishLength, for content_filter
+//     FinishContentFilter), then io.EOF;
+//   - Chunk{KeepAlive: true} for SSE comments and ping events.
+//
+// For the transport's stream guard (not typed), every other "….delta" event (audio, code)
+// is reported as Text too, so that it counts as content.
+//
+// Either way, an "error" event or "response.failed" is an *llmclient.Error classified like
+// an error body (server_error when nothing more is known), with the call's key redacted;
+// a body that ends before a terminal event is an error wrapping io.ErrUnexpectedEOF.
 //
 // Recv is not safe for concurrent use with itself; Close may be called at any time.
 type responsesStream struct {
@@ -39,18 +48,22 @@ type responsesStream struct {
 	status int
 	header http.Header
 	dec    *sse.Decoder
-	err    error // sticky
+	typed  bool
+	key    string
+	calls  bool // a function call item was seen
+	refuse bool // a refusal delta was seen
+	err    error
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
 
-func newResponsesStream(resp *http.Response) *responsesStream {
+func newResponsesStream(resp *http.Response, typed bool, key string) *responsesStream {
 	return &responsesStream{body: resp.Body, status: resp.StatusCode, header: resp.Header,
-		dec: sse.NewDecoder(resp.Body, maxStreamEvent)}
+		dec: sse.NewDecoder(resp.Body, maxStreamEvent), typed: typed, key: key}
 }
 
-// respEvent is the part of a Responses API event the guard reads.
+// respEvent is the part of a Responses API event the stream reads.
 type respEvent struct {
 	Type        string          `json:"type"`
 	Delta       json.RawMessage `json:"delta"`
@@ -60,15 +73,12 @@ type respEvent struct {
 		CallID string `json:"call_id"`
 		Name   string `json:"name"`
 	} `json:"item"`
-	Response *struct {
-		ID                string          `json:"id"`
-		Model             string          `json:"model"`
-		Error             json.RawMessage `json:"error"`
-		Usage             *respUsage      `json:"usage"`
-		IncompleteDetails *struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-	} `json:"response"`
+	Response *respResponse `json:"response"`
+	// The fields of an "error" event.
+	Code    json.RawMessage `json:"code"`
+	Message json.RawMessage `json:"message"`
+	Param   json.RawMessage `json:"param"`
+	Error   json.RawMessage `json:"error"`
 }
 
 type respUsage struct {
@@ -89,6 +99,10 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		return llmclient.Chunk{}, s.err
 	}
 	for {
+		if s.closed.Load() {
+			s.err = errStreamClosed
+			return llmclient.Chunk{}, s.err
+		}
 		ev, err := s.dec.Next()
 		if err != nil {
 			s.err = s.readError(err)
@@ -128,34 +142,37 @@ func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclien
 	var c llmclient.Chunk
 	switch {
 	case typ == "error":
-		return c, s.inBand(data)
+		return c, s.inBand(errorEventBody(e, data))
 	case typ == "response.failed":
-		if e.Response != nil && len(bytes.TrimSpace(e.Response.Error)) > 0 && !bytes.Equal(bytes.TrimSpace(e.Response.Error), []byte("null")) {
-			body := append(append([]byte(`{"error":`), e.Response.Error...), '}')
-			return c, s.inBand(body)
+		body := []byte(`{"error":{"message":"response failed"}}`)
+		if r := e.Response; r != nil && len(bytes.TrimSpace(r.Error)) > 0 && !bytes.Equal(bytes.TrimSpace(r.Error), []byte("null")) {
+			body = append(append([]byte(`{"error":`), r.Error...), '}')
 		}
-		return c, s.inBand([]byte(`{"error":{"message":"response failed"}}`))
-	case typ == "response.completed", typ == "response.incomplete":
-		s.err = io.EOF
-		c.FinishReason, c.RawFinishReason = llmclient.FinishStop, "completed"
+		return c, s.inBand(body)
+	case typ == "response.created":
 		if r := e.Response; r != nil {
 			c.ID, c.Model = r.ID, r.Model
-			if d := r.IncompleteDetails; d != nil && d.Reason != "" {
-				c.RawFinishReason = d.Reason
-				c.FinishReason = llmclient.FinishLength
-				if d.Reason == "content_filter" {
-					c.FinishReason = llmclient.FinishContentFilter
-				}
+		}
+		return c, nil
+	case typ == "response.completed", typ == "response.incomplete":
+		s.err = io.EOF
+		status := strings.TrimPrefix(typ, "response.")
+		reason := ""
+		if r := e.Response; r != nil {
+			c.ID, c.Model = r.ID, r.Model
+			if d := r.IncompleteDetails; d != nil {
+				reason = d.Reason
 			}
 			if u := r.Usage; u != nil {
-				c.Usage = &llmclient.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-					TotalTokens: u.TotalTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens,
-					ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
+				usage := u.usage()
+				c.Usage = &usage
 			}
 		}
+		c.FinishReason, c.RawFinishReason = responsesFinish(status, reason, s.calls, s.refuse)
 		return c, nil
 	case typ == "response.output_item.added":
 		if it := e.Item; it != nil && (it.Type == "function_call" || it.Type == "custom_tool_call") {
+			s.calls = true
 			c.ToolCalls = []llmclient.ToolCallDelta{{Index: e.OutputIndex, ID: it.CallID, Name: it.Name}}
 		}
 		return c, nil
@@ -165,17 +182,43 @@ func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclien
 			return c, nil
 		}
 		switch typ {
+		case "response.output_text.delta":
+			c.Text = d
 		case "response.refusal.delta":
+			s.refuse = true
 			c.Refusal = d
 		case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 			c.Reasoning = d
 		case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 			c.ToolCalls = []llmclient.ToolCallDelta{{Index: e.OutputIndex, Arguments: d}}
 		default:
-			c.Text = d
+			if !s.typed {
+				c.Text = d // audio, code…: content for the guard, not text for a caller
+			}
 		}
 	}
 	return c, nil
+}
+
+// errorEventBody returns an error event as an error body: {"error":{…}} as it is, or the
+// flat {"type":"error","code","message","param"} of the Responses API rewrapped.
+func errorEventBody(e *respEvent, data []byte) []byte {
+	if len(bytes.TrimSpace(e.Error)) > 0 && bytes.TrimSpace(e.Error)[0] == '{' {
+		return data
+	}
+	field := func(raw json.RawMessage) json.RawMessage {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return json.RawMessage("null")
+		}
+		return raw
+	}
+	b, err := json.Marshal(map[string]map[string]json.RawMessage{"error": {
+		"code": field(e.Code), "message": field(e.Message), "param": field(e.Param),
+	}})
+	if err != nil {
+		return data
+	}
+	return b
 }
 
 // inBand classifies an error that arrived in the stream, after HTTP 200.
@@ -184,6 +227,7 @@ func (s *responsesStream) inBand(body []byte) error {
 	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
 		e.Class = llmclient.ClassServerError
 	}
+	e.Redact(s.key)
 	return e
 }
 

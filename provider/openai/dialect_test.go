@@ -231,7 +231,7 @@ func TestDialectResponsesStream(t *testing.T) {
 	assert.False(t, got[7].HasContent())
 	require.NotNil(t, got[8].Usage)
 	assert.Equal(t, llmclient.Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10, CachedInputTokens: 2, ReasoningTokens: 1}, *got[8].Usage)
-	assert.Equal(t, llmclient.FinishStop, got[8].FinishReason)
+	assert.Equal(t, llmclient.FinishToolCalls, got[8].FinishReason, "a completed response that calls functions")
 	_, err := s.Recv()
 	assert.Equal(t, io.EOF, err, "sticky")
 }

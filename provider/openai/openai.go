@@ -5,12 +5,47 @@
 //
 // The adapter translates requests, responses and errors only: retry, limiting and
 // failover belong to the llmclient.Client that drives it.
+//
+// Cross-vendor translation: a conversation begun on another vendor is sent so that Chat
+// Completions accepts it, and every change is recorded in llmclient.Call.Notes:
+//
+//   - tool call ids longer than 40 characters (Gemini's signed "call_0__thought__…"), which
+//     OpenAI rejects, are shortened to "lch_<sha-256 prefix>", the same way in the call
+//     and its result and in every request of a conversation;
+//   - images of a system message move to a user message right after it, and images of
+//     tool results to one user message after the run of tool results (system and tool
+//     messages take text only); a tool result that was only an image says so in its text;
+//   - an image in an assistant message cannot be placed: the call is refused before
+//     sending, with an error wrapping llmclient.ErrUnsupported, so the Client can fail over;
+//   - temperature is clamped to [0, 2] and top_p to [0, 1]; of more than 4 stop
+//     sequences the first 4 are sent; NaN and infinities are refused as bad requests;
+//   - llmclient.CacheControl marks are ignored: OpenAI caches prompt prefixes on its own
+//     and reports the cached part in Usage.CachedInputTokens.
+//
+// Responses API: with WithResponsesAPI, Complete and Stream use POST /responses. Leading
+// system messages become instructions (later ones system input messages); user messages
+// input_text and input_image parts (detail "auto" unless set); assistant text an
+// assistant message and its tool calls function_call items; tool results
+// function_call_output items, which take images; tools function tools; MaxTokens is
+// max_output_tokens, a response format text.format, and Extra "reasoning_effort" becomes
+// reasoning.effort. Call ids longer than 64 characters are shortened as above; system
+// images move to a user message; an assistant image, and stop sequences (the Responses API
+// has none), are refused with ErrUnsupported. Responses report reasoning summaries as
+// Reasoning, function_call items as ToolCalls, a refusal as Refusal and FinishRefusal,
+// status completed as FinishStop (FinishToolCalls with calls), incomplete as FinishLength
+// (max_output_tokens) or FinishContentFilter, and a failed response or an error event as a
+// classified *llmclient.Error. Reasoning items are not replayed: the common Message has no
+// place for them (set Extra "store" and "previous_response_id" to continue server-side).
+//
+// Embeddings: Provider is an llmclient.Embedder (POST /embeddings; on Azure the model's
+// deployment), for OpenAI and every compatible server; see Embed and WithMaxEmbedBatch.
 package openai
 
 import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -36,15 +71,18 @@ const (
 type Provider struct {
 	sender adapter.Sender
 	apiKey string
-	// endpoint is the full chat completions URL (non-Azure).
-	endpoint string
-	// azure: the URL is azurePrefix + PathEscape(model) + azureSuffix.
+	// base is the API base URL without a trailing slash (non-Azure).
+	base string
+	// azure: an operation's URL is azurePrefix + PathEscape(model) + "/" + op + azureQuery.
 	azure       bool
 	azurePrefix string
-	azureSuffix string
-	header      http.Header // static headers: organization, project, WithHeader
-	maxField    string
-	streamUsage bool
+	azureQuery  string
+	// responses: Complete and Stream use POST /responses (WithResponsesAPI).
+	responses     bool
+	maxEmbedBatch int
+	header        http.Header // static headers: organization, project, WithHeader
+	maxField      string
+	streamUsage   bool
 }
 
 // Option configures a Provider. Options apply in order and the last one of a kind wins.
@@ -57,18 +95,20 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	baseURL      string
-	apiKey       string
-	client       *http.Client
-	clientSet    bool
-	organization string
-	project      string
-	headers      [][2]string
-	azure        bool
-	azureURL     string
-	azureVersion string
-	maxField     string
-	streamUsage  bool
+	baseURL       string
+	apiKey        string
+	client        *http.Client
+	clientSet     bool
+	organization  string
+	project       string
+	headers       [][2]string
+	azure         bool
+	azureURL      string
+	azureVersion  string
+	maxField      string
+	streamUsage   bool
+	responses     bool
+	maxEmbedBatch int
 }
 
 // WithBaseURL sets the API base URL, to which "/chat/completions" is appended. Default
@@ -143,13 +183,17 @@ func WithStreamUsage(enabled bool) Option {
 // New returns a Provider configured by opts. It validates the configuration and returns
 // an error starting with "openai: " when it is wrong.
 func New(opts ...Option) (*Provider, error) {
-	c := config{baseURL: DefaultBaseURL, streamUsage: true}
+	c := config{baseURL: DefaultBaseURL, streamUsage: true, maxEmbedBatch: DefaultMaxEmbedBatch}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	p := &Provider{apiKey: c.apiKey, streamUsage: c.streamUsage, header: make(http.Header)}
+	p := &Provider{apiKey: c.apiKey, streamUsage: c.streamUsage, header: make(http.Header),
+		responses: c.responses, maxEmbedBatch: c.maxEmbedBatch}
+	if c.maxEmbedBatch < 1 || c.maxEmbedBatch > MaxEmbeddingInputs {
+		return nil, errors.New("openai: WithMaxEmbedBatch: want 1 to " + strconv.Itoa(MaxEmbeddingInputs) + ", got " + strconv.Itoa(c.maxEmbedBatch))
+	}
 
 	p.sender = adapter.Sender{Pkg: "openai", Client: c.client, Classify: classifyErrorAt}
 	switch {
@@ -170,14 +214,14 @@ func New(opts ...Option) (*Provider, error) {
 		}
 		p.azure = true
 		p.azurePrefix = httpx.JoinURL(u.String(), "openai/deployments") + "/"
-		p.azureSuffix = "/chat/completions?api-version=" + url.QueryEscape(c.azureVersion)
+		p.azureQuery = "?api-version=" + url.QueryEscape(c.azureVersion)
 	} else {
 		u, err := parseBase(c.baseURL, "base URL")
 		if err != nil {
 			return nil, err
 		}
 		host = u.Hostname()
-		p.endpoint = httpx.JoinURL(u.String(), "chat/completions")
+		p.base = strings.TrimRight(u.String(), "/")
 	}
 
 	switch c.maxField {

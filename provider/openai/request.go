@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // The Chat Completions request body. Field order here is the order on the wire; every
@@ -99,20 +100,39 @@ type reqStreamOptions struct {
 // requires a name.
 const defaultSchemaName = "response"
 
-// buildBody encodes req as a Chat Completions body for model. maxField is the JSON name of
-// the output bound. Request.Metadata and Request.Priority are never sent. Request.Extra is
-// merged into the top level and overrides the adapter's fields, except "stream", which the
-// adapter owns (Complete must not receive an event stream, nor Stream a single JSON body).
-func buildBody(req *llmclient.Request, model, maxField string, stream, includeUsage bool) ([]byte, error) {
+// The Chat Completions limits the adapter enforces. Sampling parameters outside their
+// range are clamped and extra stop sequences dropped, with a note.
+const (
+	maxTemperature = 2
+	maxTopP        = 1
+	// maxStop is StopConfiguration's maxItems.
+	maxStop = 4
+	// maxToolCallID is the tool call id length OpenAI accepts ("string too long. Expected a
+	// string with maximum length 40"); longer ids from other vendors (Gemini's signed ids)
+	// are shortened with adapter.CapID.
+	maxToolCallID = 40
+)
+
+// buildBody encodes req as a Chat Completions body for model, recording how it
+// translated the request in notes. maxField is the JSON name of the output bound.
+// Request.Metadata and Request.Priority are never sent. Request.Extra is merged into the
+// top level and overrides the adapter's fields, except "stream", which the adapter owns
+// (Complete must not receive an event stream, nor Stream a single JSON body).
+func buildBody(req *llmclient.Request, model, maxField string, stream, includeUsage bool, notes *adapter.Notes) ([]byte, error) {
 	if len(req.Messages) == 0 {
 		return nil, errors.New("openai: request has no messages")
 	}
 	body := reqBody{
-		Model:       model,
-		Temperature: req.Temperature,
-		TopP:        req.TopP,
-		Stop:        req.Stop,
-		Stream:      stream,
+		Model:  model,
+		Stop:   adapter.LimitStops(notes, req.Stop, maxStop),
+		Stream: stream,
+	}
+	var err error
+	if body.Temperature, err = adapter.Clamp(notes, "temperature", req.Temperature, 0, maxTemperature); err != nil {
+		return nil, errors.New("openai: " + err.Error())
+	}
+	if body.TopP, err = adapter.Clamp(notes, "top_p", req.TopP, 0, maxTopP); err != nil {
+		return nil, errors.New("openai: " + err.Error())
 	}
 	if req.MaxTokens < 0 {
 		return nil, errors.New("openai: MaxTokens is negative")
@@ -126,13 +146,8 @@ func buildBody(req *llmclient.Request, model, maxField string, stream, includeUs
 		body.StreamOptions = &reqStreamOptions{IncludeUsage: true}
 	}
 
-	body.Messages = make([]reqMessage, len(req.Messages))
-	for i := range req.Messages {
-		m, err := buildMessage(&req.Messages[i])
-		if err != nil {
-			return nil, errors.New("openai: message " + strconv.Itoa(i) + ": " + err.Error())
-		}
-		body.Messages[i] = m
+	if body.Messages, err = buildMessages(req.Messages, model, notes); err != nil {
+		return nil, err
 	}
 	if len(req.Tools) > 0 {
 		body.Tools = make([]reqTool, len(req.Tools))
@@ -164,11 +179,119 @@ func buildBody(req *llmclient.Request, model, maxField string, stream, includeUs
 	return mergeExtra(b, req.Extra)
 }
 
-func buildMessage(m *llmclient.Message) (reqMessage, error) {
+// buildMessages converts the conversation. Chat Completions takes only text in system and
+// tool messages and only text (or a refusal) in assistant messages, so: images of a system
+// message move to a user message right after it; images of tool results move to one user
+// message after the run of tool messages (tool messages must directly follow the
+// assistant turn that called them), each introduced by the call id; an image in an
+// assistant message cannot be placed and is refused with adapter.Unsupported.
+func buildMessages(msgs []llmclient.Message, model string, notes *adapter.Notes) ([]reqMessage, error) {
+	out := make([]reqMessage, 0, len(msgs))
+	var moved []reqPart // images of the current run of tool results
+	flush := func() {
+		if len(moved) > 0 {
+			out = append(out, reqMessage{Role: "user", Content: moved})
+			moved = nil
+		}
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role != llmclient.RoleTool {
+			flush()
+		}
+		text, images := splitImages(m.Content)
+		if len(images) > 0 {
+			switch m.Role {
+			case llmclient.RoleAssistant:
+				return nil, adapter.Unsupported("openai", model, "message "+strconv.Itoa(i)+
+					": an assistant message with an image (Chat Completions takes only text in assistant messages)")
+			case llmclient.RoleSystem, llmclient.RoleTool:
+				cp := *m
+				cp.Content = text
+				if m.Role == llmclient.RoleTool && len(text) == 0 {
+					cp.Content = []llmclient.Part{llmclient.TextPart("(The result is the image in the next user message.)")}
+				}
+				m = &cp
+			}
+		}
+		rm, err := buildMessage(m, notes)
+		if err != nil {
+			return nil, errors.New("openai: message " + strconv.Itoa(i) + ": " + err.Error())
+		}
+		if len(images) == 0 || m.Role == llmclient.RoleUser {
+			out = append(out, rm)
+			continue
+		}
+		parts := make([]reqPart, 0, len(images)+1)
+		intro := "Images of the system prompt:"
+		if m.Role == llmclient.RoleTool {
+			intro = "Images returned by tool call " + rm.ToolCallID + ":"
+		}
+		parts = append(parts, reqPart{Type: "text", Text: &intro})
+		for j := range images {
+			p, err := buildPart(&images[j])
+			if err != nil {
+				return nil, errors.New("openai: message " + strconv.Itoa(i) + ": " + err.Error())
+			}
+			parts = append(parts, p)
+		}
+		notes.Add("message %d: %d image(s) of a %s message moved to a user message (%s messages take text only)", i, len(images), m.Role, m.Role)
+		if m.Role == llmclient.RoleTool {
+			out = append(out, rm)
+			moved = append(moved, parts...)
+			continue
+		}
+		if len(text) > 0 {
+			out = append(out, rm)
+		}
+		out = append(out, reqMessage{Role: "user", Content: parts})
+	}
+	flush()
+	return out, nil
+}
+
+// splitImages separates a message's image parts from the others, keeping their order.
+// It returns parts itself when there are no images.
+func splitImages(parts []llmclient.Part) (rest, images []llmclient.Part) {
+	n := 0
+	for i := range parts {
+		if parts[i].Type == llmclient.PartImage {
+			n++
+		}
+	}
+	if n == 0 {
+		return parts, nil
+	}
+	rest = make([]llmclient.Part, 0, len(parts)-n)
+	images = make([]llmclient.Part, 0, n)
+	for _, p := range parts {
+		if p.Type == llmclient.PartImage {
+			images = append(images, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest, images
+}
+
+// wireID returns the tool call id sent for id (see maxToolCallID), with a note when it
+// differs.
+func wireID(id string, notes *adapter.Notes) string {
+	w := adapter.CapID(id, maxToolCallID)
+	if w != id {
+		notes.Add("tool call id %q sent as %q (OpenAI takes ids of at most %d characters)", id, w, maxToolCallID)
+	}
+	return w
+}
+
+func buildMessage(m *llmclient.Message, notes *adapter.Notes) (reqMessage, error) {
 	if m.Role == "" {
 		return reqMessage{}, errors.New("role is empty")
 	}
-	out := reqMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
+	out := reqMessage{Role: string(m.Role)}
+	if m.ToolCallID != "" {
+		out.ToolCallID = wireID(m.ToolCallID, notes)
+	}
 	if m.Role != llmclient.RoleTool {
 		// The spec has no name on tool messages; strict servers reject unknown fields.
 		out.Name = m.Name
@@ -182,7 +305,7 @@ func buildMessage(m *llmclient.Message) (reqMessage, error) {
 			args = "{}" // arguments is a required JSON object string
 		}
 		out.ToolCalls = append(out.ToolCalls, reqToolCall{
-			ID: tc.ID, Type: "function", Function: reqFunctionCall{Name: tc.Name, Arguments: args},
+			ID: wireID(tc.ID, notes), Type: "function", Function: reqFunctionCall{Name: tc.Name, Arguments: args},
 		})
 	}
 	switch {

@@ -69,7 +69,7 @@ func BenchmarkBuildBody(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := buildBody(req, "gpt-4o", FieldMaxCompletionTokens, false, false); err != nil {
+		if _, err := buildBody(req, "gpt-4o", FieldMaxCompletionTokens, false, false, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

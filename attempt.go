@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llmclient/llmclient/breaker"
 	"net/http"
 	"time"
 )
@@ -45,7 +46,7 @@ type attempt struct {
 	status        int
 
 	key       *poolKey
-	permit    BreakerPermit
+	permit    breaker.Permit
 	hasPermit bool
 	lease     limitLease
 	hasLease  bool
@@ -300,11 +301,11 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		}
 		switch {
 		case class == ClassNone:
-			a.permit.doneAt(BreakerSuccess, now)
+			a.permit.DoneAt(breaker.Success, now)
 		case a.called && a.r.c.cfg.decisions[class].Breaker:
-			a.permit.doneAt(BreakerFailure, now)
+			a.permit.DoneAt(breaker.Failure, now)
 		default:
-			a.permit.doneAt(BreakerIgnore, now)
+			a.permit.DoneAt(breaker.Ignore, now)
 		}
 	}
 }

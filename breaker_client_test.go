@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"github.com/llmclient/llmclient/breaker"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,7 @@ func TestClientBreakerOpensAndRejectsWithoutCalling(t *testing.T) {
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
 		}
-		assert.Equal(t, llmclient.BreakerOpen, c.Breaker("a").State())
+		assert.Equal(t, breaker.Open, c.Breaker("a").State())
 		require.Len(t, log.kinds(llmclient.EventBreaker), 1)
 
 		_, err := c.Complete(context.Background(), chatReq("m"))
@@ -48,11 +49,11 @@ func TestClientBreakerHalfOpenAdmitsExactlyNProbes(t *testing.T) {
 			return fake.Reply("ok").Latency(time.Second)
 		}).Forever())
 		c := newClient(t, up("a", p), llmclient.WithMaxAttempts(1),
-			llmclient.WithBreaker(llmclient.BreakerConfig{HalfOpenProbes: 3, OpenTimeout: 15 * time.Second}))
+			llmclient.WithBreaker(breaker.Config{HalfOpenProbes: 3, OpenTimeout: 15 * time.Second}))
 		for range 10 {
 			c.Complete(context.Background(), chatReq("m"))
 		}
-		require.Equal(t, llmclient.BreakerOpen, c.Breaker("a").State())
+		require.Equal(t, breaker.Open, c.Breaker("a").State())
 		before := p.Calls()
 
 		time.Sleep(15 * time.Second)
@@ -74,7 +75,7 @@ func TestClientBreakerHalfOpenAdmitsExactlyNProbes(t *testing.T) {
 		assert.Equal(t, int64(3), ok.Load(), "exactly 3 probes reach the upstream")
 		assert.Equal(t, int64(97), rejected.Load())
 		assert.Equal(t, before+3, p.Calls())
-		assert.Equal(t, llmclient.BreakerClosed, c.Breaker("a").State(), "successful probes close it")
+		assert.Equal(t, breaker.Closed, c.Breaker("a").State(), "successful probes close it")
 	})
 }
 
@@ -87,11 +88,11 @@ func TestClientBreakerReopensLongerAfterFailedProbe(t *testing.T) {
 		}
 		time.Sleep(15 * time.Second)
 		c.Complete(context.Background(), chatReq("m")) // the probe fails
-		assert.Equal(t, llmclient.BreakerOpen, c.Breaker("a").State())
+		assert.Equal(t, breaker.Open, c.Breaker("a").State())
 		time.Sleep(15 * time.Second)
-		assert.Equal(t, llmclient.BreakerOpen, c.Breaker("a").State(), "open for 30s now")
+		assert.Equal(t, breaker.Open, c.Breaker("a").State(), "open for 30s now")
 		time.Sleep(15 * time.Second)
-		assert.Equal(t, llmclient.BreakerHalfOpen, c.Breaker("a").State())
+		assert.Equal(t, breaker.HalfOpen, c.Breaker("a").State())
 	})
 }
 
@@ -116,7 +117,7 @@ func TestClientBreakerIgnoresRateLimitsBadRequestsAndCancels(t *testing.T) {
 			cancel()
 			require.Error(t, err)
 		}
-		assert.Equal(t, llmclient.BreakerClosed, c.Breaker("a").State())
+		assert.Equal(t, breaker.Closed, c.Breaker("a").State())
 		assert.Equal(t, 90, p.Calls())
 	})
 }

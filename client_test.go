@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"bytes"
 	"context"
+	"github.com/llmclient/llmclient/breaker"
 	"log/slog"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestNewValidatesEveryOption(t *testing.T) {
 		llmclient.WithRetryBudget(-1, 0, time.Second),
 		llmclient.WithFirstTokenTimeout(-time.Second),
 		llmclient.WithKeyCooldown(0),
-		llmclient.WithBreaker(llmclient.BreakerConfig{FailureRatio: 2}),
+		llmclient.WithBreaker(breaker.Config{FailureRatio: 2}),
 	)
 	require.Error(t, err)
 	msg := err.Error()

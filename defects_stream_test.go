@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"github.com/llmclient/llmclient/breaker"
 	"io"
 	"net/http"
 	"runtime"
@@ -99,7 +100,7 @@ func TestDefect07AbandonedStreamGivesEverythingBack(t *testing.T) {
 			p := fake.New(fake.Fail(500), fake.Stream("a", "b", "c").ChunkDelay(time.Minute), fake.Reply("ok").Forever())
 			c := newClient(t,
 				llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Limits: llmclient.Limits{MaxConcurrent: 1}}),
-				llmclient.WithBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 1}),
+				llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 1}),
 				llmclient.WithStreamTimeout(5*time.Second), llmclient.WithMaxAttempts(1))
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			require.Error(t, err) // the breaker opens

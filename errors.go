@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"errors"
+	"github.com/llmclient/llmclient/breaker"
 	"strconv"
 	"strings"
 	"time"
@@ -10,8 +11,9 @@ import (
 // Sentinel errors for decisions the Client makes itself. Match them with errors.Is; the
 // *Error that carries them says which upstream and attempt they belong to.
 var (
-	// ErrCircuitOpen: the upstream's circuit breaker is open or its half-open probes are taken.
-	ErrCircuitOpen = errors.New("llmclient: circuit breaker open")
+	// ErrCircuitOpen: the upstream's circuit breaker is open or its half-open probes are
+	// taken. It is breaker.ErrOpen.
+	ErrCircuitOpen = breaker.ErrOpen
 	// ErrRateLimited: the local limiter could not admit the request in time.
 	ErrRateLimited = errors.New("llmclient: rate limited locally")
 	// ErrNoKey: every key of the upstream is cooling down or evicted.

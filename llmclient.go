@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"fmt"
+	"github.com/llmclient/llmclient/breaker"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,7 @@ type Client struct {
 // upstream is a registered Upstream with its per-upstream state.
 type upstream struct {
 	Upstream
-	breaker *Breaker
+	breaker *breaker.Breaker
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
@@ -66,13 +67,13 @@ func New(opts ...Option) (*Client, error) {
 		}
 		bc := cfg.breaker
 		name, userHook := u.Name, cfg.breaker.OnStateChange
-		bc.OnStateChange = func(from, to BreakerState) {
+		bc.OnStateChange = func(from, to breaker.State) {
 			c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
 			if userHook != nil {
 				userHook(from, to)
 			}
 		}
-		b, err := NewBreaker(bc)
+		b, err := breaker.New(bc)
 		if err != nil {
 			return nil, fmt.Errorf("upstream %q: %w", name, err)
 		}
@@ -126,7 +127,7 @@ func (h core) Stream(ctx context.Context, req *Request) (*Stream, error) {
 }
 
 // Breaker returns the circuit breaker of the named upstream, or nil.
-func (c *Client) Breaker(upstream string) *Breaker {
+func (c *Client) Breaker(upstream string) *breaker.Breaker {
 	if up := c.byName[upstream]; up != nil {
 		return up.breaker
 	}

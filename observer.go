@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"context"
+	"github.com/llmclient/llmclient/breaker"
 	"log/slog"
 	"time"
 )
@@ -64,7 +65,7 @@ type Event struct {
 	InputTokens     int
 	OutputTokens    int
 	// From and To are breaker states, for EventBreaker.
-	From, To BreakerState
+	From, To breaker.State
 	// Until ends a cooldown or eviction.
 	Until time.Time
 	// Err is the attempt's error, or the reason for an alert.

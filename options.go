@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llmclient/llmclient/breaker"
 	"time"
 )
 
@@ -38,7 +39,7 @@ type config struct {
 	// while another one of its route could serve it.
 	waitThreshold [numPriorities]time.Duration
 	retry         retryConfig
-	breaker       BreakerConfig
+	breaker       breaker.Config
 	limiter       limiterConfig
 	stream        streamConfig
 	keys          keyConfig
@@ -51,7 +52,7 @@ func defaultConfig() config {
 		attemptTimeout: defaultAttemptTimeout,
 		waitThreshold:  [numPriorities]time.Duration{defaultWaitThreshold, defaultWaitThreshold},
 		retry:          defaultRetryConfig(),
-		breaker:        DefaultBreakerConfig(),
+		breaker:        breaker.DefaultConfig(),
 		limiter:        defaultLimiterConfig(),
 		stream:         defaultStreamConfig(),
 		keys:           defaultKeyConfig(),
@@ -231,10 +232,13 @@ func (c *config) validate() error {
 	if c.badPriority {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
-	for _, sub := range []interface{ validate() error }{&c.retry, &c.breaker, &c.limiter, &c.stream, &c.keys} {
+	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.breaker.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -244,7 +248,7 @@ func (c *config) validate() error {
 
 // WithBreaker sets the circuit breaker configuration used for every upstream (each has its
 // own breaker). Zero fields take their defaults. Its OnStateChange, if set, is called for
-// every upstream's breaker, after the observer's EventBreaker. Default DefaultBreakerConfig().
-func WithBreaker(cfg BreakerConfig) Option {
+// every upstream's breaker, after the observer's EventBreaker. Default breaker.DefaultConfig().
+func WithBreaker(cfg breaker.Config) Option {
 	return optionFunc(func(c *config) { c.breaker = cfg })
 }

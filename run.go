@@ -182,7 +182,7 @@ func (r *run) within() time.Duration {
 		return -1
 	}
 	for _, up := range r.route[r.pos+1:] {
-		if up.breaker.admits() {
+		if up.breaker.Admits() {
 			return r.c.cfg.waitThreshold[r.req.Priority.index()]
 		}
 	}

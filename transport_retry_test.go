@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/breaker"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -119,7 +120,7 @@ func TestTransportBreakerOpens(t *testing.T) {
 		up := newScript(status(500, `{"error":{"message":"boom","type":"server_error"}}`))
 		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"),
 			llmclient.WithMaxAttempts(1),
-			llmclient.WithBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Minute}))
+			llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 3, OpenTimeout: time.Minute}))
 		rt := c.Transport(memTransport{up})
 		for range 3 {
 			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody)
@@ -127,7 +128,7 @@ func TestTransportBreakerOpens(t *testing.T) {
 			assert.Equal(t, 500, resp.StatusCode)
 			_, _ = readBody(t, resp)
 		}
-		assert.Equal(t, llmclient.BreakerOpen, c.Breaker("oai").State())
+		assert.Equal(t, breaker.Open, c.Breaker("oai").State())
 		resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody)
 		require.Error(t, err)
 		assert.Nil(t, resp)

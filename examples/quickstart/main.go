@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/provider/openai"
 )
 
@@ -47,7 +48,7 @@ func main() {
 		llmclient.WithUpstream(llmclient.Upstream{Name: "primary", Provider: mustOpenAI(down.URL)}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: mustOpenAI(backup.URL)}),
 		llmclient.WithMaxAttempts(1), // fail over at once, to keep the demo short
-		llmclient.WithBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Minute}),
+		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 3, OpenTimeout: time.Minute}),
 	)
 	for i := 1; i <= 5; i++ {
 		resp, err := client.Complete(context.Background(), question())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	goopenai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,7 @@ func TestGoOpenAIStalledStreamIsRetried(t *testing.T) {
 func TestGoOpenAIBreakerOpens(t *testing.T) {
 	up := newUpstream(t, reply(502, "<html>Bad Gateway</html>"))
 	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithMaxAttempts(1),
-		llmclient.WithBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Minute}))
+		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Minute}))
 	cl := newGoOpenAI(up.URL+"/v1", c.Transport(newCounting(t)))
 	for range 2 {
 		_, err := cl.CreateChatCompletion(context.Background(), goRequest())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -123,7 +124,7 @@ func TestOpenAIGoDefaultRetriesDoNotMultiply(t *testing.T) {
 func TestOpenAIGoBreakerOpens(t *testing.T) {
 	up := newUpstream(t, reply(500, `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`))
 	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithMaxAttempts(1),
-		llmclient.WithBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Minute}))
+		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 3, OpenTimeout: time.Minute}))
 	oai := newOpenAI(up.URL+"/v1", c.Transport(newCounting(t)), 0)
 
 	for range 3 {
@@ -137,7 +138,7 @@ func TestOpenAIGoBreakerOpens(t *testing.T) {
 	assert.ErrorIs(t, err, llmclient.ErrCircuitOpen, "the breaker answers, the upstream is spared")
 	assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
 	assert.Equal(t, 3, up.count())
-	assert.Equal(t, llmclient.BreakerOpen, c.Breaker("openai").State())
+	assert.Equal(t, breaker.Open, c.Breaker("openai").State())
 }
 
 func TestOpenAIGoStalledStreamIsRetriedBeforeItsFirstToken(t *testing.T) {

@@ -1,4 +1,11 @@
-package llmclient
+// Package breaker is the circuit breaker llmclient gives each upstream: a sliding window
+// of outcomes that trips on a failure ratio over a minimum volume or on a run of
+// failures, stays open for a while that grows with repeated trips, and admits a few
+// half-open probes. Its defaults are made for LLM upstreams, whose 10–20% transient error
+// rates are noise, not outages. A Client builds one per upstream from
+// llmclient.WithBreaker's Config; the package is exported for callers who want the same
+// breaker around other calls, and for Client.Breaker's result.
+package breaker
 
 import (
 	"errors"
@@ -9,94 +16,98 @@ import (
 	"time"
 )
 
-// BreakerState is the state of a circuit breaker.
-type BreakerState uint8
+// ErrOpen is returned by Allow when the breaker is open or its half-open probes are
+// taken. llmclient.ErrCircuitOpen is the same error.
+var ErrOpen = errors.New("llmclient: circuit breaker open")
+
+// State is the state of a circuit breaker.
+type State uint8
 
 // The breaker states.
 const (
-	// BreakerClosed: requests flow and their outcomes are counted.
-	BreakerClosed BreakerState = iota
-	// BreakerOpen: requests are refused with ErrCircuitOpen until the open time has passed.
-	BreakerOpen
-	// BreakerHalfOpen: a few probe requests test whether the upstream has recovered.
-	BreakerHalfOpen
+	// Closed: requests flow and their outcomes are counted.
+	Closed State = iota
+	// Open: requests are refused with ErrOpen until the open time has passed.
+	Open
+	// HalfOpen: a few probe requests test whether the upstream has recovered.
+	HalfOpen
 )
 
 // String returns "closed", "open" or "half-open".
-func (s BreakerState) String() string {
+func (s State) String() string {
 	switch s {
-	case BreakerClosed:
+	case Closed:
 		return "closed"
-	case BreakerOpen:
+	case Open:
 		return "open"
-	case BreakerHalfOpen:
+	case HalfOpen:
 		return "half-open"
 	}
 	return "unknown"
 }
 
-// BreakerOutcome is what a permitted request reports back to the breaker.
-type BreakerOutcome uint8
+// Outcome is what a permitted request reports back to the breaker.
+type Outcome uint8
 
 // The outcomes.
 const (
-	// BreakerSuccess: the upstream worked.
-	BreakerSuccess BreakerOutcome = iota
-	// BreakerFailure: the upstream failed in a way that counts against its health
+	// Success: the upstream worked.
+	Success Outcome = iota
+	// Failure: the upstream failed in a way that counts against its health
 	// (overloaded, server error, timeout, network, broken stream).
-	BreakerFailure
-	// BreakerIgnore: the result says nothing about the upstream's health (a 429, a bad
+	Failure
+	// Ignore: the result says nothing about the upstream's health (a 429, a bad
 	// request, a canceled context). It counts neither way, but frees a half-open probe slot.
-	BreakerIgnore
+	Ignore
 )
 
 // String returns "success", "failure" or "ignore".
-func (o BreakerOutcome) String() string {
+func (o Outcome) String() string {
 	switch o {
-	case BreakerSuccess:
+	case Success:
 		return "success"
-	case BreakerFailure:
+	case Failure:
 		return "failure"
-	case BreakerIgnore:
+	case Ignore:
 		return "ignore"
 	}
 	return "unknown"
 }
 
-// Defaults of BreakerConfig. They are meant to detect outages, not noise: LLM upstreams
+// Defaults of Config. They are meant to detect outages, not noise: LLM upstreams
 // routinely fail 10–20% of requests with transient errors, and retries absorb those. With a
 // 20% (and even 25%) independent failure rate, a simulated 10 million requests at any
 // traffic volume tripped these defaults at most twice; "10 failures in the last 20" trips
 // every few thousand requests at that rate.
 const (
-	// DefaultBreakerWindow is the span of recent outcomes the failure ratio looks at.
-	DefaultBreakerWindow = 60 * time.Second
-	// DefaultBreakerBuckets is how many slices the window is kept in.
-	DefaultBreakerBuckets = 10
-	// DefaultBreakerMinRequests is the volume the window needs before the ratio can trip:
+	// DefaultWindow is the span of recent outcomes the failure ratio looks at.
+	DefaultWindow = 60 * time.Second
+	// DefaultBuckets is how many slices the window is kept in.
+	DefaultBuckets = 10
+	// DefaultMinRequests is the volume the window needs before the ratio can trip:
 	// below it, small samples are too noisy to judge.
-	DefaultBreakerMinRequests = 50
-	// DefaultBreakerFailureRatio trips the breaker when at least half the counted requests
+	DefaultMinRequests = 50
+	// DefaultFailureRatio trips the breaker when at least half the counted requests
 	// in the window failed.
-	DefaultBreakerFailureRatio = 0.5
-	// DefaultBreakerConsecutiveFailures trips the breaker on a run of failures whatever the
+	DefaultFailureRatio = 0.5
+	// DefaultConsecutiveFailures trips the breaker on a run of failures whatever the
 	// volume; it catches hard outages on quiet upstreams. At a 20% failure rate such a run
 	// happens about once in 10 million requests.
-	DefaultBreakerConsecutiveFailures = 10
-	// DefaultBreakerOpenTimeout is how long the breaker stays open after tripping.
-	DefaultBreakerOpenTimeout = 15 * time.Second
-	// DefaultBreakerMaxOpenTimeout caps the open time, which doubles on every failed probe.
-	DefaultBreakerMaxOpenTimeout = 5 * time.Minute
-	// DefaultBreakerHalfOpenProbes is how many probes may be in flight while half-open.
-	DefaultBreakerHalfOpenProbes = 3
+	DefaultConsecutiveFailures = 10
+	// DefaultOpenTimeout is how long the breaker stays open after tripping.
+	DefaultOpenTimeout = 15 * time.Second
+	// DefaultMaxOpenTimeout caps the open time, which doubles on every failed probe.
+	DefaultMaxOpenTimeout = 5 * time.Minute
+	// DefaultHalfOpenProbes is how many probes may be in flight while half-open.
+	DefaultHalfOpenProbes = 3
 )
 
-// maxBreakerBuckets bounds a breaker's memory.
-const maxBreakerBuckets = 1000
+// maxBuckets bounds a breaker's memory.
+const maxBuckets = 1000
 
-// BreakerConfig configures a circuit breaker. A zero field takes its default (see the
-// DefaultBreaker constants), so the zero BreakerConfig is the default configuration;
-// negative values are invalid. DefaultBreakerConfig returns the defaults filled in.
+// Config configures a circuit breaker. A zero field takes its default (see the
+// DefaultBreaker constants), so the zero Config is the default configuration;
+// negative values are invalid. DefaultConfig returns the defaults filled in.
 //
 // The breaker trips (closed to open) when, among the outcomes of about the last Window,
 // there are at least MinRequests and failures/total ≥ FailureRatio, or when
@@ -104,33 +115,33 @@ const maxBreakerBuckets = 1000
 // up to HalfOpenProbes concurrent probes; SuccessesToClose probe successes close it, one
 // probe failure opens it again for twice the previous open time, up to MaxOpenTimeout.
 // Closing resets the window and the open time.
-type BreakerConfig struct {
+type Config struct {
 	// Window is the span of recent outcomes the ratio rule looks at; it is kept in Buckets
 	// slices and slides one slice at a time, so it covers between Window-Window/Buckets and
-	// Window. Default DefaultBreakerWindow (60s).
+	// Window. Default DefaultWindow (60s).
 	Window time.Duration
 	// Buckets is how many slices Window is kept in, at most 1000; each slice must span at
-	// least a millisecond. Default DefaultBreakerBuckets (10).
+	// least a millisecond. Default DefaultBuckets (10).
 	Buckets int
 	// MinRequests is how many counted outcomes the window needs before FailureRatio
-	// applies. Default DefaultBreakerMinRequests (50).
+	// applies. Default DefaultMinRequests (50).
 	MinRequests int
 	// FailureRatio, in (0, 1], is the share of failures in the window that trips the
-	// breaker. Default DefaultBreakerFailureRatio (0.5).
+	// breaker. Default DefaultFailureRatio (0.5).
 	FailureRatio float64
 	// ConsecutiveFailures is the run of failures that trips the breaker whatever the
 	// volume. Ignored outcomes neither extend nor break a run. Default
-	// DefaultBreakerConsecutiveFailures (10).
+	// DefaultConsecutiveFailures (10).
 	ConsecutiveFailures int
 	// OpenTimeout is how long the breaker stays open after tripping from closed. Default
-	// DefaultBreakerOpenTimeout (15s).
+	// DefaultOpenTimeout (15s).
 	OpenTimeout time.Duration
 	// MaxOpenTimeout caps the open time, which doubles on every failed half-open probe.
-	// It must not be below OpenTimeout. Default DefaultBreakerMaxOpenTimeout (5m), or
+	// It must not be below OpenTimeout. Default DefaultMaxOpenTimeout (5m), or
 	// OpenTimeout when that is longer.
 	MaxOpenTimeout time.Duration
 	// HalfOpenProbes is how many probes may be in flight at once while half-open. Default
-	// DefaultBreakerHalfOpenProbes (3).
+	// DefaultHalfOpenProbes (3).
 	HalfOpenProbes int
 	// SuccessesToClose is how many probe successes close the breaker; when larger than
 	// HalfOpenProbes, probes are admitted in further rounds as earlier ones finish.
@@ -140,50 +151,50 @@ type BreakerConfig struct {
 	// breaker's lock held: it may call the breaker's methods. It runs on the goroutine of
 	// a caller of Allow, Done or State (not necessarily the one that caused the change) and
 	// should return quickly. Default: none.
-	OnStateChange func(from, to BreakerState)
+	OnStateChange func(from, to State)
 }
 
-// DefaultBreakerConfig returns the default configuration with every field filled in, a
+// DefaultConfig returns the default configuration with every field filled in, a
 // starting point for changing a single field.
-func DefaultBreakerConfig() BreakerConfig {
-	return BreakerConfig{
-		Window:              DefaultBreakerWindow,
-		Buckets:             DefaultBreakerBuckets,
-		MinRequests:         DefaultBreakerMinRequests,
-		FailureRatio:        DefaultBreakerFailureRatio,
-		ConsecutiveFailures: DefaultBreakerConsecutiveFailures,
-		OpenTimeout:         DefaultBreakerOpenTimeout,
-		MaxOpenTimeout:      DefaultBreakerMaxOpenTimeout,
-		HalfOpenProbes:      DefaultBreakerHalfOpenProbes,
-		SuccessesToClose:    DefaultBreakerHalfOpenProbes,
+func DefaultConfig() Config {
+	return Config{
+		Window:              DefaultWindow,
+		Buckets:             DefaultBuckets,
+		MinRequests:         DefaultMinRequests,
+		FailureRatio:        DefaultFailureRatio,
+		ConsecutiveFailures: DefaultConsecutiveFailures,
+		OpenTimeout:         DefaultOpenTimeout,
+		MaxOpenTimeout:      DefaultMaxOpenTimeout,
+		HalfOpenProbes:      DefaultHalfOpenProbes,
+		SuccessesToClose:    DefaultHalfOpenProbes,
 	}
 }
 
 // withDefaults returns c with every zero field set to its default.
-func (c BreakerConfig) withDefaults() BreakerConfig {
+func (c Config) withDefaults() Config {
 	if c.Window == 0 {
-		c.Window = DefaultBreakerWindow
+		c.Window = DefaultWindow
 	}
 	if c.Buckets == 0 {
-		c.Buckets = DefaultBreakerBuckets
+		c.Buckets = DefaultBuckets
 	}
 	if c.MinRequests == 0 {
-		c.MinRequests = DefaultBreakerMinRequests
+		c.MinRequests = DefaultMinRequests
 	}
 	if c.FailureRatio == 0 {
-		c.FailureRatio = DefaultBreakerFailureRatio
+		c.FailureRatio = DefaultFailureRatio
 	}
 	if c.ConsecutiveFailures == 0 {
-		c.ConsecutiveFailures = DefaultBreakerConsecutiveFailures
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
 	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultBreakerOpenTimeout
+		c.OpenTimeout = DefaultOpenTimeout
 	}
 	if c.MaxOpenTimeout == 0 {
-		c.MaxOpenTimeout = max(DefaultBreakerMaxOpenTimeout, c.OpenTimeout)
+		c.MaxOpenTimeout = max(DefaultMaxOpenTimeout, c.OpenTimeout)
 	}
 	if c.HalfOpenProbes == 0 {
-		c.HalfOpenProbes = DefaultBreakerHalfOpenProbes
+		c.HalfOpenProbes = DefaultHalfOpenProbes
 	}
 	if c.SuccessesToClose == 0 {
 		c.SuccessesToClose = c.HalfOpenProbes
@@ -192,7 +203,11 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 }
 
 // validate reports every problem of the configuration at once. It does not change c.
-func (c *BreakerConfig) validate() error {
+// Validate reports every problem of the configuration at once, as New does. It does not
+// change c.
+func (c *Config) Validate() error { return c.validate() }
+
+func (c *Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("breaker: "+format, args...))
@@ -200,8 +215,8 @@ func (c *BreakerConfig) validate() error {
 	if c.Window < 0 {
 		bad("Window %v is negative", c.Window)
 	}
-	if c.Buckets < 0 || c.Buckets > maxBreakerBuckets {
-		bad("Buckets %d is outside [1, %d] (0 takes the default)", c.Buckets, maxBreakerBuckets)
+	if c.Buckets < 0 || c.Buckets > maxBuckets {
+		bad("Buckets %d is outside [1, %d] (0 takes the default)", c.Buckets, maxBuckets)
 	}
 	if c.MinRequests < 0 {
 		bad("MinRequests %d is negative", c.MinRequests)
@@ -244,13 +259,13 @@ func (c *BreakerConfig) validate() error {
 // and no goroutines. A Breaker is safe for concurrent use; a nil *Breaker admits every
 // request and stays closed.
 type Breaker struct {
-	cfg      BreakerConfig // defaults filled in
+	cfg      Config        // defaults filled in
 	width    time.Duration // of one bucket
 	epoch    time.Time     // bucket indexes count widths from here
-	onChange func(from, to BreakerState)
+	onChange func(from, to State)
 
 	mu    sync.Mutex
-	state BreakerState
+	state State
 	gen   uint64 // bumped on every state change; permits of older generations are stale
 	// closedGen is gen+1 while the breaker is closed and 0 otherwise, so that Allow admits
 	// without locking on the common path. It is written under mu.
@@ -258,7 +273,7 @@ type Breaker struct {
 
 	// Closed. The ring's counters and the failure run are atomic, so that a success is
 	// counted without the lock; failures, which can trip the breaker, take it.
-	buckets     []breakerBucket // ring; bucket index i lives at i % len
+	buckets     []bucket // ring; bucket index i lives at i % len
 	consecutive atomic.Int64
 
 	// Open.
@@ -270,23 +285,23 @@ type Breaker struct {
 	probeSuccesses int
 
 	// State changes waiting for OnStateChange, delivered in order by one goroutine at a time.
-	pending    []breakerTransition
+	pending    []transition
 	delivering bool
 }
 
-// breakerBucket counts the outcomes of one slice of the window. stamp is the slice's index
+// bucket counts the outcomes of one slice of the window. stamp is the slice's index
 // plus one (0: empty); a bucket found holding an older slice is reset before use.
-type breakerBucket struct {
+type bucket struct {
 	stamp     atomic.Int64
 	successes atomic.Int64
 	failures  atomic.Int64
 }
 
-type breakerTransition struct{ from, to BreakerState }
+type transition struct{ from, to State }
 
-// NewBreaker returns a closed breaker configured by cfg (zero fields take their defaults),
+// New returns a closed breaker configured by cfg (zero fields take their defaults),
 // or an error saying what is wrong with cfg.
-func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
+func New(cfg Config) (*Breaker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("llmclient: %w", err)
 	}
@@ -296,51 +311,51 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 		width:    cfg.Window / time.Duration(cfg.Buckets),
 		epoch:    time.Now(),
 		onChange: cfg.OnStateChange,
-		buckets:  make([]breakerBucket, cfg.Buckets),
+		buckets:  make([]bucket, cfg.Buckets),
 	}
 	b.closedGen.Store(1) // closed, generation 0
 	return b, nil
 }
 
-// BreakerPermit is the breaker's permission for one request. Call Done exactly once with
+// Permit is the breaker's permission for one request. Call Done exactly once with
 // the request's outcome, from any goroutine; a half-open probe that is never done keeps its
-// slot until the breaker changes state. The zero BreakerPermit is valid: its Done does
+// slot until the breaker changes state. The zero Permit is valid: its Done does
 // nothing.
-type BreakerPermit struct {
+type Permit struct {
 	b     *Breaker
 	gen   uint64
 	probe bool
 }
 
 // Probe reports whether the permit is one of the half-open breaker's probes.
-func (p BreakerPermit) Probe() bool { return p.probe }
+func (p Permit) Probe() bool { return p.probe }
 
 // Allow asks to send one request. It returns a permit when the breaker is closed, or when it
-// is half-open and a probe slot is free. Otherwise it returns ErrCircuitOpen itself (compare
+// is half-open and a probe slot is free. Otherwise it returns ErrOpen itself (compare
 // with errors.Is). An open breaker whose open time has passed turns half-open here.
-func (b *Breaker) Allow() (BreakerPermit, error) {
+func (b *Breaker) Allow() (Permit, error) {
 	if b == nil {
-		return BreakerPermit{}, nil
+		return Permit{}, nil
 	}
 	if g := b.closedGen.Load(); g != 0 {
-		return BreakerPermit{b: b, gen: g - 1}, nil
+		return Permit{b: b, gen: g - 1}, nil
 	}
 	b.mu.Lock()
-	if b.state == BreakerClosed {
-		p := BreakerPermit{b: b, gen: b.gen}
+	if b.state == Closed {
+		p := Permit{b: b, gen: b.gen}
 		b.mu.Unlock()
 		return p, nil
 	}
-	if b.state == BreakerOpen {
+	if b.state == Open {
 		b.halfOpenIfDue(time.Now())
 	}
 	var (
-		p   BreakerPermit
-		err = ErrCircuitOpen
+		p   Permit
+		err = ErrOpen
 	)
-	if b.state == BreakerHalfOpen && b.probes < b.cfg.HalfOpenProbes {
+	if b.state == HalfOpen && b.probes < b.cfg.HalfOpenProbes {
 		b.probes++
-		p, err = BreakerPermit{b: b, gen: b.gen, probe: true}, nil
+		p, err = Permit{b: b, gen: b.gen, probe: true}, nil
 	}
 	deliver := b.claimDelivery()
 	b.mu.Unlock()
@@ -353,22 +368,22 @@ func (b *Breaker) Allow() (BreakerPermit, error) {
 // Done reports the outcome of the permitted request. A permit issued before the breaker
 // last changed state is stale: its outcome is ignored, and it holds no probe slot of the
 // current half-open state. An outcome other than the three defined is treated as
-// BreakerIgnore. Done must be called exactly once per permit; calling it again corrupts
+// Ignore. Done must be called exactly once per permit; calling it again corrupts
 // the counts.
-func (p BreakerPermit) Done(o BreakerOutcome) {
-	if p.b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
+func (p Permit) Done(o Outcome) {
+	if p.b == nil || (o != Success && o != Failure && !p.probe) {
 		return
 	}
-	p.doneAt(o, time.Now())
+	p.DoneAt(o, time.Now())
 }
 
-// doneAt is Done at the time now, for callers that have just read the clock.
-func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
+// DoneAt is Done at the time now, for callers that have just read the clock.
+func (p Permit) DoneAt(o Outcome, now time.Time) {
 	b := p.b
-	if b == nil || (o != BreakerSuccess && o != BreakerFailure && !p.probe) {
+	if b == nil || (o != Success && o != Failure && !p.probe) {
 		return
 	}
-	if o == BreakerSuccess && !p.probe {
+	if o == Success && !p.probe {
 		// A closed-state success: counted without the lock. A permit whose generation is
 		// no longer the closed one is stale and ignored, as below.
 		if b.closedGen.Load() == p.gen+1 {
@@ -387,7 +402,7 @@ func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
 	if p.probe {
 		b.probeDone(o, now)
 	} else {
-		b.record(o == BreakerFailure, now)
+		b.record(o == Failure, now)
 	}
 	deliver := b.claimDelivery()
 	b.mu.Unlock()
@@ -396,9 +411,9 @@ func (p BreakerPermit) doneAt(o BreakerOutcome, now time.Time) {
 	}
 }
 
-// admits reports whether Allow would admit a request now (closed, or half-open with a
+// Admits reports whether Allow would admit a request now (closed, or half-open with a
 // free probe slot, or open past its open time), without taking a permit.
-func (b *Breaker) admits() bool {
+func (b *Breaker) Admits() bool {
 	if b == nil || b.closedGen.Load() != 0 {
 		return true
 	}
@@ -406,9 +421,9 @@ func (b *Breaker) admits() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch b.state {
-	case BreakerOpen:
+	case Open:
 		return !now.Before(b.openUntil)
-	case BreakerHalfOpen:
+	case HalfOpen:
 		return b.probes < b.cfg.HalfOpenProbes
 	}
 	return true
@@ -416,12 +431,12 @@ func (b *Breaker) admits() bool {
 
 // State returns the breaker's state now. An open breaker whose open time has passed turns
 // half-open here.
-func (b *Breaker) State() BreakerState {
+func (b *Breaker) State() State {
 	if b == nil {
-		return BreakerClosed
+		return Closed
 	}
 	b.mu.Lock()
-	if b.state == BreakerOpen {
+	if b.state == Open {
 		b.halfOpenIfDue(time.Now())
 	}
 	s := b.state
@@ -433,10 +448,10 @@ func (b *Breaker) State() BreakerState {
 	return s
 }
 
-// BreakerSnapshot is a breaker's state and counters at one moment, for metrics and
+// Snapshot is a breaker's state and counters at one moment, for metrics and
 // diagnostics.
-type BreakerSnapshot struct {
-	State BreakerState
+type Snapshot struct {
+	State State
 	// Successes and Failures are the counted outcomes in the window (closed state only).
 	Successes, Failures int
 	// ConsecutiveFailures is the current run of failures (closed state only).
@@ -451,24 +466,24 @@ type BreakerSnapshot struct {
 
 // Snapshot returns the breaker's state and counters now. Like State, it turns an open
 // breaker whose open time has passed half-open.
-func (b *Breaker) Snapshot() BreakerSnapshot {
+func (b *Breaker) Snapshot() Snapshot {
 	if b == nil {
-		return BreakerSnapshot{}
+		return Snapshot{}
 	}
 	now := time.Now()
 	b.mu.Lock()
 	switch b.state {
-	case BreakerOpen:
+	case Open:
 		b.halfOpenIfDue(now)
 	}
-	s := BreakerSnapshot{State: b.state, Trips: b.trips}
+	s := Snapshot{State: b.state, Trips: b.trips}
 	switch b.state {
-	case BreakerClosed:
+	case Closed:
 		succ, fail := b.counts(b.index(now))
 		s.Successes, s.Failures, s.ConsecutiveFailures = int(succ), int(fail), int(b.consecutive.Load())
-	case BreakerOpen:
+	case Open:
 		s.OpenRemaining = b.openUntil.Sub(now)
-	case BreakerHalfOpen:
+	case HalfOpen:
 		s.ProbesInFlight = b.probes
 	}
 	deliver := b.claimDelivery()
@@ -494,7 +509,7 @@ func (b *Breaker) record(failed bool, now time.Time) {
 	total := succ + fail
 	if run >= int64(b.cfg.ConsecutiveFailures) ||
 		(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total)) {
-		b.setState(BreakerOpen, now)
+		b.setState(Open, now)
 	}
 }
 
@@ -505,7 +520,7 @@ func (b *Breaker) index(now time.Time) int64 { return int64(now.Sub(b.epoch) / b
 // Two goroutines rolling a bucket over at once may lose a count: the window is a health
 // estimate, not a ledger. A bucket already holding a newer slice (a clock read just
 // before a rollover) takes the count as it is.
-func (b *Breaker) slot(idx int64) *breakerBucket {
+func (b *Breaker) slot(idx int64) *bucket {
 	bk := &b.buckets[idx%int64(len(b.buckets))]
 	if old := bk.stamp.Load(); old < idx+1 && bk.stamp.CompareAndSwap(old, idx+1) {
 		bk.successes.Store(0)
@@ -539,18 +554,18 @@ func (b *Breaker) resetWindow() {
 }
 
 // probeDone handles the outcome of a current half-open probe. b.mu is held.
-func (b *Breaker) probeDone(o BreakerOutcome, now time.Time) {
+func (b *Breaker) probeDone(o Outcome, now time.Time) {
 	if b.probes > 0 {
 		b.probes--
 	}
 	switch o {
-	case BreakerSuccess:
+	case Success:
 		b.probeSuccesses++
 		if b.probeSuccesses >= b.cfg.SuccessesToClose {
-			b.setState(BreakerClosed, now)
+			b.setState(Closed, now)
 		}
-	case BreakerFailure:
-		b.setState(BreakerOpen, now)
+	case Failure:
+		b.setState(Open, now)
 	}
 }
 
@@ -558,7 +573,7 @@ func (b *Breaker) probeDone(o BreakerOutcome, now time.Time) {
 // held.
 func (b *Breaker) halfOpenIfDue(now time.Time) {
 	if !now.Before(b.openUntil) {
-		b.setState(BreakerHalfOpen, now)
+		b.setState(HalfOpen, now)
 	}
 }
 
@@ -577,24 +592,24 @@ func (b *Breaker) openTimeout(n int) time.Duration {
 
 // setState moves the breaker to state to at now, starts a new generation and queues the
 // change for OnStateChange. b.mu is held.
-func (b *Breaker) setState(to BreakerState, now time.Time) {
+func (b *Breaker) setState(to State, now time.Time) {
 	from := b.state
 	b.state = to
 	b.gen++
 	b.closedGen.Store(0)
 	switch to {
-	case BreakerOpen:
+	case Open:
 		b.trips++
 		b.openUntil = now.Add(b.openTimeout(b.trips))
-	case BreakerHalfOpen:
+	case HalfOpen:
 		b.probes, b.probeSuccesses = 0, 0
-	case BreakerClosed:
+	case Closed:
 		b.trips, b.probes, b.probeSuccesses = 0, 0, 0
 		b.resetWindow()
 		b.closedGen.Store(b.gen + 1)
 	}
 	if b.onChange != nil {
-		b.pending = append(b.pending, breakerTransition{from, to})
+		b.pending = append(b.pending, transition{from, to})
 	}
 }
 

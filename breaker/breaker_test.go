@@ -1,4 +1,4 @@
-package llmclient_test
+package breaker_test
 
 import (
 	"errors"
@@ -12,20 +12,20 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 )
 
-func newBreaker(t *testing.T, cfg llmclient.BreakerConfig) *llmclient.Breaker {
+func newBreaker(t *testing.T, cfg breaker.Config) *breaker.Breaker {
 	t.Helper()
-	b, err := llmclient.NewBreaker(cfg)
+	b, err := breaker.New(cfg)
 	if err != nil {
-		t.Fatalf("NewBreaker: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return b
 }
 
 // call makes one request through b with outcome o; it fails the test when Allow refuses.
-func call(t *testing.T, b *llmclient.Breaker, o llmclient.BreakerOutcome) {
+func call(t *testing.T, b *breaker.Breaker, o breaker.Outcome) {
 	t.Helper()
 	p, err := b.Allow()
 	if err != nil {
@@ -34,14 +34,14 @@ func call(t *testing.T, b *llmclient.Breaker, o llmclient.BreakerOutcome) {
 	p.Done(o)
 }
 
-func callN(t *testing.T, b *llmclient.Breaker, o llmclient.BreakerOutcome, n int) {
+func callN(t *testing.T, b *breaker.Breaker, o breaker.Outcome, n int) {
 	t.Helper()
 	for range n {
 		call(t, b, o)
 	}
 }
 
-func wantState(t *testing.T, b *llmclient.Breaker, want llmclient.BreakerState) {
+func wantState(t *testing.T, b *breaker.Breaker, want breaker.State) {
 	t.Helper()
 	if got := b.State(); got != want {
 		t.Fatalf("State() = %v, want %v", got, want)
@@ -49,10 +49,10 @@ func wantState(t *testing.T, b *llmclient.Breaker, want llmclient.BreakerState) 
 }
 
 // trip opens a closed breaker with consecutive failures.
-func trip(t *testing.T, b *llmclient.Breaker, consecutive int) {
+func trip(t *testing.T, b *breaker.Breaker, consecutive int) {
 	t.Helper()
-	callN(t, b, llmclient.BreakerFailure, consecutive)
-	wantState(t, b, llmclient.BreakerOpen)
+	callN(t, b, breaker.Failure, consecutive)
+	wantState(t, b, breaker.Open)
 }
 
 // recorder collects OnStateChange calls.
@@ -61,7 +61,7 @@ type recorder struct {
 	got []string
 }
 
-func (r *recorder) record(from, to llmclient.BreakerState) {
+func (r *recorder) record(from, to breaker.State) {
 	r.mu.Lock()
 	r.got = append(r.got, from.String()+">"+to.String())
 	r.mu.Unlock()
@@ -74,12 +74,12 @@ func (r *recorder) String() string {
 }
 
 func TestBreakerTripRules(t *testing.T) {
-	ratio := llmclient.BreakerConfig{MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 1000}
-	run := llmclient.BreakerConfig{MinRequests: 1000, ConsecutiveFailures: 5}
-	small := llmclient.BreakerConfig{MinRequests: 4, FailureRatio: 0.5, ConsecutiveFailures: 100}
+	ratio := breaker.Config{MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 1000}
+	run := breaker.Config{MinRequests: 1000, ConsecutiveFailures: 5}
+	small := breaker.Config{MinRequests: 4, FailureRatio: 0.5, ConsecutiveFailures: 100}
 	tests := []struct {
 		name string
-		cfg  llmclient.BreakerConfig
+		cfg  breaker.Config
 		// outcomes: S success, F failure, I ignore.
 		outcomes string
 		// tripAt is the 1-based outcome after which the breaker is open; 0: never.
@@ -97,24 +97,24 @@ func TestBreakerTripRules(t *testing.T) {
 		{"ignore is not volume", small, "IIIIIIIIIIFSF", 0},
 		{"ignore does not dilute the ratio", small, "FF" + strings.Repeat("I", 40) + "SF", 44},
 		{"only ignores", small, strings.Repeat("I", 1000), 0},
-		{"zero config: 10 consecutive", llmclient.BreakerConfig{}, strings.Repeat("F", 10), 10},
-		{"zero config: 9 consecutive", llmclient.BreakerConfig{}, strings.Repeat("F", 9) + "S" + strings.Repeat("F", 9), 0},
+		{"zero config: 10 consecutive", breaker.Config{}, strings.Repeat("F", 10), 10},
+		{"zero config: 9 consecutive", breaker.Config{}, strings.Repeat("F", 9) + "S" + strings.Repeat("F", 9), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBreaker(t, tt.cfg)
 				for i, c := range tt.outcomes {
-					o := map[rune]llmclient.BreakerOutcome{'S': llmclient.BreakerSuccess, 'F': llmclient.BreakerFailure, 'I': llmclient.BreakerIgnore}[c]
+					o := map[rune]breaker.Outcome{'S': breaker.Success, 'F': breaker.Failure, 'I': breaker.Ignore}[c]
 					call(t, b, o)
-					want := llmclient.BreakerClosed
+					want := breaker.Closed
 					if tt.tripAt != 0 && i+1 >= tt.tripAt {
-						want = llmclient.BreakerOpen
+						want = breaker.Open
 					}
 					if got := b.State(); got != want {
 						t.Fatalf("after outcome %d (%c): state %v, want %v", i+1, c, got, want)
 					}
-					if want == llmclient.BreakerOpen {
+					if want == breaker.Open {
 						return
 					}
 				}
@@ -124,7 +124,7 @@ func TestBreakerTripRules(t *testing.T) {
 }
 
 func TestBreakerWindowSlides(t *testing.T) {
-	cfg := llmclient.BreakerConfig{Window: 10 * time.Second, Buckets: 10, MinRequests: 10, FailureRatio: 0.5, ConsecutiveFailures: 1000}
+	cfg := breaker.Config{Window: 10 * time.Second, Buckets: 10, MinRequests: 10, FailureRatio: 0.5, ConsecutiveFailures: 1000}
 	tests := []struct {
 		name     string
 		wait     time.Duration // between 9 failures and the 10th
@@ -141,11 +141,11 @@ func TestBreakerWindowSlides(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBreaker(t, cfg)
-				callN(t, b, llmclient.BreakerFailure, 9)
+				callN(t, b, breaker.Failure, 9)
 				time.Sleep(tt.wait)
-				call(t, b, llmclient.BreakerFailure)
+				call(t, b, breaker.Failure)
 				s := b.Snapshot()
-				if got := s.State == llmclient.BreakerOpen; got != tt.wantOpen {
+				if got := s.State == breaker.Open; got != tt.wantOpen {
 					t.Fatalf("open = %v, want %v (snapshot %+v)", got, tt.wantOpen, s)
 				}
 				if !tt.wantOpen && s.Failures != tt.wantFail {
@@ -179,7 +179,7 @@ func TestBreakerDefaultsIgnoreNoise(t *testing.T) {
 		t.Run(fmt.Sprintf("fail=%v/perMin=%v", tt.failRate, tt.perMin), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var changes recorder
-				cfg := llmclient.DefaultBreakerConfig()
+				cfg := breaker.DefaultConfig()
 				cfg.OnStateChange = changes.record
 				b := newBreaker(t, cfg)
 				rng := rand.New(rand.NewPCG(42, uint64(tt.perMin)))
@@ -192,9 +192,9 @@ func TestBreakerDefaultsIgnoreNoise(t *testing.T) {
 						rejected++
 						continue
 					}
-					o := llmclient.BreakerSuccess
+					o := breaker.Success
 					if rng.Float64() < tt.failRate {
-						o = llmclient.BreakerFailure
+						o = breaker.Failure
 					}
 					p.Done(o)
 				}
@@ -209,20 +209,20 @@ func TestBreakerDefaultsIgnoreNoise(t *testing.T) {
 
 func TestBreakerOpenRejects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, llmclient.DefaultBreakerConfig())
-		trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
+		b := newBreaker(t, breaker.DefaultConfig())
+		trip(t, b, breaker.DefaultConsecutiveFailures)
 		for range 100 {
 			p, err := b.Allow()
-			if !errors.Is(err, llmclient.ErrCircuitOpen) {
-				t.Fatalf("Allow while open: err = %v, want ErrCircuitOpen", err)
+			if !errors.Is(err, breaker.ErrOpen) {
+				t.Fatalf("Allow while open: err = %v, want ErrOpen", err)
 			}
-			if p != (llmclient.BreakerPermit{}) {
+			if p != (breaker.Permit{}) {
 				t.Fatalf("Allow while open returned a permit %+v", p)
 			}
 		}
 		s := b.Snapshot()
-		if s.State != llmclient.BreakerOpen || s.OpenRemaining != llmclient.DefaultBreakerOpenTimeout || s.Trips != 1 {
-			t.Fatalf("Snapshot = %+v, want open for %v after 1 trip", s, llmclient.DefaultBreakerOpenTimeout)
+		if s.State != breaker.Open || s.OpenRemaining != breaker.DefaultOpenTimeout || s.Trips != 1 {
+			t.Fatalf("Snapshot = %+v, want open for %v after 1 trip", s, breaker.DefaultOpenTimeout)
 		}
 	})
 }
@@ -231,13 +231,13 @@ func TestBreakerHalfOpenAfterOpenTimeout(t *testing.T) {
 	for _, via := range []string{"State", "Allow"} {
 		t.Run(via, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newBreaker(t, llmclient.DefaultBreakerConfig())
-				trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
-				time.Sleep(llmclient.DefaultBreakerOpenTimeout - time.Nanosecond)
-				if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
-					t.Fatalf("Allow 1ns before the open time ends: err = %v, want ErrCircuitOpen", err)
+				b := newBreaker(t, breaker.DefaultConfig())
+				trip(t, b, breaker.DefaultConsecutiveFailures)
+				time.Sleep(breaker.DefaultOpenTimeout - time.Nanosecond)
+				if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
+					t.Fatalf("Allow 1ns before the open time ends: err = %v, want ErrOpen", err)
 				}
-				wantState(t, b, llmclient.BreakerOpen)
+				wantState(t, b, breaker.Open)
 				time.Sleep(time.Nanosecond)
 				if via == "Allow" {
 					p, err := b.Allow()
@@ -245,7 +245,7 @@ func TestBreakerHalfOpenAfterOpenTimeout(t *testing.T) {
 						t.Fatalf("Allow after the open time: probe=%v err=%v, want a probe", p.Probe(), err)
 					}
 				}
-				wantState(t, b, llmclient.BreakerHalfOpen)
+				wantState(t, b, breaker.HalfOpen)
 			})
 		})
 	}
@@ -255,7 +255,7 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 	for _, probes := range []int{1, 3, 7} {
 		t.Run(fmt.Sprint(probes), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := llmclient.DefaultBreakerConfig()
+				cfg := breaker.DefaultConfig()
 				cfg.HalfOpenProbes, cfg.SuccessesToClose = probes, 0
 				b := newBreaker(t, cfg)
 				trip(t, b, cfg.ConsecutiveFailures)
@@ -266,7 +266,7 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 					start    = make(chan struct{})
 					wg       sync.WaitGroup
 					mu       sync.Mutex
-					permits  []llmclient.BreakerPermit
+					permits  []breaker.Permit
 					rejected atomic.Int32
 				)
 				for range callers {
@@ -278,7 +278,7 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 							mu.Lock()
 							permits = append(permits, p)
 							mu.Unlock()
-						case errors.Is(err, llmclient.ErrCircuitOpen):
+						case errors.Is(err, breaker.ErrOpen):
 							rejected.Add(1)
 						default:
 							t.Errorf("Allow: unexpected error %v", err)
@@ -295,10 +295,10 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 					if !p.Probe() {
 						t.Fatalf("permit %d is not a probe", i)
 					}
-					wantState(t, b, llmclient.BreakerHalfOpen)
-					p.Done(llmclient.BreakerSuccess)
+					wantState(t, b, breaker.HalfOpen)
+					p.Done(breaker.Success)
 				}
-				wantState(t, b, llmclient.BreakerClosed)
+				wantState(t, b, breaker.Closed)
 			})
 		})
 	}
@@ -306,7 +306,7 @@ func TestBreakerHalfOpenAdmitsExactlyProbes(t *testing.T) {
 
 func TestBreakerClosesAfterProbeSuccesses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := llmclient.BreakerConfig{ConsecutiveFailures: 3, HalfOpenProbes: 2, SuccessesToClose: 5, OpenTimeout: time.Second}
+		cfg := breaker.Config{ConsecutiveFailures: 3, HalfOpenProbes: 2, SuccessesToClose: 5, OpenTimeout: time.Second}
 		b := newBreaker(t, cfg)
 		trip(t, b, 3)
 		time.Sleep(time.Second)
@@ -316,51 +316,51 @@ func TestBreakerClosesAfterProbeSuccesses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("probe %d: %v", i+1, err)
 			}
-			p.Done(llmclient.BreakerSuccess)
-			wantState(t, b, llmclient.BreakerHalfOpen)
+			p.Done(breaker.Success)
+			wantState(t, b, breaker.HalfOpen)
 		}
-		call(t, b, llmclient.BreakerSuccess)
-		wantState(t, b, llmclient.BreakerClosed)
+		call(t, b, breaker.Success)
+		wantState(t, b, breaker.Closed)
 		s := b.Snapshot()
 		if s.Successes != 0 || s.Failures != 0 || s.Trips != 0 {
 			t.Fatalf("after closing, Snapshot = %+v, want a fresh window", s)
 		}
 		// A fresh window: the old failures are forgotten, the run starts over.
-		callN(t, b, llmclient.BreakerFailure, 2)
-		wantState(t, b, llmclient.BreakerClosed)
-		call(t, b, llmclient.BreakerFailure)
+		callN(t, b, breaker.Failure, 2)
+		wantState(t, b, breaker.Closed)
+		call(t, b, breaker.Failure)
 		// And the open time is back to its base.
-		if s := b.Snapshot(); s.State != llmclient.BreakerOpen || s.OpenRemaining != time.Second {
+		if s := b.Snapshot(); s.State != breaker.Open || s.OpenRemaining != time.Second {
 			t.Fatalf("after re-tripping, Snapshot = %+v, want open for 1s", s)
 		}
 	})
 }
 
 // openFor asserts that b, just opened, stays open for exactly d of virtual time.
-func openFor(t *testing.T, b *llmclient.Breaker, d time.Duration) {
+func openFor(t *testing.T, b *breaker.Breaker, d time.Duration) {
 	t.Helper()
 	time.Sleep(d - time.Nanosecond)
-	wantState(t, b, llmclient.BreakerOpen)
+	wantState(t, b, breaker.Open)
 	time.Sleep(time.Nanosecond)
-	wantState(t, b, llmclient.BreakerHalfOpen)
+	wantState(t, b, breaker.HalfOpen)
 }
 
 func TestBreakerReopenBacksOff(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  llmclient.BreakerConfig
+		cfg  breaker.Config
 		want []time.Duration // open time after the trip and after each failed probe
 	}{
-		{"defaults", llmclient.DefaultBreakerConfig(), []time.Duration{
+		{"defaults", breaker.DefaultConfig(), []time.Duration{
 			15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute,
 		}},
-		{"cap between doublings", llmclient.BreakerConfig{OpenTimeout: 10 * time.Second, MaxOpenTimeout: 35 * time.Second}, []time.Duration{
+		{"cap between doublings", breaker.Config{OpenTimeout: 10 * time.Second, MaxOpenTimeout: 35 * time.Second}, []time.Duration{
 			10 * time.Second, 20 * time.Second, 35 * time.Second, 35 * time.Second,
 		}},
-		{"no growth when max equals base", llmclient.BreakerConfig{OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute}, []time.Duration{
+		{"no growth when max equals base", breaker.Config{OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute}, []time.Duration{
 			time.Minute, time.Minute, time.Minute,
 		}},
-		{"max defaults to a longer base", llmclient.BreakerConfig{OpenTimeout: 10 * time.Minute}, []time.Duration{
+		{"max defaults to a longer base", breaker.Config{OpenTimeout: 10 * time.Minute}, []time.Duration{
 			10 * time.Minute, 10 * time.Minute,
 		}},
 	}
@@ -369,19 +369,19 @@ func TestBreakerReopenBacksOff(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBreaker(t, tt.cfg)
 				for round := range 2 { // the second round checks the reset after closing
-					trip(t, b, llmclient.DefaultBreakerConsecutiveFailures)
+					trip(t, b, breaker.DefaultConsecutiveFailures)
 					for i, d := range tt.want {
 						openFor(t, b, d)
 						if i == len(tt.want)-1 {
 							break
 						}
-						call(t, b, llmclient.BreakerFailure) // a failed probe
+						call(t, b, breaker.Failure) // a failed probe
 						if s := b.Snapshot(); s.Trips != i+2 {
 							t.Fatalf("round %d: Trips = %d, want %d", round, s.Trips, i+2)
 						}
 					}
-					callN(t, b, llmclient.BreakerSuccess, llmclient.DefaultBreakerHalfOpenProbes)
-					wantState(t, b, llmclient.BreakerClosed)
+					callN(t, b, breaker.Success, breaker.DefaultHalfOpenProbes)
+					wantState(t, b, breaker.Closed)
 				}
 			})
 		})
@@ -390,7 +390,7 @@ func TestBreakerReopenBacksOff(t *testing.T) {
 
 func TestBreakerProbeIgnoreFreesSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 1, HalfOpenProbes: 2, OpenTimeout: time.Second})
+		b := newBreaker(t, breaker.Config{ConsecutiveFailures: 1, HalfOpenProbes: 2, OpenTimeout: time.Second})
 		trip(t, b, 1)
 		time.Sleep(time.Second)
 		p1, err1 := b.Allow()
@@ -398,29 +398,29 @@ func TestBreakerProbeIgnoreFreesSlot(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("probes: %v, %v", err1, err2)
 		}
-		if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
-			t.Fatalf("third probe: err = %v, want ErrCircuitOpen", err)
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("third probe: err = %v, want ErrOpen", err)
 		}
-		p1.Done(llmclient.BreakerIgnore)
-		if s := b.Snapshot(); s.State != llmclient.BreakerHalfOpen || s.ProbesInFlight != 1 {
+		p1.Done(breaker.Ignore)
+		if s := b.Snapshot(); s.State != breaker.HalfOpen || s.ProbesInFlight != 1 {
 			t.Fatalf("after an ignored probe: %+v, want half-open with 1 probe out", s)
 		}
 		p3, err := b.Allow()
 		if err != nil {
 			t.Fatalf("probe after an ignored one: %v", err)
 		}
-		p2.Done(llmclient.BreakerSuccess)
-		wantState(t, b, llmclient.BreakerHalfOpen) // the ignore was no success
-		p3.Done(llmclient.BreakerSuccess)
-		wantState(t, b, llmclient.BreakerClosed)
+		p2.Done(breaker.Success)
+		wantState(t, b, breaker.HalfOpen) // the ignore was no success
+		p3.Done(breaker.Success)
+		wantState(t, b, breaker.Closed)
 	})
 }
 
 func TestBreakerStaleGeneration(t *testing.T) {
 	t.Run("closed permits after a trip", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Second, HalfOpenProbes: 1})
-			var stale []llmclient.BreakerPermit
+			b := newBreaker(t, breaker.Config{ConsecutiveFailures: 3, OpenTimeout: time.Second, HalfOpenProbes: 1})
+			var stale []breaker.Permit
 			for range 10 {
 				p, err := b.Allow()
 				if err != nil {
@@ -430,9 +430,9 @@ func TestBreakerStaleGeneration(t *testing.T) {
 			}
 			trip(t, b, 3)
 			for _, p := range stale[:5] {
-				p.Done(llmclient.BreakerSuccess)
+				p.Done(breaker.Success)
 			}
-			if s := b.Snapshot(); s.State != llmclient.BreakerOpen || s.OpenRemaining != time.Second {
+			if s := b.Snapshot(); s.State != breaker.Open || s.OpenRemaining != time.Second {
 				t.Fatalf("stale successes changed the open breaker: %+v", s)
 			}
 			time.Sleep(time.Second)
@@ -441,53 +441,53 @@ func TestBreakerStaleGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range stale[5:] {
-				p.Done(llmclient.BreakerFailure)
+				p.Done(breaker.Failure)
 			}
-			wantState(t, b, llmclient.BreakerHalfOpen)
-			probe.Done(llmclient.BreakerSuccess)
-			wantState(t, b, llmclient.BreakerClosed)
+			wantState(t, b, breaker.HalfOpen)
+			probe.Done(breaker.Success)
+			wantState(t, b, breaker.Closed)
 		})
 	})
 	t.Run("probes of an earlier half-open round", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2})
+			b := newBreaker(t, breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2})
 			trip(t, b, 1)
 			time.Sleep(time.Second)
 			p1, _ := b.Allow()
 			p2, _ := b.Allow()
-			p1.Done(llmclient.BreakerFailure)
+			p1.Done(breaker.Failure)
 			openFor(t, b, 2*time.Second)
 			q1, err1 := b.Allow()
 			q2, err2 := b.Allow()
 			if err1 != nil || err2 != nil {
 				t.Fatalf("new round's probes: %v, %v", err1, err2)
 			}
-			p2.Done(llmclient.BreakerSuccess) // stale: neither a success nor a freed slot
-			if _, err := b.Allow(); !errors.Is(err, llmclient.ErrCircuitOpen) {
+			p2.Done(breaker.Success) // stale: neither a success nor a freed slot
+			if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
 				t.Fatalf("a stale Done freed a slot of the new round: err = %v", err)
 			}
-			q1.Done(llmclient.BreakerSuccess)
-			wantState(t, b, llmclient.BreakerHalfOpen)
-			q2.Done(llmclient.BreakerSuccess)
-			wantState(t, b, llmclient.BreakerClosed)
+			q1.Done(breaker.Success)
+			wantState(t, b, breaker.HalfOpen)
+			q2.Done(breaker.Success)
+			wantState(t, b, breaker.Closed)
 		})
 	})
 	t.Run("permits of an earlier closed period", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b := newBreaker(t, llmclient.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1})
-			var stale []llmclient.BreakerPermit
+			b := newBreaker(t, breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1})
+			var stale []breaker.Permit
 			for range 5 {
 				p, _ := b.Allow()
 				stale = append(stale, p)
 			}
 			trip(t, b, 2)
 			time.Sleep(time.Second)
-			call(t, b, llmclient.BreakerSuccess)
-			wantState(t, b, llmclient.BreakerClosed)
+			call(t, b, breaker.Success)
+			wantState(t, b, breaker.Closed)
 			for _, p := range stale {
-				p.Done(llmclient.BreakerFailure)
+				p.Done(breaker.Failure)
 			}
-			if s := b.Snapshot(); s.State != llmclient.BreakerClosed || s.Failures != 0 {
+			if s := b.Snapshot(); s.State != breaker.Closed || s.Failures != 0 {
 				t.Fatalf("stale failures counted: %+v", s)
 			}
 		})
@@ -500,16 +500,16 @@ func TestBreakerStaleGeneration(t *testing.T) {
 func TestBreakerCallbackReentrant(t *testing.T) {
 	var (
 		changes recorder
-		b       *llmclient.Breaker
+		b       *breaker.Breaker
 	)
-	cfg := llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, HalfOpenProbes: 1}
-	cfg.OnStateChange = func(from, to llmclient.BreakerState) {
+	cfg := breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, HalfOpenProbes: 1}
+	cfg.OnStateChange = func(from, to breaker.State) {
 		changes.record(from, to)
 		_ = b.State()
 		_ = b.Snapshot()
-		if to == llmclient.BreakerHalfOpen && changes.String() == "closed>open open>half-open" {
+		if to == breaker.HalfOpen && changes.String() == "closed>open open>half-open" {
 			if p, err := b.Allow(); err == nil {
-				p.Done(llmclient.BreakerFailure)
+				p.Done(breaker.Failure)
 			}
 		}
 	}
@@ -518,7 +518,7 @@ func TestBreakerCallbackReentrant(t *testing.T) {
 	go func() {
 		defer close(done)
 		p, _ := b.Allow()
-		p.Done(llmclient.BreakerFailure)
+		p.Done(breaker.Failure)
 		time.Sleep(2 * time.Millisecond) // past the open time
 		_ = b.State()
 	}()
@@ -537,25 +537,25 @@ func TestBreakerOnStateChangeSequence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			changes recorder
-			b       *llmclient.Breaker
-			seen    []llmclient.BreakerState
+			b       *breaker.Breaker
+			seen    []breaker.State
 		)
-		cfg := llmclient.BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1}
-		cfg.OnStateChange = func(from, to llmclient.BreakerState) {
+		cfg := breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Second, HalfOpenProbes: 1}
+		cfg.OnStateChange = func(from, to breaker.State) {
 			changes.record(from, to)
 			seen = append(seen, b.State()) // must not deadlock: no lock is held here
 		}
 		b = newBreaker(t, cfg)
 		trip(t, b, 2)
 		openFor(t, b, time.Second)
-		call(t, b, llmclient.BreakerFailure)
+		call(t, b, breaker.Failure)
 		openFor(t, b, 2*time.Second)
-		call(t, b, llmclient.BreakerSuccess)
+		call(t, b, breaker.Success)
 		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
 		if got := changes.String(); got != want {
 			t.Fatalf("changes:\n got %s\nwant %s", got, want)
 		}
-		wantSeen := []llmclient.BreakerState{llmclient.BreakerOpen, llmclient.BreakerHalfOpen, llmclient.BreakerOpen, llmclient.BreakerHalfOpen, llmclient.BreakerClosed}
+		wantSeen := []breaker.State{breaker.Open, breaker.HalfOpen, breaker.Open, breaker.HalfOpen, breaker.Closed}
 		if fmt.Sprint(seen) != fmt.Sprint(wantSeen) {
 			t.Fatalf("State() inside the callback: %v, want %v", seen, wantSeen)
 		}
@@ -569,15 +569,15 @@ func TestBreakerConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			mu     sync.Mutex
-			last   = llmclient.BreakerClosed
+			last   = breaker.Closed
 			broken int
 			count  int
 			calls  atomic.Int64
 		)
-		cfg := llmclient.BreakerConfig{
+		cfg := breaker.Config{
 			Window: time.Second, MinRequests: 10, ConsecutiveFailures: 4,
 			OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 200 * time.Millisecond, HalfOpenProbes: 3,
-			OnStateChange: func(from, to llmclient.BreakerState) {
+			OnStateChange: func(from, to breaker.State) {
 				// A varying pause lets a later change overtake this one, were delivery not
 				// serialized.
 				time.Sleep(time.Duration(calls.Add(1)*7%5) * time.Millisecond)
@@ -605,7 +605,7 @@ func TestBreakerConcurrent(t *testing.T) {
 						t.Errorf("%d probes in flight, limit %d", s.ProbesInFlight, cfg.HalfOpenProbes)
 					}
 					time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
-					o := llmclient.BreakerOutcome(rng.IntN(3)) // a third of each
+					o := breaker.Outcome(rng.IntN(3)) // a third of each
 					p.Done(o)
 				}
 			})
@@ -622,41 +622,41 @@ func TestBreakerConcurrent(t *testing.T) {
 func TestBreakerConfigValidation(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  llmclient.BreakerConfig
+		cfg  breaker.Config
 		want []string // substrings of the error; none: valid
 	}{
-		{"zero value", llmclient.BreakerConfig{}, nil},
-		{"defaults", llmclient.DefaultBreakerConfig(), nil},
-		{"ratio of one", llmclient.BreakerConfig{FailureRatio: 1}, nil},
-		{"long base open time, default max", llmclient.BreakerConfig{OpenTimeout: time.Hour}, nil},
-		{"many successes to close", llmclient.BreakerConfig{HalfOpenProbes: 1, SuccessesToClose: 10}, nil},
-		{"negative window", llmclient.BreakerConfig{Window: -time.Second}, []string{"Window -1s is negative"}},
-		{"negative buckets", llmclient.BreakerConfig{Buckets: -1}, []string{"Buckets -1 is outside [1, 1000]"}},
-		{"too many buckets", llmclient.BreakerConfig{Buckets: 1001}, []string{"Buckets 1001"}},
-		{"slices under 1ms", llmclient.BreakerConfig{Window: 50 * time.Millisecond, Buckets: 100}, []string{"slices under 1ms"}},
-		{"negative min requests", llmclient.BreakerConfig{MinRequests: -1}, []string{"MinRequests -1"}},
-		{"ratio above one", llmclient.BreakerConfig{FailureRatio: 1.5}, []string{"FailureRatio 1.5 is outside (0, 1]"}},
-		{"negative ratio", llmclient.BreakerConfig{FailureRatio: -0.1}, []string{"FailureRatio -0.1"}},
-		{"NaN ratio", llmclient.BreakerConfig{FailureRatio: math.NaN()}, []string{"FailureRatio NaN"}},
-		{"negative consecutive", llmclient.BreakerConfig{ConsecutiveFailures: -3}, []string{"ConsecutiveFailures -3"}},
-		{"negative open time", llmclient.BreakerConfig{OpenTimeout: -time.Second}, []string{"OpenTimeout -1s"}},
-		{"negative max open time", llmclient.BreakerConfig{MaxOpenTimeout: -time.Second}, []string{"MaxOpenTimeout -1s"}},
-		{"max below base", llmclient.BreakerConfig{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, []string{"MaxOpenTimeout 1s is below OpenTimeout 1m0s"}},
-		{"negative probes", llmclient.BreakerConfig{HalfOpenProbes: -1}, []string{"HalfOpenProbes -1"}},
-		{"negative successes", llmclient.BreakerConfig{SuccessesToClose: -1}, []string{"SuccessesToClose -1"}},
-		{"every problem at once", llmclient.BreakerConfig{Window: -1, FailureRatio: 2, HalfOpenProbes: -1}, []string{"Window", "FailureRatio", "HalfOpenProbes"}},
+		{"zero value", breaker.Config{}, nil},
+		{"defaults", breaker.DefaultConfig(), nil},
+		{"ratio of one", breaker.Config{FailureRatio: 1}, nil},
+		{"long base open time, default max", breaker.Config{OpenTimeout: time.Hour}, nil},
+		{"many successes to close", breaker.Config{HalfOpenProbes: 1, SuccessesToClose: 10}, nil},
+		{"negative window", breaker.Config{Window: -time.Second}, []string{"Window -1s is negative"}},
+		{"negative buckets", breaker.Config{Buckets: -1}, []string{"Buckets -1 is outside [1, 1000]"}},
+		{"too many buckets", breaker.Config{Buckets: 1001}, []string{"Buckets 1001"}},
+		{"slices under 1ms", breaker.Config{Window: 50 * time.Millisecond, Buckets: 100}, []string{"slices under 1ms"}},
+		{"negative min requests", breaker.Config{MinRequests: -1}, []string{"MinRequests -1"}},
+		{"ratio above one", breaker.Config{FailureRatio: 1.5}, []string{"FailureRatio 1.5 is outside (0, 1]"}},
+		{"negative ratio", breaker.Config{FailureRatio: -0.1}, []string{"FailureRatio -0.1"}},
+		{"NaN ratio", breaker.Config{FailureRatio: math.NaN()}, []string{"FailureRatio NaN"}},
+		{"negative consecutive", breaker.Config{ConsecutiveFailures: -3}, []string{"ConsecutiveFailures -3"}},
+		{"negative open time", breaker.Config{OpenTimeout: -time.Second}, []string{"OpenTimeout -1s"}},
+		{"negative max open time", breaker.Config{MaxOpenTimeout: -time.Second}, []string{"MaxOpenTimeout -1s"}},
+		{"max below base", breaker.Config{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, []string{"MaxOpenTimeout 1s is below OpenTimeout 1m0s"}},
+		{"negative probes", breaker.Config{HalfOpenProbes: -1}, []string{"HalfOpenProbes -1"}},
+		{"negative successes", breaker.Config{SuccessesToClose: -1}, []string{"SuccessesToClose -1"}},
+		{"every problem at once", breaker.Config{Window: -1, FailureRatio: 2, HalfOpenProbes: -1}, []string{"Window", "FailureRatio", "HalfOpenProbes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := llmclient.NewBreaker(tt.cfg)
+			b, err := breaker.New(tt.cfg)
 			if len(tt.want) == 0 {
 				if err != nil || b == nil {
-					t.Fatalf("NewBreaker: %v, want a breaker", err)
+					t.Fatalf("New: %v, want a breaker", err)
 				}
 				return
 			}
 			if err == nil || b != nil {
-				t.Fatalf("NewBreaker = %v, %v; want an error", b, err)
+				t.Fatalf("New = %v, %v; want an error", b, err)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "llmclient: breaker: ") {
@@ -672,38 +672,38 @@ func TestBreakerConfigValidation(t *testing.T) {
 }
 
 func TestDefaultBreakerConfig(t *testing.T) {
-	want := llmclient.BreakerConfig{
+	want := breaker.Config{
 		Window: time.Minute, Buckets: 10, MinRequests: 50, FailureRatio: 0.5, ConsecutiveFailures: 10,
 		OpenTimeout: 15 * time.Second, MaxOpenTimeout: 5 * time.Minute, HalfOpenProbes: 3, SuccessesToClose: 3,
 	}
-	if got := llmclient.DefaultBreakerConfig(); fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
-		t.Fatalf("DefaultBreakerConfig() = %+v, want %+v", got, want)
+	if got := breaker.DefaultConfig(); fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
 	}
 }
 
 func TestBreakerNilAndZeroPermit(t *testing.T) {
-	var b *llmclient.Breaker
+	var b *breaker.Breaker
 	p, err := b.Allow()
 	if err != nil {
 		t.Fatalf("nil breaker: Allow: %v", err)
 	}
-	p.Done(llmclient.BreakerFailure)
-	if b.State() != llmclient.BreakerClosed || b.Snapshot() != (llmclient.BreakerSnapshot{}) {
+	p.Done(breaker.Failure)
+	if b.State() != breaker.Closed || b.Snapshot() != (breaker.Snapshot{}) {
 		t.Fatal("nil breaker is not closed")
 	}
-	llmclient.BreakerPermit{}.Done(llmclient.BreakerSuccess) // must not panic
+	breaker.Permit{}.Done(breaker.Success) // must not panic
 }
 
 func TestBreakerStrings(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{llmclient.BreakerClosed.String(), "closed"},
-		{llmclient.BreakerOpen.String(), "open"},
-		{llmclient.BreakerHalfOpen.String(), "half-open"},
-		{llmclient.BreakerState(9).String(), "unknown"},
-		{llmclient.BreakerSuccess.String(), "success"},
-		{llmclient.BreakerFailure.String(), "failure"},
-		{llmclient.BreakerIgnore.String(), "ignore"},
-		{llmclient.BreakerOutcome(9).String(), "unknown"},
+		{breaker.Closed.String(), "closed"},
+		{breaker.Open.String(), "open"},
+		{breaker.HalfOpen.String(), "half-open"},
+		{breaker.State(9).String(), "unknown"},
+		{breaker.Success.String(), "success"},
+		{breaker.Failure.String(), "failure"},
+		{breaker.Ignore.String(), "ignore"},
+		{breaker.Outcome(9).String(), "unknown"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -714,18 +714,18 @@ func TestBreakerStrings(t *testing.T) {
 
 func BenchmarkBreaker(b *testing.B) {
 	b.Run("closed/serial", func(b *testing.B) {
-		br, _ := llmclient.NewBreaker(llmclient.DefaultBreakerConfig())
+		br, _ := breaker.New(breaker.DefaultConfig())
 		b.ReportAllocs()
 		for b.Loop() {
 			p, err := br.Allow()
 			if err != nil {
 				b.Fatal(err)
 			}
-			p.Done(llmclient.BreakerSuccess)
+			p.Done(breaker.Success)
 		}
 	})
 	b.Run("closed/parallel", func(b *testing.B) {
-		br, _ := llmclient.NewBreaker(llmclient.DefaultBreakerConfig())
+		br, _ := breaker.New(breaker.DefaultConfig())
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -734,14 +734,14 @@ func BenchmarkBreaker(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				p.Done(llmclient.BreakerSuccess)
+				p.Done(breaker.Success)
 			}
 		})
 	})
 	b.Run("open/parallel", func(b *testing.B) {
-		br, _ := llmclient.NewBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+		br, _ := breaker.New(breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
 		p, _ := br.Allow()
-		p.Done(llmclient.BreakerFailure)
+		p.Done(breaker.Failure)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -755,7 +755,7 @@ func BenchmarkBreaker(b *testing.B) {
 }
 
 func ExampleBreaker() {
-	b, err := llmclient.NewBreaker(llmclient.BreakerConfig{ConsecutiveFailures: 3})
+	b, err := breaker.New(breaker.Config{ConsecutiveFailures: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -765,9 +765,9 @@ func ExampleBreaker() {
 			break
 		}
 		// ... call the upstream, then report how it went:
-		p.Done(llmclient.BreakerFailure)
+		p.Done(breaker.Failure)
 	}
 	_, err = b.Allow()
-	fmt.Println(b.State(), errors.Is(err, llmclient.ErrCircuitOpen))
+	fmt.Println(b.State(), errors.Is(err, breaker.ErrOpen))
 	// Output: open true
 }

@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"github.com/llmclient/llmclient/limitstore"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,7 +17,7 @@ import (
 // which moves to its next key at once instead of calling the paused one or waiting.
 func TestSharedStorePauseMovesOtherReplicasToAnotherKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := llmclient.NewMemoryLimitStore()
+		store := limitstore.NewMemory()
 		script := func() *fake.Provider {
 			return fake.New(fake.Func(func(call *llmclient.Call) fake.Step {
 				if call.APIKey == "k1" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/llmclient/llmclient/limitstore"
 	"math"
 	"sync/atomic"
 	"time"
@@ -78,13 +79,13 @@ func (l Limits) validate() error {
 }
 
 // spec derives the store's view of l.
-func (l Limits) spec(c *limiterConfig) LimitSpec {
-	s := LimitSpec{MaxConcurrent: l.MaxConcurrent, BatchShare: c.batchShare}
+func (l Limits) spec(c *limiterConfig) limitstore.Spec {
+	s := limitstore.Spec{MaxConcurrent: l.MaxConcurrent, BatchShare: c.batchShare}
 	if l.RPM > 0 {
-		s.Requests = Rate{PerSecond: float64(l.RPM) / 60, Burst: c.burst(l.RequestBurst, l.RPM)}
+		s.Requests = limitstore.Rate{PerSecond: float64(l.RPM) / 60, Burst: c.burst(l.RequestBurst, l.RPM)}
 	}
 	if l.TPM > 0 {
-		s.Tokens = Rate{PerSecond: float64(l.TPM) / 60, Burst: c.burst(l.TokenBurst, l.TPM)}
+		s.Tokens = limitstore.Rate{PerSecond: float64(l.TPM) / 60, Burst: c.burst(l.TokenBurst, l.TPM)}
 	}
 	return s
 }
@@ -125,7 +126,7 @@ type limiterConfig struct {
 	maxWait        time.Duration
 	batchShare     float64
 	burstFraction  float64
-	store          LimitStore
+	store          limitstore.Store
 	partitions     partitionConfig
 }
 
@@ -194,11 +195,11 @@ func (c *limiterConfig) burst(explicit, quota int) float64 {
 }
 
 // open returns a new state for a scope with limits l.
-func (c *limiterConfig) open(name string, l Limits) LimitState {
+func (c *limiterConfig) open(name string, l Limits) limitstore.State {
 	if c.store != nil {
 		return c.store.Open(name, l.spec(c))
 	}
-	return newMemState(l.spec(c))
+	return limitstore.NewState(l.spec(c))
 }
 
 // WithLimiterMode sets what a request does when the limiter cannot admit it at once.
@@ -228,15 +229,15 @@ func WithBurstFraction(f float64) Option {
 }
 
 // WithLimitStore sets where the limiter keeps its state. Default: in memory, private to
-// the Client (NewMemoryLimitStore).
-func WithLimitStore(s LimitStore) Option {
+// the Client (limitstore.NewMemory).
+func WithLimitStore(s limitstore.Store) Option {
 	return optionFunc(func(c *config) { c.limiter.store = s })
 }
 
 // keyLimiter enforces one scope's Limits. A nil *keyLimiter limits nothing. It is safe
 // for concurrent use.
 type keyLimiter struct {
-	state    LimitState
+	state    limitstore.State
 	mode     LimiterMode
 	maxWait  time.Duration // 0: no bound but the deadline
 	metering Metering
@@ -277,7 +278,7 @@ func newNamedKeyLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 type limitLease struct {
 	l     *keyLimiter
 	cost  int
-	slot  SlotLease
+	slot  limitstore.SlotLease
 	held  bool // a concurrency slot is held
 	batch bool // the batch lane was charged too
 }
@@ -309,7 +310,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		if err != nil {
 			return limitLease{}, 0, err
 		}
-		lease, w, err := l.state.AcquireSlot(ctx, prio, lim)
+		lease, w, err := l.state.AcquireSlot(ctx, prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
 			return limitLease{}, waited, l.asError(err, 0)
@@ -317,7 +318,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		ls.slot, ls.held = lease, true
 	}
 	if prio == PriorityBatch && l.gate {
-		w, err := l.reserve(ctx, LaneBatch, ls.cost, waited, false, within)
+		w, err := l.reserve(ctx, limitstore.LaneBatch, ls.cost, waited, false, within)
 		if err != nil {
 			ls.undo(false)
 			return limitLease{}, waited, err
@@ -325,7 +326,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		ls.batch = true
 		waited += w
 	}
-	w, err := l.reserve(ctx, LaneMain, ls.cost, waited, switchable, within)
+	w, err := l.reserve(ctx, limitstore.LaneMain, ls.cost, waited, switchable, within)
 	if err != nil {
 		ls.undo(false)
 		return limitLease{}, waited, err
@@ -358,12 +359,12 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 
 // reserve takes the cost from a lane's buckets and sleeps until the reservation's time.
 // On failure nothing stays charged on that lane.
-func (l *keyLimiter) reserve(ctx context.Context, lane Lane, cost int, waited time.Duration, switchable bool, within time.Duration) (time.Duration, error) {
+func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, cost int, waited time.Duration, switchable bool, within time.Duration) (time.Duration, error) {
 	lim, err := l.limit(ctx, waited, within)
 	if err != nil {
 		return 0, err
 	}
-	w, ok, err := l.state.Reserve(ctx, Reservation{Lane: lane, Requests: 1, Tokens: cost, MaxWait: lim})
+	w, ok, err := l.state.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: 1, Tokens: cost, MaxWait: lim})
 	if err != nil {
 		return 0, l.asError(err, 0)
 	}
@@ -450,9 +451,9 @@ func (l *keyLimiter) asError(err error, wait time.Duration) error {
 		return err
 	}
 	e := l.rateLimited(wait)
-	if !errors.Is(err, ErrRateLimited) {
+	e.Err = fmt.Errorf("%w: %w", ErrRateLimited, err) // keep the store's own error in the chain
+	if !errors.Is(err, limitstore.ErrRefused) {
 		e.Message = "the limiter's store failed"
-		e.Err = fmt.Errorf("%w: %w", ErrRateLimited, err)
 	}
 	return e
 }
@@ -462,10 +463,10 @@ func (l *keyLimiter) asError(err error, wait time.Duration) error {
 func (ls *limitLease) undo(main bool) {
 	l, bg := ls.l, context.Background()
 	if ls.batch {
-		_ = l.state.Adjust(bg, LaneBatch, -1, -ls.cost)
+		_ = l.state.Adjust(bg, limitstore.LaneBatch, -1, -ls.cost)
 	}
 	if main {
-		_ = l.state.Adjust(bg, LaneMain, -1, -ls.cost)
+		_ = l.state.Adjust(bg, limitstore.LaneMain, -1, -ls.cost)
 	}
 	if ls.held {
 		l.state.ReleaseSlot(ls.slot)
@@ -494,9 +495,9 @@ func (ls limitLease) release(actualTokens int, used bool) {
 		}
 	}
 	if delta != 0 || requests != 0 {
-		_ = l.state.Adjust(bg, LaneMain, requests, delta)
+		_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
 		if ls.batch {
-			_ = l.state.Adjust(bg, LaneBatch, requests, delta)
+			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}
 	}
 	// Count the request out before its slot goes to a waiter, so InFlight never overstates.
@@ -530,7 +531,7 @@ func (l *keyLimiter) observe(rl *RateLimits) {
 	_ = l.state.Sync(context.Background(), requests, tokens)
 	if sc, ok := l.state.(rateScaler); ok {
 		if f, changed := l.adapt.next(time.Now(), requests, tokens, l.reqBurst, l.tokBurst); changed {
-			sc.scaleRates(f)
+			sc.ScaleRates(f)
 		}
 	}
 }

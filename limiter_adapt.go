@@ -26,7 +26,7 @@ const (
 // in-memory ones. A shared store's state is the same for every process, which needs no
 // adaptation.
 type rateScaler interface {
-	scaleRates(factor float64)
+	ScaleRates(factor float64)
 }
 
 // adaptation is a key limiter's rate factor.
@@ -58,26 +58,4 @@ func (a *adaptation) next(now time.Time, requests, tokens int64, reqBurst, tokBu
 		a.factor = min(1, a.factor+adaptIncrease)
 	}
 	return a.factor, true
-}
-
-// scaleRates sets the buckets' rates to factor times their configured rates, keeping
-// their current levels.
-func (s *memState) scaleRates(factor float64) {
-	now := s.now()
-	s.mu.Lock()
-	for _, b := range []*gcra{&s.main[0], &s.main[1], &s.gate[0], &s.gate[1]} {
-		b.scale(now, factor)
-	}
-	s.mu.Unlock()
-}
-
-// scale sets the bucket's rate to factor times its base rate, keeping its level at now.
-func (b *gcra) scale(now, factor float64) {
-	if b.interval == 0 {
-		return
-	}
-	deficit := max(b.tat-now, 0) / b.interval // tokens below full
-	b.interval = b.base / factor
-	b.tau = b.burst * b.interval
-	b.tat = now + deficit*b.interval
 }

@@ -216,6 +216,6 @@ func (part *partition) fresh() bool {
 	if part.lim == nil {
 		return true
 	}
-	ms, ok := part.lim.state.(*memState)
-	return ok && ms.idle()
+	ms, ok := part.lim.state.(interface{ Idle() bool })
+	return ok && ms.Idle()
 }

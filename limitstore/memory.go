@@ -1,4 +1,4 @@
-package llmclient
+package limitstore
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// NewMemoryLimitStore returns a LimitStore that keeps its state in this process: what a
+// NewMemory returns a Store that keeps its state in this process: what a
 // Client uses when WithLimitStore is not given. Scopes opened with the same name share
 // their state; idle scopes (full buckets, no slot held, no pause) are dropped once the
 // store has grown, so a stream of distinct partition names does not grow it without bound.
 // It is safe for concurrent use.
-func NewMemoryLimitStore() LimitStore {
+func NewMemory() Store {
 	return &memoryStore{scopes: make(map[string]*memState)}
 }
 
@@ -27,7 +27,12 @@ type memoryStore struct {
 // memorySweepMin is the smallest store size at which idle scopes are dropped.
 const memorySweepMin = 1024
 
-func (s *memoryStore) Open(name string, spec LimitSpec) LimitState {
+// NewState returns a new in-memory State for spec, private to its caller. Besides the
+// State methods it has Idle() bool (whether it equals a fresh state) and
+// ScaleRates(factor float64) (set its rates to factor times spec's, keeping its levels).
+func NewState(spec Spec) State { return newMemState(spec) }
+
+func (s *memoryStore) Open(name string, spec Spec) State {
 	if name == "" {
 		return newMemState(spec)
 	}
@@ -38,7 +43,7 @@ func (s *memoryStore) Open(name string, spec LimitSpec) LimitState {
 	}
 	if len(s.scopes) >= max(s.sweepAt, memorySweepMin) {
 		for n, st := range s.scopes {
-			if st.idle() {
+			if st.Idle() {
 				delete(s.scopes, n)
 			}
 		}
@@ -101,7 +106,7 @@ func (b *gcra) lower(now, remaining float64) {
 	}
 }
 
-// memState is the in-memory LimitState. One mutex guards it all: every operation is a few
+// memState is the in-memory State. One mutex guards it all: every operation is a few
 // arithmetic steps.
 type memState struct {
 	mu          sync.Mutex
@@ -122,7 +127,7 @@ type slotWaiter struct {
 	id      uint64
 }
 
-func newMemState(spec LimitSpec) *memState {
+func newMemState(spec Spec) *memState {
 	share := spec.BatchShare
 	if share <= 0 || share > 1 {
 		share = 1
@@ -221,10 +226,9 @@ func (s *memState) PauseLeft(context.Context) (time.Duration, error) {
 }
 
 // errNoSlot is returned when no concurrency slot came free in time.
-var errNoSlot = fmt.Errorf("%w: no concurrency slot free", ErrRateLimited)
+var errNoSlot = fmt.Errorf("%w: no concurrency slot free", ErrRefused)
 
-func (s *memState) AcquireSlot(ctx context.Context, prio Priority, maxWait time.Duration) (SlotLease, time.Duration, error) {
-	batch := prio == PriorityBatch
+func (s *memState) AcquireSlot(ctx context.Context, batch bool, maxWait time.Duration) (SlotLease, time.Duration, error) {
 	s.mu.Lock()
 	if s.maxSlots <= 0 {
 		s.mu.Unlock()
@@ -322,11 +326,34 @@ func (s *memState) free(batch bool) {
 	s.waiters = kept
 }
 
-// idle reports whether the state equals a fresh one: it can be dropped and re-created.
-func (s *memState) idle() bool {
+// Idle reports whether the state equals a fresh one: it can be dropped and re-created
+// without changing what it admits.
+func (s *memState) Idle() bool {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.inUse == 0 && len(s.waiters) == 0 && s.pausedUntil <= now &&
 		s.main[0].tat <= now && s.main[1].tat <= now && s.gate[0].tat <= now && s.gate[1].tat <= now
+}
+
+// ScaleRates sets the buckets' rates to factor times their configured rates, keeping
+// their current levels.
+func (s *memState) ScaleRates(factor float64) {
+	now := s.now()
+	s.mu.Lock()
+	for _, b := range []*gcra{&s.main[0], &s.main[1], &s.gate[0], &s.gate[1]} {
+		b.scale(now, factor)
+	}
+	s.mu.Unlock()
+}
+
+// scale sets the bucket's rate to factor times its base rate, keeping its level at now.
+func (b *gcra) scale(now, factor float64) {
+	if b.interval == 0 {
+		return
+	}
+	deficit := max(b.tat-now, 0) / b.interval // tokens below full
+	b.interval = b.base / factor
+	b.tau = b.burst * b.interval
+	b.tat = now + deficit*b.interval
 }

@@ -1,4 +1,4 @@
-package llmclient
+package limitstore
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 func TestMemoryStoreSharesNamedScopes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryLimitStore()
-		spec := LimitSpec{Requests: Rate{PerSecond: 1, Burst: 1}, BatchShare: 1}
+		s := NewMemory()
+		spec := Spec{Requests: Rate{PerSecond: 1, Burst: 1}, BatchShare: 1}
 		a, b := s.Open("key-1", spec), s.Open("key-1", spec)
 		if w, ok, _ := a.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: -1}); !ok || w != 0 {
 			t.Fatalf("first reservation: %v %v", w, ok)
@@ -28,10 +28,10 @@ func TestMemoryStoreSharesNamedScopes(t *testing.T) {
 
 func TestMemoryStoreDropsIdleScopes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryLimitStore().(*memoryStore)
-		spec := LimitSpec{Requests: Rate{PerSecond: 1, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
+		s := NewMemory().(*memoryStore)
+		spec := Spec{Requests: Rate{PerSecond: 1, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
 		busy := s.Open("busy", spec)
-		lease, _, err := busy.AcquireSlot(t.Context(), PriorityInteractive, -1)
+		lease, _, err := busy.AcquireSlot(t.Context(), false, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestMemStateBucketArithmetic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		// 10 tokens per second, bucket 10.
-		st := newMemState(LimitSpec{Tokens: Rate{PerSecond: 10, Burst: 10}, BatchShare: 1})
+		st := newMemState(Spec{Tokens: Rate{PerSecond: 10, Burst: 10}, BatchShare: 1})
 		reserve := func(n int) time.Duration {
 			w, ok, err := st.Reserve(ctx, Reservation{Tokens: n, MaxWait: -1})
 			if !ok || err != nil {
@@ -103,15 +103,15 @@ func TestMemStateBucketArithmetic(t *testing.T) {
 func TestMemStateSlotsFIFOAndBatchCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		st := newMemState(LimitSpec{MaxConcurrent: 2, BatchShare: 0.5}) // batch: 1 slot
-		b1, _, err := st.AcquireSlot(ctx, PriorityBatch, -1)
+		st := newMemState(Spec{MaxConcurrent: 2, BatchShare: 0.5}) // batch: 1 slot
+		b1, _, err := st.AcquireSlot(ctx, true, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := st.AcquireSlot(ctx, PriorityBatch, 0); !errors.Is(err, ErrRateLimited) {
+		if _, _, err := st.AcquireSlot(ctx, true, 0); !errors.Is(err, ErrRefused) {
 			t.Fatalf("second batch slot: %v, want refused", err)
 		}
-		i1, _, err := st.AcquireSlot(ctx, PriorityInteractive, 0)
+		i1, _, err := st.AcquireSlot(ctx, false, 0)
 		if err != nil {
 			t.Fatalf("interactive slot beside batch: %v", err)
 		}
@@ -119,7 +119,7 @@ func TestMemStateSlotsFIFOAndBatchCap(t *testing.T) {
 		order := make(chan int, 2)
 		for i := range 2 {
 			go func() {
-				l, _, err := st.AcquireSlot(ctx, PriorityInteractive, -1)
+				l, _, err := st.AcquireSlot(ctx, false, -1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -138,10 +138,10 @@ func TestMemStateSlotsFIFOAndBatchCap(t *testing.T) {
 		<-order
 		// A waiter that gives up leaves the queue.
 		c, cancel := context.WithCancel(ctx)
-		held, _, _ := st.AcquireSlot(ctx, PriorityInteractive, -1)
-		held2, _, _ := st.AcquireSlot(ctx, PriorityInteractive, -1)
+		held, _, _ := st.AcquireSlot(ctx, false, -1)
+		held2, _, _ := st.AcquireSlot(ctx, false, -1)
 		go func() { time.Sleep(time.Second); cancel() }()
-		if _, waited, err := st.AcquireSlot(c, PriorityInteractive, -1); !errors.Is(err, context.Canceled) || waited != time.Second {
+		if _, waited, err := st.AcquireSlot(c, false, -1); !errors.Is(err, context.Canceled) || waited != time.Second {
 			t.Fatalf("canceled waiter: %v after %v", err, waited)
 		}
 		st.mu.Lock()

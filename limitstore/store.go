@@ -1,27 +1,33 @@
-package llmclient
+// Package limitstore is the contract between llmclient's limiter and the place it keeps
+// its state, and the in-memory implementation a Client uses by default. Implement Store to
+// share limits between processes (the redisstore module does, on Redis); users who only
+// configure a Client never need this package beyond passing a Store to
+// llmclient.WithLimitStore.
+package limitstore
 
 import (
+	"errors"
 	"context"
 	"time"
 )
 
-// LimitStore keeps the limiter's state: for each limited scope (an API key, or a caller
+// Store keeps the limiter's state: for each limited scope (an API key, or a caller
 // partition) a request bucket, a token bucket, a pause and concurrency slots. The default
-// is in memory, private to the Client (NewMemoryLimitStore). A store shared by several
+// is in memory, private to the Client (NewMemory). A store shared by several
 // processes, such as one on Redis, lets replicas that use the same API keys admit against
-// one quota; it must make every LimitState method atomic on its own side, on its own
-// clock, as described on LimitState.
-type LimitStore interface {
+// one quota; it must make every State method atomic on its own side, on its own
+// clock, as described on State.
+type Store interface {
 	// Open returns the state of the scope name with the given limits, creating it on
 	// first use. Scopes with the same name share their state; the empty name is a scope
 	// private to the caller. The Client opens each API key's scope in New and each
 	// partition's scope on its first request, so Open must not block: a networked store
 	// connects lazily. Names never contain an API key.
-	Open(name string, spec LimitSpec) LimitState
+	Open(name string, spec Spec) State
 }
 
-// LimitSpec is what a scope enforces, with every default already applied.
-type LimitSpec struct {
+// Spec is what a scope enforces, with every default already applied.
+type Spec struct {
 	// Requests is the request bucket; zero PerSecond means no request limit.
 	Requests Rate
 	// Tokens is the token bucket; zero PerSecond means no token limit.
@@ -32,6 +38,12 @@ type LimitSpec struct {
 	// PriorityBatch traffic may use, in (0, 1]; 1 means batch is not set apart.
 	BatchShare float64
 }
+
+// ErrRefused is wrapped by the errors of a State that refuses to admit: no concurrency
+// slot came in time, or a shared store cannot be reached and fails closed. The limiter
+// reports such an error as llmclient.ErrRateLimited, keeping the store's own error in the
+// chain.
+var ErrRefused = errors.New("limitstore: refused")
 
 // Rate is a token bucket: it holds at most Burst and refills at PerSecond.
 type Rate struct {
@@ -51,7 +63,7 @@ const (
 	LaneBatch
 )
 
-// Reservation asks a LimitState for one request's capacity.
+// Reservation asks a State for one request's capacity.
 type Reservation struct {
 	Lane Lane
 	// Requests is the number of requests to take, 0 or 1.
@@ -70,7 +82,7 @@ type SlotLease struct {
 	Batch bool
 }
 
-// LimitState is one scope's state. Every method is atomic with respect to the others, in
+// State is one scope's state. Every method is atomic with respect to the others, in
 // every process that shares the scope, and reads time from the store's own clock, so
 // processes with skewed clocks agree. Methods other than AcquireSlot do not block beyond
 // the store's own round trip. Implementations must be safe for concurrent use.
@@ -81,7 +93,7 @@ type SlotLease struct {
 // the bucket's burst) and the scope is not paused; each bucket is then charged at that
 // moment. Reservations are served in arrival order, none is polled, and a reservation
 // whose wait exceeds its MaxWait takes nothing.
-type LimitState interface {
+type State interface {
 	// Reserve admits r at the earliest possible time and returns the wait until then, or
 	// takes nothing and returns the wait it would have needed with ok false when that
 	// wait exceeds r.MaxWait.
@@ -102,8 +114,8 @@ type LimitState interface {
 	// AcquireSlot takes a concurrency slot, waiting in arrival order for at most maxWait
 	// (negative: no bound) or until ctx is done. Batch requests hold at most BatchShare of
 	// the slots (at least one). It returns the time it waited; when no slot came in time it
-	// returns an error that wraps ErrRateLimited, or ctx's error.
-	AcquireSlot(ctx context.Context, prio Priority, maxWait time.Duration) (SlotLease, time.Duration, error)
+	// returns an error that wraps ErrRefused, or ctx's error.
+	AcquireSlot(ctx context.Context, batch bool, maxWait time.Duration) (SlotLease, time.Duration, error)
 	// ReleaseSlot gives back a slot that AcquireSlot returned.
 	ReleaseSlot(lease SlotLease)
 }

@@ -66,15 +66,6 @@ func (c Class) String() string {
 	return "class(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Classes returns every failure class, ClassNone excluded, in declaration order.
-func Classes() []Class {
-	out := make([]Class, 0, numClasses-1)
-	for c := ClassUnknown; c < numClasses; c++ {
-		out = append(out, c)
-	}
-	return out
-}
-
 // ClassOf reports the class of any error: the Class of an *Error in its chain, else a class
 // inferred from context errors, timeouts and network errors. ClassOf(nil) is ClassNone.
 func ClassOf(err error) Class {

@@ -7,8 +7,8 @@ package llmclient
 // After a failed attempt the loop takes the first step that applies, in this order:
 //
 //  1. GrowOutput: the same upstream again at once, with twice the output budget (once per call).
-//  2. Reroute: the rest of the route is replaced by the fallback upstreams it names (once
-//     per kind and call).
+//  2. ContextFallback, ContentFallback: the rest of the route is replaced by the upstreams
+//     of WithContextFallback or WithContentFallback (each once per call).
 //  3. NextKey: the same upstream again at once, on another of its keys, when one is usable.
 //  4. Retry: the same upstream again after its Retry-After, or a jittered backoff, when
 //     the upstream's attempts, the retry budget and the context's deadline allow it.
@@ -34,10 +34,12 @@ type Decision struct {
 	// up: no retry applies, its attempts are used up, the retry budget is spent, or a wait
 	// would not fit. Without it the call ends there.
 	Failover bool
-	// Reroute continues the call on the upstreams of WithContextFallback or
-	// WithContentFallback in place of the rest of its route, once per call for each.
-	// RerouteNone (the zero value) does not.
-	Reroute Reroute
+	// ContextFallback continues the call on the upstreams of WithContextFallback (larger
+	// context windows) in place of the rest of its route, once per call.
+	ContextFallback bool
+	// ContentFallback continues the call on the upstreams of WithContentFallback in place
+	// of the rest of its route, once per call.
+	ContentFallback bool
 	// GrowOutput retries once, at once, on the same upstream, with twice the request's
 	// MaxTokens (4096 when it is unset): a reasoning model that spent its whole output
 	// budget thinking.
@@ -54,16 +56,23 @@ type Decision struct {
 	Alert bool
 }
 
-// Reroute names a list of fallback upstreams a Decision may continue a call on.
-type Reroute uint8
-
-// The reroute lists.
+// The fallback lists a Decision may continue a call on.
 const (
-	RerouteNone    Reroute = iota // no reroute
-	RerouteContext                // the upstreams of WithContextFallback
-	RerouteContent                // the upstreams of WithContentFallback
+	rerouteContext = iota
+	rerouteContent
 	numReroutes
 )
+
+// reroute returns the first fallback list d names that is not used yet, or -1.
+func (d *Decision) reroute(used *[numReroutes]bool) int {
+	switch {
+	case d.ContextFallback && !used[rerouteContext]:
+		return rerouteContext
+	case d.ContentFallback && !used[rerouteContent]:
+		return rerouteContent
+	}
+	return -1
+}
 
 // DefaultDecision returns the built-in decision for class c, the table in the README:
 //
@@ -75,8 +84,8 @@ const (
 //	timeout            yes    no        yes       yes
 //	network            yes    no        yes       yes
 //	bad_request        no     no        no        no
-//	context_length     no     no        no        no                 reroute to WithContextFallback
-//	content_filtered   no     no        no        no                 reroute to WithContentFallback
+//	context_length     no     no        no        no                 WithContextFallback
+//	content_filtered   no     no        no        no                 WithContentFallback
 //	auth               no     yes       no        no       evict     alert
 //	permission         no     no        no        no
 //	not_found          no     no        no        no
@@ -94,9 +103,9 @@ func DefaultDecision(c Class) Decision {
 	case ClassOverloaded, ClassServerError, ClassTimeout, ClassNetwork:
 		return Decision{Retry: true, Failover: true, Breaker: true}
 	case ClassContextLength:
-		return Decision{Reroute: RerouteContext}
+		return Decision{ContextFallback: true}
 	case ClassContentFiltered:
-		return Decision{Reroute: RerouteContent}
+		return Decision{ContentFallback: true}
 	case ClassAuth:
 		return Decision{NextKey: true, Evict: true, Alert: true}
 	case ClassEmptyOutput:

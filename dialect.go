@@ -42,25 +42,10 @@ type Dialect interface {
 	NewStream(shape Shape, resp *http.Response) ProviderStream
 }
 
-// Shape names an API operation a Dialect recognizes. The transport treats shapes
-// alike; a Dialect may define its own.
+// Shape names an API operation a Dialect recognizes, such as openai.ShapeChatCompletions
+// or anthropic.ShapeMessages: each dialect defines its own. The transport only compares
+// shapes, to fail a call over to upstreams that speak the same one.
 type Shape string
-
-// The shapes of the built-in dialects.
-const (
-	// ShapeChatCompletions is OpenAI's POST /chat/completions (and Azure's deployment path).
-	ShapeChatCompletions Shape = "openai.chat_completions"
-	// ShapeResponses is OpenAI's POST /responses.
-	ShapeResponses Shape = "openai.responses"
-	// ShapeEmbeddings is OpenAI's POST /embeddings.
-	ShapeEmbeddings Shape = "openai.embeddings"
-	// ShapeMessages is Anthropic's POST /v1/messages.
-	ShapeMessages Shape = "anthropic.messages"
-	// ShapeGenerateContent is Gemini's POST …/models/{model}:generateContent.
-	ShapeGenerateContent Shape = "gemini.generate_content"
-	// ShapeStreamGenerateContent is Gemini's POST …/models/{model}:streamGenerateContent.
-	ShapeStreamGenerateContent Shape = "gemini.stream_generate_content"
-)
 
 // APICall is what a Dialect reads from a raw API request.
 type APICall struct {

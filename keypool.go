@@ -17,7 +17,7 @@ type keyConfig struct {
 }
 
 func defaultKeyConfig() keyConfig {
-	return keyConfig{cooldown: DefaultKeyCooldown, evictFor: DefaultKeyEviction}
+	return keyConfig{cooldown: defaultKeyCooldown, evictFor: defaultKeyEviction}
 }
 
 func (c *keyConfig) validate() error {
@@ -29,21 +29,24 @@ func (c *keyConfig) validate() error {
 
 // Key-pool defaults.
 const (
-	// DefaultKeyCooldown pauses a key after a 429 that names no Retry-After, when the call
+	// defaultKeyCooldown pauses a key after a 429 that names no Retry-After, when the call
 	// does not retry that upstream itself (a retry pauses the key for its own backoff).
-	DefaultKeyCooldown = time.Second
-	// DefaultKeyEviction takes a key out of its pool after a 401 or an exhausted quota.
-	DefaultKeyEviction = time.Hour
+	defaultKeyCooldown = time.Second
+	// defaultKeyEviction takes a key out of its pool after a 401 or an exhausted quota.
+	defaultKeyEviction = time.Hour
 )
 
-// WithKeyCooldown sets how long a key pauses after a rate limit that carries no
-// Retry-After. Default DefaultKeyCooldown.
+// WithKeyCooldown sets how long a key pauses for every caller after a rate limit that
+// carries no Retry-After, when the call does not retry that upstream itself (a retry
+// pauses the key for its own backoff). It must be positive. Default 1s.
 func WithKeyCooldown(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.keys.cooldown = d })
 }
 
 // WithKeyEviction sets how long a key stays out of its pool after an auth failure or an
-// exhausted quota. Default DefaultKeyEviction.
+// exhausted quota. It also caps every cooldown, whatever Retry-After the upstream sends
+// (a key is never blocked longer than an eviction). It must be positive; huge values
+// saturate instead of overflowing. Default 1h.
 func WithKeyEviction(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.keys.evictFor = d })
 }

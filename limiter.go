@@ -109,12 +109,12 @@ const (
 
 // Limiter defaults.
 const (
-	// DefaultBurstFraction is the share of a per-minute quota a bucket holds: ten seconds'
+	// defaultBurstFraction is the share of a per-minute quota a bucket holds: ten seconds'
 	// worth, the longer of the windows Azure OpenAI checks rates over.
-	DefaultBurstFraction = 1.0 / 6
-	// DefaultBatchShare is the share of each bucket and of the concurrency slots that
+	defaultBurstFraction = 1.0 / 6
+	// defaultBatchShare is the share of each bucket and of the concurrency slots that
 	// PriorityBatch requests may use, keeping the rest for interactive traffic.
-	DefaultBatchShare = 0.8
+	defaultBatchShare = 0.8
 )
 
 // limiterConfig is the Client-wide limiter configuration.
@@ -133,8 +133,8 @@ type limiterConfig struct {
 func defaultLimiterConfig() limiterConfig {
 	return limiterConfig{
 		reservedOutput: defaultReservedOutput,
-		batchShare:     DefaultBatchShare,
-		burstFraction:  DefaultBurstFraction,
+		batchShare:     defaultBatchShare,
+		burstFraction:  defaultBurstFraction,
 	}
 }
 
@@ -217,13 +217,13 @@ func WithMaxWait(d time.Duration) Option {
 
 // WithBatchShare sets the share, in (0, 1], of each bucket's rate and size and of the
 // concurrency slots that PriorityBatch requests may use; the rest stays free for
-// interactive requests. Default DefaultBatchShare (0.8); 1 puts batch on equal terms.
+// interactive requests. Default 0.8; 1 puts batch on equal terms.
 func WithBatchShare(f float64) Option {
 	return optionFunc(func(c *config) { c.limiter.batchShare = f })
 }
 
 // WithBurstFraction sets the share, in (0, 1], of a per-minute quota that a bucket holds
-// when Limits.RequestBurst or Limits.TokenBurst is 0. Default DefaultBurstFraction (1/6).
+// when Limits.RequestBurst or Limits.TokenBurst is 0. Default 1/6.
 func WithBurstFraction(f float64) Option {
 	return optionFunc(func(c *config) { c.limiter.burstFraction = f })
 }

@@ -19,7 +19,7 @@ type Client struct {
 	groups     map[string][]*upstream
 	routes     sync.Map // model -> []*upstream, for models without a group
 	routeCount atomic.Int32
-	// reroutes are the upstream lists a Decision's Reroute names.
+	// reroutes are the fallback lists a Decision may continue a call on.
 	reroutes [numReroutes][]*upstream
 	observer func(Event)
 	needCost bool
@@ -89,8 +89,8 @@ func New(opts ...Option) (*Client, error) {
 		}
 		c.groups[g] = dedupe(chain)
 	}
-	c.reroutes[RerouteContext] = c.lookup(cfg.contextFallback)
-	c.reroutes[RerouteContent] = c.lookup(cfg.contentFallback)
+	c.reroutes[rerouteContext] = c.lookup(cfg.contextFallback)
+	c.reroutes[rerouteContent] = c.lookup(cfg.contentFallback)
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)

@@ -1,6 +1,9 @@
 package llmclient
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Role is the author of a Message.
 type Role string
@@ -112,19 +115,6 @@ type Tool struct {
 	Cache *CacheControl
 }
 
-// CacheTTL is how long a prompt-cache entry lives once written.
-type CacheTTL string
-
-// The cache lifetimes Anthropic offers.
-const (
-	// CacheTTLDefault leaves the vendor's default: 5 minutes for Anthropic.
-	CacheTTLDefault CacheTTL = ""
-	// CacheTTL5m is five minutes, refreshed on every hit.
-	CacheTTL5m CacheTTL = "5m"
-	// CacheTTL1h is one hour (written at a higher price).
-	CacheTTL1h CacheTTL = "1h"
-)
-
 // CacheControl marks a prompt-cache breakpoint: the vendor caches the prompt prefix that
 // ends with the marked content (tools, then the system prompt, then messages, in that
 // order), so a later request that starts with the same prefix reads it from the cache.
@@ -135,8 +125,10 @@ const (
 // without an error. Cache reads and writes are reported in Usage.CachedInputTokens and
 // Usage.CacheWriteTokens.
 type CacheControl struct {
-	// TTL is the entry's lifetime. The zero value is the vendor's default.
-	TTL CacheTTL
+	// TTL is the entry's lifetime: 0 for the vendor's default (5 minutes for Anthropic),
+	// else 5m (refreshed on every hit) or 1h (written at a higher price); Anthropic's
+	// adapter refuses other values.
+	TTL time.Duration
 }
 
 // ToolChoiceMode says whether and how the model must call tools.

@@ -304,9 +304,9 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 		r.req = enlargeOutput(r.req)
 		return r.again(d, 0)
 	}
-	if d.Reroute != RerouteNone && !r.rerouted[d.Reroute] {
-		if list := r.c.reroutes[d.Reroute]; len(list) > 0 {
-			r.rerouted[d.Reroute] = true
+	if k := d.reroute(&r.rerouted); k >= 0 {
+		if list := r.c.reroutes[k]; len(list) > 0 {
+			r.rerouted[k] = true
 			r.route = append(r.route[:r.pos+1:r.pos+1], list...)
 			return plan{step: stepNext}
 		}

@@ -6,8 +6,8 @@
 package limitstore
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"time"
 )
 

@@ -22,7 +22,7 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 	if method != http.MethodPost || path != "/v1/messages" {
 		return llmclient.APICall{}, false
 	}
-	call := llmclient.APICall{Shape: llmclient.ShapeMessages}
+	call := llmclient.APICall{Shape: ShapeMessages}
 	var w wireBody
 	if len(body) == 0 || json.Unmarshal(body, &w) != nil || w.Stream.Bad || w.MaxTokens.Bad {
 		// Read what can be read: routing needs the model even when a field is odd.

@@ -34,7 +34,7 @@ func TestDialectInspect(t *testing.T) {
 		"tools":[{"name":"look","description":"Look.","input_schema":{"type":"object"}}]}`
 	call, ok := p.Inspect("POST", "/v1/messages", []byte(body))
 	require.True(t, ok)
-	assert.Equal(t, llmclient.ShapeMessages, call.Shape)
+	assert.Equal(t, anthropic.ShapeMessages, call.Shape)
 	assert.True(t, call.Stream)
 	assert.Equal(t, "claude-sonnet-4-5", call.Request.Model)
 	assert.Equal(t, 512, call.Request.MaxTokens)
@@ -80,7 +80,7 @@ func TestDialectStreamAndErrors(t *testing.T) {
 	p := newDialect(t)
 	body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":3}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
-	s := p.NewStream(llmclient.ShapeMessages, &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))})
+	s := p.NewStream(anthropic.ShapeMessages, &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))})
 	defer s.Close()
 	c, err := s.Recv()
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func FuzzDialectInspect(f *testing.F) {
 	f.Add([]byte(`{"messages":7}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		call, ok := p.Inspect("POST", "/v1/messages", body)
-		if !ok || call.Shape != llmclient.ShapeMessages {
+		if !ok || call.Shape != anthropic.ShapeMessages {
 			t.Fatalf("POST /v1/messages not recognized: %+v", call)
 		}
 		_ = llmclient.EstimatePromptTokens(nil, &call.Request)

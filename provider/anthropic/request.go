@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -58,7 +59,17 @@ func cacheControl(c *llmclient.CacheControl) *wireCache {
 	if c == nil {
 		return nil
 	}
-	return &wireCache{Type: "ephemeral", TTL: string(c.TTL)}
+	w := &wireCache{Type: "ephemeral"}
+	switch c.TTL {
+	case 0:
+	case 5 * time.Minute:
+		w.TTL = "5m"
+	case time.Hour:
+		w.TTL = "1h"
+	default:
+		w.TTL = c.TTL.String() // refused by checkTTLs
+	}
+	return w
 }
 
 type wireSource struct {

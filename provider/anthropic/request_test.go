@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/providertest"
@@ -181,9 +182,9 @@ func TestRequestInvalid(t *testing.T) {
 		"array arguments":   {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `[1]`}}}}},
 		"unknown role":      {Messages: []llmclient.Message{{Role: "narrator", Content: []llmclient.Part{llmclient.TextPart("x")}}}},
 		"temperature NaN":   {Temperature: llmclient.Float(math.NaN())},
-		"unknown cache TTL": {Tools: []llmclient.Tool{{Name: "f", Cache: &llmclient.CacheControl{TTL: "2h"}}}},
+		"unknown cache TTL": {Tools: []llmclient.Tool{{Name: "f", Cache: &llmclient.CacheControl{TTL: 2 * time.Hour}}}},
 		"unknown message TTL": {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.TextPart("x")},
-			Cache: &llmclient.CacheControl{TTL: "1d"}}}},
+			Cache: &llmclient.CacheControl{TTL: 24 * time.Hour}}}},
 		"top_p infinite":      {TopP: llmclient.Float(math.Inf(1))},
 		"empty image":         {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{{Type: llmclient.PartImage}}}}},
 		"url-encoded data":    {Messages: []llmclient.Message{{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.ImageURLPart("data:image/png,abc")}}}},

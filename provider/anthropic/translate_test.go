@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/providertest"
@@ -19,7 +20,7 @@ func TestCrossVendorTranslation(t *testing.T) {
 	req := llmclient.Request{
 		Messages: []llmclient.Message{
 			{Role: llmclient.RoleSystem, Content: []llmclient.Part{
-				{Type: llmclient.PartText, Text: "You are a weather bot.", Cache: &llmclient.CacheControl{TTL: llmclient.CacheTTL1h}},
+				{Type: llmclient.PartText, Text: "You are a weather bot.", Cache: &llmclient.CacheControl{TTL: time.Hour}},
 				llmclient.ImageURLPart("https://example.com/logo.png"),
 			}},
 			llmclient.UserMessage("Weather in Paris?"),

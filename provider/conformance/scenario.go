@@ -220,7 +220,7 @@ func Scenarios() []Scenario {
 	// cached is a request with prompt-cache breakpoints on its tool and system prompt.
 	cached := func() llmclient.Request {
 		r := weather()
-		bp := &llmclient.CacheControl{TTL: llmclient.CacheTTL1h}
+		bp := &llmclient.CacheControl{TTL: time.Hour}
 		r.Tools[0].Cache = bp
 		r.Messages = append([]llmclient.Message{{Role: llmclient.RoleSystem,
 			Content: []llmclient.Part{{Type: llmclient.PartText, Text: "You are a weather bot.", Cache: bp}}}}, r.Messages...)

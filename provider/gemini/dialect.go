@@ -57,9 +57,9 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 	var call llmclient.APICall
 	switch op {
 	case "generateContent":
-		call.Shape = llmclient.ShapeGenerateContent
+		call.Shape = ShapeGenerateContent
 	case "streamGenerateContent":
-		call.Shape, call.Stream = llmclient.ShapeStreamGenerateContent, true
+		call.Shape, call.Stream = ShapeStreamGenerateContent, true
 	case "embedContent", "batchEmbedContents":
 		call.Shape, call.NoOutput = ShapeEmbedContent, true
 		if op == "batchEmbedContents" {

@@ -39,9 +39,9 @@ func TestDialectInspect(t *testing.T) {
 		stream bool
 		model  string
 	}{
-		{"/v1beta/models/gemini-2.5-flash:generateContent", true, llmclient.ShapeGenerateContent, false, "gemini-2.5-flash"},
-		{"/v1/models/gemini-2.5-pro:streamGenerateContent", true, llmclient.ShapeStreamGenerateContent, true, "gemini-2.5-pro"},
-		{"/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", true, llmclient.ShapeGenerateContent, false, "gemini-2.0-flash"},
+		{"/v1beta/models/gemini-2.5-flash:generateContent", true, gemini.ShapeGenerateContent, false, "gemini-2.5-flash"},
+		{"/v1/models/gemini-2.5-pro:streamGenerateContent", true, gemini.ShapeStreamGenerateContent, true, "gemini-2.5-pro"},
+		{"/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent", true, gemini.ShapeGenerateContent, false, "gemini-2.0-flash"},
 		{"/v1beta/models/gemini-2.5-flash:countTokens", false, "", false, ""},
 		{"/v1beta/models/gemini-2.5-flash", false, "", false, ""},
 		{"/v1beta/models", false, "", false, ""},

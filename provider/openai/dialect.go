@@ -33,13 +33,13 @@ func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall,
 	var call llmclient.APICall
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
-		call.Shape = llmclient.ShapeChatCompletions
+		call.Shape = ShapeChatCompletions
 		inspectChat(body, &call)
 	case strings.HasSuffix(path, "/responses"):
-		call.Shape = llmclient.ShapeResponses
+		call.Shape = ShapeResponses
 		inspectResponses(body, &call)
 	case strings.HasSuffix(path, "/embeddings"):
-		call.Shape = llmclient.ShapeEmbeddings
+		call.Shape = ShapeEmbeddings
 		call.NoOutput = true
 		inspectEmbeddings(body, &call)
 	default:
@@ -95,9 +95,9 @@ func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
 }
 
 // NewStream decodes a Chat Completions event stream, or a Responses API one for
-// llmclient.ShapeResponses. It owns resp.Body.
+// ShapeResponses. It owns resp.Body.
 func (p *Provider) NewStream(shape llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
-	if shape == llmclient.ShapeResponses {
+	if shape == ShapeResponses {
 		return newResponsesStream(resp, false, "")
 	}
 	return newChunkStream(resp)

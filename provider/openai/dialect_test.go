@@ -53,13 +53,13 @@ func TestDialectInspect(t *testing.T) {
 				{"role":"tool","tool_call_id":"call_1","content":"a cat"}],
 				"tools":[{"type":"function","function":{"name":"look","description":"Look.","parameters":{"type":"object"}}}],
 				"response_format":{"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"}}}}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeChatCompletions, Stream: true, Request: llmclient.Request{Model: "gpt-4o", MaxTokens: 50}},
+			want:     llmclient.APICall{Shape: openai.ShapeChatCompletions, Stream: true, Request: llmclient.Request{Model: "gpt-4o", MaxTokens: 50}},
 			messages: 4, tools: 1, images: 1, format: true,
 		},
 		{
 			name: "chat with max_tokens only", method: "POST", path: "/chat/completions", ok: true,
 			body: `{"model":"deepseek-chat","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
-			want: llmclient.APICall{Shape: llmclient.ShapeChatCompletions, Request: llmclient.Request{Model: "deepseek-chat", MaxTokens: 10}}, messages: 1,
+			want: llmclient.APICall{Shape: openai.ShapeChatCompletions, Request: llmclient.Request{Model: "deepseek-chat", MaxTokens: 10}}, messages: 1,
 		},
 		{
 			name: "responses", method: "POST", path: "/responses", ok: true,
@@ -70,50 +70,50 @@ func TestDialectInspect(t *testing.T) {
 				{"type":"reasoning","id":"rs_1","summary":[]}],
 				"tools":[{"type":"function","name":"f","description":"F.","parameters":{"type":"object"}},{"type":"web_search"}],
 				"text":{"format":{"type":"json_schema","name":"o","schema":{"type":"object"}}}}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeResponses, Stream: true, Request: llmclient.Request{Model: "o4-mini", MaxTokens: 99}},
+			want:     llmclient.APICall{Shape: openai.ShapeResponses, Stream: true, Request: llmclient.Request{Model: "o4-mini", MaxTokens: 99}},
 			messages: 4, tools: 1, images: 1, format: true,
 		},
 		{
 			name: "responses with a string input", method: "POST", path: "/responses", ok: true,
 			body:     `{"model":"gpt-4.1","input":"hello"}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeResponses, Request: llmclient.Request{Model: "gpt-4.1"}},
+			want:     llmclient.APICall{Shape: openai.ShapeResponses, Request: llmclient.Request{Model: "gpt-4.1"}},
 			messages: 1,
 		},
 		{
 			name: "embeddings of strings", method: "POST", path: "/embeddings", ok: true,
 			body:     `{"model":"text-embedding-3-small","input":["a","b","c"]}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeEmbeddings, NoOutput: true, Request: llmclient.Request{Model: "text-embedding-3-small"}},
+			want:     llmclient.APICall{Shape: openai.ShapeEmbeddings, NoOutput: true, Request: llmclient.Request{Model: "text-embedding-3-small"}},
 			messages: 3,
 		},
 		{
 			name: "embeddings of token ids", method: "POST", path: "/embeddings", ok: true,
 			body: `{"model":"text-embedding-3-small","input":[[1,2,3],[4,5]]}`,
-			want: llmclient.APICall{Shape: llmclient.ShapeEmbeddings, NoOutput: true, TokenIDs: 5, Request: llmclient.Request{Model: "text-embedding-3-small"}},
+			want: llmclient.APICall{Shape: openai.ShapeEmbeddings, NoOutput: true, TokenIDs: 5, Request: llmclient.Request{Model: "text-embedding-3-small"}},
 		},
 		{
 			name: "embeddings of one token list", method: "POST", path: "/embeddings", ok: true,
 			body: `{"model":"m","input":[1,2,3,4]}`,
-			want: llmclient.APICall{Shape: llmclient.ShapeEmbeddings, NoOutput: true, TokenIDs: 4, Request: llmclient.Request{Model: "m"}},
+			want: llmclient.APICall{Shape: openai.ShapeEmbeddings, NoOutput: true, TokenIDs: 4, Request: llmclient.Request{Model: "m"}},
 		},
 		{
 			name: "azure deployment path", method: "POST", path: "/openai/deployments/gpt4o-prod/chat/completions", ok: true,
 			body:     `{"messages":[{"role":"user","content":"hi"}]}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeChatCompletions, Request: llmclient.Request{Model: "gpt4o-prod"}},
+			want:     llmclient.APICall{Shape: openai.ShapeChatCompletions, Request: llmclient.Request{Model: "gpt4o-prod"}},
 			messages: 1,
 		},
 		{
 			name: "odd field keeps the rest", method: "POST", path: "/chat/completions", ok: true,
 			body:     `{"model":"gpt-4o","max_tokens":"many","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
-			want:     llmclient.APICall{Shape: llmclient.ShapeChatCompletions, Stream: true, Request: llmclient.Request{Model: "gpt-4o"}},
+			want:     llmclient.APICall{Shape: openai.ShapeChatCompletions, Stream: true, Request: llmclient.Request{Model: "gpt-4o"}},
 			messages: 1,
 		},
 		{
 			name: "unbuffered body", method: "POST", path: "/chat/completions", ok: true,
-			want: llmclient.APICall{Shape: llmclient.ShapeChatCompletions},
+			want: llmclient.APICall{Shape: openai.ShapeChatCompletions},
 		},
 		{
 			name: "not JSON", method: "POST", path: "/chat/completions", ok: true, body: "<xml/>",
-			want: llmclient.APICall{Shape: llmclient.ShapeChatCompletions},
+			want: llmclient.APICall{Shape: openai.ShapeChatCompletions},
 		},
 		{name: "list stored completions", method: "GET", path: "/chat/completions"},
 		{name: "retrieve a response", method: "POST", path: "/responses/resp_1/cancel"},
@@ -194,7 +194,7 @@ func TestDialectAuthorize(t *testing.T) {
 func responsesStream(t *testing.T, body string) llmclient.ProviderStream {
 	t.Helper()
 	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}
-	return mustNew(t).NewStream(llmclient.ShapeResponses, resp)
+	return mustNew(t).NewStream(openai.ShapeResponses, resp)
 }
 
 func sseEvent(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
@@ -310,7 +310,7 @@ func FuzzDialectResponsesStream(f *testing.F) {
 	f.Add(": ping\n\ndata: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"function_call\"}}\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
-		s := mustNew(t).NewStream(llmclient.ShapeResponses, resp)
+		s := mustNew(t).NewStream(openai.ShapeResponses, resp)
 		defer s.Close()
 		for range 10000 {
 			if _, err := s.Recv(); err != nil {

@@ -30,7 +30,7 @@ func TestDefect10PanickingObserverLeaksNothing(t *testing.T) {
 	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p,
 		Limits: llmclient.Limits{MaxConcurrent: 1}}),
 		llmclient.WithPartitionLimits("tenant", llmclient.Limits{MaxConcurrent: 1}),
-		llmclient.WithObserver(func(e llmclient.Event) {
+		llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
 			if panicking && e.Kind == llmclient.EventAttempt {
 				panic("observer bug")
 			}

@@ -83,7 +83,7 @@ func TestDefect17NoKeyLeaks(t *testing.T) {
 		var events []string
 		c := newClient(t, openaiAt(t, "a", "http://a.test/v1", "", poolKey), openaiAt(t, "b", "http://b.test/v1", bKey),
 			llmclient.WithModelGroup("gpt-4o", "a", "b"), llmclient.WithMaxAttempts(1),
-			llmclient.WithObserver(func(e llmclient.Event) { events = append(events, fmt.Sprintf("%+v %v", e, e.Err)) }))
+			llmclient.WithObserver(func(_ context.Context, e llmclient.Event) { events = append(events, fmt.Sprintf("%+v %v", e, e.Err)) }))
 		rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}})
 		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions",
 			`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)

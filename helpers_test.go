@@ -34,7 +34,7 @@ type eventLog struct {
 	events []llmclient.Event
 }
 
-func (l *eventLog) observe(e llmclient.Event) {
+func (l *eventLog) observe(_ context.Context, e llmclient.Event) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
 	l.mu.Unlock()

@@ -56,7 +56,7 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				ls, _, err := p.acquire(context.Background(), req, 1500)
+				ls, _, err := p.acquire(context.Background(), p.cfg.partitionOf(context.Background(), req), req, 1500)
 				if err != nil {
 					b.Fatal(err)
 				}

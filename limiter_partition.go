@@ -125,20 +125,23 @@ func newPartitionLimiter(cfg *limiterConfig) *partitionLimiter {
 	return &partitionLimiter{cfg: cfg}
 }
 
-// acquire admits req, of the given cost, against its partition's limits, like
-// keyLimiter.acquire. A request in no partition, or in an exempt one, gets the zero lease.
-func (p *partitionLimiter) acquire(ctx context.Context, req *Request, cost int) (limitLease, time.Duration, error) {
-	if p == nil {
-		return limitLease{}, 0, nil
-	}
+// partitionOf names the caller partition of req: its Metadata under the configured key,
+// else the context's (WithPartition); "" for none.
+func (c *limiterConfig) partitionOf(ctx context.Context, req *Request) string {
 	name := ""
-	if k := p.cfg.partitions.key; k != "" {
+	if k := c.partitions.key; k != "" {
 		name = req.Metadata[k]
 	}
 	if name == "" {
 		name = PartitionFromContext(ctx)
 	}
-	if name == "" {
+	return name
+}
+
+// acquire admits req, of the given cost, against the limits of its partition, name, like
+// keyLimiter.acquire. A request in no partition, or in an exempt one, gets the zero lease.
+func (p *partitionLimiter) acquire(ctx context.Context, name string, req *Request, cost int) (limitLease, time.Duration, error) {
+	if p == nil || name == "" {
 		return limitLease{}, 0, nil
 	}
 	part := p.get(name)

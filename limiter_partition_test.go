@@ -31,19 +31,19 @@ func TestPartitionsAreIndependent(t *testing.T) {
 		p := newTestPartitions(t, WithPartitionLimits("tenant", Limits{RPM: 60})) // burst 10
 		start := time.Now()
 		for range 10 {
-			ls, _, err := p.acquire(t.Context(), tenantReq("a"), 1)
+			ls, _, err := p.acquire(t.Context(), p.cfg.partitionOf(t.Context(), tenantReq("a")), tenantReq("a"), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ls.release(0, true)
 		}
 		// Tenant a has used its burst; tenant b has not.
-		ls, _, err := p.acquire(t.Context(), tenantReq("b"), 1)
+		ls, _, err := p.acquire(t.Context(), p.cfg.partitionOf(t.Context(), tenantReq("b")), tenantReq("b"), 1)
 		if err != nil || time.Since(start) != 0 {
 			t.Fatalf("tenant b: %v after %v, want admitted at once", err, time.Since(start))
 		}
 		ls.release(0, true)
-		ls, _, err = p.acquire(t.Context(), tenantReq("a"), 1)
+		ls, _, err = p.acquire(t.Context(), p.cfg.partitionOf(t.Context(), tenantReq("a")), tenantReq("a"), 1)
 		if err != nil || time.Since(start) != time.Second {
 			t.Fatalf("tenant a: %v after %v, want admitted after 1s", err, time.Since(start))
 		}
@@ -60,7 +60,7 @@ func TestPartitionChoice(t *testing.T) {
 		use := func(ctx context.Context, req *Request) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			ls, _, err := p.acquire(ctx, req, 1)
+			ls, _, err := p.acquire(ctx, p.cfg.partitionOf(ctx, req), req, 1)
 			if err == nil {
 				ls.release(0, true)
 			}
@@ -98,7 +98,7 @@ func TestPartitionChoice(t *testing.T) {
 
 func TestPartitionLimiterNilAndOff(t *testing.T) {
 	var p *partitionLimiter
-	if _, _, err := p.acquire(context.Background(), tenantReq("a"), 1); err != nil {
+	if _, _, err := p.acquire(context.Background(), "a", tenantReq("a"), 1); err != nil {
 		t.Fatal(err)
 	}
 	if newTestPartitions(t) != nil {
@@ -111,14 +111,14 @@ func TestPartitionIdleOnesAreDropped(t *testing.T) {
 		p := newTestPartitions(t, WithPartitionLimits("tenant", Limits{RPM: 60}))
 		name := func(i int) string { return "t" + strconv.Itoa(i) }
 		for i := range partitionSweepMin {
-			ls, _, err := p.acquire(t.Context(), tenantReq(name(i)), 1)
+			ls, _, err := p.acquire(t.Context(), p.cfg.partitionOf(t.Context(), tenantReq(name(i))), tenantReq(name(i)), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ls.release(0, true)
 		}
 		time.Sleep(partitionIdle + time.Second)
-		ls, _, err := p.acquire(t.Context(), tenantReq("new"), 1)
+		ls, _, err := p.acquire(t.Context(), p.cfg.partitionOf(t.Context(), tenantReq("new")), tenantReq("new"), 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,8 @@ type Client struct {
 	routeCount atomic.Int32
 	// reroutes are the fallback lists a Decision may continue a call on.
 	reroutes [numReroutes][]*upstream
-	observer func(Event)
+	observer func(context.Context, Event)
+	calls    atomic.Uint64 // call IDs
 	needCost bool
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter

@@ -43,9 +43,16 @@ func (k EventKind) String() string {
 // Event is what the Client tells its observer. Fields that do not apply to a kind are zero.
 // Events never contain API keys: Key is a label such as "key#2".
 type Event struct {
-	Kind     EventKind
-	Time     time.Time
-	Upstream string
+	Kind EventKind
+	Time time.Time
+	// CallID identifies the call an event belongs to, unique within the Client and the
+	// same for every event of one call (0 for events of no call, such as EventBreaker).
+	CallID uint64
+	// Metadata is the request's Metadata and Partition its caller partition (see
+	// WithPartitionLimits), for events of a call. Metadata must not be modified.
+	Metadata  map[string]string
+	Partition string
+	Upstream  string
 	// Target is the upstream a failover moves to (EventFailover).
 	Target string
 	Model  string
@@ -72,20 +79,36 @@ type Event struct {
 	Err error
 }
 
-// observe calls the observer, if any. It must be called without locks held.
+// observe calls the observer, if any, for an event of no call. It must be called
+// without locks held.
 func (c *Client) observe(e Event) {
 	if c.observer != nil {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		c.observer(e)
+		c.observer(context.Background(), e)
+	}
+}
+
+// observe calls the observer, if any, for an event of the run's call, with the caller's
+// context. It must be called without locks held.
+func (r *run) observe(e Event) {
+	if r.c.observer != nil {
+		if e.Time.IsZero() {
+			e.Time = time.Now()
+		}
+		e.CallID, e.Metadata, e.Partition = r.id, r.orig.Metadata, r.partitionName
+		if e.Model == "" {
+			e.Model = r.orig.Model
+		}
+		r.c.observer(r.ctx, e)
 	}
 }
 
 // SlogObserver returns an observer that logs every Event to logger: attempts that failed and
 // alerts at Warn, breaker and key changes at Info, successful attempts at Debug.
-func SlogObserver(logger *slog.Logger) func(Event) {
-	return func(e Event) {
+func SlogObserver(logger *slog.Logger) func(context.Context, Event) {
+	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch {
 		case e.Kind == EventAttempt && e.Err == nil:
@@ -93,7 +116,6 @@ func SlogObserver(logger *slog.Logger) func(Event) {
 		case e.Kind == EventAttempt, e.Kind == EventAlert:
 			level = slog.LevelWarn
 		}
-		ctx := context.Background()
 		if !logger.Enabled(ctx, level) {
 			return
 		}

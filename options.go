@@ -32,7 +32,7 @@ type config struct {
 	contentFallback []string
 	fallback        FallbackFunc
 	decisions       decisionTable
-	observer        func(Event)
+	observer        func(context.Context, Event)
 	middleware      []Middleware
 	attemptTimeout  time.Duration
 	// waitThreshold is, per Priority, the longest wait a call accepts on an upstream
@@ -144,11 +144,16 @@ func WithDecision(class Class, d Decision) Option {
 	})
 }
 
-// WithObserver sets the function that receives every Event: attempts, breaker state changes,
-// key cooldowns and evictions, alerts. It is called synchronously, never with a lock held;
-// it must be safe for concurrent use and should return quickly. Default: none.
-// SlogObserver adapts a *slog.Logger.
-func WithObserver(f func(Event)) Option {
+// WithObserver sets the function that receives every Event: attempts, failovers, breaker
+// state changes, key cooldowns and evictions, alerts. For the events of a call it gets the
+// caller's context (for tracing and request-scoped values; it may be done already) and the
+// event carries the call's ID, metadata and partition; other events get
+// context.Background. It is called synchronously, after the Client's own state is settled
+// and never with a lock held, on the caller's goroutine or, for a stream's timeouts and
+// a dropped stream, on a timer's; it must be safe for concurrent use and should return
+// quickly. A panic in it propagates to that goroutine (the Client's state is already
+// consistent). Default: none. SlogObserver adapts a *slog.Logger.
+func WithObserver(f func(ctx context.Context, e Event)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }
 

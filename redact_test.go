@@ -81,8 +81,8 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			require.NoError(t, err)
 			c := newClient(t, up("leaky", p, secretKey), llmclient.WithMaxAttempts(2),
 				llmclient.WithBackoff(time.Millisecond, time.Millisecond),
-				llmclient.WithObserver(func(e llmclient.Event) {
-					slogObs(e)
+				llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
+					slogObs(context.Background(), e)
 					mu.Lock()
 					events = append(events, fmt.Sprintf("%+v", e))
 					mu.Unlock()

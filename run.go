@@ -16,6 +16,10 @@ import (
 // ends the call. A run is used by one goroutine at a time.
 type run struct {
 	c    *Client
+	ctx  context.Context // the caller's, for the observer
+	id   uint64          // the call's ID
+	// partitionName is the caller partition the call belongs to, "" for none.
+	partitionName string
 	req  *Request // as sent: a copy with a larger output budget after GrowOutput
 	orig *Request // the caller's request
 	cost int
@@ -102,7 +106,10 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 			r.cost = c.cfg.limiter.cost(req)
 		}
 	}
-	r.c, r.req, r.orig, r.start = c, req, req, time.Now()
+	r.c, r.req, r.orig, r.start, r.ctx = c, req, req, time.Now(), ctx
+	if c.observer != nil {
+		r.id = c.calls.Add(1)
+	}
 	r.route, r.chain, r.keep = route, chain, keep
 	r.trace = r.traceBuf[:0]
 	if len(route) == 0 {
@@ -270,9 +277,9 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 		evs = r.c.effects(a, e, d, p)
 	}
 	r.record(a, e, nil)
-	evs.emit(r.c)
+	evs.emit(r)
 	if p.step == stepNext && r.pos+1 < len(r.route) {
-		r.c.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
+		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
 			Model: a.call.Model, Class: e.Class, Err: e})
 	}
 	return p

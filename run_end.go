@@ -9,7 +9,10 @@ import (
 // admitPartition admits the call against its caller partition's limits, if any, before
 // any upstream is chosen. The partition's lease covers the whole call, retries included.
 func (r *run) admitPartition(ctx context.Context) error {
-	lease, waited, err := r.c.partitions.acquire(ctx, r.req, r.cost)
+	if r.c.partitions != nil || r.c.observer != nil {
+		r.partitionName = r.c.cfg.limiter.partitionOf(ctx, r.req)
+	}
+	lease, waited, err := r.c.partitions.acquire(ctx, r.partitionName, r.req, r.cost)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -81,7 +84,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	}
 	r.trace = append(r.trace, at)
 	if r.c.observer != nil {
-		r.c.observe(Event{Kind: EventAttempt, Upstream: at.Upstream, Model: at.Model, Key: at.Key,
+		r.observe(Event{Kind: EventAttempt, Upstream: at.Upstream, Model: at.Model, Key: at.Key,
 			Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
 			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, Local: at.Local,
 			EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
@@ -123,7 +126,7 @@ func (r *run) fail(ctx context.Context, err error) (*Response, error) {
 		if ferr == nil && resp != nil {
 			resp.Degraded, resp.Fallback = true, true
 			resp.Attempts = r.trace
-			r.c.observe(Event{Kind: EventFallback, Model: r.orig.Model, Class: final.Class, Err: final})
+			r.observe(Event{Kind: EventFallback, Class: final.Class, Err: final})
 			return resp, nil
 		}
 	}
@@ -213,8 +216,8 @@ func (ev *events) add(e Event) {
 	}
 }
 
-func (ev *events) emit(c *Client) {
+func (ev *events) emit(r *run) {
 	for i := 0; i < ev.n; i++ {
-		c.observe(ev.buf[i])
+		r.observe(ev.buf[i])
 	}
 }

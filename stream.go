@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -249,7 +250,16 @@ type Stream struct {
 	resp   *Response
 	err    error
 	done   bool
-	static *Response // a response from the fallback function
+	static *Response // the response of a stream made by StreamOf
+
+	taps    []streamTap
+	tapOnce sync.Once
+}
+
+// streamTap is a pair of Tap callbacks.
+type streamTap struct {
+	chunk func(Chunk)
+	end   func(*Response, error)
 }
 
 // Next advances to the next chunk. It returns false at the end of the stream, on error or
@@ -265,7 +275,7 @@ func (s *Stream) Next() bool {
 	for len(s.pending) > 0 {
 		ch := s.pending[0]
 		s.pending = s.pending[1:]
-		if ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
+		if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
 			s.deliver(ch)
 			return true
 		}
@@ -286,6 +296,11 @@ func (s *Stream) Next() bool {
 // deliver makes ch the current chunk and folds it into the response.
 func (s *Stream) deliver(ch Chunk) {
 	s.cur = ch
+	for _, t := range s.taps {
+		if t.chunk != nil {
+			t.chunk(ch)
+		}
+	}
 	if s.keep {
 		s.acc.add(&s.cur)
 		return
@@ -319,10 +334,30 @@ func (s *Stream) outputError(resp *Response) *Error {
 	return e
 }
 
-// end finishes the stream after the upstream read failed with err (io.EOF: a clean end).
+// end finishes the stream after the upstream read failed with err (io.EOF: a clean end),
+// then tells the taps.
 func (s *Stream) end(err error) {
 	s.done = true
-	if s.cm == nil { // a static stream from the fallback function
+	s.finish(err)
+	if len(s.taps) > 0 {
+		s.tapEnd(s.Response(), s.err)
+	}
+}
+
+// tapEnd tells the taps, once, how the stream ended.
+func (s *Stream) tapEnd(resp *Response, err error) {
+	s.tapOnce.Do(func() {
+		for _, t := range s.taps {
+			if t.end != nil {
+				t.end(resp, err)
+			}
+		}
+	})
+}
+
+// finish settles the stream's end after err (io.EOF: a clean end).
+func (s *Stream) finish(err error) {
+	if s.cm == nil { // made by StreamOf
 		return
 	}
 	resp := s.acc.response()
@@ -394,7 +429,41 @@ func (s *Stream) Close() error {
 	if s.cm != nil {
 		s.cm.close()
 	}
+	if len(s.taps) > 0 && !s.cmEnded() {
+		s.tapEnd(nil, context.Canceled)
+	}
 	return nil
+}
+
+// cmEnded reports whether the stream's attempt had settled with a result the reader saw:
+// a Close after it tells the taps nothing new.
+func (s *Stream) cmEnded() bool { return s.cm != nil && s.cm.settled.Load() && !s.cm.closed.Load() }
+
+// Tap registers callbacks for middleware that watches a stream pass (a cache, a logger):
+// chunk is called from Next for every chunk the stream delivers, in order, on the
+// reader's goroutine; end is called once when the stream ends, with the response (the
+// complete one after a clean end, the partial one after an error) and the error (nil
+// after a clean end). A stream closed before its end calls end with a nil response and
+// context.Canceled, from Close. Either callback may be nil. Tap must be called before
+// the first Next, and returns s, so that middleware can write
+// return next.Stream(ctx, req).Tap(...) after checking the error.
+func (s *Stream) Tap(chunk func(Chunk), end func(*Response, error)) *Stream {
+	s.taps = append(s.taps, streamTap{chunk: chunk, end: end})
+	return s
+}
+
+// StreamOf returns a Stream that delivers chunks in order and then ends cleanly, for
+// middleware that answers a call from elsewhere than an upstream (a cache replaying a
+// stream it recorded). Its Response is resp, or, when resp is nil, the response
+// accumulated from the chunks. It holds no connection or lease; Close is a no-op. The
+// chunks are not copied and must not be modified afterwards.
+func StreamOf(chunks []Chunk, resp *Response) *Stream {
+	s := &Stream{pending: chunks, ended: true, keep: true}
+	if resp == nil {
+		resp = accumulate(chunks)
+	}
+	s.static = resp
+	return s
 }
 
 // staticStream delivers a whole response, from the fallback function, as one chunk.
@@ -406,5 +475,5 @@ func staticStream(resp *Response) *Stream {
 	for i, tc := range resp.ToolCalls {
 		ch.ToolCalls = append(ch.ToolCalls, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
-	return &Stream{pending: []Chunk{ch}, ended: true, static: resp}
+	return StreamOf([]Chunk{ch}, resp)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,7 +20,7 @@ func (t *timeline) stamp() string {
 	return fmt.Sprintf("[%6.3fs]", time.Since(t.start).Seconds())
 }
 
-func (t *timeline) observe(e llmclient.Event) {
+func (t *timeline) observe(_ context.Context, e llmclient.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := ""

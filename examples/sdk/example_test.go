@@ -19,7 +19,7 @@ import (
 )
 
 // printAttempts is an observer that prints each attempt: upstream, key label and class.
-func printAttempts(e llmclient.Event) {
+func printAttempts(_ context.Context, e llmclient.Event) {
 	if e.Kind != llmclient.EventAttempt {
 		return
 	}

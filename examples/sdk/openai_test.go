@@ -45,7 +45,7 @@ func TestOpenAIGo429WithRetryAfterIsAbsorbed(t *testing.T) {
 		reply(200, openaiOK))
 	base := newCounting(t)
 	var attempts []llmclient.Event
-	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithObserver(func(e llmclient.Event) {
+	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
 		if e.Kind == llmclient.EventAttempt {
 			attempts = append(attempts, e)
 		}
@@ -189,7 +189,7 @@ func TestOpenAIGoKeyCooledDown(t *testing.T) {
 		reply(429, openai429, "Retry-After", "60"),
 		reply(200, openaiOK), reply(200, openaiOK))
 	var cooled []llmclient.Event
-	c := newOpenAIClient(t, up.URL+"/v1", []string{"sk-pool-1", "sk-pool-2"}, llmclient.WithObserver(func(e llmclient.Event) {
+	c := newOpenAIClient(t, up.URL+"/v1", []string{"sk-pool-1", "sk-pool-2"}, llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
 		if e.Kind == llmclient.EventKeyCooldown {
 			cooled = append(cooled, e)
 		}

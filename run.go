@@ -15,14 +15,14 @@ import (
 // from the Decision table what follows, wait — until an attempt succeeds or a decision
 // ends the call. A run is used by one goroutine at a time.
 type run struct {
-	c    *Client
-	ctx  context.Context // the caller's, for the observer
-	id   uint64          // the call's ID
+	c   *Client
+	ctx context.Context // the caller's, for the observer
+	id  uint64          // the call's ID
 	// partitionName is the caller partition the call belongs to, "" for none.
 	partitionName string
-	req  *Request // as sent: a copy with a larger output budget after GrowOutput
-	orig *Request // the caller's request
-	cost int
+	req           *Request // as sent: a copy with a larger output budget after GrowOutput
+	orig          *Request // the caller's request
+	cost          int
 	// chain is the attempt layers of the run's front door; keep leaves a successful
 	// attempt unsettled, for a stream to settle when it ends.
 	chain attemptFunc

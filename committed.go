@@ -52,6 +52,9 @@ type committed struct {
 	usage    atomic.Pointer[Usage] // the last usage the upstream reported
 	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
 	outBytes atomic.Int64          // output text received, for an estimate without usage
+	chunks   atomic.Int64          // data chunks received
+	// finish and model are the last finish reason and model the stream named.
+	finishReason, model atomic.Pointer[string]
 
 	settleOnce sync.Once
 	settled    atomic.Bool
@@ -115,12 +118,19 @@ func (cm *committed) recv() (Chunk, error) {
 
 // note records what a data chunk says about the attempt.
 func (cm *committed) note(ch *Chunk) {
+	cm.chunks.Add(1)
 	if ch.Usage != nil {
 		u := *ch.Usage
 		cm.usage.Store(&u)
 	}
 	if ch.FinishReason != FinishNone {
 		cm.ended.Store(true)
+		f := string(ch.FinishReason)
+		cm.finishReason.Store(&f)
+	}
+	if ch.Model != "" {
+		m := ch.Model
+		cm.model.Store(&m)
 	}
 	if n := len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal); n > 0 {
 		cm.outBytes.Add(int64(n))
@@ -207,6 +217,18 @@ func (cm *committed) close() {
 	cm.closeUpstream()
 }
 
+// summary is the response the observer's EventCall reports for a successful stream.
+func (cm *committed) summary() *Response {
+	resp := &Response{Upstream: cm.a.up.Name, Status: cm.a.status, Model: cm.a.call.Model}
+	if f := cm.finishReason.Load(); f != nil {
+		resp.FinishReason = FinishReason(*f)
+	}
+	if m := cm.model.Load(); m != nil {
+		resp.Model = *m
+	}
+	return resp
+}
+
 // abandon runs when the caller's handle became unreachable without Close.
 func (cm *committed) abandon() {
 	cm.closed.Store(true)
@@ -271,10 +293,11 @@ func (cm *committed) settle(class Class, e *Error) {
 		}
 		cm.err = e
 		cm.settled.Store(true)
+		cm.final = usage
 		r.record(a, e, usage)
 		if e != nil {
 			e.Attempts = r.trace
 		}
-		cm.final = usage
+		r.called(cm.summary(), e, cm)
 	})
 }

@@ -14,10 +14,14 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 	if err != nil {
 		r.releasePartition(nil)
 		r.detachTrace()
-		return r.fail(ctx, err)
+		resp, err := r.fail(ctx, err)
+		r.ended(resp, err, nil)
+		return resp, err
 	}
 	r.detachTrace()
-	return r.succeed(a, a.resp), nil
+	resp := r.succeed(a, a.resp)
+	r.called(resp, nil, nil)
+	return resp, nil
 }
 
 // routeOf is the route of a typed request; a nil request has none (begin refuses it).

@@ -28,9 +28,14 @@ const (
 	// EventFailover: the call moved from Upstream to the next upstream of its route,
 	// Target, after a failure of Class (a local refusal included).
 	EventFailover
+	// EventCall: a call ended, once per call: Class is its final class (ClassNone on
+	// success), Upstream the upstream that served it, Attempt the number of attempts,
+	// Latency the call's whole duration (for a stream, to its end or close), Usage its
+	// tokens; for a stream, TimeToFirstToken, Chunks and TimePerChunk.
+	EventCall
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -71,6 +76,13 @@ type Event struct {
 	EstimatedTokens int
 	InputTokens     int
 	OutputTokens    int
+	// FinishReason and ResponseModel are the answer's, for EventCall.
+	FinishReason  FinishReason
+	ResponseModel string
+	// Chunks counts a stream's data chunks and TimePerChunk is the mean time between them
+	// after the first, for EventCall.
+	Chunks       int
+	TimePerChunk time.Duration
 	// From and To are breaker states, for EventBreaker.
 	From, To breaker.State
 	// Until ends a cooldown or eviction.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -40,7 +42,22 @@ func TestObserverKnowsItsCall(t *testing.T) {
 		_, err := c.Complete(ctx, req)
 		require.NoError(t, err, i)
 	}
-	require.Len(t, got, 3) // a failed and a successful attempt, then one attempt
+	// Call 1: a failed and a successful attempt, then the call's end; call 2: one attempt
+	// and the call's end.
+	kinds := []llmclient.EventKind{llmclient.EventAttempt, llmclient.EventAttempt, llmclient.EventCall,
+		llmclient.EventAttempt, llmclient.EventCall}
+	require.Len(t, got, len(kinds))
+	for i, s := range got {
+		assert.Equal(t, kinds[i], s.kind, i)
+	}
+	var attempts []seen
+	for _, s := range got {
+		if s.kind == llmclient.EventAttempt {
+			attempts = append(attempts, s)
+		}
+	}
+	assert.Equal(t, got[0].id, got[2].id, "the call's end has the call's ID")
+	got = attempts
 	for i, s := range got {
 		assert.Equal(t, llmclient.EventAttempt, s.kind)
 		assert.Equal(t, "acme", s.tenant)
@@ -54,4 +71,47 @@ func TestObserverKnowsItsCall(t *testing.T) {
 	}
 	assert.Equal(t, got[0].id, got[1].id, "one call, one ID")
 	assert.NotEqual(t, got[1].id, got[2].id)
+}
+
+// EventCall reports each call once, with its final class, attempts, duration and usage;
+// for a stream, its time to first token and per chunk.
+func TestEventCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(500), fake.Reply("ok").Usage(10, 2).Latency(time.Second),
+			fake.Stream("a", "b", "c").StallFirst(2*time.Second).ChunkDelay(time.Second).Usage(5, 3),
+			fake.Fail(400))
+		var log eventLog
+		c := newClient(t, up("a", a), llmclient.WithBackoff(time.Second, time.Second), llmclient.WithObserver(log.observe))
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		s, err := c.Stream(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		for s.Next() {
+		}
+		require.NoError(t, s.Err())
+		_, err = c.Complete(context.Background(), chatReq("m"))
+		require.Error(t, err)
+
+		calls := log.kinds(llmclient.EventCall)
+		require.Len(t, calls, 3)
+		one, stream, bad := calls[0], calls[1], calls[2]
+		assert.Equal(t, llmclient.ClassNone, one.Class)
+		assert.Equal(t, 2, one.Attempt)
+		assert.InDelta(t, float64(2*time.Second), float64(one.Latency), float64(600*time.Millisecond), "backoff ~1s ±50% + 1s latency")
+		assert.Equal(t, 10, one.InputTokens)
+		assert.Equal(t, "a", one.Upstream)
+		assert.Equal(t, llmclient.FinishStop, one.FinishReason)
+
+		assert.Equal(t, llmclient.ClassNone, stream.Class)
+		assert.Equal(t, 2*time.Second, stream.TimeToFirstToken)
+		assert.Equal(t, 4*time.Second, stream.Latency)
+		assert.Equal(t, 4, stream.Chunks, "three content chunks and the finish chunk")
+		assert.Equal(t, 2*time.Second/3, stream.TimePerChunk)
+		assert.Equal(t, 5, stream.InputTokens)
+		assert.Equal(t, llmclient.FinishStop, stream.FinishReason)
+
+		assert.Equal(t, llmclient.ClassBadRequest, bad.Class)
+		assert.Equal(t, 400, bad.Status)
+		assert.Error(t, bad.Err)
+	})
 }

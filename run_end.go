@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
 // admitPartition admits the call against its caller partition's limits, if any, before
@@ -220,4 +221,47 @@ func (ev *events) emit(r *run) {
 	for i := 0; i < ev.n; i++ {
 		r.observe(ev.buf[i])
 	}
+}
+
+// ended is called for a call that ended with resp or err (an *Error).
+func (r *run) ended(resp *Response, err error, cm *committed) {
+	var e *Error
+	if err != nil && !errors.As(err, &e) {
+		e = &Error{Class: ClassOf(err), Err: err}
+	}
+	r.called(resp, e, cm)
+}
+
+// called tells the observer that the call ended, with resp on success or e on failure.
+// For a stream, cm is its committed attempt (nil when the call failed before one).
+func (r *run) called(resp *Response, e *Error, cm *committed) {
+	if r.c.observer == nil {
+		return
+	}
+	ev := Event{Kind: EventCall, Attempt: len(r.trace), Latency: time.Since(r.start)}
+	if resp != nil {
+		ev.Upstream, ev.ResponseModel, ev.FinishReason = resp.Upstream, resp.Model, resp.FinishReason
+		ev.InputTokens, ev.OutputTokens, ev.Status = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Status
+	}
+	if e != nil {
+		ev.Class, ev.Status, ev.Err, ev.Upstream = e.Class, e.Status, e, e.Upstream
+		ev.FinishReason = ""
+		if p := e.Partial; p != nil {
+			ev.InputTokens, ev.OutputTokens = p.Usage.InputTokens, p.Usage.OutputTokens
+		}
+	}
+	if cm != nil {
+		ev.TimeToFirstToken = cm.a.ttft
+		ev.Chunks = int(cm.chunks.Load())
+		if ev.Chunks > 1 {
+			ev.TimePerChunk = (cm.a.latency - cm.a.ttft) / time.Duration(ev.Chunks-1)
+		}
+		if u := cm.final; u != nil {
+			ev.InputTokens, ev.OutputTokens = u.InputTokens, u.OutputTokens
+		}
+		if ev.Upstream == "" {
+			ev.Upstream = cm.a.up.Name
+		}
+	}
+	r.observe(ev)
 }

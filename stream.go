@@ -212,6 +212,7 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 		r.releasePartition(nil)
 		cancelTotal()
 		resp, ferr := r.fail(ctx, err)
+		r.ended(resp, ferr, nil)
 		if ferr != nil {
 			return nil, ferr
 		}

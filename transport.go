@@ -227,6 +227,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		done := ctx.Err() != nil
 		r.releasePartition(nil)
 		cancelTotal()
+		r.ended(nil, r.final(err), nil)
 		return t.failure(done, r, x, err, fromSDK, fp)
 	}
 	resp := x.resp
@@ -237,6 +238,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.cur = nil
 		r.releasePartition(nil)
 		r.record(a, nil, nil)
+		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
 		return resp, nil
 	}
 	t.commit(r, a, x, caller, cancelTotal)

@@ -85,12 +85,22 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		now := a.begun
-		for {
+		for repicks := 0; ; {
 			k, soonest := a.up.keys.pick(now, a.avoid)
 			if k != nil {
 				a.key = k
 				a.call.APIKey = k.secret
-				return next(ctx, a)
+				err := next(ctx, a)
+				if err != errKeyBlocked || repicks >= len(a.up.keys.keys) {
+					return err
+				}
+				// The key was cooled down or evicted while the request waited in its
+				// limiter: pick again rather than call with it.
+				repicks++
+				k.inFlight.Add(-1)
+				a.key, a.call.APIKey = nil, ""
+				now = time.Now()
+				continue
 			}
 			if soonest.IsZero() {
 				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
@@ -153,10 +163,18 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			}
 			return c.asError(ctx, err, a)
 		}
+		if waited > 0 && a.key.blocked(time.Now()) {
+			lease.release(0, false)
+			return errKeyBlocked
+		}
 		a.lease, a.hasLease = lease, true
 		return next(ctx, a)
 	}
 }
+
+// errKeyBlocked tells the key layer that the key it picked was blocked while the request
+// waited in the key's limiter.
+var errKeyBlocked = &Error{Class: ClassUnavailable, Err: ErrNoKey, Message: "the key was blocked while waiting"}
 
 // timeoutLayer bounds a one-shot attempt by the upstream's timeout.
 func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {

@@ -138,6 +138,9 @@ func (p *keyPool) available(now time.Time, except *poolKey) bool {
 	return false
 }
 
+// blocked reports whether k is cooling down or evicted at now.
+func (k *poolKey) blocked(now time.Time) bool { return k.blockedUntil.Load() > now.UnixNano() }
+
 // block pauses (or, with evict, evicts) k for d from now; it never shortens an existing
 // block. The end saturates instead of overflowing. It reports whether the block was
 // extended.

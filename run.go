@@ -97,7 +97,17 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 //
 // A transport call (r.tx set) carries a raw HTTP request instead: its shape is not checked
 // and its cost is set by the transport beforehand.
+//
+// A call that begin refuses has ended: the observer hears of it (EventCall).
 func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
+	err := c.start(ctx, r, req, route, chain, keep)
+	if err != nil && r.orig != nil {
+		r.ended(nil, err, nil)
+	}
+	return err
+}
+
+func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
 	if r.tx == nil {
 		if err := checkRequest(req); err != nil {
 			return err

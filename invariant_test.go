@@ -323,7 +323,7 @@ func (w *world) fakeStep(i int, stream bool) fake.Step {
 		switch o {
 		case oOK:
 			if stream {
-				return fake.Stream("a", "b", "c").StallFirst(u.latency).ChunkDelay(100 * time.Millisecond).Usage(5, 3)
+				return fake.Stream("a", "b", "c").StallFirst(u.latency).ChunkDelay(100*time.Millisecond).Usage(5, 3)
 			}
 			return fake.Reply("ok").Latency(u.latency).Usage(5, 2)
 		case o429RA:

@@ -126,14 +126,19 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 	}
 }
 
-// limiterLayer waits for the key's RPM, TPM and concurrency limits.
+// limiterLayer waits for the key's RPM, TPM and concurrency limits, configured or
+// learned from the upstream's headers; with a shared store, it first moves off a key
+// another replica paused or evicted (adoptSharedBlock).
 func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		if a.key.limiter == nil {
+		if err := c.adoptSharedBlock(ctx, a); err != nil {
+			return err
+		}
+		if !a.key.limiter.limited.Load() {
 			return next(ctx, a)
 		}
 		multi := len(a.up.keys.keys) > 1
-		lease, waited, err := a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi, a.within)
+		lease, waited, err := a.key.limiter.acquireOr(ctx, c.admission(a, multi))
 		for tries := 1; err != nil && tries < len(a.up.keys.keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
 			// key here too, and move to another one when the pool has one.
@@ -150,7 +155,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			a.key.inFlight.Add(-1)
 			a.key, a.call.APIKey = k, k.secret
 			var w time.Duration
-			lease, w, err = a.key.limiter.acquireOr(ctx, a.cost, a.req.Priority, multi, a.within)
+			lease, w, err = a.key.limiter.acquireOr(ctx, c.admission(a, multi))
 			waited += w
 		}
 		a.waited += waited
@@ -306,8 +311,9 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		a.hasLease = false
 		used := a.called && (class == ClassNone || class == ClassStreamInterrupted ||
 			class == ClassContentFiltered || class == ClassEmptyOutput || class == ClassCanceled)
-		a.lease.release(usage.billable(), used)
+		a.lease.releaseUsage(usage, used)
 	}
+	a.up.keys.service.observe(a, class)
 	if a.key != nil {
 		a.key.inFlight.Add(-1)
 	}

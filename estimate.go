@@ -203,13 +203,24 @@ func (c *limiterConfig) ratioFor(model string) float64 {
 // cost returns what a request is charged against a tokens-per-minute bucket: its prompt
 // estimate, corrected for the model's vendor, plus the output it may produce (MaxTokens,
 // else the reserved output default). The engine calls it once per call.
+//
+// It saturates at maxCost (2^40 tokens), far beyond any quota, so that adding to it
+// never overflows.
 func (c *limiterConfig) cost(req *Request) int {
-	out := req.MaxTokens
-	if out <= 0 {
-		out = c.reservedOutput
-	}
-	return satAdd(c.promptTokens(req), out)
+	return min(satAdd(c.promptTokens(req), c.output(req)), maxCost)
 }
+
+// output is the output a request is charged for before its response: its MaxTokens,
+// else the reserved output default.
+func (c *limiterConfig) output(req *Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return c.reservedOutput
+}
+
+// maxCost is the largest charge of one request, in tokens.
+const maxCost = 1 << 40
 
 // promptTokens is the estimate of req's prompt, corrected for the model's vendor.
 func (c *limiterConfig) promptTokens(req *Request) int {

@@ -1,9 +1,11 @@
 package llmclient
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -59,29 +61,36 @@ type poolKey struct {
 	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
 	blockedUntil atomic.Int64
 	evicted      atomic.Bool
-	limiter      *keyLimiter
+	// pausedUntil is the unix-nano end of a pause held by the key's limiter alone (see
+	// cool).
+	pausedUntil atomic.Int64
+	limiter     *keyLimiter
 }
 
-// keyPool is the set of keys of one upstream.
+// keyPool is the set of keys of one upstream, and what the upstream's calls take (the
+// limiter's expected service time).
 type keyPool struct {
-	keys []*poolKey
+	keys    []*poolKey
+	service serviceTimes
 }
 
 // newKeyPool builds the pool of the named upstream. Each key's limiter state is the store
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
-// never the key itself.
+// never the key itself. Every key has a limiter, limiting nothing until its Limits or
+// its upstream's headers say what to: in a store it also holds the key's pause and
+// eviction for every replica.
 func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{}
 	if len(secrets) == 0 {
-		p.keys = []*poolKey{{limiter: newNamedKeyLimiter(upstream+"/default", limits, lc)}}
+		p.keys = []*poolKey{{limiter: newScopeLimiter(upstream+"/default", limits, lc)}}
 		return p
 	}
 	for i, s := range secrets {
 		p.keys = append(p.keys, &poolKey{
 			label:   "key#" + strconv.Itoa(i+1),
 			secret:  s,
-			limiter: newNamedKeyLimiter(upstream+"/key:"+keyFingerprint(s), limits, lc),
+			limiter: newScopeLimiter(upstream+"/key:"+keyFingerprint(s), limits, lc),
 		})
 	}
 	return p
@@ -161,6 +170,28 @@ func (k *poolKey) block(now time.Time, d time.Duration, evict bool) bool {
 	}
 }
 
+// cool pauses k for d from now after a rate limit and reports whether that extended its
+// pause. The only key of a pool whose limiter has buckets is paused in its limiter alone
+// (the caller pauses it there): its waiters then queue for the pause in order with the
+// limiter's other waiters, and a request whose wait does not fit is refused at once,
+// where a key cooling down in its pool would make it wait for the cooldown first and
+// only then learn that the limiter's queue does not fit either.
+func (k *poolKey) cool(now time.Time, d time.Duration, only bool) bool {
+	if !only || !k.limiter.limited.Load() {
+		return k.block(now, d, false)
+	}
+	n := addNanos(now.UnixNano(), d)
+	for {
+		cur := k.pausedUntil.Load()
+		if cur >= n {
+			return false
+		}
+		if k.pausedUntil.CompareAndSwap(cur, n) {
+			return true
+		}
+	}
+}
+
 // addNanos returns t + d in unix nanoseconds, saturating at the largest int64 (the year
 // 2262) instead of wrapping.
 func addNanos(t int64, d time.Duration) int64 {
@@ -187,12 +218,13 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 		return ev
 	}
 	if e.RateLimits != nil {
-		a.key.limiter.observe(e.RateLimits)
+		a.syncLimits(e.RateLimits, usedClass(e.Class))
 	}
 	now := time.Now()
 	kc := &c.cfg.keys
 	switch {
 	case d.Evict:
+		a.key.limiter.evict(kc.evictFor)
 		if a.key.block(now, kc.evictFor, true) {
 			ev.add(Event{Kind: EventKeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(kc.evictFor)})
@@ -206,7 +238,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 			}
 		}
 		dur = min(dur, kc.evictFor)
-		if a.key.block(now, dur, false) {
+		if a.key.cool(now, dur, len(a.up.keys.keys) == 1) {
 			a.key.limiter.pause(now.Add(dur))
 			ev.add(Event{Kind: EventKeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(dur)})
@@ -217,4 +249,61 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 			Class: e.Class, Status: e.Status, Err: e})
 	}
 	return ev
+}
+
+// adoptSharedBlock looks up, in a shared store, whether another replica paused (after a
+// 429) or evicted the attempt's key: it then blocks the key here too, for what is left,
+// and moves the attempt to another usable key of the pool. When none is left, a paused
+// key with buckets is left to its limiter, which waits for the pause in order with its
+// other waiters; one without buckets is waited for here as keyLayer waits for a cooling
+// key (within the deadline, WithMaxWait and the wait threshold, never in fail-fast mode),
+// or refused at once. A store that cannot answer leaves the attempt as it is. Without a
+// shared store it does nothing.
+func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
+	for tries := 0; a.key.limiter.shared && tries <= len(a.up.keys.keys); tries++ {
+		b, err := a.key.limiter.state.Blocked(ctx)
+		if err != nil || b.Paused <= 0 && b.Evicted <= 0 {
+			return nil
+		}
+		now := time.Now()
+		if b.Evicted > 0 {
+			a.key.block(now, b.Evicted, true)
+		} else {
+			a.key.block(now, b.Paused, false)
+		}
+		if k, _ := a.up.keys.pick(now, nil); k != nil {
+			a.key.inFlight.Add(-1)
+			a.key, a.call.APIKey = k, k.secret
+			continue
+		}
+		if b.Evicted > 0 {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+		}
+		if a.key.limiter.limited.Load() {
+			return nil // the limiter's reservation waits for the pause
+		}
+		lim, err := c.cfg.limiter.waitLimit(ctx, a.layerWait, a.within)
+		if err != nil {
+			return c.asError(ctx, err, a)
+		}
+		if lim >= 0 && b.Paused > lim {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				Message: "every key is cooling down for another " + b.Paused.Round(time.Millisecond).String(),
+				Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
+		}
+		if err := sleepFor(ctx, b.Paused); err != nil {
+			return c.asError(ctx, err, a)
+		}
+		a.waited += b.Paused
+		a.layerWait += b.Paused
+	}
+	return nil
+}
+
+// usedClass reports whether an attempt that made a call and ended with class was counted
+// by the upstream (as attempt.settle decides for the limiter's lease).
+func usedClass(class Class) bool {
+	return class == ClassNone || class == ClassStreamInterrupted || class == ClassContentFiltered ||
+		class == ClassEmptyOutput || class == ClassCanceled
 }

@@ -5,248 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"github.com/llmclient/llmclient/limitstore"
-	"math"
 	"sync/atomic"
 	"time"
 )
 
-// Limits bounds the traffic of one API key (each key of an upstream's pool gets its own
-// limits; an upstream without a pool is one key). A zero field means no limit on that
-// dimension; the zero Limits sets no limit at all.
-//
-// Requests and tokens are token buckets that refill continuously at RPM/60 and TPM/60 per
-// second. A bucket is smaller than a minute's quota, because upstreams also meter shorter
-// windows (Azure OpenAI checks its rates over 1 and 10 seconds): by default it holds a
-// sixth of the quota, ten seconds' worth (see WithBurstFraction).
-type Limits struct {
-	// RPM is the requests per minute.
-	RPM int
-	// TPM is the tokens per minute, prompt and output together. A request is charged its
-	// prompt estimate plus its MaxTokens (see WithReservedOutput) before it is sent.
-	TPM int
-	// MaxConcurrent bounds the requests in flight at once.
-	MaxConcurrent int
-	// RequestBurst is how many requests may start at once after a quiet spell: the
-	// request bucket's size, at most RPM. 0 means RPM times the burst fraction, at least 1.
-	RequestBurst int
-	// TokenBurst is the token bucket's size, at most TPM. 0 means TPM times the burst
-	// fraction, at least 1. A request that costs more than the bucket is admitted when
-	// the bucket is full and leaves a debt that later requests wait for.
-	TokenBurst int
-	// Metering says how the upstream charges tokens, and so how a response's reported
-	// usage is reconciled. The zero value is MeterAdmission.
-	Metering Metering
-}
-
-// Metering is how an upstream counts a request against its tokens-per-minute quota.
-type Metering uint8
-
-const (
-	// MeterAdmission: the upstream charges its estimate of the prompt plus max tokens when
-	// it admits the request and gives nothing back (OpenAI and Azure OpenAI document this).
-	// Reconciliation then only charges more when the reported usage exceeds the estimate;
-	// it refunds nothing, because the upstream does not either.
-	MeterAdmission Metering = iota
-	// MeterUsage: the upstream counts the tokens actually used (Anthropic adjusts output
-	// tokens to the real count at the end of a request). Reconciliation refunds an
-	// over-reservation and charges an overrun.
-	MeterUsage
-)
-
-func (l Limits) zero() bool { return l.RPM == 0 && l.TPM == 0 && l.MaxConcurrent == 0 }
-
-func (l Limits) validate() error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"RPM", l.RPM}, {"TPM", l.TPM}, {"MaxConcurrent", l.MaxConcurrent},
-		{"RequestBurst", l.RequestBurst}, {"TokenBurst", l.TokenBurst}} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("limits: negative %s %d", f.name, f.v))
-		}
-	}
-	if l.RequestBurst > 0 && l.RequestBurst > l.RPM {
-		errs = append(errs, fmt.Errorf("limits: RequestBurst %d exceeds RPM %d", l.RequestBurst, l.RPM))
-	}
-	if l.TokenBurst > 0 && l.TokenBurst > l.TPM {
-		errs = append(errs, fmt.Errorf("limits: TokenBurst %d exceeds TPM %d", l.TokenBurst, l.TPM))
-	}
-	if l.Metering > MeterUsage {
-		errs = append(errs, fmt.Errorf("limits: unknown Metering %d", l.Metering))
-	}
-	return errors.Join(errs...)
-}
-
-// spec derives the store's view of l.
-func (l Limits) spec(c *limiterConfig) limitstore.Spec {
-	s := limitstore.Spec{MaxConcurrent: l.MaxConcurrent, BatchShare: c.batchShare}
-	if l.RPM > 0 {
-		s.Requests = limitstore.Rate{PerSecond: float64(l.RPM) / 60, Burst: c.burst(l.RequestBurst, l.RPM)}
-	}
-	if l.TPM > 0 {
-		s.Tokens = limitstore.Rate{PerSecond: float64(l.TPM) / 60, Burst: c.burst(l.TokenBurst, l.TPM)}
-	}
-	return s
-}
-
-// LimiterMode says what a request does when the limiter cannot admit it at once.
-type LimiterMode uint8
-
-const (
-	// LimiterWait waits for capacity, as long as the wait fits before the context's
-	// deadline and within WithMaxWait; without a deadline or WithMaxWait it waits as long
-	// as it takes. A wait that does not fit is not started: the attempt is refused at once
-	// with ErrRateLimited (a local refusal, see Decision), and the call moves on to the
-	// next upstream or, when none is left, returns.
-	LimiterWait LimiterMode = iota
-	// LimiterFailFast never waits, with or without a deadline: a request that cannot be
-	// admitted at once is refused with ErrRateLimited, so the call moves on to another
-	// upstream or returns at once. Keys cooling down after a rate limit are not waited
-	// for either.
-	LimiterFailFast
-)
-
-// Limiter defaults.
-const (
-	// defaultBurstFraction is the share of a per-minute quota a bucket holds: ten seconds'
-	// worth, the longer of the windows Azure OpenAI checks rates over.
-	defaultBurstFraction = 1.0 / 6
-	// defaultBatchShare is the share of each bucket and of the concurrency slots that
-	// PriorityBatch requests may use, keeping the rest for interactive traffic.
-	defaultBatchShare = 0.8
-)
-
-// limiterConfig is the Client-wide limiter configuration.
-type limiterConfig struct {
-	estimator      Estimator
-	reservedOutput int
-	ratios         []tokenRatio
-	mode           LimiterMode
-	maxWait        time.Duration
-	batchShare     float64
-	burstFraction  float64
-	store          limitstore.Store
-	partitions     partitionConfig
-}
-
-func defaultLimiterConfig() limiterConfig {
-	return limiterConfig{
-		reservedOutput: defaultReservedOutput,
-		batchShare:     defaultBatchShare,
-		burstFraction:  defaultBurstFraction,
-	}
-}
-
-func (c *limiterConfig) validate() error {
-	var errs []error
-	if c.reservedOutput <= 0 {
-		errs = append(errs, fmt.Errorf("limiter: reserved output must be positive, got %d", c.reservedOutput))
-	}
-	for _, r := range c.ratios {
-		if !(r.ratio >= 0.1 && r.ratio <= 10) {
-			errs = append(errs, fmt.Errorf("limiter: token ratio %v for %q is outside [0.1, 10]", r.ratio, r.match))
-		}
-	}
-	if c.mode > LimiterFailFast {
-		errs = append(errs, fmt.Errorf("limiter: unknown mode %d", c.mode))
-	}
-	if c.maxWait < 0 {
-		errs = append(errs, errors.New("limiter: negative max wait"))
-	}
-	if !(c.batchShare > 0 && c.batchShare <= 1) {
-		errs = append(errs, fmt.Errorf("limiter: batch share %v is outside (0, 1]", c.batchShare))
-	}
-	if !(c.burstFraction > 0 && c.burstFraction <= 1) {
-		errs = append(errs, fmt.Errorf("limiter: burst fraction %v is outside (0, 1]", c.burstFraction))
-	}
-	if err := c.partitions.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// enabled reports whether any upstream or partition has a token limit: only then does the
-// engine estimate each request's cost.
-func (c *limiterConfig) enabled(cfg *config) bool {
-	for i := range cfg.upstreams {
-		if cfg.upstreams[i].Limits.TPM > 0 {
-			return true
-		}
-	}
-	p := &c.partitions
-	if p.on && p.limits.TPM > 0 {
-		return true
-	}
-	for _, l := range p.overrides {
-		if l.TPM > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// burst returns a bucket's size: explicit when set, else quota times the burst fraction.
-func (c *limiterConfig) burst(explicit, quota int) float64 {
-	if explicit > 0 {
-		return float64(explicit)
-	}
-	return max(1, math.Floor(float64(quota)*c.burstFraction))
-}
-
-// open returns a new state for a scope with limits l.
-func (c *limiterConfig) open(name string, l Limits) limitstore.State {
-	if c.store != nil {
-		return c.store.Open(name, l.spec(c))
-	}
-	return limitstore.NewState(l.spec(c))
-}
-
-// WithLimiterMode sets what a request does when the limiter cannot admit it at once.
-// Default LimiterWait.
-func WithLimiterMode(m LimiterMode) Option {
-	return optionFunc(func(c *config) { c.limiter.mode = m })
-}
-
-// WithMaxWait bounds how long a request waits in each limiter (a key's, a partition's),
-// on top of the context's deadline; a longer wait fails at once with ErrRateLimited.
-// Default 0: only the deadline bounds the wait.
-func WithMaxWait(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.limiter.maxWait = d })
-}
-
-// WithBatchShare sets the share, in (0, 1], of each bucket's rate and size and of the
-// concurrency slots that PriorityBatch requests may use; the rest stays free for
-// interactive requests. Default 0.8; 1 puts batch on equal terms.
-func WithBatchShare(f float64) Option {
-	return optionFunc(func(c *config) { c.limiter.batchShare = f })
-}
-
-// WithBurstFraction sets the share, in (0, 1], of a per-minute quota that a bucket holds
-// when Limits.RequestBurst or Limits.TokenBurst is 0. Default 1/6.
-func WithBurstFraction(f float64) Option {
-	return optionFunc(func(c *config) { c.limiter.burstFraction = f })
-}
-
-// WithLimitStore sets where the limiter keeps its state. Default: in memory, private to
-// the Client (limitstore.NewMemory).
-func WithLimitStore(s limitstore.Store) Option {
-	return optionFunc(func(c *config) { c.limiter.store = s })
-}
-
-// keyLimiter enforces one scope's Limits. A nil *keyLimiter limits nothing. It is safe
-// for concurrent use.
+// keyLimiter enforces one scope's Limits, and those it learns from the upstream's headers.
+// A nil *keyLimiter limits nothing. It is safe for concurrent use.
 type keyLimiter struct {
-	state    limitstore.State
+	state limitstore.State
+	// shared is set when the state lives in a store given with WithLimitStore: other
+	// Clients may admit through it too, and see the key's pauses and evictions.
+	shared   bool
 	mode     LimiterMode
 	maxWait  time.Duration // 0: no bound but the deadline
 	metering Metering
 	slots    bool // MaxConcurrent is set
-	gate     bool // batch traffic passes the batch lane first
-	inFlight atomic.Int64
-	// reqBurst and tokBurst are the bucket sizes, to compare the upstream's reports with.
-	reqBurst, tokBurst float64
-	adapt              adaptation
+	// limited is set while the scope limits anything, by its Limits or by limits learned
+	// from the upstream's headers; gate while batch traffic passes the batch lane first.
+	limited, gate atomic.Bool
+	inFlight      atomic.Int64
+	sizes         sizeQuantile
+	sync          headerSync
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -255,32 +34,80 @@ func newKeyLimiter(l Limits, cfg *limiterConfig) *keyLimiter {
 }
 
 // newNamedKeyLimiter returns a limiter for l whose state is the store's scope name ("" for
-// a private one), or nil when l limits nothing.
+// a private one), or nil when l limits nothing: a caller partition's.
 func newNamedKeyLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 	if l.zero() {
 		return nil
 	}
+	return newScopeLimiter(name, l, cfg)
+}
+
+// newScopeLimiter returns the limiter of the scope name with limits l, even when l limits
+// nothing: an API key's, which may learn its limits from the upstream's headers and,
+// in a store, shares the key's pauses and evictions.
+func newScopeLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 	spec := l.spec(cfg)
-	return &keyLimiter{
+	k := &keyLimiter{
 		state:    cfg.open(name, l),
+		shared:   cfg.store != nil && name != "",
 		mode:     cfg.mode,
 		maxWait:  cfg.maxWait,
 		metering: l.Metering,
 		slots:    l.MaxConcurrent > 0,
-		gate:     cfg.batchShare < 1 && (l.RPM > 0 || l.TPM > 0),
-		reqBurst: spec.Requests.Burst,
-		tokBurst: spec.Tokens.Burst,
 	}
+	k.sync.init(spec, !k.shared, cfg)
+	k.apply(spec)
+	return k
+}
+
+// apply records what spec, the state's buckets now, limits.
+func (l *keyLimiter) apply(spec limitstore.Spec) {
+	perMinute := spec.Requests.Limited() || spec.Tokens.Limited()
+	l.limited.Store(l.slots || perMinute || spec.DailyRequests.Limited() || spec.DailyTokens.Limited())
+	l.gate.Store(perMinute && l.sync.cfg.batchShare < 1)
+	var ns int64
+	if spec.Tokens.Limited() {
+		ns = int64(min(1e9/spec.Tokens.PerSecond, 1e15))
+	}
+	l.sync.tokNanos.Store(ns)
+}
+
+// tokensLimited reports whether the scope has a token bucket, configured or learned.
+func (l *keyLimiter) tokensLimited() bool {
+	return l.sync.tokNanos.Load() > 0 || l.sync.dailyTokens.Load()
+}
+
+// admission is what a request asks of a key's limiter.
+type admission struct {
+	// prompt and out are the request's cost: its prompt estimate, which the learned
+	// charge ratio scales, and the output reserved for it (MaxTokens or the default).
+	prompt, out int
+	prio        Priority
+	// switchable: a key paused in the store (a 429 seen by another replica) fails at once
+	// with a *keyPausedError instead of waiting, so the caller can move to another key.
+	switchable bool
+	// within caps the whole wait on top of the mode, WithMaxWait and the deadline
+	// (negative: no cap of its own): the wait threshold when the call has somewhere else
+	// to go.
+	within time.Duration
+	// service is the upstream's expected service time (0: unknown): with a deadline, the
+	// wait must leave it.
+	service time.Duration
 }
 
 // limitLease is what an admitted request holds until its attempt is settled. The zero
 // lease holds nothing.
 type limitLease struct {
-	l     *keyLimiter
-	cost  int
-	slot  limitstore.SlotLease
-	held  bool // a concurrency slot is held
-	batch bool // the batch lane was charged too
+	l *keyLimiter
+	// cost is the charge taken from the token buckets: estimate, the prompt estimate
+	// times the usage ratio plus the reserved output, times the charge multiplier; prompt
+	// is the prompt estimate.
+	cost, estimate, prompt int
+	slot                   limitstore.SlotLease
+	held                   bool // a concurrency slot is held
+	batch                  bool // the batch lane was charged too
+	// grant is the main lane's admission: its store mark, predicted levels and totals.
+	grant limitstore.Grant
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -290,35 +117,33 @@ type limitLease struct {
 // ClassRateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
 // A canceled context's error is returned as is; nothing stays charged either way.
 func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
-	return l.acquireOr(ctx, cost, prio, false, -1)
+	return l.acquireOr(ctx, admission{out: cost, prio: prio, within: -1})
 }
 
-// acquireOr is acquire; with switchable, a key paused in the store (a 429 seen by another
-// replica) fails at once with a *keyPausedError instead of waiting, so the caller can move
-// to another key of the pool.
-//
-// within caps the whole wait on top of the mode, WithMaxWait and the deadline (negative:
-// no cap of its own): the wait threshold when the call has somewhere else to go.
-func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, switchable bool, within time.Duration) (limitLease, time.Duration, error) {
-	if l == nil {
+// acquireOr is acquire for the admission adm (see admission).
+func (l *keyLimiter) acquireOr(ctx context.Context, adm admission) (limitLease, time.Duration, error) {
+	if l == nil || !l.limited.Load() {
 		return limitLease{}, 0, nil
 	}
-	ls := limitLease{l: l, cost: max(cost, 0)}
+	adm.prompt, adm.out = max(adm.prompt, 0), max(adm.out, 0)
+	ls := limitLease{l: l, estimate: l.sync.estimate(adm.prompt, adm.out), prompt: adm.prompt}
+	ls.cost = l.sync.charge(ls.estimate)
+	l.sizes.observe(ls.cost)
 	var waited time.Duration
 	if l.slots {
-		lim, err := l.limit(ctx, 0, within)
+		lim, err := l.limit(ctx, 0, &adm, 0)
 		if err != nil {
 			return limitLease{}, 0, err
 		}
-		lease, w, err := l.state.AcquireSlot(ctx, prio == PriorityBatch, lim)
+		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
 			return limitLease{}, waited, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
 	}
-	if prio == PriorityBatch && l.gate {
-		w, err := l.reserve(ctx, limitstore.LaneBatch, ls.cost, waited, false, within)
+	if adm.prio == PriorityBatch && l.gate.Load() {
+		w, err := l.reserve(ctx, limitstore.LaneBatch, &ls, waited, &adm)
 		if err != nil {
 			ls.undo(false)
 			return limitLease{}, waited, err
@@ -326,7 +151,7 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 		ls.batch = true
 		waited += w
 	}
-	w, err := l.reserve(ctx, limitstore.LaneMain, ls.cost, waited, switchable, within)
+	w, err := l.reserve(ctx, limitstore.LaneMain, &ls, waited, &adm)
 	if err != nil {
 		ls.undo(false)
 		return limitLease{}, waited, err
@@ -335,11 +160,12 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 	if w > 0 {
 		// A 429 may have paused the scope while this request slept.
 		for {
-			left, err := l.state.PauseLeft(ctx)
+			b, err := l.state.Blocked(ctx)
+			left := b.Paused
 			if err != nil || left <= 0 {
 				break
 			}
-			if lim, err := l.limit(ctx, waited, within); err != nil || (lim >= 0 && left > lim) {
+			if lim, err := l.limit(ctx, waited, &adm, 0); err != nil || (lim >= 0 && left > lim) {
 				ls.undo(true)
 				if err == nil {
 					err = l.rateLimited(left)
@@ -357,43 +183,69 @@ func (l *keyLimiter) acquireOr(ctx context.Context, cost int, prio Priority, swi
 	return ls, waited, nil
 }
 
-// reserve takes the cost from a lane's buckets and sleeps until the reservation's time.
-// On failure nothing stays charged on that lane.
-func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, cost int, waited time.Duration, switchable bool, within time.Duration) (time.Duration, error) {
-	lim, err := l.limit(ctx, waited, within)
+// reserve takes the lease's cost from a lane's buckets and sleeps until the reservation's
+// time. On failure nothing stays charged on that lane.
+func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission) (time.Duration, error) {
+	lim, err := l.limit(ctx, waited, adm, l.sizes.margin(ls.cost, l.sync.tokNanos.Load()))
 	if err != nil {
 		return 0, err
 	}
-	w, ok, err := l.state.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: 1, Tokens: cost, MaxWait: lim})
+	g, err := l.state.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: 1, Tokens: ls.cost,
+		Estimate: ls.estimate, MaxWait: lim})
 	if err != nil {
 		return 0, l.asError(err, 0)
 	}
-	if !ok {
-		return 0, l.rateLimited(w)
+	if !g.OK {
+		return 0, l.rateLimited(g.Wait)
 	}
-	if w > 0 && switchable {
+	if lane == limitstore.LaneMain {
+		ls.grant = g
+	}
+	if g.Wait > 0 && adm.switchable {
 		// A wait may come from a pause that a 429 seen elsewhere (another replica sharing
 		// the store) put on the key: then another key is better than waiting.
-		if left, err := l.state.PauseLeft(ctx); err == nil && left > 0 {
-			_ = l.state.Adjust(context.WithoutCancel(ctx), lane, -1, -cost)
-			return 0, &keyPausedError{left: left}
+		if b, err := l.state.Blocked(ctx); err == nil && b.Paused > 0 {
+			ls.giveBack(lane)
+			return 0, &keyPausedError{left: b.Paused}
 		}
 	}
-	if err := sleepFor(ctx, w); err != nil {
-		_ = l.state.Adjust(context.WithoutCancel(ctx), lane, -1, -cost)
+	if err := sleepFor(ctx, g.Wait); err != nil {
+		ls.giveBack(lane)
 		return 0, err
 	}
-	return w, nil
+	return g.Wait, nil
+}
+
+// giveBack returns the lease's charge on lane.
+func (ls *limitLease) giveBack(lane limitstore.Lane) {
+	_ = ls.l.state.Adjust(context.Background(), lane, -1, -ls.cost)
 }
 
 // limit returns the longest wait the request may still accept (negative: no bound), or
-// the context's error when it is already done.
-func (l *keyLimiter) limit(ctx context.Context, waited, within time.Duration) (time.Duration, error) {
+// the context's error when it is already done. With a deadline and an expected service
+// time, the wait must leave that time before the deadline; when even no wait leaves it,
+// the request is refused (a rate-limited *Error). margin is taken from the deadline's
+// part of the bound only (see sizeQuantile.margin).
+func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
 	lim, err := waitLimit(ctx, l.mode, l.maxWait, waited)
-	if within >= 0 && (lim < 0 || lim > within-waited) {
-		lim = max(within-waited, 0)
+	if err != nil {
+		return 0, err
 	}
-	return lim, err
+	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
+		lim = max(adm.within-waited, 0)
+	}
+	if adm.service > 0 || margin > 0 {
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl) - 1 - adm.service
+			if left < 0 {
+				return 0, l.noTime(adm.service)
+			}
+			if left = max(left-margin, 0); lim < 0 || left < lim {
+				lim = left
+			}
+		}
+	}
+	return lim, nil
 }
 
 // waitLimit is the longest wait a request that has waited so far may still accept in the
@@ -444,6 +296,14 @@ func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
 	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg}
 }
 
+// noTime is the refusal of a request whose expected service time does not fit before its
+// deadline, even without waiting.
+func (l *keyLimiter) noTime(service time.Duration) *Error {
+	return &Error{Class: ClassRateLimited, Err: ErrRateLimited,
+		Message: "the limiter cannot admit the request in time (the upstream's expected service time of " +
+			service.Round(time.Millisecond).String() + " does not fit before the deadline)"}
+}
+
 // asError turns a store's error into the limiter's: context errors as they are, a
 // refusal into a rate-limited *Error.
 func (l *keyLimiter) asError(err error, wait time.Duration) error {
@@ -461,23 +321,33 @@ func (l *keyLimiter) asError(err error, wait time.Duration) error {
 // undo gives back what a failed acquire took: the batch lane's charge, the main lane's
 // when main is true, and the slot.
 func (ls *limitLease) undo(main bool) {
-	l, bg := ls.l, context.Background()
 	if ls.batch {
-		_ = l.state.Adjust(bg, limitstore.LaneBatch, -1, -ls.cost)
+		ls.giveBack(limitstore.LaneBatch)
 	}
 	if main {
-		_ = l.state.Adjust(bg, limitstore.LaneMain, -1, -ls.cost)
+		ls.giveBack(limitstore.LaneMain)
 	}
 	if ls.held {
-		l.state.ReleaseSlot(ls.slot)
+		ls.l.state.ReleaseSlot(ls.slot)
 	}
+}
+
+// releaseUsage settles the lease with the attempt's reported usage (nil when none), as
+// release does, and calibrates the charge ratio with the prompt the upstream counted.
+func (ls limitLease) releaseUsage(u *Usage, used bool) {
+	if ls.l != nil && used && u != nil && !u.Estimated {
+		ls.l.sync.usage(ls.prompt, u.InputTokens)
+	}
+	ls.release(u.billable(), used)
 }
 
 // release settles the lease once the attempt's outcome is known. used is false when the
 // attempt failed or was canceled before the upstream counted it: its request and tokens
 // are given back. Otherwise actualTokens, the usage the upstream reported (prompt plus
-// output; 0 when unknown), is reconciled with the estimate according to the key's
-// Metering. The concurrency slot is always released. It must be called exactly once.
+// output; 0 when unknown), is reconciled with the charge according to the key's
+// Metering, until the upstream's headers calibrate the charge: they then show what the
+// upstream counted instead. The concurrency slot is always released. It must be called
+// exactly once.
 func (ls limitLease) release(actualTokens int, used bool) {
 	l := ls.l
 	if l == nil {
@@ -488,7 +358,7 @@ func (ls limitLease) release(actualTokens int, used bool) {
 	switch {
 	case !used:
 		delta, requests = -ls.cost, -1
-	case actualTokens > 0:
+	case actualTokens > 0 && !l.sync.calibrated.Load():
 		delta = actualTokens - ls.cost
 		if l.metering == MeterAdmission {
 			delta = max(delta, 0)
@@ -507,35 +377,6 @@ func (ls limitLease) release(actualTokens int, used bool) {
 	}
 }
 
-// observe pulls the buckets down to the quota the upstream reported in its headers, and
-// adapts a private state's rates to it (limiter_adapt.go), so processes that share a key
-// slow down together. Token windows: the combined one, else the input-token one
-// (Anthropic reports both).
-func (l *keyLimiter) observe(rl *RateLimits) {
-	if l == nil || rl == nil {
-		return
-	}
-	requests, tokens := int64(-1), int64(-1)
-	if rl.Requests.Known {
-		requests = rl.Requests.Remaining
-	}
-	switch {
-	case rl.Tokens.Known:
-		tokens = rl.Tokens.Remaining
-	case rl.InputTokens.Known:
-		tokens = rl.InputTokens.Remaining
-	}
-	if requests < 0 && tokens < 0 {
-		return
-	}
-	_ = l.state.Sync(context.Background(), requests, tokens)
-	if sc, ok := l.state.(rateScaler); ok {
-		if f, changed := l.adapt.next(time.Now(), requests, tokens, l.reqBurst, l.tokBurst); changed {
-			sc.ScaleRates(f)
-		}
-	}
-}
-
 // pause stops admission on the scope until the given time, for every caller.
 func (l *keyLimiter) pause(until time.Time) {
 	if l == nil {
@@ -546,10 +387,35 @@ func (l *keyLimiter) pause(until time.Time) {
 	}
 }
 
+// evict marks the scope's key out of use for d in a shared store, for every replica.
+func (l *keyLimiter) evict(d time.Duration) {
+	if l != nil && l.shared && d > 0 {
+		_ = l.state.Evict(context.Background(), d)
+	}
+}
+
 // InFlight returns the number of admitted requests whose lease is not yet released.
 func (l *keyLimiter) InFlight() int {
 	if l == nil {
 		return 0
 	}
 	return int(l.inFlight.Load())
+}
+
+// admission is what a's request asks of its key's limiter: its cost, split into the
+// prompt estimate and the reserved output, its priority and the waits it accepts, and
+// the upstream's expected service time. A key that learned a token limit from its
+// upstream's headers, in a Client whose configured limits need no estimates, estimates
+// the request's cost here (a transport call's is only known when configured).
+func (c *Client) admission(a *attempt, switchable bool) admission {
+	lc := &c.cfg.limiter
+	if a.cost == 0 && a.tx == nil && a.key.limiter.tokensLimited() {
+		a.cost = lc.cost(a.req)
+	}
+	out := 0
+	if a.tx == nil || !a.tx.call.NoOutput {
+		out = min(lc.output(a.req), a.cost)
+	}
+	return admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
+		within: a.within, service: a.up.keys.service.expect(a.streaming(), lc.output(a.req))}
 }

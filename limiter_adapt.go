@@ -1,61 +1,356 @@
 package llmclient
 
 import (
+	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/limitstore"
 )
 
-// Processes that share an API key without a shared store each refill their buckets at the
-// key's full rate. Lowering the buckets to the upstream's remaining count (observe) removes
-// what the others spent, but only at each response; between responses every process spends
-// its own refill again. So a key's limiter also adapts its rates to the upstream's view,
-// additively increasing and multiplicatively decreasing as TCP does: when the upstream
-// reports less left than one local bucket, its rates drop by a fifth; when it reports at
-// least two buckets' worth, they recover by a tenth of the configured rate; at most once a
-// second, and never below a tenth. Processes sharing a key converge to sharing its quota.
-// A single process never drains the upstream below its own bucket and keeps its full rate.
+// A key's limiter learns from the quota its upstream reports in response headers
+// (x-ratelimit-{limit,remaining,reset}-{requests,tokens}, anthropic-ratelimit-*), on every
+// answer that carries them, four things (limiter_window.go has the first):
+//
+//  1. The windows. Each dimension's limit, remaining and reset say how the upstream meters
+//     it: remaining + reset × limit/minute is the bucket the reset refills (a reset of 0:
+//     the bucket is full and holds remaining). About the limit: a per-minute bucket.
+//     Clearly less: a shorter enforcement window (a 6-second quantum, whose level
+//     remaining reports), and the key's bucket shrinks to it. Clearly more: a longer
+//     window (a day), whose rate is the limit over the window the reset implies; it
+//     becomes the daily bucket. With Limits unset, these are the key's limits.
+//  2. The level. The reported request's grant said what the state predicted would be left
+//     once the upstream counted it; the report says what was. The state corrects its
+//     buckets by the difference, both ways, less what it corrected since, and never twice
+//     for one error, whichever request or replica reports it (limitstore.State.Sync). The
+//     buckets need not be the same size: the state's is to be as far below full as the
+//     upstream's. A process alone on its key that spends it all sees reports its own
+//     admissions explain: however little is left, it keeps its full rate.
+//  3. The charge. The state keeps a fit of what the upstream counted for the charges it
+//     admitted against their estimates (limitstore.Fit): the charge multiplier, which
+//     scales every later charge (Attempt.ChargedTokens). Alone on a key, or through a
+//     shared store, it converges to what the upstream charges against the local estimate
+//     (it counts characters, or its own tokenizer). A private state whose key other
+//     processes use too counts their consumption in: its multiplier grows to about one
+//     over its share, and its bucket then holds its share of the key's rate and burst,
+//     whatever the number of processes. Such a state corrects only its share of each
+//     error (see gainLocked). Before the headers say anything, the ratio of the usage's
+//     prompt tokens to the estimate scales the prompt part of the charge.
+//  4. The reserve. The charges admitted and not yet seen by the upstream (queued or in
+//     flight) may be off: each bucket keeps in reserve their expected shortfall plus
+//     three standard deviations of their noise, from the fit (see marginLocked), between
+//     5% and 30% of the bucket, so that the next corrections come before a 429 would.
 
 const (
-	adaptEvery    = time.Second
-	adaptDecrease = 0.8
-	adaptIncrease = 0.1
-	adaptFloor    = 0.1
+	// syncMargin is the reserve of a per-minute request bucket, and of a token bucket
+	// until the fit is known, as a share of the bucket.
+	syncMargin = 0.1
+	// The token bucket's margin covers the errors of the charges admitted and not yet
+	// reported (queued or in flight): marginSigmas standard deviations of their sum, as
+	// the corrections' noise says, between minMargin and maxMargin of the bucket.
+	marginSigmas = 3
+	minMargin    = 0.05
+	maxMargin    = 0.3
+	// marginSmoothing: each report moves the margin an eighth of the way to what it
+	// should be, so that it changes slowly beside the corrections.
+	marginSmoothing = 8
+	// dailyMargin is the reserve of a daily bucket.
+	dailyMargin = 0.01
+	// specTolerance is the relative change of a rate or burst that retunes the state.
+	specTolerance = 0.02
+	// minScale and maxScale bound the charge multiplier: an upstream charging a quarter of
+	// the estimate, or a key shared by up to 32 processes.
+	minScale = 0.25
+	maxScale = 32
+	// sharedAbove is the multiplier, against the usage ratio, above which a private state
+	// takes its key for shared with other processes (see gainLocked).
+	sharedAbove = 1.5
+	// minRatio and maxRatio bound the usage ratio.
+	minRatio = 0.25
+	maxRatio = 4
+	// hiddenRecovery and hiddenGrowth: a hidden window's burst grows back by a tenth
+	// each half minute without a refusal that the reported window does not explain.
+	hiddenRecovery = 30 * time.Second
+	hiddenGrowth   = 1.1
+	// usageAfter is the number of usage reports after which their ratio is used.
+	usageAfter = 3
 )
 
-// rateScaler is implemented by states whose rates the limiter may scale: private,
-// in-memory ones. A shared store's state is the same for every process, which needs no
-// adaptation.
-type rateScaler interface {
-	ScaleRates(factor float64)
+// headerSync is what a key's limiter learns from its upstream's headers. The hot path
+// reads only its atomics; reports update the rest under mu. It is safe for concurrent use.
+type headerSync struct {
+	scale       atomic.Uint64 // float64 bits of the charge multiplier; 0: 1
+	ratio       atomic.Uint64 // float64 bits of the usage ratio of prompts; 0: 1
+	tokNanos    atomic.Int64  // the token bucket's nanoseconds per token; 0: no token bucket
+	dailyTokens atomic.Bool   // a daily token bucket is in force
+	calibrated  atomic.Bool   // the headers calibrate the charge
+
+	mu       sync.Mutex
+	cfg      syncConfig
+	req, tok window
+	k        float64        // the charge multiplier
+	fit      limitstore.Fit // the state's charge fit, as the last report left it
+	// margin is the token margin, as a share of the bucket, of the last report; pending
+	// what the last report left pending.
+	margin  float64
+	pending limitstore.Totals
+	usageN  float64
+	usageR  float64
+	applied limitstore.Spec // what the state enforces now
+	// hidden is the token burst a hidden window allows (0: none seen), since hiddenAt
+	// (see refusedLocked).
+	hidden   float64
+	hiddenAt time.Time
 }
 
-// adaptation is a key limiter's rate factor.
-type adaptation struct {
-	mu     sync.Mutex
-	factor float64
-	last   time.Time
+// syncConfig is what a headerSync needs of its limiter's configuration.
+type syncConfig struct {
+	base                      limitstore.Spec // from Limits
+	private                   bool
+	burstFraction, batchShare float64
 }
 
-// next returns the new factor after a report of the upstream's remaining requests and
-// tokens (negative: unknown) against the local bucket sizes, and whether it changed.
-func (a *adaptation) next(now time.Time, requests, tokens int64, reqBurst, tokBurst float64) (float64, bool) {
-	low := (requests >= 0 && reqBurst > 0 && float64(requests) < reqBurst) ||
-		(tokens >= 0 && tokBurst > 0 && float64(tokens) < tokBurst)
-	high := (requests < 0 || reqBurst == 0 || float64(requests) >= 2*reqBurst) &&
-		(tokens < 0 || tokBurst == 0 || float64(tokens) >= 2*tokBurst)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.factor == 0 {
-		a.factor = 1
+func (s *headerSync) init(spec limitstore.Spec, private bool, c *limiterConfig) {
+	s.cfg = syncConfig{base: spec, private: private, burstFraction: c.burstFraction, batchShare: c.batchShare}
+	s.k, s.applied, s.margin = 1, spec, syncMargin
+	s.dailyTokens.Store(spec.DailyTokens.Limited())
+}
+
+// factor reads a float64 stored as bits in a, 1 when unset.
+func factor(a *atomic.Uint64) float64 {
+	if b := a.Load(); b != 0 {
+		return math.Float64frombits(b)
 	}
-	if now.Sub(a.last) < adaptEvery || (!low && !high) || (high && a.factor == 1) {
-		return a.factor, false
+	return 1
+}
+
+// estimate is a request's charge before the charge multiplier: its prompt estimate
+// times the usage ratio, plus its reserved output, saturating at maxCost.
+func (s *headerSync) estimate(prompt, out int) int {
+	if prompt > 0 && s.ratio.Load() != 0 {
+		prompt = int(min(math.Ceil(float64(prompt)*factor(&s.ratio)), maxCost))
 	}
-	a.last = now
-	if low {
-		a.factor = max(adaptFloor, a.factor*adaptDecrease)
+	return min(satAdd(prompt, out), maxCost)
+}
+
+// charge is what a request of the given estimate costs the token buckets: the estimate
+// times the charge multiplier, saturating at maxCost.
+func (s *headerSync) charge(estimate int) int {
+	if s.scale.Load() != 0 {
+		return int(min(math.Ceil(float64(estimate)*factor(&s.scale)), maxCost))
+	}
+	return estimate
+}
+
+// prior is the usage ratio, 1 until known.
+func (s *headerSync) prior() float64 {
+	if s.usageN < usageAfter {
+		return 1
+	}
+	return s.usageR
+}
+
+// usage learns from a response's prompt tokens against the request's estimate.
+func (s *headerSync) usage(prompt, input int) {
+	if prompt < 50 || input <= 0 {
+		return // too small to say anything of the ratio
+	}
+	r := min(max(float64(input)/float64(prompt), minRatio), maxRatio)
+	s.mu.Lock()
+	s.usageN++
+	s.usageR += (r - s.usageR) / min(s.usageN, 20)
+	ratio := s.usageR
+	s.mu.Unlock()
+	s.ratio.Store(math.Float64bits(ratio))
+}
+
+// observe learns from one report of the upstream's quota: rl, read from the answer to the
+// request whose lease is ls (nil or another limiter's: none); charged is false when the
+// upstream did not count that request (it refused it). The report's request's grant
+// must be given back already when it was not counted (settle runs first).
+func (s *headerSync) observe(l *keyLimiter, rl *RateLimits, ls *limitLease, charged bool) {
+	reqW, tokW := rl.Requests, rl.Tokens
+	if !tokW.Known && rl.InputTokens.Known {
+		tokW = rl.InputTokens // Anthropic's input-token window
+	}
+	if !reqW.Known && !tokW.Known {
+		return
+	}
+	ctx := context.Background()
+	now := time.Now()
+	s.mu.Lock()
+	s.req.learn(reqW)
+	s.tok.learn(tokW)
+	if !charged && ls != nil && ls.l == l && s.cfg.private {
+		s.refusedLocked(reqW, tokW, ls, now)
+	}
+	spec, retune := s.retuneLocked(now)
+	own := ls != nil && ls.l == l && ls.grant.Mark > 0
+	var rep limitstore.Report
+	margin := syncMargin
+	if own {
+		margin = s.marginLocked()
+		s.margin = margin
+		rep = s.reportLocked(ls, reqW, tokW, charged, margin)
+	}
+	s.mu.Unlock()
+	if retune {
+		l.retune(ctx, spec)
+	}
+	if !own {
+		return
+	}
+	c, err := l.state.Sync(ctx, rep)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.calibrateLocked(c)
+	spec, retune = s.retuneLocked(now)
+	k, known := s.k, s.fit.Known()
+	s.mu.Unlock()
+	s.scale.Store(math.Float64bits(k))
+	s.calibrated.Store(known)
+	if retune {
+		l.retune(ctx, spec)
+	}
+}
+
+// retuneLocked returns what the state should enforce and whether that changed: the
+// configured limits met with the learned windows, and a hidden window's burst.
+func (s *headerSync) retuneLocked(now time.Time) (limitstore.Spec, bool) {
+	sp := s.cfg.base
+	sp.Requests, sp.DailyRequests = s.req.merge(sp.Requests, sp.DailyRequests, s.cfg.burstFraction)
+	sp.Tokens, sp.DailyTokens = s.tok.merge(sp.Tokens, sp.DailyTokens, s.cfg.burstFraction)
+	if s.hidden > 0 && sp.Tokens.Limited() {
+		if now.Sub(s.hiddenAt) >= hiddenRecovery {
+			s.hidden, s.hiddenAt = s.hidden*hiddenGrowth, now
+		}
+		if s.hidden >= sp.Tokens.Burst {
+			s.hidden = 0
+		} else {
+			sp.Tokens.Burst = s.hidden
+		}
+	}
+	if closeSpec(sp, s.applied) {
+		return sp, false
+	}
+	s.applied = sp
+	return sp, true
+}
+
+// refusedLocked learns from a request the upstream refused although the window it
+// reported clearly held it (twice its charge in tokens, two requests): the upstream
+// enforces a shorter window than it reports, such as a 6-second
+// quantum behind a per-minute remaining count. The token bucket's burst is halved, down
+// to a second of its refill, and grows back by a tenth each half minute without another
+// such refusal. Only a private state learns this: replicas sharing a store would each
+// retune the shared buckets on their own refusals.
+func (s *headerSync) refusedLocked(reqW, tokW RateWindow, ls *limitLease, now time.Time) {
+	if !tokW.Known || float64(max(tokW.Remaining, 0)) < 2*float64(ls.cost) || reqW.Known && reqW.Remaining < 2 {
+		return // the window it reported was short, or nearly: the refusal is explained
+	}
+	r := s.applied.Tokens
+	if !r.Limited() {
+		return
+	}
+	s.hidden, s.hiddenAt = max(r.Size()/2, r.PerSecond), now
+}
+
+// retune makes the state enforce spec.
+func (l *keyLimiter) retune(ctx context.Context, spec limitstore.Spec) {
+	_ = l.state.Retune(ctx, spec)
+	l.sync.dailyTokens.Store(spec.DailyTokens.Limited())
+	l.apply(spec)
+}
+
+// reportLocked compares the report with the grant of its request. The upstream's bucket
+// and the state's need not be the same size (a minute's quota against ten seconds'
+// worth): the state's is to be as far below full as the upstream's, less the margin.
+func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW RateWindow, charged bool, margin float64) limitstore.Report {
+	// A request the upstream did not count was given back before its report: the
+	// correction count has it, the prediction needs no change; its totals do.
+	pred, totals := ls.grant.Levels, ls.grant.Totals
+	if !charged {
+		totals = totals.Sub(limitstore.Totals{Tokens: float64(ls.cost), Estimate: float64(ls.estimate), Requests: 1})
+	}
+	target, reserve := limitstore.Unknown, limitstore.Unknown
+	a := &s.applied
+	req, reqR := s.req.target(reqW, a.Requests, a.DailyRequests, syncMargin)
+	tok, tokR := s.tok.target(tokW, a.Tokens, a.DailyTokens, margin)
+	if s.req.long {
+		target.DailyRequests, reserve.DailyRequests = req, reqR
 	} else {
-		a.factor = min(1, a.factor+adaptIncrease)
+		target.Requests, reserve.Requests = req, reqR
 	}
-	return a.factor, true
+	if s.tok.long {
+		target.DailyTokens, reserve.DailyTokens = tok, tokR
+	} else {
+		target.Tokens, reserve.Tokens = tok, tokR
+	}
+	return limitstore.Report{Mark: ls.grant.Mark, Predicted: pred, Target: target, Reserve: reserve,
+		Totals: totals, Gain: s.gainLocked()}
+}
+
+// gainLocked is the part of each error a report corrects. A state that sees every
+// consumer of its key (a shared store, or a private state whose multiplier says it is
+// alone: within half again of the usage ratio) corrects all of it. A private state whose
+// multiplier says that about n processes share the key corrects an nth: its bucket is
+// already its share of the key's rate and burst, and the upstream's level also holds the
+// others' savings (a process waiting to send a large prompt holds more than its share of
+// the level), so that realigning the whole level at each report would import their
+// lumps; each process correcting its share corrects the whole between them.
+func (s *headerSync) gainLocked() float64 {
+	if !s.cfg.private || !s.fit.Known() {
+		return 1
+	}
+	n := s.k / s.prior()
+	if n < sharedAbove {
+		return 1
+	}
+	return 1 / min(n, maxScale)
+}
+
+// marginLocked is the token bucket's margin, as a share of the bucket: what the charges
+// admitted and not yet seen by the upstream (queued or in flight, as the last applied
+// report left them) may fall short of what the upstream will count. That is their
+// expected shortfall, if they were charged under a smaller multiplier than the fit's,
+// plus marginSigmas standard deviations of their noise.
+func (s *headerSync) marginLocked() float64 {
+	burst := s.applied.Tokens.Size()
+	f := &s.fit
+	if !f.Known() || !(burst > 0) {
+		return syncMargin
+	}
+	est := max(s.pending.Estimate, 0)
+	short := max(f.Ratio()*est-s.pending.Tokens, 0)
+	want := min(max((short+marginSigmas*math.Sqrt(f.Noise*est))/burst, minMargin), maxMargin)
+	return s.margin + (want-s.margin)/marginSmoothing
+}
+
+// calibrateLocked takes what the correction c says of the charges: the state's fit
+// (limitstore.Fit), which every process sharing the state reads alike, and what it
+// leaves pending.
+func (s *headerSync) calibrateLocked(c limitstore.Correction) {
+	s.fit, s.pending = c.Fit, c.Pending
+	if s.fit.Known() {
+		s.k = min(max(s.fit.Ratio(), minScale), maxScale)
+	}
+}
+
+// syncLimits feeds the rate-limit headers read with a's answer to its key's limiter.
+// charged says whether the upstream counted the attempt.
+func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
+	if rl != nil && a.key != nil {
+		a.key.limiter.observe(rl, &a.lease, charged)
+	}
+}
+
+// observe feeds one report of the upstream's quota to the limiter (see headerSync.observe).
+func (l *keyLimiter) observe(rl *RateLimits, ls *limitLease, charged bool) {
+	if l != nil && rl != nil {
+		l.sync.observe(l, rl, ls, charged)
+	}
 }

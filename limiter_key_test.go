@@ -3,7 +3,6 @@ package llmclient
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -365,38 +364,6 @@ func TestLimiterReconciliation(t *testing.T) {
 	}
 }
 
-func TestLimiterHeaderSyncLowersAdmission(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newTestLimiter(t, Limits{TPM: 60_000}) // bucket 10k tokens, 1000/s
-		start := time.Now()
-		// Another process has used the shared key: the upstream says 2000 tokens remain.
-		// The bucket drops to 2000 and, the upstream having less than a bucket left, the
-		// refill slows to 800/s (see TestLimiterAdaptsRateToASharedKey).
-		l.observe(&RateLimits{Tokens: RateWindow{Known: true, Limit: 60_000, Remaining: 2_000}})
-		ls, at := mustAcquire(t, l, t.Context(), 5_000, PriorityInteractive, start)
-		ls.release(0, true)
-		if at != 3750*time.Millisecond {
-			t.Fatalf("5000 tokens admitted at %v, want 3.75s (2000 left, 800/s)", at)
-		}
-		// A remaining count above the local level changes nothing; nil and unknown are ignored.
-		l.observe(&RateLimits{Tokens: RateWindow{Known: true, Remaining: 1_000_000}})
-		l.observe(&RateLimits{})
-		l.observe(nil)
-
-		// Requests: 3 remaining, so the 4th request waits for the refill (10/s, slowed to 8/s).
-		l = newTestLimiter(t, Limits{RPM: 600}) // bucket 100 requests
-		l.observe(&RateLimits{Requests: RateWindow{Known: true, Remaining: 3}})
-		base := time.Since(start)
-		for i := range 4 {
-			ls, at := mustAcquire(t, l, t.Context(), 0, PriorityInteractive, start)
-			ls.release(0, true)
-			if want := base + time.Duration(max(0, i-2))*125*time.Millisecond; at != want {
-				t.Fatalf("request %d admitted at %v, want %v", i, at, want)
-			}
-		}
-	})
-}
-
 // TestLimiterBatchLeavesInteractiveShare saturates a key with batch traffic and checks that
 // interactive requests are still admitted at once, on the buckets and on the slots.
 func TestLimiterBatchLeavesInteractiveShare(t *testing.T) {
@@ -489,8 +456,9 @@ func TestLimiterNilIsUnlimited(t *testing.T) {
 	}
 	ls.release(5, true)
 	limitLease{}.release(0, false)
-	l.observe(&RateLimits{Tokens: RateWindow{Known: true}})
+	l.observe(&RateLimits{Tokens: RateWindow{Known: true}}, &ls, true)
 	l.pause(time.Now().Add(time.Hour))
+	l.evict(time.Hour)
 	if l.InFlight() != 0 {
 		t.Fatal("nil limiter has requests in flight")
 	}
@@ -529,50 +497,5 @@ func TestLimiterSlotWaitBoundedByMaxWait(t *testing.T) {
 			t.Fatalf("after release: %v", err)
 		}
 		ls.release(0, true)
-	})
-}
-
-// TestLimiterAdaptsRateToASharedKey: reports of less left upstream than one local bucket
-// slow the key's refill down (other processes use the key); ample reports bring it back.
-func TestLimiterAdaptsRateToASharedKey(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newTestLimiter(t, Limits{TPM: 60_000}) // 1000/s, bucket 10k
-		low := &RateLimits{Tokens: RateWindow{Known: true, Limit: 60_000, Remaining: 0}}
-		high := &RateLimits{Tokens: RateWindow{Known: true, Limit: 60_000, Remaining: 30_000}}
-		factor := func() float64 {
-			l.adapt.mu.Lock()
-			defer l.adapt.mu.Unlock()
-			return l.adapt.factor
-		}
-		l.observe(low)
-		l.observe(low) // within a second: no second decrease
-		if f := factor(); f != 0.8 {
-			t.Fatalf("factor %v after low reports, want 0.8", f)
-		}
-		time.Sleep(time.Second)
-		l.observe(low)
-		if f := factor(); math.Abs(f-0.64) > 1e-9 {
-			t.Fatalf("factor %v, want 0.64", f)
-		}
-		// The bucket is empty (synced to 0) and refills at 640 tokens/s.
-		start := time.Now()
-		ls, at := mustAcquire(t, l, t.Context(), 640, PriorityInteractive, start)
-		ls.release(0, true)
-		if at != time.Second {
-			t.Fatalf("640 tokens admitted after %v at the lowered rate, want 1s", at)
-		}
-		for range 5 {
-			time.Sleep(time.Second)
-			l.observe(high)
-		}
-		if f := factor(); f != 1 {
-			t.Fatalf("factor %v after ample reports, want back to 1", f)
-		}
-		// Between the watermarks nothing changes.
-		time.Sleep(time.Second)
-		l.observe(&RateLimits{Tokens: RateWindow{Known: true, Remaining: 15_000}})
-		if f := factor(); f != 1 {
-			t.Fatalf("factor %v after a middling report", f)
-		}
 	})
 }

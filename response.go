@@ -123,6 +123,12 @@ type Attempt struct {
 	RetryAfter time.Duration
 	// EstimatedTokens is the limiter's token cost estimate (prompt + reserved output).
 	EstimatedTokens int
+	// ChargedTokens is what the key's limiter charged its token buckets for the attempt:
+	// the prompt part of EstimatedTokens times the charge ratio it has learned from the
+	// upstream's headers and usage reports (what the upstream counts against its own
+	// estimate), plus the reserved output, saturating at 2^40. It equals EstimatedTokens
+	// until the limiter has learned a ratio; 0 when no limiter admitted the attempt.
+	ChargedTokens int
 	// Usage is the reported usage, when the attempt succeeded.
 	Usage Usage
 	// Notes are the adapter's notes on how it translated the request for its vendor (a

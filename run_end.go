@@ -69,7 +69,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	at := Attempt{
 		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
 		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
-		EstimatedTokens: a.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
+		EstimatedTokens: a.cost, ChargedTokens: a.lease.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
 	}
 	if at.Start.IsZero() {
 		at.Start = a.begun
@@ -112,9 +112,7 @@ func (r *run) succeed(a *attempt, resp *Response) *Response {
 	if resp.Model == "" {
 		resp.Model = a.call.Model
 	}
-	if resp.RateLimits != nil && a.key != nil {
-		a.key.limiter.observe(resp.RateLimits)
-	}
+	a.syncLimits(resp.RateLimits, true)
 	return resp
 }
 

@@ -379,6 +379,6 @@ func (t *Transport) observeLimits(a *attempt, h http.Header) {
 		return
 	}
 	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {
-		a.key.limiter.observe(rl)
+		a.syncLimits(rl, true)
 	}
 }

@@ -10,9 +10,9 @@ import (
 
 // NewMemory returns a Store that keeps its state in this process: what a
 // Client uses when WithLimitStore is not given. Scopes opened with the same name share
-// their state; idle scopes (full buckets, no slot held, no pause) are dropped once the
-// store has grown, so a stream of distinct partition names does not grow it without bound.
-// It is safe for concurrent use.
+// their state; idle scopes (full buckets, no slot held, no pause or eviction) are dropped
+// once the store has grown, so a stream of distinct partition names does not grow it
+// without bound. It is safe for concurrent use.
 func NewMemory() Store {
 	return &memoryStore{scopes: make(map[string]*memState)}
 }
@@ -28,8 +28,7 @@ type memoryStore struct {
 const memorySweepMin = 1024
 
 // NewState returns a new in-memory State for spec, private to its caller. Besides the
-// State methods it has Idle() bool (whether it equals a fresh state) and
-// ScaleRates(factor float64) (set its rates to factor times spec's, keeping its levels).
+// State methods it has Idle() bool, which reports whether it equals a fresh state.
 func NewState(spec Spec) State { return newMemState(spec) }
 
 func (s *memoryStore) Open(name string, spec Spec) State {
@@ -54,42 +53,74 @@ func (s *memoryStore) Open(name string, spec Spec) State {
 	return st
 }
 
+// minPerSecond is the slowest refill a limited bucket has: one unit in 30 days. Slower
+// rates are raised to it, so that no interval is infinite.
+const minPerSecond = 1.0 / (30 * 24 * 3600)
+
+// debtNanos is DebtHorizon in the buckets' unit of time.
+const debtNanos = float64(DebtHorizon)
+
 // gcra is one token bucket in the form of the generic cell rate algorithm: tat is the
 // time, in nanoseconds since the state's epoch, at which the bucket would be full again.
 // The level at time t is burst - (tat-t)/interval, capped at burst; it goes negative when
 // reservations are made ahead of time or a request larger than the bucket runs into debt.
 type gcra struct {
-	interval float64 // nanoseconds per unit; 0 means unlimited
-	base     float64 // the configured interval
-	burst    float64
-	tau      float64 // burst * interval
-	tat      float64
+	interval  float64 // nanoseconds per unit; 0 means unlimited
+	burst     float64
+	tau       float64 // burst * interval
+	maxCharge float64 // the most one charge takes (Rate.MaxCharge, times the share)
+	tat       float64
+	// corrected is the bucket's correction count: the sum of the level changes Sync,
+	// Retune and Adjust made (positive: lowered).
+	corrected float64
+	// reserve is what a reservation leaves in the bucket beyond its cost.
+	reserve float64
 }
 
 func newGCRA(r Rate, share float64) gcra {
-	if r.PerSecond <= 0 {
+	if !r.Limited() {
 		return gcra{}
 	}
-	b := gcra{interval: 1e9 / (r.PerSecond * share), burst: r.Burst * share}
-	b.base = b.interval
+	ps := max(r.PerSecond, minPerSecond) * share
+	b := gcra{interval: 1e9 / ps, burst: r.Size() * share}
 	b.tau = b.burst * b.interval
+	b.maxCharge = b.burst + min(ps*ChargeHorizon.Seconds(), MaxBurst)
 	return b
 }
 
-// ready returns the earliest time from now at which the bucket holds cost, or its whole
-// burst when cost is larger.
+// ready returns the earliest time from now at which the bucket holds cost plus its
+// reserve, or its whole burst when that is more.
 func (b *gcra) ready(now, cost float64) float64 {
 	if b.interval == 0 {
 		return now
 	}
-	return max(now, b.tat-b.tau+min(cost, b.burst)*b.interval)
+	return max(now, b.tat-b.tau+min(cost+b.reserve, b.burst)*b.interval)
 }
 
-// charge takes cost from the bucket at time at.
+// charge takes cost, at most maxCharge, from the bucket at time at.
 func (b *gcra) charge(at, cost float64) {
 	if b.interval != 0 {
-		b.tat = max(b.tat, at) + cost*b.interval
+		b.tat = max(b.tat, at) + min(cost, b.maxCharge)*b.interval
 	}
+}
+
+// cap is what a charge of amount takes: amount, at most maxCharge (a bucket without
+// limit takes it all).
+func (b *gcra) cap(amount float64) float64 {
+	if b.interval == 0 {
+		return amount
+	}
+	return min(amount, b.maxCharge)
+}
+
+// take charges amount after the fact: at most maxCharge, and never past a debt of
+// DebtHorizon beyond an empty bucket (a debt that reservations already hold is kept).
+func (b *gcra) take(now, amount float64) {
+	if b.interval == 0 {
+		return
+	}
+	limit := now + b.tau + debtNanos
+	b.tat = max(b.tat, min(max(b.tat, now)+min(amount, b.maxCharge)*b.interval, limit))
 }
 
 // give returns amount to the bucket at time now, up to its burst.
@@ -99,20 +130,60 @@ func (b *gcra) give(now, amount float64) {
 	}
 }
 
-// lower caps the bucket's level at remaining now.
-func (b *gcra) lower(now, remaining float64) {
-	if b.interval != 0 && remaining < b.burst {
-		b.tat = max(b.tat, now+b.tau-max(remaining, 0)*b.interval)
+// level is what the bucket holds at now; negative for a debt.
+func (b *gcra) level(now float64) float64 {
+	return b.burst - max(b.tat-now, 0)/b.interval
+}
+
+// correct takes d from the bucket at now (gives it back when negative), as Adjust does.
+func (b *gcra) correct(now, d float64) {
+	switch {
+	case d > 0:
+		b.take(now, d)
+	case d < 0:
+		b.give(now, -d)
 	}
 }
+
+// retune returns the bucket for r and share, as far below its new burst as b is below
+// its own at now: what was charged stays charged. The change of level counts as a
+// correction.
+func (b *gcra) retune(now float64, r Rate, share float64) gcra {
+	nb := newGCRA(r, share)
+	if nb.interval != 0 && b.interval != 0 {
+		deficit := max(b.tat-now, 0) / b.interval
+		nb.tat = now + deficit*nb.interval
+		nb.corrected = b.corrected + b.level(now) - nb.level(now)
+		nb.reserve = min(b.reserve, nb.burst)
+	}
+	return nb
+}
+
+// Bucket indexes of memState.main.
+const (
+	bReq = iota
+	bTok
+	bDayReq
+	bDayTok
+)
 
 // memState is the in-memory State. One mutex guards it all: every operation is a few
 // arithmetic steps.
 type memState struct {
-	mu          sync.Mutex
-	epoch       time.Time
-	main, gate  [2]gcra // requests, tokens
-	pausedUntil float64
+	mu    sync.Mutex
+	epoch time.Time
+	share float64
+	// main holds the requests, tokens, daily requests and daily tokens buckets; gate the
+	// batch lane's requests and tokens buckets.
+	main                      [4]gcra
+	gate                      [2]gcra
+	pausedUntil, evictedUntil float64
+	// mark is the last Grant.Mark handed out; synced the mark of the latest request a
+	// report was applied for, and syncedTotals the totals of that report.
+	mark, synced int64
+	totals       Totals
+	syncedTotals Totals
+	fit          Fit
 
 	maxSlots, batchSlots int
 	inUse, batchInUse    int
@@ -129,100 +200,235 @@ type slotWaiter struct {
 
 func newMemState(spec Spec) *memState {
 	share := spec.BatchShare
-	if share <= 0 || share > 1 {
+	if !(share > 0 && share <= 1) {
 		share = 1
 	}
-	s := &memState{epoch: time.Now(), maxSlots: spec.MaxConcurrent}
-	s.main = [2]gcra{newGCRA(spec.Requests, 1), newGCRA(spec.Tokens, 1)}
+	s := &memState{epoch: time.Now(), share: share, maxSlots: max(spec.MaxConcurrent, 0)}
+	s.main = [4]gcra{newGCRA(spec.Requests, 1), newGCRA(spec.Tokens, 1),
+		newGCRA(spec.DailyRequests, 1), newGCRA(spec.DailyTokens, 1)}
 	s.gate = [2]gcra{newGCRA(spec.Requests, share), newGCRA(spec.Tokens, share)}
-	s.batchSlots = max(1, int(float64(spec.MaxConcurrent)*share))
+	s.batchSlots = max(1, int(float64(s.maxSlots)*share))
 	return s
 }
 
 func (s *memState) now() float64 { return float64(time.Since(s.epoch)) }
 
-func (s *memState) buckets(l Lane) *[2]gcra {
+// buckets returns the lane's buckets: requests at even indexes, tokens at odd ones.
+func (s *memState) buckets(l Lane) []gcra {
 	if l == LaneBatch {
-		return &s.gate
+		return s.gate[:]
 	}
-	return &s.main
+	return s.main[:]
 }
 
-func (s *memState) Reserve(_ context.Context, r Reservation) (time.Duration, bool, error) {
+// count turns a count to take into a float: negative counts are 0.
+func count(n int) float64 { return float64(max(n, 0)) }
+
+func (s *memState) Reserve(_ context.Context, r Reservation) (Grant, error) {
 	now := s.now()
-	req, tok := float64(r.Requests), float64(max(r.Tokens, 0))
+	amounts := [2]float64{count(r.Requests), count(r.Tokens)}
+	estimate := count(r.Estimate)
+	if r.Estimate == 0 {
+		estimate = amounts[1]
+	}
 	s.mu.Lock()
 	b := s.buckets(r.Lane)
 	at := now
 	if r.Lane == LaneMain {
 		at = max(at, s.pausedUntil)
 	}
-	if req > 0 {
-		at = max(at, b[0].ready(now, req))
+	for i := range b {
+		// Every token bucket is consulted, so that even a request that costs no tokens
+		// waits for a token debt to clear.
+		if n := amounts[i%2]; n > 0 || i%2 == 1 {
+			at = max(at, b[i].ready(now, n))
+		}
 	}
-	at = max(at, b[1].ready(now, tok))
-	wait := time.Duration(math.Ceil(at - now))
-	if r.MaxWait >= 0 && wait > r.MaxWait {
+	g := Grant{Wait: Duration(at - now), Levels: Unknown}
+	if r.MaxWait >= 0 && g.Wait > r.MaxWait {
 		s.mu.Unlock()
-		return wait, false, nil
+		return g, nil
 	}
-	if req > 0 {
-		b[0].charge(at, req)
+	g.OK = true
+	for i := range b {
+		if n := amounts[i%2]; n > 0 {
+			b[i].charge(at, n)
+		}
 	}
-	b[1].charge(at, tok)
+	if r.Lane == LaneMain {
+		s.totals.Tokens += min(amounts[1], s.main[bTok].cap(amounts[1]))
+		s.totals.Estimate += min(estimate, MaxBurst)
+		s.totals.Requests += min(amounts[0], s.main[bReq].cap(amounts[0]))
+		g.Totals = s.totals
+		s.mark++
+		g.Mark = s.mark
+		for i, p := range [4]*float64{&g.Levels.Requests, &g.Levels.Tokens, &g.Levels.DailyRequests, &g.Levels.DailyTokens} {
+			if b[i].interval != 0 {
+				*p = b[i].level(at) + b[i].corrected
+			}
+		}
+	}
 	s.mu.Unlock()
-	return wait, true, nil
+	return g, nil
 }
 
 func (s *memState) Adjust(_ context.Context, l Lane, requests, tokens int) error {
 	now := s.now()
+	amounts := [2]int{requests, tokens}
 	s.mu.Lock()
+	if l == LaneMain {
+		s.adjustTotals(float64(requests), float64(tokens))
+	}
 	b := s.buckets(l)
-	for i, n := range [2]int{requests, tokens} {
-		switch {
+	for i := range b {
+		before := b[i].level(now)
+		switch n := amounts[i%2]; {
 		case n < 0:
-			b[i].give(now, float64(-n))
+			b[i].give(now, -float64(n))
 		case n > 0:
-			b[i].charge(now, float64(n))
+			b[i].take(now, float64(n))
+		}
+		if b[i].interval != 0 {
+			b[i].corrected += before - b[i].level(now)
 		}
 	}
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *memState) Sync(_ context.Context, requests, tokens int64) error {
+// adjustTotals enters an Adjust of LaneMain in the totals (see Totals).
+func (s *memState) adjustTotals(requests, tokens float64) {
+	t := &s.totals
+	if requests < 0 { // a reservation given back
+		back := min(max(-tokens, 0), t.Tokens)
+		if t.Tokens > 0 {
+			t.Estimate -= back * t.Estimate / t.Tokens
+		}
+		t.Tokens -= back
+		t.Requests = max(t.Requests+requests, 0)
+		return
+	}
+	if tokens > 0 {
+		t.Tokens += s.main[bTok].cap(tokens)
+	} else {
+		t.Tokens = max(t.Tokens+tokens, 0)
+	}
+	t.Requests += s.main[bReq].cap(requests)
+}
+
+// finite reports whether x is a known count: neither NaN nor infinite.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
+	now := s.now()
+	p, t := r.Predicted, r.Target
+	c := Correction{Made: Unknown}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.Pending = s.totals.Sub(r.Totals)
+	if r.Mark <= s.synced {
+		c.Fit = s.fit
+		return c, nil // a later request's report already corrected this one's error
+	}
+	first := s.synced == 0
+	s.synced = r.Mark
+	c.Covered = r.Totals.Sub(s.syncedTotals)
+	s.syncedTotals = r.Totals
+	gain := r.Gain
+	if !(gain > 0 && gain <= 1) {
+		gain = 1
+	}
+	for i, x := range [4]float64{r.Reserve.Requests, r.Reserve.Tokens, r.Reserve.DailyRequests, r.Reserve.DailyTokens} {
+		if x >= 0 && !math.IsInf(x, 1) {
+			s.main[i].reserve = min(x, s.main[i].burst)
+		}
+	}
+	fitted := false
+	for i, x := range [4]struct{ p, t float64 }{{p.Requests, t.Requests}, {p.Tokens, t.Tokens},
+		{p.DailyRequests, t.DailyRequests}, {p.DailyTokens, t.DailyTokens}} {
+		b := &s.main[i]
+		e := x.p - b.corrected - x.t
+		d := e * gain
+		if b.interval == 0 || !finite(d) {
+			continue
+		}
+		if i%2 == 1 && !fitted && !first {
+			fitted = true
+			s.fit.add(c.Covered.Tokens+e, c.Covered.Estimate, e < 0 && x.t > b.burst/2)
+		}
+		before := b.level(now)
+		b.correct(now, d)
+		change := before - b.level(now)
+		b.corrected += change
+		*[4]*float64{&c.Made.Requests, &c.Made.Tokens, &c.Made.DailyRequests, &c.Made.DailyTokens}[i] = change
+	}
+	c.Fit = s.fit
+	return c, nil
+}
+
+// add enters one observation in the fit (see Fit); censored ones are left out.
+func (f *Fit) add(counted, estimated float64, censored bool) {
+	if censored || !(estimated > 0) || !finite(counted) || !finite(estimated) {
+		return
+	}
+	if f.Estimated > 0 && f.Reports >= 1 {
+		dev := counted - estimated*f.Counted/f.Estimated
+		v := dev * dev / estimated
+		if f.Reports >= FitMinReports {
+			v = min(v, 9*f.Noise)
+		}
+		f.Noise += (v - f.Noise) * max(1-FitForget, 1/(f.Reports+1))
+	}
+	f.Counted = FitForget*f.Counted + counted
+	f.Estimated = FitForget*f.Estimated + estimated
+	f.Reports++
+}
+
+func (s *memState) Retune(_ context.Context, spec Spec) error {
 	now := s.now()
 	s.mu.Lock()
-	if requests >= 0 {
-		s.main[0].lower(now, float64(requests))
+	for i, r := range [4]Rate{spec.Requests, spec.Tokens, spec.DailyRequests, spec.DailyTokens} {
+		s.main[i] = s.main[i].retune(now, r, 1)
 	}
-	if tokens >= 0 {
-		s.main[1].lower(now, float64(tokens))
+	for i, r := range [2]Rate{spec.Requests, spec.Tokens} {
+		s.gate[i] = s.gate[i].retune(now, r, s.share)
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// until returns the end of a block of d from now, or false when d is not positive.
+func (s *memState) until(d time.Duration) (float64, bool) {
+	if d <= 0 {
+		return 0, false
+	}
+	return s.now() + float64(d), true
 }
 
 func (s *memState) Pause(_ context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
+	if until, ok := s.until(d); ok {
+		s.mu.Lock()
+		s.pausedUntil = max(s.pausedUntil, until)
+		s.mu.Unlock()
 	}
-	until := s.now() + float64(d)
-	s.mu.Lock()
-	s.pausedUntil = max(s.pausedUntil, until)
-	s.mu.Unlock()
 	return nil
 }
 
-func (s *memState) PauseLeft(context.Context) (time.Duration, error) {
+func (s *memState) Evict(_ context.Context, d time.Duration) error {
+	if until, ok := s.until(d); ok {
+		s.mu.Lock()
+		s.evictedUntil = max(s.evictedUntil, until)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func (s *memState) Blocked(context.Context) (Block, error) {
 	now := s.now()
 	s.mu.Lock()
-	left := s.pausedUntil - now
+	b := Block{Paused: Duration(s.pausedUntil - now), Evicted: Duration(s.evictedUntil - now)}
 	s.mu.Unlock()
-	if left <= 0 {
-		return 0, nil
-	}
-	return time.Duration(math.Ceil(left)), nil
+	return b, nil
 }
 
 // errNoSlot is returned when no concurrency slot came free in time.
@@ -286,7 +492,7 @@ func (s *memState) AcquireSlot(ctx context.Context, batch bool, maxWait time.Dur
 
 func (s *memState) ReleaseSlot(lease SlotLease) {
 	s.mu.Lock()
-	if s.maxSlots > 0 {
+	if s.maxSlots > 0 && s.inUse > 0 {
 		s.free(lease.Batch)
 	}
 	s.mu.Unlock()
@@ -309,7 +515,7 @@ func (s *memState) take(batch bool) SlotLease {
 // waiters in arrival order that may take one.
 func (s *memState) free(batch bool) {
 	s.inUse--
-	if batch {
+	if batch && s.batchInUse > 0 {
 		s.batchInUse--
 	}
 	kept := s.waiters[:0]
@@ -332,28 +538,13 @@ func (s *memState) Idle() bool {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inUse == 0 && len(s.waiters) == 0 && s.pausedUntil <= now &&
-		s.main[0].tat <= now && s.main[1].tat <= now && s.gate[0].tat <= now && s.gate[1].tat <= now
-}
-
-// ScaleRates sets the buckets' rates to factor times their configured rates, keeping
-// their current levels.
-func (s *memState) ScaleRates(factor float64) {
-	now := s.now()
-	s.mu.Lock()
-	for _, b := range []*gcra{&s.main[0], &s.main[1], &s.gate[0], &s.gate[1]} {
-		b.scale(now, factor)
+	if s.inUse != 0 || len(s.waiters) != 0 || s.pausedUntil > now || s.evictedUntil > now {
+		return false
 	}
-	s.mu.Unlock()
-}
-
-// scale sets the bucket's rate to factor times its base rate, keeping its level at now.
-func (b *gcra) scale(now, factor float64) {
-	if b.interval == 0 {
-		return
+	for i := range s.main {
+		if s.main[i].tat > now {
+			return false
+		}
 	}
-	deficit := max(b.tat-now, 0) / b.interval // tokens below full
-	b.interval = b.base / factor
-	b.tau = b.burst * b.interval
-	b.tat = now + deficit*b.interval
+	return s.gate[0].tat <= now && s.gate[1].tat <= now
 }

@@ -13,14 +13,14 @@ func TestMemoryStoreSharesNamedScopes(t *testing.T) {
 		s := NewMemory()
 		spec := Spec{Requests: Rate{PerSecond: 1, Burst: 1}, BatchShare: 1}
 		a, b := s.Open("key-1", spec), s.Open("key-1", spec)
-		if w, ok, _ := a.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: -1}); !ok || w != 0 {
-			t.Fatalf("first reservation: %v %v", w, ok)
+		if g, _ := a.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: -1}); !g.OK || g.Wait != 0 {
+			t.Fatalf("first reservation: %+v", g)
 		}
-		if w, ok, _ := b.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); ok || w != time.Second {
-			t.Fatalf("second reservation through the same name: %v %v, want refused with 1s", w, ok)
+		if g, _ := b.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); g.OK || g.Wait != time.Second {
+			t.Fatalf("second reservation through the same name: %+v, want refused with 1s", g)
 		}
 		private := s.Open("", spec)
-		if _, ok, _ := private.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); !ok {
+		if g, _ := private.Reserve(t.Context(), Reservation{Requests: 1, MaxWait: 0}); !g.OK {
 			t.Fatal("a private scope shared state")
 		}
 	})
@@ -61,11 +61,11 @@ func TestMemStateBucketArithmetic(t *testing.T) {
 		// 10 tokens per second, bucket 10.
 		st := newMemState(Spec{Tokens: Rate{PerSecond: 10, Burst: 10}, BatchShare: 1})
 		reserve := func(n int) time.Duration {
-			w, ok, err := st.Reserve(ctx, Reservation{Tokens: n, MaxWait: -1})
-			if !ok || err != nil {
-				t.Fatal(ok, err)
+			g, err := st.Reserve(ctx, Reservation{Tokens: n, MaxWait: -1})
+			if !g.OK || err != nil {
+				t.Fatal(g, err)
 			}
-			return w
+			return g.Wait
 		}
 		if w := reserve(10); w != 0 {
 			t.Fatalf("full bucket: wait %v", w)
@@ -81,18 +81,12 @@ func TestMemStateBucketArithmetic(t *testing.T) {
 		if w := reserve(1); w != 100*time.Millisecond {
 			t.Fatalf("refund above the burst was kept: wait %v, want 100ms", w)
 		}
-		// Sync never raises the level and lowers it to the remaining count.
-		time.Sleep(10 * time.Second)
-		st.Sync(ctx, -1, 4)
-		if w := reserve(6); w != 200*time.Millisecond {
-			t.Fatalf("after sync to 4: 6 tokens wait %v, want 200ms", w)
-		}
 		// Pause delays the main lane only.
 		time.Sleep(10 * time.Second)
 		st.Pause(ctx, 3*time.Second)
 		st.Pause(ctx, time.Second) // a shorter pause does not shorten it
-		if left, _ := st.PauseLeft(ctx); left != 3*time.Second {
-			t.Fatalf("PauseLeft %v", left)
+		if b, _ := st.Blocked(ctx); b != (Block{Paused: 3 * time.Second}) {
+			t.Fatalf("Blocked %+v, want a 3s pause and no eviction", b)
 		}
 		if w := reserve(1); w != 3*time.Second {
 			t.Fatalf("paused: wait %v", w)

@@ -1,0 +1,53 @@
+package llmclient
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// A request's wait in a token bucket is the queue ahead of it plus the time the bucket
+// takes to hold its own cost. Near a deadline this refuses large prompts first: with the
+// queue just short of the deadline, small requests still fit and large ones never do, so
+// under overload a stream of small requests keeps every large one out. The limiter
+// therefore refuses by the queue alone: a request whose deadline bounds its wait gets
+// the bound a request of the usual largest size (about the 90th percentile of recent
+// charges) would get, however small it is. Every request then meets the same test, and
+// each still waits only as long as its own cost needs; the queue stays as long as before
+// less the largest usual request, so the upstream stays as busy.
+
+// sizeQuantile tracks about the 90th percentile of the charges a limiter admits, by
+// stochastic approximation: each sampled charge moves the estimate up by 9 steps when it
+// is above, down by one when it is not (a step is a 32nd of the estimate). It is updated
+// for one admission in sizeSample, without locking (a lost update only slows it down).
+// It is safe for concurrent use.
+type sizeQuantile struct{ q atomic.Int64 }
+
+// sizeSample is the share of admissions (1 in sizeSample) that update the estimate.
+const sizeSample = 4
+
+func (s *sizeQuantile) observe(cost int) {
+	if rand.Uint32()%sizeSample != 0 {
+		return
+	}
+	q := s.q.Load()
+	step := max(q/32, 1)
+	if int64(cost) > q {
+		q += 9 * step
+	} else {
+		q -= step
+	}
+	s.q.Store(min(max(q, 0), maxCost))
+}
+
+// margin is how much sooner than its deadline requires a request of the given cost must
+// be admitted, for its refusal to depend on the queue only: the time the token bucket
+// (nsPerToken nanoseconds per token, 0 for none) takes to refill the difference between
+// the usual largest charge and its own.
+func (s *sizeQuantile) margin(cost int, nsPerToken int64) time.Duration {
+	q := s.q.Load()
+	if nsPerToken <= 0 || q <= int64(cost) {
+		return 0
+	}
+	return time.Duration(min(float64(q-int64(cost))*float64(nsPerToken), float64(time.Hour)))
+}

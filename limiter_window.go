@@ -1,0 +1,126 @@
+package llmclient
+
+import (
+	"math"
+
+	"github.com/llmclient/llmclient/limitstore"
+)
+
+// closeSpec reports whether the buckets of a and b agree within specTolerance.
+func closeSpec(a, b limitstore.Spec) bool {
+	near := func(x, y float64) bool { return math.Abs(x-y) <= specTolerance*max(math.Abs(x), math.Abs(y)) }
+	ra := [4]limitstore.Rate{a.Requests, a.Tokens, a.DailyRequests, a.DailyTokens}
+	rb := [4]limitstore.Rate{b.Requests, b.Tokens, b.DailyRequests, b.DailyTokens}
+	for i := range ra {
+		la, lb := ra[i].Limited(), rb[i].Limited()
+		if la != lb || la && !(near(ra[i].PerSecond, rb[i].PerSecond) && near(ra[i].Burst, rb[i].Burst)) {
+			return false
+		}
+	}
+	return true
+}
+
+// window is what the headers say of one quota dimension.
+type window struct {
+	known bool
+	// long marks a window longer than a minute (a day's quota).
+	long bool
+	// limit is the reported limit; capacity the bucket the reset refills; rate its
+	// refill per second.
+	limit, capacity, rate float64
+}
+
+const (
+	// shortWindow and longWindow are the shares of the limit below and above which the
+	// bucket a reset refills is taken for a shorter or a longer window than a minute.
+	shortWindow = 0.9
+	longWindow  = 1.25
+	// maxReset bounds the reset considered.
+	maxReset = 31 * secondsPerDay
+)
+
+// remaining is the reported remaining count, within [0, limit].
+func (w *window) remaining(rw RateWindow) float64 {
+	u := float64(max(rw.Remaining, 0))
+	if w.known {
+		u = min(u, w.limit)
+	}
+	return u
+}
+
+// learn updates w from a report. A reset of zero says the bucket is full: it holds the
+// remaining count. Otherwise the bucket the reset refills tells the window, when it is
+// clearly shorter or longer than a minute's.
+func (w *window) learn(rw RateWindow) {
+	if !rw.Known || rw.Limit <= 0 {
+		return
+	}
+	limit := float64(rw.Limit)
+	u := min(float64(max(rw.Remaining, 0)), limit)
+	reset := min(max(rw.Reset.Seconds(), 0), maxReset)
+	perMinute := limit / 60
+	refilled := u + reset*perMinute // the bucket the reset refills, read as a minute's
+	if reset <= 0 {
+		refilled = u
+	}
+	was := *w
+	switch {
+	case reset > 0 && refilled > longWindow*limit && u < limit:
+		span := min(max(reset*limit/(limit-u), 120), maxReset)
+		rate := limit / span
+		if was.known && was.long {
+			rate = was.rate + (rate-was.rate)/5
+		}
+		*w = window{known: true, long: true, limit: limit, capacity: limit, rate: rate}
+	case refilled < shortWindow*limit:
+		capacity := max(refilled, 1)
+		if was.known && !was.long && was.capacity < shortWindow*was.limit {
+			capacity = was.capacity + (capacity-was.capacity)/5
+		}
+		*w = window{known: true, limit: limit, capacity: capacity, rate: perMinute}
+	default:
+		*w = window{known: true, limit: limit, capacity: limit, rate: perMinute}
+	}
+}
+
+// merge meets the configured per-minute and daily buckets with what w says: a learned
+// bucket where none is configured, else the smaller rate and burst.
+func (w *window) merge(minute, day limitstore.Rate, burstFraction float64) (limitstore.Rate, limitstore.Rate) {
+	if !w.known {
+		return minute, day
+	}
+	meet := func(r limitstore.Rate, learned limitstore.Rate) limitstore.Rate {
+		if !r.Limited() {
+			return learned
+		}
+		return limitstore.Rate{PerSecond: min(r.PerSecond, learned.PerSecond), Burst: min(r.Burst, learned.Burst)}
+	}
+	if w.long {
+		return minute, meet(day, limitstore.Rate{PerSecond: w.rate, Burst: w.capacity})
+	}
+	learned := limitstore.Rate{PerSecond: w.rate, Burst: w.capacity}
+	if !minute.Limited() {
+		learned.Burst = min(w.capacity, max(1, math.Floor(w.limit*burstFraction)))
+	}
+	return meet(minute, learned), day
+}
+
+// target is the level the state's bucket for this dimension (minute or daily, as w
+// says) should have had when the upstream reported rw, as far below its burst as the
+// upstream's bucket was below its capacity, and the reserve it should keep: margin, a
+// share of the burst (dailyMargin for a daily bucket). NaN when unknown.
+func (w *window) target(rw RateWindow, minute, day limitstore.Rate, margin float64) (target, reserve float64) {
+	r := minute
+	if w.long {
+		r, margin = day, dailyMargin
+	}
+	if !rw.Known || !r.Limited() {
+		return math.NaN(), math.NaN()
+	}
+	burst := r.Size()
+	capacity := burst // the upstream's bucket, when the headers do not say
+	if w.known {
+		capacity = w.capacity
+	}
+	return burst - (capacity - w.remaining(rw)), margin * burst
+}

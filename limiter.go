@@ -196,7 +196,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		return 0, l.asError(err, 0)
 	}
 	if !g.OK {
-		return 0, l.rateLimited(g.Wait)
+		e := l.rateLimited(g.Wait)
+		if adm.service > 0 {
+			e.Message += ", and the upstream's calls take up to " + adm.service.Round(time.Millisecond).String()
+		}
+		return 0, e
 	}
 	if lane == limitstore.LaneMain {
 		ls.grant = g

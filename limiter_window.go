@@ -61,6 +61,9 @@ func (w *window) learn(rw RateWindow) {
 	perMinute := limit / 60
 	refilled := u + reset*perMinute // the bucket the reset refills, read as a minute's
 	if reset <= 0 {
+		if u <= 0 {
+			return // "full, and empty": says nothing
+		}
 		refilled = u
 	}
 	was := *w
@@ -73,7 +76,7 @@ func (w *window) learn(rw RateWindow) {
 		}
 		*w = window{known: true, long: true, limit: limit, capacity: limit, rate: rate}
 	case refilled < shortWindow*limit:
-		capacity := max(refilled, 1)
+		capacity := max(refilled, perMinute/60, 1) // at least a second's worth
 		if was.known && !was.long && was.capacity < shortWindow*was.limit {
 			capacity = was.capacity + (capacity-was.capacity)/5
 		}

@@ -75,6 +75,10 @@ type gcra struct {
 	corrected float64
 	// reserve is what a reservation leaves in the bucket beyond its cost.
 	reserve float64
+	// lowered is the net change Sync made to the bucket (positive: lowered); Sync gives
+	// back at most that. residual is the part of the last applied report's error that a
+	// cap kept it from correcting: the next report sees it again, not anew.
+	lowered, residual float64
 }
 
 func newGCRA(r Rate, share float64) gcra {
@@ -155,6 +159,7 @@ func (b *gcra) retune(now float64, r Rate, share float64) gcra {
 		nb.tat = now + deficit*nb.interval
 		nb.corrected = b.corrected + b.level(now) - nb.level(now)
 		nb.reserve = min(b.reserve, nb.burst)
+		nb.lowered, nb.residual = b.lowered, b.residual
 	}
 	return nb
 }
@@ -354,12 +359,18 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 		}
 		if i%2 == 1 && !fitted && !first {
 			fitted = true
-			s.fit.add(c.Covered.Tokens+e, c.Covered.Estimate, e < 0 && x.t > b.burst/2)
+			fresh := e - b.residual // what the charges covered got wrong
+			s.fit.add(c.Covered.Tokens+fresh, c.Covered.Estimate, fresh < 0 && x.t > 0.9*b.burst)
+		}
+		if d < 0 {
+			d = max(d, -max(b.lowered, 0)) // never above the bucket's own accounting
 		}
 		before := b.level(now)
 		b.correct(now, d)
 		change := before - b.level(now)
 		b.corrected += change
+		b.lowered += change
+		b.residual = e - change/gain
 		*[4]*float64{&c.Made.Requests, &c.Made.Tokens, &c.Made.DailyRequests, &c.Made.DailyTokens}[i] = change
 	}
 	c.Fit = s.fit

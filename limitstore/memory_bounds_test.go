@@ -215,16 +215,21 @@ func TestMemStateSyncCorrectsEachErrorOnce(t *testing.T) {
 			t.Fatalf("3,000 left after one correction: wait %v", w)
 		}
 		g3 := reserveGrant(t, st, 1) // predicts -1 (plus the 3,000 corrected)
-		// The upstream had 4,000 more than predicted (an overcount): give them back.
-		if c, _ := st.Sync(ctx, Report{Mark: g3.Mark, Predicted: g3.Levels, Target: tokenLevels(g3.Levels.Tokens - 3_000 + 4_000)}); c.Made.Tokens != -4_000 {
-			t.Fatalf("overcount: change %v, want -4000", c.Made.Tokens)
+		// The upstream had 4,000 more than predicted (an overcount): give them back, but
+		// no more than reports took before (3,000): a report never raises a bucket above
+		// the store's own accounting.
+		if c, _ := st.Sync(ctx, Report{Mark: g3.Mark, Predicted: g3.Levels, Target: tokenLevels(g3.Levels.Tokens - 3_000 + 4_000)}); c.Made.Tokens != -3_000 {
+			t.Fatalf("overcount: change %v, want -3000", c.Made.Tokens)
 		}
-		if w := reserveWait(t, st, 3_999); w != 0 {
-			t.Fatalf("after giving 4,000 back: wait %v", w)
+		if w := reserveWait(t, st, 2_999); w != 0 {
+			t.Fatalf("after giving 3,000 back: wait %v", w)
+		}
+		if w := reserveWait(t, st, 1); w != time.Millisecond {
+			t.Fatalf("given back beyond the store's accounting: the bucket is not empty (wait %v)", w)
 		}
 		// A report about a request admitted before a correction is corrected by it: g5
 		// and g6 both see 2,000 fewer than predicted, g6 corrects nothing more.
-		time.Sleep(10 * time.Second)
+		time.Sleep(11 * time.Second) // the bucket is full again
 		g5 := reserveGrant(t, st, 1_000)
 		g6 := reserveGrant(t, st, 1_000)
 		if c, _ := st.Sync(ctx, Report{Mark: g5.Mark, Predicted: g5.Levels, Target: tokenLevels(9_000 - 2_000)}); c.Made.Tokens != 2_000 {

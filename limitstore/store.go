@@ -239,11 +239,16 @@ type Correction struct {
 // Fit is a scope's running estimate of what the upstream counts for its charges, per
 // token of their estimates, kept by Sync so that every process sharing the scope charges
 // alike. Each applied report, but the first, adds one observation: the charges it
-// covers (Covered.Tokens) plus its token error (Predicted − corrected − Target of the
-// per-minute token bucket, else of the daily one, before Gain) is what the upstream
-// counted for Covered.Estimate estimated tokens. An error that gives back into a bucket
-// whose target is above half its burst says nothing (the bucket may have been full) and
-// is no observation, nor is one of no estimated tokens. With x = counted, y = estimated:
+// covers (Covered.Tokens) plus its fresh token error is what the upstream counted for
+// Covered.Estimate estimated tokens. The error is Predicted − corrected − Target of the
+// per-minute token bucket, else of the daily one, before Gain; the fresh error is that
+// less the residual of the previous applied report (its error less the change it made
+// divided by its Gain: what a cap, not the gain, left for later reports to see again). A
+// caller correcting with a Gain below 1 thus observes the part it defers again in later
+// reports: its multiplier leans high, which gives a partitioned key some headroom. A fresh error that gives
+// back into a bucket whose target is above nine tenths of its burst says nothing (the
+// bucket may have been full) and is no observation, nor is one of no estimated tokens. Retune keeps
+// the residual. With x = counted, y = estimated:
 //
 //	if Estimated > 0 and Reports >= 1:
 //	    v = (x − y·Counted/Estimated)² / y
@@ -314,28 +319,34 @@ type State interface {
 	// LaneMain). A bucket never holds more than its burst.
 	Adjust(ctx context.Context, lane Lane, requests, tokens int) error
 	// Sync corrects the main buckets by what an upstream's report shows the store got
-	// wrong, so that processes sharing a scope never correct the same error twice. A
-	// report about a request admitted before the latest one a report was applied for
-	// (r.Mark at most that one's) describes an error already corrected: it changes
-	// nothing. Otherwise, for each bucket with a known prediction and target, the error
-	// is Predicted − Target less the corrections made since the grant (the bucket's
-	// correction count now minus the one the grant's Levels included): what earlier
-	// reports, retunes and adjustments (a reservation given back, a reconciliation with
-	// the usage) changed after the grant is not changed again. The bucket takes the
-	// error from its current level (gives it
-	// back when negative), as Adjust does and with the same bounds, and its correction
-	// count grows by the level change made. An applied report also sets each bucket's
-	// reserve to r.Reserve's count, where known. Sync returns what it did (Correction);
-	// the scope remembers r.Totals as the previous applied report's for the next Covered.
+	// wrong, so that processes sharing a scope never correct the same error twice:
+	//   - A report about a request admitted before the latest one a report was applied
+	//     for (r.Mark at most that one's) describes an error already corrected: it
+	//     changes nothing.
+	//   - Otherwise, for each bucket with a known prediction and target, the error is
+	//     Predicted − Target less the corrections made since the grant (the bucket's
+	//     correction count now minus the one the grant's Levels included): what earlier
+	//     reports, retunes and adjustments (a reservation given back, a reconciliation
+	//     with the usage) changed after the grant is not changed again. The bucket
+	//     takes r.Gain times the error from its current level (gives it back when
+	//     negative), as Adjust does and with the same bounds, but gives back at most
+	//     what Sync took from it before (the net of its Sync changes stays a lowering):
+	//     a report can lower a bucket below the store's own accounting and bring it
+	//     back, never raise it above. Its correction count grows by the change made.
+	//   - An applied report sets each bucket's reserve to r.Reserve's count, where
+	//     known, and adds an observation to the scope's Fit.
+	//
+	// Sync returns what it did (Correction); the scope remembers r.Totals as the previous
+	// applied report's for the next Covered.
 	Sync(ctx context.Context, r Report) (Correction, error)
 	// Retune sets the rates and bursts of the buckets to spec's, keeping what each bucket
-	// owes: it stays as far below its new burst as it was below its old one, and the
-	// change of level counts as a correction for Sync. A bucket that had no limit starts
-	// full, a bucket whose rate becomes zero stops limiting. The batch lane follows the per-minute
+	// owes: it stays as far below its new burst as it was below its old one, the change
+	// of level counting as a correction for Sync, and it keeps its reserve (at most the
+	// new burst) and its net Sync lowering. A bucket that had no limit starts full, a
+	// bucket whose rate becomes zero stops limiting. The batch lane follows the per-minute
 	// buckets times the BatchShare given to Open; spec's MaxConcurrent and BatchShare are
 	// ignored. The limiter calls it when it learns an upstream's limits or window from its
-	// headers, and for a private state, to take its share of a key that other processes
-	// use too.
+	// headers.
 	Retune(ctx context.Context, spec Spec) error
 	// Pause stops admission for d from now, for every caller of the scope: the upstream
 	// answered 429 with a Retry-After. A longer pause already in force is kept.

@@ -138,7 +138,8 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			return next(ctx, a)
 		}
 		multi := len(a.up.keys.keys) > 1
-		lease, waited, err := a.key.limiter.acquireOr(ctx, c.admission(a, multi))
+		adm := c.admission(a, multi)
+		waited, err := a.key.limiter.acquireInto(ctx, &adm, &a.lease)
 		for tries := 1; err != nil && tries < len(a.up.keys.keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
 			// key here too, and move to another one when the pool has one.
@@ -154,8 +155,9 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			}
 			a.key.inFlight.Add(-1)
 			a.key, a.call.APIKey = k, k.secret
+			adm = c.admission(a, multi)
 			var w time.Duration
-			lease, w, err = a.key.limiter.acquireOr(ctx, c.admission(a, multi))
+			w, err = a.key.limiter.acquireInto(ctx, &adm, &a.lease)
 			waited += w
 		}
 		a.waited += waited
@@ -169,10 +171,10 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			return c.asError(ctx, err, a)
 		}
 		if waited > 0 && a.key.blocked(time.Now()) {
-			lease.release(0, false)
+			a.lease.release(0, false)
 			return errKeyBlocked
 		}
-		a.lease, a.hasLease = lease, true
+		a.hasLease = true
 		return next(ctx, a)
 	}
 }

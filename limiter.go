@@ -107,7 +107,14 @@ type limitLease struct {
 	held                   bool // a concurrency slot is held
 	batch                  bool // the batch lane was charged too
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
-	grant limitstore.Grant
+	grant grantOf
+}
+
+// grantOf is what a lease keeps of its main lane's Grant, for a report about it.
+type grantOf struct {
+	Mark   int64
+	Levels limitstore.Levels
+	Totals limitstore.Totals
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -117,44 +124,61 @@ type limitLease struct {
 // ClassRateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
 // A canceled context's error is returned as is; nothing stays charged either way.
 func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
-	return l.acquireOr(ctx, admission{out: cost, prio: prio, within: -1})
+	var ls limitLease
+	waited, err := l.acquireInto(ctx, &admission{out: cost, prio: prio, within: -1}, &ls)
+	return ls, waited, err
 }
 
-// acquireOr is acquire for the admission adm (see admission).
-func (l *keyLimiter) acquireOr(ctx context.Context, adm admission) (limitLease, time.Duration, error) {
+// acquireInto is acquire for the admission adm (see admission), in place: the lease goes
+// to *ls (the attempt's own, so that nothing large is copied on every call), which holds
+// the zero lease when the request is not admitted.
+func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
+	*ls = limitLease{}
 	if l == nil || !l.limited.Load() {
-		return limitLease{}, 0, nil
+		return 0, nil
 	}
+	waited, err := l.admit(ctx, adm, ls)
+	if err != nil {
+		*ls = limitLease{}
+	}
+	return waited, err
+}
+
+// admit is acquireInto once the limiter limits something; on error the caller clears ls.
+func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
 	adm.prompt, adm.out = max(adm.prompt, 0), max(adm.out, 0)
-	ls := limitLease{l: l, estimate: l.sync.estimate(adm.prompt, adm.out), prompt: adm.prompt}
+	ls.l, ls.prompt = l, adm.prompt
+	ls.estimate = l.sync.estimate(adm.prompt, adm.out)
 	ls.cost = l.sync.charge(ls.estimate)
-	l.sizes.observe(ls.cost)
+	if _, ok := ctx.Deadline(); ok {
+		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
+	}
 	var waited time.Duration
 	if l.slots {
-		lim, err := l.limit(ctx, 0, &adm, 0)
+		lim, err := l.limit(ctx, 0, adm, 0)
 		if err != nil {
-			return limitLease{}, 0, err
+			return 0, err
 		}
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
-			return limitLease{}, waited, l.asError(err, 0)
+			return waited, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
 	}
 	if adm.prio == PriorityBatch && l.gate.Load() {
-		w, err := l.reserve(ctx, limitstore.LaneBatch, &ls, waited, &adm)
+		w, err := l.reserve(ctx, limitstore.LaneBatch, ls, waited, adm)
 		if err != nil {
 			ls.undo(false)
-			return limitLease{}, waited, err
+			return waited, err
 		}
 		ls.batch = true
 		waited += w
 	}
-	w, err := l.reserve(ctx, limitstore.LaneMain, &ls, waited, &adm)
+	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
 	if err != nil {
 		ls.undo(false)
-		return limitLease{}, waited, err
+		return waited, err
 	}
 	waited += w
 	if w > 0 {
@@ -165,22 +189,22 @@ func (l *keyLimiter) acquireOr(ctx context.Context, adm admission) (limitLease, 
 			if err != nil || left <= 0 {
 				break
 			}
-			if lim, err := l.limit(ctx, waited, &adm, 0); err != nil || (lim >= 0 && left > lim) {
+			if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
 				ls.undo(true)
 				if err == nil {
 					err = l.rateLimited(left)
 				}
-				return limitLease{}, waited, err
+				return waited, err
 			}
 			if err := sleep(ctx, left); err != nil {
 				ls.undo(true)
-				return limitLease{}, waited + left, err
+				return waited + left, err
 			}
 			waited += left
 		}
 	}
 	l.inFlight.Add(1)
-	return ls, waited, nil
+	return waited, nil
 }
 
 // reserve takes the lease's cost from a lane's buckets and sleeps until the reservation's
@@ -203,7 +227,7 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		return 0, e
 	}
 	if lane == limitstore.LaneMain {
-		ls.grant = g
+		ls.grant = grantOf{Mark: g.Mark, Levels: g.Levels, Totals: g.Totals}
 	}
 	if g.Wait > 0 && adm.switchable {
 		// A wait may come from a pause that a 429 seen elsewhere (another replica sharing
@@ -338,7 +362,7 @@ func (ls *limitLease) undo(main bool) {
 
 // releaseUsage settles the lease with the attempt's reported usage (nil when none), as
 // release does, and calibrates the charge ratio with the prompt the upstream counted.
-func (ls limitLease) releaseUsage(u *Usage, used bool) {
+func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	if ls.l != nil && used && u != nil && !u.Estimated {
 		ls.l.sync.usage(ls.prompt, u.InputTokens)
 	}
@@ -352,7 +376,7 @@ func (ls limitLease) releaseUsage(u *Usage, used bool) {
 // Metering, until the upstream's headers calibrate the charge: they then show what the
 // upstream counted instead. The concurrency slot is always released. It must be called
 // exactly once.
-func (ls limitLease) release(actualTokens int, used bool) {
+func (ls *limitLease) release(actualTokens int, used bool) {
 	l := ls.l
 	if l == nil {
 		return

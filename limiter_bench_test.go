@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// BenchmarkLimiterAdmission measures acquire + release when capacity is available: the
-// cost the limiter adds to every call.
+// BenchmarkLimiterAdmission measures admission + release when capacity is available: the
+// cost the limiter adds to every call (in place, into the attempt's lease, as the Client
+// admits).
 func BenchmarkLimiterAdmission(b *testing.B) {
 	const lots = 1 << 40
 	for _, tc := range []struct {
@@ -25,10 +26,11 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 		ctx := context.Background()
 		b.Run(tc.name+"/serial", func(b *testing.B) {
 			l := newKeyLimiter(tc.l, &cfg)
+			adm := admission{out: 1500, prio: tc.prio, within: -1}
+			var ls limitLease
 			b.ReportAllocs()
 			for b.Loop() {
-				ls, _, err := l.acquire(ctx, 1500, tc.prio)
-				if err != nil {
+				if _, err := l.acquireInto(ctx, &adm, &ls); err != nil {
 					b.Fatal(err)
 				}
 				ls.release(1200, true)
@@ -38,9 +40,10 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 			l := newKeyLimiter(tc.l, &cfg)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
+				adm := admission{out: 1500, prio: tc.prio, within: -1}
+				var ls limitLease
 				for pb.Next() {
-					ls, _, err := l.acquire(ctx, 1500, tc.prio)
-					if err != nil {
+					if _, err := l.acquireInto(ctx, &adm, &ls); err != nil {
 						b.Fatal(err)
 					}
 					ls.release(1200, true)
@@ -48,6 +51,30 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 			})
 		})
 	}
+	// After a report of the upstream's headers: the charge is multiplied by the fitted
+	// ratio (one more atomic load and a multiplication).
+	b.Run("rpm+tpm/synced/serial", func(b *testing.B) {
+		cfg := defaultLimiterConfig()
+		l := newKeyLimiter(Limits{RPM: lots, TPM: lots}, &cfg)
+		ctx := context.Background()
+		for range 5 {
+			ls, _, err := l.acquire(ctx, 1500, PriorityInteractive)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.observe(&RateLimits{Tokens: RateWindow{Known: true, Remaining: lots}}, &ls, true) // agrees
+			ls.release(0, true)
+		}
+		adm := admission{out: 1500, within: -1}
+		var ls limitLease
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.acquireInto(ctx, &adm, &ls); err != nil {
+				b.Fatal(err)
+			}
+			ls.release(1200, true)
+		}
+	})
 	b.Run("partition/parallel", func(b *testing.B) {
 		cfg := defaultConfig()
 		WithPartitionLimits("tenant", Limits{RPM: lots, TPM: lots}).apply(&cfg)

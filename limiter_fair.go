@@ -16,8 +16,9 @@ import (
 // each still waits only as long as its own cost needs; the queue stays as long as before
 // less the largest usual request, so the upstream stays as busy.
 
-// sizeQuantile tracks about the 90th percentile of the charges a limiter admits, by
-// stochastic approximation: each sampled charge moves the estimate up by 9 steps when it
+// sizeQuantile tracks about the 90th percentile of the charges of the requests with a
+// deadline a limiter admits (the only ones its margins apply to), by stochastic
+// approximation: each sampled charge moves the estimate up by 9 steps when it
 // is above, down by one when it is not (a step is a 32nd of the estimate). It is updated
 // for one admission in sizeSample, without locking (a lost update only slows it down).
 // It is safe for concurrent use.

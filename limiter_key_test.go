@@ -455,7 +455,7 @@ func TestLimiterNilIsUnlimited(t *testing.T) {
 		t.Fatalf("nil limiter: %v, %v", waited, err)
 	}
 	ls.release(5, true)
-	limitLease{}.release(0, false)
+	(&limitLease{}).release(0, false)
 	l.observe(&RateLimits{Tokens: RateWindow{Known: true}}, &ls, true)
 	l.pause(time.Now().Add(time.Hour))
 	l.evict(time.Hour)

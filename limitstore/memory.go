@@ -66,6 +66,7 @@ const debtNanos = float64(DebtHorizon)
 // reservations are made ahead of time or a request larger than the bucket runs into debt.
 type gcra struct {
 	interval  float64 // nanoseconds per unit; 0 means unlimited
+	perNano   float64 // 1/interval
 	burst     float64
 	tau       float64 // burst * interval
 	maxCharge float64 // the most one charge takes (Rate.MaxCharge, times the share)
@@ -86,7 +87,7 @@ func newGCRA(r Rate, share float64) gcra {
 		return gcra{}
 	}
 	ps := max(r.PerSecond, minPerSecond) * share
-	b := gcra{interval: 1e9 / ps, burst: r.Size() * share}
+	b := gcra{interval: 1e9 / ps, perNano: ps / 1e9, burst: r.Size() * share}
 	b.tau = b.burst * b.interval
 	b.maxCharge = b.burst + min(ps*ChargeHorizon.Seconds(), MaxBurst)
 	return b
@@ -136,7 +137,7 @@ func (b *gcra) give(now, amount float64) {
 
 // level is what the bucket holds at now; negative for a debt.
 func (b *gcra) level(now float64) float64 {
-	return b.burst - max(b.tat-now, 0)/b.interval
+	return b.burst - max(b.tat-now, 0)*b.perNano
 }
 
 // correct takes d from the bucket at now (gives it back when negative), as Adjust does.
@@ -155,7 +156,7 @@ func (b *gcra) correct(now, d float64) {
 func (b *gcra) retune(now float64, r Rate, share float64) gcra {
 	nb := newGCRA(r, share)
 	if nb.interval != 0 && b.interval != 0 {
-		deficit := max(b.tat-now, 0) / b.interval
+		deficit := max(b.tat-now, 0) * b.perNano
 		nb.tat = now + deficit*nb.interval
 		nb.corrected = b.corrected + b.level(now) - nb.level(now)
 		nb.reserve = min(b.reserve, nb.burst)
@@ -231,50 +232,78 @@ func count(n int) float64 { return float64(max(n, 0)) }
 
 func (s *memState) Reserve(_ context.Context, r Reservation) (Grant, error) {
 	now := s.now()
-	amounts := [2]float64{count(r.Requests), count(r.Tokens)}
-	estimate := count(r.Estimate)
-	if r.Estimate == 0 {
-		estimate = amounts[1]
+	req, tok := count(r.Requests), count(r.Tokens)
+	if r.Lane == LaneBatch {
+		return s.reserveBatch(now, req, tok, r.MaxWait), nil
+	}
+	est := tok
+	if r.Estimate != 0 {
+		est = count(r.Estimate)
 	}
 	s.mu.Lock()
-	b := s.buckets(r.Lane)
-	at := now
-	if r.Lane == LaneMain {
-		at = max(at, s.pausedUntil)
+	m := &s.main
+	// Every token bucket is consulted, so that even a request that costs no tokens waits
+	// for a token debt to clear.
+	at := max(now, s.pausedUntil, m[bTok].ready(now, tok), m[bDayTok].ready(now, tok))
+	if req > 0 {
+		at = max(at, m[bReq].ready(now, req), m[bDayReq].ready(now, req))
 	}
-	for i := range b {
-		// Every token bucket is consulted, so that even a request that costs no tokens
-		// waits for a token debt to clear.
-		if n := amounts[i%2]; n > 0 || i%2 == 1 {
-			at = max(at, b[i].ready(now, n))
-		}
-	}
-	g := Grant{Wait: Duration(at - now), Levels: Unknown}
+	g := Grant{Wait: Duration(at - now)}
 	if r.MaxWait >= 0 && g.Wait > r.MaxWait {
 		s.mu.Unlock()
+		g.Levels = Unknown
 		return g, nil
 	}
 	g.OK = true
-	for i := range b {
-		if n := amounts[i%2]; n > 0 {
-			b[i].charge(at, n)
-		}
+	if req > 0 {
+		m[bReq].charge(at, req)
+		m[bDayReq].charge(at, req)
 	}
-	if r.Lane == LaneMain {
-		s.totals.Tokens += min(amounts[1], s.main[bTok].cap(amounts[1]))
-		s.totals.Estimate += min(estimate, MaxBurst)
-		s.totals.Requests += min(amounts[0], s.main[bReq].cap(amounts[0]))
-		g.Totals = s.totals
-		s.mark++
-		g.Mark = s.mark
-		for i, p := range [4]*float64{&g.Levels.Requests, &g.Levels.Tokens, &g.Levels.DailyRequests, &g.Levels.DailyTokens} {
-			if b[i].interval != 0 {
-				*p = b[i].level(at) + b[i].corrected
-			}
+	if tok > 0 {
+		m[bTok].charge(at, tok)
+		m[bDayTok].charge(at, tok)
+	}
+	t := &s.totals
+	t.Tokens += m[bTok].cap(tok)
+	t.Estimate += min(est, MaxBurst)
+	t.Requests += m[bReq].cap(req)
+	g.Totals = *t
+	s.mark++
+	g.Mark = s.mark
+	g.Levels = Levels{m[bReq].predict(at), m[bTok].predict(at), m[bDayReq].predict(at), m[bDayTok].predict(at)}
+	s.mu.Unlock()
+	return g, nil
+}
+
+// reserveBatch is Reserve on LaneBatch: its gate's buckets, no pause, no prediction.
+func (s *memState) reserveBatch(now, req, tok float64, maxWait time.Duration) Grant {
+	s.mu.Lock()
+	b := &s.gate
+	at := max(now, b[1].ready(now, tok))
+	if req > 0 {
+		at = max(at, b[0].ready(now, req))
+	}
+	g := Grant{Wait: Duration(at - now), Levels: Unknown}
+	if maxWait < 0 || g.Wait <= maxWait {
+		g.OK = true
+		if req > 0 {
+			b[0].charge(at, req)
+		}
+		if tok > 0 {
+			b[1].charge(at, tok)
 		}
 	}
 	s.mu.Unlock()
-	return g, nil
+	return g
+}
+
+// predict is the bucket's level at at plus its correction count, what a Grant carries;
+// NaN for a bucket without a limit.
+func (b *gcra) predict(at float64) float64 {
+	if b.interval == 0 {
+		return math.NaN()
+	}
+	return b.level(at) + b.corrected
 }
 
 func (s *memState) Adjust(_ context.Context, l Lane, requests, tokens int) error {

@@ -15,9 +15,10 @@ const (
 	// cannot be reached: traffic keeps flowing, and the replicas together may exceed the
 	// shared quota until Redis is back; the upstream's 429s then pace them.
 	FailOpen FailMode = iota
-	// FailClosed refuses admission while Redis cannot be reached: every request fails at
-	// once with an error that wraps llmclient.ErrRateLimited and ErrUnavailable, so the
-	// Client fails over to an upstream that does not use the store.
+	// FailClosed refuses admission while Redis cannot be reached: each LimitState method
+	// returns an error that wraps ErrUnavailable, and a Client's request fails with a
+	// rate_limited error that wraps both llmclient.ErrRateLimited and ErrUnavailable, so
+	// the Client fails over to an upstream that does not use the store.
 	FailClosed
 )
 

@@ -99,7 +99,10 @@ func micros(d time.Duration) int64 {
 }
 
 // fallback decides what a failed Redis call leads to: the local state to use instead
-// (FailOpen), or the error to return (the caller's context error; FailClosed's refusal).
+// (FailOpen), or the error to return (the caller's context error; under FailClosed the
+// failure itself, which wraps ErrUnavailable). FailClosed's error does not wrap
+// llmclient.ErrRateLimited: the Client's limiter wraps a store's failure in it and keeps
+// the failure in the chain, while it would replace an error that already wraps it.
 func (st *state) fallback(err error) (llmclient.LimitState, error) {
 	if !errors.Is(err, ErrUnavailable) {
 		return nil, err
@@ -107,7 +110,7 @@ func (st *state) fallback(err error) (llmclient.LimitState, error) {
 	if st.s.cfg.mode == FailOpen {
 		return st.s.local.Open(st.name, st.local), nil
 	}
-	return nil, fmt.Errorf("%w: %w", llmclient.ErrRateLimited, err)
+	return nil, err
 }
 
 // Reserve implements llmclient.LimitState.

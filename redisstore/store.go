@@ -3,20 +3,12 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrUnavailable is wrapped by the errors of a FailClosed store while Redis cannot be
-// reached, together with llmclient.ErrRateLimited.
-var ErrUnavailable = errors.New("redisstore: redis unavailable")
-
-// errDown is returned without calling Redis while a recent failure keeps it alone.
-var errDown = fmt.Errorf("%w after a recent failure", ErrUnavailable)
 
 // Store is an llmclient.LimitStore kept in Redis: every Client that uses a Store on the
 // same Redis with the same prefix admits against the same quotas, pauses and concurrency
@@ -148,7 +140,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 			return nil, ctx.Err() // the caller gave up: that says nothing about Redis
 		}
 		s.health.down()
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, unavailable(err, s.cfg.timeout)
 	}
 	if s.health.up() {
 		select {

@@ -234,14 +234,15 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 	srv := startRedis(t)
 	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
 	st := s.Open("wrongtype", bucketSpec)
-	// A key of the wrong type makes the script fail: FailClosed refuses, saying why.
+	// A key of the wrong type makes the script fail: FailClosed refuses, saying why, with an
+	// error that wraps ErrUnavailable and the server's error.
 	if err := srv.client().Set(ctx(t), "{llmclient:wrongtype}:g", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1})
-	if !errors.Is(err, llmclient.ErrRateLimited) || !errors.Is(err, redisstore.ErrUnavailable) ||
-		!strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("Reserve: %v, want a refusal wrapping ErrRateLimited and ErrUnavailable", err)
+	var rerr redis.Error
+	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &rerr) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Reserve: %v, want a refusal wrapping ErrUnavailable and the server's error", err)
 	}
 	if s.Healthy() {
 		t.Error("Healthy after a failed call")

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -115,6 +116,12 @@ func (s *Store) Healthy() bool { return s.health.ok() }
 // Open returns the state of the named scope, shared with every Store on the same Redis
 // and prefix. The empty name is a scope private to the caller, kept in memory. Open does
 // not call Redis. All replicas must open a scope with the same limits.
+//
+// The limits are clamped as described on MaxCharge, MaxPause and WaitHorizon: a rate that
+// is not positive and finite (zero, negative, NaN, +Inf) limits nothing; a rate below one
+// unit per WaitHorizon refills one unit per WaitHorizon; a burst that is negative or NaN
+// is 0, and one above WaitHorizon of its rate is that; MaxConcurrent above 2^53 is 2^53;
+// a BatchShare outside (0, 1] is 1. A Client's limits are never affected.
 func (s *Store) Open(name string, spec llmclient.LimitSpec) llmclient.LimitState {
 	if name == "" {
 		return s.local.Open("", spec)
@@ -149,6 +156,14 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 		}
 	}
 	return v, nil
+}
+
+// badReply records a reply the store cannot use, as a failure of Redis, and returns its
+// error. The error names the reply's type only: whatever the server sent, the error stays
+// small.
+func (s *Store) badReply(v any) error {
+	s.health.down()
+	return &unavailableError{msg: fmt.Sprintf("redisstore: redis unavailable: unexpected reply of type %T", v)}
 }
 
 // waiter registers a channel that a slot released in this process on the named scope

@@ -39,6 +39,20 @@ func TestNewValidates(t *testing.T) {
 		{"lease below three timeouts", good, []redisstore.Option{redisstore.WithLeaseTTL(250 * time.Millisecond)}, "lease TTL"},
 		{"zero share", good, []redisstore.Option{redisstore.WithLocalShare(0)}, "local share"},
 		{"share above one", good, []redisstore.Option{redisstore.WithLocalShare(1.5)}, "local share"},
+		{"NaN share", good, []redisstore.Option{redisstore.WithLocalShare(math.NaN())}, "local share"},
+		{"infinite share", good, []redisstore.Option{redisstore.WithLocalShare(math.Inf(1))}, "local share"},
+		{"negative timeout", good, []redisstore.Option{redisstore.WithTimeout(-time.Second)}, "timeout"},
+		{"huge timeout", good, []redisstore.Option{redisstore.WithTimeout(math.MaxInt64), redisstore.WithLeaseTTL(time.Hour)}, "timeout"},
+		{"a timeout of a minute", good, []redisstore.Option{redisstore.WithTimeout(time.Minute), redisstore.WithLeaseTTL(time.Hour)}, ""},
+		{"negative probe interval", good, []redisstore.Option{redisstore.WithProbeInterval(-1)}, "probe interval"},
+		// A probe interval that overflowed time.Now().Add(d).UnixNano() made the store probe
+		// a dead Redis on every call, the opposite of what it asks for.
+		{"huge probe interval", good, []redisstore.Option{redisstore.WithProbeInterval(math.MaxInt64)}, "probe interval"},
+		{"a probe interval of an hour", good, []redisstore.Option{redisstore.WithProbeInterval(time.Hour)}, ""},
+		{"negative lease TTL", good, []redisstore.Option{redisstore.WithLeaseTTL(math.MinInt64)}, "lease TTL"},
+		{"huge lease TTL", good, []redisstore.Option{redisstore.WithLeaseTTL(math.MaxInt64)}, "lease TTL"},
+		{"huge timeout and lease TTL", good, []redisstore.Option{redisstore.WithTimeout(math.MaxInt64 / 3),
+			redisstore.WithLeaseTTL(math.MaxInt64)}, "timeout"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -48,10 +48,26 @@ const (
 	pollMax = 50 * time.Millisecond
 )
 
-// New returns a Store on rdb, usually a *redis.Client or a *redis.ClusterClient. The
-// client must have ContextTimeoutEnabled set, so that the store's timeout bounds each
-// call; New returns an error when it can see that it is not. New neither connects nor
-// closes rdb. It starts one goroutine, which renews held slots until Close.
+// New returns a Store on rdb, any go-redis client: every redis.UniversalClient is a
+// redis.Scripter, and so is whatever redis.NewUniversalClient returns.
+//
+//   - *redis.Client: one server, or through redis.NewFailoverClient the master that
+//     Sentinel names (after a failover the client follows the new master; state written
+//     to the old one and not yet replicated is lost, like any Redis data).
+//   - *redis.ClusterClient: every key of a scope shares one hash tag, so each script
+//     touches a single slot; scopes spread over the nodes.
+//   - *redis.Ring: a scope's keys stay on one shard; when the Ring drops or adds a shard,
+//     the scopes that move start afresh on their new shard (full buckets, no pause, no
+//     slot held), so the Ring suits stores that tolerate such a reset.
+//   - redis.NewFailoverClusterClient (NewUniversalClient with a MasterName and
+//     RouteByLatency or RouteRandomly) works, but the store only writes, so routing reads
+//     to replicas buys nothing, and go-redis v9.22 leaks its Sentinel goroutines on Close:
+//     prefer NewFailoverClient.
+//
+// The client must have ContextTimeoutEnabled set, so that the store's timeout bounds each
+// call; New returns an error when it can see that it is not (for the three types above).
+// For TLS, set the client's TLSConfig (see the README). New neither connects nor closes
+// rdb. It starts one goroutine, which renews held slots until Close.
 func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil Redis client")

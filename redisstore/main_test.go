@@ -43,7 +43,9 @@ func (quiet) Printf(context.Context, string, ...any) {}
 // killSpec is the scope the holder process takes a slot of.
 var killSpec = llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
 
-const killTTL = time.Second
+// killTTL is the holder's lease TTL: renewed every third of it, so only a stall of two
+// thirds of it could lose the lease before the test kills the holder.
+const killTTL = 3 * time.Second
 
 func holdSlot(addr string) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})

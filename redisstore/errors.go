@@ -17,6 +17,10 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 // errDown is returned without calling Redis while a recent failure keeps it alone.
 var errDown error = &unavailableError{msg: "redisstore: redis unavailable after a recent failure"}
 
+// errClosed is returned by AcquireSlot once the store is closed: nothing would renew a
+// lease taken in Redis then.
+var errClosed error = &unavailableError{msg: "redisstore: redis unavailable: the store is closed"}
+
 // unavailableError is a call to Redis that failed. It wraps ErrUnavailable and the Redis
 // client's error, except when that error is the context error of the store's own timeout:
 // the caller's context is not done then, and errors.Is(err, context.DeadlineExceeded)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -39,6 +40,7 @@ type Store struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 // Slot waiters poll Redis, starting fast and slowing down to pollMax; a slot released by
@@ -116,9 +118,14 @@ func contextTimeouts(rdb redis.Scripter) (on, known bool) {
 }
 
 // Close stops renewing the slots this process holds, so they expire within the lease
-// TTL. It does not close the Redis client. It is idempotent and returns nil.
+// TTL, and stops the store's goroutine. After Close, AcquireSlot takes no lease in Redis
+// (nothing would renew it): it acts as if Redis were away, taking a local slot under
+// FailOpen and refusing with ErrUnavailable under FailClosed; a slot taken before Close is
+// still given back to Redis, and the buckets and pauses work as before. Close does not
+// close the Redis client. It is idempotent and returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.closed.Store(true)
 		s.stop()
 		<-s.done
 	})

@@ -49,7 +49,9 @@ const killTTL = 3 * time.Second
 
 func holdSlot(addr string) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-	st, err := redisstore.New(rdb, redisstore.WithLeaseTTL(killTTL))
+	// A generous timeout: a renewal slower than the default on a loaded machine would
+	// let the lease expire before the test kills the holder.
+	st, err := redisstore.New(rdb, redisstore.WithLeaseTTL(killTTL), redisstore.WithTimeout(time.Second))
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(2)

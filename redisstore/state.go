@@ -109,6 +109,16 @@ func charge(b bucket, n int) float64 { return max(0, b.clamp(float64(n))) }
 // clampInt returns n clamped to a charge of b, either way, as an int.
 func clampInt(b bucket, n int) int { return int(b.clamp(float64(n))) }
 
+// arg returns x, a clamped amount of units, as a script argument: the int n it came from
+// when clamping left it alone (the usual case, which go-redis formats without allocating
+// a string), else x formatted.
+func arg(x float64, n int) any {
+	if x == float64(n) {
+		return n
+	}
+	return formatFloat(x)
+}
+
 // fallback decides what a failed Redis call leads to: the local state to use instead
 // (FailOpen), or the error to return (the caller's context error; under FailClosed the
 // failure itself, which wraps ErrUnavailable). FailClosed's error does not wrap
@@ -133,7 +143,7 @@ func (st *state) Reserve(ctx context.Context, r llmclient.Reservation) (time.Dur
 		maxWait = min(int64(r.MaxWait/time.Microsecond), horizonMicros)
 	}
 	v, err := st.s.run(ctx, reserveScript, st.bucket, ln.name,
-		formatFloat(charge(ln.b[0], r.Requests)), formatFloat(charge(ln.b[1], r.Tokens)), maxWait,
+		arg(charge(ln.b[0], r.Requests), r.Requests), arg(charge(ln.b[1], r.Tokens), r.Tokens), maxWait,
 		ln.args[0], ln.args[1], ln.args[2], ln.args[3])
 	if err == nil {
 		res, ok := v.([]any)
@@ -162,7 +172,7 @@ func (st *state) Adjust(ctx context.Context, l llmclient.Lane, requests, tokens 
 	if req == 0 && tok == 0 {
 		return nil
 	}
-	_, err := st.s.run(ctx, adjustScript, st.bucket, ln.name, formatFloat(req), formatFloat(tok),
+	_, err := st.s.run(ctx, adjustScript, st.bucket, ln.name, arg(req, requests), arg(tok, tokens),
 		ln.args[0], ln.args[1], ln.args[2], ln.args[3])
 	if err != nil {
 		loc2, err := st.fallback(err)

@@ -29,7 +29,8 @@ func member(id uint64, batch bool) string {
 
 // AcquireSlot implements llmclient.LimitState. The slot is a lease in Redis that this
 // process renews while it holds it; a waiter queues in Redis in arrival order and polls,
-// and a slot released by this process wakes its waiters at once.
+// and a slot released by this process wakes its waiters at once. Once the store is
+// closed it takes no lease in Redis (see Close).
 func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWait time.Duration) (llmclient.SlotLease, time.Duration, error) {
 	if st.spec.MaxConcurrent <= 0 {
 		return llmclient.SlotLease{}, 0, nil
@@ -56,7 +57,13 @@ func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWa
 			timer.Stop()
 		}
 	}()
-	for {
+	for queued := false; ; queued = true {
+		if st.s.closed.Load() {
+			if queued { // closed while waiting: leave the queue, handing on a slot granted meanwhile
+				st.leave(ctx, m, errClosed)
+			}
+			return st.slotFallback(ctx, errClosed, prio, maxWait, start, llmclient.SlotLease{ID: id, Batch: batch})
+		}
 		v, err := st.s.run(ctx, slotScript, st.slotKeys, op, m,
 			st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
 		if err != nil {
@@ -113,6 +120,7 @@ func (st *state) leave(ctx context.Context, m string, why error) error {
 func (st *state) slotFallback(ctx context.Context, err error, prio llmclient.Priority, maxWait time.Duration,
 	start time.Time, lease llmclient.SlotLease) (llmclient.SlotLease, time.Duration, error) {
 	switch {
+	case err == errClosed: // no lease was taken in Redis, or the queue was left already
 	case errors.Is(err, ErrUnavailable):
 		if err != errDown {
 			st.retryRelease(lease)

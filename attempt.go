@@ -112,7 +112,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 				return c.asError(ctx, err, a)
 			}
 			if lim >= 0 && wait > lim {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, AdmitAfter: wait,
 					Message: "every key is cooling down for another " + wait.Round(time.Millisecond).String(),
 					Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
 			}

@@ -441,7 +441,7 @@ func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
 	if wait > 0 {
 		msg += " (it would wait " + wait.Round(time.Millisecond).String() + ")"
 	}
-	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg}
+	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg, AdmitAfter: max(wait, 0)}
 }
 
 // asError turns a store's error into the limiter's: context errors as they are, a

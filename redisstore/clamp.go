@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 )
 
 // Bounds on the numbers the store takes from its callers: a request's token cost, a usage
@@ -60,7 +60,7 @@ type bucket struct {
 // newBucket returns the bucket of rate r times share: no limit when the rate is not
 // positive and finite; at least one unit per WaitHorizon; a burst in [0, WaitHorizon of
 // the rate]; a charge of at most MaxCharge of the rate or the burst.
-func newBucket(r llmclient.Rate, share float64) bucket {
+func newBucket(r limitstore.Rate, share float64) bucket {
 	rate := r.PerSecond * share
 	if !(rate > 0) || math.IsInf(rate, 1) {
 		return bucket{}
@@ -82,11 +82,11 @@ func (b bucket) clamp(n float64) float64 { return max(-b.charge, min(n, b.charge
 // limit nothing, others refill at least one unit per WaitHorizon and hold at most
 // WaitHorizon of their rate; MaxConcurrent is at most 2^53; a BatchShare outside (0, 1]
 // is 1.
-func sanitized(spec llmclient.LimitSpec) llmclient.LimitSpec {
-	for _, r := range []*llmclient.Rate{&spec.Requests, &spec.Tokens} {
+func sanitized(spec limitstore.Spec) limitstore.Spec {
+	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens} {
 		b := newBucket(*r, 1)
 		if b.interval == 0 {
-			*r = llmclient.Rate{}
+			*r = limitstore.Rate{}
 			continue
 		}
 		r.PerSecond = max(r.PerSecond, 1e6/float64(horizonMicros))

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
 
 // clampSpec is a key of 100 RPM and 100k TPM with ten-second buckets, as a Client
 // derives it with the default burst fraction (1/6).
-var clampSpec = llmclient.LimitSpec{
-	Requests:      llmclient.Rate{PerSecond: 100.0 / 60, Burst: 100.0 / 6},
-	Tokens:        llmclient.Rate{PerSecond: 100_000.0 / 60, Burst: 100_000.0 / 6},
+var clampSpec = limitstore.Spec{
+	Requests:      limitstore.Rate{PerSecond: 100.0 / 60, Burst: 100.0 / 6},
+	Tokens:        limitstore.Rate{PerSecond: 100_000.0 / 60, Burst: 100_000.0 / 6},
 	MaxConcurrent: 4,
 	BatchShare:    0.8,
 }
@@ -41,7 +42,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
 	rdb := srv.client()
 	scope := 0
-	open := func(t *testing.T) (string, llmclient.LimitState) {
+	open := func(t *testing.T) (string, limitstore.State) {
 		scope++
 		name := "clamp-" + strconv.Itoa(scope)
 		return name, s.Open(name, clampSpec)
@@ -56,12 +57,12 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 		}
 	}
 	// debtAfter reports the wait of a one-token request (main lane) after the step.
-	debtAfter := func(t *testing.T, st llmclient.LimitState) time.Duration {
+	debtAfter := func(t *testing.T, st limitstore.State) time.Duration {
 		t.Helper()
-		w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Tokens: 1, MaxWait: 0})
+		w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: 0})
 		must(t, "probe reservation", err)
 		if ok {
-			if err := st.Adjust(ctx(t), llmclient.LaneMain, 0, -1); err != nil {
+			if err := st.Adjust(ctx(t), limitstore.LaneMain, 0, -1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -79,16 +80,16 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	}
 
 	for _, n := range huge {
-		for _, lane := range []llmclient.Lane{llmclient.LaneMain, llmclient.LaneBatch} {
+		for _, lane := range []limitstore.Lane{limitstore.LaneMain, limitstore.LaneBatch} {
 			t.Run(fmt.Sprintf("reserve %d tokens lane %d", n, lane), func(t *testing.T) {
 				name, st := open(t)
 				before := time.Now()
-				w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: -1})
+				w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: -1})
 				must(t, "reserve", err)
 				if !ok || w != 0 {
 					t.Fatalf("a request larger than the bucket is admitted at once when the bucket is full; got %v, %v", w, ok)
 				}
-				if lane == llmclient.LaneMain {
+				if lane == limitstore.LaneMain {
 					// The debt shrinks while the test runs; the probe's one token takes 0.6ms.
 					if d := debtAfter(t, st); d < maxDebt-time.Since(before) || d > maxDebt+time.Millisecond {
 						t.Fatalf("the next request waits %v; want the debt %v (MaxCharge minus the bucket)", d, maxDebt)
@@ -96,7 +97,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 				}
 				// Giving the whole amount back (a canceled attempt) leaves the bucket full.
 				must(t, "give back", st.Adjust(ctx(t), lane, -1, -n))
-				if w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Lane: lane, Tokens: 10_000, MaxWait: 0}); err != nil || !ok {
+				if w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Tokens: 10_000, MaxWait: 0}); err != nil || !ok {
 					t.Fatalf("after the give-back: %v, %v, %v; want the bucket full", w, ok, err)
 				}
 				checkTTL(t, name)
@@ -104,7 +105,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 			t.Run(fmt.Sprintf("usage overrun of %d tokens lane %d", n, lane), func(t *testing.T) {
 				name, st := open(t)
 				must(t, "adjust", st.Adjust(ctx(t), lane, n, n))
-				if lane == llmclient.LaneMain {
+				if lane == limitstore.LaneMain {
 					if d := debtAfter(t, st); d <= 0 || d > redisstore.MaxCharge {
 						t.Fatalf("the next request waits %v; want at most MaxCharge %v", d, redisstore.MaxCharge)
 					}
@@ -123,12 +124,12 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	for _, n := range []int{-1e17, math.MinInt64} {
 		t.Run(fmt.Sprintf("negative amounts %d", n), func(t *testing.T) {
 			_, st := open(t)
-			w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: n, Tokens: n, MaxWait: 0})
+			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: n, Tokens: n, MaxWait: 0})
 			must(t, "reserve", err)
 			if !ok || w != 0 {
 				t.Fatalf("a negative reservation takes nothing and is admitted; got %v, %v", w, ok)
 			}
-			must(t, "adjust", st.Adjust(ctx(t), llmclient.LaneMain, n, n))
+			must(t, "adjust", st.Adjust(ctx(t), limitstore.LaneMain, n, n))
 			must(t, "sync", st.Sync(ctx(t), int64(n), int64(n)))
 			if d := debtAfter(t, st); d != 0 {
 				t.Fatalf("negative amounts changed the bucket: the next request waits %v", d)
@@ -137,8 +138,8 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	}
 	t.Run("max wait", func(t *testing.T) {
 		_, st := open(t)
-		must(t, "adjust", st.Adjust(ctx(t), llmclient.LaneMain, 0, math.MaxInt64))
-		w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Tokens: 1, MaxWait: math.MaxInt64})
+		must(t, "adjust", st.Adjust(ctx(t), limitstore.LaneMain, 0, math.MaxInt64))
+		w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: math.MaxInt64})
 		must(t, "reserve", err)
 		if !ok || w <= 0 || w > redisstore.MaxCharge {
 			t.Fatalf("Reserve with MaxWait MaxInt64: %v, %v; want admitted after the debt", w, ok)
@@ -154,7 +155,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 			if left < redisstore.MaxPause-time.Since(before) || left > redisstore.MaxPause {
 				t.Fatalf("PauseLeft %v after a pause of %v; want the pause clamped to MaxPause %v", left, d, redisstore.MaxPause)
 			}
-			w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: -1})
+			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			must(t, "reserve", err)
 			if !ok || w > redisstore.MaxPause {
 				t.Fatalf("a request during the pause: %v, %v; want admitted once the clamped pause ends", w, ok)
@@ -174,9 +175,9 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	t.Run("queue beyond the horizon", func(t *testing.T) {
 		// A bucket of one request a day: the second request waits a day, the third would wait
 		// two and is refused, even though it accepts any wait.
-		st := s.Open("horizon", llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1.0 / 86400, Burst: 1}})
+		st := s.Open("horizon", limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 86400, Burst: 1}})
 		for i, want := range []bool{true, true, false} {
-			w, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: -1})
+			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			must(t, "reserve", err)
 			if ok != want || w > redisstore.WaitHorizon {
 				t.Fatalf("request %d: %v, %v; want admitted %v and no wait beyond WaitHorizon", i, w, ok, want)
@@ -193,7 +194,7 @@ func TestUnusableSpecs(t *testing.T) {
 	srv := startRedis(t)
 	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
 	nan, inf := math.NaN(), math.Inf(1)
-	rates := []llmclient.Rate{
+	rates := []limitstore.Rate{
 		{PerSecond: nan, Burst: 10}, {PerSecond: inf, Burst: 10}, {PerSecond: -1, Burst: 10},
 		{PerSecond: 10, Burst: nan}, {PerSecond: 10, Burst: -5}, {PerSecond: 10, Burst: inf}, {PerSecond: 10, Burst: 1e300},
 		{PerSecond: 1e-300, Burst: 1}, {PerSecond: 1e300, Burst: 1e300}, {PerSecond: math.SmallestNonzeroFloat64, Burst: math.MaxFloat64},
@@ -202,10 +203,10 @@ func TestUnusableSpecs(t *testing.T) {
 		for _, share := range []float64{1, 0.5, 1e-300, nan, -1} {
 			t.Run(fmt.Sprintf("%v/%v", r, share), func(t *testing.T) {
 				st := s.Open("spec-"+strconv.Itoa(i)+"-"+strconv.FormatFloat(share, 'g', -1, 64),
-					llmclient.LimitSpec{Requests: r, Tokens: r, BatchShare: share})
-				for _, lane := range []llmclient.Lane{llmclient.LaneMain, llmclient.LaneBatch} {
+					limitstore.Spec{Requests: r, Tokens: r, BatchShare: share})
+				for _, lane := range []limitstore.Lane{limitstore.LaneMain, limitstore.LaneBatch} {
 					for _, n := range []int{1, 1e17} {
-						w, _, err := st.Reserve(ctx(t), llmclient.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: 0})
+						w, _, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: 0})
 						if err != nil || w < 0 || w > redisstore.WaitHorizon {
 							t.Fatalf("Reserve %d: %v, %v", n, w, err)
 						}
@@ -231,10 +232,10 @@ func TestHugeSlotBounds(t *testing.T) {
 	srv := startRedis(t)
 	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
 	for _, share := range []float64{1, 0.5} {
-		st := s.Open("slots-"+strconv.FormatFloat(share, 'g', -1, 64), llmclient.LimitSpec{MaxConcurrent: math.MaxInt, BatchShare: share})
-		var leases []llmclient.SlotLease
+		st := s.Open("slots-"+strconv.FormatFloat(share, 'g', -1, 64), limitstore.Spec{MaxConcurrent: math.MaxInt, BatchShare: share})
+		var leases []limitstore.SlotLease
 		for i := range 3 {
-			l, _, err := st.AcquireSlot(ctx(t), llmclient.PriorityBatch, 0)
+			l, _, err := st.AcquireSlot(ctx(t), true, 0)
 			if err != nil {
 				t.Fatalf("share %v: batch slot %d: %v", share, i, err)
 			}
@@ -311,7 +312,7 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 		if !ok || e.Class != llmclient.ClassRateLimited || e.Status != 0 {
 			t.Fatalf("small request: %v; want admitted or refused by the limiter", err)
 		}
-		return e.RetryAfter
+		return e.AdmitAfter
 	}
 	stillShared := func(t *testing.T, other *llmclient.Client) {
 		t.Helper()
@@ -331,10 +332,8 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 				t.Fatalf("a request larger than the bucket is admitted when the bucket is full: %v", err)
 			}
 			stillShared(t, other)
-			// The small request waits for the debt and its own ~1k tokens (0.6s). (A MaxTokens
-			// of MaxInt64 leaves no debt: the Client's cost, prompt plus MaxTokens, overflows
-			// to a negative number and is charged as 0. That is the root package's to fix.)
-			if d := lockedFor(t, c); (d <= 0 && v != math.MaxInt64) || d > maxDebt+time.Second {
+			// The small request waits for the debt and its own ~1k tokens (0.6s).
+			if d := lockedFor(t, c); d <= 0 || d > maxDebt+time.Second {
 				t.Fatalf("the key is locked for %v after one request; want a debt of at most %v", d, maxDebt)
 			}
 		})
@@ -374,9 +373,7 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// (A Retry-After of MaxInt64 pauses nothing: the Client's key cooldown overflows its
-			// UnixNano and never calls Pause. That is the root package's to fix.)
-			if d := lockedFor(t, replica); (d <= 0 && v != math.MaxInt64) || d > redisstore.MaxPause {
+			if d := lockedFor(t, replica); d <= 0 || d > redisstore.MaxPause {
 				t.Fatalf("the key is paused for %v in the store; want at most MaxPause %v", d, redisstore.MaxPause)
 			}
 		})

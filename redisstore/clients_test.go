@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -149,7 +149,7 @@ func TestClientKinds(t *testing.T) {
 				t.Cleanup(func() { s.Close() })
 				stores[i] = s
 			}
-			spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
+			spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
 			const scopes = 8 // spread over the nodes
 			for i := range scopes {
 				name := "scope-" + strconv.Itoa(i)
@@ -190,10 +190,10 @@ func TestClientKinds(t *testing.T) {
 
 // exerciseShared checks that two states of one scope, through different stores, share
 // the request bucket, the pause and the slots, including a slot handed to a waiter.
-func exerciseShared(t *testing.T, a, b llmclient.LimitState) {
+func exerciseShared(t *testing.T, a, b limitstore.State) {
 	t.Helper()
-	reserve := func(s llmclient.LimitState) bool {
-		_, ok, err := s.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+	reserve := func(s limitstore.State) bool {
+		_, ok, err := s.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatalf("Reserve: %v", err)
 		}
@@ -202,7 +202,7 @@ func exerciseShared(t *testing.T, a, b llmclient.LimitState) {
 	if !reserve(a) || reserve(b) {
 		t.Fatal("the request bucket is not shared")
 	}
-	if err := a.Adjust(ctx(t), llmclient.LaneMain, -1, 0); err != nil || !reserve(b) {
+	if err := a.Adjust(ctx(t), limitstore.LaneMain, -1, 0); err != nil || !reserve(b) {
 		t.Fatalf("a give-back is not shared: %v", err)
 	}
 	if err := b.Sync(ctx(t), 0, -1); err != nil {
@@ -218,7 +218,7 @@ func exerciseShared(t *testing.T, a, b llmclient.LimitState) {
 	if err != nil {
 		t.Fatalf("AcquireSlot: %v", err)
 	}
-	if _, _, err := b.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, llmclient.ErrRateLimited) {
+	if _, _, err := b.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, limitstore.ErrRefused) {
 		t.Fatalf("the slot is not shared: %v", err)
 	}
 	got := make(chan error, 1)

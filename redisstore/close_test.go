@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
 
@@ -19,7 +19,7 @@ func TestSlotsAfterClose(t *testing.T) {
 			srv := startRedis(t)
 			rdb := srv.client()
 			s := srv.store(redisstore.WithFailMode(mode))
-			spec := llmclient.LimitSpec{MaxConcurrent: 2, BatchShare: 1}
+			spec := limitstore.Spec{MaxConcurrent: 2, BatchShare: 1}
 			st := s.Open("closing", spec)
 			before, _, err := st.AcquireSlot(ctx(t), interactive, 0)
 			if err != nil {
@@ -54,7 +54,7 @@ func TestSlotsAfterClose(t *testing.T) {
 // lease that nothing renews.
 func TestCloseWithWaiter(t *testing.T) {
 	srv := startRedis(t)
-	spec := llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
+	spec := limitstore.Spec{MaxConcurrent: 1, BatchShare: 1}
 	holder := srv.store().Open("closing", spec)
 	l, _, err := holder.AcquireSlot(ctx(t), interactive, 0)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
 
@@ -99,10 +100,10 @@ func TestStoreTimeoutIsNotTheCallersDeadline(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := startRedis(t)
 			s := srv.store(redisstore.WithFailMode(mode), redisstore.WithTimeout(30*time.Millisecond))
-			spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1, Burst: 10}, MaxConcurrent: 1, BatchShare: 1}
+			spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1, Burst: 10}, MaxConcurrent: 1, BatchShare: 1}
 			st := s.Open("frozen", spec)
 			srv.freeze()
-			_, _, err := st.Reserve(context.Background(), llmclient.Reservation{Requests: 1, MaxWait: -1})
+			_, _, err := st.Reserve(context.Background(), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			if mode == redisstore.FailOpen {
 				if err != nil {
 					t.Fatalf("FailOpen Reserve: %v, want a local admission", err)

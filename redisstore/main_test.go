@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -41,7 +41,7 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 // killSpec is the scope the holder process takes a slot of.
-var killSpec = llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
+var killSpec = limitstore.Spec{MaxConcurrent: 1, BatchShare: 1}
 
 // killTTL is the holder's lease TTL: renewed every third of it, so only a stall of two
 // thirds of it could lose the lease before the test kills the holder.
@@ -56,7 +56,7 @@ func holdSlot(addr string) {
 		fmt.Println(err)
 		os.Exit(2)
 	}
-	if _, _, err := st.Open("killed", killSpec).AcquireSlot(context.Background(), llmclient.PriorityInteractive, 0); err != nil {
+	if _, _, err := st.Open("killed", killSpec).AcquireSlot(context.Background(), false, 0); err != nil {
 		fmt.Println(err)
 		os.Exit(2)
 	}

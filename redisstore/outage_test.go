@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -74,14 +74,14 @@ type outcome struct {
 
 // admit runs one admission the way the Client's limiter does: a slot, the buckets, a
 // short call, the slot back.
-func admit(ctx context.Context, st llmclient.LimitState, call time.Duration) (time.Duration, error) {
+func admit(ctx context.Context, st limitstore.State, call time.Duration) (time.Duration, error) {
 	start := time.Now()
 	lease, _, err := st.AcquireSlot(ctx, interactive, time.Minute)
 	if err != nil {
 		return time.Since(start), err
 	}
 	defer st.ReleaseSlot(lease)
-	_, ok, err := st.Reserve(ctx, llmclient.Reservation{Requests: 1, Tokens: 10, MaxWait: time.Minute})
+	_, ok, err := st.Reserve(ctx, limitstore.Reservation{Requests: 1, Tokens: 10, MaxWait: time.Minute})
 	took := time.Since(start)
 	if err != nil {
 		return took, err
@@ -113,9 +113,9 @@ func TestOutage(t *testing.T) {
 		workers = 4
 		enough  = 20 // admissions per phase
 	)
-	spec := llmclient.LimitSpec{
-		Requests:      llmclient.Rate{PerSecond: 1e6, Burst: 1e6},
-		Tokens:        llmclient.Rate{PerSecond: 1e9, Burst: 1e9},
+	spec := limitstore.Spec{
+		Requests:      limitstore.Rate{PerSecond: 1e6, Burst: 1e6},
+		Tokens:        limitstore.Rate{PerSecond: 1e9, Burst: 1e9},
 		MaxConcurrent: workers, BatchShare: 1,
 	}
 	for _, mode := range []redisstore.FailMode{redisstore.FailOpen, redisstore.FailClosed} {
@@ -268,12 +268,12 @@ func TestOutage(t *testing.T) {
 func TestFailOpenKeepsLocalLimits(t *testing.T) {
 	srv := startRedis(t)
 	s := srv.store(redisstore.WithTimeout(50*time.Millisecond), redisstore.WithLocalShare(0.5))
-	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 4}, MaxConcurrent: 4, BatchShare: 1}
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 4}, MaxConcurrent: 4, BatchShare: 1}
 	st := s.Open("local", spec)
 	srv.stop()
 	admitted := 0
 	for range 4 {
-		_, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+		_, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestFailOpenKeepsLocalLimits(t *testing.T) {
 	if admitted != 2 {
 		t.Errorf("the local fallback admitted %d of 4, want half the burst: 2", admitted)
 	}
-	var leases []llmclient.SlotLease
+	var leases []limitstore.SlotLease
 	for range 3 {
 		l, _, err := st.AcquireSlot(ctx(t), interactive, 0)
 		if err == nil {

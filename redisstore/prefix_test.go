@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,16 +21,16 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 	srv := startRedis(t)
 	a := srv.store(redisstore.WithPrefix("app-a"), redisstore.WithFailMode(redisstore.FailClosed))
 	b := srv.store(redisstore.WithPrefix("app-b"), redisstore.WithFailMode(redisstore.FailClosed))
-	spec := llmclient.LimitSpec{
-		Requests:      llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 2},
-		Tokens:        llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 100},
+	spec := limitstore.Spec{
+		Requests:      limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 2},
+		Tokens:        limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 100},
 		MaxConcurrent: 1, BatchShare: 0.5,
 	}
 	for _, scope := range []string{"vendor/key:0123456789abcdef", "partition:team-1"} {
 		sa, sb := a.Open(scope, spec), b.Open(scope, spec)
 		// Application a empties its buckets, pauses, syncs, holds the slot and queues a waiter.
-		for _, lane := range []llmclient.Lane{llmclient.LaneBatch, llmclient.LaneMain} {
-			if _, ok, err := sa.Reserve(ctx(t), llmclient.Reservation{Lane: lane, Requests: 2, Tokens: 100, MaxWait: 0}); err != nil || !ok {
+		for _, lane := range []limitstore.Lane{limitstore.LaneBatch, limitstore.LaneMain} {
+			if _, ok, err := sa.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 2, Tokens: 100, MaxWait: 0}); err != nil || !ok {
 				t.Fatalf("a: Reserve lane %d: %v, %v", lane, ok, err)
 			}
 		}
@@ -55,8 +56,8 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 		if left, err := sb.PauseLeft(ctx(t)); err != nil || left != 0 {
 			t.Fatalf("b sees a's pause: %v, %v", left, err)
 		}
-		for _, lane := range []llmclient.Lane{llmclient.LaneBatch, llmclient.LaneMain} {
-			if w, ok, err := sb.Reserve(ctx(t), llmclient.Reservation{Lane: lane, Requests: 1, Tokens: 50, MaxWait: 0}); err != nil || !ok {
+		for _, lane := range []limitstore.Lane{limitstore.LaneBatch, limitstore.LaneMain} {
+			if w, ok, err := sb.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: 50, MaxWait: 0}); err != nil || !ok {
 				t.Fatalf("b: Reserve lane %d: %v, %v, %v; a's buckets leaked into b's", lane, w, ok, err)
 			}
 		}
@@ -66,7 +67,7 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 		}
 		sb.ReleaseSlot(lb)
 		// And b's activity does not reach a: a's slot is still taken, its waiter still queued.
-		if _, _, err := sa.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, llmclient.ErrRateLimited) {
+		if _, _, err := sa.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, limitstore.ErrRefused) {
 			t.Fatalf("a's slot came free through b: %v", err)
 		}
 		cancel()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
 
@@ -78,24 +79,24 @@ type admissions struct {
 
 // recordingStore is a LimitStore that records the main-lane admissions of its states.
 type recordingStore struct {
-	llmclient.LimitStore
+	limitstore.Store
 	rec *admissions
 }
 
-func (s recordingStore) Open(name string, spec llmclient.LimitSpec) llmclient.LimitState {
-	return &recordingState{LimitState: s.LimitStore.Open(name, spec), rec: s.rec}
+func (s recordingStore) Open(name string, spec limitstore.Spec) limitstore.State {
+	return &recordingState{State: s.Store.Open(name, spec), rec: s.rec}
 }
 
 type recordingState struct {
-	llmclient.LimitState
+	limitstore.State
 	rec *admissions
 }
 
-func (s *recordingState) Reserve(ctx context.Context, r llmclient.Reservation) (time.Duration, bool, error) {
+func (s *recordingState) Reserve(ctx context.Context, r limitstore.Reservation) (time.Duration, bool, error) {
 	t0 := time.Since(s.rec.start)
-	w, ok, err := s.LimitState.Reserve(ctx, r)
+	w, ok, err := s.State.Reserve(ctx, r)
 	t1 := time.Since(s.rec.start)
-	if r.Lane == llmclient.LaneMain && err == nil {
+	if r.Lane == limitstore.LaneMain && err == nil {
 		s.rec.mu.Lock()
 		if ok {
 			s.rec.log = append(s.rec.log, reserved{t0, t1, w, r.Tokens})
@@ -107,11 +108,11 @@ func (s *recordingState) Reserve(ctx context.Context, r llmclient.Reservation) (
 	return w, ok, err
 }
 
-func (s *recordingState) Adjust(ctx context.Context, l llmclient.Lane, requests, tokens int) error {
+func (s *recordingState) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
 	s.rec.mu.Lock()
 	s.rec.adjusts++
 	s.rec.mu.Unlock()
-	return s.LimitState.Adjust(ctx, l, requests, tokens)
+	return s.State.Adjust(ctx, l, requests, tokens)
 }
 
 // TestQuotaAcrossReplicas: four Clients, each with its own store and connection, share one

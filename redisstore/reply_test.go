@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -118,7 +118,7 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 func TestUnexpectedReplies(t *testing.T) {
 	big := strings.Repeat("x", 16<<20)
 	fake := startFakeRedis(t, "$"+strconv.Itoa(len(big))+"\r\n"+big+"\r\n")
-	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 10, Burst: 10}, BatchShare: 1}
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 10, Burst: 10}, BatchShare: 1}
 	for _, mode := range []redisstore.FailMode{redisstore.FailOpen, redisstore.FailClosed} {
 		t.Run(mode.String(), func(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: fake.l.Addr().String(), ContextTimeoutEnabled: true, Protocol: 2})
@@ -129,7 +129,7 @@ func TestUnexpectedReplies(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Close() })
 			st := s.Open("garbage", spec)
-			_, ok, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+			_, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 			if s.Healthy() {
 				t.Error("the store took an unusable reply for a healthy Redis")
 			}

@@ -10,19 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
 const (
-	interactive = llmclient.PriorityInteractive
-	batch       = llmclient.PriorityBatch
+	interactive = false
+	batch       = true
 )
 
 func TestSlotsAcrossStores(t *testing.T) {
 	srv := startRedis(t)
-	spec := llmclient.LimitSpec{MaxConcurrent: 2, BatchShare: 0.5} // one batch slot
+	spec := limitstore.Spec{MaxConcurrent: 2, BatchShare: 0.5} // one batch slot
 	a, b, c := srv.store().Open("k", spec), srv.store().Open("k", spec), srv.store().Open("k", spec)
 
 	la, _, err := a.AcquireSlot(ctx(t), interactive, 0)
@@ -33,13 +33,13 @@ func TestSlotsAcrossStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, llmclient.ErrRateLimited) {
-		t.Fatalf("a third slot: %v, want ErrRateLimited", err)
+	if _, _, err := c.AcquireSlot(ctx(t), interactive, 0); !errors.Is(err, limitstore.ErrRefused) {
+		t.Fatalf("a third slot: %v, want ErrRefused", err)
 	}
 	// A waiter whose wait runs out leaves the queue.
-	if _, w, err := c.AcquireSlot(ctx(t), interactive, 100*time.Millisecond); !errors.Is(err, llmclient.ErrRateLimited) ||
+	if _, w, err := c.AcquireSlot(ctx(t), interactive, 100*time.Millisecond); !errors.Is(err, limitstore.ErrRefused) ||
 		w < 100*time.Millisecond {
-		t.Fatalf("waiting 100ms: %v after %v, want ErrRateLimited after 100ms", err, w)
+		t.Fatalf("waiting 100ms: %v after %v, want ErrRefused after 100ms", err, w)
 	}
 	waitQueued(t, srv, "k", 0)
 	// So does a canceled one.
@@ -54,11 +54,11 @@ func TestSlotsAcrossStores(t *testing.T) {
 	// in, so the interactive waiter behind it takes the main slot that frees first.
 	type got struct {
 		who   string
-		lease llmclient.SlotLease
+		lease limitstore.SlotLease
 		err   error
 	}
 	done := make(chan got, 2)
-	wait := func(who string, s llmclient.LimitState, p llmclient.Priority) {
+	wait := func(who string, s limitstore.State, p bool) {
 		l, _, err := s.AcquireSlot(context.Background(), p, time.Minute)
 		done <- got{who, l, err}
 	}
@@ -93,7 +93,7 @@ func TestSlotsAcrossStores(t *testing.T) {
 
 func TestSlotsFIFO(t *testing.T) {
 	srv := startRedis(t)
-	spec := llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
+	spec := limitstore.Spec{MaxConcurrent: 1, BatchShare: 1}
 	holder := srv.store().Open("fifo", spec)
 	l, _, err := holder.AcquireSlot(ctx(t), interactive, 0)
 	if err != nil {
@@ -149,7 +149,7 @@ func leases(t *testing.T, rdb *redis.Client, scope string) (map[string]float64, 
 func TestLeaseRenewedWhileHeld(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client()
-	spec := llmclient.LimitSpec{MaxConcurrent: 1, BatchShare: 1}
+	spec := limitstore.Spec{MaxConcurrent: 1, BatchShare: 1}
 	const ttl = 3 * time.Second // renewed every second: only a stall of two seconds loses it
 	opts := []redisstore.Option{redisstore.WithLeaseTTL(ttl), redisstore.WithTimeout(time.Second)}
 	a := srv.store(opts...).Open("renew", spec)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 )
 
 // state is one scope's LimitState in Redis. It holds only what it derives from the
@@ -15,10 +15,10 @@ import (
 type state struct {
 	s        *Store
 	name     string
-	spec     llmclient.LimitSpec // sanitized (clamp.go)
-	local    llmclient.LimitSpec // the FailOpen fallback's limits
-	bucket   []string            // the buckets' hash
-	slotKeys []string            // s, sb, w, wx
+	spec     limitstore.Spec // sanitized (clamp.go)
+	local    limitstore.Spec // the FailOpen fallback's limits
+	bucket   []string        // the buckets' hash
+	slotKeys []string        // s, sb, w, wx
 	// main and batch are the lanes in Redis; localMain and localBatch the fallback's
 	// buckets, to clamp what is passed on to it.
 	main, batch           lane
@@ -43,7 +43,7 @@ type lane struct {
 	args [4]any
 }
 
-func newLane(name string, spec llmclient.LimitSpec, share float64) lane {
+func newLane(name string, spec limitstore.Spec, share float64) lane {
 	l := lane{name: name, b: [2]bucket{newBucket(spec.Requests, share), newBucket(spec.Tokens, share)}}
 	for i, b := range l.b {
 		l.args[2*i], l.args[2*i+1] = "0", "0"
@@ -54,7 +54,7 @@ func newLane(name string, spec llmclient.LimitSpec, share float64) lane {
 	return l
 }
 
-func newState(s *Store, name string, spec llmclient.LimitSpec) *state {
+func newState(s *Store, name string, spec limitstore.Spec) *state {
 	tag := "{" + s.cfg.prefix + ":" + name + "}:"
 	spec = sanitized(spec)
 	local := scaled(spec, s.cfg.localShare)
@@ -79,11 +79,11 @@ func newState(s *Store, name string, spec llmclient.LimitSpec) *state {
 }
 
 // scaled returns spec with every rate, burst and the concurrency bound times share.
-func scaled(spec llmclient.LimitSpec, share float64) llmclient.LimitSpec {
+func scaled(spec limitstore.Spec, share float64) limitstore.Spec {
 	if share == 1 {
 		return spec
 	}
-	for _, r := range []*llmclient.Rate{&spec.Requests, &spec.Tokens} {
+	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens} {
 		if r.PerSecond > 0 {
 			r.PerSecond *= share
 			r.Burst = max(1, r.Burst*share)
@@ -96,8 +96,8 @@ func scaled(spec llmclient.LimitSpec, share float64) llmclient.LimitSpec {
 }
 
 // lanes returns the lane l names in Redis and in the fallback.
-func (st *state) lanes(l llmclient.Lane) (*lane, *[2]bucket) {
-	if l == llmclient.LaneBatch {
+func (st *state) lanes(l limitstore.Lane) (*lane, *[2]bucket) {
+	if l == limitstore.LaneBatch {
 		return &st.batch, &st.localBatch
 	}
 	return &st.main, &st.localMain
@@ -124,7 +124,7 @@ func arg(x float64, n int) any {
 // failure itself, which wraps ErrUnavailable). FailClosed's error does not wrap
 // llmclient.ErrRateLimited: the Client's limiter wraps a store's failure in it and keeps
 // the failure in the chain, while it would replace an error that already wraps it.
-func (st *state) fallback(err error) (llmclient.LimitState, error) {
+func (st *state) fallback(err error) (limitstore.State, error) {
 	if !errors.Is(err, ErrUnavailable) {
 		return nil, err
 	}
@@ -134,9 +134,9 @@ func (st *state) fallback(err error) (llmclient.LimitState, error) {
 	return nil, err
 }
 
-// Reserve implements llmclient.LimitState. Requests and tokens are clamped to MaxCharge
+// Reserve implements limitstore.State. Requests and tokens are clamped to MaxCharge
 // of their buckets (negative amounts take nothing), MaxWait to WaitHorizon.
-func (st *state) Reserve(ctx context.Context, r llmclient.Reservation) (time.Duration, bool, error) {
+func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (time.Duration, bool, error) {
 	ln, loc := st.lanes(r.Lane)
 	maxWait := int64(-1)
 	if r.MaxWait >= 0 {
@@ -164,9 +164,9 @@ func (st *state) Reserve(ctx context.Context, r llmclient.Reservation) (time.Dur
 	return l.Reserve(ctx, r)
 }
 
-// Adjust implements llmclient.LimitState. Each amount is clamped to MaxCharge of its
+// Adjust implements limitstore.State. Each amount is clamped to MaxCharge of its
 // bucket, either way.
-func (st *state) Adjust(ctx context.Context, l llmclient.Lane, requests, tokens int) error {
+func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
 	ln, loc := st.lanes(l)
 	req, tok := ln.b[0].clamp(float64(requests)), ln.b[1].clamp(float64(tokens))
 	if req == 0 && tok == 0 {
@@ -184,7 +184,7 @@ func (st *state) Adjust(ctx context.Context, l llmclient.Lane, requests, tokens 
 	return nil
 }
 
-// Sync implements llmclient.LimitState. A remaining amount no smaller than the bucket
+// Sync implements limitstore.State. A remaining amount no smaller than the bucket
 // changes nothing and is not sent.
 func (st *state) Sync(ctx context.Context, requests, tokens int64) error {
 	ln := &st.main
@@ -208,7 +208,7 @@ func (st *state) Sync(ctx context.Context, requests, tokens int64) error {
 	return nil
 }
 
-// Pause implements llmclient.LimitState: the pause holds for every replica. It lasts at
+// Pause implements limitstore.State: the pause holds for every replica. It lasts at
 // most MaxPause.
 func (st *state) Pause(ctx context.Context, d time.Duration) error {
 	us := micros(d, pauseMicros)
@@ -226,7 +226,7 @@ func (st *state) Pause(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// PauseLeft implements llmclient.LimitState.
+// PauseLeft implements limitstore.State.
 func (st *state) PauseLeft(ctx context.Context) (time.Duration, error) {
 	v, err := st.s.run(ctx, pauseLeftScript, st.bucket)
 	if err == nil {
@@ -243,4 +243,4 @@ func (st *state) PauseLeft(ctx context.Context) (time.Duration, error) {
 	return loc.PauseLeft(ctx)
 }
 
-var _ llmclient.LimitState = (*state)(nil)
+var _ limitstore.State = (*state)(nil)

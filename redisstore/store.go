@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/redis/go-redis/v9"
 )
 
-// Store is an llmclient.LimitStore kept in Redis: every Client that uses a Store on the
+// Store is an limitstore.Store kept in Redis: every Client that uses a Store on the
 // same Redis with the same prefix admits against the same quotas, pauses and concurrency
 // slots. Pass it to llmclient.WithLimitStore. Each scope's buckets are updated by one
 // server-side script per operation, on the server's clock; slots are leases that expire
@@ -25,7 +25,7 @@ type Store struct {
 	rdb    redis.Scripter
 	cfg    config
 	health health
-	local  llmclient.LimitStore // the FailOpen fallback, and private scopes
+	local  limitstore.Store // the FailOpen fallback, and private scopes
 	// waiterTTL is how long a queued slot waiter, or a slot granted to it and not yet
 	// claimed, outlives its last poll.
 	waiterTTL time.Duration
@@ -89,7 +89,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 		rdb:       rdb,
 		cfg:       cfg,
 		health:    health{interval: cfg.probeInterval},
-		local:     llmclient.NewMemoryLimitStore(),
+		local:     limitstore.NewMemory(),
 		waiterTTL: 10*pollMax + 2*cfg.timeout,
 		busy:      make(map[*state]struct{}),
 		kick:      make(chan struct{}, 1),
@@ -101,7 +101,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-var _ llmclient.LimitStore = (*Store)(nil)
+var _ limitstore.Store = (*Store)(nil)
 
 // contextTimeouts reports whether the client bounds calls by their context, when its
 // options can be read.
@@ -145,7 +145,7 @@ func (s *Store) Healthy() bool { return s.health.ok() }
 // unit per WaitHorizon refills one unit per WaitHorizon; a burst that is negative or NaN
 // is 0, and one above WaitHorizon of its rate is that; MaxConcurrent above 2^53 is 2^53;
 // a BatchShare outside (0, 1] is 1. A Client's limits are never affected.
-func (s *Store) Open(name string, spec llmclient.LimitSpec) llmclient.LimitState {
+func (s *Store) Open(name string, spec limitstore.Spec) limitstore.State {
 	if name == "" {
 		return s.local.Open("", spec)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -74,44 +74,44 @@ func TestNewValidates(t *testing.T) {
 
 // bucketSpec is the limits TestBucketsMatchMemory compares the stores on, with its rates
 // divided by k: its waits are k times longer.
-func bucketSpec(k float64) llmclient.LimitSpec {
-	return llmclient.LimitSpec{
-		Requests:   llmclient.Rate{PerSecond: 2 / k, Burst: 3},
-		Tokens:     llmclient.Rate{PerSecond: 100 / k, Burst: 300},
+func bucketSpec(k float64) limitstore.Spec {
+	return limitstore.Spec{
+		Requests:   limitstore.Rate{PerSecond: 2 / k, Burst: 3},
+		Tokens:     limitstore.Rate{PerSecond: 100 / k, Burst: 300},
 		BatchShare: 0.5,
 	}
 }
 
 type step struct {
 	name string
-	do   func(context.Context, llmclient.LimitState) (time.Duration, bool, error)
+	do   func(context.Context, limitstore.State) (time.Duration, bool, error)
 }
 
-func reserve(lane llmclient.Lane, req, tok int, maxWait time.Duration) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
-	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
-		return s.Reserve(ctx, llmclient.Reservation{Lane: lane, Requests: req, Tokens: tok, MaxWait: maxWait})
+func reserve(lane limitstore.Lane, req, tok int, maxWait time.Duration) func(context.Context, limitstore.State) (time.Duration, bool, error) {
+	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
+		return s.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: req, Tokens: tok, MaxWait: maxWait})
 	}
 }
 
-func adjust(lane llmclient.Lane, req, tok int) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
-	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+func adjust(lane limitstore.Lane, req, tok int) func(context.Context, limitstore.State) (time.Duration, bool, error) {
+	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
 		return 0, true, s.Adjust(ctx, lane, req, tok)
 	}
 }
 
-func syncTo(req, tok int64) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
-	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+func syncTo(req, tok int64) func(context.Context, limitstore.State) (time.Duration, bool, error) {
+	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
 		return 0, true, s.Sync(ctx, req, tok)
 	}
 }
 
-func pause(d time.Duration) func(context.Context, llmclient.LimitState) (time.Duration, bool, error) {
-	return func(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+func pause(d time.Duration) func(context.Context, limitstore.State) (time.Duration, bool, error) {
+	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
 		return 0, true, s.Pause(ctx, d)
 	}
 }
 
-func pauseLeft(ctx context.Context, s llmclient.LimitState) (time.Duration, bool, error) {
+func pauseLeft(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
 	d, err := s.PauseLeft(ctx)
 	return d, true, err
 }
@@ -125,7 +125,7 @@ func pauseLeft(ctx context.Context, s llmclient.LimitState) (time.Duration, bool
 // the bucket uses k = 5: at slower rates MaxCharge would cap the charge, which the
 // in-memory store does not.)
 func TestBucketsMatchMemory(t *testing.T) {
-	const main, batch = llmclient.LaneMain, llmclient.LaneBatch
+	const main, batch = limitstore.LaneMain, limitstore.LaneBatch
 	cases := []struct {
 		name  string
 		k     float64 // the rates are divided, and the waits multiplied, by k
@@ -194,7 +194,7 @@ func TestBucketsMatchMemory(t *testing.T) {
 	}
 	srv := startRedis(t)
 	rs := srv.store()
-	mem := llmclient.NewMemoryLimitStore()
+	mem := limitstore.NewMemory()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			spec := bucketSpec(c.k)
@@ -227,9 +227,9 @@ func TestScopes(t *testing.T) {
 	a, b := srv.store(), srv.store()
 	other := srv.store(redisstore.WithPrefix("other"))
 	// One request an hour: the time the test takes does not refill the bucket.
-	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 1}, BatchShare: 1}
-	take := func(s llmclient.LimitState) bool {
-		_, ok, err := s.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 1}, BatchShare: 1}
+	take := func(s limitstore.State) bool {
+		_, ok, err := s.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func TestScopes(t *testing.T) {
 		t.Fatal("private scopes must be separate and limited")
 	}
 	// Every key of a scope shares its hash tag, and every key expires.
-	_, _, err := a.Open("key:1", llmclient.LimitSpec{MaxConcurrent: 1}).AcquireSlot(ctx(t), llmclient.PriorityInteractive, 0)
+	_, _, err := a.Open("key:1", limitstore.Spec{MaxConcurrent: 1}).AcquireSlot(ctx(t), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 	if err := srv.client().Set(ctx(t), "{llmclient:wrongtype}:g", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := st.Reserve(ctx(t), llmclient.Reservation{Requests: 1})
+	_, _, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1})
 	var rerr redis.Error
 	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &rerr) || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Reserve: %v, want a refusal wrapping ErrUnavailable and the server's error", err)
@@ -295,7 +295,7 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 	// A caller's canceled context is its own error.
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := s.Open("fine", bucketSpec(1)).Reserve(c, llmclient.Reservation{Requests: 1}); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Open("fine", bucketSpec(1)).Reserve(c, limitstore.Reservation{Requests: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reserve with a canceled context: %v", err)
 	}
 }
@@ -304,7 +304,7 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 // The pause is long and the bounds are measured, so a slow machine cannot miss it.
 func TestSharedPause(t *testing.T) {
 	srv := startRedis(t)
-	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 100, Burst: 100}, BatchShare: 1}
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 100, Burst: 100}, BatchShare: 1}
 	a, b := srv.store().Open("cooling", spec), srv.store().Open("cooling", spec)
 	const d = 10 * time.Minute
 	before := time.Now()
@@ -315,7 +315,7 @@ func TestSharedPause(t *testing.T) {
 	if elapsed := time.Since(before); err != nil || left < d-elapsed || left > d {
 		t.Fatalf("PauseLeft in another store: %v, %v, want within %v of %v", left, err, elapsed, d)
 	}
-	wait, ok, err := b.Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+	wait, ok, err := b.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 	if elapsed := time.Since(before); err != nil || ok || wait < d-elapsed || wait > d {
 		t.Fatalf("Reserve in another store during the pause: %v, %v, %v; want refused with the pause's wait", wait, ok, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -126,7 +126,7 @@ func TestTLS(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	spec := llmclient.LimitSpec{Requests: llmclient.Rate{PerSecond: 1.0 / 3600, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 1}, MaxConcurrent: 1, BatchShare: 1}
 	a, b := store(pki.clientTLS()), store(pki.clientTLS())
 	exerciseShared(t, a.Open("tls", spec), b.Open("tls", spec))
 	if !a.Healthy() || !b.Healthy() {
@@ -139,7 +139,7 @@ func TestTLS(t *testing.T) {
 	for name, cfg := range map[string]*tls.Config{"plain TCP": nil, "another CA": otherCA.clientTLS(), "no client certificate": noCert} {
 		t.Run(name, func(t *testing.T) {
 			s := store(cfg)
-			_, _, err := s.Open("tls", spec).Reserve(ctx(t), llmclient.Reservation{Requests: 1, MaxWait: 0})
+			_, _, err := s.Open("tls", spec).Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 			if !errors.Is(err, redisstore.ErrUnavailable) {
 				t.Fatalf("Reserve: %v, want ErrUnavailable", err)
 			}

@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
 	"net/http"
@@ -285,7 +286,7 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 
 // sdkRetryCount reads the Stainless SDKs' retry counter.
 func sdkRetryCount(h http.Header) (int, bool) {
-	v := h.Get("X-Stainless-Retry-Count")
+	v := headers.Value(h, "X-Stainless-Retry-Count")
 	if v == "" {
 		return 0, false
 	}

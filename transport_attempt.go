@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/internal/headers"
 	"io"
 	"mime"
 	"net/http"
@@ -319,6 +320,11 @@ func notePre(pre, ch *Chunk) {
 
 // isEventStream reports whether a response is a server-sent event stream.
 func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+	ct := headers.Value(h, "Content-Type")
+	const es = "text/event-stream"
+	if len(ct) >= len(es) && strings.EqualFold(ct[:len(es)], es) && (len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ') {
+		return true // the common forms, without ParseMediaType's allocations
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == es
 }

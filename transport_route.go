@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"github.com/llmclient/llmclient/internal/headers"
 	"net/http"
 	"net/url"
 	"strings"
@@ -94,7 +95,7 @@ func target(u *url.URL, from, to *txUpstream) *url.URL {
 // of the headers vendors read API keys from, else a "key" query parameter.
 func callerKey(req *http.Request) string {
 	for _, h := range [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
-		v := strings.TrimSpace(req.Header.Get(h))
+		v := strings.TrimSpace(headers.Value(req.Header, h))
 		if v == "" {
 			continue
 		}
@@ -105,7 +106,7 @@ func callerKey(req *http.Request) string {
 		}
 		return v
 	}
-	if req.URL != nil {
+	if req.URL != nil && strings.Contains(req.URL.RawQuery, "key=") {
 		return req.URL.Query().Get("key")
 	}
 	return ""

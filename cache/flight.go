@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -36,6 +37,8 @@ type flight struct {
 	timer     *time.Timer // cancels a shared call at the latest deadline of its waiters
 	deadline  time.Time
 	unbounded bool // a waiter without a deadline
+
+	expired atomic.Bool // the timer canceled the call at the latest deadline
 
 	// Set before done is closed.
 	resp     *llmclient.Response
@@ -114,7 +117,7 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 		if d, ok := ctx.Deadline(); ok {
 			f.deadline = d
 			cancel := f.cancel
-			f.timer = time.AfterFunc(time.Until(d), func() { cancel(context.DeadlineExceeded) })
+			f.timer = time.AfterFunc(time.Until(d), func() { f.expired.Store(true); cancel(context.DeadlineExceeded) })
 		} else {
 			f.unbounded = true
 		}
@@ -178,6 +181,15 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	g.mu.Unlock()
 	if f.panicked != nil {
 		panic(f.panicked)
+	}
+	if f.err != nil {
+		switch {
+		case ctx.Err() != nil: // the call failed as this caller gave up: its own reason
+			return nil, gaveUp(ctx), joined
+		case f.expired.Load():
+			return nil, &llmclient.Error{Class: llmclient.ClassTimeout, Err: context.DeadlineExceeded,
+				Message: "the shared call reached the latest deadline of its callers"}, joined
+		}
 	}
 	return copyResponse(f.resp), f.err, joined
 }

@@ -39,7 +39,9 @@ func timeout(d time.Duration) func() (context.Context, context.CancelFunc) {
 	return func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), d) }
 }
 
-func noDeadline() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+func noDeadline() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
 
 func TestDedupSharesOneUpstreamCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 // A Cache is safe for concurrent use; one Cache may serve several Clients.
 type Cache struct {
 	store   Store
+	local   bool // the store never blocks: no timeout context per call
 	cfg     config
 	flights flightGroup
 	stats   counters
@@ -45,7 +45,8 @@ func New(store Store, opts ...Option) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Cache{store: store, cfg: cfg}, nil
+	_, local := store.(interface{ neverBlocks() })
+	return &Cache{store: store, cfg: cfg, local: local}, nil
 }
 
 // Middleware returns the middleware that serves calls from the cache. Add it with
@@ -77,7 +78,7 @@ func (c *Cache) prepare(ctx context.Context, req *llmclient.Request) call {
 		cl.idemKey = c.idempotencyStoreKey(cl.partition, idem)
 	}
 	if cl.exact || c.cfg.dedup || cl.idemKey != "" {
-		cl.key = "x" + Key(c.cfg.namespace, cl.partition, req, c.cfg.metadataKeys...)
+		cl.key = key('x', c.cfg.namespace, cl.partition, req, c.cfg.metadataKeys)
 	}
 	return cl
 }
@@ -90,9 +91,9 @@ func (c *Cache) idempotencyStoreKey(partition, key string) string {
 	w.str(c.cfg.namespace)
 	w.str(partition)
 	w.str(key)
-	sum := w.sum()
+	s := w.hexSum('i')
 	putWriter(w)
-	return "i" + hex.EncodeToString(sum[:])
+	return s
 }
 
 func (c *Cache) event(ctx context.Context, cl *call, req *llmclient.Request, stream bool, e Event) {
@@ -153,6 +154,9 @@ func (c *Cache) get(ctx context.Context, cl *call, req *llmclient.Request, strea
 // storeContext bounds one store call. A store after the answer runs detached from the
 // caller's cancellation: the answer has arrived and is worth keeping.
 func (c *Cache) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
+	if c.local {
+		return ctx, func() {}
+	}
 	if detach {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -223,6 +227,12 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 	if e != nil {
 		return e.response(), nil
 	}
+	return h.miss(ctx, req, cl)
+}
+
+// miss calls the upstream, alone or shared, and stores the answer.
+func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*llmclient.Response, error) {
+	c := h.c
 	upstream := func(fctx context.Context) (*llmclient.Response, error) {
 		resp, err := h.next.Complete(fctx, req)
 		if err == nil {
@@ -231,6 +241,7 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 		return resp, err
 	}
 	var resp *llmclient.Response
+	var err error
 	var joined bool
 	switch {
 	case cl.idemKey != "":

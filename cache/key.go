@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/llmclient/llmclient"
@@ -26,12 +27,18 @@ const keyVersion = 1
 // type, detail and cache mark; tool calls; tool-call ids; names; cache marks), Tools
 // (name, description, parameters, strict, cache mark), ToolChoice, MaxTokens,
 // Temperature, TopP, Stop, ResponseFormat and Extra, each with its presence (a nil
-// pointer and a zero value differ). JSON values (tool parameters, schemas, Extra) count
-// by their content, not their spacing or key order. The key leaves out Priority and
+// pointer and a zero value differ). Tool parameters and schemas count without their
+// insignificant whitespace; Extra counts by content, its keys sorted, so that 7 and 7.0
+// or a struct and the map it encodes to are one value. The key leaves out Priority and
 // Metadata, which do not reach the vendor; metadataKeys names the Metadata entries to
 // include anyway (for example a prompt version). namespace separates keys of different
 // configurations (see WithNamespace). Key is safe for concurrent use.
 func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...string) string {
+	return key(0, namespace, partition, req, metadataKeys)
+}
+
+// key is Key, with prefix (when not 0) before the hex digits, in one allocation.
+func key(prefix byte, namespace, partition string, req *llmclient.Request, metadataKeys []string) string {
 	w := getWriter()
 	w.uint(keyVersion)
 	w.str(namespace)
@@ -44,9 +51,9 @@ func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...st
 		w.bool(ok)
 		w.str(v)
 	}
-	sum := w.sum()
+	s := w.hexSum(prefix)
 	putWriter(w)
-	return hex.EncodeToString(sum[:])
+	return s
 }
 
 // writeRequest writes the fields of req that reach the vendor. Every field of
@@ -118,6 +125,7 @@ func writeMessages(w *keyWriter, msgs []llmclient.Message) {
 type keyWriter struct {
 	h   hashWriter
 	buf []byte // pending bytes, flushed to h when full
+	sum [sha256.Size]byte
 }
 
 type hashWriter interface {
@@ -147,11 +155,16 @@ func (w *keyWriter) flush() {
 	}
 }
 
-func (w *keyWriter) sum() [sha256.Size]byte {
+// hexSum returns the digest in hex, after prefix when it is not 0.
+func (w *keyWriter) hexSum(prefix byte) string {
 	w.flush()
-	var out [sha256.Size]byte
-	w.h.Sum(out[:0])
-	return out
+	w.h.Sum(w.sum[:0])
+	var out [1 + 2*sha256.Size]byte
+	b := out[:0]
+	if prefix != 0 {
+		b = append(b, prefix)
+	}
+	return string(hex.AppendEncode(b, w.sum[:]))
 }
 
 func (w *keyWriter) room(n int) {
@@ -212,23 +225,32 @@ func (w *keyWriter) cacheMark(c *llmclient.CacheControl) {
 	}
 }
 
-// json writes a JSON document by its content: compacted, with object keys sorted. A
-// document that does not parse is written as it is (the vendor will refuse it anyway).
+// json writes a JSON document without its insignificant whitespace, so that spacing and
+// line breaks do not change the key (key order does: an equal schema written in another
+// order is a miss, never a wrong hit). It does not allocate.
 func (w *keyWriter) json(raw json.RawMessage) {
-	if len(raw) == 0 {
-		w.uint(0)
-		return
+	w.bool(raw != nil)
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		w.room(1)
+		w.buf = append(w.buf, c)
 	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		w.uint(1)
-		w.bytes(raw)
-		return
-	}
-	w.uint(2)
-	w.value(v)
+	w.tag(tagOther) // ends the document: no JSON text contains this byte outside a string
 }
 
 // extra writes Request.Extra by content, its keys sorted.
@@ -281,6 +303,16 @@ func (w *keyWriter) value(v any) {
 	case json.Number:
 		w.tag(tagNumber)
 		w.str(canonicalNumber(string(x)))
+	case float64:
+		w.number(x)
+	case float32:
+		w.number(float64(x))
+	case int:
+		w.integer(int64(x))
+	case int64:
+		w.integer(x)
+	case int32:
+		w.integer(int64(x))
 	case string:
 		w.tag(tagString)
 		w.str(x)
@@ -322,6 +354,26 @@ func (w *keyWriter) jsonValue(raw []byte) {
 	w.value(v)
 }
 
+// number writes a Go float as canonicalNumber writes the same number read from JSON.
+func (w *keyWriter) number(f float64) {
+	w.tag(tagNumber)
+	var b [32]byte
+	w.strBytes(appendCanonicalFloat(b[:0], f))
+}
+
+// integer writes a Go integer as canonicalNumber writes an integer literal.
+func (w *keyWriter) integer(i int64) {
+	w.tag(tagNumber)
+	var b [24]byte
+	w.strBytes(strconv.AppendInt(b[:0], i, 10))
+}
+
+func (w *keyWriter) strBytes(b []byte) {
+	w.uint(uint64(len(b)))
+	w.room(len(b))
+	w.buf = append(w.buf, b...)
+}
+
 func (w *keyWriter) tag(t byte) {
 	w.room(1)
 	w.buf = append(w.buf, t)
@@ -334,12 +386,20 @@ func canonicalNumber(s string) string {
 	if isIntLiteral(s) {
 		return s
 	}
-	f, err := json.Number(s).Float64()
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) {
 		return s
 	}
-	b, _ := json.Marshal(f)
-	return string(b)
+	return string(appendCanonicalFloat(nil, f))
+}
+
+// appendCanonicalFloat appends f as an integer literal when it is a whole number that a
+// float64 holds exactly, else in the shortest form that reads back as f.
+func appendCanonicalFloat(b []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
 func isIntLiteral(s string) bool {

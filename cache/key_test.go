@@ -78,6 +78,10 @@ var changesKey = []keyCase{
 	{"Tool.Name", "tool name", func(r *llmclient.Request) { r.Tools[0].Name = "peek" }},
 	{"Tool.Description", "tool description", func(r *llmclient.Request) { r.Tools[0].Description = "peeks" }},
 	{"Tool.Parameters", "tool parameters", func(r *llmclient.Request) { r.Tools[0].Parameters = json.RawMessage(`{"type":"object"}`) }},
+	{"Tool.Parameters", "spaces inside a string", func(r *llmclient.Request) {
+		r.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"q":{"type":"integer","description":" "}}}`)
+	}},
+	{"Tool.Parameters", "no parameters", func(r *llmclient.Request) { r.Tools[0].Parameters = nil }},
 	{"Tool.Strict", "tool strict", func(r *llmclient.Request) { r.Tools[0].Strict = false }},
 	{"Tool.Cache", "tool cache mark", func(r *llmclient.Request) { r.Tools[0].Cache = nil }},
 	{"Request.ToolChoice", "no tool choice", func(r *llmclient.Request) { r.ToolChoice = nil }},
@@ -102,12 +106,13 @@ var changesKey = []keyCase{
 var keepsKey = []keyCase{
 	{"Request.Metadata", "metadata", func(r *llmclient.Request) { r.Metadata = map[string]string{"tenant": "t2"} }},
 	{"Request.Priority", "priority", func(r *llmclient.Request) { r.Priority = llmclient.PriorityBatch }},
-	{"Tool.Parameters", "parameters spacing and key order", func(r *llmclient.Request) {
-		r.Tools[0].Parameters = json.RawMessage("{ \"properties\": {\"q\": {\"type\": \"integer\"}},\n \"type\": \"object\" }")
+	{"Tool.Parameters", "parameters spacing", func(r *llmclient.Request) {
+		r.Tools[0].Parameters = json.RawMessage("{\"type\": \"object\",\n\t\"properties\": {\"q\": {\"type\": \"integer\"}}}")
 	}},
 	{"ResponseFormat.Schema", "schema spacing", func(r *llmclient.Request) { r.ResponseFormat.Schema = json.RawMessage(` { "type" : "object" } `) }},
+	{"Request.Extra", "extra numbers as floats", func(r *llmclient.Request) { r.Extra["seed"] = 7.0 }},
 	{"Request.Extra", "extra as typed values", func(r *llmclient.Request) {
-		r.Extra = map[string]any{"seed": 7.0, "reasoning": struct {
+		r.Extra = map[string]any{"seed": json.Number("7"), "reasoning": struct {
 			Effort string `json:"effort"`
 		}{"low"}}
 	}},

@@ -138,6 +138,9 @@ func (m *Memory) remove(el *list.Element) {
 	m.bytes -= it.size
 }
 
+// neverBlocks marks a store whose calls return at once: the cache needs no timeout for it.
+func (m *Memory) neverBlocks() {}
+
 // StoreStats reports the store's contents and what it dropped.
 func (m *Memory) StoreStats() StoreStats {
 	m.mu.Lock()

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -296,8 +297,11 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 
 // recorder keeps the chunks of a stream as the caller reads them, up to limit bytes
 // (chunkSize), and hands them to done when the stream ends, with why set when they must
-// not be stored.
+// not be stored. Its mutex orders the reader's chunks with an end that comes from Close
+// on another goroutine.
 type recorder struct {
+	mu     sync.Mutex
+	ended  bool
 	chunks []llmclient.Chunk
 	size   int
 	limit  int
@@ -310,7 +314,9 @@ func newRecorder(limit int, done func(*llmclient.Response, []llmclient.Chunk, er
 }
 
 func (r *recorder) chunk(ch llmclient.Chunk) {
-	if r.over {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.over || r.ended {
 		return
 	}
 	r.size += chunkSize(&ch)
@@ -322,15 +328,22 @@ func (r *recorder) chunk(ch llmclient.Chunk) {
 }
 
 func (r *recorder) end(resp *llmclient.Response, err error) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	r.ended = true
+	chunks, over := r.chunks, r.over
+	r.chunks = nil
+	r.mu.Unlock()
 	var why error
 	switch {
 	case err != nil || resp == nil:
 		why = errors.Join(ErrIncomplete, err)
-	case r.over:
+	case over:
 		why = ErrTooLarge
 	}
-	chunks := r.chunks
-	r.chunks = nil
 	r.done(resp, chunks, why)
 }
 

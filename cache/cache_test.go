@@ -362,3 +362,30 @@ func TestTTLZeroDisablesTheCache(t *testing.T) {
 	}
 	assert.Equal(t, int64(0), m.StoreStats().Entries)
 }
+
+// Close may come from another goroutine while the reader reads: the recording is not
+// stored, and nothing races (run with -race).
+func TestStreamClosedConcurrently(t *testing.T) {
+	c, m := newCache(t)
+	p := fake.New(fake.Stream(strings.Split("abcdefghijklmnopqrstuvwxyz", "")...).ChunkDelay(100 * time.Millisecond))
+	cl := client(t, p, c.Middleware())
+	s, err := cl.Stream(context.Background(), chat("hi"))
+	require.NoError(t, err)
+	reading := make(chan struct{}, 1)
+	s.Tap(func(llmclient.Chunk) {
+		select {
+		case reading <- struct{}{}:
+		default:
+		}
+	}, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for s.Next() {
+		}
+	}()
+	<-reading // the stream is being read; its end is 2.5 s away
+	s.Close()
+	<-done
+	assert.Equal(t, int64(0), m.StoreStats().Entries)
+}

@@ -62,6 +62,9 @@ type flightMode struct {
 // caller's context values.
 func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
 	fn func(context.Context) (*llmclient.Response, error)) (*llmclient.Response, error, bool) {
+	if ctx.Err() != nil { // a caller already gone starts nothing
+		return nil, gaveUp(ctx), false
+	}
 	f, joined, err := g.join(ctx, key, fingerprint, mode, fn)
 	if err != nil {
 		return nil, err, true

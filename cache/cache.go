@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,6 +236,10 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 // miss calls the upstream, alone or shared, and stores the answer.
 func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*llmclient.Response, error) {
 	c := h.c
+	if cl.idemKey != "" || c.cfg.dedup {
+		// The shared call may outlive its first caller, who may then reuse its Request.
+		req = cloneRequest(req)
+	}
 	upstream := func(fctx context.Context) (*llmclient.Response, error) {
 		resp, err := h.next.Complete(fctx, req)
 		if err == nil {
@@ -257,6 +263,32 @@ func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*ll
 		c.event(ctx, &cl, req, false, Event{Kind: EventShared})
 	}
 	return resp, err
+}
+
+// cloneRequest copies what a caller could change in a Request it reuses: the slices and
+// maps down to each message's parts and tool calls. Image bytes and the values inside
+// Extra are shared.
+func cloneRequest(r *llmclient.Request) *llmclient.Request {
+	c := *r
+	c.Messages = slices.Clone(r.Messages)
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		m.Content = slices.Clone(m.Content)
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	c.Tools = slices.Clone(r.Tools)
+	c.Stop = slices.Clone(r.Stop)
+	c.Metadata = maps.Clone(r.Metadata)
+	c.Extra = maps.Clone(r.Extra)
+	if r.ToolChoice != nil {
+		tc := *r.ToolChoice
+		c.ToolChoice = &tc
+	}
+	if r.ResponseFormat != nil {
+		f := *r.ResponseFormat
+		c.ResponseFormat = &f
+	}
+	return &c
 }
 
 // Stream answers from the cache as a stream that replays the stored chunks, or opens the

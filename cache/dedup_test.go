@@ -202,3 +202,31 @@ func TestDedupDeadCallerStartsNothing(t *testing.T) {
 	assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(err))
 	assert.Equal(t, 0, p.Calls())
 }
+
+// The first caller may give up and reuse its Request while the shared call still runs:
+// the call's retry sends what was asked, not what the caller changed since.
+func TestDedupLeaderReusesItsRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithDedup(true))
+		p := fake.New(fake.Fail(500), fake.Reply("answer"))
+		cl := client(t, p, c.Middleware(), llmclient.WithBackoff(time.Second, time.Second))
+		req := chat("original")
+		ctx, cancel := context.WithCancel(context.Background())
+		leader := make(chan error, 1)
+		go func() {
+			_, err := cl.Complete(ctx, req)
+			leader <- err
+		}()
+		follower := callAt(cl, 50*time.Millisecond, chat("original"), noDeadline)
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		require.Error(t, <-leader)
+		req.Messages[0].Content[0].Text = "changed" // reused after its call returned
+		f := <-follower
+		require.NoError(t, f.err)
+		assert.Equal(t, "answer", f.resp.Text)
+		recs := p.Requests()
+		require.Len(t, recs, 2, "the first attempt failed, the retry came after the change")
+		assert.Equal(t, "original", recs[1].Request.Messages[0].Text())
+	})
+}

@@ -25,8 +25,10 @@ import (
 // is not a user text message bypass it.
 //
 // The index is in memory, bounded by WithMaxEntries; entries expire after the TTL
-// (WithTTL). Put it after a Cache's middleware, so that exact repeats are served before
-// any embedding is computed. A Semantic is safe for concurrent use.
+// (WithTTL). Every call with a question costs one embedding call, made under the
+// caller's context (bound it in the Embedder if it may be slow); an embedder that fails
+// sends the call to the model. Put it after a Cache's middleware, so that exact repeats
+// are served before any embedding is computed. A Semantic is safe for concurrent use.
 type Semantic struct {
 	emb Embedder
 	cfg config

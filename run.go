@@ -161,8 +161,8 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 func (r *run) next() *attempt {
 	a := &r.a
 	switch {
-	case r.keep:
-		a = &attempt{}
+	case r.keep && r.number > 0:
+		a = &attempt{} // a stream's earlier attempt may still be referenced
 	case r.number > 0:
 		*a = attempt{} // the run's attempt is reused; the first one is still zero
 	}

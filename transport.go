@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -193,12 +194,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	caller := req.Context()
-	body, err := readReplayBody(req, t.cfg.maxBody)
-	if err != nil {
+	tr := txRuns.Get().(*txRun)
+	defer tr.release() // last: what follows may still use it
+	body := &tr.body
+	if err := readReplayBody(req, t.cfg.maxBody, body); err != nil {
 		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
 	defer body.close()
-	x := &txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
+	x := &tr.x
+	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
 	count, fromSDK := sdkRetryCount(req.Header)
@@ -210,7 +214,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 
-	r := &run{single: !body.replayable(), tx: x}
+	r := &tr.r
+	r.single, r.tx = !body.replayable(), x
 	defer r.cleanup() // a panicking hook leaves nothing held
 	if x.known && t.c.needCost {
 		r.cost = t.cost(&x.call)
@@ -228,6 +233,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		done := ctx.Err() != nil
 		r.releasePartition(nil)
 		cancelTotal()
+		r.detachTrace() // the error outlives the pooled run
 		r.ended(nil, r.final(err), nil)
 		return t.failure(done, r, x, err, fromSDK, fp)
 	}
@@ -239,11 +245,32 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.cur = nil
 		r.releasePartition(nil)
 		r.record(a, nil, nil)
-		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
+		if t.c.observer != nil {
+			r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
+		}
 		return resp, nil
 	}
 	t.commit(r, a, x, caller, cancelTotal)
 	return resp, nil
+}
+
+// txRun is what one transport call needs, in one allocation: recycled when the call
+// returns without handing a live body to its caller, which then owns it.
+type txRun struct {
+	r    run
+	x    txCall
+	body replayBody
+}
+
+var txRuns = sync.Pool{New: func() any { return new(txRun) }}
+
+// release puts tr back in the pool unless a committed attempt holds it.
+func (tr *txRun) release() {
+	if tr.r.handedOver {
+		return
+	}
+	*tr = txRun{}
+	txRuns.Put(tr)
 }
 
 // commit hands the attempt's live body over to its committed attempt, which settles it.
@@ -332,15 +359,21 @@ func (t *Transport) cost(call *APICall) int {
 // recognized shape, the other upstreams of its model's route that speak the same shape
 // and serve the model under the same name.
 func (t *Transport) route(x *txCall) []*upstream {
-	route := []*upstream{x.match.up}
 	model := x.call.Request.Model
 	if !x.known || model == "" {
-		return route
+		return x.match.self
 	}
+	var route []*upstream
 	for _, up := range t.c.route(model) {
 		if up != x.match.up && t.serves(up, x) {
+			if route == nil {
+				route = append(make([]*upstream, 0, 4), x.match.up)
+			}
 			route = append(route, up)
 		}
+	}
+	if route == nil {
+		return x.match.self // nowhere else to go: no allocation
 	}
 	return route
 }

@@ -116,15 +116,21 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 // the credential that went out, for redaction.
 func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *http.Request {
 	x := a.tx
-	out := x.req.Clone(ctx)
+	// A shallow copy: its URL and headers are the caller's until they must change, and
+	// then they are replaced, never modified in place.
+	out := x.req.WithContext(ctx)
 	if tu != x.match {
 		out.URL = target(x.req.URL, x.match, tu)
 		out.Host = ""
+		out.Header = x.req.Header.Clone()
 		if tu.host != x.match.host {
 			stripCredentials(out)
 		}
 	}
 	if a.call.APIKey != "" || tu != x.match {
+		if tu == x.match {
+			out.Header = x.req.Header.Clone()
+		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
 	} else {
 		a.call.APIKey = x.sdkKey // the caller's key goes out: redact it like a pool key
@@ -262,11 +268,17 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 		return nil
 	}
 	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.Body = &bufferedBody{Reader: bytes.NewReader(data)}
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
 }
+
+// bufferedBody is a body read whole: a reader that closes (one allocation with the
+// bytes.Reader inside it).
+type bufferedBody struct{ *bytes.Reader }
+
+func (bufferedBody) Close() error { return nil }
 
 // openStream reads a streaming response up to its first content event. Failures before it
 // are the attempt's failures; at it, the response is committed and handed over with the
@@ -320,10 +332,13 @@ func notePre(pre, ch *Chunk) {
 
 // isEventStream reports whether a response is a server-sent event stream.
 func isEventStream(h http.Header) bool {
-	ct := headers.Value(h, "Content-Type")
+	ct := strings.TrimLeft(headers.Value(h, "Content-Type"), " \t")
 	const es = "text/event-stream"
-	if len(ct) >= len(es) && strings.EqualFold(ct[:len(es)], es) && (len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ') {
-		return true // the common forms, without ParseMediaType's allocations
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false // another media type, decided without ParseMediaType's allocations
+	}
+	if len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ' {
+		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == es

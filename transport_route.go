@@ -10,6 +10,7 @@ import (
 // txUpstream is an upstream the transport can reach: its Dialect and parsed base URL.
 type txUpstream struct {
 	up     *upstream
+	self   []*upstream // the route of a call that can go nowhere else
 	d      Dialect
 	scheme string
 	host   string // lower case, default port removed
@@ -25,6 +26,7 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 	scheme := strings.ToLower(u.Scheme)
 	return &txUpstream{
 		up:     up,
+		self:   []*upstream{up},
 		d:      d,
 		scheme: scheme,
 		host:   canonicalHost(scheme, u.Host),

@@ -371,16 +371,13 @@ func (p *heuristicParams) multiByte(s string, i int, high uint64, c *carry, f *[
 					prev = -1
 				}
 				end := i + 64
-				filter := p.pairs.filter
+				keys, shift := p.pairs.keys, p.pairs.shift
 				for {
 					tokens += int(p.cjk[idx>>2]>>((idx&3)*2)&3) + 1
-					if prev >= 0 { // pairs.has, inlined
-						key := uint32(prev)<<15 | uint32(idx) + 1
-						hash := key * 0x9E3779B1
-						if filter[hash>>22]>>(hash>>16&63)&1 != 0 && p.pairs.probe(key, hash) {
-							pairs++
-						}
-					}
+					// pairs.has, inlined and without branches: prev is -1 at the start of a
+					// run, which no key matches.
+					key := uint32(prev)<<15 | uint32(idx) + 1
+					pairs += b2i(keys[key*pairHash1>>shift] == key) | b2i(keys[key*pairHash2>>shift] == key)
 					prev = idx
 					pos += 3
 					if pos >= end || pos+2 >= len(s) {
@@ -433,6 +430,14 @@ func (p *heuristicParams) multiByte(s string, i int, high uint64, c *carry, f *[
 	f[fCJKPair] += pairs
 	c.cjkPrev, c.cjkEnd = prev, prevEnd
 	return letters, symbols
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cjkAt returns the CJK table index of the three-byte character at s[i] when it is a kana,
@@ -550,56 +555,68 @@ func cjkIndex(r rune) int {
 	return -1
 }
 
-// pairSet is a set of pairs of CJK table indexes: an open-addressing hash table of keys
-// a<<15 | b + 1 (0 is empty), at most half full, behind a one-bit-per-hash filter that
-// answers most pairs that are not in the set (most of them, in a text) with one load.
+// pairSet is a set of pairs of CJK table indexes, keyed a<<15 | b + 1 (0 is empty), in a
+// cuckoo hash table: every key is in one of its two slots, so that a lookup is two loads
+// and no branch, whether the pair is there (a third of the pairs of a text) or not.
 type pairSet struct {
-	keys   []uint32
-	shift  uint
-	filter *[1 << 16 / 64]uint64 // bit hash>>16 of every key
+	keys  []uint32
+	shift uint // 32 - log2(len(keys))
 }
 
+// The multipliers of the two hashes of a pairSet key.
+const (
+	pairHash1 = 0x9E3779B1
+	pairHash2 = 0x85EBCA77
+)
+
 // newPairSet returns the set of the pairs of pairs, a string of concatenated pairs of
-// characters of the CJK table.
+// characters of the CJK table. The table starts at twice the number of pairs and doubles
+// until every pair finds a slot.
 func newPairSet(pairs string) pairSet {
-	n := utf8.RuneCountInString(pairs) / 2
-	size, shift := 1, uint(32)
-	for size < 2*n {
-		size, shift = size*2, shift-1
-	}
-	set := pairSet{keys: make([]uint32, size), shift: shift, filter: new([1 << 16 / 64]uint64)}
+	var keys []uint32
 	for len(pairs) > 0 {
 		a, sa := utf8.DecodeRuneInString(pairs)
 		b, sb := utf8.DecodeRuneInString(pairs[sa:])
 		pairs = pairs[sa+sb:]
-		key := uint32(cjkIndex(a))<<15 | uint32(cjkIndex(b)) + 1
-		h := key * 0x9E3779B1 >> set.shift
-		for set.keys[h] != 0 && set.keys[h] != key {
-			h = (h + 1) & uint32(size-1)
-		}
-		set.keys[h] = key
-		f := key * 0x9E3779B1 >> 16
-		set.filter[f>>6] |= 1 << (f & 63)
+		keys = append(keys, uint32(cjkIndex(a))<<15|uint32(cjkIndex(b))+1)
 	}
-	return set
+	size, shift := 1, uint(32)
+	for size < 2*len(keys) {
+		size, shift = size*2, shift-1
+	}
+	for ; ; size, shift = size*2, shift-1 {
+		if set, ok := cuckoo(keys, size, shift); ok {
+			return set
+		}
+	}
+}
+
+// cuckoo builds a pairSet of keys with size slots, or reports that a key found none.
+func cuckoo(keys []uint32, size int, shift uint) (pairSet, bool) {
+	set := pairSet{keys: make([]uint32, size), shift: shift}
+	for _, key := range keys {
+		h := key * pairHash1 >> shift
+		for range 100 {
+			key, set.keys[h] = set.keys[h], key
+			if key == 0 {
+				break
+			}
+			// The evicted key goes to its other slot.
+			if h1 := key * pairHash1 >> shift; h1 != h {
+				h = h1
+			} else {
+				h = key * pairHash2 >> shift
+			}
+		}
+		if key != 0 {
+			return pairSet{}, false
+		}
+	}
+	return set, true
 }
 
 // has reports whether the pair of indexes a, b is in the set.
 func (s *pairSet) has(a, b int) bool {
 	key := uint32(a)<<15 | uint32(b) + 1
-	hash := key * 0x9E3779B1
-	return s.filter[hash>>22]>>(hash>>16&63)&1 != 0 && s.probe(key, hash)
-}
-
-// probe looks key, of the given hash, up in the hash table.
-func (s *pairSet) probe(key, hash uint32) bool {
-	mask := uint32(len(s.keys) - 1)
-	for h := hash >> s.shift; ; h = (h + 1) & mask {
-		switch s.keys[h&mask] {
-		case key:
-			return true
-		case 0:
-			return false
-		}
-	}
+	return s.keys[key*pairHash1>>s.shift] == key || s.keys[key*pairHash2>>s.shift] == key
 }

@@ -25,13 +25,16 @@ type EstimatorFunc func(model, text string) int
 func (f EstimatorFunc) CountTokens(model, text string) int { return f(model, text) }
 
 // HeuristicEstimator estimates tokens without a vocabulary, in one pass over the text at
-// hundreds of megabytes per second and without allocating. It follows the pre-tokenizer
-// of the model's OpenAI encoding (o200k_base or cl100k_base, see EncodingForModel) and
-// charges each piece what pieces of its shape cost on average; Chinese, Japanese and
-// Korean characters cost what they cost alone in the encoding, from a small built-in
-// table, less the average saving of multi-character tokens. It aims to stay within ±10%
-// of the exact count and to undercount by at most 5%; BENCHMARKS.md has the measurements.
-// Text that looks like no language (random identifiers, base64) is undercounted more.
+// hundreds of megabytes per second and without allocating. It counts the features that
+// decide how the pre-tokenizer of the model's OpenAI encoding (o200k_base or cl100k_base,
+// see EncodingForModel) splits the text (words and their prefixes, case changes, word
+// lengths, digit groups, punctuation runs, whitespace runs) and charges each a weight
+// fitted with tiktoken; Chinese, Japanese and Korean characters cost what they cost alone
+// in the encoding, from a small built-in table, less a saving for each two neighbours that
+// the encoding has inside one of its tokens. Its estimate includes a 3% margin and aims to
+// stay within ±10% of the exact count and to undercount by at most 5%; BENCHMARKS.md has
+// the measurements, on text it was tuned on and on text it was not. Text that looks like
+// no language (random identifiers, hashes, base64) is undercounted more.
 //
 // The zero value is ready to use and safe for concurrent use.
 type HeuristicEstimator struct{}

@@ -111,6 +111,18 @@ func FuzzHeuristicEstimator(f *testing.F) {
 			if n != h.CountTokens(model, s) {
 				t.Fatal("not deterministic")
 			}
+			// Text added after a text never takes back more than two of its tokens: it can
+			// only change how the end joins the start of what follows (a blank becomes a
+			// word's prefix, a newline joins punctuation), when the text is valid UTF-8.
+			if utf8.ValidString(s) {
+				for i := range min(len(s), 64) {
+					if head := s[:len(s)-i]; utf8.ValidString(head) {
+						if m := h.CountTokens(model, head); m > n+2 {
+							t.Fatalf("CountTokens(%s, %q) = %d, but %d for its start %q", model, s, n, m, head)
+						}
+					}
+				}
+			}
 		}
 	})
 }

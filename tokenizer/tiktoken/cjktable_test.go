@@ -5,7 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
+	"unicode/utf8"
+
+	loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 var update = flag.Bool("update", false, "rewrite ../../estimate_cjk_table.go")
@@ -37,6 +41,61 @@ func cjkTable(t *testing.T, encodingName string) []byte {
 	return table
 }
 
+// inCJKTable reports whether r is in one of cjkRanges.
+func inCJKTable(r rune) bool {
+	for _, rg := range cjkRanges {
+		if r >= rg[0] && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// cjkPairs returns, sorted, every pair of adjacent characters inside a token of the
+// encoding that consists of two or more characters of cjkRanges only, as one string of
+// UTF-8 pairs.
+func cjkPairs(t *testing.T, file string) string {
+	t.Helper()
+	ranks, err := loader.NewOfflineLoader().LoadTiktokenBpe("https://openaipublic.blob.core.windows.net/encodings/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for tok := range ranks {
+		if !utf8.ValidString(tok) || utf8.RuneCountInString(tok) < 2 {
+			continue
+		}
+		rs := []rune(tok)
+		if !slices.ContainsFunc(rs, func(r rune) bool { return !inCJKTable(r) }) {
+			for i := 1; i < len(rs); i++ {
+				set[string(rs[i-1:i+1])] = true
+			}
+		}
+	}
+	pairs := make([]string, 0, len(set))
+	for p := range set {
+		pairs = append(pairs, p)
+	}
+	slices.Sort(pairs)
+	var b bytes.Buffer
+	for _, p := range pairs {
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func writePairs(b *bytes.Buffer, name, pairs string) {
+	fmt.Fprintf(b, "const %s = \"\" +\n", name)
+	const perLine = 16 * 6 // sixteen pairs of three-byte characters
+	for i := 0; i < len(pairs); i += perLine {
+		fmt.Fprintf(b, "\t%q", pairs[i:min(i+perLine, len(pairs))])
+		if i+perLine < len(pairs) {
+			b.WriteString(" +")
+		}
+		b.WriteString("\n")
+	}
+}
+
 func writeTable(b *bytes.Buffer, name string, table []byte) {
 	fmt.Fprintf(b, "const %s = \"\" +\n", name)
 	for i := 0; i < len(table); i += 32 {
@@ -64,6 +123,12 @@ func TestCJKTable(t *testing.T) {
 	writeTable(&b, "cjkTokensCL100k", cjkTable(t, CL100kBase))
 	b.WriteString("\n")
 	writeTable(&b, "cjkTokensO200k", cjkTable(t, O200kBase))
+	b.WriteString("\n// cjkPairsCL100k and cjkPairsO200k list, sorted and concatenated, every two characters of\n")
+	b.WriteString("// the table's ranges that stand side by side inside one token of the encoding made of such\n")
+	b.WriteString("// characters only: where a text has such a pair, the two characters usually share a token.\n")
+	writePairs(&b, "cjkPairsCL100k", cjkPairs(t, "cl100k_base.tiktoken"))
+	b.WriteString("\n")
+	writePairs(&b, "cjkPairsO200k", cjkPairs(t, "o200k_base.tiktoken"))
 	const path = "../../estimate_cjk_table.go"
 	if *update {
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

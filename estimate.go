@@ -207,11 +207,16 @@ func (c *limiterConfig) ratioFor(model string) float64 {
 // estimate, corrected for the model's vendor, plus the output it may produce (MaxTokens,
 // else the reserved output default). The engine calls it once per call.
 func (c *limiterConfig) cost(req *Request) int {
+	return c.costWith(req, c.promptTokens(req))
+}
+
+// costWith is cost for a request whose prompt estimate is known.
+func (c *limiterConfig) costWith(req *Request, prompt int) int {
 	out := req.MaxTokens
 	if out <= 0 {
 		out = c.reservedOutput
 	}
-	return satAdd(c.promptTokens(req), out)
+	return satAdd(prompt, out)
 }
 
 // promptTokens is the estimate of req's prompt, corrected for the model's vendor.

@@ -23,6 +23,8 @@ type run struct {
 	req           *Request // as sent: a copy with a larger output budget after GrowOutput
 	orig          *Request // the caller's request
 	cost          int
+	// prompt is 1 + the prompt's estimate once computed (0: not yet).
+	prompt int
 	// chain is the attempt layers of the run's front door; keep leaves a successful
 	// attempt unsettled, for a stream to settle when it ends.
 	chain attemptFunc
@@ -113,7 +115,8 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 			return err
 		}
 		if c.needCost {
-			r.cost = c.cfg.limiter.cost(req)
+			r.prompt = c.cfg.limiter.promptTokens(req) + 1
+			r.cost = c.cfg.limiter.costWith(req, r.prompt-1)
 		}
 	}
 	r.c, r.req, r.orig, r.start, r.ctx = c, req, req, time.Now(), ctx

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -292,9 +293,38 @@ type Breaker struct {
 // bucket counts the outcomes of one slice of the window. stamp is the slice's index
 // plus one (0: empty); a bucket found holding an older slice is reset before use.
 type bucket struct {
-	stamp     atomic.Int64
-	successes atomic.Int64
-	failures  atomic.Int64
+	stamp    atomic.Int64
+	failures atomic.Int64
+	// successes are counted in shards, each on its own cache line, so that cores
+	// recording successes at once do not contend for one counter.
+	successes [successShards]shard
+}
+
+const successShards = 4
+
+type shard struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// addSuccess counts one success in a shard picked at random (a per-thread generator:
+// no shared state).
+func (bk *bucket) addSuccess() { bk.successes[rand.Uint32()%successShards].n.Add(1) }
+
+// successCount sums the shards.
+func (bk *bucket) successCount() (n int64) {
+	for i := range bk.successes {
+		n += bk.successes[i].n.Load()
+	}
+	return n
+}
+
+// clear zeroes the bucket's counts.
+func (bk *bucket) clear() {
+	for i := range bk.successes {
+		bk.successes[i].n.Store(0)
+	}
+	bk.failures.Store(0)
 }
 
 type transition struct{ from, to State }
@@ -387,8 +417,10 @@ func (p Permit) DoneAt(o Outcome, now time.Time) {
 		// A closed-state success: counted without the lock. A permit whose generation is
 		// no longer the closed one is stale and ignored, as below.
 		if b.closedGen.Load() == p.gen+1 {
-			b.slot(b.index(now)).successes.Add(1)
-			b.consecutive.Store(0)
+			b.slot(b.index(now)).addSuccess()
+			if b.consecutive.Load() != 0 { // a shared line: written only when it changes
+				b.consecutive.Store(0)
+			}
 		}
 		return
 	}
@@ -499,7 +531,7 @@ func (b *Breaker) Snapshot() Snapshot {
 func (b *Breaker) record(failed bool, now time.Time) {
 	idx := b.index(now)
 	if !failed {
-		b.slot(idx).successes.Add(1)
+		b.slot(idx).addSuccess()
 		b.consecutive.Store(0)
 		return
 	}
@@ -523,8 +555,7 @@ func (b *Breaker) index(now time.Time) int64 { return int64(now.Sub(b.epoch) / b
 func (b *Breaker) slot(idx int64) *bucket {
 	bk := &b.buckets[idx%int64(len(b.buckets))]
 	if old := bk.stamp.Load(); old < idx+1 && bk.stamp.CompareAndSwap(old, idx+1) {
-		bk.successes.Store(0)
-		bk.failures.Store(0)
+		bk.clear()
 	}
 	return bk
 }
@@ -535,7 +566,7 @@ func (b *Breaker) counts(idx int64) (successes, failures int64) {
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		if st := bk.stamp.Load() - 1; st >= oldest && st <= idx {
-			successes += bk.successes.Load()
+			successes += bk.successCount()
 			failures += bk.failures.Load()
 		}
 	}
@@ -547,8 +578,7 @@ func (b *Breaker) resetWindow() {
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		bk.stamp.Store(0)
-		bk.successes.Store(0)
-		bk.failures.Store(0)
+		bk.clear()
 	}
 	b.consecutive.Store(0)
 }

@@ -61,27 +61,52 @@ func New(opts ...Option) (*Client, error) {
 	c.needCost = cfg.limiter.enabled(&cfg)
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
-		up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &c.cfg.limiter),
-			budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
-		if up.timeout == 0 {
-			up.timeout = cfg.attemptTimeout
-		}
-		bc := cfg.breaker
-		name, userHook := u.Name, cfg.breaker.OnStateChange
-		bc.OnStateChange = func(from, to breaker.State) {
-			c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
-			if userHook != nil {
-				userHook(from, to)
-			}
-		}
-		b, err := breaker.New(bc)
+		up, err := c.newUpstream(u)
 		if err != nil {
-			return nil, fmt.Errorf("upstream %q: %w", name, err)
+			return nil, err
 		}
-		up.breaker = b
 		c.upstreams = append(c.upstreams, up)
 		c.byName[u.Name] = up
 	}
+	c.buildRoutes()
+
+	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
+	c.streamChain = c.chain(c.callStream, c.guardLayer)
+	var h Handler = core{c}
+	for i := len(cfg.middleware) - 1; i >= 0; i-- {
+		h = cfg.middleware[i](h)
+	}
+	c.handler = h
+	return c, nil
+}
+
+// newUpstream builds the per-upstream state of u: its key pool, breaker and retry budget.
+func (c *Client) newUpstream(u Upstream) (*upstream, error) {
+	cfg := &c.cfg
+	up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &cfg.limiter),
+		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
+	if up.timeout == 0 {
+		up.timeout = cfg.attemptTimeout
+	}
+	bc := cfg.breaker
+	name, userHook := u.Name, cfg.breaker.OnStateChange
+	bc.OnStateChange = func(from, to breaker.State) {
+		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
+		if userHook != nil {
+			userHook(from, to)
+		}
+	}
+	b, err := breaker.New(bc)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", name, err)
+	}
+	up.breaker = b
+	return up, nil
+}
+
+// buildRoutes resolves the model groups and the fallback lists to upstreams.
+func (c *Client) buildRoutes() {
+	cfg := &c.cfg
 	c.groups = make(map[string][]*upstream, len(cfg.groups))
 	for g, names := range cfg.groups {
 		chain := c.lookup(names)
@@ -92,15 +117,6 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.reroutes[rerouteContext] = c.lookup(cfg.contextFallback)
 	c.reroutes[rerouteContent] = c.lookup(cfg.contentFallback)
-
-	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
-	c.streamChain = c.chain(c.callStream, c.guardLayer)
-	var h Handler = core{c}
-	for i := len(cfg.middleware) - 1; i >= 0; i-- {
-		h = cfg.middleware[i](h)
-	}
-	c.handler = h
-	return c, nil
 }
 
 // Complete sends req and returns the response, after whatever retries and failovers the

@@ -237,21 +237,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.ended(nil, r.final(err), nil)
 		return t.failure(done, r, x, err, fromSDK, fp)
 	}
+	return t.succeeded(r, a, x, caller, cancelTotal), nil
+}
+
+// succeeded hands the successful attempt's response over: settled at once when its body
+// was read whole, else committed to its live body.
+func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) *http.Response {
 	resp := x.resp
 	t.observeLimits(a, resp.Header)
-	if x.live == nil {
-		cancelTotal()
-		a.settle(ClassNone, nil)
-		r.cur = nil
-		r.releasePartition(nil)
-		r.record(a, nil, nil)
-		if t.c.observer != nil {
-			r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
-		}
-		return resp, nil
+	if x.live != nil {
+		t.commit(r, a, x, caller, cancelTotal)
+		return resp
 	}
-	t.commit(r, a, x, caller, cancelTotal)
-	return resp, nil
+	cancelTotal()
+	a.settle(ClassNone, nil)
+	r.cur = nil
+	r.releasePartition(nil)
+	r.record(a, nil, nil)
+	if t.c.observer != nil {
+		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
+	}
+	return resp
 }
 
 // txRun is what one transport call needs, in one allocation: recycled when the call

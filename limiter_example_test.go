@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"fmt"
+	"github.com/llmclient/llmclient/estimate"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -40,6 +41,6 @@ func ExampleEstimatePromptTokens() {
 		llmclient.SystemMessage("You are a helpful assistant."),
 		llmclient.UserMessage("What is the capital of Australia?"),
 	}}
-	fmt.Println(llmclient.EstimatePromptTokens(llmclient.HeuristicEstimator{}, req))
+	fmt.Println(llmclient.EstimatePromptTokens(estimate.Heuristic{}, req))
 	// Output: 24
 }

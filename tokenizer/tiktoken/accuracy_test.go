@@ -2,12 +2,12 @@ package tiktoken_test
 
 import (
 	"fmt"
+	"github.com/llmclient/llmclient/estimate"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/tokenizer/tiktoken"
 )
 
@@ -63,10 +63,10 @@ var models = []struct{ model, encoding string }{
 // corpus, tuning and held-out, for each encoding: within +10% and never more than 5% under.
 // Run with -v for the table.
 func TestHeuristicAccuracy(t *testing.T) {
-	h := llmclient.HeuristicEstimator{}
+	h := estimate.Heuristic{}
 	corpora := loadCorpora(t)
 	for _, m := range models {
-		if got := llmclient.EncodingForModel(m.model); got != m.encoding {
+		if got := estimate.EncodingForModel(m.model); got != m.encoding {
 			t.Fatalf("EncodingForModel(%q) = %q, want %q", m.model, got, m.encoding)
 		}
 		for _, c := range corpora {
@@ -90,7 +90,7 @@ func TestHeuristicAccuracy(t *testing.T) {
 }
 
 func BenchmarkHeuristic(b *testing.B) {
-	h := llmclient.HeuristicEstimator{}
+	h := estimate.Heuristic{}
 	for _, m := range models {
 		for _, c := range loadCorpora(b) {
 			b.Run(fmt.Sprintf("%s/%s", m.encoding, c.name), func(b *testing.B) {

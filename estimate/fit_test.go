@@ -1,4 +1,4 @@
-package llmclient
+package estimate
 
 import (
 	"flag"
@@ -42,7 +42,7 @@ var fitNonNegative = map[int]bool{fUpper3: true, fLower10Space: true, fLower3: t
 var fitFixed = map[int]float64{fDigits: 1, fDigit3: 1, fDigit9: 1.0 / 3, fLower20: 0}
 
 // TestFitHeuristicWeights fits the weights of estimate_heuristic.go by least squares on the
-// tuning corpus (testdata/corpus/*.txt and tuning/*.txt, never heldout/) and prints them:
+// tuning corpus (../testdata/corpus/*.txt and tuning/*.txt, never heldout/) and prints them:
 //
 //	go test -run TestFitHeuristicWeights -fit -v .
 //
@@ -57,7 +57,7 @@ func TestFitHeuristicWeights(t *testing.T) {
 	tk.SetBpeLoader(loader.NewOfflineLoader())
 	var files []string
 	for _, pat := range []string{"*.txt", "tuning/*.txt"} {
-		m, err := filepath.Glob(filepath.Join("testdata", "corpus", pat))
+		m, err := filepath.Glob(filepath.Join("..", "testdata", "corpus", pat))
 		if err != nil || len(m) == 0 {
 			t.Fatalf("no tuning corpus %s: %v", pat, err)
 		}

@@ -1,4 +1,4 @@
-package llmclient
+package estimate
 
 import (
 	"math/bits"
@@ -77,7 +77,7 @@ var (
 )
 
 // The weights of the features in 64ths of a token, fitted by least squares with tiktoken
-// on the tuning corpus (testdata/corpus/README.md), per encoding. Weights of word lengths
+// on the tuning corpus (../testdata/corpus/README.md), per encoding. Weights of word lengths
 // are kept non-negative; a feature the corpus barely has keeps its prior (Other3, Digit9,
 // Invalid). Refit with: go test -run TestFitHeuristicWeights -fit -v .
 var (

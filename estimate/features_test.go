@@ -1,4 +1,4 @@
-package llmclient
+package estimate
 
 import (
 	"math/rand/v2"
@@ -184,7 +184,7 @@ func readAllCorpora(tb testing.TB) map[string]string {
 	tb.Helper()
 	texts := map[string]string{}
 	for _, pat := range []string{"*.txt", "tuning/*.txt", "heldout/*.txt"} {
-		files, err := filepath.Glob(filepath.Join("testdata", "corpus", pat))
+		files, err := filepath.Glob(filepath.Join("..", "testdata", "corpus", pat))
 		if err != nil || len(files) == 0 {
 			tb.Fatalf("no corpus files %s: %v", pat, err)
 		}

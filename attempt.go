@@ -179,13 +179,11 @@ var errKeyBlocked = &Error{Class: ClassUnavailable, Err: ErrNoKey, Message: "the
 // timeoutLayer bounds a one-shot attempt by the upstream's timeout.
 func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		if a.up.timeout <= 0 {
-			return next(ctx, a)
+		limit := a.limit(ctx, a.up.timeout)
+		if limit <= 0 {
+			return next(ctx, a) // no bound, or the caller's deadline comes first
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= a.up.timeout {
-			return next(ctx, a) // the caller's deadline comes first: no timer needed
-		}
-		actx, cancel := context.WithTimeoutCause(ctx, a.up.timeout, ErrAttemptTimeout)
+		actx, cancel := context.WithTimeoutCause(ctx, limit, ErrAttemptTimeout)
 		err := next(actx, a)
 		cancel()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
@@ -194,6 +192,27 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 		}
 		return err
 	}
+}
+
+// limit is how long the attempt's upstream call may take: at most own (0: no bound of its
+// own), and, when the context has a deadline and another upstream of the route could
+// serve, at most half of the time left, so the rest of the route stays reachable. It is 0
+// when the caller's deadline bounds the call first.
+func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return own
+	}
+	left := time.Until(dl)
+	if a.within >= 0 { // somewhere else to go: this upstream gets half
+		if share := left / 2; own <= 0 || share < own {
+			own = share
+		}
+	}
+	if own >= left {
+		return 0
+	}
+	return own
 }
 
 // classifyLayer makes the upstream call: it spends the upstream's retry budget, times the

@@ -335,7 +335,10 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 		r.avoid = a.key
 		return r.again(d, 0)
 	}
-	if d.Retry {
+	if d.Retry && !(d.FailoverFirst && d.Failover && r.within() >= 0) {
+		if d.NoBackoff {
+			return r.again(d, 0)
+		}
 		if w, ok := r.retryWait(ctx, e); ok {
 			return r.again(d, w)
 		}

@@ -23,6 +23,11 @@ import (
 // interruption, as after a first token, and memory stays bounded.
 const maxStreamPrefix = 1 << 20
 
+// defaultTransportAttemptTimeout bounds a one-shot transport attempt when neither the
+// upstream nor WithAttemptTimeout does: the caller's base transport (http.DefaultTransport
+// has no response-header timeout) may otherwise wait for ever on a hung upstream.
+const defaultTransportAttemptTimeout = 10 * time.Minute
+
 // guard bounds one attempt: a streaming call by the first-token timeout, a one-shot call
 // by the upstream's attempt timeout. The attempt's context outlives the layer when the
 // response body is still being read from the upstream; the committed attempt then owns
@@ -31,12 +36,13 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		x := a.tx
 		limit, cause := a.up.timeout, ErrAttemptTimeout
+		if limit <= 0 {
+			limit = defaultTransportAttemptTimeout
+		}
 		if x.call.Stream {
 			limit, cause = t.c.cfg.stream.firstToken, ErrFirstTokenTimeout
 		}
-		if dl, ok := ctx.Deadline(); ok && limit > 0 && time.Until(dl) <= limit {
-			limit = 0 // the caller's deadline comes first: no timer needed
-		}
+		limit = a.limit(ctx, limit)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
 		if limit > 0 {

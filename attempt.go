@@ -179,7 +179,7 @@ var errKeyBlocked = &Error{Class: ClassUnavailable, Err: ErrNoKey, Message: "the
 // timeoutLayer bounds a one-shot attempt by the upstream's timeout.
 func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		limit := a.limit(ctx, a.up.timeout)
+		limit := a.limit(ctx, a.timeout())
 		if limit <= 0 {
 			return next(ctx, a) // no bound, or the caller's deadline comes first
 		}
@@ -192,6 +192,15 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 		}
 		return err
 	}
+}
+
+// timeout is the one-shot attempt's own bound: the call's AttemptTimeout, else the
+// upstream's Timeout (which defaults to WithAttemptTimeout).
+func (a *attempt) timeout() time.Duration {
+	if o := a.r.opts; o != nil && o.AttemptTimeout > 0 {
+		return o.AttemptTimeout
+	}
+	return a.up.timeout
 }
 
 // limit is how long the attempt's upstream call may take: at most own (0: no bound of its

@@ -23,7 +23,10 @@ type Client struct {
 	reroutes [numReroutes][]*upstream
 	observer func(context.Context, Event)
 	calls    atomic.Uint64 // call IDs
-	needCost bool
+	// needStats: some route routes by latency or hedges after an observed delay, so the
+	// upstreams keep latency statistics.
+	needStats bool
+	needCost  bool
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
 
@@ -39,6 +42,24 @@ type upstream struct {
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
+	// latStats and ttftStats are recent one-shot latencies and stream times to first
+	// token, kept when a route routes by latency or hedges after an observed delay.
+	latStats, ttftStats latencyStats
+}
+
+// healthy reports whether the upstream could serve now: its breaker admits and a key is
+// usable.
+func (up *upstream) healthy(now time.Time) bool {
+	return up.breaker.Admits() && up.keys.available(now, nil)
+}
+
+// inFlight is the number of the upstream's attempts in flight.
+func (up *upstream) inFlight() int32 {
+	var n int32
+	for _, k := range up.keys.keys {
+		n += k.inFlight.Load()
+	}
+	return n
 }
 
 // New returns a Client configured by opts. It validates every option and reports all
@@ -59,6 +80,12 @@ func New(opts ...Option) (*Client, error) {
 		observer: cfg.observer,
 	}
 	c.needCost = cfg.limiter.enabled(&cfg)
+	for _, r := range cfg.routing {
+		c.needStats = c.needStats || r == RouteLatency
+	}
+	for _, h := range cfg.hedging {
+		c.needStats = c.needStats || (h.On && h.Delay == 0)
+	}
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
 		up, err := c.newUpstream(u)

@@ -44,6 +44,8 @@ type config struct {
 	stream        streamConfig
 	keys          keyConfig
 	badPriority   bool
+	routing       map[string]Routing
+	hedging       map[string]Hedge
 }
 
 func defaultConfig() config {
@@ -237,6 +239,7 @@ func (c *config) validate() error {
 	if c.badPriority {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
+	errs = append(errs, c.validateRouting()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)

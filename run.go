@@ -61,11 +61,14 @@ type run struct {
 	// handedOver is set once a committed attempt owns the rest of the run.
 	cur        *attempt
 	handedOver bool
+	// opts are the call's CallOptions, nil for none.
+	opts *CallOptions
 
 	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
-	// holds the first attempt of the trace for the same reason.
+	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
 	a        attempt
 	traceBuf [1]Attempt
+	routeBuf [4]*upstream
 	// single allows one upstream call only: a transport request whose body cannot be
 	// replayed.
 	single bool
@@ -125,7 +128,18 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 	}
 	r.route, r.chain, r.keep = route, chain, keep
 	r.trace = r.traceBuf[:0]
-	if len(route) == 0 {
+	if o := callOptions(ctx); o != nil {
+		if err := o.check(); err != nil {
+			return err
+		}
+		r.applyCallOptions(o)
+	}
+	if len(r.route) > 1 {
+		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
+			r.route = c.order(r.route, s, keep && r.tx == nil, r.routeBuf[:0])
+		}
+	}
+	if len(r.route) == 0 {
 		return &Error{Class: ClassNotFound, Model: req.Model, Err: ErrNoUpstream,
 			Message: "no upstream serves model " + strconv.Quote(req.Model)}
 	}
@@ -190,6 +204,9 @@ func (r *run) next() *attempt {
 		a.begun = time.Now()
 	}
 	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
+	if r.opts != nil {
+		a.call.Headers = r.opts.Headers
+	}
 	a.within = r.within()
 	r.waited, r.avoid, r.cur = 0, nil, a
 	return a
@@ -225,15 +242,21 @@ func (r *run) advance() bool {
 
 // maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
 func (r *run) maxAttempts() int {
-	if r.single {
+	switch {
+	case r.single:
 		return 1
+	case r.opts != nil && r.opts.MaxAttempts > 0:
+		return r.opts.MaxAttempts
 	}
 	return r.c.cfg.retry.maxAttempts
 }
 
 func (r *run) maxTotal() int {
-	if r.single {
+	switch {
+	case r.single:
 		return 1
+	case r.opts != nil && r.opts.MaxTotalAttempts > 0:
+		return r.opts.MaxTotalAttempts
 	}
 	return r.c.cfg.retry.maxTotal
 }
@@ -241,6 +264,9 @@ func (r *run) maxTotal() int {
 // succeeded accounts a successful attempt: settled now for a one-shot call.
 func (r *run) succeeded(a *attempt) {
 	r.countCall(a)
+	if r.c.needStats {
+		r.noteLatency(a)
+	}
 	if r.keep {
 		return
 	}
@@ -263,6 +289,9 @@ func (r *run) countCall(a *attempt) {
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 	r.countCall(a)
+	if r.c.needStats && e.Class == ClassTimeout && a.called {
+		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
+	}
 	done := ctx.Err() != nil
 	if done {
 		// The caller gave up (canceled or out of time): that says nothing about the
@@ -361,7 +390,7 @@ func (r *run) again(d Decision, wait time.Duration) plan {
 
 // giveUp is what follows when the upstream gives up: the next upstream, or the end.
 func (r *run) giveUp(d Decision) plan {
-	if d.Failover {
+	if d.Failover && (r.opts == nil || !r.opts.NoFailover) {
 		return plan{step: stepNext}
 	}
 	return plan{step: stepStop}

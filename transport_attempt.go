@@ -35,7 +35,7 @@ const defaultTransportAttemptTimeout = 10 * time.Minute
 func (t *Transport) guard(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		x := a.tx
-		limit, cause := a.up.timeout, ErrAttemptTimeout
+		limit, cause := a.timeout(), ErrAttemptTimeout
 		if limit <= 0 {
 			limit = defaultTransportAttemptTimeout
 		}
@@ -133,8 +133,16 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 			stripCredentials(out)
 		}
 	}
-	if a.call.APIKey != "" || tu != x.match {
+	if len(a.call.Headers) > 0 {
 		if tu == x.match {
+			out.Header = x.req.Header.Clone()
+		}
+		for k, v := range a.call.Headers {
+			out.Header[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	if a.call.APIKey != "" || tu != x.match {
+		if tu == x.match && len(a.call.Headers) == 0 {
 			out.Header = x.req.Header.Clone()
 		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)

@@ -103,7 +103,7 @@ func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmcl
 		}
 	}
 	key := p.key(call.APIKey)
-	resp, err := p.post(ctx, p.url("embeddings", model), body, model, key, false)
+	resp, err := p.post(ctx, p.url("embeddings", model), body, model, key, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,177 @@
+package llmclient
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Routing orders the upstreams of a route for each call. Every strategy keeps the route's
+// members; the strategies other than RouteOrdered also try first the upstreams that can
+// serve now (breaker admitting, a key usable) and leave the others for last.
+type Routing uint8
+
+// The routing strategies.
+const (
+	// RouteDefault is the zero value: in CallOptions, the route's own strategy; in
+	// WithRouting, RouteOrdered.
+	RouteDefault Routing = iota
+	// RouteOrdered tries the route in its order: the group's order, or registration
+	// order. An unhealthy upstream is skipped as a local refusal.
+	RouteOrdered
+	// RouteWeighted starts each call on an upstream drawn in proportion to
+	// Upstream.Weight (0 counts as 1), then the rest by weight.
+	RouteWeighted
+	// RouteLeastInFlight starts on the upstream with the fewest calls in flight.
+	RouteLeastInFlight
+	// RouteLatency starts on the upstream with the lowest moving average of latency (time
+	// to first token for streams); one call in 200 starts on another upstream instead, so
+	// that a recovered upstream is noticed.
+	RouteLatency
+	numRoutings
+)
+
+// Hedge configures hedged requests: after Delay without an answer, the call also goes to
+// the next upstream of its route, and the first to answer (one-shot: a complete response;
+// stream: the first content token) wins; the other is canceled and its reservation
+// reconciled. A hedge is an attempt like any other: it spends the retry budget, respects
+// limits and is marked in the trace (Attempt.Hedge) and events. The zero Hedge is off.
+type Hedge struct {
+	// On enables hedging.
+	On bool
+	// Delay is how long to wait for an answer before hedging; 0 uses the first upstream's
+	// observed 95th percentile of latency (time to first token for streams), once it has
+	// seen enough calls, else 2s.
+	Delay time.Duration
+}
+
+// WithRouting sets the routing strategy of the model group named group (WithModelGroup);
+// the empty name sets it for every route without a strategy of its own, groups and models
+// without a group alike. The strategy orders each call's route; it never adds upstreams to
+// it or removes any. It needs no deadline. Default RouteOrdered.
+func WithRouting(group string, r Routing) Option {
+	return optionFunc(func(c *config) {
+		if c.routing == nil {
+			c.routing = map[string]Routing{}
+		}
+		c.routing[group] = r
+	})
+}
+
+// WithHedging sets hedged requests (see Hedge) for the model group named group; the empty
+// name sets them for every route without a setting of its own. Hedging needs another
+// upstream in the route, and works with or without a deadline (a hedge that cannot start
+// before the deadline is not started). Default off.
+func WithHedging(group string, h Hedge) Option {
+	return optionFunc(func(c *config) {
+		if c.hedging == nil {
+			c.hedging = map[string]Hedge{}
+		}
+		c.hedging[group] = h
+	})
+}
+
+// validateRouting checks the routing and hedging options.
+func (c *config) validateRouting() []error {
+	var errs []error
+	for g, r := range c.routing {
+		if r >= numRoutings {
+			errs = append(errs, fmt.Errorf("WithRouting(%q): unknown strategy %d", g, r))
+		}
+		if _, ok := c.groups[g]; g != "" && !ok {
+			errs = append(errs, fmt.Errorf("WithRouting names unknown model group %q", g))
+		}
+	}
+	for g, h := range c.hedging {
+		if h.Delay < 0 {
+			errs = append(errs, fmt.Errorf("WithHedging(%q): negative Delay %v", g, h.Delay))
+		}
+		if _, ok := c.groups[g]; g != "" && !ok {
+			errs = append(errs, fmt.Errorf("WithHedging names unknown model group %q", g))
+		}
+	}
+	for _, u := range c.upstreams {
+		if u.Weight < 0 {
+			errs = append(errs, fmt.Errorf("upstream %q: negative Weight %d", u.Name, u.Weight))
+		}
+	}
+	return errs
+}
+
+// strategy is the routing strategy of a call for model (a group name or a model).
+func (c *Client) strategy(model string, o *CallOptions) Routing {
+	if o != nil && o.Routing != RouteDefault {
+		return o.Routing
+	}
+	if len(c.cfg.routing) == 0 {
+		return RouteOrdered
+	}
+	if s, ok := c.cfg.routing[model]; ok && c.groups[model] != nil {
+		return s
+	}
+	return c.cfg.routing[""]
+}
+
+// order returns route ordered by strategy s for one call, in buf when it fits: the
+// healthy upstreams (breaker admitting, a key usable) first, in the strategy's order, then
+// the others in the same order.
+func (c *Client) order(route []*upstream, s Routing, stream bool, buf []*upstream) []*upstream {
+	out := append(buf[:0], route...)
+	now := time.Now()
+	switch s {
+	case RouteWeighted:
+		weightedShuffle(out)
+	case RouteLeastInFlight:
+		slices.SortStableFunc(out, func(a, b *upstream) int { return cmp.Compare(a.inFlight(), b.inFlight()) })
+	case RouteLatency:
+		key := func(up *upstream) time.Duration {
+			if stream {
+				return up.ttftStats.average()
+			}
+			return up.latStats.average()
+		}
+		slices.SortStableFunc(out, func(a, b *upstream) int { return cmp.Compare(key(a), key(b)) })
+		if len(out) > 1 && rand.IntN(exploreEvery) == 0 {
+			// Exploration: now and then another upstream goes first, so that one that got
+			// faster is noticed.
+			i := 1 + rand.IntN(len(out)-1)
+			out[0], out[i] = out[i], out[0]
+		}
+	}
+	healthy := 0
+	for i, up := range out {
+		if up.healthy(now) {
+			out[healthy], out[i] = out[i], out[healthy]
+			healthy++
+		}
+	}
+	return out
+}
+
+// exploreEvery is how often, one call in so many, latency routing tries another upstream
+// first: rarely enough to stay out of the 99th percentile, often enough that a recovered
+// upstream is back within seconds under load.
+const exploreEvery = 200
+
+// weightedShuffle orders ups by a random key drawn in proportion to their weights
+// (Efraimidis–Spirakis): the first is drawn with probability weight/total, and so on.
+func weightedShuffle(ups []*upstream) {
+	var buf [8]float64
+	keys := buf[:0]
+	if len(ups) > len(buf) {
+		keys = make([]float64, 0, len(ups))
+	}
+	for _, up := range ups {
+		w := float64(max(up.Weight, 1))
+		keys = append(keys, math.Pow(rand.Float64(), 1/w))
+	}
+	for i := 1; i < len(ups); i++ { // insertion sort, largest key first: routes are short
+		for j := i; j > 0 && keys[j] > keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+			ups[j], ups[j-1] = ups[j-1], ups[j]
+		}
+	}
+}

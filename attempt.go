@@ -52,6 +52,10 @@ type attempt struct {
 	hasLease  bool
 	// called is true once an upstream call was made; false for a local refusal.
 	called bool
+	// hedge marks a hedged attempt (see Hedge); hedged is the upstream it hedges, whose
+	// retry budget it spends.
+	hedge  bool
+	hedged *upstream
 	// budgetDenied: the retry budget refused the call at the last moment.
 	budgetDenied bool
 	settled      bool
@@ -231,7 +235,7 @@ func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		if a.retry {
-			if !a.up.budget.tryRetry(a.begun) {
+			if !a.budget().tryRetry(a.begun) {
 				a.budgetDenied = true
 				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrRetryBudget}
 			}
@@ -354,6 +358,15 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
 	}
+}
+
+// budget is the retry budget a retry spends: its upstream's, or for a hedge the budget
+// of the upstream it hedges, whose calls it multiplies.
+func (a *attempt) budget() *retryBudget {
+	if a.hedged != nil {
+		return a.hedged.budget
+	}
+	return a.up.budget
 }
 
 // keyLabel is the attempt's key label for traces; never the key itself.

@@ -33,9 +33,12 @@ const (
 	// Latency the call's whole duration (for a stream, to its end or close), Usage its
 	// tokens; for a stream, TimeToFirstToken, Chunks and TimePerChunk.
 	EventCall
+	// EventHedge: a hedged call sent attempt Attempt to Target while its attempt on
+	// Upstream was still waiting for an answer (see Hedge).
+	EventHedge
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -67,7 +70,9 @@ type Event struct {
 	Class   Class
 	Status  int
 	// Local marks an attempt that was refused locally, without an upstream call.
-	Local   bool
+	Local bool
+	// Hedge marks a hedged attempt (see Hedge), for EventAttempt and EventHedge.
+	Hedge   bool
 	Latency time.Duration
 	// TimeToFirstToken is a stream attempt's time to its first content token.
 	TimeToFirstToken time.Duration

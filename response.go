@@ -107,6 +107,9 @@ type Attempt struct {
 	// every key cooling down or evicted, the limiter could not admit in time, the adapter
 	// could not express the request). See Decision.
 	Local bool
+	// Hedge marks an attempt sent while an earlier attempt of the call was still waiting
+	// for an answer (see Hedge). The attempt that lost the race ends ClassCanceled.
+	Hedge bool
 	// Start is when the upstream call began, after the waits (for a local refusal, when
 	// the attempt began).
 	Start time.Time

@@ -34,17 +34,29 @@ const (
 	numRoutings
 )
 
-// Hedge configures hedged requests: after Delay without an answer, the call also goes to
-// the next upstream of its route, and the first to answer (one-shot: a complete response;
-// stream: the first content token) wins; the other is canceled and its reservation
-// reconciled. A hedge is an attempt like any other: it spends the retry budget, respects
-// limits and is marked in the trace (Attempt.Hedge) and events. The zero Hedge is off.
+// Hedge configures hedged requests: when an attempt has not answered after Delay, the
+// call also sends the request to the next upstream of its route, and the first attempt to
+// answer wins (one-shot: a complete response; stream: its first content token). The other
+// is canceled, waited for, and recorded as ClassCanceled; its limiter reservation is
+// reconciled with the usage it reported, if any. When one of the two fails first, the
+// call waits for the other, and goes on from it should it fail too — unless the failure's
+// decision does not fail over (a bad request): the other is canceled and the call goes on
+// from the failure, as without hedging.
+//
+// A hedge is an attempt like any other: it counts against the call's caps, is marked in
+// the trace (Attempt.Hedge) and announced by EventHedge. It spends the retry budget of the
+// upstream it hedges (it multiplies that upstream's calls, as a retry would), and it never
+// waits: it is sent only when the next upstream's breaker admits, one of its keys is
+// usable and its limiter admits at once. A call sends at most one hedge. Transport
+// requests are not hedged. The zero Hedge is off.
 type Hedge struct {
 	// On enables hedging.
 	On bool
-	// Delay is how long to wait for an answer before hedging; 0 uses the first upstream's
-	// observed 95th percentile of latency (time to first token for streams), once it has
-	// seen enough calls, else 2s.
+	// Delay is how long to wait for an answer before hedging. 0 uses the hedged upstream's
+	// observed 95th percentile of latency (time to first token for streams) over the last
+	// 30 to 60 s, once it has seen 20 calls there, else 2s; the percentile is recorded
+	// only for routes hedged by WithHedging without a Delay (or routed by RouteLatency), so
+	// a CallOptions hedge without a Delay elsewhere waits 2s.
 	Delay time.Duration
 }
 

@@ -63,6 +63,9 @@ type run struct {
 	handedOver bool
 	// opts are the call's CallOptions, nil for none.
 	opts *CallOptions
+	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge.
+	hedge     Hedge
+	hedgeSent bool
 
 	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
 	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
@@ -135,6 +138,9 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		r.applyCallOptions(o)
 	}
 	if len(r.route) > 1 {
+		if r.tx == nil && (len(c.cfg.hedging) > 0 || r.opts != nil && r.opts.Hedge != nil) {
+			r.hedge = c.hedgeOf(req.Model, r.opts)
+		}
 		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
 			r.route = c.order(r.route, s, keep && r.tx == nil, r.routeBuf[:0])
 		}
@@ -151,8 +157,14 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 // stream, which settles it when it ends. Every error it returns is an *Error.
 func (r *run) exec(ctx context.Context) (*attempt, error) {
 	for {
-		a := r.next()
-		err := r.chain(ctx, a)
+		var a *attempt
+		var err error
+		if delay, ok := r.hedgeDelay(); ok {
+			a, err = r.hedged(ctx, delay)
+		} else {
+			a = r.next()
+			err = r.chain(ctx, a)
+		}
 		if err == nil {
 			r.succeeded(a)
 			return a, nil
@@ -183,17 +195,10 @@ func (r *run) next() *attempt {
 	case r.number > 0:
 		*a = attempt{} // the run's attempt is reused; the first one is still zero
 	}
-	up := r.route[r.pos]
 	if r.first == nil {
-		r.first = up
+		r.first = r.route[r.pos]
 	}
-	model, ok := up.model(r.orig.Model)
-	if !ok { // a fallback upstream may not map the group's model: send it unchanged
-		model = r.orig.Model
-	}
-	r.number++
-	// Field by field: a whole-struct assignment costs a bulk write barrier per call.
-	a.r, a.up, a.req, a.number, a.cost, a.avoid = r, up, r.req, r.number, r.cost, r.avoid
+	r.prepare(a, r.route[r.pos])
 	a.retry = r.onUp > 0
 	a.waited = r.waited
 	if r.number == 1 {
@@ -203,13 +208,24 @@ func (r *run) next() *attempt {
 	} else {
 		a.begun = time.Now()
 	}
+	a.within = r.within()
+	r.waited, r.avoid, r.cur = 0, nil, a
+	return a
+}
+
+// prepare numbers a and fills in what every attempt of the call on up shares.
+func (r *run) prepare(a *attempt, up *upstream) {
+	model, ok := up.model(r.orig.Model)
+	if !ok { // a fallback upstream may not map the group's model: send it unchanged
+		model = r.orig.Model
+	}
+	r.number++
+	// Field by field: a whole-struct assignment costs a bulk write barrier per call.
+	a.r, a.up, a.req, a.number, a.cost, a.avoid = r, up, r.req, r.number, r.cost, r.avoid
 	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
 	if r.opts != nil {
 		a.call.Headers = r.opts.Headers
 	}
-	a.within = r.within()
-	r.waited, r.avoid, r.cur = 0, nil, a
-	return a
 }
 
 // within is the wait threshold of the call's priority when a later upstream of its route
@@ -277,10 +293,13 @@ func (r *run) succeeded(a *attempt) {
 	r.record(a, nil, &a.resp.Usage)
 }
 
-// countCall counts a's upstream call, if it made one.
+// countCall counts a's upstream call, if it made one: for the call, and for the upstream
+// being tried when a is its attempt (a hedge that did not win is not).
 func (r *run) countCall(a *attempt) {
 	if a.called {
-		r.onUp++
+		if a.up == r.route[r.pos] {
+			r.onUp++
+		}
 		r.total++
 	}
 }
@@ -288,11 +307,32 @@ func (r *run) countCall(a *attempt) {
 // failed settles a failed attempt, records it and decides what follows. The Client's
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
+	done, counted := r.account(ctx, a, e)
+	if !counted {
+		return r.giveUp(r.decision(a, r.lastErr))
+	}
+	d := r.decision(a, e)
+	p := plan{}
+	if !done {
+		p = r.decide(ctx, a, e, d)
+	}
+	r.conclude(a, e, d, p, done)
+	if p.step == stepNext && r.pos+1 < len(r.route) {
+		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
+			Model: a.call.Model, Class: e.Class, Err: e})
+	}
+	return p
+}
+
+// account settles a failed attempt and counts it; done reports that the caller's context
+// ended. counted is false for an attempt the retry budget refused just before the call:
+// it leaves no trace entry.
+func (r *run) account(ctx context.Context, a *attempt, e *Error) (done, counted bool) {
 	r.countCall(a)
 	if r.c.needStats && e.Class == ClassTimeout && a.called {
 		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
 	}
-	done := ctx.Err() != nil
+	done = ctx.Err() != nil
 	if done {
 		// The caller gave up (canceled or out of time): that says nothing about the
 		// upstream's health, so the breaker does not count it.
@@ -300,31 +340,28 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 	} else {
 		a.settle(e.Class, nil)
 	}
-	r.cur = nil
+	if r.cur == a {
+		r.cur = nil
+	}
 	if a.budgetDenied {
-		// Refused by the retry budget just before the call: no trace entry of its own.
 		r.budgetSpent = true
 		r.number--
-		return r.giveUp(r.decision(a, r.lastErr))
+		return done, false
 	}
 	r.lastErr = e
 	r.setLast(e)
-	d := r.decision(a, e)
-	p := plan{}
-	if !done {
-		p = r.decide(ctx, a, e, d)
-	}
+	return done, true
+}
+
+// conclude applies a failed attempt's effects on its key (cooldown, eviction, alert),
+// records it and emits the events, once the Client's state is settled.
+func (r *run) conclude(a *attempt, e *Error, d Decision, p plan, done bool) {
 	var evs events
 	if a.called && !done {
 		evs = r.c.effects(a, e, d, p)
 	}
 	r.record(a, e, nil)
 	evs.emit(r)
-	if p.step == stepNext && r.pos+1 < len(r.route) {
-		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
-			Model: a.call.Model, Class: e.Class, Err: e})
-	}
-	return p
 }
 
 // decision returns the table's decision for e, with the upstream's x-should-retry applied

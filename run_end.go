@@ -70,6 +70,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
 		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
 		EstimatedTokens: a.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
+		Hedge: a.hedge,
 	}
 	if at.Start.IsZero() {
 		at.Start = a.begun
@@ -84,10 +85,14 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		}
 	}
 	r.trace = append(r.trace, at)
+	for i := len(r.trace) - 1; i > 0 && r.trace[i-1].Number > at.Number; i-- {
+		// A hedged call's attempts can end out of order: the trace stays in attempt order.
+		r.trace[i-1], r.trace[i] = r.trace[i], r.trace[i-1]
+	}
 	if r.c.observer != nil {
 		r.observe(Event{Kind: EventAttempt, Upstream: at.Upstream, Model: at.Model, Key: at.Key,
 			Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
-			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, Local: at.Local,
+			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, Local: at.Local, Hedge: at.Hedge,
 			EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
 			OutputTokens: at.Usage.OutputTokens, Err: at.Err})
 	}

@@ -39,6 +39,8 @@ type upstream struct {
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
+	// recent counts the upstream's recent calls for Snapshot.
+	recent recentStats
 }
 
 // New returns a Client configured by opts. It validates every option and reports all

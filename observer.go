@@ -2,12 +2,15 @@ package llmclient
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/breaker"
 	"log/slog"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
 )
 
-// EventKind says what an Event reports.
+// EventKind says what an Event reports. Kinds are added as the Client learns to report
+// new decisions (hedging, budgets, caching): an observer must ignore kinds it does not
+// know, and String names every kind, known or not.
 type EventKind uint8
 
 // The event kinds.
@@ -46,10 +49,17 @@ func (k EventKind) String() string {
 }
 
 // Event is what the Client tells its observer. Fields that do not apply to a kind are zero.
-// Events never contain API keys: Key is a label such as "key#2".
+// Events never contain API keys: Key is a label such as "key#2". New fields may be added.
 type Event struct {
 	Kind EventKind
+	// Time is when the event happened: for EventAttempt, when the attempt ended; for
+	// EventCall, when the call ended.
 	Time time.Time
+	// Start is when the reported span of time began: for EventAttempt, when the attempt
+	// began, after the wait before it (backoff, Retry-After) and before its own waits in
+	// the key pool and the limiter; for EventCall, when the call began. With Time it
+	// places an attempt or a call on a timeline (a trace span).
+	Start time.Time
 	// CallID identifies the call an event belongs to, unique within the Client and the
 	// same for every event of one call (0 for events of no call, such as EventBreaker).
 	CallID uint64
@@ -67,11 +77,26 @@ type Event struct {
 	Class   Class
 	Status  int
 	// Local marks an attempt that was refused locally, without an upstream call.
-	Local   bool
+	Local bool
+	// Retry marks an attempt that retried the upstream of the call's previous upstream
+	// call (not the call's first on that upstream).
+	Retry bool
+	// Latency is an attempt's upstream call (for a committed stream, the whole stream),
+	// or a call's whole duration (EventCall).
 	Latency time.Duration
-	// TimeToFirstToken is a stream attempt's time to its first content token.
+	// TimeToFirstToken is, for EventAttempt, a stream attempt's time from its upstream
+	// call to its first content token; for EventCall, a stream's time from the call's
+	// start to its first content token, the attempts before included: what the caller
+	// waited.
 	TimeToFirstToken time.Duration
-	Waited           time.Duration
+	// Waited is the time an attempt spent waiting before its upstream call: the backoff
+	// or Retry-After before it, the caller partition's admission (first attempt), cooling
+	// keys and the key's limiter.
+	Waited time.Duration
+	// LimiterWait is the part of Waited spent in the Client's own admission: the caller
+	// partition's limiter (first attempt), every key cooling down, and the key's limiter
+	// (RPM, TPM, concurrency). A local refusal reports what it waited before refusing.
+	LimiterWait time.Duration
 	// EstimatedTokens is the limiter's estimate; InputTokens and OutputTokens the reported usage.
 	EstimatedTokens int
 	InputTokens     int

@@ -2,7 +2,6 @@ package llmclient
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
@@ -139,58 +138,5 @@ func (r *run) observe(e Event) {
 			e.Model = r.orig.Model
 		}
 		r.c.observer(r.ctx, e)
-	}
-}
-
-// SlogObserver returns an observer that logs every Event to logger: attempts that failed and
-// alerts at Warn, breaker and key changes at Info, successful attempts at Debug.
-func SlogObserver(logger *slog.Logger) func(context.Context, Event) {
-	return func(ctx context.Context, e Event) {
-		level := slog.LevelInfo
-		switch {
-		case e.Kind == EventAttempt && e.Err == nil:
-			level = slog.LevelDebug
-		case e.Kind == EventAttempt, e.Kind == EventAlert:
-			level = slog.LevelWarn
-		}
-		if !logger.Enabled(ctx, level) {
-			return
-		}
-		attrs := make([]slog.Attr, 0, 12)
-		attrs = append(attrs, slog.String("event", e.Kind.String()))
-		if e.Upstream != "" {
-			attrs = append(attrs, slog.String("upstream", e.Upstream))
-		}
-		if e.Model != "" {
-			attrs = append(attrs, slog.String("model", e.Model))
-		}
-		if e.Key != "" {
-			attrs = append(attrs, slog.String("key", e.Key))
-		}
-		switch e.Kind {
-		case EventAttempt:
-			attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()),
-				slog.Duration("latency", e.Latency), slog.Duration("waited", e.Waited))
-			if e.Status != 0 {
-				attrs = append(attrs, slog.Int("status", e.Status))
-			}
-			if e.EstimatedTokens != 0 {
-				attrs = append(attrs, slog.Int("estimated_tokens", e.EstimatedTokens))
-			}
-			if e.InputTokens != 0 || e.OutputTokens != 0 {
-				attrs = append(attrs, slog.Int("input_tokens", e.InputTokens), slog.Int("output_tokens", e.OutputTokens))
-			}
-		case EventBreaker:
-			attrs = append(attrs, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
-		case EventKeyCooldown, EventKeyEvicted:
-			attrs = append(attrs, slog.Time("until", e.Until))
-		}
-		if e.Class != ClassNone && e.Kind != EventAttempt {
-			attrs = append(attrs, slog.String("class", e.Class.String()))
-		}
-		if e.Err != nil {
-			attrs = append(attrs, slog.String("error", e.Err.Error()))
-		}
-		logger.LogAttrs(ctx, level, "llmclient "+e.Kind.String(), attrs...)
 	}
 }

@@ -104,7 +104,8 @@ type Event struct {
 	FinishReason  FinishReason
 	ResponseModel string
 	// Chunks counts a stream's data chunks and TimePerChunk is the mean time between them
-	// after the first, for EventCall.
+	// after the first, for EventCall; Chunks is 0 for a one-shot call and for a stream that
+	// failed before its first token.
 	Chunks       int
 	TimePerChunk time.Duration
 	// From and To are breaker states, for EventBreaker.

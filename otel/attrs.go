@@ -100,6 +100,7 @@ const (
 	setRefusal
 	setWait
 	setDecision
+	setKinds
 )
 
 // setKey identifies an attribute set; fields a kind does not use stay zero.
@@ -114,6 +115,7 @@ type setKey struct {
 // variadic argument without allocating: rec and add for the set itself, in and out for
 // the token histogram (with gen_ai.token.type).
 type setEntry struct {
+	key     setKey
 	rec     []metric.RecordOption
 	add     []metric.AddOption
 	in, out []metric.RecordOption
@@ -131,19 +133,28 @@ func newSetEntry(kvs []attribute.KeyValue, tokens bool) *setEntry {
 }
 
 // setCache is a copy-on-write map of attribute sets: lookups take no lock and allocate
-// nothing; a miss builds the set and, below maxCachedSets entries, adds it.
+// nothing; a miss builds the set and, below maxCachedSets entries, adds it. The entry
+// last found for each kind is checked first, which spares hashing the key when calls look
+// alike.
 type setCache struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[setKey]*setEntry]
+	mu   sync.Mutex
+	m    atomic.Pointer[map[setKey]*setEntry]
+	last [setKinds]atomic.Pointer[setEntry]
 }
 
 func (c *setCache) get(k setKey, build func() *setEntry) *setEntry {
+	last := &c.last[k.kind]
+	if e := last.Load(); e != nil && e.key == k {
+		return e
+	}
 	if m := c.m.Load(); m != nil {
 		if e, ok := (*m)[k]; ok {
+			last.Store(e)
 			return e
 		}
 	}
 	e := build()
+	e.key = k
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
@@ -165,6 +176,9 @@ func (c *setCache) get(k setKey, build func() *setEntry) *setEntry {
 func (c *setCache) reset() {
 	c.mu.Lock()
 	c.m.Store(nil)
+	for i := range c.last {
+		c.last[i].Store(nil)
+	}
 	c.mu.Unlock()
 }
 

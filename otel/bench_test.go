@@ -4,9 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmclient/llmclient"
 	llmotel "github.com/llmclient/llmclient/otel"
@@ -128,4 +131,45 @@ func BenchmarkCompleteParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkSDKFloor is what the SDK alone costs for the same work, for comparison: two
+// sampled spans (a parent and a child) with the attributes a call and an attempt carry,
+// and the five metric measurements of a successful call.
+func BenchmarkSDKFloor(b *testing.B) {
+	ctx := context.Background()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) }()
+	tracer, meter := tp.Tracer("floor"), mp.Meter("floor")
+	h, _ := meter.Float64Histogram("h")
+	ih, _ := meter.Int64Histogram("ih")
+	ctr, _ := meter.Int64Counter("c")
+	kvs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("llmclient.upstream", "a"), attribute.String("gen_ai.request.model", "m"), attribute.String("gen_ai.response.model", "m")}
+	set := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	add := []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	b.Run("metrics", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctr.Add(ctx, 1, add...)
+			h.Record(ctx, 0.5, set...)
+			ih.Record(ctx, 1, set...)
+			ih.Record(ctx, 12, set...)
+			ih.Record(ctx, 3, set...)
+		}
+	})
+	b.Run("two-sampled-spans", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pctx, p := tracer.Start(ctx, "chat m", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kvs[:2]...))
+			_, s := tracer.Start(pctx, "attempt a")
+			s.SetAttributes(kvs...)
+			s.SetAttributes(attribute.Int("llmclient.attempt", 1), attribute.String("llmclient.key", "key#1"), attribute.Int("http.response.status_code", 200))
+			s.End()
+			p.SetAttributes(kvs...)
+			p.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 3), attribute.Int("llmclient.attempts", 1))
+			p.End()
+		}
+	})
 }

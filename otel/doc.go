@@ -39,7 +39,8 @@
 // no key), llmclient.retry (a retry of the same upstream), llmclient.failover (the first
 // attempt after a failover), llmclient.estimated_tokens and llmclient.time_to_first_chunk.
 //
-// Attempt spans are made from the Client's events, after each attempt ended, with its
+// Attempt spans follow their call span's sampling: a call span that is not recorded has
+// none. They are made from the Client's events, after each attempt ended, with its
 // timestamps; so spans that code under an attempt starts (an adapter's instrumented HTTP
 // client) are children of the call span, not of the attempt. Spans need Middleware (typed
 // calls) or Transport (transport mode): Observe alone records metrics only.

@@ -18,6 +18,12 @@ import (
 // callKey finds a call's tracing state in its context.
 type callKey struct{}
 
+// The span kinds as options, made once.
+var (
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+)
+
 // call is the tracing state of one call. It is the context the call runs with: the
 // caller's, with the call span (once started), answering callKey with itself, so that the
 // Client's events for the call, which carry that context, find it.
@@ -116,8 +122,7 @@ func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) *call {
 			attrs = append(attrs, keyTopP.Float64(*req.TopP))
 		}
 	}
-	ctx, c.span = t.tracer.Start(ctx, t.names.get(opChat, model),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, c.span = t.tracer.Start(ctx, t.names.get(opChat, model), kindClient, trace.WithAttributes(attrs...))
 	c.Context, c.parent = ctx, ctx
 	return c
 }
@@ -183,7 +188,7 @@ func (c *call) ensure(model string) {
 		attrs = append(attrs, keyRequestModel.String(model))
 	}
 	c.parent, c.span = c.t.tracer.Start(c.Context, c.t.names.get(c.op, model), trace.WithTimestamp(c.start),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		kindClient, trace.WithAttributes(attrs...))
 }
 
 // attempt records an attempt's span, a child of the call span, from its start to its end.
@@ -194,14 +199,16 @@ func (c *call) attempt(e *llmclient.Event) {
 		return
 	}
 	c.ensure(e.Model)
+	if !c.span.IsRecording() {
+		return // attempt spans follow their call span's sampling
+	}
 	t := c.t
 	start, end := e.Start, e.Time
 	if start.IsZero() || start.After(end) {
 		start = end
 	}
-	_, s := t.tracer.Start(c.parent, t.names.get("attempt", e.Upstream), trace.WithTimestamp(start),
-		trace.WithSpanKind(trace.SpanKindInternal))
-	if !s.IsRecording() { // not sampled: skip the attributes
+	_, s := t.tracer.Start(c.parent, t.names.get("attempt", e.Upstream), trace.WithTimestamp(start), kindInternal)
+	if !s.IsRecording() {
 		s.End(trace.WithTimestamp(end))
 		return
 	}

@@ -409,3 +409,27 @@ func TestUnsampled(t *testing.T) {
 	}
 	assert.Equal(t, uint64(2), n)
 }
+
+// A Client without Middleware called inside another's call (here, by its fallback
+// function) does not end or add to the outer call's span.
+func TestNestedClientKeepsItsOwnEvents(t *testing.T) {
+	r := newRig(t)
+	inner, err := llmclient.New(llmclient.WithObserver(r.tel.Observe),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "inner", Provider: fake.New(fake.Reply("a"), fake.Reply("b"))}))
+	require.NoError(t, err)
+	_, err = inner.Complete(context.Background(), chatReq("m")) // call ID 1 is used up
+	require.NoError(t, err)
+	fallback := func(ctx context.Context, req *llmclient.Request, _ error) (*llmclient.Response, error) {
+		return inner.Complete(ctx, req)
+	}
+	outer := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "outer", Provider: fake.New(fake.Fail(500))}),
+		llmclient.WithMaxAttempts(1), llmclient.WithFallback(fallback))
+	_, err = outer.Complete(context.Background(), chatReq("m"))
+	require.NoError(t, err)
+	call := r.one(t, "chat m")
+	assert.Equal(t, int64(1), attrs(call.Attributes)["llmclient.call_id"], "ended by the outer call's end")
+	assert.Equal(t, true, attrs(call.Attributes)["llmclient.fallback"], "still open after the inner call ended")
+	kids := r.childrenOf(call)
+	require.Len(t, kids, 1, "the inner call's attempt is not the outer's")
+	assert.Equal(t, "attempt outer", kids[0].Name)
+}

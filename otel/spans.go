@@ -45,6 +45,23 @@ type call struct {
 	parent   context.Context
 	failover bool // the next attempt follows a failover
 	ended    bool
+	// id is the Client's ID of the call, from its first event: events of another call
+	// that share the context (a Client without Middleware called inside this call, by a
+	// fallback function) are not this call's.
+	id uint64
+}
+
+// owns reports whether e belongs to c's call, adopting e's call ID on the first event.
+// c.mu is held.
+func (c *call) owns(e *llmclient.Event) bool {
+	switch {
+	case e.CallID == 0 || c.id == e.CallID:
+		return true
+	case c.id == 0:
+		c.id = e.CallID
+		return true
+	}
+	return false
 }
 
 // Value answers callKey with c and everything else from the caller's context.
@@ -195,7 +212,7 @@ func (c *call) ensure(model string) {
 func (c *call) attempt(e *llmclient.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.ended || !c.owns(e) {
 		return
 	}
 	c.ensure(e.Model)
@@ -261,7 +278,7 @@ func (c *call) attempt(e *llmclient.Event) {
 func (c *call) decision(e *llmclient.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.ended || !c.owns(e) {
 		return
 	}
 	c.ensure(e.Model)
@@ -300,7 +317,7 @@ func (c *call) decision(e *llmclient.Event) {
 func (c *call) end(e *llmclient.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.ended || !c.owns(e) {
 		return
 	}
 	c.ensure(e.Model)

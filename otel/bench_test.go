@@ -72,6 +72,7 @@ func BenchmarkComplete(b *testing.B) {
 		sampler sdktrace.Sampler
 	}{
 		{name: "off"},
+		{name: "empty-observer"},
 		{name: "metrics", on: true},
 		{name: "metrics+spans-unsampled", on: true, spans: true, sampler: sdktrace.NeverSample()},
 		{name: "metrics+spans-sampled", on: true, spans: true, sampler: sdktrace.AlwaysSample()},
@@ -87,6 +88,10 @@ func BenchmarkComplete(b *testing.B) {
 				o, cleanup := instrumented(b, tc.spans, sampler)
 				defer cleanup()
 				opts = o
+			}
+			if tc.name == "empty-observer" {
+				// What the Client itself spends on having an observer: call IDs, the events.
+				opts = append(opts, llmclient.WithObserver(func(context.Context, llmclient.Event) {}))
 			}
 			c := benchClient(b, opts...)
 			if tc.on {

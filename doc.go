@@ -22,8 +22,10 @@
 // failover; no layer retries on its own, so attempts never multiply.
 //
 // Every Response and every *Error carries the attempt trace: which upstream and key served
-// each attempt, its class, status, latency and waits. An observer (WithObserver,
-// SlogObserver) sees each attempt, breaker change, key cooldown and alert as it happens.
+// each attempt, its class, status, latency and waits. An observer (WithObserver; package
+// slogobserver logs with log/slog, the otel module emits OpenTelemetry traces and metrics)
+// sees each attempt, failover, breaker change, key cooldown and alert as it happens, and
+// each call's end; Client.Snapshot tells the state of every breaker, key and limiter.
 // API keys never appear in errors, events or logs.
 //
 // The same engine also serves as an http.RoundTripper (Client.Transport), so code built on

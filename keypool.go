@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -60,6 +61,32 @@ type poolKey struct {
 	blockedUntil atomic.Int64
 	evicted      atomic.Bool
 	limiter      *keyLimiter
+	// reported is the quota the upstream last reported for the key, at reportedAt, for
+	// Snapshot; hasReport is false before the first report.
+	reportMu   sync.Mutex
+	reported   RateLimits
+	reportedAt time.Time
+	hasReport  bool
+}
+
+// observe keeps the quota the upstream reported for k, for Snapshot, and pulls k's
+// limiter down to it.
+func (k *poolKey) observe(rl *RateLimits) {
+	if rl == nil {
+		return
+	}
+	now := time.Now()
+	k.reportMu.Lock()
+	k.reported, k.reportedAt, k.hasReport = *rl, now, true
+	k.reportMu.Unlock()
+	k.limiter.observe(rl)
+}
+
+// lastReport returns the quota the upstream last reported for k and when.
+func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
+	k.reportMu.Lock()
+	defer k.reportMu.Unlock()
+	return k.reported, k.reportedAt, k.hasReport
 }
 
 // keyPool is the set of keys of one upstream.
@@ -187,7 +214,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 		return ev
 	}
 	if e.RateLimits != nil {
-		a.key.limiter.observe(e.RateLimits)
+		a.key.observe(e.RateLimits)
 	}
 	now := time.Now()
 	kc := &c.cfg.keys

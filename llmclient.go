@@ -45,6 +45,8 @@ type upstream struct {
 	// latStats and ttftStats are recent one-shot latencies and stream times to first
 	// token, kept when a route routes by latency or hedges after an observed delay.
 	latStats, ttftStats latencyStats
+	// recent counts the upstream's recent calls for Snapshot.
+	recent recentStats
 }
 
 // healthy reports whether the upstream could serve now: its breaker admits and a key is

@@ -154,7 +154,8 @@ func WithDecision(class Class, d Decision) Option {
 // and never with a lock held, on the caller's goroutine or, for a stream's timeouts and
 // a dropped stream, on a timer's; it must be safe for concurrent use and should return
 // quickly. A panic in it propagates to that goroutine (the Client's state is already
-// consistent). Default: none. SlogObserver adapts a *slog.Logger.
+// consistent). Default: none. Package slogobserver adapts a *slog.Logger; package
+// otel (a module of its own) emits OpenTelemetry traces and metrics.
 func WithObserver(f func(ctx context.Context, e Event)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

@@ -415,10 +415,10 @@ func (t *Transport) compatible(next attemptFunc) attemptFunc {
 
 // observeLimits pulls the key's limiter down to the quota a successful response reported.
 func (t *Transport) observeLimits(a *attempt, h http.Header) {
-	if a.key == nil || a.key.limiter == nil {
+	if a.key == nil {
 		return
 	}
 	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {
-		a.key.limiter.observe(rl)
+		a.key.observe(rl)
 	}
 }

@@ -350,6 +350,8 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			now = time.Now()
 		}
 		switch {
+		case class == ClassNone && a.slow():
+			a.permit.DoneAt(breaker.Slow, now)
 		case class == ClassNone:
 			a.permit.DoneAt(breaker.Success, now)
 		case a.called && a.r.c.cfg.decisions[class].Breaker:
@@ -358,6 +360,15 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
 	}
+}
+
+// slow reports whether a successful attempt was slower than its upstream's breaker
+// threshold: its time to first token for a stream, its latency for a one-shot call.
+func (a *attempt) slow() bool {
+	if a.ttft > 0 || a.stream != nil || a.tx != nil && a.tx.call.Stream {
+		return a.ttft > a.up.slowFirstToken
+	}
+	return a.latency > a.up.slowCall
 }
 
 // budget is the retry budget a retry spends: its upstream's, or for a hedge the budget

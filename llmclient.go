@@ -42,6 +42,9 @@ type upstream struct {
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
+	// slowCall and slowFirstToken are the breaker's thresholds for a slow one-shot call
+	// and a slow stream start.
+	slowCall, slowFirstToken time.Duration
 	// latStats and ttftStats are recent one-shot latencies and stream times to first
 	// token, kept when a route routes by latency or hedges after an observed delay.
 	latStats, ttftStats latencyStats
@@ -130,6 +133,8 @@ func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
 	up.breaker = b
+	bcfg := b.Config()
+	up.slowCall, up.slowFirstToken = bcfg.SlowCall, bcfg.SlowFirstToken
 	return up, nil
 }
 

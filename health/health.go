@@ -142,7 +142,7 @@ func (u Upstream) MarshalJSON() ([]byte, error) {
 		LatencyP99 string      `json:"latency_p99"`
 	}{
 		plain: plain(u),
-		Breaker: breakerJSON{State: b.State.String(), Successes: b.Successes, Failures: b.Failures,
+		Breaker: breakerJSON{State: b.State.String(), Successes: b.Successes, Failures: b.Failures, Slow: b.Slow,
 			ConsecutiveFailures: b.ConsecutiveFailures, Trips: b.Trips,
 			OpenRemaining: b.OpenRemaining.String(), ProbesInFlight: b.ProbesInFlight},
 		Window:     u.Window.String(),
@@ -157,6 +157,7 @@ type breakerJSON struct {
 	State               string `json:"state"`
 	Successes           int    `json:"successes"`
 	Failures            int    `json:"failures"`
+	Slow                int    `json:"slow"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Trips               int    `json:"trips"`
 	OpenRemaining       string `json:"open_remaining"`

@@ -75,6 +75,10 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		p, err := a.up.breaker.Allow()
+		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
+			p.Done(breaker.Ignore)
+			err = errRamping
+		}
 		if err != nil {
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
 		}

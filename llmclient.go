@@ -48,6 +48,9 @@ type upstream struct {
 	// latStats and ttftStats are recent one-shot latencies and stream times to first
 	// token, kept when a route routes by latency or hedges after an observed delay.
 	latStats, ttftStats latencyStats
+	// ramp paces the upstream's calls after its breaker closed; nil without
+	// WithRecoveryRamp.
+	ramp *recoveryRamp
 	// recent counts the upstream's recent calls for Snapshot.
 	recent recentStats
 }
@@ -116,13 +119,17 @@ func New(opts ...Option) (*Client, error) {
 func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 	cfg := &c.cfg
 	up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &cfg.limiter),
-		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
+		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout, ramp: newRecoveryRamp(cfg.recoveryRamp)}
 	if up.timeout == 0 {
 		up.timeout = cfg.attemptTimeout
 	}
 	bc := cfg.breaker
 	name, userHook := u.Name, cfg.breaker.OnStateChange
+	ramp := up.ramp
 	bc.OnStateChange = func(from, to breaker.State) {
+		if to == breaker.Closed {
+			ramp.begin(time.Now())
+		}
 		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
 		if userHook != nil {
 			userHook(from, to)

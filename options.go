@@ -46,6 +46,7 @@ type config struct {
 	badPriority   bool
 	routing       map[string]Routing
 	hedging       map[string]Hedge
+	recoveryRamp  time.Duration
 }
 
 func defaultConfig() config {
@@ -231,6 +232,9 @@ func (c *config) validate() error {
 	checkNames("WithContentFallback", c.contentFallback)
 	if c.attemptTimeout < 0 {
 		errs = append(errs, errors.New("negative attempt timeout"))
+	}
+	if c.recoveryRamp < 0 || c.recoveryRamp > maxRecoveryRamp {
+		errs = append(errs, fmt.Errorf("WithRecoveryRamp(%v): outside [0, %v]", c.recoveryRamp, maxRecoveryRamp))
 	}
 	for p, d := range c.waitThreshold {
 		if d < 0 {

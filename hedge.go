@@ -14,8 +14,8 @@ func (c *Client) hedgeOf(model string, o *CallOptions) Hedge {
 	if o != nil && o.Hedge != nil {
 		return *o.Hedge
 	}
-	if h, ok := c.cfg.hedging[model]; ok && c.groups[model] != nil {
-		return h
+	if h, ok := c.cfg.hedging[model]; ok && model != "" {
+		return h // New checked that every name set is a model group's
 	}
 	return c.cfg.hedging[""]
 }

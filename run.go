@@ -142,7 +142,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 			r.hedge = c.hedgeOf(req.Model, r.opts)
 		}
 		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
-			r.route = c.order(r.route, s, keep && r.tx == nil, r.routeBuf[:0])
+			r.route = c.order(r.route, s, keep && r.tx == nil, r.start, r.routeBuf[:0])
 		}
 	}
 	if len(r.route) == 0 {

@@ -74,6 +74,9 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 // breakerLayer takes a breaker permit, or refuses without a call.
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if a.up.drained.Load() {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
+		}
 		p, err := a.up.breaker.Allow()
 		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
 			p.Done(breaker.Ignore)

@@ -48,6 +48,8 @@ type upstream struct {
 	// latStats and ttftStats are recent one-shot latencies and stream times to first
 	// token, kept when a route routes by latency or hedges after an observed delay.
 	latStats, ttftStats latencyStats
+	// drained is set while the operator drains the upstream (Client.Drain).
+	drained atomic.Bool
 	// ramp paces the upstream's calls after its breaker closed; nil without
 	// WithRecoveryRamp.
 	ramp *recoveryRamp
@@ -58,7 +60,7 @@ type upstream struct {
 // healthy reports whether the upstream could serve now: its breaker admits and a key is
 // usable.
 func (up *upstream) healthy(now time.Time) bool {
-	return up.breaker.Admits() && up.keys.available(now, nil)
+	return !up.drained.Load() && up.breaker.Admits() && up.keys.available(now, nil)
 }
 
 // inFlight is the number of the upstream's attempts in flight.

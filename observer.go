@@ -38,9 +38,14 @@ const (
 	// EventHedge: a hedged call sent attempt Attempt to Target while its attempt on
 	// Upstream was still waiting for an answer (see Hedge).
 	EventHedge
+	// EventControl: an operator control acted on Upstream (and Key): Action is
+	// "breaker_reset", "breaker_force_open", "breaker_force_closed", "key_evict" (Until
+	// ends it), "key_restore", "drain" or "undrain". See Client.Drain and the methods
+	// beside it.
+	EventControl
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge", "control"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -115,6 +120,8 @@ type Event struct {
 	TimePerChunk time.Duration
 	// From and To are breaker states, for EventBreaker.
 	From, To breaker.State
+	// Action is what an operator control did, for EventControl.
+	Action string
 	// Until ends a cooldown or eviction.
 	Until time.Time
 	// Err is the attempt's error, or the reason for an alert.

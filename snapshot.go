@@ -35,6 +35,7 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 		Name:        up.Name,
 		Adapter:     adapterName(up.Provider),
 		Breaker:     up.breaker.Snapshot(),
+		Drained:     up.drained.Load(),
 		Window:      recentSlots * recentWidth,
 		Attempts:    int(rec.attempts),
 		Errors:      int(rec.errors),

@@ -325,6 +325,9 @@ type Breaker struct {
 	openUntil time.Time
 	trips     int // trips since the breaker last closed; the open time doubles with each
 
+	// forced holds the state an operator forced (ForceOpen, ForceClosed) until Reset.
+	forced bool
+
 	// Half-open.
 	probes         int // probes of the current generation in flight
 	probeSuccesses int
@@ -430,7 +433,7 @@ func (b *Breaker) Allow() (Permit, error) {
 		b.mu.Unlock()
 		return p, nil
 	}
-	if b.state == Open {
+	if b.state == Open && !b.forced {
 		b.halfOpenIfDue(time.Now())
 	}
 	var (
@@ -511,7 +514,7 @@ func (b *Breaker) Admits() bool {
 	defer b.mu.Unlock()
 	switch b.state {
 	case Open:
-		return !now.Before(b.openUntil)
+		return !b.forced && !now.Before(b.openUntil)
 	case HalfOpen:
 		return b.probes < b.cfg.HalfOpenProbes
 	}
@@ -552,6 +555,8 @@ type Snapshot struct {
 	OpenRemaining time.Duration
 	// ProbesInFlight is how many half-open probes are out (half-open state only).
 	ProbesInFlight int
+	// Forced is true while an operator holds the state (ForceOpen, ForceClosed).
+	Forced bool
 }
 
 // Snapshot returns the breaker's state and counters now. Like State, it turns an open
@@ -566,14 +571,16 @@ func (b *Breaker) Snapshot() Snapshot {
 	case Open:
 		b.halfOpenIfDue(now)
 	}
-	s := Snapshot{State: b.state, Trips: b.trips}
+	s := Snapshot{State: b.state, Trips: b.trips, Forced: b.forced}
 	switch b.state {
 	case Closed:
 		succ, fail, slow := b.counts(b.index(now))
 		s.Successes, s.Failures, s.Slow = int(succ), int(fail), int(slow)
 		s.ConsecutiveFailures = int(b.consecutive.Load())
 	case Open:
-		s.OpenRemaining = b.openUntil.Sub(now)
+		if !b.forced {
+			s.OpenRemaining = b.openUntil.Sub(now)
+		}
 	case HalfOpen:
 		s.ProbesInFlight = b.probes
 	}
@@ -599,7 +606,7 @@ func (b *Breaker) record(o Outcome, now time.Time) {
 		bk.slow.Add(1)
 		b.consecutive.Store(0)
 		succ, fail, slow := b.counts(idx)
-		if total := succ + fail; total >= int64(b.cfg.MinRequests) && float64(slow) >= b.cfg.SlowCallRatio*float64(total) {
+		if total := succ + fail; !b.forced && total >= int64(b.cfg.MinRequests) && float64(slow) >= b.cfg.SlowCallRatio*float64(total) {
 			b.setState(Open, now)
 		}
 	case Failure:
@@ -607,10 +614,59 @@ func (b *Breaker) record(o Outcome, now time.Time) {
 		run := b.consecutive.Add(1)
 		succ, fail, _ := b.counts(idx)
 		total := succ + fail
-		if run >= int64(b.cfg.ConsecutiveFailures) ||
-			(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total)) {
+		if !b.forced && (run >= int64(b.cfg.ConsecutiveFailures) ||
+			(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total))) {
 			b.setState(Open, now)
 		}
+	}
+}
+
+// ForceOpen opens the breaker and holds it open until Reset: every request is refused, no
+// probe is admitted. OnStateChange hears of the change, if any. It is safe to call at any
+// time, from any goroutine.
+func (b *Breaker) ForceOpen() { b.force(Open) }
+
+// ForceClosed closes the breaker and holds it closed until Reset: outcomes are still
+// counted (Snapshot shows them), but no rule trips it. OnStateChange hears of the change,
+// if any.
+func (b *Breaker) ForceClosed() { b.force(Closed) }
+
+// Reset ends a forced state and closes the breaker with an empty window and the base open
+// time, as after a recovery. OnStateChange hears of the change, if any.
+func (b *Breaker) Reset() {
+	if b == nil {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	b.forced = false
+	if b.state != Closed {
+		b.setState(Closed, now)
+	} else {
+		b.trips = 0
+		b.resetWindow()
+	}
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+}
+
+func (b *Breaker) force(to State) {
+	if b == nil {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	if b.state != to {
+		b.setState(to, now)
+	}
+	b.forced = true
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
 	}
 }
 
@@ -669,10 +725,10 @@ func (b *Breaker) probeDone(o Outcome, now time.Time) {
 	}
 }
 
-// halfOpenIfDue turns the open breaker half-open when its open time has passed. b.mu is
-// held.
+// halfOpenIfDue turns the open breaker half-open when its open time has passed, unless an
+// operator holds it open. b.mu is held.
 func (b *Breaker) halfOpenIfDue(now time.Time) {
-	if !now.Before(b.openUntil) {
+	if !b.forced && !now.Before(b.openUntil) {
 		b.setState(HalfOpen, now)
 	}
 }

@@ -34,6 +34,8 @@ type Upstream struct {
 	// Adapter is the Go package name of its provider adapter: "openai" (also for every
 	// OpenAI-compatible vendor), "anthropic", "gemini", "fake", or the user's own.
 	Adapter string `json:"adapter"`
+	// Drained is true while the operator drains the upstream (llmclient.Client.Drain).
+	Drained bool `json:"drained,omitempty"`
 	// Breaker is the circuit breaker's state and counters. In JSON its State is a word
 	// ("closed", "open", "half-open") and OpenRemaining a duration string.
 	Breaker breaker.Snapshot `json:"breaker"`
@@ -144,7 +146,7 @@ func (u Upstream) MarshalJSON() ([]byte, error) {
 		plain: plain(u),
 		Breaker: breakerJSON{State: b.State.String(), Successes: b.Successes, Failures: b.Failures, Slow: b.Slow,
 			ConsecutiveFailures: b.ConsecutiveFailures, Trips: b.Trips,
-			OpenRemaining: b.OpenRemaining.String(), ProbesInFlight: b.ProbesInFlight},
+			OpenRemaining: b.OpenRemaining.String(), ProbesInFlight: b.ProbesInFlight, Forced: b.Forced},
 		Window:     u.Window.String(),
 		LatencyP50: u.LatencyP50.String(),
 		LatencyP90: u.LatencyP90.String(),
@@ -158,6 +160,7 @@ type breakerJSON struct {
 	Successes           int    `json:"successes"`
 	Failures            int    `json:"failures"`
 	Slow                int    `json:"slow"`
+	Forced              bool   `json:"forced,omitempty"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Trips               int    `json:"trips"`
 	OpenRemaining       string `json:"open_remaining"`

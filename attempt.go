@@ -241,6 +241,11 @@ func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
 // vendor errors again.
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if err := ctx.Err(); err != nil {
+			// Done before the call (the caller gave up, or a hedged call's other attempt
+			// won): no call is made, nothing is spent.
+			return c.asError(ctx, err, a)
+		}
 		if a.retry {
 			if !a.budget().tryRetry(a.begun) {
 				a.budgetDenied = true

@@ -63,9 +63,12 @@ type run struct {
 	handedOver bool
 	// opts are the call's CallOptions, nil for none.
 	opts *CallOptions
-	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge.
+	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge, and
+	// hedgedOn is the upstream a hedge that failed aside called, which counts against
+	// that upstream's cap should the call move there.
 	hedge     Hedge
 	hedgeSent bool
+	hedgedOn  *upstream
 
 	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
 	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
@@ -245,15 +248,15 @@ func (r *run) within() time.Duration {
 // advance moves the call to the next upstream of its route, reporting false when none
 // is left.
 func (r *run) advance() bool {
-	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
-		return false
+	for {
+		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+			return false
+		}
+		r.moveTo(r.pos + 1)
+		if r.onUp < r.maxAttempts() { // a hedge may have used up the upstream's cap
+			return true
+		}
 	}
-	r.pos++
-	r.onUp = 0
-	if r.bo != nil {
-		r.bo.Reset()
-	}
-	return true
 }
 
 // maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
@@ -307,7 +310,7 @@ func (r *run) countCall(a *attempt) {
 // failed settles a failed attempt, records it and decides what follows. The Client's
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
-	done, counted := r.account(ctx, a, e)
+	done, counted := r.account(ctx, a, e, false)
 	if !counted {
 		return r.giveUp(r.decision(a, r.lastErr))
 	}
@@ -326,8 +329,9 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 
 // account settles a failed attempt and counts it; done reports that the caller's context
 // ended. counted is false for an attempt the retry budget refused just before the call:
-// it leaves no trace entry.
-func (r *run) account(ctx context.Context, a *attempt, e *Error) (done, counted bool) {
+// it leaves no trace entry, unless keep or a later attempt has its number already (a
+// hedged pair), when it is recorded here as a local refusal.
+func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (done, counted bool) {
 	r.countCall(a)
 	if r.c.needStats && e.Class == ClassTimeout && a.called {
 		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
@@ -345,7 +349,13 @@ func (r *run) account(ctx context.Context, a *attempt, e *Error) (done, counted 
 	}
 	if a.budgetDenied {
 		r.budgetSpent = true
-		r.number--
+		if keep || a.number != r.number {
+			// Later numbers are given (a hedged pair): it stays in the trace as the
+			// local refusal it was, so that numbers have no gap.
+			r.record(a, e, nil)
+		} else {
+			r.number--
+		}
 		return done, false
 	}
 	r.lastErr = e

@@ -62,6 +62,8 @@ type attempt struct {
 
 	resp   *Response
 	stream *guard
+	// embed is an embedding attempt's answer (Client.Embed); resp then carries its usage.
+	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
 	tx *txCall
 }

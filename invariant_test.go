@@ -623,7 +623,9 @@ func (sc *scenario) call(c *llmclient.Client, rt http.RoundTripper, i int) resul
 		}
 	case modeTransport:
 		stream := sc.seed%2 == 0
-		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(stream) + `}`
+		// Each call's body is its own (the user field names it): independent calls, never an
+		// SDK's repeat of another (see WithRepeatWindow).
+		body := `{"model":"m","user":"` + id + `","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(stream) + `}`
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+sc.ups[0].name+".test/v1/chat/completions", strings.NewReader(body))
 		hr.Header.Set("Content-Type", "application/json")
 		hr.Header.Set("X-Call", id)

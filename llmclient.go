@@ -32,6 +32,7 @@ type Client struct {
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
+	embedChain    attemptFunc
 	handler       Handler
 }
 
@@ -109,6 +110,7 @@ func New(opts ...Option) (*Client, error) {
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)
+	c.embedChain = c.chain(c.callEmbed, c.timeoutLayer)
 	var h Handler = core{c}
 	for i := len(cfg.middleware) - 1; i >= 0; i-- {
 		h = cfg.middleware[i](h)

@@ -47,6 +47,8 @@ type config struct {
 	routing       map[string]Routing
 	hedging       map[string]Hedge
 	recoveryRamp  time.Duration
+	// caches are the cache statistics Snapshot reports (WithCacheStats).
+	caches []cacheStats
 }
 
 func defaultConfig() config {
@@ -259,6 +261,7 @@ func (c *config) validate() error {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
 	errs = append(errs, c.validateRouting()...)
+	errs = append(errs, c.validateCaches()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)

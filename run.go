@@ -80,6 +80,9 @@ type run struct {
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
 	tx *txCall
+	// emb is the embedding batch of a Client.Embed call (embed_run.go), handed to every
+	// attempt; nil for other calls.
+	emb *embedBatch
 }
 
 // step is where the loop goes after a failed attempt.
@@ -107,7 +110,8 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 // partition's limits. On error nothing stays held.
 //
 // A transport call (r.tx set) carries a raw HTTP request instead: its shape is not checked
-// and its cost is set by the transport beforehand.
+// and its cost is set by the transport beforehand; so is an embedding batch's (r.emb set),
+// whose Request only names its model, metadata and priority.
 //
 // A call that begin refuses has ended: the observer hears of it (EventCall).
 func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
@@ -119,7 +123,7 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 }
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
-	if r.tx == nil {
+	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
 			return err
 		}

@@ -25,6 +25,47 @@ import (
 type Snapshot struct {
 	Time      time.Time  `json:"time"`
 	Upstreams []Upstream `json:"upstreams"`
+	// Caches holds the statistics of the caches registered with the Client
+	// (llmclient.WithCacheStats), in registration order; nil without any.
+	Caches []Cache `json:"caches,omitempty"`
+}
+
+// Cache is a response cache's statistics since it was created (package cache:
+// Cache.Health, Semantic.Health), as a Client's Snapshot reports them. Counters only grow;
+// Entries, Bytes and InFlight are levels now.
+type Cache struct {
+	// Name is the name the cache was registered under.
+	Name string `json:"name"`
+	// Semantic is true for a semantic cache.
+	Semantic bool `json:"semantic"`
+	// Hits, Misses and GuardRejections count lookups: an answer served, none found, and
+	// (semantic) a similar question that a guard rule rejected. Bypasses counts calls
+	// that skipped the lookup (a Control, or no question to compare).
+	Hits            uint64 `json:"hits"`
+	Misses          uint64 `json:"misses"`
+	GuardRejections uint64 `json:"guard_rejections"`
+	Bypasses        uint64 `json:"bypasses"`
+	// HitRate is Hits over Hits + Misses + GuardRejections, 0 before any lookup.
+	HitRate float64 `json:"hit_rate"`
+	// Stored and NotStored count answers stored, and answers that were not storable.
+	Stored    uint64 `json:"stored"`
+	NotStored uint64 `json:"not_stored"`
+	// Shared counts calls that joined an identical call in flight, Replays calls answered
+	// with the first answer under their idempotency key.
+	Shared  uint64 `json:"shared"`
+	Replays uint64 `json:"replays"`
+	// Errors counts failed store calls (exact cache) or embedding calls (semantic).
+	Errors uint64 `json:"errors"`
+	// Entries and Bytes are what the cache holds now, when its store reports it.
+	Entries int64 `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	// Evictions counts entries dropped to make room, Expired those dropped once their TTL
+	// had passed, Rejected entries the store declined (too large).
+	Evictions uint64 `json:"evictions"`
+	Expired   uint64 `json:"expired"`
+	Rejected  uint64 `json:"rejected"`
+	// InFlight is the number of shared or idempotent calls in flight now.
+	InFlight int `json:"in_flight"`
 }
 
 // Upstream is one upstream's state.

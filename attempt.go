@@ -52,12 +52,18 @@ type attempt struct {
 	hasLease  bool
 	// called is true once an upstream call was made; false for a local refusal.
 	called bool
+	// hedge marks a hedged attempt (see Hedge); hedged is the upstream it hedges, whose
+	// retry budget it spends.
+	hedge  bool
+	hedged *upstream
 	// budgetDenied: the retry budget refused the call at the last moment.
 	budgetDenied bool
 	settled      bool
 
 	resp   *Response
 	stream *guard
+	// embed is an embedding attempt's answer (Client.Embed); resp then carries its usage.
+	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
 	tx *txCall
 }
@@ -70,7 +76,14 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 // breakerLayer takes a breaker permit, or refuses without a call.
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if a.up.drained.Load() {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
+		}
 		p, err := a.up.breaker.Allow()
+		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
+			p.Done(breaker.Ignore)
+			err = errRamping
+		}
 		if err != nil {
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
 		}
@@ -112,7 +125,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 				return c.asError(ctx, err, a)
 			}
 			if lim >= 0 && wait > lim {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, AdmitAfter: wait,
 					Message: "every key is cooling down for another " + wait.Round(time.Millisecond).String(),
 					Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
 			}
@@ -186,13 +199,11 @@ var errKeyBlocked = &Error{Class: ClassUnavailable, Err: ErrNoKey, Message: "the
 // timeoutLayer bounds a one-shot attempt by the upstream's timeout.
 func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
-		if a.up.timeout <= 0 {
-			return next(ctx, a)
+		limit := a.limit(ctx, a.timeout())
+		if limit <= 0 {
+			return next(ctx, a) // no bound, or the caller's deadline comes first
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= a.up.timeout {
-			return next(ctx, a) // the caller's deadline comes first: no timer needed
-		}
-		actx, cancel := context.WithTimeoutCause(ctx, a.up.timeout, ErrAttemptTimeout)
+		actx, cancel := context.WithTimeoutCause(ctx, limit, ErrAttemptTimeout)
 		err := next(actx, a)
 		cancel()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
@@ -203,14 +214,49 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 	}
 }
 
+// timeout is the one-shot attempt's own bound: the call's AttemptTimeout, else the
+// upstream's Timeout (which defaults to WithAttemptTimeout).
+func (a *attempt) timeout() time.Duration {
+	if o := a.r.opts; o != nil && o.AttemptTimeout > 0 {
+		return o.AttemptTimeout
+	}
+	return a.up.timeout
+}
+
+// limit is how long the attempt's upstream call may take: at most own (0: no bound of its
+// own), and, when the context has a deadline and another upstream of the route could
+// serve, at most half of the time left, so the rest of the route stays reachable. It is 0
+// when the caller's deadline bounds the call first.
+func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return own
+	}
+	left := time.Until(dl)
+	if a.within >= 0 { // somewhere else to go: this upstream gets half
+		if share := left / 2; own <= 0 || share < own {
+			own = share
+		}
+	}
+	if own >= left {
+		return 0
+	}
+	return own
+}
+
 // classifyLayer makes the upstream call: it spends the upstream's retry budget, times the
 // call and turns every failure into an *Error with its class; it also turns a successful
 // response that is filtered or empty into the matching error. No layer above it parses
 // vendor errors again.
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if err := ctx.Err(); err != nil {
+			// Done before the call (the caller gave up, or a hedged call's other attempt
+			// won): no call is made, nothing is spent.
+			return c.asError(ctx, err, a)
+		}
 		if a.retry {
-			if !a.up.budget.tryRetry(a.begun) {
+			if !a.budget().tryRetry(a.begun) {
 				a.budgetDenied = true
 				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrRetryBudget}
 			}
@@ -326,6 +372,8 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			now = time.Now()
 		}
 		switch {
+		case class == ClassNone && a.slow():
+			a.permit.DoneAt(breaker.Slow, now)
 		case class == ClassNone:
 			a.permit.DoneAt(breaker.Success, now)
 		case a.called && a.r.c.cfg.decisions[class].Breaker:
@@ -334,6 +382,24 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
 	}
+}
+
+// slow reports whether a successful attempt was slower than its upstream's breaker
+// threshold: its time to first token for a stream, its latency for a one-shot call.
+func (a *attempt) slow() bool {
+	if a.ttft > 0 || a.stream != nil || a.tx != nil && a.tx.call.Stream {
+		return a.ttft > a.up.slowFirstToken
+	}
+	return a.latency > a.up.slowCall
+}
+
+// budget is the retry budget a retry spends: its upstream's, or for a hedge the budget
+// of the upstream it hedges, whose calls it multiplies.
+func (a *attempt) budget() *retryBudget {
+	if a.hedged != nil {
+		return a.hedged.budget
+	}
+	return a.up.budget
 }
 
 // keyLabel is the attempt's key label for traces; never the key itself.

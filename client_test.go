@@ -1,13 +1,10 @@
 package llmclient_test
 
 import (
-	"bytes"
 	"context"
 	"github.com/llmclient/llmclient/breaker"
-	"log/slog"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -110,21 +107,4 @@ func TestMiddlewareOrder(t *testing.T) {
 	s, err := c.Stream(context.Background(), chatReq("m"))
 	require.NoError(t, err)
 	s.Close()
-}
-
-func TestSlogObserver(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var buf bytes.Buffer
-		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		p := fake.New(fake.Fail(429).RetryAfter(time.Second), fake.Reply("ok").Usage(10, 2))
-		c := newClient(t, up("a", p, "sk-secret-1"), llmclient.WithObserver(llmclient.SlogObserver(logger)))
-		_, err := c.Complete(context.Background(), chatReq("m"))
-		require.NoError(t, err)
-		out := buf.String()
-		assert.Contains(t, out, `level=WARN msg="llmclient attempt" event=attempt upstream=a model=m key=key#1 attempt=1 class=rate_limited`)
-		assert.Contains(t, out, `msg="llmclient key_cooldown"`)
-		assert.Contains(t, out, `level=DEBUG msg="llmclient attempt" event=attempt upstream=a model=m key=key#1 attempt=2 class=none`)
-		assert.Contains(t, out, "input_tokens=10 output_tokens=2")
-		assert.NotContains(t, out, "sk-secret-1")
-	})
 }

@@ -129,8 +129,10 @@ func (cm *committed) note(ch *Chunk) {
 		cm.finishReason.Store(&f)
 	}
 	if ch.Model != "" {
-		m := ch.Model
-		cm.model.Store(&m)
+		if p := cm.model.Load(); p == nil || *p != ch.Model { // chunks repeat it: store it once
+			m := ch.Model
+			cm.model.Store(&m)
+		}
 	}
 	if n := len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal); n > 0 {
 		cm.outBytes.Add(int64(n))

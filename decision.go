@@ -10,8 +10,10 @@ package llmclient
 //  2. ContextFallback, ContentFallback: the rest of the route is replaced by the upstreams
 //     of WithContextFallback or WithContentFallback (each once per call).
 //  3. NextKey: the same upstream again at once, on another of its keys, when one is usable.
-//  4. Retry: the same upstream again after its Retry-After, or a jittered backoff, when
-//     the upstream's attempts, the retry budget and the context's deadline allow it.
+//  4. Retry: the same upstream again after its Retry-After, or a jittered backoff (none
+//     with NoBackoff), when the upstream's attempts, the retry budget and the context's
+//     deadline allow it — but with FailoverFirst only when no other upstream of the route
+//     could serve.
 //  5. Otherwise the upstream gives up: Failover moves on to the next upstream of the
 //     route; without it the call ends with this error.
 //
@@ -26,6 +28,13 @@ type Decision struct {
 	// Retry tries the same upstream again, after the upstream's Retry-After (when it fits
 	// WithMaxRetryAfter and the deadline) or else the backoff.
 	Retry bool
+	// FailoverFirst moves on to the next upstream rather than retry this one while another
+	// upstream of the route could serve (its breaker admits, calls are left); the same
+	// upstream is retried only when it is the last.
+	FailoverFirst bool
+	// NoBackoff retries without waiting: the failure says nothing about load (a stall,
+	// a hang), so waiting does not help.
+	NoBackoff bool
 	// NextKey tries the same upstream again at once on another key of its pool, when one
 	// is usable: the failure belonged to the key (a rate limit, a revoked key, a spent
 	// quota), not to the upstream.
@@ -81,7 +90,7 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	quota_exhausted    no     yes       yes       no       evict     alert
 //	overloaded         yes    no        yes       yes
 //	server_error       yes    no        yes       yes
-//	timeout            yes    no        yes       yes
+//	timeout            last   no        first     yes                failover first, no backoff
 //	network            yes    no        yes       yes
 //	bad_request        no     no        no        no
 //	context_length     no     no        no        no                 WithContextFallback
@@ -100,7 +109,10 @@ func DefaultDecision(c Class) Decision {
 		return Decision{Retry: true, NextKey: true, Failover: true, Cooldown: true}
 	case ClassQuotaExhausted:
 		return Decision{NextKey: true, Failover: true, Evict: true, Alert: true}
-	case ClassOverloaded, ClassServerError, ClassTimeout, ClassNetwork:
+	case ClassTimeout:
+		// A hang or a stall is not overload: move on at once, and retry only the last.
+		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
+	case ClassOverloaded, ClassServerError, ClassNetwork:
 		return Decision{Retry: true, Failover: true, Breaker: true}
 	case ClassContextLength:
 		return Decision{ContextFallback: true}

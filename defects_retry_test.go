@@ -58,6 +58,7 @@ func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
 				assert.Equal(t, llmclient.ClassRateLimited, e.Class)
 				assert.ErrorIs(t, err, llmclient.ErrRateLimited)
 				assert.Zero(t, e.RetryAfter, "a local refusal is not an upstream Retry-After")
+				assert.InDelta(t, float64(10*time.Second), float64(e.AdmitAfter), float64(time.Millisecond), "it says how long the limiter would wait")
 				assert.Equal(t, 1, a.Calls())
 			})
 		})

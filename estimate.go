@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"github.com/llmclient/llmclient/estimate"
 	"math"
 	"strings"
 )
@@ -10,79 +11,12 @@ import (
 // upstream has said what it really cost; the real usage is reconciled afterwards.
 //
 // Implementations must be safe for concurrent use and fast: CountTokens runs on the
-// calling goroutine before every limited call. HeuristicEstimator is the default;
-// the package tokenizer/tiktoken has an exact one for OpenAI's encodings.
+// calling goroutine before every limited call. estimate.Heuristic is the default; the
+// package tokenizer/tiktoken has an exact one for OpenAI's encodings.
 type Estimator interface {
 	// CountTokens returns the number of tokens of text for model, the request's Model
 	// (a model or model group name). It must not return a negative number.
 	CountTokens(model, text string) int
-}
-
-// EstimatorFunc adapts a function to the Estimator interface.
-type EstimatorFunc func(model, text string) int
-
-// CountTokens returns f(model, text).
-func (f EstimatorFunc) CountTokens(model, text string) int { return f(model, text) }
-
-// HeuristicEstimator estimates tokens without a vocabulary, in one pass over the text at
-// hundreds of megabytes per second and without allocating. It follows the pre-tokenizer
-// of the model's OpenAI encoding (o200k_base or cl100k_base, see EncodingForModel) and
-// charges each piece what pieces of its shape cost on average; Chinese, Japanese and
-// Korean characters cost what they cost alone in the encoding, from a small built-in
-// table, less the average saving of multi-character tokens. It aims to stay within ±10%
-// of the exact count and to undercount by at most 5%; BENCHMARKS.md has the measurements.
-// Text that looks like no language (random identifiers, base64) is undercounted more.
-//
-// The zero value is ready to use and safe for concurrent use.
-type HeuristicEstimator struct{}
-
-// CountTokens returns the estimated number of tokens of text for model.
-func (HeuristicEstimator) CountTokens(model, text string) int {
-	return heuristicFor(model).count(text)
-}
-
-// heuristicFor returns the heuristic's weights for the model's encoding.
-func heuristicFor(model string) *heuristicParams {
-	if usesCL100k(model) {
-		return &paramsCL100k
-	}
-	return &paramsO200k
-}
-
-// EncodingForModel names the OpenAI BPE encoding a model uses: "cl100k_base" for GPT-4
-// (gpt-4, gpt-4-turbo, gpt-4-32k), GPT-3.5 and the text-embedding models, and
-// "o200k_base" for everything else: GPT-4o, GPT-4.1, GPT-4.5, the o-series, GPT-5 and
-// gpt-oss, and also models of other vendors, whose tokenizers are closest to it (their
-// difference is corrected by a ratio, see WithTokenRatio). A vendor prefix such as
-// "openai/" or "azure/" is ignored.
-func EncodingForModel(model string) string {
-	if usesCL100k(model) {
-		return "cl100k_base"
-	}
-	return "o200k_base"
-}
-
-// usesCL100k reports whether model uses cl100k_base (see EncodingForModel). It runs in
-// every CountTokens, so it compares the name's first bytes with constants, which the
-// compiler turns into a few integer comparisons, and returns no string: the former
-// string-based test cost about 10 ns a call, some 15% of counting a short chat line.
-func usesCL100k(model string) bool {
-	for i := len(model) - 1; i >= 0; i-- { // drop a vendor prefix
-		if model[i] == '/' {
-			model = model[i+1:]
-			break
-		}
-	}
-	switch {
-	case len(model) >= 5 && model[:5] == "gpt-4":
-		// gpt-4o, gpt-4.1 and gpt-4.5 use o200k_base, the other GPT-4 models cl100k_base.
-		rest := model[5:]
-		return !(len(rest) >= 1 && rest[0] == 'o' || len(rest) >= 2 && (rest[:2] == ".1" || rest[:2] == ".5"))
-	case len(model) >= 6 && model[:6] == "gpt-35", len(model) >= 7 && model[:7] == "gpt-3.5",
-		len(model) >= 15 && model[:15] == "text-embedding-":
-		return true
-	}
-	return false
 }
 
 // The request-level formula. Chat models read a conversation as text with a few tokens of
@@ -112,10 +46,10 @@ const (
 // EstimatePromptTokens returns e's estimate of the prompt tokens of req: every message's
 // text parts, names, tool calls and tool-call ids with the per-message framing, fixed costs
 // for images, the tool definitions and the response format's schema. A nil e means
-// HeuristicEstimator. No vendor correction ratio is applied.
+// estimate.Heuristic. No vendor correction ratio is applied.
 func EstimatePromptTokens(e Estimator, req *Request) int {
 	if e == nil {
-		e = HeuristicEstimator{}
+		e = estimate.Heuristic{}
 	}
 	model := req.Model
 	n := tokensPriming
@@ -207,7 +141,12 @@ func (c *limiterConfig) ratioFor(model string) float64 {
 // It saturates at maxCost (2^40 tokens), far beyond any quota, so that adding to it
 // never overflows.
 func (c *limiterConfig) cost(req *Request) int {
-	return min(satAdd(c.promptTokens(req), c.output(req)), maxCost)
+	return c.costWith(req, c.promptTokens(req))
+}
+
+// costWith is cost for a request whose prompt estimate is known.
+func (c *limiterConfig) costWith(req *Request, prompt int) int {
+	return min(satAdd(prompt, c.output(req)), maxCost)
 }
 
 // output is the output a request is charged for before its response: its MaxTokens,
@@ -238,7 +177,7 @@ func (c *limiterConfig) promptTokens(req *Request) int {
 const defaultReservedOutput = 1024
 
 // WithEstimator sets the token estimator the limiter charges prompts with. Default
-// HeuristicEstimator{}; tokenizer/tiktoken.Estimator{} counts OpenAI encodings exactly at a
+// estimate.Heuristic{}; tokenizer/tiktoken.Estimator{} counts OpenAI encodings exactly at a
 // much higher CPU cost. A nil e restores the default.
 func WithEstimator(e Estimator) Option {
 	return optionFunc(func(c *config) { c.limiter.estimator = e })

@@ -6,7 +6,7 @@ import (
 )
 
 func TestLimiterCostRatiosAndReservedOutput(t *testing.T) {
-	ones := EstimatorFunc(func(_, text string) int { return len(text) })
+	ones := estimatorFunc(func(_, text string) int { return len(text) })
 	req := func(model string, maxTokens int) *Request {
 		return &Request{Model: model, MaxTokens: maxTokens, Messages: []Message{UserMessage(strings.Repeat("x", 93))}}
 	}
@@ -106,3 +106,8 @@ func TestLimitsAndLimiterConfigValidation(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 }
+
+// estimatorFunc adapts a function to the Estimator interface, for tests.
+type estimatorFunc func(model, text string) int
+
+func (f estimatorFunc) CountTokens(model, text string) int { return f(model, text) }

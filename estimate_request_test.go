@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"encoding/json"
+	"github.com/llmclient/llmclient/estimate"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,7 +11,7 @@ import (
 )
 
 // runes counts one token per character, so the formula's framing is easy to see.
-var runes = llmclient.EstimatorFunc(func(_, text string) int { return utf8.RuneCountInString(text) })
+var runes = countFunc(func(_, text string) int { return utf8.RuneCountInString(text) })
 
 func TestEstimatePromptTokensFormula(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,7 +46,7 @@ func TestEstimatePromptTokensFormula(t *testing.T) {
 
 func TestEstimatePromptTokensNilEstimatorIsHeuristic(t *testing.T) {
 	req := &llmclient.Request{Model: "gpt-4o", Messages: []llmclient.Message{llmclient.UserMessage("The quick brown fox.")}}
-	h := llmclient.EstimatePromptTokens(llmclient.HeuristicEstimator{}, req)
+	h := llmclient.EstimatePromptTokens(estimate.Heuristic{}, req)
 	if got := llmclient.EstimatePromptTokens(nil, req); got != h || h < 3+4+4 {
 		t.Fatalf("nil estimator %d, heuristic %d", got, h)
 	}
@@ -61,14 +62,14 @@ func TestEncodingForModel(t *testing.T) {
 		"text-embedding-3-small": "cl100k_base", "openai/gpt-4": "cl100k_base",
 		"claude-sonnet-4-5": "o200k_base", "gemini-2.5-pro": "o200k_base", "": "o200k_base",
 	} {
-		if got := llmclient.EncodingForModel(model); got != want {
+		if got := estimate.EncodingForModel(model); got != want {
 			t.Errorf("EncodingForModel(%q) = %q, want %q", model, got, want)
 		}
 	}
 }
 
 func TestHeuristicEstimatorShapes(t *testing.T) {
-	h := llmclient.HeuristicEstimator{}
+	h := estimate.Heuristic{}
 	for _, tc := range []struct {
 		text     string
 		min, max int
@@ -101,7 +102,7 @@ func FuzzHeuristicEstimator(f *testing.F) {
 		"城市的夜晚", "日本語のテキスト", "한국어 텍스트", "🦊 emoji", "\xe4\xb8", "\xf0\x9f", "a\u00a0b", "Ünïcödé café"} {
 		f.Add(s)
 	}
-	h := llmclient.HeuristicEstimator{}
+	h := estimate.Heuristic{}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, model := range []string{"gpt-4o", "gpt-4"} {
 			n := h.CountTokens(model, s)
@@ -110,6 +111,18 @@ func FuzzHeuristicEstimator(f *testing.F) {
 			}
 			if n != h.CountTokens(model, s) {
 				t.Fatal("not deterministic")
+			}
+			// Text added after a text never takes back more than two of its tokens: it can
+			// only change how the end joins the start of what follows (a blank becomes a
+			// word's prefix, a newline joins punctuation), when the text is valid UTF-8.
+			if utf8.ValidString(s) {
+				for i := range min(len(s), 64) {
+					if head := s[:len(s)-i]; utf8.ValidString(head) {
+						if m := h.CountTokens(model, head); m > n+2 {
+							t.Fatalf("CountTokens(%s, %q) = %d, but %d for its start %q", model, s, n, m, head)
+						}
+					}
+				}
 			}
 		}
 	})

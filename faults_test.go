@@ -141,8 +141,8 @@ func TestFaultAttemptTimeoutRetries(t *testing.T) {
 		require.Len(t, resp.Attempts, 2)
 		assert.Equal(t, llmclient.ClassTimeout, resp.Attempts[0].Class)
 		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrAttemptTimeout)
-		assert.GreaterOrEqual(t, d, 5*time.Second+250*time.Millisecond)
-		assert.LessOrEqual(t, d, 5*time.Second+750*time.Millisecond)
+		// A hang is not overload: the last upstream is retried at once, without a backoff.
+		assert.Equal(t, 5*time.Second, d)
 	})
 }
 

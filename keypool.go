@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -65,6 +66,30 @@ type poolKey struct {
 	// cool).
 	pausedUntil atomic.Int64
 	limiter     *keyLimiter
+	// reported is the quota the upstream last reported for the key, at reportedAt, for
+	// Snapshot; hasReport is false before the first report.
+	reportMu   sync.Mutex
+	reported   RateLimits
+	reportedAt time.Time
+	hasReport  bool
+}
+
+// record keeps the quota the upstream reported for k, for Snapshot.
+func (k *poolKey) record(rl *RateLimits) {
+	if rl == nil {
+		return
+	}
+	now := time.Now()
+	k.reportMu.Lock()
+	k.reported, k.reportedAt, k.hasReport = *rl, now, true
+	k.reportMu.Unlock()
+}
+
+// lastReport returns the quota the upstream last reported for k and when.
+func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
+	k.reportMu.Lock()
+	defer k.reportMu.Unlock()
+	return k.reported, k.reportedAt, k.hasReport
 }
 
 // keyPool is the set of keys of one upstream, and what the upstream's calls take (the

@@ -321,7 +321,7 @@ func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
 	if wait > 0 {
 		msg += " (it would wait " + wait.Round(time.Millisecond).String() + ")"
 	}
-	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg}
+	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg, AdmitAfter: max(wait, 0)}
 }
 
 // noTime is the refusal of a request whose expected service time does not fit before its

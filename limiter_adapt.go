@@ -144,6 +144,20 @@ func (s *headerSync) charge(estimate int) int {
 	return estimate
 }
 
+// capacities returns the bursts of the per-minute request and token buckets the state
+// enforces now (0 for a bucket without a limit), for Snapshot.
+func (s *headerSync) capacities() (requests, tokens float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.applied.Requests; r.Limited() {
+		requests = r.Size()
+	}
+	if r := s.applied.Tokens; r.Limited() {
+		tokens = r.Size()
+	}
+	return requests, tokens
+}
+
 // prior is the usage ratio, 1 until known.
 func (s *headerSync) prior() float64 {
 	if s.usageN < usageAfter {
@@ -340,10 +354,11 @@ func (s *headerSync) calibrateLocked(c limitstore.Correction) {
 	}
 }
 
-// syncLimits feeds the rate-limit headers read with a's answer to its key's limiter.
-// charged says whether the upstream counted the attempt.
+// syncLimits feeds the rate-limit headers read with a's answer to its key's limiter, and
+// keeps them for Snapshot. charged says whether the upstream counted the attempt.
 func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
 	if rl != nil && a.key != nil {
+		a.key.record(rl)
 		a.key.limiter.observe(rl, &a.lease, charged)
 	}
 }

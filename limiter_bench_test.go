@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"context"
+	"github.com/llmclient/llmclient/estimate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,8 +124,8 @@ func BenchmarkHeuristicEstimator(b *testing.B) {
 			texts = strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 		}
 		for _, model := range []string{"gpt-4o", "gpt-4"} {
-			b.Run(name+"/"+EncodingForModel(model), func(b *testing.B) {
-				h := HeuristicEstimator{}
+			b.Run(name+"/"+estimate.EncodingForModel(model), func(b *testing.B) {
+				h := estimate.Heuristic{}
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
 				for b.Loop() {

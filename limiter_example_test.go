@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"fmt"
+	"github.com/llmclient/llmclient/estimate"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -34,12 +35,12 @@ func ExampleLimits() {
 
 // EstimatePromptTokens is what the limiter charges for a prompt, before the reserved output.
 // The exact count with o200k_base is 24: 13 tokens of text, 4 of framing per message and 3
-// to prime the reply; the heuristic errs a little high.
+// to prime the reply; the heuristic, which may err up to 10% high, matches it here.
 func ExampleEstimatePromptTokens() {
 	req := &llmclient.Request{Model: "gpt-4o", Messages: []llmclient.Message{
 		llmclient.SystemMessage("You are a helpful assistant."),
 		llmclient.UserMessage("What is the capital of Australia?"),
 	}}
-	fmt.Println(llmclient.EstimatePromptTokens(llmclient.HeuristicEstimator{}, req))
-	// Output: 26
+	fmt.Println(llmclient.EstimatePromptTokens(estimate.Heuristic{}, req))
+	// Output: 24
 }

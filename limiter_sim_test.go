@@ -41,7 +41,7 @@ func newSimUpstream(rpm, tpm int, latency time.Duration) *simUpstream {
 
 // exactPrompt counts a request's prompt as the upstream does.
 func exactPrompt(req *llmclient.Request) int {
-	exact := llmclient.EstimatorFunc(func(_, text string) int {
+	exact := countFunc(func(_, text string) int {
 		n, err := tiktoken.Count(tiktoken.O200kBase, text)
 		if err != nil {
 			panic(err)
@@ -220,3 +220,8 @@ func simulate(t *testing.T, reqs []*llmclient.Request, duration time.Duration, p
 		}
 	})
 }
+
+// countFunc adapts a function to llmclient.Estimator.
+type countFunc func(model, text string) int
+
+func (f countFunc) CountTokens(model, text string) int { return f(model, text) }

@@ -23,12 +23,16 @@ type Client struct {
 	reroutes [numReroutes][]*upstream
 	observer func(context.Context, Event)
 	calls    atomic.Uint64 // call IDs
-	needCost bool
+	// needStats: some route routes by latency or hedges after an observed delay, so the
+	// upstreams keep latency statistics.
+	needStats bool
+	needCost  bool
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
+	embedChain    attemptFunc
 	handler       Handler
 }
 
@@ -39,6 +43,34 @@ type upstream struct {
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
+	// slowCall and slowFirstToken are the breaker's thresholds for a slow one-shot call
+	// and a slow stream start.
+	slowCall, slowFirstToken time.Duration
+	// latStats and ttftStats are recent one-shot latencies and stream times to first
+	// token, kept when a route routes by latency or hedges after an observed delay.
+	latStats, ttftStats latencyStats
+	// drained is set while the operator drains the upstream (Client.Drain).
+	drained atomic.Bool
+	// ramp paces the upstream's calls after its breaker closed; nil without
+	// WithRecoveryRamp.
+	ramp *recoveryRamp
+	// recent counts the upstream's recent calls for Snapshot.
+	recent recentStats
+}
+
+// healthy reports whether the upstream could serve now: its breaker admits and a key is
+// usable.
+func (up *upstream) healthy(now time.Time) bool {
+	return !up.drained.Load() && up.breaker.Admits() && up.keys.available(now, nil)
+}
+
+// inFlight is the number of the upstream's attempts in flight.
+func (up *upstream) inFlight() int32 {
+	var n int32
+	for _, k := range up.keys.keys {
+		n += k.inFlight.Load()
+	}
+	return n
 }
 
 // New returns a Client configured by opts. It validates every option and reports all
@@ -59,29 +91,67 @@ func New(opts ...Option) (*Client, error) {
 		observer: cfg.observer,
 	}
 	c.needCost = cfg.limiter.enabled(&cfg)
+	for _, r := range cfg.routing {
+		c.needStats = c.needStats || r == RouteLatency
+	}
+	for _, h := range cfg.hedging {
+		c.needStats = c.needStats || (h.On && h.Delay == 0)
+	}
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
-		up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &c.cfg.limiter),
-			budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
-		if up.timeout == 0 {
-			up.timeout = cfg.attemptTimeout
-		}
-		bc := cfg.breaker
-		name, userHook := u.Name, cfg.breaker.OnStateChange
-		bc.OnStateChange = func(from, to breaker.State) {
-			c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
-			if userHook != nil {
-				userHook(from, to)
-			}
-		}
-		b, err := breaker.New(bc)
+		up, err := c.newUpstream(u)
 		if err != nil {
-			return nil, fmt.Errorf("upstream %q: %w", name, err)
+			return nil, err
 		}
-		up.breaker = b
 		c.upstreams = append(c.upstreams, up)
 		c.byName[u.Name] = up
 	}
+	c.buildRoutes()
+
+	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
+	c.streamChain = c.chain(c.callStream, c.guardLayer)
+	c.embedChain = c.chain(c.callEmbed, c.timeoutLayer)
+	var h Handler = core{c}
+	for i := len(cfg.middleware) - 1; i >= 0; i-- {
+		h = cfg.middleware[i](h)
+	}
+	c.handler = h
+	return c, nil
+}
+
+// newUpstream builds the per-upstream state of u: its key pool, breaker and retry budget.
+func (c *Client) newUpstream(u Upstream) (*upstream, error) {
+	cfg := &c.cfg
+	up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &cfg.limiter),
+		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout, ramp: newRecoveryRamp(cfg.recoveryRamp)}
+	if up.timeout == 0 {
+		up.timeout = cfg.attemptTimeout
+	}
+	bc := cfg.breaker
+	name, userHook := u.Name, cfg.breaker.OnStateChange
+	ramp := up.ramp
+	bc.OnStateChange = func(from, to breaker.State) {
+		if to == breaker.Closed {
+			ramp.begin(time.Now())
+		}
+		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
+		if userHook != nil {
+			userHook(from, to)
+		}
+	}
+	b, err := breaker.New(bc)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", name, err)
+	}
+	up.breaker = b
+	bcfg := b.Config()
+	up.slowCall, up.slowFirstToken = bcfg.SlowCall, bcfg.SlowFirstToken
+	return up, nil
+}
+
+// buildRoutes resolves the model groups and the fallback lists to upstreams.
+func (c *Client) buildRoutes() {
+	cfg := &c.cfg
 	c.groups = make(map[string][]*upstream, len(cfg.groups))
 	for g, names := range cfg.groups {
 		chain := c.lookup(names)
@@ -92,15 +162,6 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.reroutes[rerouteContext] = c.lookup(cfg.contextFallback)
 	c.reroutes[rerouteContent] = c.lookup(cfg.contentFallback)
-
-	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
-	c.streamChain = c.chain(c.callStream, c.guardLayer)
-	var h Handler = core{c}
-	for i := len(cfg.middleware) - 1; i >= 0; i-- {
-		h = cfg.middleware[i](h)
-	}
-	c.handler = h
-	return c, nil
 }
 
 // Complete sends req and returns the response, after whatever retries and failovers the

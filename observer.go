@@ -2,12 +2,14 @@ package llmclient
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/breaker"
-	"log/slog"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
 )
 
-// EventKind says what an Event reports.
+// EventKind says what an Event reports. Kinds are added as the Client learns to report
+// new decisions (hedging, budgets, caching): an observer must ignore kinds it does not
+// know, and String names every kind, known or not.
 type EventKind uint8
 
 // The event kinds.
@@ -33,9 +35,32 @@ const (
 	// Latency the call's whole duration (for a stream, to its end or close), Usage its
 	// tokens; for a stream, TimeToFirstToken, Chunks and TimePerChunk.
 	EventCall
+	// EventHedge: a hedged call sent attempt Attempt to Target while its attempt on
+	// Upstream was still waiting for an answer (see Hedge).
+	EventHedge
+	// EventControl: an operator control acted on Upstream (and Key): Action is
+	// "breaker_reset", "breaker_force_open", "breaker_force_closed", "key_evict" (Until
+	// ends it), "key_restore", "drain" or "undrain". See Client.Drain and the methods
+	// beside it.
+	EventControl
+	// EventCacheHit: cache middleware answered a call from a stored answer, without an
+	// upstream call (Semantic for the semantic cache, with the matched question's
+	// Similarity; Age is the answer's age). Cache events come from package cache
+	// (cache.ClientEvents), before the call begins: they carry its Model and the cache's
+	// Partition, and CallID 0.
+	EventCacheHit
+	// EventCacheMiss: cache middleware found no usable answer; the call goes on to the
+	// upstreams.
+	EventCacheMiss
+	// EventCacheGuardRejected: the semantic cache found a similar question (Similarity)
+	// but a guard rule rejected it; the call goes on to the upstreams.
+	EventCacheGuardRejected
+	// EventCacheStored: cache middleware stored a call's answer.
+	EventCacheStored
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge",
+	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -46,10 +71,17 @@ func (k EventKind) String() string {
 }
 
 // Event is what the Client tells its observer. Fields that do not apply to a kind are zero.
-// Events never contain API keys: Key is a label such as "key#2".
+// Events never contain API keys: Key is a label such as "key#2". New fields may be added.
 type Event struct {
 	Kind EventKind
+	// Time is when the event happened: for EventAttempt, when the attempt ended; for
+	// EventCall, when the call ended.
 	Time time.Time
+	// Start is when the reported span of time began: for EventAttempt, when the attempt
+	// began, after the wait before it (backoff, Retry-After) and before its own waits in
+	// the key pool and the limiter; for EventCall, when the call began. With Time it
+	// places an attempt or a call on a timeline (a trace span).
+	Start time.Time
 	// CallID identifies the call an event belongs to, unique within the Client and the
 	// same for every event of one call (0 for events of no call, such as EventBreaker).
 	CallID uint64
@@ -67,11 +99,28 @@ type Event struct {
 	Class   Class
 	Status  int
 	// Local marks an attempt that was refused locally, without an upstream call.
-	Local   bool
+	Local bool
+	// Hedge marks a hedged attempt (see Hedge), for EventAttempt and EventHedge.
+	Hedge bool
+	// Retry marks an attempt that retried the upstream of the call's previous upstream
+	// call (not the call's first on that upstream).
+	Retry bool
+	// Latency is an attempt's upstream call (for a committed stream, the whole stream),
+	// or a call's whole duration (EventCall).
 	Latency time.Duration
-	// TimeToFirstToken is a stream attempt's time to its first content token.
+	// TimeToFirstToken is, for EventAttempt, a stream attempt's time from its upstream
+	// call to its first content token; for EventCall, a stream's time from the call's
+	// start to its first content token, the attempts before included: what the caller
+	// waited.
 	TimeToFirstToken time.Duration
-	Waited           time.Duration
+	// Waited is the time an attempt spent waiting before its upstream call: the backoff
+	// or Retry-After before it, the caller partition's admission (first attempt), cooling
+	// keys and the key's limiter.
+	Waited time.Duration
+	// LimiterWait is the part of Waited spent in the Client's own admission: the caller
+	// partition's limiter (first attempt), every key cooling down, and the key's limiter
+	// (RPM, TPM, concurrency). A local refusal reports what it waited before refusing.
+	LimiterWait time.Duration
 	// EstimatedTokens is the limiter's estimate; InputTokens and OutputTokens the reported usage.
 	EstimatedTokens int
 	InputTokens     int
@@ -80,13 +129,24 @@ type Event struct {
 	FinishReason  FinishReason
 	ResponseModel string
 	// Chunks counts a stream's data chunks and TimePerChunk is the mean time between them
-	// after the first, for EventCall.
+	// after the first, for EventCall; Chunks is 0 for a one-shot call and for a stream that
+	// failed before its first token.
 	Chunks       int
 	TimePerChunk time.Duration
 	// From and To are breaker states, for EventBreaker.
 	From, To breaker.State
+	// Action is what an operator control did, for EventControl.
+	Action string
 	// Until ends a cooldown or eviction.
 	Until time.Time
+	// Embed marks the events of an embedding call (Client.Embed): each of its batches is
+	// a call of its own, with its own CallID.
+	Embed bool
+	// Semantic marks the events of the semantic cache, Similarity is its cosine
+	// similarity and Age a cached answer's age, for the EventCache kinds.
+	Semantic   bool
+	Similarity float64
+	Age        time.Duration
 	// Err is the attempt's error, or the reason for an alert.
 	Err error
 }
@@ -109,63 +169,10 @@ func (r *run) observe(e Event) {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		e.CallID, e.Metadata, e.Partition = r.id, r.orig.Metadata, r.partitionName
+		e.CallID, e.Metadata, e.Partition, e.Embed = r.id, r.orig.Metadata, r.partitionName, r.emb != nil
 		if e.Model == "" {
 			e.Model = r.orig.Model
 		}
 		r.c.observer(r.ctx, e)
-	}
-}
-
-// SlogObserver returns an observer that logs every Event to logger: attempts that failed and
-// alerts at Warn, breaker and key changes at Info, successful attempts at Debug.
-func SlogObserver(logger *slog.Logger) func(context.Context, Event) {
-	return func(ctx context.Context, e Event) {
-		level := slog.LevelInfo
-		switch {
-		case e.Kind == EventAttempt && e.Err == nil:
-			level = slog.LevelDebug
-		case e.Kind == EventAttempt, e.Kind == EventAlert:
-			level = slog.LevelWarn
-		}
-		if !logger.Enabled(ctx, level) {
-			return
-		}
-		attrs := make([]slog.Attr, 0, 12)
-		attrs = append(attrs, slog.String("event", e.Kind.String()))
-		if e.Upstream != "" {
-			attrs = append(attrs, slog.String("upstream", e.Upstream))
-		}
-		if e.Model != "" {
-			attrs = append(attrs, slog.String("model", e.Model))
-		}
-		if e.Key != "" {
-			attrs = append(attrs, slog.String("key", e.Key))
-		}
-		switch e.Kind {
-		case EventAttempt:
-			attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()),
-				slog.Duration("latency", e.Latency), slog.Duration("waited", e.Waited))
-			if e.Status != 0 {
-				attrs = append(attrs, slog.Int("status", e.Status))
-			}
-			if e.EstimatedTokens != 0 {
-				attrs = append(attrs, slog.Int("estimated_tokens", e.EstimatedTokens))
-			}
-			if e.InputTokens != 0 || e.OutputTokens != 0 {
-				attrs = append(attrs, slog.Int("input_tokens", e.InputTokens), slog.Int("output_tokens", e.OutputTokens))
-			}
-		case EventBreaker:
-			attrs = append(attrs, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
-		case EventKeyCooldown, EventKeyEvicted:
-			attrs = append(attrs, slog.Time("until", e.Until))
-		}
-		if e.Class != ClassNone && e.Kind != EventAttempt {
-			attrs = append(attrs, slog.String("class", e.Class.String()))
-		}
-		if e.Err != nil {
-			attrs = append(attrs, slog.String("error", e.Err.Error()))
-		}
-		logger.LogAttrs(ctx, level, "llmclient "+e.Kind.String(), attrs...)
 	}
 }

@@ -1,6 +1,9 @@
 package llmclient
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // Provider is a vendor adapter: it turns a Request into the vendor's HTTP call and the
 // vendor's answer into a Response, a stream of Chunks, or an *Error with its Class.
@@ -30,6 +33,10 @@ type Call struct {
 	// Notes is where adapters append notes on how they translated the request (a clamped
 	// parameter, a remapped id); the Client copies them into Attempt.Notes.
 	Notes []string
+	// Headers are extra HTTP headers for this call (CallOptions.Headers), set on the
+	// vendor request after the adapter's own and before its credential. Adapters must not
+	// modify them.
+	Headers http.Header
 }
 
 // ProviderStream is an open streaming response.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/slogobserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,7 +74,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	var mu sync.Mutex
 	var events []string
 	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	slogObs := llmclient.SlogObserver(logger)
+	slogObs := slogobserver.New(logger)
 	scenarios := []string{"ok", "401", "429", "quota", "400", "500", "html", "stream-error", "stream-ok"}
 	for _, sc := range scenarios {
 		t.Run(sc, func(t *testing.T) {

@@ -86,6 +86,10 @@ type Response struct {
 	Fallback bool
 	// Degraded is true when the final fallback function produced the response.
 	Degraded bool
+	// Cached is true when middleware answered from a stored answer instead of an
+	// upstream (package cache: an exact or semantic hit, an idempotency replay). Usage is
+	// then that of the call that produced the answer, and Attempts is empty.
+	Cached bool
 }
 
 // Attempt records one try of a call against one upstream.
@@ -107,6 +111,9 @@ type Attempt struct {
 	// every key cooling down or evicted, the limiter could not admit in time, the adapter
 	// could not express the request). See Decision.
 	Local bool
+	// Hedge marks an attempt sent while an earlier attempt of the call was still waiting
+	// for an answer (see Hedge). The attempt that lost the race ends ClassCanceled.
+	Hedge bool
 	// Start is when the upstream call began, after the waits (for a local refusal, when
 	// the attempt began).
 	Start time.Time
@@ -134,6 +141,9 @@ type Attempt struct {
 	// Notes are the adapter's notes on how it translated the request for its vendor (a
 	// clamped parameter, a remapped id), copied from Call.Notes.
 	Notes []string
+	// Batch is, for Client.Embed, the index of the batch the attempt belongs to (from 0,
+	// in input order); Number counts from 1 within each batch. 0 for other calls.
+	Batch int
 }
 
 // RateWindow is one quota dimension reported by an upstream.

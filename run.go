@@ -23,6 +23,8 @@ type run struct {
 	req           *Request // as sent: a copy with a larger output budget after GrowOutput
 	orig          *Request // the caller's request
 	cost          int
+	// prompt is 1 + the prompt's estimate once computed (0: not yet).
+	prompt int
 	// chain is the attempt layers of the run's front door; keep leaves a successful
 	// attempt unsettled, for a stream to settle when it ends.
 	chain attemptFunc
@@ -59,16 +61,28 @@ type run struct {
 	// handedOver is set once a committed attempt owns the rest of the run.
 	cur        *attempt
 	handedOver bool
+	// opts are the call's CallOptions, nil for none.
+	opts *CallOptions
+	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge, and
+	// hedgedOn is the upstream a hedge that failed aside called, which counts against
+	// that upstream's cap should the call move there.
+	hedge     Hedge
+	hedgeSent bool
+	hedgedOn  *upstream
 
 	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
-	// holds the first attempt of the trace for the same reason.
+	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
 	a        attempt
 	traceBuf [1]Attempt
+	routeBuf [4]*upstream
 	// single allows one upstream call only: a transport request whose body cannot be
 	// replayed.
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
 	tx *txCall
+	// emb is the embedding batch of a Client.Embed call (embed_run.go), handed to every
+	// attempt; nil for other calls.
+	emb *embedBatch
 }
 
 // step is where the loop goes after a failed attempt.
@@ -96,7 +110,8 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 // partition's limits. On error nothing stays held.
 //
 // A transport call (r.tx set) carries a raw HTTP request instead: its shape is not checked
-// and its cost is set by the transport beforehand.
+// and its cost is set by the transport beforehand; so is an embedding batch's (r.emb set),
+// whose Request only names its model, metadata and priority.
 //
 // A call that begin refuses has ended: the observer hears of it (EventCall).
 func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
@@ -108,12 +123,13 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 }
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
-	if r.tx == nil {
+	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
 			return err
 		}
 		if c.needCost {
-			r.cost = c.cfg.limiter.cost(req)
+			r.prompt = c.cfg.limiter.promptTokens(req) + 1
+			r.cost = c.cfg.limiter.costWith(req, r.prompt-1)
 		}
 	}
 	r.c, r.req, r.orig, r.start, r.ctx = c, req, req, time.Now(), ctx
@@ -122,7 +138,21 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 	}
 	r.route, r.chain, r.keep = route, chain, keep
 	r.trace = r.traceBuf[:0]
-	if len(route) == 0 {
+	if o := callOptions(ctx); o != nil {
+		if err := o.check(); err != nil {
+			return err
+		}
+		r.applyCallOptions(o)
+	}
+	if len(r.route) > 1 {
+		if r.tx == nil && (len(c.cfg.hedging) > 0 || r.opts != nil && r.opts.Hedge != nil) {
+			r.hedge = c.hedgeOf(req.Model, r.opts)
+		}
+		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
+			r.route = c.order(r.route, s, keep && r.tx == nil, r.start, r.routeBuf[:0])
+		}
+	}
+	if len(r.route) == 0 {
 		return &Error{Class: ClassNotFound, Model: req.Model, Err: ErrNoUpstream,
 			Message: "no upstream serves model " + strconv.Quote(req.Model)}
 	}
@@ -134,8 +164,14 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 // stream, which settles it when it ends. Every error it returns is an *Error.
 func (r *run) exec(ctx context.Context) (*attempt, error) {
 	for {
-		a := r.next()
-		err := r.chain(ctx, a)
+		var a *attempt
+		var err error
+		if delay, ok := r.hedgeDelay(); ok {
+			a, err = r.hedged(ctx, delay)
+		} else {
+			a = r.next()
+			err = r.chain(ctx, a)
+		}
 		if err == nil {
 			r.succeeded(a)
 			return a, nil
@@ -161,22 +197,15 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 func (r *run) next() *attempt {
 	a := &r.a
 	switch {
-	case r.keep:
-		a = &attempt{}
+	case r.keep && r.number > 0:
+		a = &attempt{} // a stream's earlier attempt may still be referenced
 	case r.number > 0:
 		*a = attempt{} // the run's attempt is reused; the first one is still zero
 	}
-	up := r.route[r.pos]
 	if r.first == nil {
-		r.first = up
+		r.first = r.route[r.pos]
 	}
-	model, ok := up.model(r.orig.Model)
-	if !ok { // a fallback upstream may not map the group's model: send it unchanged
-		model = r.orig.Model
-	}
-	r.number++
-	// Field by field: a whole-struct assignment costs a bulk write barrier per call.
-	a.r, a.up, a.req, a.number, a.cost, a.avoid = r, up, r.req, r.number, r.cost, r.avoid
+	r.prepare(a, r.route[r.pos])
 	a.retry = r.onUp > 0
 	a.waited = r.waited
 	if r.number == 1 {
@@ -186,10 +215,24 @@ func (r *run) next() *attempt {
 	} else {
 		a.begun = time.Now()
 	}
-	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
 	a.within = r.within()
 	r.waited, r.avoid, r.cur = 0, nil, a
 	return a
+}
+
+// prepare numbers a and fills in what every attempt of the call on up shares.
+func (r *run) prepare(a *attempt, up *upstream) {
+	model, ok := up.model(r.orig.Model)
+	if !ok { // a fallback upstream may not map the group's model: send it unchanged
+		model = r.orig.Model
+	}
+	r.number++
+	// Field by field: a whole-struct assignment costs a bulk write barrier per call.
+	a.r, a.up, a.req, a.number, a.cost, a.avoid = r, up, r.req, r.number, r.cost, r.avoid
+	a.call.Request, a.call.Model, a.tx = r.req, model, r.tx
+	if r.opts != nil {
+		a.call.Headers = r.opts.Headers
+	}
 }
 
 // within is the wait threshold of the call's priority when a later upstream of its route
@@ -209,28 +252,34 @@ func (r *run) within() time.Duration {
 // advance moves the call to the next upstream of its route, reporting false when none
 // is left.
 func (r *run) advance() bool {
-	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
-		return false
+	for {
+		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+			return false
+		}
+		r.moveTo(r.pos + 1)
+		if r.onUp < r.maxAttempts() { // a hedge may have used up the upstream's cap
+			return true
+		}
 	}
-	r.pos++
-	r.onUp = 0
-	if r.bo != nil {
-		r.bo.Reset()
-	}
-	return true
 }
 
 // maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
 func (r *run) maxAttempts() int {
-	if r.single {
+	switch {
+	case r.single:
 		return 1
+	case r.opts != nil && r.opts.MaxAttempts > 0:
+		return r.opts.MaxAttempts
 	}
 	return r.c.cfg.retry.maxAttempts
 }
 
 func (r *run) maxTotal() int {
-	if r.single {
+	switch {
+	case r.single:
 		return 1
+	case r.opts != nil && r.opts.MaxTotalAttempts > 0:
+		return r.opts.MaxTotalAttempts
 	}
 	return r.c.cfg.retry.maxTotal
 }
@@ -238,6 +287,9 @@ func (r *run) maxTotal() int {
 // succeeded accounts a successful attempt: settled now for a one-shot call.
 func (r *run) succeeded(a *attempt) {
 	r.countCall(a)
+	if r.c.needStats {
+		r.noteLatency(a)
+	}
 	if r.keep {
 		return
 	}
@@ -248,10 +300,13 @@ func (r *run) succeeded(a *attempt) {
 	r.record(a, nil, &a.resp.Usage)
 }
 
-// countCall counts a's upstream call, if it made one.
+// countCall counts a's upstream call, if it made one: for the call, and for the upstream
+// being tried when a is its attempt (a hedge that did not win is not).
 func (r *run) countCall(a *attempt) {
 	if a.called {
-		r.onUp++
+		if a.up == r.route[r.pos] {
+			r.onUp++
+		}
 		r.total++
 	}
 }
@@ -259,8 +314,33 @@ func (r *run) countCall(a *attempt) {
 // failed settles a failed attempt, records it and decides what follows. The Client's
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
+	done, counted := r.account(ctx, a, e, false)
+	if !counted {
+		return r.giveUp(r.decision(a, r.lastErr))
+	}
+	d := r.decision(a, e)
+	p := plan{}
+	if !done {
+		p = r.decide(ctx, a, e, d)
+	}
+	r.conclude(a, e, d, p, done)
+	if p.step == stepNext && r.pos+1 < len(r.route) {
+		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
+			Model: a.call.Model, Class: e.Class, Err: e})
+	}
+	return p
+}
+
+// account settles a failed attempt and counts it; done reports that the caller's context
+// ended. counted is false for an attempt the retry budget refused just before the call:
+// it leaves no trace entry, unless keep or a later attempt has its number already (a
+// hedged pair), when it is recorded here as a local refusal.
+func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (done, counted bool) {
 	r.countCall(a)
-	done := ctx.Err() != nil
+	if r.c.needStats && e.Class == ClassTimeout && a.called {
+		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
+	}
+	done = ctx.Err() != nil
 	if done {
 		// The caller gave up (canceled or out of time): that says nothing about the
 		// upstream's health, so the breaker does not count it.
@@ -268,31 +348,34 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 	} else {
 		a.settle(e.Class, nil)
 	}
-	r.cur = nil
+	if r.cur == a {
+		r.cur = nil
+	}
 	if a.budgetDenied {
-		// Refused by the retry budget just before the call: no trace entry of its own.
 		r.budgetSpent = true
-		r.number--
-		return r.giveUp(r.decision(a, r.lastErr))
+		if keep || a.number != r.number {
+			// Later numbers are given (a hedged pair): it stays in the trace as the
+			// local refusal it was, so that numbers have no gap.
+			r.record(a, e, nil)
+		} else {
+			r.number--
+		}
+		return done, false
 	}
 	r.lastErr = e
 	r.setLast(e)
-	d := r.decision(a, e)
-	p := plan{}
-	if !done {
-		p = r.decide(ctx, a, e, d)
-	}
+	return done, true
+}
+
+// conclude applies a failed attempt's effects on its key (cooldown, eviction, alert),
+// records it and emits the events, once the Client's state is settled.
+func (r *run) conclude(a *attempt, e *Error, d Decision, p plan, done bool) {
 	var evs events
 	if a.called && !done {
 		evs = r.c.effects(a, e, d, p)
 	}
 	r.record(a, e, nil)
 	evs.emit(r)
-	if p.step == stepNext && r.pos+1 < len(r.route) {
-		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
-			Model: a.call.Model, Class: e.Class, Err: e})
-	}
-	return p
 }
 
 // decision returns the table's decision for e, with the upstream's x-should-retry applied
@@ -332,7 +415,10 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 		r.avoid = a.key
 		return r.again(d, 0)
 	}
-	if d.Retry {
+	if d.Retry && !(d.FailoverFirst && d.Failover && r.within() >= 0) {
+		if d.NoBackoff {
+			return r.again(d, 0)
+		}
 		if w, ok := r.retryWait(ctx, e); ok {
 			return r.again(d, w)
 		}
@@ -355,7 +441,7 @@ func (r *run) again(d Decision, wait time.Duration) plan {
 
 // giveUp is what follows when the upstream gives up: the next upstream, or the end.
 func (r *run) giveUp(d Decision) plan {
-	if d.Failover {
+	if d.Failover && (r.opts == nil || !r.opts.NoFailover) {
 		return plan{step: stepNext}
 	}
 	return plan{step: stepStop}

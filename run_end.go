@@ -70,6 +70,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
 		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
 		EstimatedTokens: a.cost, ChargedTokens: a.lease.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
+		Hedge: a.hedge,
 	}
 	if at.Start.IsZero() {
 		at.Start = a.begun
@@ -84,11 +85,22 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		}
 	}
 	r.trace = append(r.trace, at)
+	for i := len(r.trace) - 1; i > 0 && r.trace[i-1].Number > at.Number; i-- {
+		// A hedged call's attempts can end out of order: the trace stays in attempt order.
+		r.trace[i-1], r.trace[i] = r.trace[i], r.trace[i-1]
+	}
+	if a.called {
+		a.up.recent.add(a.end, at.recentLatency(), at.Class)
+	}
 	if r.c.observer != nil {
-		r.observe(Event{Kind: EventAttempt, Upstream: at.Upstream, Model: at.Model, Key: at.Key,
-			Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
-			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, Local: at.Local,
-			EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
+		lw := a.layerWait
+		if a.number == 1 {
+			lw += r.preWait
+		}
+		r.observe(Event{Kind: EventAttempt, Time: a.end, Start: a.begun, Upstream: at.Upstream, Model: at.Model,
+			Key: at.Key, Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
+			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, LimiterWait: lw, Local: at.Local,
+			Retry: a.retry && a.called, Hedge: at.Hedge, EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
 			OutputTokens: at.Usage.OutputTokens, Err: at.Err})
 	}
 }
@@ -236,7 +248,8 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 	if r.c.observer == nil {
 		return
 	}
-	ev := Event{Kind: EventCall, Attempt: len(r.trace), Latency: time.Since(r.start)}
+	ev := Event{Kind: EventCall, Attempt: len(r.trace), Start: r.start, Latency: time.Since(r.start)}
+	ev.Time = r.start.Add(ev.Latency)
 	if resp != nil {
 		ev.Upstream, ev.ResponseModel, ev.FinishReason = resp.Upstream, resp.Model, resp.FinishReason
 		ev.InputTokens, ev.OutputTokens, ev.Status = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Status
@@ -249,7 +262,7 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 		}
 	}
 	if cm != nil {
-		ev.TimeToFirstToken = cm.a.ttft
+		ev.TimeToFirstToken = cm.a.sent.Add(cm.a.ttft).Sub(r.start)
 		ev.Chunks = int(cm.chunks.Load())
 		if ev.Chunks > 1 {
 			ev.TimePerChunk = (cm.a.latency - cm.a.ttft) / time.Duration(ev.Chunks-1)

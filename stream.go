@@ -103,7 +103,7 @@ func (c *Client) guardLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		sctx, cancel := context.WithCancelCause(ctx)
 		var t *time.Timer
-		if ft := c.cfg.stream.firstToken; ft > 0 {
+		if ft := a.limit(ctx, c.cfg.stream.firstToken); ft > 0 {
 			t = time.AfterFunc(ft, func() { cancel(ErrFirstTokenTimeout) })
 		}
 		err := next(sctx, a)

@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,8 +24,10 @@ const defaultMaxReplayBody = 32 << 20
 
 // ErrSDKRetry: a request carried an SDK retry counter above zero (X-Stainless-Retry-Count,
 // sent by openai-go and anthropic-sdk-go) and the transport no longer remembered the
-// failure it answered the SDK's first try with. The transport had already applied its
-// retry policy to that request, so it makes no further upstream attempt.
+// failure it answered the SDK's first try with; or a request repeated a failed one within
+// the repeat window (WithRepeatWindow) when its logical call had no attempt left. The
+// transport had already applied its retry policy to that request, so it makes no further
+// upstream attempt.
 var ErrSDKRetry = errors.New("llmclient: SDK retry not sent: the transport already retried this request (set the SDK's max retries to 0)")
 
 // TransportOption configures a Transport.
@@ -36,7 +40,8 @@ type transportOptionFunc func(*transportConfig)
 func (f transportOptionFunc) applyTransport(c *transportConfig) { f(c) }
 
 type transportConfig struct {
-	maxBody int64
+	maxBody      int64
+	repeatWindow time.Duration
 }
 
 // WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
@@ -99,8 +104,12 @@ const (
 // One retry layer: the transport reads the X-Stainless-Retry-Count header of openai-go
 // and anthropic-sdk-go. A request with a count above zero is the SDK retrying a failure
 // the transport already retried, so it is answered at once with that failure (or an
-// *Error wrapping ErrSDKRetry) and never reaches the upstream. Set the SDKs' own retries
-// to 0 all the same (option.WithMaxRetries(0)): it saves their backoff sleeps.
+// *Error wrapping ErrSDKRetry) and never reaches the upstream. SDKs that retry without a
+// header (google.golang.org/genai) are recognized by the same request coming again
+// shortly after a failure (WithRepeatWindow): the repeat gets only the attempts its
+// logical call has left under the caps, and the same failure at once when none are left.
+// Set the SDKs' own retries to 0 all the same (option.WithMaxRetries(0)): it saves their
+// backoff sleeps.
 //
 // Every response body the transport does not return is drained (at most 64 KiB) and
 // closed. Keys never appear in errors, events or returned error bodies. A Transport is
@@ -114,6 +123,8 @@ type Transport struct {
 	chain  attemptFunc
 	seed   maphash.Seed
 	recent *recentFailures
+	// repeats remembers failures for retries that carry no SDK header (transport_sdkretry.go).
+	repeats *repeats
 }
 
 // Transport returns an http.RoundTripper that sends requests through base (nil means
@@ -129,7 +140,7 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 	t := &Transport{
 		c:      c,
 		base:   base,
-		cfg:    transportConfig{maxBody: defaultMaxReplayBody},
+		cfg:    transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
 		byUp:   make(map[*upstream]*txUpstream),
 		seed:   maphash.MakeSeed(),
 		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
@@ -139,6 +150,7 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 			o.applyTransport(&t.cfg)
 		}
 	}
+	t.repeats = newRepeats(t.cfg.repeatWindow)
 	for _, up := range c.upstreams {
 		d, ok := up.Provider.(Dialect)
 		if !ok {
@@ -183,6 +195,8 @@ type txCall struct {
 	cancel    context.CancelCauseFunc // the live body's attempt context
 	failed    *http.Response          // the latest attempt's error response, body buffered
 	failedNum int                     // the attempt number failed belongs to
+	// failedBody is failed's body, as the caller gets it.
+	failedBody []byte
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -192,29 +206,40 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	caller := req.Context()
-	body, err := readReplayBody(req, t.cfg.maxBody)
-	if err != nil {
+	tr := txRuns.Get().(*txRun)
+	defer tr.release() // last: what follows may still use it
+	body := &tr.body
+	if err := readReplayBody(req, t.cfg.maxBody, body); err != nil {
 		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
 	defer body.close()
-	x := &txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
+	x := &tr.x
+	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
 	count, fromSDK := sdkRetryCount(req.Header)
 	var fp uint64
+	var prior *repeat // the failed call this request repeats, for SDKs without a retry header
+	callCtx := caller
 	if fromSDK {
-		fp = t.fingerprint(req, body)
+		fp = t.fingerprint(req, body, x.sdkKey)
 		if count > 0 {
 			return nil, t.sdkRetry(fp, m)
 		}
+	} else if prior, fp = t.repeatOf(x); prior != nil {
+		var ok bool
+		if callCtx, ok = t.resume(caller, prior, x); !ok {
+			return t.answerRepeat(caller, prior, x)
+		}
 	}
 
-	r := &run{single: !body.replayable(), tx: x}
+	r := &tr.r
+	r.single, r.tx = !body.replayable(), x
 	defer r.cleanup() // a panicking hook leaves nothing held
 	if x.known && t.c.needCost {
 		r.cost = t.cost(&x.call)
 	}
-	ctx, cancelTotal := caller, context.CancelFunc(func() {})
+	ctx, cancelTotal := callCtx, context.CancelFunc(func() {})
 	if x.call.Stream && t.c.cfg.stream.total > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t.c.cfg.stream.total, ErrStreamTimeout)
 	}
@@ -227,22 +252,53 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		done := ctx.Err() != nil
 		r.releasePartition(nil)
 		cancelTotal()
+		r.detachTrace() // the error outlives the pooled run
 		r.ended(nil, r.final(err), nil)
-		return t.failure(done, r, x, err, fromSDK, fp)
+		return t.failure(done, r, x, err, fromSDK, fp, prior)
 	}
+	if prior != nil {
+		t.repeats.forget(fp)
+	}
+	return t.succeeded(r, a, x, caller, cancelTotal), nil
+}
+
+// succeeded hands the successful attempt's response over: settled at once when its body
+// was read whole, else committed to its live body.
+func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) *http.Response {
 	resp := x.resp
 	t.observeLimits(a, resp.Header)
-	if x.live == nil {
-		cancelTotal()
-		a.settle(ClassNone, nil)
-		r.cur = nil
-		r.releasePartition(nil)
-		r.record(a, nil, nil)
-		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
-		return resp, nil
+	if x.live != nil {
+		t.commit(r, a, x, caller, cancelTotal)
+		return resp
 	}
-	t.commit(r, a, x, caller, cancelTotal)
-	return resp, nil
+	cancelTotal()
+	a.settle(ClassNone, nil)
+	r.cur = nil
+	r.releasePartition(nil)
+	r.record(a, nil, nil)
+	if t.c.observer != nil {
+		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
+	}
+	return resp
+}
+
+// txRun is what one transport call needs, in one allocation: recycled when the call
+// returns without handing a live body to its caller, which then owns it.
+type txRun struct {
+	r    run
+	x    txCall
+	body replayBody
+}
+
+var txRuns = sync.Pool{New: func() any { return new(txRun) }}
+
+// release puts tr back in the pool unless a committed attempt holds it.
+func (tr *txRun) release() {
+	if tr.r.handedOver {
+		return
+	}
+	*tr = txRun{}
+	txRuns.Put(tr)
 }
 
 // commit hands the attempt's live body over to its committed attempt, which settles it.
@@ -258,8 +314,9 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 }
 
 // failure answers a request whose attempts all failed; done reports that the call's
-// context ended.
-func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK bool, fp uint64) (*http.Response, error) {
+// context ended. A failure answered to a request without an SDK retry header is
+// remembered for its repeats (prior: the failure it repeats, if any).
+func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK bool, fp uint64, prior *repeat) (*http.Response, error) {
 	final := r.final(err)
 	if done {
 		return nil, final
@@ -267,10 +324,15 @@ func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK boo
 	if n := len(r.trace); x.failed != nil && n > 0 && r.trace[n-1].Number == x.failedNum {
 		resp := x.failed
 		resp.Header.Set("X-Should-Retry", "false")
+		if !fromSDK {
+			t.remember(x, fp, prior, final, resp)
+		}
 		return resp, nil
 	}
 	if fromSDK {
 		t.recent.put(fp, final, time.Now())
+	} else {
+		t.remember(x, fp, prior, final, nil)
 	}
 	return nil, final
 }
@@ -285,7 +347,7 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 
 // sdkRetryCount reads the Stainless SDKs' retry counter.
 func sdkRetryCount(h http.Header) (int, bool) {
-	v := h.Get("X-Stainless-Retry-Count")
+	v := headers.Value(h, "X-Stainless-Retry-Count")
 	if v == "" {
 		return 0, false
 	}
@@ -296,13 +358,16 @@ func sdkRetryCount(h http.Header) (int, bool) {
 	return n, true
 }
 
-// fingerprint identifies a request across an SDK's retries: method, URL and body.
-func (t *Transport) fingerprint(req *http.Request, b *replayBody) uint64 {
+// fingerprint identifies a request across an SDK's retries: method, URL, the caller's
+// credential and body.
+func (t *Transport) fingerprint(req *http.Request, b *replayBody, key string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	h.WriteString(req.Method)
 	h.WriteByte(' ')
 	h.WriteString(req.URL.String())
+	h.WriteByte('\n')
+	h.WriteString(key)
 	h.WriteByte('\n')
 	if b.buf != nil {
 		h.Write(b.buf)
@@ -331,15 +396,21 @@ func (t *Transport) cost(call *APICall) int {
 // recognized shape, the other upstreams of its model's route that speak the same shape
 // and serve the model under the same name.
 func (t *Transport) route(x *txCall) []*upstream {
-	route := []*upstream{x.match.up}
 	model := x.call.Request.Model
 	if !x.known || model == "" {
-		return route
+		return x.match.self
 	}
+	var route []*upstream
 	for _, up := range t.c.route(model) {
 		if up != x.match.up && t.serves(up, x) {
+			if route == nil {
+				route = append(make([]*upstream, 0, 4), x.match.up)
+			}
 			route = append(route, up)
 		}
+	}
+	if route == nil {
+		return x.match.self // nowhere else to go: no allocation
 	}
 	return route
 }
@@ -375,7 +446,7 @@ func (t *Transport) compatible(next attemptFunc) attemptFunc {
 
 // observeLimits pulls the key's limiter down to the quota a successful response reported.
 func (t *Transport) observeLimits(a *attempt, h http.Header) {
-	if a.key == nil || a.key.limiter == nil {
+	if a.key == nil {
 		return
 	}
 	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/internal/headers"
 	"io"
 	"mime"
 	"net/http"
@@ -22,6 +23,11 @@ import (
 // interruption, as after a first token, and memory stays bounded.
 const maxStreamPrefix = 1 << 20
 
+// defaultTransportAttemptTimeout bounds a one-shot transport attempt when neither the
+// upstream nor WithAttemptTimeout does: the caller's base transport (http.DefaultTransport
+// has no response-header timeout) may otherwise wait for ever on a hung upstream.
+const defaultTransportAttemptTimeout = 10 * time.Minute
+
 // guard bounds one attempt: a streaming call by the first-token timeout, a one-shot call
 // by the upstream's attempt timeout. The attempt's context outlives the layer when the
 // response body is still being read from the upstream; the committed attempt then owns
@@ -29,13 +35,14 @@ const maxStreamPrefix = 1 << 20
 func (t *Transport) guard(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		x := a.tx
-		limit, cause := a.up.timeout, ErrAttemptTimeout
+		limit, cause := a.timeout(), ErrAttemptTimeout
+		if limit <= 0 {
+			limit = defaultTransportAttemptTimeout
+		}
 		if x.call.Stream {
 			limit, cause = t.c.cfg.stream.firstToken, ErrFirstTokenTimeout
 		}
-		if dl, ok := ctx.Deadline(); ok && limit > 0 && time.Until(dl) <= limit {
-			limit = 0 // the caller's deadline comes first: no timer needed
-		}
+		limit = a.limit(ctx, limit)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
 		if limit > 0 {
@@ -115,15 +122,29 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 // the credential that went out, for redaction.
 func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *http.Request {
 	x := a.tx
-	out := x.req.Clone(ctx)
+	// A shallow copy: its URL and headers are the caller's until they must change, and
+	// then they are replaced, never modified in place.
+	out := x.req.WithContext(ctx)
 	if tu != x.match {
 		out.URL = target(x.req.URL, x.match, tu)
 		out.Host = ""
+		out.Header = x.req.Header.Clone()
 		if tu.host != x.match.host {
 			stripCredentials(out)
 		}
 	}
+	if len(a.call.Headers) > 0 {
+		if tu == x.match {
+			out.Header = x.req.Header.Clone()
+		}
+		for k, v := range a.call.Headers {
+			out.Header[http.CanonicalHeaderKey(k)] = v
+		}
+	}
 	if a.call.APIKey != "" || tu != x.match {
+		if tu == x.match && len(a.call.Headers) == 0 {
+			out.Header = x.req.Header.Clone()
+		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
 	} else {
 		a.call.APIKey = x.sdkKey // the caller's key goes out: redact it like a pool key
@@ -239,7 +260,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 	cp.TransferEncoding = nil
 	cp.Body = io.NopCloser(bytes.NewReader(data))
 	cp.Request = x.req
-	x.failed, x.failedNum = &cp, a.number
+	x.failed, x.failedNum, x.failedBody = &cp, a.number, data
 }
 
 // readResponse reads a one-shot response whole, up to the replay limit, so that the
@@ -261,11 +282,17 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 		return nil
 	}
 	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.Body = &bufferedBody{Reader: bytes.NewReader(data)}
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
 }
+
+// bufferedBody is a body read whole: a reader that closes (one allocation with the
+// bytes.Reader inside it).
+type bufferedBody struct{ *bytes.Reader }
+
+func (bufferedBody) Close() error { return nil }
 
 // openStream reads a streaming response up to its first content event. Failures before it
 // are the attempt's failures; at it, the response is committed and handed over with the
@@ -319,6 +346,14 @@ func notePre(pre, ch *Chunk) {
 
 // isEventStream reports whether a response is a server-sent event stream.
 func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+	ct := strings.TrimLeft(headers.Value(h, "Content-Type"), " \t")
+	const es = "text/event-stream"
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false // another media type, decided without ParseMediaType's allocations
+	}
+	if len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ' {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == es
 }

@@ -3,6 +3,7 @@ package llmclient
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 )
@@ -17,21 +18,22 @@ type replayBody struct {
 	orig io.ReadCloser // the caller's body, closed once the call is done
 }
 
-// readReplayBody takes over req.Body: it buffers a body up to max bytes.
-func readReplayBody(req *http.Request, max int64) (*replayBody, error) {
-	b := &replayBody{size: 0}
+// readReplayBody takes over req.Body into b: it buffers a body up to max bytes.
+func readReplayBody(req *http.Request, max int64, b *replayBody) error {
+	*b = replayBody{}
 	if req.Body == nil || req.Body == http.NoBody {
-		return b, nil
+		return nil
 	}
 	b.orig = req.Body
 	if req.ContentLength > max && req.GetBody != nil {
 		b.get, b.size = req.GetBody, req.ContentLength
-		return b, nil
+		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+	data, err := readUpTo(req.Body, req.ContentLength, max)
 	if err != nil {
 		_ = req.Body.Close()
-		return nil, err
+		b.orig = nil
+		return err
 	}
 	switch {
 	case int64(len(data)) <= max:
@@ -52,7 +54,7 @@ func readReplayBody(req *http.Request, max int64) (*replayBody, error) {
 		}{io.MultiReader(bytes.NewReader(data), req.Body), req.Body}
 		b.size = req.ContentLength
 	}
-	return b, nil
+	return nil
 }
 
 // replayable reports whether the body can be sent more than once.
@@ -65,7 +67,7 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 		if len(b.buf) == 0 {
 			return http.NoBody, 0, nil
 		}
-		return io.NopCloser(bytes.NewReader(b.buf)), b.size, nil
+		return &bufferedBody{Reader: bytes.NewReader(b.buf)}, b.size, nil
 	case b.get != nil:
 		rc, err := b.get()
 		return rc, b.size, err
@@ -85,7 +87,7 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 func (b *replayBody) getBody() func() (io.ReadCloser, error) {
 	switch {
 	case b.buf != nil && len(b.buf) > 0:
-		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.buf)), nil }
+		return b.reopen
 	case b.get != nil:
 		return b.get
 	}
@@ -98,4 +100,35 @@ func (b *replayBody) close() {
 		_ = b.orig.Close()
 		b.orig = nil
 	}
+}
+
+// reopen is GetBody for a buffered body.
+func (b *replayBody) reopen() (io.ReadCloser, error) {
+	return &bufferedBody{Reader: bytes.NewReader(b.buf)}, nil
+}
+
+// readUpTo reads r whole when it holds at most max bytes, and otherwise returns max+1
+// bytes of it. size is the length the request declares (-1 or 0 when unknown): with it,
+// the body is read into one buffer of the right size.
+func readUpTo(r io.Reader, size, max int64) ([]byte, error) {
+	if size <= 0 || size > max {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	buf := make([]byte, size, size+1)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("llmclient: request body shorter than its ContentLength %d: %w", size, err)
+		}
+		return nil, err
+	}
+	var one [1]byte
+	n, err := r.Read(one[:])
+	if n > 0 { // longer than declared: read on, up to the limit
+		rest, err := io.ReadAll(io.LimitReader(r, max-size))
+		return append(append(buf, one[0]), rest...), err
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
 }

@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"github.com/llmclient/llmclient/internal/headers"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 // txUpstream is an upstream the transport can reach: its Dialect and parsed base URL.
 type txUpstream struct {
 	up     *upstream
+	self   []*upstream // the route of a call that can go nowhere else
 	d      Dialect
 	scheme string
 	host   string // lower case, default port removed
@@ -24,6 +26,7 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 	scheme := strings.ToLower(u.Scheme)
 	return &txUpstream{
 		up:     up,
+		self:   []*upstream{up},
 		d:      d,
 		scheme: scheme,
 		host:   canonicalHost(scheme, u.Host),
@@ -94,7 +97,7 @@ func target(u *url.URL, from, to *txUpstream) *url.URL {
 // of the headers vendors read API keys from, else a "key" query parameter.
 func callerKey(req *http.Request) string {
 	for _, h := range [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
-		v := strings.TrimSpace(req.Header.Get(h))
+		v := strings.TrimSpace(headers.Value(req.Header, h))
 		if v == "" {
 			continue
 		}
@@ -105,7 +108,7 @@ func callerKey(req *http.Request) string {
 		}
 		return v
 	}
-	if req.URL != nil {
+	if req.URL != nil && strings.Contains(req.URL.RawQuery, "key=") {
 		return req.URL.Query().Get("key")
 	}
 	return ""

@@ -20,6 +20,10 @@ type Upstream struct {
 	Limits Limits
 	// Timeout bounds each one-shot attempt on this upstream. Zero uses WithAttemptTimeout's value.
 	Timeout time.Duration
+	// Weight is the upstream's share of the calls under RouteWeighted, relative to the
+	// other upstreams of the route; 0 counts as 1 and values above 1<<20 as 1<<20. It must
+	// not be negative.
+	Weight int
 }
 
 // model returns the upstream's model name for the request model and whether it serves it.

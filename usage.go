@@ -4,7 +4,10 @@ package llmclient
 // usage: the prompt's estimate, and the output's at four bytes of text a token (the
 // output is not kept for counting; CJK text is undercounted by this rule).
 func (c *Client) estimatedUsage(r *run, outBytes int) Usage {
-	in := c.cfg.limiter.promptTokens(r.req)
+	if r.prompt == 0 { // not computed yet (the limiter needs no cost)
+		r.prompt = c.cfg.limiter.promptTokens(r.req) + 1
+	}
+	in := r.prompt - 1
 	out := (max(outBytes, 0) + 3) / 4
 	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: satAdd(in, out), Estimated: true}
 }

@@ -161,3 +161,60 @@ func BenchmarkStreamDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamClient reads the same 20,000-chunk stream through Client.Stream, every
+// layer on (limits, breaker, idle timeout, accumulation or not), next to the adapter's own
+// decoding: what the committed attempt costs per event.
+func BenchmarkStreamClient(b *testing.B) {
+	const n = 20_000
+	in := openaitest.ChatStream(n)
+	ctx := context.Background()
+	hc := &http.Client{Transport: memoryTransport{body: in}}
+	p, err := llmopenai.New(llmopenai.WithBaseURL("http://127.0.0.1:1/v1"), llmopenai.WithHTTPClient(hc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &llmclient.Request{Model: "gpt-4o", Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
+	call := &llmclient.Call{Model: "gpt-4o", Request: req}
+	client := func(keep bool) *llmclient.Client {
+		c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Keys: []string{"k1"},
+			Limits: llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50, MaxConcurrent: 1 << 20}}),
+			llmclient.WithStreamAccumulate(keep))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	readClient := func(c *llmclient.Client) (int, error) {
+		s, err := c.Stream(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		defer s.Close()
+		text := 0
+		for s.Next() {
+			text += len(s.Current().Text)
+		}
+		return text, s.Err()
+	}
+	keep, lean := client(true), client(false)
+	for _, d := range []struct {
+		name string
+		read func() (int, error)
+	}{
+		{"adapter", func() (int, error) { return decodeLLMClient(ctx, p, call) }},
+		{"client", func() (int, error) { return readClient(keep) }},
+		{"client-no-accumulate", func() (int, error) { return readClient(lean) }},
+	} {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		})
+	}
+}

@@ -28,7 +28,9 @@ type memoryStore struct {
 const memorySweepMin = 1024
 
 // NewState returns a new in-memory State for spec, private to its caller. Besides the
-// State methods it has Idle() bool, which reports whether it equals a fresh state.
+// State methods it has Idle() bool (whether it equals a fresh state) and Levels()
+// (requests, tokens float64) (what its main buckets hold now). The States of NewMemory
+// have them too.
 func NewState(spec Spec) State { return newMemState(spec) }
 
 func (s *memoryStore) Open(name string, spec Spec) State {

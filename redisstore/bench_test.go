@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 )
 
 // BenchmarkAdmission measures one admission's latency through the in-memory store and
@@ -16,31 +16,31 @@ import (
 //
 //	cd redisstore && go test -run '^$' -bench Admission -benchtime 20000x
 func BenchmarkAdmission(b *testing.B) {
-	spec := llmclient.LimitSpec{
-		Requests:      llmclient.Rate{PerSecond: 1e9, Burst: 1e9},
-		Tokens:        llmclient.Rate{PerSecond: 1e12, Burst: 1e12},
+	spec := limitstore.Spec{
+		Requests:      limitstore.Rate{PerSecond: 1e9, Burst: 1e9},
+		Tokens:        limitstore.Rate{PerSecond: 1e12, Burst: 1e12},
 		MaxConcurrent: 1 << 20,
 		BatchShare:    1,
 	}
 	srv := startRedis(b)
 	stores := []struct {
 		name  string
-		state llmclient.LimitState
+		state limitstore.State
 	}{
-		{"memory", llmclient.NewMemoryLimitStore().Open("bench", spec)},
+		{"memory", limitstore.NewMemory().Open("bench", spec)},
 		{"redis", srv.store().Open("bench", spec)},
 	}
-	r := llmclient.Reservation{Requests: 1, Tokens: 500, MaxWait: -1}
+	r := limitstore.Reservation{Requests: 1, Tokens: 500, MaxWait: -1}
 	ops := []struct {
 		name string
-		do   func(context.Context, llmclient.LimitState) error
+		do   func(context.Context, limitstore.State) error
 	}{
-		{"reserve", func(ctx context.Context, st llmclient.LimitState) error {
+		{"reserve", func(ctx context.Context, st limitstore.State) error {
 			_, _, err := st.Reserve(ctx, r)
 			return err
 		}},
-		{"slot+reserve+release", func(ctx context.Context, st llmclient.LimitState) error {
-			l, _, err := st.AcquireSlot(ctx, llmclient.PriorityInteractive, -1)
+		{"slot+reserve+release", func(ctx context.Context, st limitstore.State) error {
+			l, _, err := st.AcquireSlot(ctx, false, -1)
 			if err != nil {
 				return err
 			}

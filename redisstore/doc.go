@@ -17,7 +17,16 @@
 //
 // Each call to Redis is bounded by a timeout (DefaultTimeout). When a call fails, the store
 // stops calling Redis for a probe interval and either admits against an in-process limiter
-// (FailOpen, the default) or refuses at once (FailClosed); then one request probes Redis,
-// and the store goes back to it when it answers. Breaker state is not shared: each process
-// keeps its own breakers.
+// (FailOpen, the default) or refuses at once with an error wrapping ErrUnavailable
+// (FailClosed); then one request probes Redis, and the store goes back to it when it
+// answers. Breaker state is not shared: each process keeps its own breakers.
+//
+// Every amount a caller passes (a request's token cost, a usage report, a pause, a
+// remaining-quota count, a scope's rates) is clamped before a script runs and again inside
+// it, as MaxCharge, MaxPause and WaitHorizon describe, so that no number can make a script
+// fail (which would mark Redis down for every scope) or lock a scope for long.
+//
+// New takes any go-redis client: a single server, a Sentinel-managed master, a Cluster or
+// a Ring (see New for what each implies), over TLS when the client is configured for it.
+// The README describes every key the store writes.
 package redisstore

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 )
 
 // unreleased is a lease whose release failed.
@@ -34,7 +34,7 @@ func (st *state) drop(id uint64) {
 }
 
 // retryRelease records a lease whose release failed, to release it once Redis answers.
-func (st *state) retryRelease(lease llmclient.SlotLease) {
+func (st *state) retryRelease(lease limitstore.SlotLease) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.unreleased == nil {
@@ -59,7 +59,7 @@ func (st *state) trackLocked() {
 
 // work returns the renew script's arguments (the TTL, then the members held) and the
 // leases to release again, forgetting those that have expired in Redis anyway.
-func (st *state) work(ttl time.Duration) (renew []any, release []llmclient.SlotLease) {
+func (st *state) work(ttl time.Duration) (renew []any, release []limitstore.SlotLease) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	renew = make([]any, 1, 1+len(st.held))
@@ -72,7 +72,7 @@ func (st *state) work(ttl time.Duration) (renew []any, release []llmclient.SlotL
 			delete(st.unreleased, id)
 			continue
 		}
-		release = append(release, llmclient.SlotLease{ID: id, Batch: u.batch})
+		release = append(release, limitstore.SlotLease{ID: id, Batch: u.batch})
 	}
 	st.trackLocked()
 	return renew, release

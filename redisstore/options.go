@@ -15,9 +15,10 @@ const (
 	// cannot be reached: traffic keeps flowing, and the replicas together may exceed the
 	// shared quota until Redis is back; the upstream's 429s then pace them.
 	FailOpen FailMode = iota
-	// FailClosed refuses admission while Redis cannot be reached: every request fails at
-	// once with an error that wraps llmclient.ErrRateLimited and ErrUnavailable, so the
-	// Client fails over to an upstream that does not use the store.
+	// FailClosed refuses admission while Redis cannot be reached: each LimitState method
+	// returns an error that wraps ErrUnavailable, and a Client's request fails with a
+	// rate_limited error that wraps both llmclient.ErrRateLimited and ErrUnavailable, so
+	// the Client fails over to an upstream that does not use the store.
 	FailClosed
 )
 
@@ -51,6 +52,15 @@ const (
 	DefaultLocalShare = 1.0
 )
 
+// Upper bounds of the durations the options take: far above any useful setting, and low
+// enough that the store's arithmetic on them (deadlines, expiries in Redis, the waiters'
+// TTL of ten polls and two timeouts) cannot overflow.
+const (
+	maxTimeout       = time.Minute
+	maxProbeInterval = time.Hour
+	maxLeaseTTL      = time.Hour
+)
+
 // Option configures a Store.
 type Option interface{ apply(*config) }
 
@@ -82,17 +92,19 @@ func (c *config) validate() error {
 	if c.prefix == "" || strings.ContainsAny(c.prefix, "{}") {
 		errs = append(errs, fmt.Errorf("redisstore: prefix %q must be non-empty and hold no braces", c.prefix))
 	}
-	if c.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("redisstore: timeout must be positive, got %v", c.timeout))
+	if c.timeout <= 0 || c.timeout > maxTimeout {
+		errs = append(errs, fmt.Errorf("redisstore: timeout %v is outside (0, %v]", c.timeout, maxTimeout))
 	}
 	if c.mode > FailClosed {
 		errs = append(errs, fmt.Errorf("redisstore: unknown fail mode %d", c.mode))
 	}
-	if c.probeInterval <= 0 {
-		errs = append(errs, fmt.Errorf("redisstore: probe interval must be positive, got %v", c.probeInterval))
+	if c.probeInterval <= 0 || c.probeInterval > maxProbeInterval {
+		errs = append(errs, fmt.Errorf("redisstore: probe interval %v is outside (0, %v]", c.probeInterval, maxProbeInterval))
 	}
-	if c.leaseTTL < 3*c.timeout || c.leaseTTL < 30*time.Millisecond {
-		errs = append(errs, fmt.Errorf("redisstore: lease TTL %v must be at least 30ms and three timeouts", c.leaseTTL))
+	if c.leaseTTL < 30*time.Millisecond || c.leaseTTL > maxLeaseTTL ||
+		(c.timeout > 0 && c.timeout <= maxTimeout && c.leaseTTL < 3*c.timeout) {
+		errs = append(errs, fmt.Errorf("redisstore: lease TTL %v must be at least 30ms and three timeouts, and at most %v",
+			c.leaseTTL, maxLeaseTTL))
 	}
 	if !(c.localShare > 0 && c.localShare <= 1) {
 		errs = append(errs, fmt.Errorf("redisstore: local share %v is outside (0, 1]", c.localShare))
@@ -106,21 +118,22 @@ func (c *config) validate() error {
 func WithPrefix(p string) Option { return optionFunc(func(c *config) { c.prefix = p }) }
 
 // WithTimeout bounds each call to Redis; a call that takes longer fails and, under
-// FailOpen, the request is admitted locally. Default DefaultTimeout.
+// FailOpen, the request is admitted locally. It must be in (0, 1m]. Default
+// DefaultTimeout.
 func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
 
 // WithFailMode sets what the store does while Redis cannot be reached. Default FailOpen.
 func WithFailMode(m FailMode) Option { return optionFunc(func(c *config) { c.mode = m }) }
 
 // WithProbeInterval sets how long the store stops calling Redis after a failure before a
-// single request tries it again. Default DefaultProbeInterval.
+// single request tries it again. It must be in (0, 1h]. Default DefaultProbeInterval.
 func WithProbeInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.probeInterval = d })
 }
 
 // WithLeaseTTL sets how long a concurrency slot outlives a process that stops renewing it
 // (a crash, a lost network): the bound on how long a dead replica's slots stay taken. It
-// must be at least three timeouts. Default DefaultLeaseTTL.
+// must be at least 30ms and three timeouts, and at most an hour. Default DefaultLeaseTTL.
 func WithLeaseTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.leaseTTL = d }) }
 
 // WithLocalShare sets the share, in (0, 1], of each rate, burst and concurrency bound that

@@ -3,9 +3,14 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,15 +26,60 @@ type redisServer struct {
 	t    testing.TB
 	port int
 	dir  string
+	cfg  serverConfig
 
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has been reaped
+	out    lockedBuffer
+}
+
+// lockedBuffer is the server's output, written by exec's copying goroutine and read by
+// the test.
+type lockedBuffer struct {
 	mu  sync.Mutex
-	cmd *exec.Cmd
-	out bytes.Buffer
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
+// serverConfig shapes a redis-server beyond the defaults (no persistence, loopback only).
+type serverConfig struct {
+	// args are more command-line arguments.
+	args []string
+	// tls, when set, makes the server listen with TLS only, and is the client side of the
+	// handshake that checks it is up; args must name the certificates.
+	tls *tls.Config
+	// sentinel runs the server as a Sentinel with this configuration file's text.
+	sentinel string
+	// skip, when set, skips the test with this reason (and the server's output) instead of
+	// failing it when the server exits at start or does not speak TLS: for features a
+	// build may lack.
+	skip string
 }
 
 // startRedis starts a redis-server found on PATH, without persistence, and stops it when
 // the test ends. Without redis-server the test is skipped, unless CI is "true".
-func startRedis(t testing.TB) *redisServer {
+func startRedis(t testing.TB) *redisServer { return startRedisWith(t, serverConfig{}) }
+
+// startRedisWith starts a redis-server shaped by cfg, like startRedis.
+func startRedisWith(t testing.TB, cfg serverConfig) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -38,57 +88,119 @@ func startRedis(t testing.TB) *redisServer {
 		t.Skip("redis-server is not on PATH: install it to run these tests " +
 			"(Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &redisServer{t: t, port: port, dir: t.TempDir()}
+	s := &redisServer{t: t, port: freePort(t), dir: t.TempDir(), cfg: cfg}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
 }
 
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 func (s *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// argv returns the server's command line.
+func (s *redisServer) argv() []string {
+	port := strconv.Itoa(s.port)
+	if s.cfg.sentinel != "" {
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(s.cfg.sentinel), 0o600); err != nil {
+			s.t.Fatal(err)
+		}
+		return append([]string{conf, "--sentinel", "--port", port, "--bind", "127.0.0.1", "--dir", s.dir}, s.cfg.args...)
+	}
+	a := []string{"--port", port}
+	if s.cfg.tls != nil {
+		a = []string{"--port", "0", "--tls-port", port}
+	}
+	a = append(a, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir)
+	return append(a, s.cfg.args...)
+}
 
 // start runs the server and waits until it answers PING.
 func (s *redisServer) start() {
 	s.t.Helper()
 	s.mu.Lock()
 	s.out.Reset()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	cmd := exec.Command("redis-server", s.argv()...)
 	cmd.Stdout, cmd.Stderr = &s.out, &s.out
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		s.t.Fatalf("start redis-server: %v", err)
 	}
-	s.cmd = cmd
+	exited := make(chan struct{})
+	s.cmd, s.exited = cmd, exited
+	go func() { cmd.Wait(); close(exited) }()
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", s.addr(), time.Second)
+		err := s.ping()
 		if err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			_, err = c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			if err == nil {
-				_, err = c.Read(buf)
+			return
+		}
+		select {
+		case <-exited:
+			s.mu.Lock()
+			out := s.out.String()
+			s.cmd = nil
+			s.mu.Unlock()
+			if s.cfg.skip != "" {
+				s.t.Skipf("%s: redis-server exited: %v\n%s", s.cfg.skip, cmd.ProcessState, out)
 			}
-			c.Close()
-			if err == nil && string(buf) == "+PONG\r\n" {
-				return
-			}
+			s.t.Fatalf("redis-server %q exited: %v\n%s", s.argv(), cmd.ProcessState, out)
+		default:
 		}
 		if time.Now().After(deadline) {
 			s.mu.Lock()
 			out := s.out.String()
 			s.mu.Unlock()
+			var notTLS tls.RecordHeaderError
+			if s.cfg.skip != "" && errors.As(err, &notTLS) {
+				s.stop()
+				s.t.Skipf("%s: redis-server on %s does not speak TLS: %v\n%s", s.cfg.skip, s.addr(), err, out)
+			}
 			s.t.Fatalf("redis-server on %s did not answer: %v\n%s", s.addr(), err, out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ping sends PING and reads +PONG, over TLS when the server uses it.
+func (s *redisServer) ping() error {
+	c, err := net.DialTimeout("tcp", s.addr(), time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if s.cfg.tls != nil {
+		cfg := s.cfg.tls.Clone()
+		cfg.ServerName = "127.0.0.1"
+		tc := tls.Client(c, cfg)
+		if err := tc.Handshake(); err != nil {
+			return err
+		}
+		c = tc
+	}
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", buf)
+	}
+	return nil
 }
 
 // stop kills the server and waits for it.
@@ -100,7 +212,7 @@ func (s *redisServer) stop() {
 	}
 	s.cmd.Process.Signal(syscall.SIGCONT) // in case it was frozen
 	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -126,9 +238,11 @@ func (s *redisServer) client() *redis.Client {
 }
 
 // store returns a Store with its own connection to the server, closed when the test ends.
+// Its timeout is three seconds unless opts say otherwise: a call slower than the default
+// on a loaded machine is not what the tests that do not set it are about.
 func (s *redisServer) store(opts ...redisstore.Option) *redisstore.Store {
 	s.t.Helper()
-	st, err := redisstore.New(s.client(), opts...)
+	st, err := redisstore.New(s.client(), append([]redisstore.Option{redisstore.WithTimeout(3 * time.Second)}, opts...)...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -136,9 +250,10 @@ func (s *redisServer) store(opts ...redisstore.Option) *redisstore.Store {
 	return st
 }
 
-// ctx returns a context for one store call in a test.
+// ctx returns a context for one store call in a test: a guard against hangs, far longer
+// than any call takes on a loaded machine.
 func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 )
 
 // localBit marks the ids of slot leases taken from the local fallback; Redis leases
@@ -16,7 +16,7 @@ import (
 const localBit = 1 << 63
 
 // errNoSlot is returned when no concurrency slot came free in time.
-var errNoSlot = fmt.Errorf("%w: no concurrency slot free", llmclient.ErrRateLimited)
+var errNoSlot = fmt.Errorf("%w: no concurrency slot free", limitstore.ErrRefused)
 
 // member is a lease's or waiter's name in the scope's sorted sets.
 func member(id uint64, batch bool) string {
@@ -27,14 +27,14 @@ func member(id uint64, batch bool) string {
 	return p + strconv.FormatUint(id, 36)
 }
 
-// AcquireSlot implements llmclient.LimitState. The slot is a lease in Redis that this
+// AcquireSlot implements limitstore.State. The slot is a lease in Redis that this
 // process renews while it holds it; a waiter queues in Redis in arrival order and polls,
-// and a slot released by this process wakes its waiters at once.
-func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWait time.Duration) (llmclient.SlotLease, time.Duration, error) {
+// and a slot released by this process wakes its waiters at once. Once the store is
+// closed it takes no lease in Redis (see Close).
+func (st *state) AcquireSlot(ctx context.Context, batch bool, maxWait time.Duration) (limitstore.SlotLease, time.Duration, error) {
 	if st.spec.MaxConcurrent <= 0 {
-		return llmclient.SlotLease{}, 0, nil
+		return limitstore.SlotLease{}, 0, nil
 	}
-	batch := prio == llmclient.PriorityBatch
 	id := (rand.Uint64() &^ localBit) | 1
 	m := member(id, batch)
 	op := "try"
@@ -56,18 +56,24 @@ func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWa
 			timer.Stop()
 		}
 	}()
-	for {
+	for queued := false; ; queued = true {
+		if st.s.closed.Load() {
+			if queued { // closed while waiting: leave the queue, handing on a slot granted meanwhile
+				st.leave(ctx, m, errClosed)
+			}
+			return st.slotFallback(ctx, errClosed, batch, maxWait, start, limitstore.SlotLease{ID: id, Batch: batch})
+		}
 		v, err := st.s.run(ctx, slotScript, st.slotKeys, op, m,
 			st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
 		if err != nil {
-			return st.slotFallback(ctx, err, prio, maxWait, start, llmclient.SlotLease{ID: id, Batch: batch})
+			return st.slotFallback(ctx, err, batch, maxWait, start, limitstore.SlotLease{ID: id, Batch: batch})
 		}
 		if n, _ := v.(int64); n == 1 {
 			st.hold(id, batch)
-			return llmclient.SlotLease{ID: id, Batch: batch}, time.Since(start), nil
+			return limitstore.SlotLease{ID: id, Batch: batch}, time.Since(start), nil
 		}
 		if op == "try" {
-			return llmclient.SlotLease{}, 0, errNoSlot
+			return limitstore.SlotLease{}, 0, errNoSlot
 		}
 		if unregister == nil {
 			wake, unregister = st.s.waiter(st.name)
@@ -77,7 +83,7 @@ func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWa
 		if maxWait > 0 {
 			left := maxWait - time.Since(start)
 			if left <= 0 {
-				return llmclient.SlotLease{}, time.Since(start), st.leave(ctx, m, errNoSlot)
+				return limitstore.SlotLease{}, time.Since(start), st.leave(ctx, m, errNoSlot)
 			}
 			d = min(d, left)
 		}
@@ -91,7 +97,7 @@ func (st *state) AcquireSlot(ctx context.Context, prio llmclient.Priority, maxWa
 		case <-wake:
 			poll = pollMin
 		case <-ctx.Done():
-			return llmclient.SlotLease{}, time.Since(start), st.leave(ctx, m, ctx.Err())
+			return limitstore.SlotLease{}, time.Since(start), st.leave(ctx, m, ctx.Err())
 		}
 	}
 }
@@ -110,9 +116,10 @@ func (st *state) leave(ctx context.Context, m string, why error) error {
 // context's error. A call that failed may still take effect in Redis (a frozen server
 // runs it when it wakes up), so the lease is given back: at once when the caller gave up,
 // else once Redis answers again.
-func (st *state) slotFallback(ctx context.Context, err error, prio llmclient.Priority, maxWait time.Duration,
-	start time.Time, lease llmclient.SlotLease) (llmclient.SlotLease, time.Duration, error) {
+func (st *state) slotFallback(ctx context.Context, err error, batch bool, maxWait time.Duration,
+	start time.Time, lease limitstore.SlotLease) (limitstore.SlotLease, time.Duration, error) {
 	switch {
+	case err == errClosed: // no lease was taken in Redis, or the queue was left already
 	case errors.Is(err, ErrUnavailable):
 		if err != errDown {
 			st.retryRelease(lease)
@@ -122,23 +129,23 @@ func (st *state) slotFallback(ctx context.Context, err error, prio llmclient.Pri
 	}
 	loc, err := st.fallback(err)
 	if loc == nil {
-		return llmclient.SlotLease{}, time.Since(start), err
+		return limitstore.SlotLease{}, time.Since(start), err
 	}
 	left := maxWait
 	if maxWait > 0 {
 		left = max(maxWait-time.Since(start), 0)
 	}
-	lease, _, err = loc.AcquireSlot(ctx, prio, left)
+	lease, _, err = loc.AcquireSlot(ctx, batch, left)
 	if err != nil {
-		return llmclient.SlotLease{}, time.Since(start), err
+		return limitstore.SlotLease{}, time.Since(start), err
 	}
 	lease.ID |= localBit
 	return lease, time.Since(start), nil
 }
 
-// ReleaseSlot implements llmclient.LimitState. A lease that cannot be released in Redis
+// ReleaseSlot implements limitstore.State. A lease that cannot be released in Redis
 // now is released when Redis answers again, or expires there within the lease TTL.
-func (st *state) ReleaseSlot(lease llmclient.SlotLease) {
+func (st *state) ReleaseSlot(lease limitstore.SlotLease) {
 	if st.spec.MaxConcurrent <= 0 {
 		return
 	}
@@ -154,7 +161,7 @@ func (st *state) ReleaseSlot(lease llmclient.SlotLease) {
 }
 
 // release gives a Redis lease back and wakes this process's waiters.
-func (st *state) release(ctx context.Context, lease llmclient.SlotLease) error {
+func (st *state) release(ctx context.Context, lease limitstore.SlotLease) error {
 	_, err := st.s.run(ctx, slotScript, st.slotKeys, "release", member(lease.ID, lease.Batch),
 		st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
 	if err == nil {

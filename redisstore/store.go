@@ -5,20 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrUnavailable is wrapped by the errors of a FailClosed store while Redis cannot be
-// reached, together with llmclient.ErrRateLimited.
-var ErrUnavailable = errors.New("redisstore: redis unavailable")
-
-// errDown is returned without calling Redis while a recent failure keeps it alone.
-var errDown = fmt.Errorf("%w after a recent failure", ErrUnavailable)
-
-// Store is an llmclient.LimitStore kept in Redis: every Client that uses a Store on the
+// Store is an limitstore.Store kept in Redis: every Client that uses a Store on the
 // same Redis with the same prefix admits against the same quotas, pauses and concurrency
 // slots. Pass it to llmclient.WithLimitStore. Each scope's buckets are updated by one
 // server-side script per operation, on the server's clock; slots are leases that expire
@@ -31,7 +25,7 @@ type Store struct {
 	rdb    redis.Scripter
 	cfg    config
 	health health
-	local  llmclient.LimitStore // the FailOpen fallback, and private scopes
+	local  limitstore.Store // the FailOpen fallback, and private scopes
 	// waiterTTL is how long a queued slot waiter, or a slot granted to it and not yet
 	// claimed, outlives its last poll.
 	waiterTTL time.Duration
@@ -46,6 +40,7 @@ type Store struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 // Slot waiters poll Redis, starting fast and slowing down to pollMax; a slot released by
@@ -55,10 +50,26 @@ const (
 	pollMax = 50 * time.Millisecond
 )
 
-// New returns a Store on rdb, usually a *redis.Client or a *redis.ClusterClient. The
-// client must have ContextTimeoutEnabled set, so that the store's timeout bounds each
-// call; New returns an error when it can see that it is not. New neither connects nor
-// closes rdb. It starts one goroutine, which renews held slots until Close.
+// New returns a Store on rdb, any go-redis client: every redis.UniversalClient is a
+// redis.Scripter, and so is whatever redis.NewUniversalClient returns.
+//
+//   - *redis.Client: one server, or through redis.NewFailoverClient the master that
+//     Sentinel names (after a failover the client follows the new master; state written
+//     to the old one and not yet replicated is lost, like any Redis data).
+//   - *redis.ClusterClient: every key of a scope shares one hash tag, so each script
+//     touches a single slot; scopes spread over the nodes.
+//   - *redis.Ring: a scope's keys stay on one shard; when the Ring drops or adds a shard,
+//     the scopes that move start afresh on their new shard (full buckets, no pause, no
+//     slot held), so the Ring suits stores that tolerate such a reset.
+//   - redis.NewFailoverClusterClient (NewUniversalClient with a MasterName and
+//     RouteByLatency or RouteRandomly) works, but the store only writes, so routing reads
+//     to replicas buys nothing, and go-redis v9.22 leaks its Sentinel goroutines on Close:
+//     prefer NewFailoverClient.
+//
+// The client must have ContextTimeoutEnabled set, so that the store's timeout bounds each
+// call; New returns an error when it can see that it is not (for the three types above).
+// For TLS, set the client's TLSConfig (see the README). New neither connects nor closes
+// rdb. It starts one goroutine, which renews held slots until Close.
 func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil Redis client")
@@ -78,7 +89,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 		rdb:       rdb,
 		cfg:       cfg,
 		health:    health{interval: cfg.probeInterval},
-		local:     llmclient.NewMemoryLimitStore(),
+		local:     limitstore.NewMemory(),
 		waiterTTL: 10*pollMax + 2*cfg.timeout,
 		busy:      make(map[*state]struct{}),
 		kick:      make(chan struct{}, 1),
@@ -90,7 +101,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-var _ llmclient.LimitStore = (*Store)(nil)
+var _ limitstore.Store = (*Store)(nil)
 
 // contextTimeouts reports whether the client bounds calls by their context, when its
 // options can be read.
@@ -107,9 +118,14 @@ func contextTimeouts(rdb redis.Scripter) (on, known bool) {
 }
 
 // Close stops renewing the slots this process holds, so they expire within the lease
-// TTL. It does not close the Redis client. It is idempotent and returns nil.
+// TTL, and stops the store's goroutine. After Close, AcquireSlot takes no lease in Redis
+// (nothing would renew it): it acts as if Redis were away, taking a local slot under
+// FailOpen and refusing with ErrUnavailable under FailClosed; a slot taken before Close is
+// still given back to Redis, and the buckets and pauses work as before. Close does not
+// close the Redis client. It is idempotent and returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.closed.Store(true)
 		s.stop()
 		<-s.done
 	})
@@ -123,7 +139,13 @@ func (s *Store) Healthy() bool { return s.health.ok() }
 // Open returns the state of the named scope, shared with every Store on the same Redis
 // and prefix. The empty name is a scope private to the caller, kept in memory. Open does
 // not call Redis. All replicas must open a scope with the same limits.
-func (s *Store) Open(name string, spec llmclient.LimitSpec) llmclient.LimitState {
+//
+// The limits are clamped as described on MaxCharge, MaxPause and WaitHorizon: a rate that
+// is not positive and finite (zero, negative, NaN, +Inf) limits nothing; a rate below one
+// unit per WaitHorizon refills one unit per WaitHorizon; a burst that is negative or NaN
+// is 0, and one above WaitHorizon of its rate is that; MaxConcurrent above 2^53 is 2^53;
+// a BatchShare outside (0, 1] is 1. A Client's limits are never affected.
+func (s *Store) Open(name string, spec limitstore.Spec) limitstore.State {
 	if name == "" {
 		return s.local.Open("", spec)
 	}
@@ -148,7 +170,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 			return nil, ctx.Err() // the caller gave up: that says nothing about Redis
 		}
 		s.health.down()
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, unavailable(err, s.cfg.timeout)
 	}
 	if s.health.up() {
 		select {
@@ -157,6 +179,14 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 		}
 	}
 	return v, nil
+}
+
+// badReply records a reply the store cannot use, as a failure of Redis, and returns its
+// error. The error names the reply's type only: whatever the server sent, the error stays
+// small.
+func (s *Store) badReply(v any) error {
+	s.health.down()
+	return &unavailableError{msg: fmt.Sprintf("redisstore: redis unavailable: unexpected reply of type %T", v)}
 }
 
 // waiter registers a channel that a slot released in this process on the named scope

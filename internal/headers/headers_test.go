@@ -227,9 +227,9 @@ func TestParseReset(t *testing.T) {
 
 func TestReadWindow(t *testing.T) {
 	const (
-		lim = "x-ratelimit-limit-requests"
-		rem = "x-ratelimit-remaining-requests"
-		rst = "x-ratelimit-reset-requests"
+		lim = "X-Ratelimit-Limit-Requests" // ReadWindow takes canonical names
+		rem = "X-Ratelimit-Remaining-Requests"
+		rst = "X-Ratelimit-Reset-Requests"
 	)
 	tests := []struct {
 		name string
@@ -295,6 +295,21 @@ func TestContainsFold(t *testing.T) {
 	for _, tt := range tests {
 		if got := headers.ContainsFold(tt.s, tt.t); got != tt.want {
 			t.Errorf("ContainsFold(%q, %q) = %v, want %v", tt.s, tt.t, got, tt.want)
+		}
+	}
+}
+
+// Value finds what Header.Get finds for a canonical key, in headers as net/http builds them.
+func TestValueIsGetForCanonicalKeys(t *testing.T) {
+	h := http.Header{}
+	h.Add("x-ratelimit-remaining-tokens", "12")
+	h.Add("retry-after", "3")
+	for _, k := range []string{"X-Ratelimit-Remaining-Tokens", "Retry-After", "Retry-After-Ms", "X-Should-Retry"} {
+		if k != http.CanonicalHeaderKey(k) {
+			t.Fatalf("%q is not canonical", k)
+		}
+		if got, want := headers.Value(h, k), h.Get(k); got != want {
+			t.Errorf("Value(%q) = %q, Get = %q", k, got, want)
 		}
 	}
 }

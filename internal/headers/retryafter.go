@@ -14,13 +14,13 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if h == nil {
 		return 0, false
 	}
-	if d, ok := parseDecimal(h.Get("Retry-After-Ms"), time.Millisecond); ok {
+	if d, ok := parseDecimal(Value(h, "Retry-After-Ms"), time.Millisecond); ok {
 		return d, true
 	}
-	if d, ok := parseDecimal(h.Get("X-Ms-Retry-After-Ms"), time.Millisecond); ok {
+	if d, ok := parseDecimal(Value(h, "X-Ms-Retry-After-Ms"), time.Millisecond); ok {
 		return d, true
 	}
-	v := trimSpace(h.Get("Retry-After"))
+	v := trimSpace(Value(h, "Retry-After"))
 	if v == "" {
 		return 0, false
 	}
@@ -40,7 +40,7 @@ func ShouldRetry(h http.Header) (retry bool, ok bool) {
 	if h == nil {
 		return false, false
 	}
-	v := trimSpace(h.Get("X-Should-Retry"))
+	v := trimSpace(Value(h, "X-Should-Retry"))
 	switch {
 	case equalFold(v, "true"):
 		return true, true

@@ -16,8 +16,8 @@ type Window struct {
 	Reset time.Duration
 }
 
-// ReadWindow reads one quota dimension from three headers: limit, remaining and reset (any
-// ParseReset form). Counts must be non-negative decimals (a fraction is truncated);
+// ReadWindow reads one quota dimension from three headers, named in canonical form:
+// limit, remaining and reset (any ParseReset form). Counts must be non-negative decimals (a fraction is truncated);
 // negative values, which some gateways send for "unknown", are ignored. Known is true when
 // the limit or the remaining count parsed.
 func ReadWindow(h http.Header, limitKey, remainingKey, resetKey string, now time.Time) Window {
@@ -25,13 +25,13 @@ func ReadWindow(h http.Header, limitKey, remainingKey, resetKey string, now time
 	if h == nil {
 		return w
 	}
-	if v, ok := parseCount(h.Get(limitKey)); ok {
+	if v, ok := parseCount(Value(h, limitKey)); ok {
 		w.Limit, w.Known = v, true
 	}
-	if v, ok := parseCount(h.Get(remainingKey)); ok {
+	if v, ok := parseCount(Value(h, remainingKey)); ok {
 		w.Remaining, w.Known = v, true
 	}
-	if d, ok := ParseReset(h.Get(resetKey), now); ok {
+	if d, ok := ParseReset(Value(h, resetKey), now); ok {
 		w.Reset = d
 	}
 	return w

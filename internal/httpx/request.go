@@ -18,13 +18,22 @@ const MaxResponseBody = 32 << 20
 // Content-Type: application/json, Accept: text/event-stream for a stream or
 // application/json otherwise, and User-Agent: UserAgent unless header has one. The caller
 // adds the credential.
-func NewPost(ctx context.Context, url string, body []byte, header http.Header, stream bool) (*http.Request, error) {
+//
+// extra, when not nil, is a call's own headers (llmclient.Call.Headers): they are set
+// after header and before Content-Type and Accept; the caller sets the credential last, so
+// that no extra header can replace it.
+func NewPost(ctx context.Context, url string, body []byte, header http.Header, stream bool, extra ...http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
+	}
+	for _, h := range extra {
+		for k, v := range h {
+			req.Header[http.CanonicalHeaderKey(k)] = v
+		}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if stream {

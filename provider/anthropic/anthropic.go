@@ -170,7 +170,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 		e.Model = call.Model
 		return nil, e
 	}
-	req, err := httpx.NewPost(ctx, p.url, body, p.header, stream)
+	req, err := httpx.NewPost(ctx, p.url, body, p.header, stream, call.Headers)
 	if err != nil {
 		return nil, adapter.BadRequest(fmt.Errorf("anthropic: building HTTP request: %w", err))
 	}

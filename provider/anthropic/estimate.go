@@ -22,7 +22,7 @@ const TokenRatio = 1.25
 // results, fixed costs for images and documents, the tool definitions and the output
 // schema, with llmclient.EstimatePromptTokens' framing, multiplied by TokenRatio (so
 // callers must not apply a Claude ratio again). The output reservation (max_tokens) is not
-// included. A nil est means llmclient.HeuristicEstimator. It fails on a body that is not a
+// included. A nil est means estimate.Heuristic. It fails on a body that is not a
 // JSON object. It is safe for concurrent use when est is.
 func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 	var w wireBody

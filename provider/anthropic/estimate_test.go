@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"github.com/llmclient/llmclient/estimate"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,11 +44,11 @@ func TestEstimateBodyTokensMatchesRequest(t *testing.T) {
 	}
 	p, rec := serve(t, providertest.Fixed(200, okBody))
 	providertest.Complete(t, p, &llmclient.Call{Model: req.Model, Request: req})
-	got, err := anthropic.EstimateBodyTokens(rec.Last(t).Body, llmclient.HeuristicEstimator{})
+	got, err := anthropic.EstimateBodyTokens(rec.Last(t).Body, estimate.Heuristic{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := int(math.Ceil(float64(llmclient.EstimatePromptTokens(llmclient.HeuristicEstimator{}, req)) * anthropic.TokenRatio))
+	want := int(math.Ceil(float64(llmclient.EstimatePromptTokens(estimate.Heuristic{}, req)) * anthropic.TokenRatio))
 	if got != want {
 		t.Errorf("body estimate %d, request estimate × ratio %d", got, want)
 	}

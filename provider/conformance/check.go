@@ -385,6 +385,15 @@ func accumulate(chunks []llmclient.Chunk) *llmclient.Response {
 	return r
 }
 
+// retryWaitBounds is the range the wait before the retry of w's failure must fall in:
+// none for a class retried without a backoff (a timeout), else as waitBounds.
+func retryWaitBounds(w *Want) (lo, hi time.Duration) {
+	if llmclient.DefaultDecision(clientClass(w)).NoBackoff {
+		return 0, 0
+	}
+	return waitBounds(w.RetryAfter)
+}
+
 // waitBounds returns the range an attempt's wait must fall in after an upstream asked for
 // ra: the Client adds up to 10% jitter, at most a second. With no Retry-After the Client
 // backs off by some positive amount.

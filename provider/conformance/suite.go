@@ -327,7 +327,7 @@ func runRetry(tg *Target, sc *Scenario) []string {
 		if a.RetryAfter != sc.Want.RetryAfter {
 			p.add("Attempts[0].RetryAfter = %v, want %v", a.RetryAfter, sc.Want.RetryAfter)
 		}
-		if lo, hi := waitBounds(sc.Want.RetryAfter); r.resp.Attempts[1].Waited < lo || r.resp.Attempts[1].Waited > hi {
+		if lo, hi := retryWaitBounds(&sc.Want); r.resp.Attempts[1].Waited < lo || r.resp.Attempts[1].Waited > hi {
 			p.add("the retry waited %v, want between %v and %v", r.resp.Attempts[1].Waited, lo, hi)
 		}
 	}

@@ -22,7 +22,7 @@ const TokenRatio = 1.15
 // TokenRatio (so callers must not apply a Gemini ratio again). The output reservation
 // (generationConfig.maxOutputTokens) is not included. The model is read from the body's
 // optional "model" field; the URL's model is not visible here. A nil est means
-// llmclient.HeuristicEstimator. It fails on a body that is not a JSON object. It is safe
+// estimate.Heuristic. It fails on a body that is not a JSON object. It is safe
 // for concurrent use when est is.
 func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 	var w struct {

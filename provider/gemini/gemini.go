@@ -212,7 +212,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 }
 
 func (p *Provider) post(ctx context.Context, call *llmclient.Call, u, key string, body []byte, stream bool) (*http.Response, error) {
-	req, err := httpx.NewPost(ctx, u, body, p.header, stream)
+	req, err := httpx.NewPost(ctx, u, body, p.header, stream, call.Headers)
 	if err != nil {
 		return nil, adapter.BadRequest(fmt.Errorf("gemini: building HTTP request: %w", err))
 	}

@@ -83,7 +83,7 @@ func (p *Provider) send(ctx context.Context, call *llmclient.Call, stream bool) 
 	if p.responses {
 		op = "responses"
 	}
-	return p.post(ctx, p.url(op, model), body, model, p.keyFor(call), stream)
+	return p.post(ctx, p.url(op, model), body, model, p.keyFor(call), stream, call.Headers)
 }
 
 // url returns the URL of operation op ("chat/completions", "responses", "embeddings")
@@ -101,8 +101,8 @@ func (p *Provider) url(op, model string) string {
 
 // post sends body to target with the credential key and returns a 2xx response with its
 // body open; a non-2xx response is returned as its classified *llmclient.Error.
-func (p *Provider) post(ctx context.Context, target string, body []byte, model, key string, stream bool) (*http.Response, error) {
-	req, err := httpx.NewPost(ctx, target, body, p.header, stream)
+func (p *Provider) post(ctx context.Context, target string, body []byte, model, key string, stream bool, extra http.Header) (*http.Response, error) {
+	req, err := httpx.NewPost(ctx, target, body, p.header, stream, extra)
 	if err != nil {
 		return nil, badRequest("openai: building HTTP request: " + err.Error())
 	}

@@ -58,6 +58,16 @@ type inPart struct {
 }
 
 func inspectChat(body []byte, call *llmclient.APICall) {
+	if scanChat(body, call) {
+		return
+	}
+	call.Stream, call.Request = false, llmclient.Request{}
+	decodeChat(body, call)
+}
+
+// decodeChat is inspectChat with encoding/json, lenient about fields of unexpected types:
+// the fallback for bodies the scanner does not take.
+func decodeChat(body []byte, call *llmclient.APICall) {
 	var b inChat
 	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
 		lenient(body, &b)

@@ -18,7 +18,7 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	if h == nil {
 		return nil
 	}
-	rl := &llmclient.RateLimits{
+	rl := llmclient.RateLimits{ // on the stack until something was reported
 		Requests: window(headers.ReadWindow(h, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", now)),
 		Tokens:   window(headers.ReadWindow(h, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", now)),
 	}
@@ -28,7 +28,7 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	if !rl.Requests.Known && !rl.Tokens.Known && rl.Requests.Reset == 0 && rl.Tokens.Reset == 0 {
 		return nil
 	}
-	return rl
+	return &rl
 }
 
 func window(w headers.Window) llmclient.RateWindow {

@@ -11,10 +11,10 @@
 package tiktoken
 
 import (
+	"github.com/llmclient/llmclient/estimate"
 	"sync"
 	"sync/atomic"
 
-	"github.com/llmclient/llmclient"
 	tk "github.com/pkoukk/tiktoken-go"
 	loader "github.com/pkoukk/tiktoken-go-loader"
 )
@@ -89,20 +89,20 @@ func (e *UnknownEncodingError) Error() string {
 }
 
 // Estimator is an llmclient.Estimator that counts exactly with the encoding of the model,
-// as llmclient.EncodingForModel names it: o200k_base for current OpenAI models and for
+// as estimate.EncodingForModel names it: o200k_base for current OpenAI models and for
 // other vendors' models (llmclient applies its correction ratio for those), cl100k_base for
 // GPT-4 and GPT-3.5. The zero value is ready to use and safe for concurrent use.
 //
-// It is about a hundred times slower than llmclient.HeuristicEstimator (see BENCHMARKS.md).
+// It is about a hundred times slower than estimate.Heuristic (see BENCHMARKS.md).
 // Should an embedded encoding fail to load, which does not happen with an intact build, it
-// falls back to llmclient.HeuristicEstimator.
+// falls back to estimate.Heuristic.
 type Estimator struct{}
 
 // CountTokens returns the exact number of tokens of text for model.
 func (Estimator) CountTokens(model, text string) int {
-	n, err := Count(llmclient.EncodingForModel(model), text)
+	n, err := Count(estimate.EncodingForModel(model), text)
 	if err != nil {
-		return llmclient.HeuristicEstimator{}.CountTokens(model, text)
+		return estimate.Heuristic{}.CountTokens(model, text)
 	}
 	return n
 }

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/ratelimiter"
+	"github.com/failsafe-go/failsafe-go/timeout"
+	"github.com/llmclient/llmclient"
+	llmopenai "github.com/llmclient/llmclient/provider/openai"
+)
+
+const (
+	chatBody = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the team and wish them a good week."}],"max_tokens":64}`
+	chatOK   = `{"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Hello, team!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":25,"completion_tokens":4,"total_tokens":29}}`
+)
+
+// static answers every request at once from memory, reading and closing its body as a
+// real transport does: the base both contenders wrap.
+type static struct{}
+
+func (static) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(chatOK)), ContentLength: int64(len(chatOK)), Request: req}, nil
+}
+
+// BenchmarkTransport measures what each contender adds above its base RoundTripper for a
+// one-shot chat request: llmclient's transport with its retry, breaker, limiter (RPM and
+// TPM, so the body is inspected and estimated) and an attempt timeout, against
+// failsafehttp with retry, circuit breaker, rate limiter and timeout.
+func BenchmarkTransport(b *testing.B) {
+	p, err := llmopenai.New(llmopenai.WithBaseURL("http://api.test/v1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p,
+		Limits: llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50}}), llmclient.WithAttemptTimeout(10*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(2).WithBackoff(500*time.Millisecond, 30*time.Second).Build()
+	cb := circuitbreaker.NewBuilder[*http.Response]().WithFailureThresholdRatio(10, 20).WithDelay(15 * time.Second).Build()
+	rl := ratelimiter.NewBursty[*http.Response](1<<31, time.Second)
+	to := timeout.New[*http.Response](10 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"base", static{}},
+		{"llmclient", c.Transport(static{})},
+		{"failsafehttp", failsafehttp.NewRoundTripper(static{}, rp, cb, rl, to)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/chat/completions", strings.NewReader(chatBody))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := tc.rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
+}
+
+var _ failsafe.Policy[*http.Response] = timeout.New[*http.Response](time.Second)

@@ -1,0 +1,130 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
+)
+
+// noop answers at once with a fresh response, as bench/complete_bench_test.go's noop
+// does: the benchmark measures the cache and the layers, not an adapter.
+type noop struct{}
+
+func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
+	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+}
+
+func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return nil, llmclient.ErrUnsupported
+}
+
+// benchClient builds a Client with every layer active (a key pool, RPM/TPM/concurrency
+// limits far above what the benchmark offers, the breaker, retry with its budget), as
+// bench/complete_bench_test.go does, with mw outside them.
+func benchClient(b *testing.B, mw ...llmclient.Middleware) *llmclient.Client {
+	opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
+		Name: "a", Provider: noop{}, Keys: []string{"k1", "k2"},
+		Limits: llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50, MaxConcurrent: 1 << 20},
+	})}
+	for _, m := range mw {
+		opts = append(opts, llmclient.WithMiddleware(m))
+	}
+	c, err := llmclient.New(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func BenchmarkCacheComplete(b *testing.B) {
+	ctx := context.Background()
+	hello := chat("Say hello.")
+	b.Run("no-cache", func(b *testing.B) {
+		cl := benchClient(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := cl.Complete(ctx, hello); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("miss", func(b *testing.B) {
+		// Two requests take turns in a store of one entry: every lookup misses, every
+		// answer goes through every layer and is stored.
+		m, _ := cache.NewMemory(cache.MemoryConfig{MaxEntries: 1})
+		c, _ := cache.New(m)
+		cl := benchClient(b, c.Middleware())
+		reqs := []*llmclient.Request{chat("Say hello."), chat("Say goodbye.")}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := cl.Complete(ctx, reqs[i&1]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		if st := c.Stats(); st.Hits != 0 {
+			b.Fatalf("%d hits", st.Hits)
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		m, _ := cache.NewMemory(cache.MemoryConfig{})
+		c, _ := cache.New(m)
+		cl := benchClient(b, c.Middleware())
+		if _, err := cl.Complete(ctx, hello); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := cl.Complete(ctx, hello); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if st := c.Stats(); st.Misses != 1 {
+			b.Fatalf("%d misses", st.Misses)
+		}
+	})
+	b.Run("hit-parallel", func(b *testing.B) {
+		m, _ := cache.NewMemory(cache.MemoryConfig{})
+		c, _ := cache.New(m)
+		cl := benchClient(b, c.Middleware())
+		if _, err := cl.Complete(ctx, hello); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := cl.Complete(ctx, hello); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("dedup-miss", func(b *testing.B) {
+		// De-duplication on: a lone call still pays for its flight (a goroutine, a
+		// detached context).
+		m, _ := cache.NewMemory(cache.MemoryConfig{MaxEntries: 1})
+		c, _ := cache.New(m, cache.WithDedup(true))
+		cl := benchClient(b, c.Middleware())
+		reqs := []*llmclient.Request{chat("Say hello."), chat("Say goodbye.")}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := cl.Complete(ctx, reqs[i&1]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+func BenchmarkKey(b *testing.B) {
+	req := fullRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = cache.Key("", "tenant", req)
+	}
+}

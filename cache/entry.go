@@ -1,0 +1,130 @@
+package cache
+
+import (
+	"slices"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// Entry is one stored answer: a response, and the chunks of the stream it came from when
+// it was streamed. Stores hold Entries; a Store returns them to the cache, which never
+// modifies them and copies what it hands to callers.
+type Entry struct {
+	// Response is the answer as the caller received it, without its Attempts and
+	// RateLimits, which belong to the call that produced it (and with Cached false: the
+	// cache marks the copies it serves).
+	Response llmclient.Response
+	// Chunks are the chunks of the stream, in the order the caller read them; nil when
+	// the answer came from Complete. A Stream served from the entry replays them one by
+	// one; a Stream served from an entry without them gets the whole answer as one chunk.
+	Chunks []llmclient.Chunk
+	// Created is when the answer arrived.
+	Created time.Time
+	// Fingerprint is the exact key of the request that produced the entry, for entries
+	// stored under an idempotency key, whose own key does not say what was asked.
+	Fingerprint string
+}
+
+// Size estimates the memory e holds, in bytes: its strings and slices plus a fixed
+// overhead per entry and per chunk. The memory store bounds its entries by it.
+func (e *Entry) Size() int {
+	n := entryOverhead + responseSize(&e.Response) + len(e.Fingerprint)
+	for i := range e.Chunks {
+		n += chunkSize(&e.Chunks[i])
+	}
+	return n
+}
+
+const (
+	entryOverhead = 512
+	chunkOverhead = 160
+)
+
+func responseSize(r *llmclient.Response) int {
+	n := len(r.ID) + len(r.Model) + len(r.Text) + len(r.Reasoning) + len(r.RawFinishReason) +
+		len(r.Refusal) + len(r.Upstream) + len(r.FinishReason)
+	for _, tc := range r.ToolCalls {
+		n += 48 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	return n
+}
+
+func chunkSize(c *llmclient.Chunk) int {
+	n := chunkOverhead + len(c.Text) + len(c.Reasoning) + len(c.RawFinishReason) + len(c.Refusal) +
+		len(c.ID) + len(c.Model) + len(c.FinishReason)
+	if c.Usage != nil {
+		n += 64
+	}
+	for _, d := range c.ToolCalls {
+		n += 48 + len(d.ID) + len(d.Name) + len(d.Arguments)
+	}
+	return n
+}
+
+// newEntry makes the entry of an answer: the response without what belongs to its call.
+func newEntry(resp *llmclient.Response, chunks []llmclient.Chunk, now time.Time) *Entry {
+	e := &Entry{Response: *resp, Chunks: chunks, Created: now}
+	e.Response.Attempts = nil
+	e.Response.RateLimits = nil
+	e.Response.Cached = false
+	e.Response.ToolCalls = slices.Clone(resp.ToolCalls)
+	return e
+}
+
+// response returns a copy of the entry's response for one caller, who may modify it,
+// marked Cached.
+func (e *Entry) response() *llmclient.Response {
+	r := e.Response
+	r.Cached = true
+	r.ToolCalls = slices.Clone(r.ToolCalls)
+	return &r
+}
+
+// stream returns a Stream that replays the entry for one caller.
+func (e *Entry) stream() *llmclient.Stream {
+	resp := e.response()
+	if e.Chunks == nil {
+		return llmclient.StreamOf([]llmclient.Chunk{wholeChunk(resp)}, resp)
+	}
+	chunks := make([]llmclient.Chunk, len(e.Chunks))
+	for i, c := range e.Chunks {
+		chunks[i] = cloneChunk(c)
+	}
+	return llmclient.StreamOf(chunks, resp)
+}
+
+// wholeChunk delivers a whole response as one chunk.
+func wholeChunk(r *llmclient.Response) llmclient.Chunk {
+	u := r.Usage
+	ch := llmclient.Chunk{Text: r.Text, Reasoning: r.Reasoning, Refusal: r.Refusal, FinishReason: r.FinishReason,
+		RawFinishReason: r.RawFinishReason, ID: r.ID, Model: r.Model, Usage: &u}
+	for i, tc := range r.ToolCalls {
+		ch.ToolCalls = append(ch.ToolCalls, llmclient.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return ch
+}
+
+// cloneChunk copies what a reader of the chunk could modify.
+func cloneChunk(c llmclient.Chunk) llmclient.Chunk {
+	c.ToolCalls = slices.Clone(c.ToolCalls)
+	if c.Usage != nil {
+		u := *c.Usage
+		c.Usage = &u
+	}
+	return c
+}
+
+// storable reports whether an answer may be stored: a successful, non-degraded answer
+// that the vendor did not filter or refuse (a filter or a refusal can depend on more than
+// the request, and a later call may well be answered).
+func storable(resp *llmclient.Response) bool {
+	if resp == nil || resp.Degraded {
+		return false
+	}
+	switch resp.FinishReason {
+	case llmclient.FinishContentFilter, llmclient.FinishRefusal:
+		return false
+	}
+	return resp.Refusal == ""
+}

@@ -1,0 +1,240 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// errAllGone cancels a shared call whose waiters have all gone.
+var errAllGone = errors.New("llmclient/cache: every caller waiting for the shared call has gone")
+
+// ErrIdempotencyMismatch is wrapped by the ClassBadRequest *llmclient.Error of a call
+// whose idempotency key was used, within the idempotency window, for a different request.
+var ErrIdempotencyMismatch = errors.New("llmclient/cache: idempotency key reused for a different request")
+
+// flightGroup holds the calls in flight by key. It is safe for concurrent use.
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one upstream call that several callers wait for.
+type flight struct {
+	done        chan struct{}
+	fingerprint string // the exact key of the request, for idempotency keys
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+
+	// Guarded by the group's mutex.
+	waiters   int
+	detached  bool        // idempotent: runs on when its waiters are gone
+	timer     *time.Timer // cancels a shared call at the latest deadline of its waiters
+	deadline  time.Time
+	unbounded bool // a waiter without a deadline
+
+	expired atomic.Bool // the timer canceled the call at the latest deadline
+
+	// Set before done is closed.
+	resp     *llmclient.Response
+	err      error
+	panicked any
+}
+
+// flightMode says how a flight's context is bounded.
+type flightMode struct {
+	// detach > 0 makes an idempotent flight: bounded by detach, not canceled when its
+	// waiters are gone. 0 makes a shared flight, canceled when its waiters are gone and at
+	// their latest deadline.
+	detach time.Duration
+}
+
+// do runs fn once for every caller of key in flight together and returns its result. It
+// returns joined true for a caller that found the call in flight. A caller whose ctx
+// ends returns at once with its context's error, without canceling the call for the
+// others. fingerprint must match the fingerprint of the call in flight, else the caller
+// gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the first
+// caller's context values.
+func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
+	fn func(context.Context) (*llmclient.Response, error)) (*llmclient.Response, error, bool) {
+	if ctx.Err() != nil { // a caller already gone starts nothing
+		return nil, gaveUp(ctx), false
+	}
+	f, joined, err := g.join(ctx, key, fingerprint, mode, fn)
+	if err != nil {
+		return nil, err, true
+	}
+	return g.wait(ctx, f, joined)
+}
+
+// peek joins the flight in flight under key, if any, without starting one.
+func (g *flightGroup) peek(ctx context.Context, key, fingerprint string) (*llmclient.Response, error, bool) {
+	g.mu.Lock()
+	f := g.m[key]
+	if f == nil || f.ctx.Err() != nil {
+		g.mu.Unlock()
+		return nil, nil, false
+	}
+	if f.fingerprint != fingerprint {
+		g.mu.Unlock()
+		return nil, mismatch(), true
+	}
+	f.waiters++
+	f.extend(ctx)
+	g.mu.Unlock()
+	resp, err, _ := g.wait(ctx, f, true)
+	return resp, err, true
+}
+
+func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode flightMode,
+	fn func(context.Context) (*llmclient.Response, error)) (*flight, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.m[key]; f != nil && f.ctx.Err() == nil {
+		if f.fingerprint != fingerprint {
+			return nil, true, mismatch()
+		}
+		f.waiters++
+		f.extend(ctx)
+		return f, true, nil
+	}
+	if g.m == nil {
+		g.m = make(map[string]*flight)
+	}
+	f := &flight{done: make(chan struct{}), fingerprint: fingerprint, waiters: 1}
+	base := context.WithoutCancel(ctx)
+	if mode.detach > 0 {
+		f.detached = true
+		var cancelTimeout context.CancelFunc
+		base, cancelTimeout = context.WithTimeout(base, mode.detach)
+		f.ctx, f.cancel = context.WithCancelCause(base)
+		inner := f.cancel
+		f.cancel = func(cause error) { inner(cause); cancelTimeout() }
+	} else {
+		f.ctx, f.cancel = context.WithCancelCause(base)
+		if d, ok := ctx.Deadline(); ok {
+			f.deadline = d
+			cancel := f.cancel
+			f.timer = time.AfterFunc(time.Until(d), func() { f.expired.Store(true); cancel(context.DeadlineExceeded) })
+		} else {
+			f.unbounded = true
+		}
+	}
+	g.m[key] = f
+	go g.run(key, f, fn)
+	return f, false, nil
+}
+
+// extend makes a shared flight last as long as the new waiter's deadline. g.mu is held.
+func (f *flight) extend(ctx context.Context) {
+	if f.detached || f.unbounded {
+		return
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		f.unbounded = true
+		f.timer.Stop()
+		return
+	}
+	if d.After(f.deadline) {
+		f.deadline = d
+		f.timer.Reset(time.Until(d))
+	}
+}
+
+// run makes the call and publishes its result.
+func (g *flightGroup) run(key string, f *flight, fn func(context.Context) (*llmclient.Response, error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.panicked = p
+		}
+		g.mu.Lock()
+		if g.m[key] == f {
+			delete(g.m, key)
+		}
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		g.mu.Unlock()
+		f.cancel(context.Canceled)
+		close(f.done)
+	}()
+	f.resp, f.err = fn(f.ctx)
+}
+
+// wait waits for f's result or for ctx to end.
+func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmclient.Response, error, bool) {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		select {
+		case <-f.done: // both ready: the answer wins
+		default:
+			g.leave(f)
+			return nil, gaveUp(ctx), joined
+		}
+	}
+	g.mu.Lock()
+	f.waiters--
+	g.mu.Unlock()
+	if f.panicked != nil {
+		panic(f.panicked)
+	}
+	if f.err != nil {
+		switch {
+		case ctx.Err() != nil: // the call failed as this caller gave up: its own reason
+			return nil, gaveUp(ctx), joined
+		case f.expired.Load():
+			return nil, &llmclient.Error{Class: llmclient.ClassTimeout, Err: context.DeadlineExceeded,
+				Message: "the shared call reached the latest deadline of its callers"}, joined
+		}
+	}
+	return copyResponse(f.resp), f.err, joined
+}
+
+// leave drops one waiter; the last one out cancels a shared call.
+func (g *flightGroup) leave(f *flight) {
+	g.mu.Lock()
+	f.waiters--
+	last := f.waiters == 0 && !f.detached
+	g.mu.Unlock()
+	if last {
+		f.cancel(errAllGone)
+	}
+}
+
+// inFlight reports how many calls are in flight, for tests and stats.
+func (g *flightGroup) inFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.m)
+}
+
+// copyResponse gives each waiter its own copy of a shared response.
+func copyResponse(r *llmclient.Response) *llmclient.Response {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.ToolCalls = slices.Clone(r.ToolCalls)
+	c.Attempts = slices.Clone(r.Attempts)
+	return &c
+}
+
+func gaveUp(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	class := llmclient.ClassCanceled
+	if errors.Is(cause, context.DeadlineExceeded) {
+		class = llmclient.ClassTimeout
+	}
+	return &llmclient.Error{Class: class, Message: "gave up waiting for a shared call", Err: cause}
+}
+
+func mismatch() error {
+	return &llmclient.Error{Class: llmclient.ClassBadRequest, Err: ErrIdempotencyMismatch}
+}

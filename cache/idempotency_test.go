@@ -1,0 +1,150 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func withKey(key string, d time.Duration) func() (context.Context, context.CancelFunc) {
+	return func() (context.Context, context.CancelFunc) {
+		ctx := cache.WithIdempotencyKey(context.Background(), key)
+		if d == 0 {
+			return context.WithCancel(ctx)
+		}
+		return context.WithTimeout(ctx, d)
+	}
+}
+
+// A caller times out and repeats its call with the same key: the repeat gets the first
+// call's answer, which kept running past the first caller's timeout. One upstream call.
+func TestIdempotentRetryAfterTimeoutGetsTheFirstAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev events
+		c, _ := newCache(t, cache.WithTTL(0), cache.WithObserver(ev.observe))
+		p := fake.New(fake.Reply("generated once").Latency(3*time.Second), fake.Reply("generated twice"))
+		cl := client(t, p, c.Middleware())
+
+		first := <-callAt(cl, 0, chat("hi"), withKey("job-1", time.Second))
+		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(first.err))
+		// The retry joins the call still in flight.
+		retry := <-callAt(cl, 0, chat("hi"), withKey("job-1", 10*time.Second))
+		require.NoError(t, retry.err)
+		assert.Equal(t, "generated once", retry.resp.Text)
+		assert.Equal(t, 2*time.Second, retry.at, "the answer arrived 3s after the first call")
+		// A later repeat gets the stored answer, even asking for no-cache.
+		later := <-callAt(cl, time.Minute, chat("hi"), func() (context.Context, context.CancelFunc) {
+			ctx, cancel := withKey("job-1", 0)()
+			return cache.WithControl(ctx, cache.Control{NoCache: true}), cancel
+		})
+		require.NoError(t, later.err)
+		assert.Equal(t, "generated once", later.resp.Text)
+		assert.Equal(t, 1, p.Calls())
+		assert.Equal(t, uint64(1), c.Stats().Shared)
+		assert.Equal(t, uint64(1), c.Stats().Replays)
+		assert.Len(t, ev.of(cache.EventReplay), 1)
+
+		// Without a key (and with the exact cache off) the same request is a new call.
+		r := <-callAt(cl, 0, chat("hi"), noDeadline)
+		require.NoError(t, r.err)
+		assert.Equal(t, "generated twice", r.resp.Text)
+	})
+}
+
+func TestIdempotencyKeyReusedForAnotherRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t)
+		p := fake.New(fake.Reply("a").Latency(time.Second), fake.Reply("b"))
+		cl := client(t, p, c.Middleware())
+		inFlight := callAt(cl, 0, chat("hi"), withKey("k", 0))
+		during := <-callAt(cl, 100*time.Millisecond, chat("bye"), withKey("k", 0))
+		assert.ErrorIs(t, during.err, cache.ErrIdempotencyMismatch)
+		assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(during.err))
+		require.NoError(t, (<-inFlight).err)
+		after := <-callAt(cl, 0, chat("bye"), withKey("k", 0))
+		assert.ErrorIs(t, after.err, cache.ErrIdempotencyMismatch)
+		// The same key in another partition is another key.
+		other := <-callAt(cl, 0, chat("bye"), func() (context.Context, context.CancelFunc) {
+			ctx, cancel := withKey("k", 0)()
+			return llmclient.WithPartition(ctx, "other"), cancel
+		})
+		require.NoError(t, other.err)
+		assert.Equal(t, "b", other.resp.Text)
+		assert.Equal(t, 2, p.Calls())
+	})
+}
+
+// The first call under a key runs at most the idempotency window once its caller is gone,
+// and its answer is kept for the window.
+func TestIdempotencyWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0), cache.WithIdempotencyTTL(time.Minute))
+		p := fake.New(fake.Reply("too late").Latency(time.Hour), fake.Reply("fresh"), fake.Reply("after window"))
+		cl := client(t, p, c.Middleware())
+		r := <-callAt(cl, 0, chat("hi"), withKey("k", time.Second))
+		assert.Error(t, r.err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 0, c.Stats().InFlight, "the detached call ended with the window")
+		r = <-callAt(cl, 0, chat("hi"), withKey("k", 0))
+		require.NoError(t, r.err)
+		assert.Equal(t, "fresh", r.resp.Text)
+		time.Sleep(time.Minute)
+		r = <-callAt(cl, 0, chat("hi"), withKey("k", 0))
+		require.NoError(t, r.err)
+		assert.Equal(t, "after window", r.resp.Text, "the stored answer expired with the window")
+	})
+}
+
+// A Stream under a key waits for a Complete in flight under it, and replays an arrived
+// answer.
+func TestIdempotentStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0))
+		p := fake.New(fake.Reply("once").Latency(time.Second))
+		cl := client(t, p, c.Middleware())
+		first := callAt(cl, 0, chat("hi"), withKey("k", 0))
+		time.Sleep(100 * time.Millisecond)
+		s, err := cl.Stream(cache.WithIdempotencyKey(context.Background(), "k"), chat("hi"))
+		require.NoError(t, err)
+		chunks, err := readAll(t, s)
+		require.NoError(t, err)
+		require.Len(t, chunks, 1)
+		assert.Equal(t, "once", chunks[0].Text)
+		require.NoError(t, (<-first).err)
+		s, err = cl.Stream(cache.WithIdempotencyKey(context.Background(), "k"), chat("hi"))
+		require.NoError(t, err)
+		chunks, err = readAll(t, s)
+		require.NoError(t, err)
+		assert.Equal(t, "once", chunks[0].Text)
+		assert.Equal(t, 1, p.Calls())
+	})
+}
+
+// A stream under a key is stored under it once it ends cleanly.
+func TestIdempotentStreamStored(t *testing.T) {
+	c, _ := newCache(t, cache.WithTTL(0))
+	p := fake.New(fake.Stream("a", "b"))
+	cl := client(t, p, c.Middleware())
+	ctx := cache.WithIdempotencyKey(context.Background(), "k")
+	s, err := cl.Stream(ctx, chat("hi"))
+	require.NoError(t, err)
+	live, err := readAll(t, s)
+	require.NoError(t, err)
+	r, err := cl.Complete(ctx, chat("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "ab", r.Text)
+	s, err = cl.Stream(ctx, chat("hi"))
+	require.NoError(t, err)
+	again, err := readAll(t, s)
+	require.NoError(t, err)
+	assert.Equal(t, live, again)
+	assert.Equal(t, 1, p.Calls())
+}

@@ -1,0 +1,418 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/llmclient/llmclient"
+)
+
+// keyVersion is written first into every key, so that a change of the canonical encoding
+// never lets a new build read an old build's entries (in a shared Redis).
+const keyVersion = 1
+
+// Key returns the exact-cache key of req in the partition part: the hex SHA-256 of a
+// canonical encoding of everything that affects the answer.
+//
+// The key covers Request.Model as the caller named it (the model or model group, before
+// the Client's routing maps it to an upstream's own model name: the middleware runs
+// before routing), Messages (roles, every part with its text, image URL or bytes, MIME
+// type, detail and cache mark; tool calls; tool-call ids; names; cache marks), Tools
+// (name, description, parameters, strict, cache mark), ToolChoice, MaxTokens,
+// Temperature, TopP, Stop, ResponseFormat and Extra, each with its presence (a nil
+// pointer and a zero value differ). Tool parameters and schemas count without their
+// insignificant whitespace; Extra counts by content, its keys sorted, so that 7 and 7.0
+// or a struct and the map it encodes to are one value. The key leaves out Priority and
+// Metadata, which do not reach the vendor; metadataKeys names the Metadata entries to
+// include anyway (for example a prompt version). namespace separates keys of different
+// configurations (see WithNamespace). Key is safe for concurrent use.
+func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...string) string {
+	return key(0, namespace, partition, req, metadataKeys)
+}
+
+// key is Key, with prefix (when not 0) before the hex digits, in one allocation.
+func key(prefix byte, namespace, partition string, req *llmclient.Request, metadataKeys []string) string {
+	w := getWriter()
+	w.uint(keyVersion)
+	w.str(namespace)
+	w.str(partition)
+	writeRequest(w, req)
+	w.uint(uint64(len(metadataKeys)))
+	for _, k := range metadataKeys {
+		v, ok := req.Metadata[k]
+		w.str(k)
+		w.bool(ok)
+		w.str(v)
+	}
+	s := w.hexSum(prefix)
+	putWriter(w)
+	return s
+}
+
+// writeRequest writes the fields of req that reach the vendor. Every field of
+// llmclient.Request must be written here or named in keyIgnored (key_test.go checks).
+func writeRequest(w *keyWriter, req *llmclient.Request) {
+	w.str(req.Model)
+	writeMessages(w, req.Messages)
+	w.uint(uint64(len(req.Tools)))
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		w.str(t.Name)
+		w.str(t.Description)
+		w.json(t.Parameters)
+		w.bool(t.Strict)
+		w.cacheMark(t.Cache)
+	}
+	w.bool(req.ToolChoice != nil)
+	if tc := req.ToolChoice; tc != nil {
+		w.str(string(tc.Mode))
+		w.str(tc.Name)
+	}
+	w.int(int64(req.MaxTokens))
+	w.float(req.Temperature)
+	w.float(req.TopP)
+	w.uint(uint64(len(req.Stop)))
+	for _, s := range req.Stop {
+		w.str(s)
+	}
+	w.bool(req.ResponseFormat != nil)
+	if f := req.ResponseFormat; f != nil {
+		w.str(string(f.Type))
+		w.str(f.Name)
+		w.json(f.Schema)
+		w.bool(f.Strict)
+	}
+	w.extra(req.Extra)
+}
+
+func writeMessages(w *keyWriter, msgs []llmclient.Message) {
+	w.uint(uint64(len(msgs)))
+	for i := range msgs {
+		m := &msgs[i]
+		w.str(string(m.Role))
+		w.uint(uint64(len(m.Content)))
+		for j := range m.Content {
+			p := &m.Content[j]
+			w.uint(uint64(p.Type))
+			w.str(p.Text)
+			w.str(p.ImageURL)
+			w.bytes(p.ImageData)
+			w.str(p.MIMEType)
+			w.str(p.Detail)
+			w.cacheMark(p.Cache)
+		}
+		w.uint(uint64(len(m.ToolCalls)))
+		for _, tc := range m.ToolCalls {
+			w.str(tc.ID)
+			w.str(tc.Name)
+			w.str(tc.Arguments)
+		}
+		w.str(m.ToolCallID)
+		w.str(m.Name)
+		w.cacheMark(m.Cache)
+	}
+}
+
+// keyWriter feeds a canonical, prefix-free encoding into SHA-256: every value is written
+// with its length, so that no two different requests encode to the same bytes.
+type keyWriter struct {
+	h   hashWriter
+	buf []byte // pending bytes, flushed to h when full
+	sum [sha256.Size]byte
+}
+
+type hashWriter interface {
+	Write(p []byte) (int, error)
+	Sum(b []byte) []byte
+	Reset()
+}
+
+const keyBufSize = 4096
+
+var writers = sync.Pool{New: func() any {
+	return &keyWriter{h: sha256.New(), buf: make([]byte, 0, keyBufSize)}
+}}
+
+func getWriter() *keyWriter { return writers.Get().(*keyWriter) }
+
+func putWriter(w *keyWriter) {
+	w.h.Reset()
+	w.buf = w.buf[:0]
+	writers.Put(w)
+}
+
+func (w *keyWriter) flush() {
+	if len(w.buf) > 0 {
+		w.h.Write(w.buf)
+		w.buf = w.buf[:0]
+	}
+}
+
+// hexSum returns the digest in hex, after prefix when it is not 0.
+func (w *keyWriter) hexSum(prefix byte) string {
+	w.flush()
+	w.h.Sum(w.sum[:0])
+	var out [1 + 2*sha256.Size]byte
+	b := out[:0]
+	if prefix != 0 {
+		b = append(b, prefix)
+	}
+	return string(hex.AppendEncode(b, w.sum[:]))
+}
+
+func (w *keyWriter) room(n int) {
+	if len(w.buf)+n > cap(w.buf) {
+		w.flush()
+	}
+}
+
+func (w *keyWriter) uint(v uint64) {
+	w.room(binary.MaxVarintLen64)
+	w.buf = binary.AppendUvarint(w.buf, v)
+}
+
+func (w *keyWriter) int(v int64) {
+	w.room(binary.MaxVarintLen64)
+	w.buf = binary.AppendVarint(w.buf, v)
+}
+
+func (w *keyWriter) bool(v bool) {
+	w.room(1)
+	if v {
+		w.buf = append(w.buf, 1)
+	} else {
+		w.buf = append(w.buf, 0)
+	}
+}
+
+// str writes s with its length, copying it through the buffer without allocating.
+func (w *keyWriter) str(s string) {
+	w.uint(uint64(len(s)))
+	for len(s) > 0 {
+		if len(w.buf) == cap(w.buf) {
+			w.flush()
+		}
+		n := copy(w.buf[len(w.buf):cap(w.buf)], s)
+		w.buf = w.buf[:len(w.buf)+n]
+		s = s[n:]
+	}
+}
+
+func (w *keyWriter) bytes(b []byte) {
+	w.uint(uint64(len(b)))
+	w.flush()
+	w.h.Write(b)
+}
+
+func (w *keyWriter) float(f *float64) {
+	w.bool(f != nil)
+	if f != nil {
+		w.uint(math.Float64bits(*f))
+	}
+}
+
+func (w *keyWriter) cacheMark(c *llmclient.CacheControl) {
+	w.bool(c != nil)
+	if c != nil {
+		w.int(int64(c.TTL))
+	}
+}
+
+// json writes a JSON document without its insignificant whitespace, so that spacing and
+// line breaks do not change the key (key order does: an equal schema written in another
+// order is a miss, never a wrong hit). It does not allocate.
+func (w *keyWriter) json(raw json.RawMessage) {
+	w.bool(raw != nil)
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		w.room(1)
+		w.buf = append(w.buf, c)
+	}
+	w.tag(tagOther) // ends the document: no JSON text contains this byte outside a string
+}
+
+// extra writes Request.Extra by content, its keys sorted.
+func (w *keyWriter) extra(m map[string]any) {
+	w.bool(m != nil)
+	if m == nil {
+		return
+	}
+	w.object(m)
+}
+
+func (w *keyWriter) object(m map[string]any) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.uint(uint64(len(keys)))
+	for _, k := range keys {
+		w.str(k)
+		w.value(m[k])
+	}
+}
+
+// Tags of the values in Extra and in parsed JSON documents.
+const (
+	tagNull byte = iota
+	tagFalse
+	tagTrue
+	tagNumber
+	tagString
+	tagArray
+	tagObject
+	tagOther
+)
+
+// value writes one JSON-like value. Values of other Go types (structs, typed slices, the
+// values Extra may hold) are written as their JSON encoding, parsed back, so that they
+// count by the content the adapters send.
+func (w *keyWriter) value(v any) {
+	switch x := v.(type) {
+	case nil:
+		w.tag(tagNull)
+	case bool:
+		if x {
+			w.tag(tagTrue)
+		} else {
+			w.tag(tagFalse)
+		}
+	case json.Number:
+		w.tag(tagNumber)
+		w.str(canonicalNumber(string(x)))
+	case float64:
+		w.number(x)
+	case float32:
+		w.number(float64(x))
+	case int:
+		w.integer(int64(x))
+	case int64:
+		w.integer(x)
+	case int32:
+		w.integer(int64(x))
+	case string:
+		w.tag(tagString)
+		w.str(x)
+	case []any:
+		w.tag(tagArray)
+		w.uint(uint64(len(x)))
+		for _, e := range x {
+			w.value(e)
+		}
+	case map[string]any:
+		w.tag(tagObject)
+		w.object(x)
+	case json.RawMessage:
+		w.jsonValue(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			// Not encodable: the adapter cannot send it either. Write the error so that
+			// the key still differs from a request without it.
+			w.tag(tagOther)
+			w.str(err.Error())
+			return
+		}
+		w.jsonValue(b)
+	}
+}
+
+// jsonValue writes an encoded JSON value as value writes the decoded one; bytes that do
+// not parse are written as they are.
+func (w *keyWriter) jsonValue(raw []byte) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		w.tag(tagOther)
+		w.bytes(raw)
+		return
+	}
+	w.value(v)
+}
+
+// number writes a Go float as canonicalNumber writes the same number read from JSON.
+func (w *keyWriter) number(f float64) {
+	w.tag(tagNumber)
+	var b [32]byte
+	w.strBytes(appendCanonicalFloat(b[:0], f))
+}
+
+// integer writes a Go integer as canonicalNumber writes an integer literal.
+func (w *keyWriter) integer(i int64) {
+	w.tag(tagNumber)
+	var b [24]byte
+	w.strBytes(strconv.AppendInt(b[:0], i, 10))
+}
+
+func (w *keyWriter) strBytes(b []byte) {
+	w.uint(uint64(len(b)))
+	w.room(len(b))
+	w.buf = append(w.buf, b...)
+}
+
+func (w *keyWriter) tag(t byte) {
+	w.room(1)
+	w.buf = append(w.buf, t)
+}
+
+// canonicalNumber makes 1.0, 1.00 and 1e0 one number, by its float64 value. An integer
+// literal stays as written: a vendor may read it as an int64 (a seed), which a float64
+// would round, so two different integers never share a key.
+func canonicalNumber(s string) string {
+	if isIntLiteral(s) {
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return s
+	}
+	return string(appendCanonicalFloat(nil, f))
+}
+
+// appendCanonicalFloat appends f as an integer literal when it is a whole number that a
+// float64 holds exactly, else in the shortest form that reads back as f.
+func appendCanonicalFloat(b []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+func isIntLiteral(s string) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,183 @@
+package cache_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fullRequest sets every field of a Request and of the types it holds.
+func fullRequest() *llmclient.Request {
+	return &llmclient.Request{
+		Model: "gpt",
+		Messages: []llmclient.Message{
+			{Role: llmclient.RoleSystem, Content: []llmclient.Part{{Type: llmclient.PartText, Text: "be brief",
+				Cache: &llmclient.CacheControl{TTL: 5 * time.Minute}}}},
+			{Role: llmclient.RoleUser, Name: "ann", Content: []llmclient.Part{
+				{Type: llmclient.PartText, Text: "what is this?"},
+				{Type: llmclient.PartImage, ImageURL: "https://img/1.png", Detail: "low"},
+				{Type: llmclient.PartImage, ImageData: []byte{1, 2, 3}, MIMEType: "image/png"},
+			}, Cache: &llmclient.CacheControl{}},
+			{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "c1", Name: "look", Arguments: `{"q":1}`}}},
+			{Role: llmclient.RoleTool, ToolCallID: "c1", Content: []llmclient.Part{llmclient.TextPart("a cat")}},
+		},
+		Tools: []llmclient.Tool{{Name: "look", Description: "looks", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"integer"}}}`),
+			Strict: true, Cache: &llmclient.CacheControl{}}},
+		ToolChoice:     &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool, Name: "look"},
+		MaxTokens:      100,
+		Temperature:    llmclient.Float(0.2),
+		TopP:           llmclient.Float(0.9),
+		Stop:           []string{"END"},
+		ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: "s", Schema: json.RawMessage(`{"type":"object"}`), Strict: true},
+		Metadata:       map[string]string{"tenant": "t1", "trace": "abc"},
+		Priority:       llmclient.PriorityInteractive,
+		Extra:          map[string]any{"seed": 7, "reasoning": map[string]any{"effort": "low"}},
+	}
+}
+
+func key(r *llmclient.Request) string { return cache.Key("", "", r) }
+
+// keyCase changes one field of the full request.
+type keyCase struct {
+	field  string // Type.Field, for the coverage check
+	name   string
+	change func(r *llmclient.Request)
+}
+
+var changesKey = []keyCase{
+	{"Request.Model", "model", func(r *llmclient.Request) { r.Model = "gpt-2" }},
+	{"Request.Messages", "one message fewer", func(r *llmclient.Request) { r.Messages = r.Messages[:3] }},
+	{"Request.Messages", "messages reordered", func(r *llmclient.Request) { r.Messages[2], r.Messages[3] = r.Messages[3], r.Messages[2] }},
+	{"Message.Role", "role", func(r *llmclient.Request) { r.Messages[1].Role = llmclient.RoleAssistant }},
+	{"Message.Content", "a part fewer", func(r *llmclient.Request) { r.Messages[1].Content = r.Messages[1].Content[:2] }},
+	{"Message.ToolCalls", "tool call args", func(r *llmclient.Request) { r.Messages[2].ToolCalls[0].Arguments = `{"q":2}` }},
+	{"Message.ToolCallID", "tool call id", func(r *llmclient.Request) { r.Messages[3].ToolCallID = "c2" }},
+	{"Message.Name", "name", func(r *llmclient.Request) { r.Messages[1].Name = "bob" }},
+	{"Message.Cache", "message cache mark removed", func(r *llmclient.Request) { r.Messages[1].Cache = nil }},
+	{"Part.Type", "part type", func(r *llmclient.Request) { r.Messages[1].Content[0].Type = llmclient.PartImage }},
+	{"Part.Text", "text", func(r *llmclient.Request) { r.Messages[1].Content[0].Text = "what is that?" }},
+	{"Part.Text", "text moved between parts", func(r *llmclient.Request) {
+		r.Messages[1].Content = []llmclient.Part{llmclient.TextPart("what is"), llmclient.TextPart(" this?")}
+	}},
+	{"Part.ImageURL", "image url", func(r *llmclient.Request) { r.Messages[1].Content[1].ImageURL = "https://img/2.png" }},
+	{"Part.ImageData", "image bytes", func(r *llmclient.Request) { r.Messages[1].Content[2].ImageData = []byte{1, 2, 4} }},
+	{"Part.MIMEType", "mime type", func(r *llmclient.Request) { r.Messages[1].Content[2].MIMEType = "image/jpeg" }},
+	{"Part.Detail", "detail", func(r *llmclient.Request) { r.Messages[1].Content[1].Detail = "high" }},
+	{"Part.Cache", "part cache mark", func(r *llmclient.Request) { r.Messages[0].Content[0].Cache = nil }},
+	{"CacheControl.TTL", "cache ttl", func(r *llmclient.Request) { r.Messages[0].Content[0].Cache.TTL = time.Hour }},
+	{"ToolCall.ID", "tool call id in assistant message", func(r *llmclient.Request) { r.Messages[2].ToolCalls[0].ID = "c9" }},
+	{"ToolCall.Name", "tool call name", func(r *llmclient.Request) { r.Messages[2].ToolCalls[0].Name = "peek" }},
+	{"ToolCall.Arguments", "tool call arguments", func(r *llmclient.Request) { r.Messages[2].ToolCalls[0].Arguments = `{}` }},
+	{"Request.Tools", "no tools", func(r *llmclient.Request) { r.Tools = nil }},
+	{"Tool.Name", "tool name", func(r *llmclient.Request) { r.Tools[0].Name = "peek" }},
+	{"Tool.Description", "tool description", func(r *llmclient.Request) { r.Tools[0].Description = "peeks" }},
+	{"Tool.Parameters", "tool parameters", func(r *llmclient.Request) { r.Tools[0].Parameters = json.RawMessage(`{"type":"object"}`) }},
+	{"Tool.Parameters", "spaces inside a string", func(r *llmclient.Request) {
+		r.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"q":{"type":"integer","description":" "}}}`)
+	}},
+	{"Tool.Parameters", "no parameters", func(r *llmclient.Request) { r.Tools[0].Parameters = nil }},
+	{"Tool.Strict", "tool strict", func(r *llmclient.Request) { r.Tools[0].Strict = false }},
+	{"Tool.Cache", "tool cache mark", func(r *llmclient.Request) { r.Tools[0].Cache = nil }},
+	{"Request.ToolChoice", "no tool choice", func(r *llmclient.Request) { r.ToolChoice = nil }},
+	{"ToolChoice.Mode", "tool choice mode", func(r *llmclient.Request) { r.ToolChoice.Mode = llmclient.ToolChoiceRequired }},
+	{"ToolChoice.Name", "tool choice name", func(r *llmclient.Request) { r.ToolChoice.Name = "peek" }},
+	{"Request.MaxTokens", "max tokens", func(r *llmclient.Request) { r.MaxTokens = 101 }},
+	{"Request.Temperature", "temperature", func(r *llmclient.Request) { r.Temperature = llmclient.Float(0.3) }},
+	{"Request.Temperature", "temperature unset", func(r *llmclient.Request) { r.Temperature = nil }},
+	{"Request.TopP", "top p", func(r *llmclient.Request) { r.TopP = llmclient.Float(1) }},
+	{"Request.Stop", "stop", func(r *llmclient.Request) { r.Stop = []string{"END", "STOP"} }},
+	{"Request.ResponseFormat", "no response format", func(r *llmclient.Request) { r.ResponseFormat = nil }},
+	{"ResponseFormat.Type", "format type", func(r *llmclient.Request) { r.ResponseFormat.Type = llmclient.FormatJSONObject }},
+	{"ResponseFormat.Name", "format name", func(r *llmclient.Request) { r.ResponseFormat.Name = "t" }},
+	{"ResponseFormat.Schema", "format schema", func(r *llmclient.Request) { r.ResponseFormat.Schema = json.RawMessage(`{"type":"array"}`) }},
+	{"ResponseFormat.Strict", "format strict", func(r *llmclient.Request) { r.ResponseFormat.Strict = false }},
+	{"Request.Extra", "extra value", func(r *llmclient.Request) { r.Extra["seed"] = 8 }},
+	{"Request.Extra", "extra nested value", func(r *llmclient.Request) { r.Extra["reasoning"] = map[string]any{"effort": "high"} }},
+	{"Request.Extra", "extra key added", func(r *llmclient.Request) { r.Extra["user"] = "u" }},
+	{"Request.Extra", "extra big integers differ", func(r *llmclient.Request) { r.Extra["seed"] = json.Number("12345678901234567891") }},
+}
+
+var keepsKey = []keyCase{
+	{"Request.Metadata", "metadata", func(r *llmclient.Request) { r.Metadata = map[string]string{"tenant": "t2"} }},
+	{"Request.Priority", "priority", func(r *llmclient.Request) { r.Priority = llmclient.PriorityBatch }},
+	{"Tool.Parameters", "parameters spacing", func(r *llmclient.Request) {
+		r.Tools[0].Parameters = json.RawMessage("{\"type\": \"object\",\n\t\"properties\": {\"q\": {\"type\": \"integer\"}}}")
+	}},
+	{"ResponseFormat.Schema", "schema spacing", func(r *llmclient.Request) { r.ResponseFormat.Schema = json.RawMessage(` { "type" : "object" } `) }},
+	{"Request.Extra", "extra numbers as floats", func(r *llmclient.Request) { r.Extra["seed"] = 7.0 }},
+	{"Request.Extra", "extra as typed values", func(r *llmclient.Request) {
+		r.Extra = map[string]any{"seed": json.Number("7"), "reasoning": struct {
+			Effort string `json:"effort"`
+		}{"low"}}
+	}},
+}
+
+func TestKeyChangesWithEveryFieldThatReachesTheVendor(t *testing.T) {
+	base := key(fullRequest())
+	seen := map[string]bool{}
+	for _, tc := range changesKey {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fullRequest()
+			tc.change(r)
+			assert.NotEqual(t, base, key(r))
+		})
+		seen[tc.field] = true
+	}
+	for _, tc := range keepsKey {
+		t.Run("same/"+tc.name, func(t *testing.T) {
+			r := fullRequest()
+			tc.change(r)
+			assert.Equal(t, base, key(r))
+		})
+		seen[tc.field] = true
+	}
+	// Every field of every type in a Request is classified: a field added to
+	// llmclient.Request and not written into the key fails here.
+	for _, typ := range []any{llmclient.Request{}, llmclient.Message{}, llmclient.Part{}, llmclient.Tool{},
+		llmclient.ToolChoice{}, llmclient.ResponseFormat{}, llmclient.ToolCall{}, llmclient.CacheControl{}} {
+		rt := reflect.TypeOf(typ)
+		for i := range rt.NumField() {
+			f := rt.Name() + "." + rt.Field(i).Name
+			assert.True(t, seen[f], "field %s has no case: does it change the answer? add it to the key and a case", f)
+		}
+	}
+}
+
+func TestKeyScopesAndMetadata(t *testing.T) {
+	r := fullRequest()
+	assert.NotEqual(t, cache.Key("", "t1", r), cache.Key("", "t2", r), "partitions")
+	assert.NotEqual(t, cache.Key("v1", "", r), cache.Key("v2", "", r), "namespaces")
+	assert.NotEqual(t, cache.Key("", "ab", r), cache.Key("a", "b", r), "fields are length-prefixed")
+	withTenant := cache.Key("", "", r, "tenant")
+	r2 := fullRequest()
+	r2.Metadata["tenant"] = "t2"
+	assert.NotEqual(t, withTenant, cache.Key("", "", r2, "tenant"), "named metadata counts")
+	r2.Metadata = map[string]string{"tenant": "t1"}
+	assert.Equal(t, withTenant, cache.Key("", "", r2, "tenant"), "other metadata does not")
+	r3 := fullRequest()
+	delete(r3.Metadata, "tenant")
+	r4 := fullRequest()
+	r4.Metadata["tenant"] = ""
+	assert.NotEqual(t, cache.Key("", "", r3, "tenant"), cache.Key("", "", r4, "tenant"), "absent and empty differ")
+	require.Len(t, withTenant, 64)
+}
+
+// A request as large as the writer's buffer many times over hashes like any other, and
+// long texts that differ only at the end differ.
+func TestKeyLongText(t *testing.T) {
+	long := make([]byte, 100_000)
+	for i := range long {
+		long[i] = 'a' + byte(i%26)
+	}
+	a := &llmclient.Request{Messages: []llmclient.Message{llmclient.UserMessage(string(long))}}
+	long[len(long)-1] = '!'
+	b := &llmclient.Request{Messages: []llmclient.Message{llmclient.UserMessage(string(long))}}
+	assert.NotEqual(t, key(a), key(b))
+	assert.Equal(t, key(a), key(a))
+}

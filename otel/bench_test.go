@@ -1,0 +1,180 @@
+package otel_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmclient/llmclient"
+	llmotel "github.com/llmclient/llmclient/otel"
+)
+
+// noop is a provider that answers at once with a fresh response, as in the bench module:
+// the benchmark measures the Client and its instrumentation, not an adapter.
+type noop struct{}
+
+func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
+	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+		Usage: llmclient.Usage{InputTokens: 12, OutputTokens: 3}}, nil
+}
+
+func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return nil, llmclient.ErrUnsupported
+}
+
+var benchReq = &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("Say hello.")}}
+
+// benchClient builds a Client with every layer active, as bench/complete_bench_test.go
+// does: a key pool, RPM/TPM/concurrency limits far above what the benchmark offers.
+func benchClient(b *testing.B, opts ...llmclient.Option) *llmclient.Client {
+	c, err := llmclient.New(append(opts, llmclient.WithUpstream(llmclient.Upstream{
+		Name: "a", Provider: noop{}, Keys: []string{"k1", "k2"},
+		Limits: llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50, MaxConcurrent: 1 << 20},
+	}))...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// instrumented returns the options of a Client instrumented with a real SDK meter (a
+// manual reader, never collected) and tracer (sampler as given, spans to a batch
+// processor with a no-op exporter), and a cleanup.
+func instrumented(b *testing.B, spans bool, sampler sdktrace.Sampler) ([]llmclient.Option, func()) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	tel, err := llmotel.New(llmotel.WithMeterProvider(mp), llmotel.WithTracerProvider(tp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := []llmclient.Option{llmclient.WithObserver(tel.Observe)}
+	if spans {
+		opts = append(opts, llmclient.WithMiddleware(tel.Middleware))
+	}
+	return opts, func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	}
+}
+
+func BenchmarkComplete(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		on      bool
+		spans   bool
+		sampler sdktrace.Sampler
+	}{
+		{name: "off"},
+		{name: "empty-observer"},
+		{name: "metrics", on: true},
+		{name: "metrics+spans-unsampled", on: true, spans: true, sampler: sdktrace.NeverSample()},
+		{name: "metrics+spans-sampled", on: true, spans: true, sampler: sdktrace.AlwaysSample()},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			var opts []llmclient.Option
+			if tc.on {
+				sampler := tc.sampler
+				if sampler == nil {
+					sampler = sdktrace.NeverSample()
+				}
+				o, cleanup := instrumented(b, tc.spans, sampler)
+				defer cleanup()
+				opts = o
+			}
+			if tc.name == "empty-observer" {
+				// What the Client itself spends on having an observer: call IDs, the events.
+				opts = append(opts, llmclient.WithObserver(func(context.Context, llmclient.Event) {}))
+			}
+			c := benchClient(b, opts...)
+			if tc.on {
+				// Let the first call fill the attribute caches.
+				if _, err := c.Complete(ctx, benchReq); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Complete(ctx, benchReq); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCompleteParallel(b *testing.B) {
+	ctx := context.Background()
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "metrics+spans-sampled"
+		}
+		b.Run(name, func(b *testing.B) {
+			var opts []llmclient.Option
+			if on {
+				o, cleanup := instrumented(b, true, sdktrace.AlwaysSample())
+				defer cleanup()
+				opts = o
+			}
+			c := benchClient(b, opts...)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Complete(ctx, benchReq); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkSDKFloor is what the SDK alone costs for the same work, for comparison: two
+// sampled spans (a parent and a child) with the attributes a call and an attempt carry,
+// and the five metric measurements of a successful call.
+func BenchmarkSDKFloor(b *testing.B) {
+	ctx := context.Background()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) }()
+	tracer, meter := tp.Tracer("floor"), mp.Meter("floor")
+	h, _ := meter.Float64Histogram("h")
+	ih, _ := meter.Int64Histogram("ih")
+	ctr, _ := meter.Int64Counter("c")
+	kvs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", "openai"),
+		attribute.String("llmclient.upstream", "a"), attribute.String("gen_ai.request.model", "m"), attribute.String("gen_ai.response.model", "m")}
+	set := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	add := []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	b.Run("metrics", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctr.Add(ctx, 1, add...)
+			h.Record(ctx, 0.5, set...)
+			ih.Record(ctx, 1, set...)
+			ih.Record(ctx, 12, set...)
+			ih.Record(ctx, 3, set...)
+		}
+	})
+	b.Run("two-sampled-spans", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pctx, p := tracer.Start(ctx, "chat m", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kvs[:2]...))
+			_, s := tracer.Start(pctx, "attempt a")
+			s.SetAttributes(kvs...)
+			s.SetAttributes(attribute.Int("llmclient.attempt", 1), attribute.String("llmclient.key", "key#1"), attribute.Int("http.response.status_code", 200))
+			s.End()
+			p.SetAttributes(kvs...)
+			p.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 3), attribute.Int("llmclient.attempts", 1))
+			p.End()
+		}
+	})
+}

@@ -1,0 +1,312 @@
+package otel
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/llmclient/llmclient"
+)
+
+// The bucket boundaries the GenAI semantic conventions recommend: token counts in powers
+// of four, durations in powers of two from 10ms.
+var (
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	// attemptBuckets and waitBuckets are llmclient's own.
+	attemptBuckets = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+	waitBuckets    = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// instruments are the Telemetry's metric instruments.
+type instruments struct {
+	duration, ttfc, tpoc, limiterWait metric.Float64Histogram
+	tokens, attemptsPerCall           metric.Int64Histogram
+	attempts, refusals                metric.Int64Counter
+	failovers, fallbacks, hedges      metric.Int64Counter
+	breakerTransitions                metric.Int64Counter
+	cooldowns, evictions, alerts      metric.Int64Counter
+	cacheLookups, cacheStores         metric.Int64Counter
+
+	// The gauges Watch observes.
+	breakerState, upstreamInFlight, keyState metric.Int64ObservableGauge
+	limiterRemaining, limiterCapacity        metric.Float64ObservableGauge
+	limiterLimit, reportedLimit              metric.Int64ObservableGauge
+	reportedRemaining                        metric.Float64ObservableGauge
+	cacheBytes, cacheEntries                 metric.Int64ObservableGauge
+	cacheHitRate                             metric.Float64ObservableGauge
+	cacheEvictions                           metric.Int64ObservableCounter
+	observables                              []metric.Observable
+}
+
+func (m *instruments) init(meter metric.Meter) error {
+	var errs []error
+	fh := func(name, unit, desc string, bounds []float64) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
+		errs = append(errs, err)
+		return h
+	}
+	ih := func(name, unit, desc string, bounds []float64) metric.Int64Histogram {
+		h, err := meter.Int64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
+		errs = append(errs, err)
+		return h
+	}
+	ctr := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	ig := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		m.observables = append(m.observables, g)
+		return g
+	}
+	fg := func(name, unit, desc string) metric.Float64ObservableGauge {
+		g, err := meter.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		m.observables = append(m.observables, g)
+		return g
+	}
+	m.duration = fh("gen_ai.client.operation.duration", "s", "GenAI operation duration.", durationBuckets)
+	m.tokens = ih("gen_ai.client.token.usage", "{token}", "Number of input and output tokens used.", tokenBuckets)
+	m.ttfc = fh("gen_ai.client.operation.time_to_first_chunk", "s",
+		"Time to receive the first chunk, from the call's start to the first chunk of the response stream.", durationBuckets)
+	m.tpoc = fh("gen_ai.client.operation.time_per_output_chunk", "s",
+		"Time per output chunk after the first one.", durationBuckets)
+	m.attemptsPerCall = ih("llmclient.client.attempts_per_call", "{attempt}",
+		"Attempts per call, local refusals included.", attemptBuckets)
+	m.limiterWait = fh("llmclient.limiter.wait", "s",
+		"Time an attempt waited in the Client's admission: partition limiter, cooling keys, key limiter.", waitBuckets)
+	m.attempts = ctr("llmclient.client.attempts", "{attempt}", "Upstream calls made by attempts.")
+	m.refusals = ctr("llmclient.client.refusals", "{attempt}", "Attempts refused locally, without an upstream call.")
+	m.failovers = ctr("llmclient.client.failovers", "{failover}", "Calls moved from one upstream to the next.")
+	m.hedges = ctr("llmclient.client.hedges", "{hedge}", "Hedged attempts sent while an earlier attempt was waiting.")
+	m.fallbacks = ctr("llmclient.client.fallbacks", "{call}", "Calls answered by the fallback function.")
+	m.breakerTransitions = ctr("llmclient.breaker.transitions", "{transition}", "Circuit breaker state changes.")
+	m.cooldowns = ctr("llmclient.key.cooldowns", "{cooldown}", "Keys paused after a rate limit.")
+	m.evictions = ctr("llmclient.key.evictions", "{eviction}", "Keys taken out of their pool (auth or quota failure).")
+	m.alerts = ctr("llmclient.alerts", "{alert}", "Failures that need a human: a revoked key, an exhausted quota.")
+
+	m.breakerState = ig("llmclient.breaker.state", "", "1 for the breaker's current state, 0 for the others.")
+	m.upstreamInFlight = ig("llmclient.upstream.in_flight", "{attempt}", "Attempts in flight on the upstream.")
+	m.keyState = ig("llmclient.key.state", "", "1 for the key's current state (ready, cooling, evicted), 0 for the others.")
+	m.limiterRemaining = fg("llmclient.limiter.remaining", "",
+		"What the key's limiter holds now: requests or tokens in its bucket, free concurrency slots.")
+	m.limiterCapacity = fg("llmclient.limiter.capacity", "", "The size of the key's limiter bucket, or its concurrency slots.")
+	m.limiterLimit = ig("llmclient.limiter.limit", "", "The key's configured limit: RPM, TPM or maximum concurrency.")
+	m.reportedRemaining = fg("llmclient.upstream.ratelimit.remaining", "",
+		"The key's remaining quota as the upstream last reported it (x-ratelimit-remaining-*).")
+	m.reportedLimit = ig("llmclient.upstream.ratelimit.limit", "",
+		"The key's quota as the upstream last reported it (x-ratelimit-limit-*).")
+
+	m.cacheLookups = ctr("llmclient.cache.lookups", "{lookup}", "Cache lookups, by result: hit, miss, guard_rejected.")
+	m.cacheStores = ctr("llmclient.cache.stores", "{entry}", "Answers stored by a cache.")
+	m.cacheBytes = ig("llmclient.cache.bytes", "By", "What a registered cache holds, in bytes.")
+	m.cacheEntries = ig("llmclient.cache.entries", "{entry}", "The entries a registered cache holds.")
+	m.cacheHitRate = fg("llmclient.cache.hit_rate", "1", "A registered cache's hits over its lookups since it was created.")
+	ec, err := meter.Int64ObservableCounter("llmclient.cache.evictions", metric.WithUnit("{entry}"),
+		metric.WithDescription("Entries a registered cache dropped to make room."))
+	errs = append(errs, err)
+	m.cacheEvictions = ec
+	m.observables = append(m.observables, ec)
+	return errors.Join(errs...)
+}
+
+// opOf is the operation name of a call: its tracing state's, else chat.
+func opOf(c *call) string {
+	if c != nil && c.op != "" {
+		return c.op
+	}
+	return opChat
+}
+
+// opFor is the operation name of an event of a call: embeddings for Client.Embed's.
+func opFor(c *call, e *llmclient.Event) string {
+	if e.Embed {
+		return opEmbeddings
+	}
+	return opOf(c)
+}
+
+// recordCache counts a cache's lookups (hit, miss, guard_rejected) and stores, by
+// llmclient.cache.layer (exact, semantic).
+func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
+	layer := "exact"
+	if e.Semantic {
+		layer = "semantic"
+	}
+	result, ctr := "", t.m.cacheLookups
+	switch e.Kind {
+	case llmclient.EventCacheHit:
+		result = "hit"
+	case llmclient.EventCacheMiss:
+		result = "miss"
+	case llmclient.EventCacheGuardRejected:
+		result = "guard_rejected"
+	default:
+		ctr = t.m.cacheStores
+	}
+	k := setKey{kind: setCacheOp, aux: layer, key: result}
+	s := t.sets.get(k, func() *setEntry {
+		kvs := []attribute.KeyValue{keyCacheLayer.String(k.aux)}
+		if k.key != "" {
+			kvs = append(kvs, keyCacheResult.String(k.key))
+		}
+		return newSetEntry(kvs, false)
+	})
+	ctr.Add(ctx, 1, s.add...)
+}
+
+// recordAttempt records an attempt: an upstream call or a local refusal, and its wait in
+// the limiter.
+func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Event) {
+	m := &t.m
+	if e.Local {
+		k := setKey{kind: setRefusal, upstream: e.Upstream, class: e.Class, aux: refusalReason(e.Err)}
+		s := t.sets.get(k, func() *setEntry {
+			return newSetEntry([]attribute.KeyValue{keyUpstream.String(k.upstream),
+				keyErrorType.String(errorType(k.class)), keyReason.String(k.aux)}, false)
+		})
+		m.refusals.Add(ctx, 1, s.add...)
+	} else {
+		k := setKey{kind: setAttempt, op: opFor(c, e), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
+		s := t.sets.get(k, func() *setEntry {
+			kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
+				keyUpstream.String(k.upstream)}
+			if k.model != "" {
+				kvs = append(kvs, keyRequestModel.String(k.model))
+			}
+			if et := errorType(k.class); et != "" {
+				kvs = append(kvs, keyErrorType.String(et))
+			}
+			if k.status != 0 {
+				kvs = append(kvs, keyStatus.Int(k.status))
+			}
+			return newSetEntry(kvs, false)
+		})
+		m.attempts.Add(ctx, 1, s.add...)
+	}
+	if e.LimiterWait <= 0 {
+		return
+	}
+	k := setKey{kind: setWait, upstream: e.Upstream, key: e.Key}
+	s := t.sets.get(k, func() *setEntry {
+		kvs := []attribute.KeyValue{keyUpstream.String(k.upstream)}
+		if k.key != "" {
+			kvs = append(kvs, keyKey.String(k.key))
+		}
+		return newSetEntry(kvs, false)
+	})
+	m.limiterWait.Record(ctx, e.LimiterWait.Seconds(), s.rec...)
+}
+
+// refusalReason says which layer refused an attempt locally.
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, llmclient.ErrCircuitOpen):
+		return "breaker_open"
+	case errors.Is(err, llmclient.ErrNoKey):
+		return "no_key"
+	case errors.Is(err, llmclient.ErrRateLimited):
+		return "limiter"
+	case errors.Is(err, llmclient.ErrRetryBudget):
+		return "retry_budget"
+	case errors.Is(err, llmclient.ErrUnsupported):
+		return "unsupported"
+	case errors.Is(err, llmclient.ErrNoUpstream):
+		return "no_upstream"
+	}
+	return "other"
+}
+
+// recordCall records a call's end: the GenAI duration, token usage and stream timings,
+// and its attempts.
+func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) {
+	m := &t.m
+	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
+	s := t.sets.get(k, func() *setEntry { return newSetEntry(t.callAttrs(k), true) })
+	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
+	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
+	if e.InputTokens > 0 || e.OutputTokens > 0 {
+		m.tokens.Record(ctx, int64(e.InputTokens), s.in...)
+		m.tokens.Record(ctx, int64(e.OutputTokens), s.out...)
+	}
+	if e.Chunks > 0 { // a stream that got its first chunk
+		m.ttfc.Record(ctx, e.TimeToFirstToken.Seconds(), s.rec...)
+		// The Client times the stream, not each chunk: each interval after the first
+		// chunk is recorded at the stream's mean, which keeps the count and the sum exact.
+		per := e.TimePerChunk.Seconds()
+		for i := 1; i < e.Chunks; i++ {
+			m.tpoc.Record(ctx, per, s.rec...)
+		}
+	}
+}
+
+// callAttrs are the attributes of the GenAI call metrics.
+func (t *Telemetry) callAttrs(k setKey) []attribute.KeyValue {
+	kvs := make([]attribute.KeyValue, 0, 7)
+	kvs = append(kvs, keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)))
+	if k.upstream != "" {
+		kvs = append(kvs, keyUpstream.String(k.upstream))
+	}
+	if k.model != "" {
+		kvs = append(kvs, keyRequestModel.String(k.model))
+	}
+	if k.respModel != "" {
+		kvs = append(kvs, keyResponseModel.String(k.respModel))
+	}
+	if et := errorType(k.class); et != "" {
+		kvs = append(kvs, keyErrorType.String(et))
+	}
+	return kvs
+}
+
+// recordDecision counts failovers, fallbacks, breaker changes, key cooldowns, evictions
+// and alerts.
+func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
+	k := setKey{kind: setDecision, upstream: e.Upstream, key: e.Key, class: e.Class, status: int(e.Kind)}
+	var ctr metric.Int64Counter
+	switch e.Kind {
+	case llmclient.EventFailover:
+		ctr, k.aux = t.m.failovers, e.Target
+	case llmclient.EventHedge:
+		ctr, k.aux = t.m.hedges, e.Target
+	case llmclient.EventFallback:
+		ctr = t.m.fallbacks
+	case llmclient.EventBreaker:
+		ctr, k.aux = t.m.breakerTransitions, e.To.String()
+	case llmclient.EventKeyCooldown:
+		ctr = t.m.cooldowns
+	case llmclient.EventKeyEvicted:
+		ctr = t.m.evictions
+	case llmclient.EventAlert:
+		ctr = t.m.alerts
+	default:
+		return
+	}
+	s := t.sets.get(k, func() *setEntry {
+		var kvs []attribute.KeyValue
+		if k.upstream != "" {
+			kvs = append(kvs, keyUpstream.String(k.upstream))
+		}
+		if k.key != "" {
+			kvs = append(kvs, keyKey.String(k.key))
+		}
+		if et := errorType(k.class); et != "" {
+			kvs = append(kvs, keyErrorType.String(et))
+		}
+		switch e.Kind {
+		case llmclient.EventFailover, llmclient.EventHedge:
+			kvs = append(kvs, keyTarget.String(k.aux))
+		case llmclient.EventBreaker:
+			kvs = append(kvs, keyBreakerState.String(k.aux))
+		}
+		return newSetEntry(kvs, false)
+	})
+	ctr.Add(ctx, 1, s.add...)
+}

@@ -1,0 +1,131 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	gotel "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmclient/llmclient"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter a Telemetry uses.
+const ScopeName = "github.com/llmclient/llmclient/otel"
+
+// Telemetry turns a Client's events into OpenTelemetry spans and metrics. Create one with
+// New and hand its methods to the Client: Observe as its observer, Middleware around
+// Complete and Stream, Transport around Client.Transport, and Watch for the gauges of its
+// state. A Telemetry may serve several Clients. It is safe for concurrent use.
+type Telemetry struct {
+	tracer   trace.Tracer
+	meter    metric.Meter
+	m        instruments
+	provider func(upstream string) string
+	// adapters maps upstream names to gen_ai.provider.name, learned by Watch.
+	adapters atomic.Pointer[map[string]string]
+	sets     setCache
+	names    nameCache
+}
+
+// Option configures New.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	tp       trace.TracerProvider
+	mp       metric.MeterProvider
+	provider func(string) string
+}
+
+// WithTracerProvider sets where spans go. Default: the global provider
+// (go.opentelemetry.io/otel.GetTracerProvider) at the time of New.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tp = tp })
+}
+
+// WithMeterProvider sets where metrics go. Default: the global provider
+// (go.opentelemetry.io/otel.GetMeterProvider) at the time of New.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.mp = mp })
+}
+
+// WithProviderName sets the gen_ai.provider.name of each upstream: f receives an
+// upstream's name and returns the provider's well-known name ("openai", "anthropic",
+// "gcp.gemini", "azure.ai.openai", "deepseek", ...), or "" to keep the default. f must be
+// safe for concurrent use; its answers are cached per upstream. Default: from the
+// upstream's adapter once Watch has seen its Client ("openai" for provider/openai, which
+// also serves OpenAI-compatible vendors, "anthropic", "gcp.gemini" for provider/gemini,
+// else the adapter's package name), and "_OTHER" for an upstream Watch has not seen.
+func WithProviderName(f func(upstream string) string) Option {
+	return optionFunc(func(c *config) { c.provider = f })
+}
+
+// New returns a Telemetry with its instruments created. It fails only when the meter
+// refuses an instrument.
+func New(opts ...Option) (*Telemetry, error) {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.tp == nil {
+		cfg.tp = gotel.GetTracerProvider()
+	}
+	if cfg.mp == nil {
+		cfg.mp = gotel.GetMeterProvider()
+	}
+	t := &Telemetry{
+		tracer:   cfg.tp.Tracer(ScopeName),
+		meter:    cfg.mp.Meter(ScopeName),
+		provider: cfg.provider,
+	}
+	if err := t.m.init(t.meter); err != nil {
+		return nil, errors.Join(errors.New("llmclient/otel: creating instruments"), err)
+	}
+	return t, nil
+}
+
+// Observe is the Client's observer (llmclient.WithObserver(t.Observe)): it records the
+// metrics of every event and, for a call that Middleware or Transport started, its
+// spans. Kinds it does not know are ignored. To log as well, call both observers from
+// one function:
+//
+//	logEvent := slogobserver.New(logger)
+//	llmclient.WithObserver(func(ctx context.Context, e llmclient.Event) {
+//		tel.Observe(ctx, e)
+//		logEvent(ctx, e)
+//	})
+func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
+	c := t.callOf(ctx)
+	switch e.Kind {
+	case llmclient.EventAttempt:
+		t.recordAttempt(ctx, c, &e)
+		if c != nil {
+			c.attempt(&e)
+		}
+	case llmclient.EventCall:
+		t.recordCall(ctx, c, &e)
+		if c != nil {
+			c.end(&e)
+		}
+	case llmclient.EventFailover, llmclient.EventFallback, llmclient.EventKeyCooldown,
+		llmclient.EventKeyEvicted, llmclient.EventAlert, llmclient.EventHedge:
+		t.recordDecision(ctx, &e)
+		if c != nil {
+			c.decision(&e)
+		}
+	case llmclient.EventBreaker:
+		t.recordDecision(ctx, &e)
+	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
+		t.recordCache(ctx, &e)
+	}
+}

@@ -1,0 +1,425 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmclient/llmclient"
+)
+
+// callKey finds a call's tracing state in its context.
+type callKey struct{}
+
+// The span kinds as options, made once.
+var (
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+)
+
+// call is the tracing state of one call. It is the context the call runs with: the
+// caller's, with the call span (once started), answering callKey with itself, so that the
+// Client's events for the call, which carry that context, find it.
+//
+// Events of one call arrive in order, but those of a stream's end may come from another
+// goroutine than the caller's (a timer, the reader), and the front door's own check runs
+// on the caller's: mu orders them.
+type call struct {
+	context.Context
+	t     *Telemetry
+	op    string
+	start time.Time // for a span started late (transport mode)
+
+	mu sync.Mutex
+	// span is the call span; parent the context its children start from. In transport
+	// mode the span starts at the call's first event, so that requests the transport
+	// passes through untouched get none.
+	span     trace.Span
+	parent   context.Context
+	failover bool // the next attempt follows a failover
+	ended    bool
+	// id is the Client's ID of the call, from its first event: events of another call
+	// that share the context (a Client without Middleware called inside this call, by a
+	// fallback function) are not this call's.
+	id uint64
+}
+
+// owns reports whether e belongs to c's call, adopting e's call ID on the first event.
+// c.mu is held.
+func (c *call) owns(e *llmclient.Event) bool {
+	switch {
+	case e.CallID == 0 || c.id == e.CallID:
+		return true
+	case c.id == 0:
+		c.id = e.CallID
+		return true
+	}
+	return false
+}
+
+// Value answers callKey with c and everything else from the caller's context.
+func (c *call) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// callOf returns the tracing state of the call ctx belongs to, or nil.
+func (t *Telemetry) callOf(ctx context.Context) *call {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || c.t != t {
+		return nil
+	}
+	return c
+}
+
+// Middleware starts a span for every Complete and Stream call (llmclient.WithMiddleware
+// (t.Middleware)) and puts it in the call's context, so that the attempt spans Observe
+// makes are its children, as are spans that code below it starts (other middleware, the
+// HTTP client of an adapter instrumented with otelhttp). The span ends when the call
+// does: for a stream, when it ends, is closed or its timeouts end it, after Stream has
+// returned. Add it first, outside other middleware, to see their work in the span.
+func (t *Telemetry) Middleware(next llmclient.Handler) llmclient.Handler {
+	return handler{t: t, next: next}
+}
+
+type handler struct {
+	t    *Telemetry
+	next llmclient.Handler
+}
+
+func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
+	c := h.t.begin(ctx, req)
+	resp, err := h.next.Complete(c, req)
+	c.finish(resp, err)
+	return resp, err
+}
+
+func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
+	c := h.t.begin(ctx, req)
+	s, err := h.next.Stream(c, req)
+	if err != nil || s == nil {
+		c.finish(nil, err)
+		return s, err
+	}
+	// A stream from the Client ends its span with its EventCall; one that inner
+	// middleware made (a cache's replay) when it ends or is closed.
+	return s.Tap(nil, c.finish), nil
+}
+
+// begin starts the call span of a typed call.
+func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) *call {
+	c := &call{t: t, op: opChat}
+	var model string
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, keyOperation.String(opChat))
+	if req != nil {
+		model = req.Model
+		if model != "" {
+			attrs = append(attrs, keyRequestModel.String(model))
+		}
+		if req.MaxTokens > 0 {
+			attrs = append(attrs, keyMaxTokens.Int(req.MaxTokens))
+		}
+		if req.Temperature != nil {
+			attrs = append(attrs, keyTemperature.Float64(*req.Temperature))
+		}
+		if req.TopP != nil {
+			attrs = append(attrs, keyTopP.Float64(*req.TopP))
+		}
+	}
+	ctx, c.span = t.tracer.Start(ctx, t.names.get(opChat, model), kindClient, trace.WithAttributes(attrs...))
+	c.Context, c.parent = ctx, ctx
+	return c
+}
+
+// Transport wraps base, a Client's transport (client.Transport(nil)), so that every call
+// it protects gets a call span with its attempt spans, as Middleware gives typed calls.
+// The call span starts, with the time the request arrived, at the call's first event, and
+// ends when the call does (for a response whose body is still streaming, when the body
+// ends or is closed); requests the Client's transport passes through untouched get no
+// span. The operation is "embeddings" or "generate_content" for those API paths, else
+// "chat". A nil base is http.DefaultTransport.
+func (t *Telemetry) Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{t: t, base: base}
+}
+
+type transport struct {
+	t    *Telemetry
+	base http.RoundTripper
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := &call{Context: req.Context(), t: tr.t, op: operationOf(req.URL.Path), start: time.Now()}
+	resp, err := tr.base.RoundTrip(req.WithContext(c))
+	if err != nil {
+		var e *llmclient.Error
+		if errors.As(err, &e) {
+			c.finish(nil, err) // refused before any event (a body it could not read, an SDK retry)
+		}
+	}
+	return resp, err
+}
+
+// CloseIdleConnections closes the base transport's idle connections, when it can.
+func (tr *transport) CloseIdleConnections() {
+	if ci, ok := tr.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// operationOf names the GenAI operation of an API path.
+func operationOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/embeddings") || strings.HasSuffix(path, ":embedContent") ||
+		strings.HasSuffix(path, ":batchEmbedContents"):
+		return "embeddings"
+	case strings.HasSuffix(path, ":generateContent") || strings.HasSuffix(path, ":streamGenerateContent"):
+		return "generate_content"
+	}
+	return opChat
+}
+
+// ensure starts the call span of a transport call at its first event. c.mu is held.
+func (c *call) ensure(model string) {
+	if c.span != nil {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 2)
+	attrs = append(attrs, keyOperation.String(c.op))
+	if model != "" {
+		attrs = append(attrs, keyRequestModel.String(model))
+	}
+	c.parent, c.span = c.t.tracer.Start(c.Context, c.t.names.get(c.op, model), trace.WithTimestamp(c.start),
+		kindClient, trace.WithAttributes(attrs...))
+}
+
+// attempt records an attempt's span, a child of the call span, from its start to its end.
+func (c *call) attempt(e *llmclient.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || !c.owns(e) {
+		return
+	}
+	c.ensure(e.Model)
+	if !c.span.IsRecording() {
+		return // attempt spans follow their call span's sampling
+	}
+	t := c.t
+	start, end := e.Start, e.Time
+	if start.IsZero() || start.After(end) {
+		start = end
+	}
+	_, s := t.tracer.Start(c.parent, t.names.get("attempt", e.Upstream), trace.WithTimestamp(start), kindInternal)
+	if !s.IsRecording() {
+		s.End(trace.WithTimestamp(end))
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs, keyOperation.String(c.op), keyProvider.String(t.providerName(e.Upstream)),
+		keyUpstream.String(e.Upstream), keyAttempt.Int(e.Attempt))
+	if e.Model != "" {
+		attrs = append(attrs, keyRequestModel.String(e.Model))
+	}
+	if e.Key != "" {
+		attrs = append(attrs, keyKey.String(e.Key))
+	}
+	if e.Status != 0 {
+		attrs = append(attrs, keyStatus.Int(e.Status))
+	}
+	if e.Waited > 0 {
+		attrs = append(attrs, keyWaited.Float64(e.Waited.Seconds()))
+	}
+	if e.LimiterWait > 0 {
+		attrs = append(attrs, keyLimiterWait.Float64(e.LimiterWait.Seconds()))
+	}
+	if e.Local {
+		attrs = append(attrs, keyLocal.Bool(true))
+	}
+	if e.Retry {
+		attrs = append(attrs, keyRetry.Bool(true))
+	}
+	if e.Hedge {
+		attrs = append(attrs, keyHedge.Bool(true))
+	}
+	if c.failover {
+		attrs = append(attrs, keyFailover.Bool(true))
+		c.failover = false
+	}
+	if e.EstimatedTokens > 0 {
+		attrs = append(attrs, keyEstimated.Int(e.EstimatedTokens))
+	}
+	if e.InputTokens > 0 || e.OutputTokens > 0 {
+		attrs = append(attrs, keyInputTokens.Int(e.InputTokens), keyOutputTokens.Int(e.OutputTokens))
+	}
+	if e.TimeToFirstToken > 0 {
+		attrs = append(attrs, keyTTFC.Float64(e.TimeToFirstToken.Seconds()))
+	}
+	if et := errorType(e.Class); et != "" {
+		attrs = append(attrs, keyErrorType.String(et))
+		s.SetStatus(codes.Error, errText(e.Err, et))
+	}
+	s.SetAttributes(attrs...)
+	s.End(trace.WithTimestamp(end))
+}
+
+// decision adds a span event for a failover, fallback, key cooldown, eviction or alert.
+func (c *call) decision(e *llmclient.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || !c.owns(e) {
+		return
+	}
+	c.ensure(e.Model)
+	if e.Kind == llmclient.EventFailover {
+		c.failover = true
+	}
+	if !c.span.IsRecording() {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 4)
+	if e.Upstream != "" {
+		attrs = append(attrs, keyUpstream.String(e.Upstream))
+	}
+	if e.Key != "" {
+		attrs = append(attrs, keyKey.String(e.Key))
+	}
+	if et := errorType(e.Class); et != "" {
+		attrs = append(attrs, keyErrorType.String(et))
+	}
+	switch e.Kind {
+	case llmclient.EventFailover, llmclient.EventHedge:
+		attrs = append(attrs, keyTarget.String(e.Target))
+	case llmclient.EventFallback:
+		c.span.SetAttributes(keyFallback.Bool(true))
+	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
+		attrs = append(attrs, keyUntil.String(e.Until.UTC().Format(time.RFC3339Nano)))
+	}
+	opts := []trace.EventOption{trace.WithAttributes(attrs...)}
+	if !e.Time.IsZero() {
+		opts = append(opts, trace.WithTimestamp(e.Time))
+	}
+	c.span.AddEvent("llmclient."+e.Kind.String(), opts...)
+}
+
+// end ends the call span with the call's outcome, at the call's end.
+func (c *call) end(e *llmclient.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || !c.owns(e) {
+		return
+	}
+	c.ensure(e.Model)
+	c.ended = true
+	if !c.span.IsRecording() {
+		c.span.End()
+		return
+	}
+	t := c.t
+	attrs := make([]attribute.KeyValue, 0, 14)
+	attrs = append(attrs, keyAttempts.Int(e.Attempt))
+	if e.Upstream != "" {
+		attrs = append(attrs, keyProvider.String(t.providerName(e.Upstream)), keyUpstream.String(e.Upstream))
+	}
+	if e.ResponseModel != "" {
+		attrs = append(attrs, keyResponseModel.String(e.ResponseModel))
+	}
+	if e.FinishReason != llmclient.FinishNone {
+		attrs = append(attrs, keyFinishReasons.StringSlice([]string{string(e.FinishReason)}))
+	}
+	if e.InputTokens > 0 || e.OutputTokens > 0 {
+		attrs = append(attrs, keyInputTokens.Int(e.InputTokens), keyOutputTokens.Int(e.OutputTokens))
+	}
+	if e.Status != 0 {
+		attrs = append(attrs, keyStatus.Int(e.Status))
+	}
+	if e.CallID != 0 {
+		attrs = append(attrs, keyCallID.Int64(int64(e.CallID)))
+	}
+	if e.Partition != "" {
+		attrs = append(attrs, keyPartition.String(e.Partition))
+	}
+	if e.Chunks > 0 { // a stream that got its first chunk
+		attrs = append(attrs, keyTTFC.Float64(e.TimeToFirstToken.Seconds()), keyChunks.Int(e.Chunks))
+	}
+	if et := errorType(e.Class); et != "" {
+		attrs = append(attrs, keyErrorType.String(et))
+		c.span.SetStatus(codes.Error, errText(e.Err, et))
+	}
+	c.span.SetAttributes(attrs...)
+	if e.Time.IsZero() {
+		c.span.End()
+		return
+	}
+	c.span.End(trace.WithTimestamp(e.Time))
+}
+
+// finish ends the call span after its front door returned (or, for a stream that inner
+// middleware made, after it ended), unless the call's EventCall already did: a call the
+// Client refused before any attempt (a bad request, a caller partition at its limit) or
+// that middleware below answered. In transport mode a call without events has no span,
+// and gets one only for an llmclient error.
+func (c *call) finish(resp *llmclient.Response, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	if c.span == nil {
+		var e *llmclient.Error
+		if !errors.As(err, &e) {
+			return
+		}
+		c.ensure(e.Model)
+	}
+	if c.span == nil {
+		return
+	}
+	c.ended = true
+	switch {
+	case !c.span.IsRecording():
+	case err != nil:
+		et := llmclient.ClassOf(err).String()
+		c.span.SetAttributes(keyErrorType.String(et))
+		c.span.SetStatus(codes.Error, errText(err, et))
+	case resp != nil:
+		attrs := make([]attribute.KeyValue, 0, 6)
+		if resp.Upstream != "" {
+			attrs = append(attrs, keyProvider.String(c.t.providerName(resp.Upstream)), keyUpstream.String(resp.Upstream))
+		}
+		if resp.Model != "" {
+			attrs = append(attrs, keyResponseModel.String(resp.Model))
+		}
+		if resp.FinishReason != llmclient.FinishNone {
+			attrs = append(attrs, keyFinishReasons.StringSlice([]string{string(resp.FinishReason)}))
+		}
+		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
+			attrs = append(attrs, keyInputTokens.Int(u.InputTokens), keyOutputTokens.Int(u.OutputTokens))
+		}
+		c.span.SetAttributes(attrs...)
+	}
+	c.span.End()
+}
+
+// errText is the span status of a failure: the error's message (the Client's errors
+// never hold a key), else its class.
+func errText(err error, class string) string {
+	if err == nil {
+		return class
+	}
+	return err.Error()
+}

@@ -1,0 +1,339 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/jsonscan"
+)
+
+// scanChat reads a Chat Completions body in one pass with the allocation-light scanner:
+// what the transport needs to route the call and estimate its tokens. It reports false
+// when the body is not the JSON it expects (a syntax error, or a field of another type),
+// and inspectChat then reads it leniently with encoding/json.
+func scanChat(body []byte, call *llmclient.APICall) bool {
+	var sc jsonscan.Scanner
+	sc.Reset(body)
+	req := &call.Request
+	var maxTokens, maxCompletion int64
+	for ok := sc.Object(); ok; ok = sc.More() {
+		switch k := sc.Key(); string(k) { // the conversion does not allocate in a switch
+		case "model":
+			req.Model = string(sc.Str())
+		case "stream":
+			if k := sc.Peek(); k != jsonscan.Bool && k != jsonscan.Null {
+				return false
+			}
+			call.Stream = sc.Bool()
+		case "max_tokens":
+			maxTokens = sc.Int()
+		case "max_completion_tokens":
+			maxCompletion = sc.Int()
+		case "messages":
+			if !scanMessages(&sc, req) {
+				return false
+			}
+		case "tools":
+			if !scanTools(&sc, body, req) {
+				return false
+			}
+		case "response_format":
+			if !scanResponseFormat(&sc, body, req) {
+				return false
+			}
+		default:
+			if folds(k, topKeys) {
+				return false
+			}
+			sc.Skip()
+		}
+	}
+	sc.End()
+	if sc.Err() != nil {
+		return false
+	}
+	req.MaxTokens = int(clampTokens(maxCompletion))
+	if req.MaxTokens == 0 {
+		req.MaxTokens = int(clampTokens(maxTokens))
+	}
+	return true
+}
+
+// clampTokens keeps a token count the body states within [0, 1<<40].
+func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
+
+func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request) bool {
+	if sc.Peek() == jsonscan.Null {
+		sc.Null()
+		return true
+	}
+	if sc.Peek() != jsonscan.Array {
+		return false
+	}
+	for ok := sc.Array(); ok; ok = sc.More() {
+		if sc.Peek() != jsonscan.Object {
+			return false
+		}
+		var m llmclient.Message
+		for ok := sc.Object(); ok; ok = sc.More() {
+			switch k := sc.Key(); string(k) {
+			case "role":
+				m.Role = roleOf(sc.Str())
+			case "content":
+				if !scanContent(sc, &m) {
+					return false
+				}
+			case "name":
+				m.Name = string(sc.Str())
+			case "tool_call_id":
+				m.ToolCallID = string(sc.Str())
+			case "tool_calls":
+				if !scanToolCalls(sc, &m) {
+					return false
+				}
+			default:
+				if folds(k, messageKeys) {
+					return false
+				}
+				sc.Skip()
+			}
+		}
+		if m.Role == "" {
+			m.Role = llmclient.RoleUser
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	return sc.Err() == nil
+}
+
+// roleOf maps a role name without allocating.
+func roleOf(r []byte) llmclient.Role {
+	switch string(r) {
+	case "system", "developer":
+		return llmclient.RoleSystem
+	case "assistant":
+		return llmclient.RoleAssistant
+	case "tool", "function":
+		return llmclient.RoleTool
+	}
+	return llmclient.RoleUser
+}
+
+func scanContent(sc *jsonscan.Scanner, m *llmclient.Message) bool {
+	switch sc.Peek() {
+	case jsonscan.String:
+		m.Content = []llmclient.Part{llmclient.TextPart(string(sc.Str()))}
+		return true
+	case jsonscan.Null:
+		sc.Null()
+		return true
+	case jsonscan.Array:
+	default:
+		return false
+	}
+	for ok := sc.Array(); ok; ok = sc.More() {
+		if sc.Peek() != jsonscan.Object {
+			return false
+		}
+		var typ, text, refusal, detail, urlDetail string
+		for ok := sc.Object(); ok; ok = sc.More() {
+			switch k := sc.Key(); string(k) {
+			case "type":
+				typ = string(sc.Str())
+			case "text":
+				text = string(sc.Str())
+			case "refusal":
+				refusal = string(sc.Str())
+			case "detail":
+				detail = string(sc.Str())
+			case "image_url":
+				if sc.Peek() == jsonscan.Object {
+					for ok := sc.Object(); ok; ok = sc.More() {
+						if k := sc.Key(); string(k) == "detail" {
+							urlDetail = string(sc.Str())
+						} else if folds(k, urlKeys) {
+							return false
+						} else {
+							sc.Skip()
+						}
+					}
+				} else {
+					sc.Skip()
+				}
+			default:
+				if folds(k, partKeys) {
+					return false
+				}
+				sc.Skip()
+			}
+		}
+		switch typ { // as parts does
+		case "image_url", "input_image":
+			if urlDetail != "" {
+				detail = urlDetail
+			}
+			m.Content = append(m.Content, llmclient.Part{Type: llmclient.PartImage, Detail: detail})
+		case "input_audio", "file", "input_file":
+			m.Content = append(m.Content, llmclient.Part{Type: llmclient.PartImage})
+		default:
+			if text != "" {
+				m.Content = append(m.Content, llmclient.TextPart(text))
+			} else if refusal != "" {
+				m.Content = append(m.Content, llmclient.TextPart(refusal))
+			}
+		}
+	}
+	return sc.Err() == nil
+}
+
+func scanToolCalls(sc *jsonscan.Scanner, m *llmclient.Message) bool {
+	if sc.Peek() == jsonscan.Null {
+		sc.Null()
+		return true
+	}
+	if sc.Peek() != jsonscan.Array {
+		return false
+	}
+	for ok := sc.Array(); ok; ok = sc.More() {
+		var tc llmclient.ToolCall
+		for ok := sc.Object(); ok; ok = sc.More() {
+			switch k := sc.Key(); string(k) {
+			case "id":
+				tc.ID = string(sc.Str())
+			case "function":
+				for ok := sc.Object(); ok; ok = sc.More() {
+					switch k := sc.Key(); string(k) {
+					case "name":
+						tc.Name = string(sc.Str())
+					case "arguments":
+						tc.Arguments = string(sc.Str())
+					default:
+						if folds(k, callFuncKeys) {
+							return false
+						}
+						sc.Skip()
+					}
+				}
+			default:
+				if folds(k, callKeys) {
+					return false
+				}
+				sc.Skip()
+			}
+		}
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	return sc.Err() == nil
+}
+
+func scanTools(sc *jsonscan.Scanner, body []byte, req *llmclient.Request) bool {
+	if sc.Peek() == jsonscan.Null {
+		sc.Null()
+		return true
+	}
+	if sc.Peek() != jsonscan.Array {
+		return false
+	}
+	for ok := sc.Array(); ok; ok = sc.More() {
+		var t llmclient.Tool
+		for ok := sc.Object(); ok; ok = sc.More() {
+			if k := sc.Key(); string(k) != "function" {
+				if folds(k, toolKeys) {
+					return false
+				}
+				sc.Skip()
+				continue
+			}
+			for ok := sc.Object(); ok; ok = sc.More() {
+				switch k := sc.Key(); string(k) {
+				case "name":
+					t.Name = string(sc.Str())
+				case "description":
+					t.Description = string(sc.Str())
+				case "parameters":
+					t.Parameters = rawValue(sc, body)
+				default:
+					if folds(k, toolFuncKeys) {
+						return false
+					}
+					sc.Skip()
+				}
+			}
+		}
+		req.Tools = append(req.Tools, t)
+	}
+	return sc.Err() == nil
+}
+
+func scanResponseFormat(sc *jsonscan.Scanner, body []byte, req *llmclient.Request) bool {
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return sc.Err() == nil
+	}
+	var name string
+	var schema json.RawMessage
+	for ok := sc.Object(); ok; ok = sc.More() {
+		if k := sc.Key(); string(k) != "json_schema" || sc.Peek() != jsonscan.Object {
+			if string(k) != "json_schema" && folds(k, formatKeys) {
+				return false
+			}
+			sc.Skip()
+			continue
+		}
+		for ok := sc.Object(); ok; ok = sc.More() {
+			switch k := sc.Key(); string(k) {
+			case "name":
+				name = string(sc.Str())
+			case "schema":
+				schema = rawValue(sc, body)
+			default:
+				if folds(k, schemaKeys) {
+					return false
+				}
+				sc.Skip()
+			}
+		}
+	}
+	if len(schema) > 0 {
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: name, Schema: schema}
+	}
+	return sc.Err() == nil
+}
+
+// rawValue skips the next value and returns its bytes in body (not copied: the transport
+// keeps the body for the call's lifetime, and the estimate only reads them).
+func rawValue(sc *jsonscan.Scanner, body []byte) json.RawMessage {
+	start := sc.Offset()
+	sc.Skip()
+	if sc.Err() != nil {
+		return nil
+	}
+	return bytes.TrimSpace(body[start:sc.Offset()])
+}
+
+// The member names the scanner reads at each level.
+var (
+	topKeys      = []string{"model", "stream", "max_tokens", "max_completion_tokens", "messages", "tools", "response_format"}
+	messageKeys  = []string{"role", "content", "name", "tool_call_id", "tool_calls"}
+	partKeys     = []string{"type", "text", "refusal", "detail", "image_url"}
+	urlKeys      = []string{"detail"}
+	callKeys     = []string{"id", "function"}
+	callFuncKeys = []string{"name", "arguments"}
+	toolKeys     = []string{"function"}
+	toolFuncKeys = []string{"name", "description", "parameters"}
+	formatKeys   = []string{"json_schema"}
+	schemaKeys   = []string{"name", "schema"}
+)
+
+// folds reports whether k, not one of a level's names, matches one of them without regard
+// to case. encoding/json matches such a member (it folds case), so the scanner leaves the
+// body to it rather than read it differently.
+func folds(k []byte, names []string) bool {
+	for _, n := range names {
+		if len(k) == len(n) && bytes.EqualFold(k, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+package openai
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/llmclient/llmclient"
+)
+
+// The scanner's fast path reads a Chat Completions body exactly as the encoding/json
+// path does, whenever it takes the body at all.
+func TestScanChatMatchesDecode(t *testing.T) {
+	bodies := map[string]string{
+		"empty object":   `{}`,
+		"nulls":          `{"model":null,"messages":null,"tools":null,"stream":null,"max_tokens":null}`,
+		"string content": `{"model":"gpt-4o","messages":[{"role":"user","content":"hi \u00e9\n"}],"stream":true,"max_tokens":12}`,
+		"parts": `{"model":"m","messages":[{"role":"developer","content":[{"type":"text","text":"a"},` +
+			`{"type":"image_url","image_url":{"url":"data:x","detail":"low"}},{"type":"input_audio"}]}],"max_completion_tokens":5,"max_tokens":9}`,
+		"tools": `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",` +
+			`"function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"42","name":"f"}],` +
+			`"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}]}`,
+		"schema":  `{"model":"m","messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}}}`,
+		"extra":   `{"model":"m","messages":[{"role":"user","content":"x","extra":[1,{"a":null}]}],"seed":3,"logit_bias":{"1":2}}`,
+		"huge":    `{"model":"m","max_tokens":99999999999999999,"messages":[]}`,
+		"no role": `{"messages":[{"content":"x"}]}`,
+	}
+	files, _ := filepath.Glob("testdata/request_*.json")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[f] = string(b)
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			var fast, slow llmclient.APICall
+			if !scanChat([]byte(body), &fast) {
+				t.Fatalf("the scanner refused a well-formed body")
+			}
+			decodeChat([]byte(body), &slow)
+			slow.Request.MaxTokens = int(clampTokens(int64(slow.Request.MaxTokens)))
+			if !reflect.DeepEqual(normalize(fast), normalize(slow)) {
+				t.Fatalf("scanner:\n%+v\nencoding/json:\n%+v", fast, slow)
+			}
+		})
+	}
+}
+
+// normalize makes nil and empty slices, and raw JSON spacing, compare equal.
+func normalize(c llmclient.APICall) llmclient.APICall {
+	r := &c.Request
+	if len(r.Messages) == 0 {
+		r.Messages = nil
+	}
+	for i := range r.Messages {
+		if len(r.Messages[i].Content) == 0 {
+			r.Messages[i].Content = nil
+		}
+	}
+	if len(r.Tools) == 0 {
+		r.Tools = nil
+	}
+	for i := range r.Tools {
+		r.Tools[i].Parameters = []byte(strings.Join(strings.Fields(string(r.Tools[i].Parameters)), ""))
+	}
+	if r.ResponseFormat != nil {
+		rf := *r.ResponseFormat
+		rf.Schema = []byte(strings.Join(strings.Fields(string(rf.Schema)), ""))
+		r.ResponseFormat = &rf
+	}
+	return c
+}
+
+// FuzzScanChat: the scanner never panics, and whenever it takes a body it reads it as
+// encoding/json does.
+func FuzzScanChat(f *testing.F) {
+	f.Add(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	f.Add(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"tools":[{"function":{"name":"f"}}]}`)
+	f.Add(`{"messages":[{"content":null,"tool_calls":[{"id":"x","function":{"arguments":"{}"}}]}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var fast, slow llmclient.APICall
+		// The scanner is lenient about raw control characters in strings and passes invalid
+		// UTF-8 through where encoding/json substitutes U+FFFD; a vendor rejects such bodies
+		// anyway, and only valid ones are compared.
+		if !scanChat([]byte(body), &fast) || !jsonValid(body) || !utf8.ValidString(body) {
+			return
+		}
+		decodeChat([]byte(body), &slow)
+		slow.Request.MaxTokens = int(clampTokens(int64(slow.Request.MaxTokens)))
+		if !reflect.DeepEqual(normalize(fast), normalize(slow)) {
+			t.Fatalf("body %q\nscanner:\n%+v\nencoding/json:\n%+v", body, fast, slow)
+		}
+	})
+}
+
+func jsonValid(s string) bool { return json.Valid([]byte(s)) }

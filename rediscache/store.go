@@ -1,0 +1,120 @@
+package rediscache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmclient/llmclient/cache"
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of the options.
+const (
+	// DefaultPrefix starts every key the store writes.
+	DefaultPrefix = "llmclient:cache:"
+	// DefaultMaxEntryBytes is the largest encoded entry stored by default.
+	DefaultMaxEntryBytes = 1 << 20
+)
+
+// Store is a cache.Store in Redis. It is safe for concurrent use; several processes may
+// share one Redis.
+type Store struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	maxEntry int
+
+	rejected, corrupt atomic.Uint64
+}
+
+// Option configures a Store.
+type Option interface{ apply(*Store) }
+
+type optionFunc func(*Store)
+
+func (f optionFunc) apply(s *Store) { f(s) }
+
+// WithPrefix sets the prefix of every key, to keep several caches (or other data) apart
+// in one Redis. Default DefaultPrefix.
+func WithPrefix(p string) Option { return optionFunc(func(s *Store) { s.prefix = p }) }
+
+// WithMaxEntryBytes bounds an entry's encoded size: a larger entry is not stored
+// (StoreStats.Rejected counts it). It must be positive and at most
+// cache.MaxEncodedEntry. Default DefaultMaxEntryBytes (1 MiB).
+func WithMaxEntryBytes(n int) Option { return optionFunc(func(s *Store) { s.maxEntry = n }) }
+
+// New returns a Store over rdb. The caller keeps ownership of rdb and closes it.
+func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("llmclient/rediscache: nil Redis client")
+	}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, maxEntry: DefaultMaxEntryBytes}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(s)
+		}
+	}
+	if s.maxEntry <= 0 || s.maxEntry > cache.MaxEncodedEntry {
+		return nil, fmt.Errorf("llmclient/rediscache: max entry bytes %d is not in [1, %d]", s.maxEntry, cache.MaxEncodedEntry)
+	}
+	return s, nil
+}
+
+// Get returns the entry under key, nil when there is none. An entry that does not decode
+// (written by another version, or damaged) is an error wrapping cache.ErrCorruptEntry,
+// which the cache treats as a miss; the next answer overwrites it.
+func (s *Store) Get(ctx context.Context, key string) (*cache.Entry, error) {
+	data, err := s.rdb.Get(ctx, s.prefix+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("llmclient/rediscache: get: %w", err)
+	}
+	e, err := cache.UnmarshalEntry(data)
+	if err != nil {
+		s.corrupt.Add(1)
+		return nil, err
+	}
+	return e, nil
+}
+
+// Set stores e under key for ttl, rounded up to a whole millisecond. A ttl that is not
+// positive deletes the key; an entry larger than the bound is not stored.
+func (s *Store) Set(ctx context.Context, key string, e *cache.Entry, ttl time.Duration) error {
+	if ttl <= 0 {
+		if err := s.rdb.Del(ctx, s.prefix+key).Err(); err != nil {
+			return fmt.Errorf("llmclient/rediscache: del: %w", err)
+		}
+		return nil
+	}
+	data, err := cache.MarshalEntry(e)
+	if err != nil {
+		return fmt.Errorf("llmclient/rediscache: encode: %w", err)
+	}
+	if len(data) > s.maxEntry {
+		s.rejected.Add(1)
+		return nil
+	}
+	ttl = max(ttl.Round(time.Millisecond), time.Millisecond)
+	if err := s.rdb.Set(ctx, s.prefix+key, data, ttl).Err(); err != nil {
+		return fmt.Errorf("llmclient/rediscache: set: %w", err)
+	}
+	return nil
+}
+
+// StoreStats reports the entries this process declined (Rejected) and found corrupt
+// (Expired is not tracked: Redis expires entries itself). Entries, Bytes and Evictions
+// are Redis's to tell, shared by every process: read them from INFO (keyspace,
+// used_memory, evicted_keys); they stay 0 here.
+func (s *Store) StoreStats() cache.StoreStats {
+	return cache.StoreStats{Rejected: s.rejected.Load()}
+}
+
+// Corrupt counts the entries Get could not decode.
+func (s *Store) Corrupt() uint64 { return s.corrupt.Load() }
+
+var _ cache.Store = (*Store)(nil)
+var _ cache.StatsReporter = (*Store)(nil)

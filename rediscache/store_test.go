@@ -1,0 +1,168 @@
+package rediscache_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/rediscache"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func entry(text string) *cache.Entry {
+	u := llmclient.Usage{InputTokens: 3, OutputTokens: 1}
+	return &cache.Entry{
+		Response: llmclient.Response{Text: text, FinishReason: llmclient.FinishStop, Usage: u, Upstream: "a"},
+		Chunks:   []llmclient.Chunk{{Text: text[:1]}, {Text: text[1:], FinishReason: llmclient.FinishStop, Usage: &u}},
+		Created:  time.Unix(1700000000, 5), Fingerprint: "xk",
+	}
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store(rediscache.WithPrefix("test:"))
+	e, err := st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e, "a miss")
+
+	want := entry("hello")
+	require.NoError(t, st.Set(ctx(t), "k", want, time.Minute))
+	got, err := st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	got.Created = want.Created
+	assert.Equal(t, want, got)
+
+	pttl, err := rdb.PTTL(ctx(t), "test:k").Result()
+	require.NoError(t, err)
+	assert.Greater(t, pttl, 50*time.Second)
+	assert.LessOrEqual(t, pttl, time.Minute)
+
+	// A TTL that is not positive deletes; a sub-millisecond one still stores, for 1ms.
+	require.NoError(t, st.Set(ctx(t), "k", want, 0))
+	e, err = st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e)
+	require.NoError(t, st.Set(ctx(t), "short", want, time.Nanosecond))
+	assert.Eventually(t, func() bool {
+		e, err := st.Get(ctx(t), "short")
+		return err == nil && e == nil
+	}, 5*time.Second, 5*time.Millisecond, "Redis expires it")
+	// A huge TTL is accepted as it is.
+	require.NoError(t, st.Set(ctx(t), "long", want, time.Duration(1<<63-1)))
+	e, err = st.Get(ctx(t), "long")
+	require.NoError(t, err)
+	assert.NotNil(t, e)
+}
+
+func TestStoreBoundsAndCorruption(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store(rediscache.WithMaxEntryBytes(500))
+	require.NoError(t, st.Set(ctx(t), "big", entry(strings.Repeat("x", 600)), time.Minute))
+	e, err := st.Get(ctx(t), "big")
+	require.NoError(t, err)
+	assert.Nil(t, e)
+	assert.Equal(t, uint64(1), st.StoreStats().Rejected)
+
+	require.NoError(t, rdb.Set(ctx(t), rediscache.DefaultPrefix+"bad", "not an entry", time.Minute).Err())
+	_, err = st.Get(ctx(t), "bad")
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
+	assert.Equal(t, uint64(1), st.Corrupt())
+
+	for _, n := range []int{0, -1, cache.MaxEncodedEntry + 1} {
+		_, err := rediscache.New(rdb, rediscache.WithMaxEntryBytes(n))
+		assert.Error(t, err, n)
+	}
+	_, err = rediscache.New(nil)
+	assert.Error(t, err)
+}
+
+func newClient(t *testing.T, c *cache.Cache, p llmclient.Provider) *llmclient.Client {
+	cl, err := llmclient.New(llmclient.WithMiddleware(c.Middleware()),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}))
+	require.NoError(t, err)
+	return cl
+}
+
+func chat(text string) *llmclient.Request {
+	return &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage(text)}}
+}
+
+// Two replicas share one Redis: an answer one paid for serves the other, streams replay
+// chunk by chunk, partitions stay apart, and an idempotency key finds the first answer.
+func TestReplicasShareTheCache(t *testing.T) {
+	srv := startRedis(t)
+	part := cache.WithPartition(cache.PartitionByMetadata("tenant"))
+	newReplica := func(p llmclient.Provider) *llmclient.Client {
+		st, _ := srv.store()
+		c, err := cache.New(st, part, cache.WithStoreTimeout(2*time.Second))
+		require.NoError(t, err)
+		return newClient(t, c, p)
+	}
+	pa, pb := fake.New(fake.Stream("Hel", "lo"), fake.Reply("idem")), fake.New(fake.Reply("for t2"), fake.Reply("b's own"))
+	a, b := newReplica(pa), newReplica(pb)
+
+	s, err := a.Stream(ctx(t), chat("hi"))
+	require.NoError(t, err)
+	var live []llmclient.Chunk
+	for s.Next() {
+		live = append(live, s.Current())
+	}
+	require.NoError(t, s.Err())
+	s.Close()
+
+	s, err = b.Stream(ctx(t), chat("hi"))
+	require.NoError(t, err)
+	var replay []llmclient.Chunk
+	for s.Next() {
+		replay = append(replay, s.Current())
+	}
+	require.NoError(t, s.Err())
+	s.Close()
+	assert.Equal(t, live, replay, "chunk by chunk, from the other replica")
+	assert.Equal(t, 0, pb.Calls())
+
+	other := chat("hi")
+	other.Metadata = map[string]string{"tenant": "t2"}
+	r, err := b.Complete(ctx(t), other)
+	require.NoError(t, err)
+	assert.Equal(t, "for t2", r.Text, "another partition is not served a's answer")
+
+	ik := cache.WithIdempotencyKey(ctx(t), "job-7")
+	r, err = a.Complete(ik, chat("idempotent"))
+	require.NoError(t, err)
+	assert.Equal(t, "idem", r.Text)
+	r, err = b.Complete(cache.WithControl(ik, cache.Control{NoCache: true}), chat("idempotent"))
+	require.NoError(t, err)
+	assert.Equal(t, "idem", r.Text, "the repeat on another replica gets the first answer")
+	assert.Equal(t, 1, pb.Calls())
+}
+
+// A Redis that is gone costs a miss: the call is answered by the upstream.
+func TestRedisDownFailsOpen(t *testing.T) {
+	srv := startRedis(t)
+	st, _ := srv.store()
+	var errs int
+	c, err := cache.New(st, cache.WithStoreTimeout(time.Second), cache.WithObserver(func(_ context.Context, e cache.Event) {
+		if e.Kind == cache.EventStoreError {
+			errs++
+		}
+	}))
+	require.NoError(t, err)
+	cl := newClient(t, c, fake.New(fake.Reply("ok").Forever()))
+	srv.stop()
+	r, err := cl.Complete(ctx(t), chat("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", r.Text)
+	assert.Equal(t, 2, errs, "the lookup and the store failed")
+}

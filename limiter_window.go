@@ -111,14 +111,15 @@ func (w *window) merge(minute, day limitstore.Rate, burstFraction float64) (limi
 // target is the level the state's bucket for this dimension (minute or daily, as w
 // says) should have had when the upstream reported rw, as far below its burst as the
 // upstream's bucket was below its capacity, and the reserve it should keep: margin, a
-// share of the burst (dailyMargin for a daily bucket). NaN when unknown.
+// share of the burst (dailyMargin for a daily bucket). NaN when unknown, and when the
+// report's limit or remaining count is negative.
 func (w *window) target(rw RateWindow, minute, day limitstore.Rate, margin float64) (target, reserve float64) {
 	r := minute
 	if w.long {
 		r, margin = day, dailyMargin
 	}
-	if !rw.Known || !r.Limited() {
-		return math.NaN(), math.NaN()
+	if !rw.Known || !r.Limited() || rw.Remaining < 0 || rw.Limit < 0 {
+		return math.NaN(), math.NaN() // a negative count (a custom adapter's) is no count
 	}
 	burst := r.Size()
 	capacity := burst // the upstream's bucket, when the headers do not say

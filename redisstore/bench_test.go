@@ -36,7 +36,7 @@ func BenchmarkAdmission(b *testing.B) {
 		do   func(context.Context, limitstore.State) error
 	}{
 		{"reserve", func(ctx context.Context, st limitstore.State) error {
-			_, _, err := st.Reserve(ctx, r)
+			_, _, err := reserveWait(st, ctx, r)
 			return err
 		}},
 		{"slot+reserve+release", func(ctx context.Context, st limitstore.State) error {
@@ -44,7 +44,7 @@ func BenchmarkAdmission(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			_, _, err = st.Reserve(ctx, r)
+			_, _, err = reserveWait(st, ctx, r)
 			st.ReleaseSlot(l)
 			return err
 		}},

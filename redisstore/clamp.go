@@ -9,36 +9,35 @@ import (
 )
 
 // Bounds on the numbers the store takes from its callers: a request's token cost, a usage
-// report, a remaining-quota header, a Retry-After, a scope's rates. The scripts compute
-// with Lua numbers (doubles) on microseconds since the Unix epoch, and the store turns
-// their results back into int64 durations, so an unbounded amount could lose precision,
-// overflow, make Redis refuse an expiry (and the script fail, marking Redis down for every
-// scope) or lock a scope for centuries. The store clamps each amount before calling a
-// script, and each script clamps its arguments again, so that no argument can make it
-// fail.
+// report, an upstream's report, a Retry-After, an eviction, a scope's rates. The scripts
+// compute with Lua numbers (doubles) on microseconds since the Unix epoch, and the store
+// turns their results back into int64 durations, so an unbounded amount could lose
+// precision, overflow, make Redis refuse an expiry (and the script fail, marking Redis
+// down for every scope) or lock a scope for centuries. The store clamps each amount
+// before calling a script (counts to ±limitstore.MaxBurst, NaN and infinite counts sent
+// as unknown), and each script clamps its arguments again, so that no argument can make
+// it fail. Within these bounds the store applies limitstore's (see the limitstore
+// package): the same as the in-memory store's.
 const (
-	// MaxCharge bounds one charge of a bucket (a reservation, or an adjustment such as a
-	// usage report above the estimate) in time of the bucket's rate: a charge takes at
-	// most a minute's worth of the rate, or the whole burst when that is larger. A request
-	// larger than the bucket is still admitted when the bucket is full and leaves a debt,
-	// but the debt one charge leaves is at most MaxCharge minus the bucket's own time, so
-	// a bogus MaxTokens or usage report delays the key by at most about a minute. For a
-	// Client's key a minute of the rate is its TPM (RPM for the request bucket): six
-	// buckets with the default burst fraction (1/6). Give-backs are bounded the same way,
-	// and a bucket never holds more than its burst anyway. An upstream refuses a request
-	// larger than its per-minute quota, so nothing it would count is lost.
-	MaxCharge = time.Minute
+	// MaxCharge is limitstore.ChargeHorizon: one charge of a bucket (a reservation, or an
+	// adjustment such as a usage report above the estimate) takes at most the bucket's
+	// burst plus MaxCharge of its refill, and an adjustment leaves at most MaxCharge of
+	// refill owing beyond an empty bucket. A request larger than the bucket is still
+	// admitted when the bucket is full, and a bogus MaxTokens or usage report delays the
+	// key by at most about a minute. An upstream refuses a request larger than its
+	// per-minute quota, so nothing it would count is lost.
+	MaxCharge = limitstore.ChargeHorizon
 	// MaxPause bounds one Pause (a 429's Retry-After): a longer pause lasts MaxPause, after
 	// which one request finds out whether the key is still limited and pauses it again.
 	MaxPause = 15 * time.Minute
 	// WaitHorizon bounds every wait the store reports: a reservation that would wait
 	// longer is refused (ok false, with the wait WaitHorizon) even when its MaxWait is
-	// negative. A rate below one unit per WaitHorizon refills one unit per WaitHorizon, and
-	// a bucket holds at most WaitHorizon of its rate. No time the store writes lies more
-	// than twice WaitHorizon ahead of the Redis server's clock (room for a reservation
-	// admitted at the horizon to be charged in full); an adjustment that would push a
-	// bucket further saturates there. So every key the store writes expires within twice
-	// WaitHorizon (plus a second).
+	// negative. A rate below one unit per WaitHorizon refills one unit per WaitHorizon, a
+	// bucket holds at most WaitHorizon of its rate (a day's quota refilled over the day
+	// fits), and an eviction lasts at most WaitHorizon. No time the store writes lies more
+	// than twice WaitHorizon ahead of the Redis server's clock; an adjustment that would
+	// push a bucket further saturates there. So every key the store writes expires within
+	// twice WaitHorizon plus an hour.
 	WaitHorizon = 24 * time.Hour
 )
 
@@ -51,46 +50,40 @@ const (
 	maxSlots = 1 << 53
 )
 
-// bucket is one token bucket as the scripts take it: interval is the µs per unit (0: no
-// limit), burst its size, and charge the most one charge takes, all clamped.
-type bucket struct {
-	interval, burst, charge float64
+// specArgs are a spec as the bucket scripts take it: the interval in µs per unit ("0": no
+// limit) and the burst of the requests, tokens, daily requests and daily tokens buckets,
+// then the batch share.
+type specArgs [9]any
+
+// argsOf returns the script arguments of a sanitized spec.
+func argsOf(spec limitstore.Spec) specArgs {
+	var a specArgs
+	for i, r := range [4]limitstore.Rate{spec.Requests, spec.Tokens, spec.DailyRequests, spec.DailyTokens} {
+		a[2*i], a[2*i+1] = "0", "0"
+		if r.Limited() {
+			a[2*i], a[2*i+1] = formatFloat(interval(r.PerSecond)), formatFloat(r.Burst)
+		}
+	}
+	a[8] = formatFloat(spec.BatchShare)
+	return a
 }
 
-// newBucket returns the bucket of rate r times share: no limit when the rate is not
-// positive and finite; at least one unit per WaitHorizon; a burst in [0, WaitHorizon of
-// the rate]; a charge of at most MaxCharge of the rate or the burst.
-func newBucket(r limitstore.Rate, share float64) bucket {
-	rate := r.PerSecond * share
-	if !(rate > 0) || math.IsInf(rate, 1) {
-		return bucket{}
-	}
-	interval := min(1e6/rate, float64(horizonMicros))
-	burst := r.Burst * share
-	if !(burst > 0) {
-		burst = 0
-	}
-	burst = min(burst, float64(horizonMicros)/interval)
-	return bucket{interval: interval, burst: burst, charge: max(burst, float64(chargeMicros)/interval)}
-}
-
-// clamp returns n units bounded by the bucket's charge, either way.
-func (b bucket) clamp(n float64) float64 { return max(-b.charge, min(n, b.charge)) }
+// interval is the µs per unit of a positive finite rate, at most WaitHorizon.
+func interval(perSecond float64) float64 { return min(1e6/perSecond, float64(horizonMicros)) }
 
 // sanitized returns spec with the bounds above applied, so that the local fallback (an
 // in-memory store) sees the same limits as Redis: rates that are not positive and finite
-// limit nothing, others refill at least one unit per WaitHorizon and hold at most
-// WaitHorizon of their rate; MaxConcurrent is at most 2^53; a BatchShare outside (0, 1]
-// is 1.
+// limit nothing, others refill at least one unit per WaitHorizon; a burst is within
+// [1, limitstore.MaxBurst] (NaN is 1) and at most WaitHorizon of its rate; MaxConcurrent
+// is at most 2^53; a BatchShare outside (0, 1] is 1.
 func sanitized(spec limitstore.Spec) limitstore.Spec {
-	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens} {
-		b := newBucket(*r, 1)
-		if b.interval == 0 {
+	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens, &spec.DailyRequests, &spec.DailyTokens} {
+		if !r.Limited() {
 			*r = limitstore.Rate{}
 			continue
 		}
 		r.PerSecond = max(r.PerSecond, 1e6/float64(horizonMicros))
-		r.Burst = b.burst
+		r.Burst = min(r.Size(), float64(horizonMicros)/interval(r.PerSecond))
 	}
 	spec.MaxConcurrent = max(0, min(spec.MaxConcurrent, maxSlots))
 	if !(spec.BatchShare > 0 && spec.BatchShare <= 1) {
@@ -98,6 +91,10 @@ func sanitized(spec limitstore.Spec) limitstore.Spec {
 	}
 	return spec
 }
+
+// amount clamps a count for a script to ±limitstore.MaxBurst, which a double holds
+// exactly; the scripts cap each charge further, per bucket.
+func amount(n int) int { return max(-limitstore.MaxBurst, min(n, limitstore.MaxBurst)) }
 
 // shareOf returns the slots that share of n leaves, at least one.
 func shareOf(n int, share float64) int {

@@ -23,14 +23,14 @@ var clampSpec = limitstore.Spec{
 }
 
 // maxDebt is the longest debt a single charge may leave behind on clampSpec's token
-// bucket: a charge is at most a minute of the rate, and the bucket held ten seconds. The
-// next request also waits for its own tokens.
-const maxDebt = redisstore.MaxCharge - 10*time.Second
+// bucket: a charge is at most the burst plus a minute of the rate, so a full bucket is
+// left a minute in debt. The next request also waits for its own tokens.
+const maxDebt = redisstore.MaxCharge
 
 // huge are the caller-supplied amounts that used to fail the scripts (above 2^53 once
 // multiplied by an interval, or turned into an expiry Redis rejects) or to lock a key
-// for centuries.
-var huge = []int{1e13, 1e17, math.MaxInt64}
+// for centuries, and 1e9 (a usage report of 1e9 used to lock a key for 277 hours).
+var huge = []int{1e9, 1e13, 1e17, math.MaxInt64}
 
 // TestHugeAmountsThroughStore: reservations, adjustments, syncs and pauses with huge,
 // negative and extreme amounts never fail a script, never mark Redis down (the store is
@@ -59,7 +59,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 	// debtAfter reports the wait of a one-token request (main lane) after the step.
 	debtAfter := func(t *testing.T, st limitstore.State) time.Duration {
 		t.Helper()
-		w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: 0})
+		w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: 0})
 		must(t, "probe reservation", err)
 		if ok {
 			if err := st.Adjust(ctx(t), limitstore.LaneMain, 0, -1); err != nil {
@@ -74,8 +74,8 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl > redisstore.MaxPause+redisstore.MaxCharge+time.Second {
-			t.Fatalf("the bucket hash expires in %v, beyond the clamped pause and debt", ttl)
+		if ttl > redisstore.MaxPause+redisstore.MaxCharge+time.Hour+time.Second {
+			t.Fatalf("the bucket hash expires in %v, beyond an hour after the clamped pause and debt", ttl)
 		}
 	}
 
@@ -84,7 +84,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 			t.Run(fmt.Sprintf("reserve %d tokens lane %d", n, lane), func(t *testing.T) {
 				name, st := open(t)
 				before := time.Now()
-				w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: -1})
+				w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: -1})
 				must(t, "reserve", err)
 				if !ok || w != 0 {
 					t.Fatalf("a request larger than the bucket is admitted at once when the bucket is full; got %v, %v", w, ok)
@@ -92,12 +92,12 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 				if lane == limitstore.LaneMain {
 					// The debt shrinks while the test runs; the probe's one token takes 0.6ms.
 					if d := debtAfter(t, st); d < maxDebt-time.Since(before) || d > maxDebt+time.Millisecond {
-						t.Fatalf("the next request waits %v; want the debt %v (MaxCharge minus the bucket)", d, maxDebt)
+						t.Fatalf("the next request waits %v; want the debt %v (MaxCharge of refill beyond empty)", d, maxDebt)
 					}
 				}
 				// Giving the whole amount back (a canceled attempt) leaves the bucket full.
 				must(t, "give back", st.Adjust(ctx(t), lane, -1, -n))
-				if w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Tokens: 10_000, MaxWait: 0}); err != nil || !ok {
+				if w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Lane: lane, Tokens: 10_000, MaxWait: 0}); err != nil || !ok {
 					t.Fatalf("after the give-back: %v, %v, %v; want the bucket full", w, ok, err)
 				}
 				checkTTL(t, name)
@@ -106,42 +106,49 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 				name, st := open(t)
 				must(t, "adjust", st.Adjust(ctx(t), lane, n, n))
 				if lane == limitstore.LaneMain {
-					if d := debtAfter(t, st); d <= 0 || d > redisstore.MaxCharge {
-						t.Fatalf("the next request waits %v; want at most MaxCharge %v", d, redisstore.MaxCharge)
+					if d := debtAfter(t, st); d <= 0 || d > redisstore.MaxCharge+time.Millisecond {
+						t.Fatalf("the next request waits %v; want at most MaxCharge %v (and its own token)", d, redisstore.MaxCharge)
 					}
 				}
 				checkTTL(t, name)
 			})
 		}
-		t.Run(fmt.Sprintf("sync %d remaining", n), func(t *testing.T) {
+		t.Run(fmt.Sprintf("report of %d remaining", n), func(t *testing.T) {
 			_, st := open(t)
-			must(t, "sync", st.Sync(ctx(t), int64(n), int64(n)))
+			_, err := report(st, ctx(t), float64(n))
+			must(t, "sync", err)
 			if d := debtAfter(t, st); d != 0 {
-				t.Fatalf("a sync to more than the bucket lowered it: the next request waits %v", d)
+				t.Fatalf("a report of more than the bucket lowered it: the next request waits %v", d)
 			}
 		})
 	}
 	for _, n := range []int{-1e17, math.MinInt64} {
 		t.Run(fmt.Sprintf("negative amounts %d", n), func(t *testing.T) {
 			_, st := open(t)
-			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: n, Tokens: n, MaxWait: 0})
+			w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: n, Tokens: n, MaxWait: 0})
 			must(t, "reserve", err)
 			if !ok || w != 0 {
 				t.Fatalf("a negative reservation takes nothing and is admitted; got %v, %v", w, ok)
 			}
 			must(t, "adjust", st.Adjust(ctx(t), limitstore.LaneMain, n, n))
-			must(t, "sync", st.Sync(ctx(t), int64(n), int64(n)))
 			if d := debtAfter(t, st); d != 0 {
 				t.Fatalf("negative amounts changed the bucket: the next request waits %v", d)
+			}
+			// A report of a huge debt at the upstream lowers the bucket by at most a
+			// minute of refill beyond empty.
+			_, err = report(st, ctx(t), float64(n))
+			must(t, "sync", err)
+			if d := debtAfter(t, st); d <= 0 || d > redisstore.MaxCharge+time.Millisecond {
+				t.Fatalf("after a report of %d remaining the next request waits %v; want at most MaxCharge %v", n, d, redisstore.MaxCharge)
 			}
 		})
 	}
 	t.Run("max wait", func(t *testing.T) {
 		_, st := open(t)
 		must(t, "adjust", st.Adjust(ctx(t), limitstore.LaneMain, 0, math.MaxInt64))
-		w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: math.MaxInt64})
+		w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: math.MaxInt64})
 		must(t, "reserve", err)
-		if !ok || w <= 0 || w > redisstore.MaxCharge {
+		if !ok || w <= 0 || w > redisstore.MaxCharge+time.Millisecond {
 			t.Fatalf("Reserve with MaxWait MaxInt64: %v, %v; want admitted after the debt", w, ok)
 		}
 	})
@@ -150,12 +157,12 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 			name, st := open(t)
 			before := time.Now()
 			must(t, "pause", st.Pause(ctx(t), d))
-			left, err := st.PauseLeft(ctx(t))
+			left, err := pausedFor(st, ctx(t))
 			must(t, "pause left", err)
 			if left < redisstore.MaxPause-time.Since(before) || left > redisstore.MaxPause {
 				t.Fatalf("PauseLeft %v after a pause of %v; want the pause clamped to MaxPause %v", left, d, redisstore.MaxPause)
 			}
-			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
+			w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			must(t, "reserve", err)
 			if !ok || w > redisstore.MaxPause {
 				t.Fatalf("a request during the pause: %v, %v; want admitted once the clamped pause ends", w, ok)
@@ -167,7 +174,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 		t.Run(fmt.Sprintf("pause %d", d), func(t *testing.T) {
 			_, st := open(t)
 			must(t, "pause", st.Pause(ctx(t), d))
-			if left, err := st.PauseLeft(ctx(t)); err != nil || left != 0 {
+			if left, err := pausedFor(st, ctx(t)); err != nil || left != 0 {
 				t.Fatalf("a negative pause left %v, %v", left, err)
 			}
 		})
@@ -177,7 +184,7 @@ func TestHugeAmountsThroughStore(t *testing.T) {
 		// two and is refused, even though it accepts any wait.
 		st := s.Open("horizon", limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 86400, Burst: 1}})
 		for i, want := range []bool{true, true, false} {
-			w, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
+			w, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			must(t, "reserve", err)
 			if ok != want || w > redisstore.WaitHorizon {
 				t.Fatalf("request %d: %v, %v; want admitted %v and no wait beyond WaitHorizon", i, w, ok, want)
@@ -202,11 +209,18 @@ func TestUnusableSpecs(t *testing.T) {
 	for i, r := range rates {
 		for _, share := range []float64{1, 0.5, 1e-300, nan, -1} {
 			t.Run(fmt.Sprintf("%v/%v", r, share), func(t *testing.T) {
-				st := s.Open("spec-"+strconv.Itoa(i)+"-"+strconv.FormatFloat(share, 'g', -1, 64),
-					limitstore.Spec{Requests: r, Tokens: r, BatchShare: share})
+				spec := limitstore.Spec{Requests: r, Tokens: r, DailyRequests: r, DailyTokens: r, BatchShare: share}
+				st := s.Open("spec-"+strconv.Itoa(i)+"-"+strconv.FormatFloat(share, 'g', -1, 64), spec)
+				// Retune to the spec, from limits and back.
+				if err := st.Retune(ctx(t), clampSpec); err != nil {
+					t.Fatalf("Retune: %v", err)
+				}
+				if err := st.Retune(ctx(t), spec); err != nil {
+					t.Fatalf("Retune: %v", err)
+				}
 				for _, lane := range []limitstore.Lane{limitstore.LaneMain, limitstore.LaneBatch} {
 					for _, n := range []int{1, 1e17} {
-						w, _, err := st.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: 0})
+						w, _, err := reserveWait(st, ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: n, MaxWait: 0})
 						if err != nil || w < 0 || w > redisstore.WaitHorizon {
 							t.Fatalf("Reserve %d: %v, %v", n, w, err)
 						}
@@ -215,13 +229,52 @@ func TestUnusableSpecs(t *testing.T) {
 						}
 					}
 				}
-				if err := st.Sync(ctx(t), 0, 0); err != nil {
+				if _, err := report(st, ctx(t), 0); err != nil {
 					t.Fatalf("Sync: %v", err)
 				}
 				if !s.Healthy() {
 					t.Fatal("the store marked Redis down")
 				}
 			})
+		}
+	}
+}
+
+// TestUnusableReports: reports whose counts are NaN, infinite, huge or negative, and
+// gains outside (0, 1], never fail the sync script nor mark Redis down; NaN and infinite
+// counts are unknown and change nothing, and no report lowers a bucket by more than a
+// minute of refill beyond empty.
+func TestUnusableReports(t *testing.T) {
+	srv := startRedis(t)
+	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
+	nan, inf := math.NaN(), math.Inf(1)
+	values := []float64{nan, inf, -inf, 1e9, 1e13, 1e17, math.MaxInt64, -1e17, math.MinInt64, math.MaxFloat64, -math.MaxFloat64, 0}
+	for i, x := range values {
+		for _, gain := range []float64{1, nan, inf, -1, 1e-300} {
+			st := s.Open("report-"+strconv.Itoa(i)+"-"+strconv.FormatFloat(gain, 'g', -1, 64), clampSpec)
+			g, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, Tokens: 1000, MaxWait: -1})
+			if err != nil || !g.OK {
+				t.Fatalf("Reserve: %+v, %v", g, err)
+			}
+			lv := limitstore.Levels{Requests: x, Tokens: x, DailyRequests: x, DailyTokens: x}
+			tot := limitstore.Totals{Tokens: x, Estimate: x, Requests: x}
+			c, err := st.Sync(ctx(t), limitstore.Report{Mark: g.Mark, Predicted: g.Levels, Target: lv, Reserve: lv,
+				Totals: tot, Gain: gain})
+			if err != nil || !s.Healthy() {
+				t.Fatalf("report of %v, gain %v: %v (healthy %v)", x, gain, err, s.Healthy())
+			}
+			for _, m := range []float64{c.Made.Requests, c.Made.Tokens} {
+				if math.IsInf(m, 0) || (math.IsNaN(x) || math.IsInf(x, 0)) && !math.IsNaN(m) {
+					t.Fatalf("report of %v, gain %v: made %+v", x, gain, c.Made)
+				}
+			}
+			if f := c.Fit; math.IsNaN(f.Counted) || math.IsInf(f.Counted, 0) || math.IsNaN(f.Noise) {
+				t.Fatalf("report of %v: fit %+v", x, f)
+			}
+			w, _, err := reserveWait(st, ctx(t), limitstore.Reservation{Tokens: 1, MaxWait: 0})
+			if err != nil || w > redisstore.MaxCharge+time.Second {
+				t.Fatalf("report of %v, gain %v: the next request waits %v, %v; want at most MaxCharge", x, gain, w, err)
+			}
 		}
 	}
 }
@@ -343,7 +396,8 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			stillShared(t, other)
-			if d := lockedFor(t, c); d <= 0 || d > redisstore.MaxCharge {
+			// The small request waits for the debt and its own ~1k tokens (0.6s).
+			if d := lockedFor(t, c); d <= 0 || d > redisstore.MaxCharge+time.Second {
 				t.Fatalf("the key is locked for %v after one usage report; want a debt of at most MaxCharge %v", d, redisstore.MaxCharge)
 			}
 		})
@@ -358,6 +412,9 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			stillShared(t, other)
 		})
 		t.Run(fmt.Sprintf("retry after %d", v), func(t *testing.T) {
+			if time.Duration(v) <= redisstore.MaxPause {
+				t.Skip("a Retry-After within MaxPause is not clamped")
+			}
 			p := &amounts{retryAfter: time.Duration(v)}
 			c, other := newClient(t, p)
 			if _, err := c.Complete(ctx(t), hello()); llmclient.ClassOf(err) != llmclient.ClassRateLimited {

@@ -193,7 +193,7 @@ func TestClientKinds(t *testing.T) {
 func exerciseShared(t *testing.T, a, b limitstore.State) {
 	t.Helper()
 	reserve := func(s limitstore.State) bool {
-		_, ok, err := s.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+		_, ok, err := reserveWait(s, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatalf("Reserve: %v", err)
 		}
@@ -205,13 +205,13 @@ func exerciseShared(t *testing.T, a, b limitstore.State) {
 	if err := a.Adjust(ctx(t), limitstore.LaneMain, -1, 0); err != nil || !reserve(b) {
 		t.Fatalf("a give-back is not shared: %v", err)
 	}
-	if err := b.Sync(ctx(t), 0, -1); err != nil {
+	if _, err := report(b, ctx(t), 0); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
 	if err := a.Pause(ctx(t), time.Minute); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
-	if left, err := b.PauseLeft(ctx(t)); err != nil || left <= 0 {
+	if left, err := pausedFor(b, ctx(t)); err != nil || left <= 0 {
 		t.Fatalf("the pause is not shared: %v, %v", left, err)
 	}
 	la, _, err := a.AcquireSlot(ctx(t), interactive, 0)

@@ -103,7 +103,7 @@ func TestStoreTimeoutIsNotTheCallersDeadline(t *testing.T) {
 			spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1, Burst: 10}, MaxConcurrent: 1, BatchShare: 1}
 			st := s.Open("frozen", spec)
 			srv.freeze()
-			_, _, err := st.Reserve(context.Background(), limitstore.Reservation{Requests: 1, MaxWait: -1})
+			_, _, err := reserveWait(st, context.Background(), limitstore.Reservation{Requests: 1, MaxWait: -1})
 			if mode == redisstore.FailOpen {
 				if err != nil {
 					t.Fatalf("FailOpen Reserve: %v, want a local admission", err)

@@ -81,7 +81,7 @@ func admit(ctx context.Context, st limitstore.State, call time.Duration) (time.D
 		return time.Since(start), err
 	}
 	defer st.ReleaseSlot(lease)
-	_, ok, err := st.Reserve(ctx, limitstore.Reservation{Requests: 1, Tokens: 10, MaxWait: time.Minute})
+	_, ok, err := reserveWait(st, ctx, limitstore.Reservation{Requests: 1, Tokens: 10, MaxWait: time.Minute})
 	took := time.Since(start)
 	if err != nil {
 		return took, err
@@ -273,7 +273,7 @@ func TestFailOpenKeepsLocalLimits(t *testing.T) {
 	srv.stop()
 	admitted := 0
 	for range 4 {
-		_, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+		_, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,11 +30,11 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 		sa, sb := a.Open(scope, spec), b.Open(scope, spec)
 		// Application a empties its buckets, pauses, syncs, holds the slot and queues a waiter.
 		for _, lane := range []limitstore.Lane{limitstore.LaneBatch, limitstore.LaneMain} {
-			if _, ok, err := sa.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 2, Tokens: 100, MaxWait: 0}); err != nil || !ok {
+			if _, ok, err := reserveWait(sa, ctx(t), limitstore.Reservation{Lane: lane, Requests: 2, Tokens: 100, MaxWait: 0}); err != nil || !ok {
 				t.Fatalf("a: Reserve lane %d: %v, %v", lane, ok, err)
 			}
 		}
-		if err := sa.Sync(ctx(t), 0, 0); err != nil {
+		if _, err := report(sa, ctx(t), 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := sa.Pause(ctx(t), time.Minute); err != nil {
@@ -53,11 +53,11 @@ func TestPrefixesDoNotInterfere(t *testing.T) {
 		waitQueuedIn(t, srv, "app-a", scope, 1)
 
 		// Application b sees none of it.
-		if left, err := sb.PauseLeft(ctx(t)); err != nil || left != 0 {
+		if left, err := pausedFor(sb, ctx(t)); err != nil || left != 0 {
 			t.Fatalf("b sees a's pause: %v, %v", left, err)
 		}
 		for _, lane := range []limitstore.Lane{limitstore.LaneBatch, limitstore.LaneMain} {
-			if w, ok, err := sb.Reserve(ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: 50, MaxWait: 0}); err != nil || !ok {
+			if w, ok, err := reserveWait(sb, ctx(t), limitstore.Reservation{Lane: lane, Requests: 1, Tokens: 50, MaxWait: 0}); err != nil || !ok {
 				t.Fatalf("b: Reserve lane %d: %v, %v, %v; a's buckets leaked into b's", lane, w, ok, err)
 			}
 		}

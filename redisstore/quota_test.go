@@ -92,20 +92,20 @@ type recordingState struct {
 	rec *admissions
 }
 
-func (s *recordingState) Reserve(ctx context.Context, r limitstore.Reservation) (time.Duration, bool, error) {
+func (s *recordingState) Reserve(ctx context.Context, r limitstore.Reservation) (limitstore.Grant, error) {
 	t0 := time.Since(s.rec.start)
-	w, ok, err := s.State.Reserve(ctx, r)
+	g, err := s.State.Reserve(ctx, r)
 	t1 := time.Since(s.rec.start)
 	if r.Lane == limitstore.LaneMain && err == nil {
 		s.rec.mu.Lock()
-		if ok {
-			s.rec.log = append(s.rec.log, reserved{t0, t1, w, r.Tokens})
+		if g.OK {
+			s.rec.log = append(s.rec.log, reserved{t0, t1, g.Wait, r.Tokens})
 		} else {
 			s.rec.refused++
 		}
 		s.rec.mu.Unlock()
 	}
-	return w, ok, err
+	return g, err
 }
 
 func (s *recordingState) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {

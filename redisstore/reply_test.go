@@ -129,7 +129,7 @@ func TestUnexpectedReplies(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Close() })
 			st := s.Open("garbage", spec)
-			_, ok, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+			_, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 			if s.Healthy() {
 				t.Error("the store took an unusable reply for a healthy Redis")
 			}

@@ -3,159 +3,396 @@ package redisstore
 import (
 	"strconv"
 
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/redis/go-redis/v9"
 )
+
+// fitForget is limitstore.FitForget as Lua source.
+var fitForget = strconv.FormatFloat(limitstore.FitForget, 'g', -1, 64)
 
 // The scripts run on the Redis server, each in one atomic step, and read the time from
 // the server (TIME), so replicas with skewed clocks agree. Times are microseconds since
 // the Unix epoch, which a Lua number (a double) holds to a fraction of a microsecond, and
 // no time a script writes lies more than twice WaitHorizon ahead of the server's clock.
+// The bucket scripts are a port of limitstore's in-memory state (limitstore/memory.go):
+// the same generic cell rate algorithm, the same bounds, the same Sync.
 //
-// A scope's buckets live in one hash, KEYS[1] = "{prefix:scope}:g", with one field per
-// bucket holding its theoretical arrival time (GCRA): mr, mt for the main lane's request
-// and token buckets, br, bt for the batch lane's, and p for the end of a pause. A bucket
-// whose time has passed is full, so the hash expires once every time has passed.
+// A scope's state lives in one hash, KEYS[1] = "{prefix:scope}:g":
+//
+//	mr, mt, dr, dt      the main lane's request, token, daily request and daily token
+//	                    buckets' theoretical arrival times (GCRA); br, bt the batch gate's
+//	<bucket>c, v, l, e  a main bucket's correction count, reserve, net Sync lowering and
+//	                    residual (limitstore.State.Sync)
+//	<bucket>i, b        the spec the scope enforces: each main bucket's interval in µs per
+//	                    unit (absent: no limit) and burst; sh the batch share; sp is set
+//	                    once a spec is stored (the first caller's, until Retune)
+//	p, x                the ends of the scope's pause and eviction
+//	mk, sy, fi          the last reservation's mark, the mark of the latest report applied,
+//	                    and whether one was
+//	T1-T3, S1-S3        the totals (tokens, estimates, requests) and the last applied
+//	                    report's; F1-F4 the charge fit (counted, estimated, noise, reports)
+//
+// The hash expires an hour after its last time has passed (a scope idle that long starts
+// afresh, as the in-memory store drops idle scopes). Marks start at the server's clock in
+// µs, so the marks of a scope started afresh are above every earlier one's, and a report
+// about an earlier one's reservation changes nothing.
 //
 // A scope's concurrency slots are four sorted sets sharing the same hash tag: s holds the
 // leases (member: "m" or "b" for main or batch, then the lease id; score: expiry), sb the
 // batch leases again, w the waiters in arrival order, wx the waiters' expiries.
 
-// luaPrelude defines what every script shares: H, C and P are WaitHorizon, MaxCharge and
-// MaxPause in µs (clamp.go); num reads a number, anything else (a missing field, NaN)
-// counting as 0.
+// luaPrelude defines what every script shares: H, C, P are WaitHorizon, ChargeHorizon
+// (and DebtHorizon) and MaxPause in µs (clamp.go), MB limitstore.MaxBurst; num reads a
+// number, anything else (a missing field, NaN, an infinity) counting as 0; known reads
+// a number, nil when it is not a finite one.
 var luaPrelude = `
-local H, C, P = ` + strconv.FormatInt(horizonMicros, 10) + `, ` + strconv.FormatInt(chargeMicros, 10) + `, ` +
-	strconv.FormatInt(pauseMicros, 10) + `
+local H, C, P, MB = ` + strconv.FormatInt(horizonMicros, 10) + `, ` + strconv.FormatInt(chargeMicros, 10) + `, ` +
+	strconv.FormatInt(pauseMicros, 10) + `, ` + strconv.FormatInt(limitstore.MaxBurst, 10) + `
+local INF = math.huge
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function num(x)
+local function known(x)
   x = tonumber(x)
-  if x == nil or x ~= x then return 0 end
+  if x == nil or x ~= x or x == INF or x == -INF then return nil end
   return x
 end
+local function num(x) return known(x) or 0 end
 local function fmt(x) return string.format('%.17g', x) end
+local function kfmt(x)
+  if x == nil or x ~= x or x == INF or x == -INF then return '' end
+  return fmt(x)
+end
 `
 
-// luaBuckets reads the scope's hash into f, bringing any time beyond twice the horizon
-// back to it (a hash written by hand or by an older version heals), and defines:
+// luaScope reads the scope's hash into f (bringing any time beyond twice the horizon back
+// to it, so that a hash written by hand heals) and its buckets B from the stored spec, or
+// from ARGV[1..9] (interval and burst of mr, mt, dr, dt, then the batch share) when none
+// is stored yet, and defines:
 //
-//	save(fields...)  writes the fields back and sets the hash to expire once every time
-//	                 has passed (at most twice WaitHorizon and a second away);
-//	bucket(i, b)     returns a bucket's interval, burst and largest charge, clamped as
-//	                 newBucket clamps them in Go;
-//	bound(n, c)      returns the number n within [-c, c].
-var luaBuckets = luaPrelude + `
+//	set(k, x)       sets field k (written by save);
+//	save()          writes the fields set and the hash's expiry;
+//	level(k, at)    what bucket k holds at at (negative: a debt);
+//	ready(k, n)     the earliest time from now at which bucket k holds n plus its reserve,
+//	                or its whole burst when that is less;
+//	charge(k, at, n), take(k, n), give(k, n), cap(k, n)  as limitstore's memory gcra.
+var luaScope = luaPrelude + `
 local h = KEYS[1]
 local now = now_us()
-local v = redis.call('HMGET', h, 'mr', 'mt', 'br', 'bt', 'p')
-local f = {mr = num(v[1]), mt = num(v[2]), br = num(v[3]), bt = num(v[4]), p = num(v[5])}
-for k, x in pairs(f) do if x > now + 2 * H then f[k] = now + 2 * H end end
-local function save(...)
-  local a = {}
-  for _, k in ipairs({...}) do a[#a + 1] = k; a[#a + 1] = fmt(f[k]) end
-  redis.call('HSET', h, unpack(a))
-  local last = now
-  for _, x in pairs(f) do if x > last then last = x end end
-  redis.call('PEXPIRE', h, math.ceil((last - now) / 1000) + 1000)
+local raw = redis.call('HGETALL', h)
+local f, dirty = {}, {}
+for i = 1, #raw, 2 do f[raw[i]] = raw[i + 1] end
+local function g(k) return num(f[k]) end
+local function set(k, x) f[k] = x; dirty[k] = true end
+for _, k in ipairs({'mr', 'mt', 'dr', 'dt', 'br', 'bt', 'p', 'x'}) do
+  local x = g(k)
+  if x > now + 2 * H then x = now + 2 * H end
+  f[k] = x
 end
-local function bucket(i, b)
+local MAIN = {'mr', 'mt', 'dr', 'dt'}
+local function mkbucket(i, b, share)
   i, b = num(i), num(b)
-  if not (i > 0) then return 0, 0, 0 end
+  if not (i > 0) then return nil end
+  if not (b >= 1) then b = 1 end
+  if b > MB then b = MB end
+  i, b = i / share, b * share
   if i > H then i = H end
-  if not (b > 0) then b = 0 end
   if b > H / i then b = H / i end
-  local c = C / i
-  if b > c then c = b end
-  return i, b, c
+  return {i = i, b = b, tau = b * i, c = b + math.min(C / i, MB)}
 end
-local function bound(n, c)
-  n = num(n)
-  if n > c then return c end
-  if n < -c then return -c end
-  return n
+local function spec_from(a, o)
+  local share = num(a[o + 9])
+  if not (share > 0 and share <= 1) then share = 1 end
+  local s = {sh = share}
+  for n, k in ipairs(MAIN) do s[k] = mkbucket(a[o + 2 * n - 1], a[o + 2 * n], 1) end
+  s.br = s.mr and mkbucket(a[o + 1], a[o + 2], share)
+  s.bt = s.mt and mkbucket(a[o + 3], a[o + 4], share)
+  return s
 end
-local lane = ARGV[1]
-if lane ~= 'b' then lane = 'm' end
+local function store_spec(a, o)
+  for n, k in ipairs(MAIN) do
+    local b = mkbucket(a[o + 2 * n - 1], a[o + 2 * n], 1)
+    if b then set(k .. 'i', fmt(b.i)); set(k .. 'b', fmt(b.b)) else set(k .. 'i', '0'); set(k .. 'b', '0') end
+  end
+  local share = num(a[o + 9])
+  if not (share > 0 and share <= 1) then share = 1 end
+  set('sh', fmt(share))
+  set('sp', '1')
+end
+local B
+if f.sp then
+  B = spec_from({f.mri, f.mrb, f.mti, f.mtb, f.dri, f.drb, f.dti, f.dtb, f.sh}, 0)
+else
+  B = spec_from(ARGV, 0)
+  store_spec(ARGV, 0)
+end
+local function level(k, at)
+  local b = B[k]
+  return b.b - math.max(f[k] - at, 0) / b.i
+end
+local function ready(k, n)
+  local b = B[k]
+  if not b then return now end
+  return math.max(now, f[k] - b.tau + math.min(n + g(k .. 'v'), b.b) * b.i)
+end
+local function charge(k, at, n)
+  local b = B[k]
+  if b then set(k, math.min(math.max(f[k], at) + math.min(n, b.c) * b.i, now + 2 * H)) end
+end
+local function cap(k, n)
+  local b = B[k]
+  if not b then return n end
+  return math.min(n, b.c)
+end
+local function take(k, n)
+  local b = B[k]
+  if not b then return end
+  local limit = now + b.tau + C
+  set(k, math.max(f[k], math.min(math.max(f[k], now) + math.min(n, b.c) * b.i, limit)))
+end
+local function give(k, n)
+  local b = B[k]
+  if b and f[k] > now then set(k, math.max(now, f[k] - n * b.i)) end
+end
+local function save()
+  local a = {}
+  for k in pairs(dirty) do
+    local x = f[k]
+    if type(x) == 'number' then x = fmt(x) end
+    a[#a + 1] = k; a[#a + 1] = x
+  end
+  if #a > 0 then redis.call('HSET', h, unpack(a)) end
+  local last = now
+  for _, k in ipairs({'mr', 'mt', 'dr', 'dt', 'br', 'bt', 'p', 'x'}) do
+    if f[k] > last then last = f[k] end
+  end
+  redis.call('PEXPIRE', h, math.ceil((last - now) / 1000) + 3600000)
+end
 `
 
-// reserveScript: ARGV lane ("m" or "b"), requests, tokens, max wait in µs (negative: no
-// bound but the horizon), request interval in µs, request burst, token interval in µs,
-// token burst. Returns {admitted (1 or 0), wait in µs}; the wait is at most the horizon.
-var reserveScript = redis.NewScript(luaBuckets + `
-local ri, rb, rc = bucket(ARGV[5], ARGV[6])
-local ti, tb, tc = bucket(ARGV[7], ARGV[8])
-local req, tok = math.max(bound(ARGV[2], rc), 0), math.max(bound(ARGV[3], tc), 0)
-local maxw = num(ARGV[4])
+// The scripts' arguments: ARGV[1..9] the caller's spec (specArgs), then their own.
+// Amounts arrive clamped to ±MaxBurst and are clamped again.
+const luaAmount = `
+local function amount(x)
+  x = num(x)
+  if x > MB then return MB end
+  if x < -MB then return -MB end
+  return x
+end
+`
+
+// reserveScript: ARGV[10] lane ("m" or "b"), requests, tokens, estimate (0: tokens), max
+// wait in µs (negative: no bound but the horizon). Returns {admitted (1 or 0), wait in µs}
+// and, for an admitted reservation on the main lane, its mark, the predicted levels of
+// mr, mt, dr, dt ("" for a bucket without a limit) and the totals (tokens, estimates,
+// requests). The wait is at most the horizon.
+var reserveScript = redis.NewScript(luaScope + luaAmount + `
+local req, tok = math.max(amount(ARGV[11]), 0), math.max(amount(ARGV[12]), 0)
+local est = math.max(amount(ARGV[13]), 0)
+if est == 0 then est = tok end
+local maxw = num(ARGV[14])
 if maxw < 0 or maxw > H then maxw = H end
-local rk, tk = lane .. 'r', lane .. 't'
-local at = now
-if lane == 'm' and f.p > at then at = f.p end
-if ri > 0 and req > 0 then at = math.max(at, f[rk] - rb * ri + math.min(req, rb) * ri) end
-if ti > 0 then at = math.max(at, f[tk] - tb * ti + math.min(tok, tb) * ti) end
+if ARGV[10] == 'b' then
+  local at = math.max(now, ready('bt', tok))
+  if req > 0 then at = math.max(at, ready('br', req)) end
+  local wait = math.ceil(at - now)
+  if wait > maxw then return {0, math.min(wait, H)} end
+  if req > 0 then charge('br', at, req) end
+  if tok > 0 then charge('bt', at, tok) end
+  save()
+  return {1, wait}
+end
+local at = math.max(now, f.p, ready('mt', tok), ready('dt', tok))
+if req > 0 then at = math.max(at, ready('mr', req), ready('dr', req)) end
 local wait = math.ceil(at - now)
 if wait > maxw then return {0, math.min(wait, H)} end
-if ri > 0 and req > 0 then f[rk] = math.min(math.max(f[rk], at) + req * ri, now + 2 * H) end
-if ti > 0 then f[tk] = math.min(math.max(f[tk], at) + tok * ti, now + 2 * H) end
-save(rk, tk)
-return {1, wait}
+if req > 0 then charge('mr', at, req); charge('dr', at, req) end
+if tok > 0 then charge('mt', at, tok); charge('dt', at, tok) end
+if not f.mk then set('sy', fmt(now - 1)) end
+local mark = math.max(g('mk') + 1, now)
+set('mk', fmt(mark))
+local t1, t2, t3 = g('T1') + cap('mt', tok), g('T2') + math.min(est, MB), g('T3') + cap('mr', req)
+set('T1', t1); set('T2', t2); set('T3', t3)
+local r = {1, wait, fmt(mark)}
+for _, k in ipairs(MAIN) do
+  if B[k] then r[#r + 1] = fmt(level(k, at) + g(k .. 'c')) else r[#r + 1] = '' end
+end
+r[#r + 1] = fmt(t1); r[#r + 1] = fmt(t2); r[#r + 1] = fmt(t3)
+save()
+return r
 `)
 
-// adjustScript: ARGV lane, requests, tokens (negative: give back), request interval,
-// request burst, token interval, token burst. A bucket given back never holds more than
-// its burst; one charged never goes beyond twice the horizon.
-var adjustScript = redis.NewScript(luaBuckets + `
-local function shift(k, n, i, c)
-  if i <= 0 then return end
-  n = bound(n, c)
-  if n < 0 then
-    if f[k] > now then f[k] = math.max(now, f[k] + n * i) end
-  elseif n > 0 then
-    f[k] = math.min(math.max(f[k], now) + n * i, now + 2 * H)
+// adjustScript: ARGV[10] lane, requests, tokens (negative: give back). A request amount
+// applies to the request buckets, a token amount to the token buckets; on the main lane
+// the totals follow (limitstore.Totals) and each bucket's correction count takes the
+// change of its level.
+var adjustScript = redis.NewScript(luaScope + luaAmount + `
+local req, tok = amount(ARGV[11]), amount(ARGV[12])
+local function shift(k, n, counted)
+  if not B[k] then return end
+  local before = level(k, now)
+  if n < 0 then give(k, -n) elseif n > 0 then take(k, n) end
+  if counted then set(k .. 'c', g(k .. 'c') + before - level(k, now)) end
+end
+if ARGV[10] == 'b' then
+  shift('br', req, false); shift('bt', tok, false)
+else
+  local t1, t2, t3 = g('T1'), g('T2'), g('T3')
+  if req < 0 then
+    local back = math.min(math.max(-tok, 0), t1)
+    if t1 > 0 then t2 = t2 - back * t2 / t1 end
+    t1 = t1 - back
+    t3 = math.max(t3 + req, 0)
+  else
+    if tok > 0 then t1 = t1 + cap('mt', tok) else t1 = math.max(t1 + tok, 0) end
+    t3 = t3 + cap('mr', req)
+  end
+  set('T1', t1); set('T2', t2); set('T3', t3)
+  shift('mr', req, true); shift('mt', tok, true); shift('dr', req, true); shift('dt', tok, true)
+end
+save()
+return 1
+`)
+
+// syncScript: ARGV[10] the report's mark, [11-14] predicted, [15-18] target, [19-22]
+// reserve (each mr, mt, dr, dt; "" unknown), [23-25] totals, [26] gain. It does what
+// limitstore's in-memory Sync does and returns {applied (1 or 0), made (4), covered (3),
+// pending (3), fit (4)}, every count but the first as a string ("" unknown).
+var syncScript = redis.NewScript(luaScope + `
+local function fitr() return {g('F1'), g('F2'), g('F3'), g('F4')} end
+local function reply(applied, made, cov, fit)
+  local r = {applied}
+  for i = 1, 4 do r[#r + 1] = kfmt(made[i]) end
+  for i = 1, 3 do r[#r + 1] = fmt(cov[i]) end
+  r[#r + 1] = fmt(g('T1') - num(ARGV[23])); r[#r + 1] = fmt(g('T2') - num(ARGV[24]))
+  r[#r + 1] = fmt(g('T3') - num(ARGV[25]))
+  for i = 1, 4 do r[#r + 1] = fmt(fit[i]) end
+  return r
+end
+local mark = num(ARGV[10])
+if not f.mk or mark <= g('sy') then
+  return reply(0, {}, {0, 0, 0}, fitr())
+end
+local first = not f.fi
+set('sy', fmt(mark)); set('fi', '1')
+local tot = {num(ARGV[23]), num(ARGV[24]), num(ARGV[25])}
+local cov = {tot[1] - g('S1'), tot[2] - g('S2'), tot[3] - g('S3')}
+set('S1', tot[1]); set('S2', tot[2]); set('S3', tot[3])
+local gain = num(ARGV[26])
+if not (gain > 0 and gain <= 1) then gain = 1 end
+for n, k in ipairs(MAIN) do
+  local x = known(ARGV[18 + n])
+  if B[k] and x and x >= 0 then set(k .. 'v', math.min(x, B[k].b)) end
+end
+local fit = fitr()
+local function add(counted, estimated, censored)
+  if censored or not (estimated > 0) or not known(counted) or not known(estimated) then return end
+  if fit[2] > 0 and fit[4] >= 1 then
+    local dev = counted - estimated * fit[1] / fit[2]
+    local v = dev * dev / estimated
+    if not known(v) then return end
+    if fit[4] >= ` + strconv.Itoa(limitstore.FitMinReports) + ` then v = math.min(v, 9 * fit[3]) end
+    fit[3] = fit[3] + (v - fit[3]) * math.max(1 - ` + fitForget + `, 1 / (fit[4] + 1))
+  end
+  fit[1] = ` + fitForget + ` * fit[1] + counted
+  fit[2] = ` + fitForget + ` * fit[2] + estimated
+  fit[4] = fit[4] + 1
+  set('F1', fit[1]); set('F2', fit[2]); set('F3', fit[3]); set('F4', fit[4])
+end
+local made, fitted = {}, false
+for n, k in ipairs(MAIN) do
+  local p, t = known(ARGV[10 + n]), known(ARGV[14 + n])
+  local b = B[k]
+  if b and p and t then
+    local e = p - g(k .. 'c') - t
+    local d = e * gain
+    if known(d) then
+      if n % 2 == 0 and not fitted and not first then
+        fitted = true
+        local fresh = e - g(k .. 'e')
+        add(cov[1] + fresh, cov[2], fresh < 0 and t > 0.9 * b.b)
+      end
+      if d < 0 then d = math.max(d, -math.max(g(k .. 'l'), 0)) end
+      local before = level(k, now)
+      if d > 0 then take(k, d) elseif d < 0 then give(k, -d) end
+      local change = before - level(k, now)
+      set(k .. 'c', g(k .. 'c') + change)
+      set(k .. 'l', g(k .. 'l') + change)
+      set(k .. 'e', e - change / gain)
+      made[n] = change
+    end
   end
 end
-local ri, rb, rc = bucket(ARGV[4], ARGV[5])
-local ti, tb, tc = bucket(ARGV[6], ARGV[7])
-shift(lane .. 'r', ARGV[2], ri, rc)
-shift(lane .. 't', ARGV[3], ti, tc)
-save(lane .. 'r', lane .. 't')
-return 1
+save()
+return reply(1, made, cov, fit)
 `)
 
-// syncScript: ARGV ignored lane, remaining requests, remaining tokens (negative: unknown),
-// then the main lane's request interval, request burst, token interval, token burst. It
-// lowers the main buckets to the remaining amounts and never raises them.
-var syncScript = redis.NewScript(luaBuckets + `
-local function lower(k, rem, i, b)
-  rem = num(rem)
-  if i > 0 and rem >= 0 and rem < b then f[k] = math.max(f[k], now + (b - rem) * i) end
+// retuneScript: ARGV[10..18] the new spec, as ARGV[1..9]. Each bucket keeps what it owes,
+// as limitstore's in-memory Retune: it stays as far below its new burst as it was below
+// its old one, the change of level counting as a correction, and keeps its reserve (at
+// most the new burst), net lowering and residual. A bucket that had no limit starts full;
+// one that has none any more is dropped.
+var retuneScript = redis.NewScript(luaScope + `
+local old = B
+local nb = spec_from(ARGV, 9)
+local function retune(k, counted)
+  local o, n = old[k], nb[k]
+  if o and n then
+    local deficit = math.max(f[k] - now, 0) / o.i
+    local before = o.b - deficit
+    set(k, math.min(now + deficit * n.i, now + 2 * H))
+    if counted then
+      set(k .. 'c', g(k .. 'c') + before - (n.b - deficit))
+      set(k .. 'v', math.min(g(k .. 'v'), n.b))
+    end
+  else
+    set(k, 0)
+    if counted then
+      for _, x in ipairs({'c', 'v', 'l', 'e'}) do set(k .. x, 0) end
+    end
+  end
 end
-local ri, rb = bucket(ARGV[4], ARGV[5])
-local ti, tb = bucket(ARGV[6], ARGV[7])
-lower('mr', ARGV[2], ri, rb)
-lower('mt', ARGV[3], ti, tb)
-save('mr', 'mt')
+for _, k in ipairs(MAIN) do retune(k, true) end
+retune('br', false); retune('bt', false)
+store_spec(ARGV, 9)
+B = nb
+save()
 return 1
 `)
 
-// pauseScript: ARGV ignored lane, pause in µs (at most MaxPause). A longer pause already
-// in force is kept.
-var pauseScript = redis.NewScript(luaBuckets + `
+// blockScript: ARGV[1] "p" (pause) or "x" (evict), the block in µs (at most MaxPause for
+// a pause, WaitHorizon for an eviction). A longer block already in force is kept.
+var blockScript = redis.NewScript(luaPrelude + `
+local h = KEYS[1]
+local now = now_us()
+local k = ARGV[1]
+if k ~= 'x' then k = 'p' end
 local d = num(ARGV[2])
 if d < 0 then d = 0 end
-if d > P then d = P end
-f.p = math.max(f.p, now + d)
-save('p')
+if k == 'p' and d > P then d = P end
+if d > H then d = H end
+local cur = num(redis.call('HGET', h, k))
+if cur > now + 2 * H then cur = now + 2 * H end
+if now + d > cur then
+  redis.call('HSET', h, k, fmt(now + d))
+  local keep = math.ceil(d / 1000) + 3600000
+  if redis.call('PTTL', h) < keep then redis.call('PEXPIRE', h, keep) end
+end
 return 1
 `)
 
-// pauseLeftScript returns the µs left of the scope's pause, 0 when there is none, at most
-// the horizon.
-var pauseLeftScript = redis.NewScript(luaPrelude + `
-local left = num(redis.call('HGET', KEYS[1], 'p')) - now_us()
-if left <= 0 then return 0 end
-return math.ceil(math.min(left, H))
+// blockedScript returns {µs left of the pause, µs left of the eviction}, each 0 when there
+// is none and at most the horizon.
+var blockedScript = redis.NewScript(luaPrelude + `
+local now = now_us()
+local v = redis.call('HMGET', KEYS[1], 'p', 'x')
+local r = {}
+for i = 1, 2 do
+  local left = num(v[i]) - now
+  if left <= 0 then r[i] = 0 else r[i] = math.ceil(math.min(left, H)) end
+end
+return r
 `)
 
 // slotScript: KEYS s, sb, w, wx; ARGV op, member, max slots, max batch slots, lease TTL

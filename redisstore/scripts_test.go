@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,29 +16,39 @@ var hostile = []string{"nan", "NaN", "-nan", "inf", "-inf", "1e308", "-1e308", "
 	"-9223372036854775808", "4.9e-324", "0", "-0", "", "x", "0x10", " 12 "}
 
 // TestScriptsTakeAnyArgument runs every script with each hostile value in every argument
-// position (others ordinary): no run fails, every reply is an integer or two within the
-// horizon, and every key the scripts write expires, within twice WaitHorizon.
+// position (others ordinary), on a scope a reservation has just used: no run fails,
+// every reply is an integer within the horizon or a count that is finite (or "" for
+// unknown), and every key the scripts write expires, within twice WaitHorizon and an
+// hour, holding no NaN or infinity.
 func TestScriptsTakeAnyArgument(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client()
-	bucketKeys := []string{"{t:s}:g"}
 	slotKeys := []string{"{t:s}:s", "{t:s}:sb", "{t:s}:w", "{t:s}:wx"}
+	spec := []string{"100000", "10", "600", "16666", "864000000", "100", "864", "100000", "0.8"}
+	with := func(args ...string) []string { return append(append([]string(nil), spec...), args...) }
+	report := []string{"9e15", "1", "100", "2", "200", "0", "50", "1", "100", "1", "1000", "0", "0",
+		"100", "100", "1", "0.5"}
 	cases := []struct {
 		script string
-		keys   []string
+		slots  bool
 		args   []string
 	}{
-		{"reserve", bucketKeys, []string{"m", "1", "100", "-1", "100000", "10", "600", "16666"}},
-		{"reserve", bucketKeys, []string{"b", "1", "100", "5000", "100000", "10", "600", "16666"}},
-		{"adjust", bucketKeys, []string{"m", "1", "100", "100000", "10", "600", "16666"}},
-		{"sync", bucketKeys, []string{"m", "0", "0", "100000", "10", "600", "16666"}},
-		{"pause", bucketKeys, []string{"m", "1000000"}},
-		{"pauseLeft", bucketKeys, nil},
-		{"slot", slotKeys, []string{"wait", "m1", "4", "2", "1000", "600"}},
-		{"slot", slotKeys, []string{"release", "m1", "4", "2", "1000", "600"}},
-		{"renew", slotKeys[:2], []string{"1000", "m1", "b2"}},
+		{"reserve", false, with("m", "1", "100", "0", "-1")},
+		{"reserve", false, with("b", "1", "100", "90", "5000")},
+		{"adjust", false, with("m", "1", "100")},
+		{"adjust", false, with("m", "-1", "-100")},
+		{"adjust", false, with("b", "1", "100")},
+		{"sync", false, with(report...)},
+		{"retune", false, with(spec...)},
+		{"block", false, []string{"p", "1000000"}},
+		{"block", false, []string{"x", "1000000"}},
+		{"blocked", false, nil},
+		{"slot", true, []string{"wait", "m1", "4", "2", "1000", "600"}},
+		{"slot", true, []string{"release", "m1", "4", "2", "1000", "600"}},
+		{"renew", true, []string{"1000", "m1", "b2"}},
 	}
 	horizon := redisstore.WaitHorizon.Microseconds()
+	run := 0
 	for _, c := range cases {
 		for pos := range len(c.args) + 1 {
 			for _, h := range hostile {
@@ -50,7 +62,17 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 				for i, a := range args {
 					anyArgs[i] = a
 				}
-				v, err := redisstore.Scripts[c.script].Run(ctx(t), rdb, c.keys, anyArgs...).Result()
+				run++
+				keys := []string{"{t:" + strconv.Itoa(run) + "}:g"}
+				if c.slots {
+					keys = slotKeys
+				} else {
+					first := with("m", "1", "100", "0", "-1")
+					if err := redisstore.Scripts["reserve"].Run(ctx(t), rdb, keys, toAny(first)...).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				v, err := redisstore.Scripts[c.script].Run(ctx(t), rdb, keys, anyArgs...).Result()
 				if err != nil {
 					t.Fatalf("%s %q: %v", c.script, args, err)
 				}
@@ -64,8 +86,17 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 					t.Fatalf("%s %q: reply %T", c.script, args, v)
 				}
 				for _, r := range replies {
-					if n, ok := r.(int64); !ok || n < 0 || n > horizon {
-						t.Fatalf("%s %q: reply %v outside [0, WaitHorizon]", c.script, args, v)
+					switch r := r.(type) {
+					case int64:
+						if r < 0 || r > horizon {
+							t.Fatalf("%s %q: reply %v outside [0, WaitHorizon]", c.script, args, v)
+						}
+					case string:
+						if x, err := strconv.ParseFloat(r, 64); r != "" && (err != nil || math.IsNaN(x) || math.IsInf(x, 0)) {
+							t.Fatalf("%s %q: reply %v holds a count that is not a finite number", c.script, args, v)
+						}
+					default:
+						t.Fatalf("%s %q: reply %v of type %T", c.script, args, v, r)
 					}
 				}
 			}
@@ -77,7 +108,7 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 	}
 	for _, k := range keys {
 		ttl, err := rdb.PTTL(ctx(t), k).Result()
-		if err != nil || ttl <= 0 || ttl > 2*redisstore.WaitHorizon+time.Second {
+		if err != nil || ttl <= 0 || ttl > 2*redisstore.WaitHorizon+time.Hour+time.Second {
 			t.Errorf("key %q: TTL %v, %v", k, ttl, err)
 		}
 		if typ, _ := rdb.Type(ctx(t), k).Result(); typ == "hash" {
@@ -89,4 +120,12 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 			}
 		}
 	}
+}
+
+func toAny(args []string) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
 }

@@ -3,26 +3,28 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
 )
 
-// state is one scope's LimitState in Redis. It holds only what it derives from the
-// scope's name and limits, and the ids of the slot leases this process holds there.
+// state is one scope's limitstore.State in Redis. It holds only what it derives from the
+// scope's name and limits, the spec it last asked Redis to enforce, and the ids of the
+// slot leases this process holds there.
 type state struct {
 	s        *Store
 	name     string
-	spec     limitstore.Spec // sanitized (clamp.go)
+	spec     limitstore.Spec // sanitized (clamp.go), as opened
 	local    limitstore.Spec // the FailOpen fallback's limits
-	bucket   []string        // the buckets' hash
+	bucket   []string        // the scope's hash
 	slotKeys []string        // s, sb, w, wx
-	// main and batch are the lanes in Redis; localMain and localBatch the fallback's
-	// buckets, to clamp what is passed on to it.
-	main, batch           lane
-	localMain, localBatch [2]bucket
+	// args is the spec this process enforces as the bucket scripts' first arguments: what
+	// a script stores when the scope's hash holds none yet.
+	args atomic.Pointer[specArgs]
 	// slotArgs are the slot script's arguments after op and member: max slots, max batch
 	// slots, lease TTL (ms), waiter TTL (ms).
 	slotArgs [4]any
@@ -35,46 +37,24 @@ type state struct {
 	unreleased map[uint64]unreleased
 }
 
-// lane is one lane's request and token buckets, and their script arguments: each
-// bucket's interval in µs per unit and its burst ("0" for no limit), formatted once.
-type lane struct {
-	name string // "m" or "b"
-	b    [2]bucket
-	args [4]any
-}
-
-func newLane(name string, spec limitstore.Spec, share float64) lane {
-	l := lane{name: name, b: [2]bucket{newBucket(spec.Requests, share), newBucket(spec.Tokens, share)}}
-	for i, b := range l.b {
-		l.args[2*i], l.args[2*i+1] = "0", "0"
-		if b.interval > 0 {
-			l.args[2*i], l.args[2*i+1] = formatFloat(b.interval), formatFloat(b.burst)
-		}
-	}
-	return l
-}
-
 func newState(s *Store, name string, spec limitstore.Spec) *state {
 	tag := "{" + s.cfg.prefix + ":" + name + "}:"
 	spec = sanitized(spec)
-	local := scaled(spec, s.cfg.localShare)
 	st := &state{
-		s:          s,
-		name:       name,
-		spec:       spec,
-		local:      local,
-		bucket:     []string{tag + "g"},
-		slotKeys:   []string{tag + "s", tag + "sb", tag + "w", tag + "wx"},
-		main:       newLane("m", spec, 1),
-		batch:      newLane("b", spec, spec.BatchShare),
-		localMain:  [2]bucket{newBucket(local.Requests, 1), newBucket(local.Tokens, 1)},
-		localBatch: [2]bucket{newBucket(local.Requests, local.BatchShare), newBucket(local.Tokens, local.BatchShare)},
+		s:        s,
+		name:     name,
+		spec:     spec,
+		local:    scaled(spec, s.cfg.localShare),
+		bucket:   []string{tag + "g"},
+		slotKeys: []string{tag + "s", tag + "sb", tag + "w", tag + "wx"},
 		slotArgs: [4]any{
 			strconv.Itoa(spec.MaxConcurrent), strconv.Itoa(shareOf(spec.MaxConcurrent, spec.BatchShare)),
 			strconv.FormatInt(s.cfg.leaseTTL.Milliseconds(), 10),
 			strconv.FormatInt(s.waiterTTL.Milliseconds(), 10),
 		},
 	}
+	a := argsOf(spec)
+	st.args.Store(&a)
 	return st
 }
 
@@ -83,7 +63,7 @@ func scaled(spec limitstore.Spec, share float64) limitstore.Spec {
 	if share == 1 {
 		return spec
 	}
-	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens} {
+	for _, r := range []*limitstore.Rate{&spec.Requests, &spec.Tokens, &spec.DailyRequests, &spec.DailyTokens} {
 		if r.PerSecond > 0 {
 			r.PerSecond *= share
 			r.Burst = max(1, r.Burst*share)
@@ -95,29 +75,8 @@ func scaled(spec limitstore.Spec, share float64) limitstore.Spec {
 	return spec
 }
 
-// lanes returns the lane l names in Redis and in the fallback.
-func (st *state) lanes(l limitstore.Lane) (*lane, *[2]bucket) {
-	if l == limitstore.LaneBatch {
-		return &st.batch, &st.localBatch
-	}
-	return &st.main, &st.localMain
-}
-
-// charge returns n units clamped to a charge of b, at least 0.
-func charge(b bucket, n int) float64 { return max(0, b.clamp(float64(n))) }
-
-// clampInt returns n clamped to a charge of b, either way, as an int.
-func clampInt(b bucket, n int) int { return int(b.clamp(float64(n))) }
-
-// arg returns x, a clamped amount of units, as a script argument: the int n it came from
-// when clamping left it alone (the usual case, which go-redis formats without allocating
-// a string), else x formatted.
-func arg(x float64, n int) any {
-	if x == float64(n) {
-		return n
-	}
-	return formatFloat(x)
-}
+// localState is the FailOpen fallback's state of the scope.
+func (st *state) localState() limitstore.State { return st.s.local.Open(st.name, st.local) }
 
 // fallback decides what a failed Redis call leads to: the local state to use instead
 // (FailOpen), or the error to return (the caller's context error; under FailClosed the
@@ -129,118 +88,247 @@ func (st *state) fallback(err error) (limitstore.State, error) {
 		return nil, err
 	}
 	if st.s.cfg.mode == FailOpen {
-		return st.s.local.Open(st.name, st.local), nil
+		return st.localState(), nil
 	}
 	return nil, err
 }
 
-// Reserve implements limitstore.State. Requests and tokens are clamped to MaxCharge
-// of their buckets (negative amounts take nothing), MaxWait to WaitHorizon.
-func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (time.Duration, bool, error) {
-	ln, loc := st.lanes(r.Lane)
+// scriptArgs returns the spec arguments followed by more.
+func (st *state) scriptArgs(n int) []any {
+	a := st.args.Load()
+	args := make([]any, len(a), len(a)+n)
+	copy(args, a[:])
+	return args
+}
+
+// laneName is a lane's name in the scripts.
+func laneName(l limitstore.Lane) string {
+	if l == limitstore.LaneBatch {
+		return "b"
+	}
+	return "m"
+}
+
+// Reserve implements limitstore.State. Requests, tokens and the estimate are clamped to
+// ±limitstore.MaxBurst before the script runs, which caps each charge as the in-memory
+// store does; MaxWait is at most WaitHorizon, and a reservation that would wait longer
+// than WaitHorizon is refused.
+func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (limitstore.Grant, error) {
 	maxWait := int64(-1)
 	if r.MaxWait >= 0 {
 		maxWait = min(int64(r.MaxWait/time.Microsecond), horizonMicros)
 	}
-	v, err := st.s.run(ctx, reserveScript, st.bucket, ln.name,
-		arg(charge(ln.b[0], r.Requests), r.Requests), arg(charge(ln.b[1], r.Tokens), r.Tokens), maxWait,
-		ln.args[0], ln.args[1], ln.args[2], ln.args[3])
+	args := append(st.scriptArgs(5), laneName(r.Lane), amount(r.Requests), amount(r.Tokens), amount(r.Estimate), maxWait)
+	v, err := st.s.run(ctx, reserveScript, st.bucket, args...)
 	if err == nil {
-		res, ok := v.([]any)
-		if !ok || len(res) != 2 {
-			err = st.s.badReply(v)
-		} else {
-			admitted, _ := res[0].(int64)
-			wait, _ := res[1].(int64)
-			return duration(wait), admitted == 1, nil
+		if g, ok := grantOf(v, r.Lane); ok {
+			return g, nil
 		}
+		err = st.s.badReply(v)
 	}
 	l, err := st.fallback(err)
 	if l == nil {
-		return 0, false, err
+		return limitstore.Grant{Levels: limitstore.Unknown}, err
 	}
-	r.Requests, r.Tokens = int(charge(loc[0], r.Requests)), int(charge(loc[1], r.Tokens))
 	r.MaxWait = min(r.MaxWait, WaitHorizon)
 	return l.Reserve(ctx, r)
 }
 
-// Adjust implements limitstore.State. Each amount is clamped to MaxCharge of its
-// bucket, either way.
-func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
-	ln, loc := st.lanes(l)
-	req, tok := ln.b[0].clamp(float64(requests)), ln.b[1].clamp(float64(tokens))
-	if req == 0 && tok == 0 {
-		return nil
+// grantOf reads the reserve script's reply.
+func grantOf(v any, lane limitstore.Lane) (limitstore.Grant, bool) {
+	res, ok := v.([]any)
+	if !ok || len(res) < 2 {
+		return limitstore.Grant{}, false
 	}
-	_, err := st.s.run(ctx, adjustScript, st.bucket, ln.name, arg(req, requests), arg(tok, tokens),
-		ln.args[0], ln.args[1], ln.args[2], ln.args[3])
-	if err != nil {
-		loc2, err := st.fallback(err)
-		if loc2 == nil {
-			return err
+	admitted, ok1 := res[0].(int64)
+	wait, ok2 := res[1].(int64)
+	if !ok1 || !ok2 {
+		return limitstore.Grant{}, false
+	}
+	g := limitstore.Grant{Wait: duration(wait), OK: admitted == 1, Levels: limitstore.Unknown}
+	if !g.OK || lane == limitstore.LaneBatch {
+		return g, len(res) == 2
+	}
+	if len(res) != 10 {
+		return limitstore.Grant{}, false
+	}
+	var f [8]float64
+	for i := range f {
+		if f[i], ok = count(res[2+i]); !ok {
+			return limitstore.Grant{}, false
 		}
-		return loc2.Adjust(ctx, l, clampInt(loc[0], requests), clampInt(loc[1], tokens))
 	}
-	return nil
+	g.Mark = int64(f[0])
+	g.Levels = limitstore.Levels{Requests: f[1], Tokens: f[2], DailyRequests: f[3], DailyTokens: f[4]}
+	g.Totals = limitstore.Totals{Tokens: f[5], Estimate: f[6], Requests: f[7]}
+	return g, true
 }
 
-// Sync implements limitstore.State. A remaining amount no smaller than the bucket
-// changes nothing and is not sent.
-func (st *state) Sync(ctx context.Context, requests, tokens int64) error {
-	ln := &st.main
-	rem := [2]int64{requests, tokens}
-	for i, b := range ln.b {
-		if rem[i] < 0 || b.interval == 0 || float64(rem[i]) >= b.burst {
-			rem[i] = -1
-		}
+// count reads a script's number, sent as a string; "" is unknown (NaN).
+func count(v any) (float64, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
 	}
-	if rem[0] < 0 && rem[1] < 0 {
+	if s == "" {
+		return math.NaN(), true
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	return x, err == nil
+}
+
+// Adjust implements limitstore.State. Each amount is clamped to ±limitstore.MaxBurst,
+// and the script caps it as the in-memory store does.
+func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
+	if requests == 0 && tokens == 0 {
 		return nil
 	}
-	_, err := st.s.run(ctx, syncScript, st.bucket, ln.name, rem[0], rem[1], ln.args[0], ln.args[1], ln.args[2], ln.args[3])
-	if err != nil {
+	args := append(st.scriptArgs(3), laneName(l), amount(requests), amount(tokens))
+	if _, err := st.s.run(ctx, adjustScript, st.bucket, args...); err != nil {
 		loc, err := st.fallback(err)
 		if loc == nil {
 			return err
 		}
-		return loc.Sync(ctx, requests, tokens)
+		return loc.Adjust(ctx, l, requests, tokens)
 	}
 	return nil
 }
 
-// Pause implements limitstore.State: the pause holds for every replica. It lasts at
-// most MaxPause.
+// redisMarks is where the marks of reservations admitted in Redis start: the server's
+// clock in µs (about 1.7e15 in 2024), far above any count of reservations the local
+// fallback hands out. A report is sent to the state that admitted its reservation.
+const redisMarks = 1 << 50
+
+// Sync implements limitstore.State. A report about a reservation the FailOpen fallback
+// admitted goes to the fallback; one about a reservation admitted in Redis is applied
+// there, and while Redis cannot be reached it is dropped (not applied: the next report
+// sees its error again) under FailOpen, or fails under FailClosed.
+func (st *state) Sync(ctx context.Context, r limitstore.Report) (limitstore.Correction, error) {
+	if r.Mark < redisMarks {
+		if st.s.cfg.mode == FailOpen {
+			return st.localState().Sync(ctx, r)
+		}
+		return limitstore.Correction{Made: limitstore.Unknown}, nil
+	}
+	args := st.scriptArgs(17)
+	args = append(args, r.Mark)
+	for _, l := range [3]limitstore.Levels{r.Predicted, r.Target, r.Reserve} {
+		args = append(args, known(l.Requests), known(l.Tokens), known(l.DailyRequests), known(l.DailyTokens))
+	}
+	args = append(args, known(r.Totals.Tokens), known(r.Totals.Estimate), known(r.Totals.Requests), known(r.Gain))
+	v, err := st.s.run(ctx, syncScript, st.bucket, args...)
+	if err == nil {
+		if c, ok := correctionOf(v); ok {
+			return c, nil
+		}
+		err = st.s.badReply(v)
+	}
+	if l, err := st.fallback(err); l == nil {
+		return limitstore.Correction{Made: limitstore.Unknown}, err
+	}
+	return limitstore.Correction{Made: limitstore.Unknown}, nil
+}
+
+// known formats a count for a script: "" when it is not a finite number.
+func known(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return formatFloat(x)
+}
+
+// correctionOf reads the sync script's reply.
+func correctionOf(v any) (limitstore.Correction, bool) {
+	res, ok := v.([]any)
+	if !ok || len(res) != 15 {
+		return limitstore.Correction{}, false
+	}
+	if _, ok := res[0].(int64); !ok {
+		return limitstore.Correction{}, false
+	}
+	var f [14]float64
+	for i := range f {
+		if f[i], ok = count(res[1+i]); !ok {
+			return limitstore.Correction{}, false
+		}
+	}
+	return limitstore.Correction{
+		Made:    limitstore.Levels{Requests: f[0], Tokens: f[1], DailyRequests: f[2], DailyTokens: f[3]},
+		Covered: limitstore.Totals{Tokens: f[4], Estimate: f[5], Requests: f[6]},
+		Pending: limitstore.Totals{Tokens: f[7], Estimate: f[8], Requests: f[9]},
+		Fit:     limitstore.Fit{Counted: f[10], Estimated: f[11], Noise: f[12], Reports: f[13]},
+	}, true
+}
+
+// Retune implements limitstore.State: the scope's buckets in Redis take spec's rates
+// and bursts for every replica, keeping what they owe (the batch lane keeps the share
+// the scope was opened with; spec's MaxConcurrent and BatchShare are ignored). The
+// FailOpen fallback is retuned too.
+func (st *state) Retune(ctx context.Context, spec limitstore.Spec) error {
+	spec = sanitized(spec)
+	spec.MaxConcurrent, spec.BatchShare = st.spec.MaxConcurrent, st.spec.BatchShare
+	next := argsOf(spec)
+	old := st.args.Swap(&next)
+	if st.s.cfg.mode == FailOpen {
+		_ = st.localState().Retune(ctx, scaled(spec, st.s.cfg.localShare))
+	}
+	args := make([]any, 0, 2*len(next))
+	args = append(append(args, old[:]...), next[:]...)
+	if _, err := st.s.run(ctx, retuneScript, st.bucket, args...); err != nil {
+		if l, err := st.fallback(err); l == nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pause implements limitstore.State: the pause holds for every replica, also for a scope
+// without limits. It lasts at most MaxPause.
 func (st *state) Pause(ctx context.Context, d time.Duration) error {
-	us := micros(d, pauseMicros)
+	return st.block(ctx, "p", micros(d, pauseMicros), min(d, MaxPause))
+}
+
+// Evict implements limitstore.State: the eviction holds for every replica, also for a
+// scope without limits. It lasts at most WaitHorizon.
+func (st *state) Evict(ctx context.Context, d time.Duration) error {
+	return st.block(ctx, "x", micros(d, horizonMicros), min(d, WaitHorizon))
+}
+
+func (st *state) block(ctx context.Context, kind string, us int64, d time.Duration) error {
 	if us == 0 {
 		return nil
 	}
-	_, err := st.s.run(ctx, pauseScript, st.bucket, "m", us)
-	if err != nil {
+	if _, err := st.s.run(ctx, blockScript, st.bucket, kind, us); err != nil {
 		loc, err := st.fallback(err)
 		if loc == nil {
 			return err
 		}
-		return loc.Pause(ctx, min(d, MaxPause))
+		if kind == "p" {
+			return loc.Pause(ctx, d)
+		}
+		return loc.Evict(ctx, d)
 	}
 	return nil
 }
 
-// PauseLeft implements limitstore.State.
-func (st *state) PauseLeft(ctx context.Context) (time.Duration, error) {
-	v, err := st.s.run(ctx, pauseLeftScript, st.bucket)
+// Blocked implements limitstore.State. Each duration is at most WaitHorizon.
+func (st *state) Blocked(ctx context.Context) (limitstore.Block, error) {
+	v, err := st.s.run(ctx, blockedScript, st.bucket)
 	if err == nil {
-		left, ok := v.(int64)
-		if ok {
-			return duration(left), nil
+		if res, ok := v.([]any); ok && len(res) == 2 {
+			p, ok1 := res[0].(int64)
+			x, ok2 := res[1].(int64)
+			if ok1 && ok2 {
+				return limitstore.Block{Paused: duration(p), Evicted: duration(x)}, nil
+			}
 		}
 		err = st.s.badReply(v)
 	}
 	loc, err := st.fallback(err)
 	if loc == nil {
-		return 0, err
+		return limitstore.Block{}, err
 	}
-	return loc.PauseLeft(ctx)
+	return loc.Blocked(ctx)
 }
 
 var _ limitstore.State = (*state)(nil)

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -82,38 +83,133 @@ func bucketSpec(k float64) limitstore.Spec {
 	}
 }
 
+// dailySpec is bucketSpec with daily buckets (of 10 requests and 1,000 tokens).
+func dailySpec(k float64) limitstore.Spec {
+	s := bucketSpec(k)
+	s.DailyRequests = limitstore.Rate{PerSecond: 1 / k, Burst: 10}
+	s.DailyTokens = limitstore.Rate{PerSecond: 50 / k, Burst: 1000}
+	return s
+}
+
+// halfSpec is dailySpec with half the token burst.
+func halfSpec(k float64) limitstore.Spec {
+	s := dailySpec(k)
+	s.Tokens.Burst = 150
+	return s
+}
+
+// step is one operation of TestBucketsMatchMemory on one store's state; last is that
+// store's latest main-lane grant, for the reports.
 type step struct {
 	name string
-	do   func(context.Context, limitstore.State) (time.Duration, bool, error)
+	do   func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error)
 }
 
-func reserve(lane limitstore.Lane, req, tok int, maxWait time.Duration) func(context.Context, limitstore.State) (time.Duration, bool, error) {
-	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
-		return s.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: req, Tokens: tok, MaxWait: maxWait})
+// stepResult is what a step returned: a wait, an admission, and counts (a grant's levels and
+// totals, a correction), which the two stores must agree on.
+type stepResult struct {
+	wait   time.Duration
+	ok     bool
+	counts []float64
+}
+
+func reserve(lane limitstore.Lane, req, tok int, maxWait time.Duration) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
+		g, err := s.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: req, Tokens: tok, MaxWait: maxWait})
+		if g.OK && lane == limitstore.LaneMain {
+			*last = g
+		}
+		lv, tt := g.Levels, g.Totals
+		return stepResult{g.Wait, g.OK, []float64{lv.Requests, lv.Tokens, lv.DailyRequests, lv.DailyTokens,
+			tt.Tokens, tt.Estimate, tt.Requests}}, err
 	}
 }
 
-func adjust(lane limitstore.Lane, req, tok int) func(context.Context, limitstore.State) (time.Duration, bool, error) {
-	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
-		return 0, true, s.Adjust(ctx, lane, req, tok)
+func adjust(lane limitstore.Lane, req, tok int) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+		return stepResult{ok: true}, s.Adjust(ctx, lane, req, tok)
 	}
 }
 
-func syncTo(req, tok int64) func(context.Context, limitstore.State) (time.Duration, bool, error) {
-	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
-		return 0, true, s.Sync(ctx, req, tok)
+// reportOf reports the last grant: the upstream had target left (NaN: unknown), with the
+// given reserves and gain.
+func reportOf(target, reserve limitstore.Levels, gain float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
+		c, err := s.Sync(ctx, limitstore.Report{Mark: last.Mark, Predicted: last.Levels, Target: target,
+			Reserve: reserve, Totals: last.Totals, Gain: gain})
+		m, cv, p, f := c.Made, c.Covered, c.Pending, c.Fit
+		return stepResult{ok: true, counts: []float64{m.Requests, m.Tokens, m.DailyRequests, m.DailyTokens,
+			cv.Tokens, cv.Estimate, cv.Requests, p.Tokens, p.Estimate, p.Requests,
+			f.Counted, f.Estimated, f.Noise, f.Reports}}, err
 	}
 }
 
-func pause(d time.Duration) func(context.Context, limitstore.State) (time.Duration, bool, error) {
-	return func(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
-		return 0, true, s.Pause(ctx, d)
+// tokensLeft is a report of the per-minute token bucket only.
+func tokensLeft(n float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	lv := limitstore.Unknown
+	lv.Tokens = n
+	return reportOf(lv, limitstore.Unknown, 1)
+}
+
+// counted returns reports of the last grant that say the upstream counted extra tokens
+// more than it was charged: the target is the level the grant predicted, less every
+// correction the reports made so far on that state, less extra.
+func counted() func(extra float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	made := map[limitstore.State]float64{}
+	return func(extra float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+		return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
+			lv := limitstore.Unknown
+			lv.Tokens = last.Levels.Tokens - made[s] - extra
+			r, err := reportOf(lv, limitstore.Unknown, 1)(ctx, s, last)
+			if len(r.counts) > 1 && !math.IsNaN(r.counts[1]) {
+				made[s] += r.counts[1]
+			}
+			return r, err
+		}
 	}
 }
 
-func pauseLeft(ctx context.Context, s limitstore.State) (time.Duration, bool, error) {
-	d, err := s.PauseLeft(ctx)
-	return d, true, err
+func retune(spec limitstore.Spec) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+		return stepResult{ok: true}, s.Retune(ctx, spec)
+	}
+}
+
+func pause(d time.Duration) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+		return stepResult{ok: true}, s.Pause(ctx, d)
+	}
+}
+
+func evict(d time.Duration) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+		return stepResult{ok: true}, s.Evict(ctx, d)
+	}
+}
+
+func blocked(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+	b, err := s.Blocked(ctx)
+	return stepResult{wait: b.Paused, ok: true, counts: []float64{b.Evicted.Seconds()}}, err
+}
+
+// sameCounts reports whether two stores' counts agree within tol (an absolute slack, for
+// what the steps' timing lets a level refill) and a relative 1e-5 (the fit's noise squares
+// those differences); NaN equals NaN.
+func sameCounts(a, b []float64, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x, y := a[i], b[i]; {
+		case math.IsNaN(x) || math.IsNaN(y):
+			if math.IsNaN(x) != math.IsNaN(y) {
+				return false
+			}
+		case math.Abs(x-y) > tol+1e-5*max(math.Abs(x), math.Abs(y)):
+			return false
+		}
+	}
+	return true
 }
 
 // TestBucketsMatchMemory plays the same steps on the in-memory store and on Redis: the
@@ -161,22 +257,57 @@ func TestBucketsMatchMemory(t *testing.T) {
 				{"full again", reserve(main, 1, 300, 0)},
 			}
 		}},
-		{"sync lowers, never raises", 1000, func(k time.Duration) []step {
+		{"reports correct both ways, never above the store's accounting", 1000, func(k time.Duration) []step {
 			return []step{
 				{"take 100", reserve(main, 1, 100, 0)},
-				{"upstream says 50 tokens left", syncTo(-1, 50)},
+				{"upstream says 50 tokens left: lowered by 150", tokensLeft(50)},
 				{"100 needs 0.5s", reserve(main, 0, 100, 0)},
-				{"upstream says 1000 left: no change", syncTo(-1, 1000)},
-				{"still 0.5s", reserve(main, 0, 100, 0)},
-				{"upstream says no requests left", syncTo(0, -1)},
-				{"a request waits 0.5s", reserve(main, 1, 0, 0)},
+				{"take 10 at once", reserve(main, 1, 10, 0)},
+				{"upstream says 140 left: the 150 lowered come back, less 10", tokensLeft(140)},
+				{"a stale report changes nothing", reportOf(limitstore.Levels{Requests: 0, Tokens: 0,
+					DailyRequests: math.NaN(), DailyTokens: math.NaN()}, limitstore.Unknown, 1)},
+				{"take 20", reserve(main, 1, 20, 0)},
+				{"upstream says 3000 left: nothing above the accounting", tokensLeft(3000)},
+				{"take 30 after a wait", reserve(main, 1, 30, -1)},
+				{"half of a 100 error, reserves of 1 request and 50 tokens", reportOf(limitstore.Levels{
+					Requests: math.NaN(), Tokens: 0, DailyRequests: math.NaN(), DailyTokens: math.NaN()},
+					limitstore.Levels{Requests: 1, Tokens: 50, DailyRequests: math.NaN(), DailyTokens: math.NaN()}, 0.5)},
+				{"the reserves hold", reserve(main, 1, 200, 0)},
+				{"take 5", reserve(main, 0, 5, -1)},
+				{"upstream says no requests left", reportOf(limitstore.Levels{Requests: 0, Tokens: math.NaN(),
+					DailyRequests: math.NaN(), DailyTokens: math.NaN()}, limitstore.Unknown, 0)},
+				{"a request waits", reserve(main, 1, 0, -1)},
 			}
 		}},
-		{"pause", 100, func(k time.Duration) []step { // a pause of 200s, within MaxPause
+		{"the fit", 1000, func(k time.Duration) []step {
+			var s []step
+			more := counted()
+			for i := range 6 {
+				s = append(s, step{"take 10", reserve(main, 1, 10, -1)},
+					step{fmt.Sprintf("upstream counted %d", 13+i%2), more(float64(3 + i%2))})
+			}
+			return s
+		}},
+		{"daily buckets and retune", 1000, func(k time.Duration) []step {
+			return []step{
+				{"retune to daily buckets", retune(dailySpec(float64(k)))},
+				{"take 100", reserve(main, 1, 100, 0)},
+				{"daily: upstream says 800 left", reportOf(limitstore.Levels{Requests: math.NaN(), Tokens: 190,
+					DailyRequests: 5, DailyTokens: 800}, limitstore.Unknown, 1)},
+				{"take 100 more", reserve(main, 1, 100, -1)},
+				{"retune to half the burst, keeping the debt", retune(halfSpec(float64(k)))},
+				{"take 10", reserve(main, 1, 10, -1)},
+				{"the batch lane follows", reserve(batch, 1, 10, -1)},
+				{"back without daily buckets", retune(bucketSpec(float64(k)))},
+				{"take 10 again", reserve(main, 1, 10, -1)},
+			}
+		}},
+		{"pause and eviction", 100, func(k time.Duration) []step { // a pause of 200s, within MaxPause
 			return []step{
 				{"pause 2s", pause(2 * time.Second * k)},
 				{"a shorter pause is ignored", pause(time.Second * k)},
-				{"left", pauseLeft},
+				{"evict 5s", evict(5 * time.Second * k)},
+				{"left", blocked},
 				{"main waits for the pause", reserve(main, 1, 1, 0)},
 				{"the batch gate ignores it", reserve(batch, 1, 1, 0)},
 			}
@@ -199,24 +330,28 @@ func TestBucketsMatchMemory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			spec := bucketSpec(c.k)
 			a, b := mem.Open(c.name, spec), rs.Open(c.name, spec)
+			var lastA, lastB limitstore.Grant
 			// The offset of Redis's step from memory's lies in [lo, hi]; the spread of the
 			// offsets so far bounds how far the waits may drift apart.
 			minLo, maxHi := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
 			for _, s := range c.steps(time.Duration(c.k)) {
 				m0 := time.Now()
-				wm, okm, errm := s.do(ctx(t), a)
+				om, errm := s.do(ctx(t), a, &lastA)
 				m1 := time.Now()
-				wr, okr, errr := s.do(ctx(t), b)
+				or, errr := s.do(ctx(t), b, &lastB)
 				r1 := time.Now()
 				if errm != nil || errr != nil {
 					t.Fatalf("%s: errors %v (memory), %v (redis)", s.name, errm, errr)
 				}
 				minLo, maxHi = min(minLo, -m1.Sub(m0)), max(maxHi, r1.Sub(m0))
 				tol := maxHi - minLo + time.Microsecond
-				if okm != okr || (wm-wr).Abs() > tol {
-					t.Fatalf("%s: redis (%v, %v), memory (%v, %v); the steps' timing allows %v", s.name, wr, okr, wm, okm, tol)
+				// A level refills by at most the fastest rate (100 tokens a second, divided
+				// by k) times the timing's spread.
+				units := tol.Seconds() * 100 / c.k
+				if om.ok != or.ok || (om.wait-or.wait).Abs() > tol || !sameCounts(om.counts, or.counts, units) {
+					t.Fatalf("%s: redis %+v, memory %+v; the steps' timing allows %v", s.name, or, om, tol)
 				}
-				t.Logf("%s: %v %v (within %v)", s.name, wr, okr, tol)
+				t.Logf("%s: %+v (within %v)", s.name, or, tol)
 			}
 		})
 	}
@@ -229,7 +364,7 @@ func TestScopes(t *testing.T) {
 	// One request an hour: the time the test takes does not refill the bucket.
 	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 1.0 / 3600, Burst: 1}, BatchShare: 1}
 	take := func(s limitstore.State) bool {
-		_, ok, err := s.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+		_, ok, err := reserveWait(s, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +419,7 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 	if err := srv.client().Set(ctx(t), "{llmclient:wrongtype}:g", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := st.Reserve(ctx(t), limitstore.Reservation{Requests: 1})
+	_, _, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1})
 	var rerr redis.Error
 	if !errors.Is(err, redisstore.ErrUnavailable) || !errors.As(err, &rerr) || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Reserve: %v, want a refusal wrapping ErrUnavailable and the server's error", err)
@@ -295,7 +430,7 @@ func TestRedisErrorsAreNotHidden(t *testing.T) {
 	// A caller's canceled context is its own error.
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := s.Open("fine", bucketSpec(1)).Reserve(c, limitstore.Reservation{Requests: 1}); !errors.Is(err, context.Canceled) {
+	if _, _, err := reserveWait(s.Open("fine", bucketSpec(1)), c, limitstore.Reservation{Requests: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reserve with a canceled context: %v", err)
 	}
 }
@@ -311,15 +446,15 @@ func TestSharedPause(t *testing.T) {
 	if err := a.Pause(ctx(t), d); err != nil {
 		t.Fatal(err)
 	}
-	left, err := b.PauseLeft(ctx(t))
+	left, err := pausedFor(b, ctx(t))
 	if elapsed := time.Since(before); err != nil || left < d-elapsed || left > d {
 		t.Fatalf("PauseLeft in another store: %v, %v, want within %v of %v", left, err, elapsed, d)
 	}
-	wait, ok, err := b.Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+	wait, ok, err := reserveWait(b, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 	if elapsed := time.Since(before); err != nil || ok || wait < d-elapsed || wait > d {
 		t.Fatalf("Reserve in another store during the pause: %v, %v, %v; want refused with the pause's wait", wait, ok, err)
 	}
-	if left, err := srv.store().Open("not-cooling", spec).PauseLeft(ctx(t)); err != nil || left != 0 {
+	if left, err := pausedFor(srv.store().Open("not-cooling", spec), ctx(t)); err != nil || left != 0 {
 		t.Fatalf("PauseLeft of another scope: %v, %v", left, err)
 	}
 }

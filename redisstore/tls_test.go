@@ -139,7 +139,7 @@ func TestTLS(t *testing.T) {
 	for name, cfg := range map[string]*tls.Config{"plain TCP": nil, "another CA": otherCA.clientTLS(), "no client certificate": noCert} {
 		t.Run(name, func(t *testing.T) {
 			s := store(cfg)
-			_, _, err := s.Open("tls", spec).Reserve(ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
+			_, _, err := reserveWait(s.Open("tls", spec), ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 			if !errors.Is(err, redisstore.ErrUnavailable) {
 				t.Fatalf("Reserve: %v, want ErrUnavailable", err)
 			}

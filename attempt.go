@@ -361,7 +361,7 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			class == ClassContentFiltered || class == ClassEmptyOutput || class == ClassCanceled)
 		a.lease.releaseUsage(usage, used)
 	}
-	a.up.keys.service.observe(a, class)
+	a.up.keys.service.observe(a, class, usage)
 	if a.key != nil {
 		a.key.inFlight.Add(-1)
 	}

@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,17 @@ import (
 // powers of two), a class with too few calls using the slowest estimate of any. The limiter refuses,
 // with a deadline, a request whose wait would leave less than that (see LimiterWait). It
 // is safe for concurrent use.
-type serviceTimes struct{ oneShot, stream serviceKind }
+//
+// A one-shot call's time also depends on how much of its reserved output it produced:
+// the calls of a class that all stopped short say little of one that will produce all of
+// it. So one-shot calls with a reported output also fit the time as a line in the output
+// tokens (outputFit), and a call is expected to take at most that line at its reserved
+// output, plus four deviations of the calls about it, when that is more than its class's
+// estimate.
+type serviceTimes struct {
+	oneShot, stream serviceKind
+	perToken        outputFit
+}
 
 // serviceClasses is the number of output classes: up to 2^23 tokens and beyond.
 const serviceClasses = 24
@@ -104,13 +115,14 @@ func (s *serviceTimes) expect(streaming bool, out int) time.Duration {
 	if streaming {
 		return s.stream.expect(out)
 	}
-	return s.oneShot.expect(out)
+	return max(s.oneShot.expect(out), s.perToken.expect(out))
 }
 
 // observe records a settled attempt of class class: a complete answer's duration (a
-// committed stream's time to first token), or a timeout's as a lower bound. Attempts
-// that made no call, or failed otherwise, say nothing of the service time.
-func (s *serviceTimes) observe(a *attempt, class Class) {
+// committed stream's time to first token), or a timeout's as a lower bound; and a
+// one-shot answer's duration against its reported output tokens (usage, nil when none).
+// Attempts that made no call, or failed otherwise, say nothing of the service time.
+func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 	if !a.called {
 		return
 	}
@@ -129,6 +141,9 @@ func (s *serviceTimes) observe(a *attempt, class Class) {
 			return // a stream that sent no token
 		}
 		kind.add(out, d, false)
+		if !streaming && usage != nil && !usage.Estimated && usage.OutputTokens >= 0 {
+			s.perToken.add(usage.OutputTokens, d)
+		}
 	case ClassTimeout:
 		kind.add(out, d, true)
 	}
@@ -140,4 +155,71 @@ func (a *attempt) streaming() bool {
 		return a.tx.call.Stream
 	}
 	return a.r != nil && a.r.keep
+}
+
+// outputFit fits one-shot calls' durations as a line in their output tokens, by
+// exponentially weighted least squares (each call weighs outputForget of the next), and
+// publishes the line and the deviation of the calls about it for expect. While the calls'
+// outputs are too alike to tell the slope (their spread under a twentieth of their mean),
+// the slope is the mean duration per token, which bounds the true one from above since
+// the line's intercept is not negative. It is safe for concurrent use.
+type outputFit struct {
+	mu                          sync.Mutex
+	w, o, d, oo, od, dd         float64 // weighted sums: weight, outputs, durations, products
+	calls                       int64
+	intercept, slope, deviation atomic.Uint64 // float64 bits, nanoseconds (per token)
+	ready                       atomic.Bool
+}
+
+const (
+	// outputForget is how much a call weighs less than the next.
+	outputForget = 0.99
+	// outputMinCalls is how many calls the fit needs before expect uses it.
+	outputMinCalls = serviceMinCalls
+)
+
+func (f *outputFit) add(out int, d time.Duration) {
+	o, x := float64(min(max(out, 0), maxCost)), float64(min(max(d, 0), maxService))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.w = f.w*outputForget + 1
+	f.o = f.o*outputForget + o
+	f.d = f.d*outputForget + x
+	f.oo = f.oo*outputForget + o*o
+	f.od = f.od*outputForget + o*x
+	f.dd = f.dd*outputForget + x*x
+	f.calls++
+	mo, md := f.o/f.w, f.d/f.w
+	varO := max(f.oo/f.w-mo*mo, 0)
+	varD := max(f.dd/f.w-md*md, 0)
+	var slope, intercept float64
+	if mo > 0 && math.Sqrt(varO) >= mo/20 {
+		slope = max((f.od/f.w-mo*md)/varO, 0)
+		intercept = max(md-slope*mo, 0)
+	} else if mo > 0 {
+		slope = md / mo
+	} else {
+		intercept = md
+	}
+	// The deviation about the line: the durations' variance less what the line explains.
+	resid := max(varD-slope*slope*varO, 0)
+	if math.IsNaN(resid) || math.IsInf(resid, 0) {
+		resid = 0
+	}
+	f.intercept.Store(math.Float64bits(intercept))
+	f.slope.Store(math.Float64bits(slope))
+	f.deviation.Store(math.Float64bits(math.Sqrt(resid)))
+	f.ready.Store(f.calls >= outputMinCalls)
+}
+
+// expect returns what a call of reserved output out is expected to take at most by the
+// fit: the line at out plus four deviations; 0 until the fit has outputMinCalls calls.
+func (f *outputFit) expect(out int) time.Duration {
+	if !f.ready.Load() {
+		return 0
+	}
+	a := math.Float64frombits(f.intercept.Load())
+	b := math.Float64frombits(f.slope.Load())
+	sd := math.Float64frombits(f.deviation.Load())
+	return time.Duration(min(math.Ceil(a+b*float64(min(max(out, 0), maxCost))+4*sd), float64(maxService)))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/quotasim"
 )
 
 // windowUpstream enforces 60k TPM over a 6-second quantum (a bucket of 6,000 tokens
@@ -17,13 +18,13 @@ type windowUpstream struct {
 	quiet bool
 
 	mu       sync.Mutex
-	tok      simBucket
+	tok      quotasim.Bucket
 	last     time.Time
 	rejected int
 }
 
 func newWindowUpstream(quiet bool) *windowUpstream {
-	return &windowUpstream{quiet: quiet, tok: simBucket{6_000, 6_000, 1_000}, last: time.Now()}
+	return &windowUpstream{quiet: quiet, tok: quotasim.Bucket{Level: 6_000, Capacity: 6_000, Rate: 1_000}, last: time.Now()}
 }
 
 func (u *windowUpstream) Complete(_ context.Context, call *llmclient.Call) (*llmclient.Response, error) {
@@ -31,22 +32,22 @@ func (u *windowUpstream) Complete(_ context.Context, call *llmclient.Call) (*llm
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := time.Now()
-	u.tok.refill(now.Sub(u.last).Seconds())
+	u.tok.Refill(now.Sub(u.last).Seconds())
 	u.last = now
 	var rl *llmclient.RateLimits
 	report := func() {
 		if !u.quiet {
 			rl = &llmclient.RateLimits{Tokens: llmclient.RateWindow{Known: true, Limit: 60_000,
-				Remaining: int64(u.tok.level), Reset: u.tok.resetIn()}}
+				Remaining: int64(u.tok.Level), Reset: u.tok.ResetIn()}}
 		}
 	}
-	if u.tok.level < charge {
+	if u.tok.Level < charge {
 		u.rejected++
 		report()
 		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RateLimits: rl,
-			RetryAfter: time.Duration((charge - u.tok.level) / u.tok.rate * float64(time.Second))}
+			RetryAfter: time.Duration((charge - u.tok.Level) / u.tok.Rate * float64(time.Second))}
 	}
-	u.tok.level -= charge
+	u.tok.Level -= charge
 	report()
 	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
 		Usage: llmclient.Usage{InputTokens: 12, OutputTokens: 5, TotalTokens: 17}}, nil

@@ -1,0 +1,502 @@
+// Package quotasim is the acceptance simulation of issue 12, shared by the limiter's
+// tests (limiter_quota_sim_test.go, in memory) and redisstore's (on a real redis-server):
+// an OpenAI-like upstream in virtual time (testing/synctest) and the runs and checks of
+// Clients against it. It is for tests only.
+package quotasim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unicode/utf8"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/tokenizer/tiktoken"
+)
+
+// The acceptance simulation of issue 12: an OpenAI-like upstream that enforces its TPM
+// and RPM over a 6-second quantum, charges each request its prompt (by one of three
+// charging models) plus its max_tokens at admission and gives nothing back, and sends
+// x-ratelimit-{limit,remaining,reset}-{requests,tokens} on every answer; Poisson arrivals
+// at twice the key's TPM, prompts of 100 to 8,000 tokens, a 10-second deadline per
+// request; one process, four processes that share the key through its headers alone, and
+// four replicas that share one limit store. Every Client is configured with the key's
+// whole quota, as a user would, and the default burst (ten seconds' worth, longer than the
+// upstream's quantum). The store is a parameter, so that a Redis store can run the same
+// simulation (the redisstore module).
+//
+// LLMCLIENT_SIM_MINUTES sets the simulated minutes (default 3); LLMCLIENT_SIM_SEED the seed.
+
+// ChargeModel is how the upstream counts a prompt at admission.
+type ChargeModel struct {
+	Name  string
+	count func(p *simPrompt) float64
+}
+
+var ChargeModels = []ChargeModel{
+	{"chars/4", func(p *simPrompt) float64 { return p.chars4 }},
+	{"exact", func(p *simPrompt) float64 { return float64(p.exact) }},
+	{"1.3x exact", func(p *simPrompt) float64 { return math.Ceil(1.3 * float64(p.exact)) }},
+}
+
+// simPrompt is one request of the simulation with what each model charges for it.
+type simPrompt struct {
+	req    *llmclient.Request
+	exact  int     // o200k tokens with the chat framing: what usage reports
+	chars4 float64 // characters/4 + 4 per message + 3
+}
+
+// quotaPrompts builds n requests of 100 to 8,000 exact tokens, each in one language of
+// the test corpora, from pieces of about 400 bytes (one text part each, so each piece is
+// counted once), with max_tokens of 256, 512 or 1,024.
+func quotaPrompts(t testing.TB, dir string, n int, rng *rand.Rand) []*simPrompt {
+	t.Helper()
+	type corpus struct {
+		name   string
+		weight int
+	}
+	corpora := []corpus{{"english", 40}, {"code_go", 25}, {"json", 15}, {"chinese", 10}, {"japanese", 5}, {"korean", 5}}
+	pieces := map[string][]string{}
+	exact := map[string]int{}
+	for _, c := range corpora {
+		b, err := os.ReadFile(filepath.Join(dir, c.name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := string(b); len(s) > 0; {
+			n := min(len(s), 400)
+			for n < len(s) && !utf8.RuneStart(s[n]) {
+				n++
+			}
+			piece := s[:n]
+			s = s[n:]
+			k, err := tiktoken.Count(tiktoken.O200kBase, piece)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pieces[c.name] = append(pieces[c.name], piece)
+			exact[piece] = k
+		}
+	}
+	system := "You are a careful assistant. Answer briefly."
+	sysExact, _ := tiktoken.Count(tiktoken.O200kBase, system)
+	out := make([]*simPrompt, 0, n)
+	for range n {
+		w := rng.IntN(100)
+		c := corpora[0]
+		for _, x := range corpora {
+			if w < x.weight {
+				c = x
+				break
+			}
+			w -= x.weight
+		}
+		target := 100 + rng.IntN(7901)
+		// Framing as EstimatePromptTokens counts it: priming 3, 4 per message.
+		tokens := 3 + 4 + sysExact + 4
+		chars := utf8.RuneCountInString(system)
+		var parts []llmclient.Part
+		userChars := 0
+		for i := rng.IntN(len(pieces[c.name])); tokens < target; i++ {
+			piece := pieces[c.name][i%len(pieces[c.name])]
+			parts = append(parts, llmclient.TextPart(piece))
+			tokens += exact[piece]
+			userChars += utf8.RuneCountInString(piece)
+		}
+		req := &llmclient.Request{
+			Model:     "gpt-4o",
+			MaxTokens: []int{256, 512, 1024}[rng.IntN(3)],
+			Messages: []llmclient.Message{
+				llmclient.SystemMessage(system),
+				{Role: llmclient.RoleUser, Content: parts},
+			},
+		}
+		out = append(out, &simPrompt{req: req, exact: tokens,
+			chars4: math.Ceil(float64(chars)/4) + 4 + math.Ceil(float64(userChars)/4) + 4 + 3})
+	}
+	return out
+}
+
+// Bucket is a continuously refilled bucket, as an upstream keeps one.
+type Bucket struct{ Level, Capacity, Rate float64 }
+
+// Refill refills the bucket for dt seconds.
+func (b *Bucket) Refill(dt float64) { b.Level = min(b.Capacity, b.Level+dt*b.Rate) }
+
+// ResetIn is the time until the bucket is full again.
+func (b *Bucket) ResetIn() time.Duration {
+	return time.Duration((b.Capacity - b.Level) / b.Rate * float64(time.Second))
+}
+
+// quotaUpstream is the simulated upstream.
+type quotaUpstream struct {
+	model   ChargeModel
+	minute  bool // remaining reports the per-minute level, not the quantum's
+	rpm     float64
+	tpm     float64
+	prompts map[*llmclient.Request]*simPrompt
+	rng     *rand.Rand
+
+	mu                    sync.Mutex
+	last                  time.Time
+	req, tok              Bucket // enforced: a 6-second quantum
+	reqMin, tokMin        Bucket // the per-minute view, for the "minute" reading
+	horizon               time.Time
+	calls, rejected       int
+	admitted              int
+	charged               float64 // by the horizon
+	chargedThenLate       int     // admitted, then the caller's deadline came first
+	admittedBig, bigLimit float64
+}
+
+const simQuantum = 6 * time.Second
+
+func newQuotaUpstream(model ChargeModel, minute bool, rpm, tpm int, prompts []*simPrompt, seed uint64) *quotaUpstream {
+	q := simQuantum.Minutes()
+	u := &quotaUpstream{model: model, minute: minute, rpm: float64(rpm), tpm: float64(tpm),
+		prompts: make(map[*llmclient.Request]*simPrompt, len(prompts)), rng: rand.New(rand.NewPCG(seed, 3)),
+		last:   time.Now(),
+		req:    Bucket{q * float64(rpm), q * float64(rpm), float64(rpm) / 60},
+		tok:    Bucket{q * float64(tpm), q * float64(tpm), float64(tpm) / 60},
+		reqMin: Bucket{float64(rpm), float64(rpm), float64(rpm) / 60},
+		tokMin: Bucket{float64(tpm), float64(tpm), float64(tpm) / 60}}
+	for _, p := range prompts {
+		u.prompts[p.req] = p
+	}
+	return u
+}
+
+// couldAdmit is what the upstream could admit from the start to the horizon.
+func (u *quotaUpstream) couldAdmit(d time.Duration) float64 {
+	return u.tok.Capacity + u.tpm*d.Minutes()
+}
+
+func (u *quotaUpstream) rateLimits() *llmclient.RateLimits {
+	req, tok := &u.req, &u.tok
+	if u.minute {
+		req, tok = &u.reqMin, &u.tokMin
+	}
+	rl := &llmclient.RateLimits{
+		Requests: llmclient.RateWindow{Known: true, Limit: int64(u.rpm), Remaining: int64(req.Level), Reset: req.ResetIn()},
+		Tokens:   llmclient.RateWindow{Known: true, Limit: int64(u.tpm), Remaining: int64(tok.Level), Reset: tok.ResetIn()},
+	}
+	return rl
+}
+
+func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
+	p := u.prompts[call.Request]
+	charge := u.model.count(p) + float64(call.Request.MaxTokens)
+	u.mu.Lock()
+	now := time.Now()
+	dt := now.Sub(u.last).Seconds()
+	u.last = now
+	for _, b := range []*Bucket{&u.req, &u.tok, &u.reqMin, &u.tokMin} {
+		b.Refill(dt)
+	}
+	u.calls++
+	if u.req.Level < 1 || u.tok.Level < charge {
+		wait := max((1-u.req.Level)/u.req.Rate, (charge-u.tok.Level)/u.tok.Rate)
+		u.rejected++
+		rl := u.rateLimits()
+		u.mu.Unlock()
+		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, Code: "rate_limit_exceeded",
+			Message: "Rate limit reached", RetryAfter: time.Duration(wait * float64(time.Second)), RateLimits: rl}
+	}
+	for _, b := range []*Bucket{&u.req, &u.reqMin} {
+		b.Level--
+	}
+	u.tok.Level -= charge
+	u.tokMin.Level -= charge
+	u.admitted++
+	if !now.After(u.horizon) {
+		u.charged += charge
+	}
+	rl := u.rateLimits()
+	out := call.Request.MaxTokens/4 + u.rng.IntN(call.Request.MaxTokens*3/4+1)
+	u.mu.Unlock()
+
+	latency := 300*time.Millisecond + time.Duration(out)*2*time.Millisecond
+	select {
+	case <-time.After(latency):
+	case <-ctx.Done():
+		u.mu.Lock()
+		u.chargedThenLate++
+		u.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
+		Usage: llmclient.Usage{InputTokens: p.exact, OutputTokens: out, TotalTokens: p.exact + out}}, nil
+}
+
+func (u *quotaUpstream) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return nil, llmclient.ErrUnsupported
+}
+
+// simOutcome is one call of the simulation.
+type simOutcome struct {
+	size     float64 // the upstream's charge for it
+	ok       bool
+	refusal  bool // ended with a local refusal and no upstream call
+	elapsed  time.Duration
+	class    llmclient.Class
+	charged  int // the last attempt's Attempt.ChargedTokens
+	estimate int
+}
+
+// simResult is what one run measured.
+type simResult struct {
+	requests, calls, rejected, chargedThenLate int
+	quotaUse                                   float64
+	maxRefusal                                 time.Duration
+	refusals                                   int
+	served, bigServed                          float64 // shares of all requests, of the largest quarter
+	chargeRatio                                float64 // the last charged/estimated ratio seen
+	trueRatio                                  float64 // what the upstream counts against the estimates
+}
+
+func (r simResult) String() string {
+	return fmt.Sprintf("%d requests, %d upstream calls, %d 429s (%.2f%% of calls), quota used %.1f%%, %d charged then failed at the deadline, "+
+		"%d refusals (slowest %v), served %.1f%%, largest quarter %.1f%% (%.2f of the overall rate), charge/estimate %.2f (the upstream's %.2f)",
+		r.requests, r.calls, r.rejected, 100*float64(r.rejected)/float64(max(r.calls, 1)), 100*r.quotaUse, r.chargedThenLate,
+		r.refusals, r.maxRefusal, 100*r.served, 100*r.bigServed, r.bigServed/r.served, r.chargeRatio, r.trueRatio)
+}
+
+// Deployment says how many Clients share the key and where each keeps its limits: nil
+// for a Client's own private state.
+type Deployment struct {
+	Name     string
+	Replicas int
+	// Store returns, for one run, the store of each replica (nil: a private state). It is
+	// called in the run's bubble; a store that is an io.Closer is closed at the end of
+	// the run, in the bubble.
+	Store func() func(replica int) limitstore.Store
+}
+
+var Deployments = []Deployment{
+	{"1 process", 1, func() func(int) limitstore.Store { return func(int) limitstore.Store { return nil } }},
+	{"4 processes, headers only", 4, func() func(int) limitstore.Store { return func(int) limitstore.Store { return nil } }},
+	{"4 replicas, one store", 4, func() func(int) limitstore.Store {
+		s := limitstore.NewMemory()
+		return func(int) limitstore.Store { return s }
+	}},
+}
+
+// HeaderOnly is the name of the deployment of processes that share the key through its
+// headers alone.
+const HeaderOnly = "4 processes, headers only"
+
+// runQuotaSim runs one simulation in its own bubble.
+func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool, replicas int,
+	stores func() func(int) limitstore.Store, duration time.Duration, seed uint64) simResult {
+	var res simResult
+	synctest.Test(t, func(t *testing.T) {
+		store := stores()
+		var closers []io.Closer
+		defer func() {
+			for _, c := range closers {
+				c.Close()
+			}
+		}()
+		const rpm, tpm = 1_000, 600_000
+		up := newQuotaUpstream(model, minute, rpm, tpm, prompts, seed)
+		start := time.Now()
+		up.horizon = start.Add(duration)
+		clients := make([]*llmclient.Client, replicas)
+		for i := range clients {
+			opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
+				Name: "sim", Provider: up, Limits: llmclient.Limits{RPM: rpm, TPM: tpm}})}
+			if s := store(i); s != nil {
+				opts = append(opts, llmclient.WithLimitStore(s))
+				if c, ok := s.(io.Closer); ok && !slices.Contains(closers, c) {
+					closers = append(closers, c)
+				}
+			}
+			c, err := llmclient.New(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients[i] = c
+		}
+		var mean, counted, estimated float64
+		for _, p := range prompts {
+			mean += (model.count(p) + float64(p.req.MaxTokens)) / float64(len(prompts))
+			counted += model.count(p) + float64(p.req.MaxTokens)
+			estimated += float64(llmclient.EstimatePromptTokens(nil, p.req) + p.req.MaxTokens)
+		}
+		perSecond := 2 * tpm / 60 / mean // arrivals at twice the TPM
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var mu sync.Mutex
+		var outcomes []simOutcome
+		var wg sync.WaitGroup
+		for n := 0; ; n++ {
+			time.Sleep(time.Duration(rng.ExpFloat64() / perSecond * float64(time.Second)))
+			if time.Since(start) >= duration {
+				break
+			}
+			p := prompts[rng.IntN(len(prompts))]
+			c := clients[n%replicas]
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				began := time.Now()
+				resp, err := c.Complete(ctx, p.req)
+				o := simOutcome{size: model.count(p) + float64(p.req.MaxTokens), ok: err == nil, elapsed: time.Since(began)}
+				var trace []llmclient.Attempt
+				if err != nil {
+					var e *llmclient.Error
+					if errors.As(err, &e) {
+						o.class, trace = e.Class, e.Attempts
+					}
+					o.refusal = errors.Is(err, llmclient.ErrRateLimited) && !slices.ContainsFunc(trace, func(a llmclient.Attempt) bool { return !a.Local })
+				} else {
+					trace = resp.Attempts
+				}
+				if n := len(trace); n > 0 {
+					o.charged, o.estimate = trace[n-1].ChargedTokens, trace[n-1].EstimatedTokens
+				}
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		res = simResult{requests: len(outcomes), calls: up.calls, rejected: up.rejected, chargedThenLate: up.chargedThenLate,
+			quotaUse: up.charged / up.couldAdmit(duration), trueRatio: counted / estimated}
+		slices.SortFunc(outcomes, func(a, b simOutcome) int { return int(a.size - b.size) })
+		var served, big, bigServed float64
+		for i, o := range outcomes {
+			if o.ok {
+				served++
+			}
+			if i >= len(outcomes)*3/4 {
+				big++
+				if o.ok {
+					bigServed++
+				}
+			}
+			if o.refusal {
+				res.refusals++
+				res.maxRefusal = max(res.maxRefusal, o.elapsed)
+			}
+			if o.estimate > 0 && o.charged > 0 {
+				res.chargeRatio = float64(o.charged) / float64(o.estimate)
+			}
+		}
+		res.served, res.bigServed = served/float64(len(outcomes)), bigServed/big
+	})
+	return res
+}
+
+// Thresholds are what a run must meet.
+type Thresholds struct {
+	rejected float64 // upstream 429s, at most this share of the requests
+	quota    float64 // at least this share of what the upstream could admit
+	big      float64 // the largest quarter served at least at this share of the overall rate
+	late     float64 // requests charged and then failed at their deadline, at most this share
+	// calibrated: the charge the trace shows (Attempt.ChargedTokens against
+	// EstimatedTokens) is within a tenth of what the upstream counts against the estimate.
+	calibrated bool
+}
+
+// IssueThresholds are issue 12's acceptance thresholds.
+var IssueThresholds = Thresholds{rejected: 0.005, quota: 0.95, big: 0.75, calibrated: true}
+
+// HeaderOnlyThresholds are the measured levels of processes that share a key through its
+// headers alone (see TestLimiterQuotaSimulation), as a guard against regressions.
+var HeaderOnlyThresholds = Thresholds{rejected: 0.02, quota: 0.95, big: 0.55, late: 0.001}
+
+// add sums r into the totals of several runs.
+func (r *simResult) add(o simResult, runs int) {
+	r.requests += o.requests
+	r.calls += o.calls
+	r.rejected += o.rejected
+	r.chargedThenLate += o.chargedThenLate
+	r.refusals += o.refusals
+	r.maxRefusal = max(r.maxRefusal, o.maxRefusal)
+	r.quotaUse += o.quotaUse / float64(runs)
+	r.served += o.served / float64(runs)
+	r.bigServed += o.bigServed / float64(runs)
+	r.chargeRatio = o.chargeRatio
+	r.trueRatio = o.trueRatio
+}
+
+// checkQuotaSim applies th to the sum of a configuration's runs; no run may take any time
+// to refuse a request.
+func checkQuotaSim(t *testing.T, r simResult, th Thresholds) {
+	t.Helper()
+	if float64(r.rejected) > th.rejected*float64(r.requests) {
+		t.Errorf("%d upstream 429s for %d requests: more than %.1f%%", r.rejected, r.requests, 100*th.rejected)
+	}
+	if r.quotaUse < th.quota {
+		t.Errorf("used %.1f%% of what the upstream could admit, want ≥ %.0f%%", 100*r.quotaUse, 100*th.quota)
+	}
+	if float64(r.chargedThenLate) > th.late*float64(r.requests) {
+		t.Errorf("%d requests were charged and then failed at their deadline", r.chargedThenLate)
+	}
+	if r.maxRefusal > 0 {
+		t.Errorf("a refusal took %v, want every refusal at once", r.maxRefusal)
+	}
+	if r.bigServed < th.big*r.served {
+		t.Errorf("the largest quarter was served at %.1f%%, less than %.0f%% of the overall %.1f%%", 100*r.bigServed, 100*th.big, 100*r.served)
+	}
+	if th.calibrated && math.Abs(r.chargeRatio-r.trueRatio) > 0.1 {
+		t.Errorf("the trace shows a charge of %.2f times the estimate, the upstream counts %.2f", r.chargeRatio, r.trueRatio)
+	}
+}
+
+// simSettings reads the runs' length and seeds from the environment:
+// LLMCLIENT_SIM_MINUTES (default 3) and LLMCLIENT_SIM_SEEDS, how many seeds each
+// configuration runs with (default 3; runs differ by seed and by the order goroutines
+// happen to run in).
+func simSettings(t *testing.T) (time.Duration, []uint64) {
+	duration, seeds := 3*time.Minute, 3
+	if v := os.Getenv("LLMCLIENT_SIM_MINUTES"); v != "" {
+		m, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(m > 0) {
+			t.Fatalf("LLMCLIENT_SIM_MINUTES=%q", v)
+		}
+		duration = time.Duration(m * float64(time.Minute))
+	}
+	if v := os.Getenv("LLMCLIENT_SIM_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LLMCLIENT_SIM_SEEDS=%q", v)
+		}
+		seeds = n
+	}
+	out := make([]uint64, seeds)
+	for i := range out {
+		out[i] = uint64(12 + i)
+	}
+	return duration, out
+}
+
+// Run runs one configuration with every seed and checks the sum against th; corpus is
+// the directory of the test corpora (the core module's testdata/corpus).
+func Run(t *testing.T, corpus string, model ChargeModel, minute bool, d Deployment, th Thresholds) {
+	duration, seeds := simSettings(t)
+	var sum simResult
+	for _, seed := range seeds {
+		prompts := quotaPrompts(t, corpus, 120, rand.New(rand.NewPCG(seed, 2)))
+		r := runQuotaSim(t, prompts, model, minute, d.Replicas, d.Store, duration, seed)
+		t.Logf("seed %d: %v", seed, r)
+		sum.add(r, len(seeds))
+	}
+	t.Logf("all seeds: %v", sum)
+	checkQuotaSim(t, sum, th)
+}

@@ -75,6 +75,10 @@ type config struct {
 	probeInterval time.Duration
 	leaseTTL      time.Duration
 	localShare    float64
+	// clock, when set (only by tests, see export_test.go), is the time the bucket scripts
+	// compute with instead of the server's TIME: a test in virtual time (testing/synctest)
+	// runs them on its own clock.
+	clock func() time.Time
 }
 
 func defaultConfig() config {

@@ -49,7 +49,9 @@ var luaPrelude = `
 local H, C, P, MB = ` + strconv.FormatInt(horizonMicros, 10) + `, ` + strconv.FormatInt(chargeMicros, 10) + `, ` +
 	strconv.FormatInt(pauseMicros, 10) + `, ` + strconv.FormatInt(limitstore.MaxBurst, 10) + `
 local INF = math.huge
+local CLOCK
 local function now_us()
+  if CLOCK then return CLOCK end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
@@ -66,6 +68,16 @@ local function kfmt(x)
 end
 `
 
+// luaClock takes the bucket scripts' first argument off ARGV: "" to compute with the
+// server's clock (TIME), which is what a Store sends, or a time in µs within [2^50, 2^53)
+// (2005 to 2255) to compute with instead (a test's virtual clock); anything else is "".
+// The indexes in the scripts' descriptions are those after it.
+const luaClock = `
+CLOCK = known(table.remove(ARGV, 1))
+if CLOCK and not (CLOCK >= 2 ^ 50 and CLOCK < 2 ^ 53) then CLOCK = nil end
+if CLOCK then CLOCK = math.floor(CLOCK) end
+`
+
 // luaScope reads the scope's hash into f (bringing any time beyond twice the horizon back
 // to it, so that a hash written by hand heals) and its buckets B from the stored spec, or
 // from ARGV[1..9] (interval and burst of mr, mt, dr, dt, then the batch share) when none
@@ -77,7 +89,7 @@ end
 //	ready(k, n)     the earliest time from now at which bucket k holds n plus its reserve,
 //	                or its whole burst when that is less;
 //	charge(k, at, n), take(k, n), give(k, n), cap(k, n)  as limitstore's memory gcra.
-var luaScope = luaPrelude + `
+var luaScope = luaPrelude + luaClock + `
 local h = KEYS[1]
 local now = now_us()
 local raw = redis.call('HGETALL', h)
@@ -363,7 +375,7 @@ return 1
 
 // blockScript: ARGV[1] "p" (pause) or "x" (evict), the block in µs (at most MaxPause for
 // a pause, WaitHorizon for an eviction). A longer block already in force is kept.
-var blockScript = redis.NewScript(luaPrelude + `
+var blockScript = redis.NewScript(luaPrelude + luaClock + `
 local h = KEYS[1]
 local now = now_us()
 local k = ARGV[1]
@@ -384,7 +396,7 @@ return 1
 
 // blockedScript returns {µs left of the pause, µs left of the eviction}, each 0 when there
 // is none and at most the horizon.
-var blockedScript = redis.NewScript(luaPrelude + `
+var blockedScript = redis.NewScript(luaPrelude + luaClock + `
 local now = now_us()
 local v = redis.call('HMGET', KEYS[1], 'p', 'x')
 local r = {}

@@ -25,7 +25,7 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 	rdb := srv.client()
 	slotKeys := []string{"{t:s}:s", "{t:s}:sb", "{t:s}:w", "{t:s}:wx"}
 	spec := []string{"100000", "10", "600", "16666", "864000000", "100", "864", "100000", "0.8"}
-	with := func(args ...string) []string { return append(append([]string(nil), spec...), args...) }
+	with := func(args ...string) []string { return append(append([]string{""}, spec...), args...) }
 	report := []string{"9e15", "1", "100", "2", "200", "0", "50", "1", "100", "1", "1000", "0", "0",
 		"100", "100", "1", "0.5"}
 	cases := []struct {
@@ -40,9 +40,10 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 		{"adjust", false, with("b", "1", "100")},
 		{"sync", false, with(report...)},
 		{"retune", false, with(spec...)},
-		{"block", false, []string{"p", "1000000"}},
-		{"block", false, []string{"x", "1000000"}},
-		{"blocked", false, nil},
+		{"block", false, []string{"", "p", "1000000"}},
+		{"block", false, []string{"", "x", "1000000"}},
+		{"blocked", false, []string{""}},
+		{"reserve", false, append([]string{"1800000000000000"}, with("m", "1", "100", "0", "-1")[1:]...)},
 		{"slot", true, []string{"wait", "m1", "4", "2", "1000", "600"}},
 		{"slot", true, []string{"release", "m1", "4", "2", "1000", "600"}},
 		{"renew", true, []string{"1000", "m1", "b2"}},

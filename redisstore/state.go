@@ -93,11 +93,12 @@ func (st *state) fallback(err error) (limitstore.State, error) {
 	return nil, err
 }
 
-// scriptArgs returns the spec arguments followed by more.
+// scriptArgs returns the clock and spec arguments, with room for n more.
 func (st *state) scriptArgs(n int) []any {
 	a := st.args.Load()
-	args := make([]any, len(a), len(a)+n)
-	copy(args, a[:])
+	args := make([]any, 1+len(a), 1+len(a)+n)
+	args[0] = st.s.clockArg()
+	copy(args[1:], a[:])
 	return args
 }
 
@@ -272,8 +273,8 @@ func (st *state) Retune(ctx context.Context, spec limitstore.Spec) error {
 	if st.s.cfg.mode == FailOpen {
 		_ = st.localState().Retune(ctx, scaled(spec, st.s.cfg.localShare))
 	}
-	args := make([]any, 0, 2*len(next))
-	args = append(append(args, old[:]...), next[:]...)
+	args := make([]any, 0, 1+2*len(next))
+	args = append(append(append(args, st.s.clockArg()), old[:]...), next[:]...)
 	if _, err := st.s.run(ctx, retuneScript, st.bucket, args...); err != nil {
 		if l, err := st.fallback(err); l == nil {
 			return err
@@ -298,7 +299,7 @@ func (st *state) block(ctx context.Context, kind string, us int64, d time.Durati
 	if us == 0 {
 		return nil
 	}
-	if _, err := st.s.run(ctx, blockScript, st.bucket, kind, us); err != nil {
+	if _, err := st.s.run(ctx, blockScript, st.bucket, st.s.clockArg(), kind, us); err != nil {
 		loc, err := st.fallback(err)
 		if loc == nil {
 			return err
@@ -313,7 +314,7 @@ func (st *state) block(ctx context.Context, kind string, us int64, d time.Durati
 
 // Blocked implements limitstore.State. Each duration is at most WaitHorizon.
 func (st *state) Blocked(ctx context.Context) (limitstore.Block, error) {
-	v, err := st.s.run(ctx, blockedScript, st.bucket)
+	v, err := st.s.run(ctx, blockedScript, st.bucket, st.s.clockArg())
 	if err == nil {
 		if res, ok := v.([]any); ok && len(res) == 2 {
 			p, ok1 := res[0].(int64)

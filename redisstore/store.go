@@ -181,6 +181,15 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	return v, nil
 }
 
+// clockArg is the bucket scripts' clock argument: "" for the server's clock, or the test
+// clock's time in µs.
+func (s *Store) clockArg() any {
+	if s.cfg.clock == nil {
+		return ""
+	}
+	return s.cfg.clock().UnixMicro()
+}
+
 // badReply records a reply the store cannot use, as a failure of Redis, and returns its
 // error. The error names the reply's type only: whatever the server sent, the error stays
 // small.

@@ -1,0 +1,64 @@
+package redisstore_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient/internal/quotasim"
+	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// simEpoch moves the simulation's virtual clock (testing/synctest starts it in 2000) past
+// 2005, where the scripts take a test's clock (redisstore.WithClock).
+const simEpoch = 30 * 365 * 24 * time.Hour
+
+// simReplica is one replica's store on the shared redis-server, with its own connection:
+// the simulation closes it, in its bubble, when the run ends.
+type simReplica struct {
+	*redisstore.Store
+	rdb *redis.Client
+}
+
+func (r simReplica) Close() error {
+	r.Store.Close()
+	return r.rdb.Close()
+}
+
+// TestLimiterQuotaSimulationRedis is issue 12's acceptance simulation (internal/quotasim)
+// for four replicas that each keep their limits in their own Store on one real
+// redis-server, with every charging model, against the issue's thresholds. The upstream
+// and the Clients run in virtual time; the scripts run on the server and compute with the
+// same virtual clock (WithClock), since the server's own would not follow it. Each run
+// uses a fresh prefix, so no state carries over between runs.
+func TestLimiterQuotaSimulationRedis(t *testing.T) {
+	srv := startRedis(t)
+	runs := 0
+	d := quotasim.Deployment{Name: "4 replicas, redisstore", Replicas: 4, Store: func() func(int) limitstore.Store {
+		runs++
+		prefix := "sim" + strings.Repeat("x", runs) // distinct per run
+		stores := make(map[int]limitstore.Store)
+		return func(i int) limitstore.Store {
+			if s, ok := stores[i]; ok {
+				return s
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true})
+			st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithTimeout(3*time.Second),
+				redisstore.WithFailMode(redisstore.FailClosed), // a failure would show as refusals, never hide
+				redisstore.WithClock(func() time.Time { return time.Now().Add(simEpoch) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores[i] = simReplica{st, rdb}
+			return stores[i]
+		}
+	}}
+	for _, m := range quotasim.ChargeModels {
+		t.Run(strings.ReplaceAll(m.Name, " ", "_"), func(t *testing.T) {
+			quotasim.Run(t, filepath.Join("..", "testdata", "corpus"), m, false, d, quotasim.IssueThresholds)
+		})
+	}
+}

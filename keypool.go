@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -56,11 +57,15 @@ func WithKeyEviction(d time.Duration) Option {
 type poolKey struct {
 	label    string // "key#N", or "" for the adapter's own key
 	secret   string
+	source   *keySource // nil for a static key
+	sourceN  int        // the source's number among the upstream's sources
 	inFlight atomic.Int32
 	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
 	blockedUntil atomic.Int64
 	evicted      atomic.Bool
-	limiter      *keyLimiter
+	// lim is the key's limiter, nil when its Limits limit nothing; Client.Update
+	// replaces it.
+	lim atomic.Pointer[keyLimiter]
 	// reported is the quota the upstream last reported for the key, at reportedAt, for
 	// Snapshot; hasReport is false before the first report.
 	reportMu   sync.Mutex
@@ -79,7 +84,7 @@ func (k *poolKey) observe(rl *RateLimits) {
 	k.reportMu.Lock()
 	k.reported, k.reportedAt, k.hasReport = *rl, now, true
 	k.reportMu.Unlock()
-	k.limiter.observe(rl)
+	k.limiter().observe(rl)
 }
 
 // lastReport returns the quota the upstream last reported for k and when.
@@ -91,27 +96,68 @@ func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
 
 // keyPool is the set of keys of one upstream.
 type keyPool struct {
-	keys []*poolKey
+	keys   []*poolKey
+	limits Limits // each key's
 }
 
-// newKeyPool builds the pool of the named upstream. Each key's limiter state is the store
+// newKeyPool builds the pool of the named upstream: its static keys, then its key
+// sources, labelled "key#N" in that order. Each static key's limiter state is the store
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
-// never the key itself.
-func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterConfig) *keyPool {
-	p := &keyPool{}
-	if len(secrets) == 0 {
-		p.keys = []*poolKey{{limiter: newNamedKeyLimiter(upstream+"/default", limits, lc)}}
+// never the key itself. A source's scope is "<upstream>/source:<N>", N counting the
+// sources from 1.
+func newKeyPool(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
+	p := &keyPool{limits: limits}
+	if len(secrets) == 0 && len(sources) == 0 {
+		k := &poolKey{}
+		k.lim.Store(newNamedKeyLimiter(k.scope(upstream), limits, lc))
+		p.keys = []*poolKey{k}
 		return p
 	}
-	for i, s := range secrets {
-		p.keys = append(p.keys, &poolKey{
-			label:   "key#" + strconv.Itoa(i+1),
-			secret:  s,
-			limiter: newNamedKeyLimiter(upstream+"/key:"+keyFingerprint(s), limits, lc),
-		})
+	for _, s := range secrets {
+		p.keys = append(p.keys, newStaticKey(upstream, s, len(p.keys)+1, limits, lc))
+	}
+	for i, src := range sources {
+		p.keys = append(p.keys, newSourceKey(upstream, src, i+1, len(p.keys)+1, limits, lc))
 	}
 	return p
+}
+
+// newStaticKey returns the pool key of a static secret labelled key#n.
+func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), secret: secret}
+	k.lim.Store(newNamedKeyLimiter(k.scope(upstream), limits, lc))
+	return k
+}
+
+// newSourceKey returns the pool key of the i-th key source, labelled key#n.
+func newSourceKey(upstream string, src KeySource, i, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
+	k.lim.Store(newNamedKeyLimiter(k.scope(upstream), limits, lc))
+	return k
+}
+
+// scope is the name of k's limiter state in the store.
+func (k *poolKey) scope(upstream string) string {
+	switch {
+	case k.source != nil:
+		return upstream + "/source:" + strconv.Itoa(k.sourceN)
+	case k.secret != "":
+		return upstream + "/key:" + keyFingerprint(k.secret)
+	}
+	return upstream + "/default"
+}
+
+// limiter returns k's limiter, nil when it limits nothing.
+func (k *poolKey) limiter() *keyLimiter { return k.lim.Load() }
+
+// credential returns what to call with k now: its secret, or its source's current
+// credential (refreshed first when due, on this goroutine, within ctx).
+func (k *poolKey) credential(ctx context.Context, now time.Time) (string, error) {
+	if k.source == nil {
+		return k.secret, nil
+	}
+	return k.source.get(ctx, now)
 }
 
 // keyFingerprint identifies a key in store scope names: 64 bits of a domain-separated
@@ -234,7 +280,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 		}
 		dur = min(dur, kc.evictFor)
 		if a.key.block(now, dur, false) {
-			a.key.limiter.pause(now.Add(dur))
+			a.key.limiter().pause(now.Add(dur))
 			ev.add(Event{Kind: EventKeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(dur)})
 		}

@@ -22,8 +22,9 @@ import (
 // unavailable, and fails over) until the period ends or the breaker that opened closes
 // again. Each attempt on a shared upstream whose breaker is closed asks the store first,
 // so a trip on one replica holds on another from its next attempt on, one store round
-// trip later, and a replica started later sees it too. A replica that saw a trip keeps
-// it, without asking again, until its period ends. When the store cannot be reached the
+// trip later, and a replica started later sees it too. A replica that saw a trip asks
+// again at most once a second while it lasts, so a breaker that closed on another replica
+// frees the upstream everywhere within about a second. When the store cannot be reached the
 // local breaker alone decides (fail open, whatever the store's FailClosed setting: a
 // store outage is no upstream outage); a trip that could not be recorded is not retried.
 func WithSharedBreakers(upstreams ...string) Option {
@@ -74,8 +75,9 @@ func (c *config) sharesBreaker(name string) bool {
 type sharedBreaker struct {
 	store limitstore.Breakers
 	name  string
-	// openUntil is the unix-nano end of a recorded open period this Client saw.
-	openUntil atomic.Int64
+	// openUntil is the unix-nano end of a recorded open period this Client saw, and
+	// checkedAt when it last asked the store.
+	openUntil, checkedAt atomic.Int64
 	// pending is a state change of the local breaker to record: pendingTrip or
 	// pendingReset. The breaker's hook sets it; the attempt that caused it records it.
 	pending atomic.Int32
@@ -119,19 +121,32 @@ func (s *sharedBreaker) seenOpen(now time.Time) bool {
 	return s != nil && s.openUntil.Load() > now.UnixNano()
 }
 
-// open returns how long the upstream stays open by a recorded trip: the one this Client
-// saw, else what the store says now. A store that cannot answer says 0.
+// open returns how long the upstream stays open by a recorded trip. A trip this Client
+// saw holds without a store call, except that once per sharedRecheck the store is asked
+// again, so that a breaker closed on another Client frees the upstream here too. A store
+// that cannot answer leaves what this Client saw: nothing, or the trip it saw.
 func (s *sharedBreaker) open(ctx context.Context, now time.Time) time.Duration {
-	if until := s.openUntil.Load(); until > now.UnixNano() {
-		return time.Duration(until - now.UnixNano())
+	n := now.UnixNano()
+	until := s.openUntil.Load()
+	if until > n && n-s.checkedAt.Load() < int64(sharedRecheck) {
+		return time.Duration(until - n)
 	}
 	left, err := s.store.BreakerOpen(ctx, s.name)
-	if err != nil || left <= 0 {
+	if err != nil {
+		return time.Duration(max(until-n, 0))
+	}
+	s.checkedAt.Store(n)
+	if left <= 0 {
+		s.openUntil.CompareAndSwap(until, 0)
 		return 0
 	}
-	s.openUntil.Store(addNanos(now.UnixNano(), left))
+	s.openUntil.Store(addNanos(n, left))
 	return left
 }
+
+// sharedRecheck is how often a Client that saw a trip asks the store whether it still
+// holds.
+const sharedRecheck = time.Second
 
 // errSharedOpen is the cause of a refusal by a breaker that another Client opened.
 var errSharedOpen = fmt.Errorf("%w (opened by a Client sharing the store)", breaker.ErrOpen)

@@ -57,6 +57,25 @@ func TestSharedBreakerOpensOnEveryReplica(t *testing.T) {
 		assert.Equal(t, "backup", resp.Upstream, "a replica started later sees the trip")
 		assert.Zero(t, late.Calls())
 
+		// A closes its breaker (an operator reset): B, which saw the trip, frees the
+		// upstream once it asks the store again, within a second.
+		require.NoError(t, a.ResetBreaker("primary"))
+		resp, err = b.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "backup", resp.Upstream, "B holds the trip it saw for up to a second")
+		time.Sleep(time.Second)
+		resp, err = b.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "primary", resp.Upstream, "B asked again: the trip is cleared")
+
+		// A trips again; the open period ends on its own.
+		for range 2 {
+			_, err := a.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+		}
+		resp, err = b.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "backup", resp.Upstream)
 		time.Sleep(30 * time.Second)
 		resp, err = b.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)

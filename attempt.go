@@ -80,6 +80,10 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
 		}
 		p, err := a.up.breaker.Allow()
+		if err == nil && a.up.shared != nil && a.up.shared.open(ctx, a.begun) > 0 {
+			p.Done(breaker.Ignore)
+			err = errSharedOpen
+		}
 		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
 			p.Done(breaker.Ignore)
 			err = errRamping
@@ -98,13 +102,26 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		now := a.begun
+		var srcErr error // the last key source that failed
 		for repicks := 0; ; {
-			k, soonest := a.up.keys.pick(now, a.avoid)
+			k, soonest := a.up.pool().pick(now, a.avoid)
 			if k != nil {
+				secret, err := k.credential(ctx, now)
+				if err != nil {
+					k.inFlight.Add(-1)
+					if ctx.Err() != nil {
+						return c.asError(ctx, ctx.Err(), a)
+					}
+					// Its source failed with no valid credential left: the key sits out
+					// for a second (no event), and another key of the pool is tried.
+					k.block(now, keySourceRetry, false)
+					srcErr = err
+					continue
+				}
 				a.key = k
-				a.call.APIKey = k.secret
-				err := next(ctx, a)
-				if err != errKeyBlocked || repicks >= len(a.up.keys.keys) {
+				a.call.APIKey = secret
+				err = next(ctx, a)
+				if err != errKeyBlocked || repicks >= len(a.up.pool().keys) {
 					return err
 				}
 				// The key was cooled down or evicted while the request waited in its
@@ -114,6 +131,10 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 				a.key, a.call.APIKey = nil, ""
 				now = time.Now()
 				continue
+			}
+			if srcErr != nil {
+				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+					Err: fmt.Errorf("%w: %w", ErrNoKey, srcErr)}
 			}
 			if soonest.IsZero() {
 				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
@@ -147,13 +168,13 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		if err := c.adoptSharedBlock(ctx, a); err != nil {
 			return err
 		}
-		if !a.key.limiter.limited.Load() {
+		if !a.key.limiter().limited.Load() {
 			return next(ctx, a)
 		}
-		multi := len(a.up.keys.keys) > 1
+		multi := len(a.up.pool().keys) > 1
 		adm := c.admission(a, multi)
-		waited, err := a.key.limiter.acquireInto(ctx, &adm, &a.lease)
-		for tries := 1; err != nil && tries < len(a.up.keys.keys); tries++ {
+		waited, err := a.key.limiter().acquireInto(ctx, &adm, &a.lease)
+		for tries := 1; err != nil && tries < len(a.up.pool().keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
 			// key here too, and move to another one when the pool has one.
 			var paused *keyPausedError
@@ -162,15 +183,20 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			}
 			now := time.Now()
 			a.key.block(now, paused.left, false)
-			k, _ := a.up.keys.pick(now, nil)
+			k, _ := a.up.pool().pick(now, nil)
 			if k == nil {
 				break
 			}
+			secret, cerr := k.credential(ctx, now)
+			if cerr != nil {
+				k.inFlight.Add(-1)
+				break
+			}
 			a.key.inFlight.Add(-1)
-			a.key, a.call.APIKey = k, k.secret
+			a.key, a.call.APIKey = k, secret
 			adm = c.admission(a, multi)
 			var w time.Duration
-			w, err = a.key.limiter.acquireInto(ctx, &adm, &a.lease)
+			w, err = a.key.limiter().acquireInto(ctx, &adm, &a.lease)
 			waited += w
 		}
 		a.waited += waited
@@ -220,7 +246,7 @@ func (a *attempt) timeout() time.Duration {
 	if o := a.r.opts; o != nil && o.AttemptTimeout > 0 {
 		return o.AttemptTimeout
 	}
-	return a.up.timeout
+	return time.Duration(a.up.timeout.Load())
 }
 
 // limit is how long the attempt's upstream call may take: at most own (0: no bound of its
@@ -361,7 +387,7 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			class == ClassContentFiltered || class == ClassEmptyOutput || class == ClassCanceled)
 		a.lease.releaseUsage(usage, used)
 	}
-	a.up.keys.service.observe(a, class, usage)
+	a.up.pool().service.observe(a, class, usage)
 	if a.key != nil {
 		a.key.inFlight.Add(-1)
 	}
@@ -381,6 +407,7 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		default:
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
+		a.up.shared.flush(a.up.breaker)
 	}
 }
 

@@ -59,6 +59,15 @@ func (c *Client) controlBreaker(name, action string) error {
 	default:
 		up.breaker.Reset()
 	}
+	if up.shared != nil {
+		// A forced state is this Client's alone; closing the breaker clears a trip it
+		// recorded for the Clients that share it (WithSharedBreakers).
+		up.shared.pending.Store(pendingNone)
+		if action != actionBreakerOpen {
+			up.shared.pending.Store(pendingReset)
+		}
+		up.shared.flush(up.breaker)
+	}
 	c.observe(Event{Kind: EventControl, Upstream: name, Action: action})
 	return nil
 }
@@ -123,7 +132,7 @@ func (c *Client) keyNamed(upstream, label string) (*upstream, *poolKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, k := range up.keys.keys {
+	for _, k := range up.pool().keys {
 		if k.label == label && label != "" {
 			return up, k, nil
 		}

@@ -6,9 +6,9 @@ package llmclient
 // settled), limiter admissions not yet released, and caller-partition admissions.
 func LeasesHeld(c *Client) (keys, limiters, partitions int) {
 	for _, up := range c.upstreams {
-		for _, k := range up.keys.keys {
+		for _, k := range up.pool().keys {
 			keys += int(k.inFlight.Load())
-			limiters += k.limiter.InFlight()
+			limiters += k.limiter().InFlight()
 		}
 	}
 	if c.partitions != nil {

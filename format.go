@@ -24,6 +24,10 @@ func (u Upstream) String() string {
 		b.WriteString(strconv.Itoa(len(u.Keys)))
 		b.WriteString(" redacted")
 	}
+	if len(u.KeySources) > 0 {
+		b.WriteString(", KeySources: ")
+		b.WriteString(strconv.Itoa(len(u.KeySources)))
+	}
 	if u.Models != nil {
 		fmt.Fprintf(&b, ", Models: %v", u.Models)
 	}
@@ -47,7 +51,7 @@ func (u Upstream) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(u.String()
 // LogValue is the upstream's slog form: its name, provider type and key count.
 func (u Upstream) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", u.Name), slog.String("provider", fmt.Sprintf("%T", u.Provider)),
-		slog.Int("keys", len(u.Keys)))
+		slog.Int("keys", len(u.Keys)+len(u.KeySources)))
 }
 
 // String describes the call without its key.

@@ -58,6 +58,8 @@ func WithKeyEviction(d time.Duration) Option {
 type poolKey struct {
 	label    string // "key#N", or "" for the adapter's own key
 	secret   string
+	source   *keySource // nil for a static key
+	sourceN  int        // the source's number among the upstream's sources
 	inFlight atomic.Int32
 	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
 	blockedUntil atomic.Int64
@@ -65,7 +67,9 @@ type poolKey struct {
 	// pausedUntil is the unix-nano end of a pause held by the key's limiter alone (see
 	// cool).
 	pausedUntil atomic.Int64
-	limiter     *keyLimiter
+	// lim is the key's limiter (never nil: it limits nothing until its Limits or its
+	// upstream's headers say what to); Client.Update replaces it.
+	lim atomic.Pointer[keyLimiter]
 	// reported is the quota the upstream last reported for the key, at reportedAt, for
 	// Snapshot; hasReport is false before the first report.
 	reportMu   sync.Mutex
@@ -95,30 +99,73 @@ func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
 // keyPool is the set of keys of one upstream, and what the upstream's calls take (the
 // limiter's expected service time).
 type keyPool struct {
-	keys    []*poolKey
-	service serviceTimes
+	keys   []*poolKey
+	limits Limits // each key's
+	// service is what the upstream's calls take, kept across Client.Update.
+	service *serviceTimes
 }
 
-// newKeyPool builds the pool of the named upstream. Each key's limiter state is the store
+// newKeyPool builds the pool of the named upstream: its static keys, then its key
+// sources, labelled "key#N" in that order. Each static key's limiter state is the store
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
-// never the key itself. Every key has a limiter, limiting nothing until its Limits or
-// its upstream's headers say what to: in a store it also holds the key's pause and
-// eviction for every replica.
-func newKeyPool(upstream string, secrets []string, limits Limits, lc *limiterConfig) *keyPool {
-	p := &keyPool{}
-	if len(secrets) == 0 {
-		p.keys = []*poolKey{{limiter: newScopeLimiter(upstream+"/default", limits, lc)}}
+// never the key itself. A source's scope is "<upstream>/source:<N>", N counting the
+// sources from 1. Every key has a limiter, limiting nothing until its Limits or its
+// upstream's headers say what to: in a store it also holds the key's pause and eviction
+// for every replica.
+func newKeyPool(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
+	p := &keyPool{limits: limits, service: &serviceTimes{}}
+	if len(secrets) == 0 && len(sources) == 0 {
+		k := &poolKey{}
+		k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+		p.keys = []*poolKey{k}
 		return p
 	}
-	for i, s := range secrets {
-		p.keys = append(p.keys, &poolKey{
-			label:   "key#" + strconv.Itoa(i+1),
-			secret:  s,
-			limiter: newScopeLimiter(upstream+"/key:"+keyFingerprint(s), limits, lc),
-		})
+	for _, s := range secrets {
+		p.keys = append(p.keys, newStaticKey(upstream, s, len(p.keys)+1, limits, lc))
+	}
+	for i, src := range sources {
+		p.keys = append(p.keys, newSourceKey(upstream, src, i+1, len(p.keys)+1, limits, lc))
 	}
 	return p
+}
+
+// newStaticKey returns the pool key of a static secret labelled key#n.
+func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), secret: secret}
+	k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+	return k
+}
+
+// newSourceKey returns the pool key of the i-th key source, labelled key#n.
+func newSourceKey(upstream string, src KeySource, i, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
+	k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+	return k
+}
+
+// scope is the name of k's limiter state in the store.
+func (k *poolKey) scope(upstream string) string {
+	switch {
+	case k.source != nil:
+		return upstream + "/source:" + strconv.Itoa(k.sourceN)
+	case k.secret != "":
+		return upstream + "/key:" + keyFingerprint(k.secret)
+	}
+	return upstream + "/default"
+}
+
+// limiter returns k's limiter (never nil: one that limits nothing until the key's Limits
+// or its upstream's headers say what to).
+func (k *poolKey) limiter() *keyLimiter { return k.lim.Load() }
+
+// credential returns what to call with k now: its secret, or its source's current
+// credential (refreshed first when due, on this goroutine, within ctx).
+func (k *poolKey) credential(ctx context.Context, now time.Time) (string, error) {
+	if k.source == nil {
+		return k.secret, nil
+	}
+	return k.source.get(ctx, now)
 }
 
 // keyFingerprint identifies a key in store scope names: 64 bits of a domain-separated
@@ -202,7 +249,7 @@ func (k *poolKey) block(now time.Time, d time.Duration, evict bool) bool {
 // where a key cooling down in its pool would make it wait for the cooldown first and
 // only then learn that the limiter's queue does not fit either.
 func (k *poolKey) cool(now time.Time, d time.Duration, only bool) bool {
-	if !only || !k.limiter.limited.Load() {
+	if !only || !k.limiter().limited.Load() {
 		return k.block(now, d, false)
 	}
 	n := addNanos(now.UnixNano(), d)
@@ -249,7 +296,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 	kc := &c.cfg.keys
 	switch {
 	case d.Evict:
-		a.key.limiter.evict(kc.evictFor)
+		a.key.limiter().evict(kc.evictFor)
 		if a.key.block(now, kc.evictFor, true) {
 			ev.add(Event{Kind: EventKeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(kc.evictFor)})
@@ -263,8 +310,8 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 			}
 		}
 		dur = min(dur, kc.evictFor)
-		if a.key.cool(now, dur, len(a.up.keys.keys) == 1) {
-			a.key.limiter.pause(now.Add(dur))
+		if a.key.cool(now, dur, len(a.up.pool().keys) == 1) {
+			a.key.limiter().pause(now.Add(dur))
 			ev.add(Event{Kind: EventKeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(dur)})
 		}
@@ -285,8 +332,8 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 // or refused at once. A store that cannot answer leaves the attempt as it is. Without a
 // shared store it does nothing.
 func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
-	for tries := 0; a.key.limiter.shared && tries <= len(a.up.keys.keys); tries++ {
-		b, err := a.key.limiter.state.Blocked(ctx)
+	for tries := 0; a.key.limiter().shared && tries <= len(a.up.pool().keys); tries++ {
+		b, err := a.key.limiter().state.Blocked(ctx)
 		if err != nil || b.Paused <= 0 && b.Evicted <= 0 {
 			return nil
 		}
@@ -296,16 +343,22 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 		} else {
 			a.key.block(now, b.Paused, false)
 		}
-		if k, _ := a.up.keys.pick(now, nil); k != nil {
+		if k, _ := a.up.pool().pick(now, nil); k != nil {
+			secret, err := k.credential(ctx, now)
+			if err != nil { // its source failed: it sits out a second, as in keyLayer
+				k.inFlight.Add(-1)
+				k.block(now, keySourceRetry, false)
+				continue
+			}
 			a.key.inFlight.Add(-1)
-			a.key, a.call.APIKey = k, k.secret
+			a.key, a.call.APIKey = k, secret
 			continue
 		}
 		if b.Evicted > 0 {
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
 				Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 		}
-		if a.key.limiter.limited.Load() {
+		if a.key.limiter().limited.Load() {
 			return nil // the limiter's reservation waits for the pause
 		}
 		lim, err := c.cfg.limiter.waitLimit(ctx, a.layerWait, a.within)

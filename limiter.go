@@ -437,7 +437,7 @@ func (l *keyLimiter) InFlight() int {
 // the request's cost here (a transport call's is only known when configured).
 func (c *Client) admission(a *attempt, switchable bool) admission {
 	lc := &c.cfg.limiter
-	if a.cost == 0 && a.tx == nil && a.key.limiter.tokensLimited() {
+	if a.cost == 0 && a.tx == nil && a.key.limiter().tokensLimited() {
 		a.cost = lc.cost(a.req)
 	}
 	out := 0
@@ -445,5 +445,5 @@ func (c *Client) admission(a *attempt, switchable bool) admission {
 		out = min(lc.output(a.req), a.cost)
 	}
 	return admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
-		within: a.within, service: a.up.keys.service.expect(a.streaming(), lc.output(a.req))}
+		within: a.within, service: a.up.pool().service.expect(a.streaming(), lc.output(a.req))}
 }

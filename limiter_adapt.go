@@ -359,7 +359,7 @@ func (s *headerSync) calibrateLocked(c limitstore.Correction) {
 func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
 	if rl != nil && a.key != nil {
 		a.key.record(rl)
-		a.key.limiter.observe(rl, &a.lease, charged)
+		a.key.limiter().observe(rl, &a.lease, charged)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/limitstore"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,10 +14,13 @@ import (
 // with New and share it: a Client is safe for concurrent use, and its limiters, breakers,
 // key pools and retry budget only work when every caller goes through the same Client.
 type Client struct {
-	cfg        config
-	upstreams  []*upstream
-	byName     map[string]*upstream
-	groups     map[string][]*upstream
+	cfg       config
+	upstreams []*upstream
+	byName    map[string]*upstream
+	// groups maps each model group to its chain, fallbacks included; Client.Update
+	// replaces the map. updateMu serializes updates.
+	groups     atomic.Pointer[map[string][]*upstream]
+	updateMu   sync.Mutex
 	routes     sync.Map // model -> []*upstream, for models without a group
 	routeCount atomic.Int32
 	// reroutes are the fallback lists a Decision may continue a call on.
@@ -26,7 +30,7 @@ type Client struct {
 	// needStats: some route routes by latency or hedges after an observed delay, so the
 	// upstreams keep latency statistics.
 	needStats bool
-	needCost  bool
+	needCost  atomic.Bool // some token limit needs each request's estimate; Update may set it
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
 
@@ -40,9 +44,14 @@ type Client struct {
 type upstream struct {
 	Upstream
 	breaker *breaker.Breaker
-	keys    *keyPool
-	budget  *retryBudget
-	timeout time.Duration
+	// keys is the upstream's key pool and timeout its attempt timeout in nanoseconds;
+	// weight is its routing weight. Client.Update replaces them while calls are in flight.
+	keys    atomic.Pointer[keyPool]
+	timeout atomic.Int64
+	weight  atomic.Int64
+	// settings is the Upstream as the last Client.Update left it; nil before any.
+	settings atomic.Pointer[Upstream]
+	budget   *retryBudget
 	// slowCall and slowFirstToken are the breaker's thresholds for a slow one-shot call
 	// and a slow stream start.
 	slowCall, slowFirstToken time.Duration
@@ -51,6 +60,8 @@ type upstream struct {
 	latStats, ttftStats latencyStats
 	// drained is set while the operator drains the upstream (Client.Drain).
 	drained atomic.Bool
+	// shared links the breaker to the store's record; nil unless WithSharedBreakers.
+	shared *sharedBreaker
 	// ramp paces the upstream's calls after its breaker closed; nil without
 	// WithRecoveryRamp.
 	ramp *recoveryRamp
@@ -58,16 +69,30 @@ type upstream struct {
 	recent recentStats
 }
 
+// pool returns the upstream's current key pool.
+func (up *upstream) pool() *keyPool { return up.keys.Load() }
+
+// setTunables sets what Client.Update may change on the hot path: the attempt timeout
+// (def when u.Timeout is zero) and the routing weight.
+func (up *upstream) setTunables(u Upstream, def time.Duration) {
+	t := u.Timeout
+	if t == 0 {
+		t = def
+	}
+	up.timeout.Store(int64(t))
+	up.weight.Store(int64(u.Weight))
+}
+
 // healthy reports whether the upstream could serve now: its breaker admits and a key is
 // usable.
 func (up *upstream) healthy(now time.Time) bool {
-	return !up.drained.Load() && up.breaker.Admits() && up.keys.available(now, nil)
+	return !up.drained.Load() && up.breaker.Admits() && !up.shared.seenOpen(now) && up.pool().available(now, nil)
 }
 
 // inFlight is the number of the upstream's attempts in flight.
 func (up *upstream) inFlight() int32 {
 	var n int32
-	for _, k := range up.keys.keys {
+	for _, k := range up.pool().keys {
 		n += k.inFlight.Load()
 	}
 	return n
@@ -90,7 +115,7 @@ func New(opts ...Option) (*Client, error) {
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),
 		observer: cfg.observer,
 	}
-	c.needCost = cfg.limiter.enabled(&cfg)
+	c.needCost.Store(cfg.limiter.enabled(&cfg))
 	for _, r := range cfg.routing {
 		c.needStats = c.needStats || r == RouteLatency
 	}
@@ -122,15 +147,20 @@ func New(opts ...Option) (*Client, error) {
 // newUpstream builds the per-upstream state of u: its key pool, breaker and retry budget.
 func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 	cfg := &c.cfg
-	up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &cfg.limiter),
-		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout, ramp: newRecoveryRamp(cfg.recoveryRamp)}
-	if up.timeout == 0 {
-		up.timeout = cfg.attemptTimeout
-	}
+	up := &upstream{Upstream: u, budget: newRetryBudget(&cfg.retry), ramp: newRecoveryRamp(cfg.recoveryRamp)}
+	up.keys.Store(newKeyPool(u.Name, u.Keys, u.KeySources, u.Limits, &cfg.limiter))
+	up.setTunables(u, cfg.attemptTimeout)
 	bc := cfg.breaker
 	name, userHook := u.Name, cfg.breaker.OnStateChange
 	ramp := up.ramp
+	if cfg.sharesBreaker(u.Name) {
+		up.shared = &sharedBreaker{store: cfg.limiter.store.(limitstore.Breakers), name: u.Name}
+	}
+	shared := up.shared
 	bc.OnStateChange = func(from, to breaker.State) {
+		if shared != nil {
+			shared.changed(to)
+		}
 		if to == breaker.Closed {
 			ramp.begin(time.Now())
 		}
@@ -152,16 +182,23 @@ func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 // buildRoutes resolves the model groups and the fallback lists to upstreams.
 func (c *Client) buildRoutes() {
 	cfg := &c.cfg
-	c.groups = make(map[string][]*upstream, len(cfg.groups))
-	for g, names := range cfg.groups {
-		chain := c.lookup(names)
-		for _, fb := range cfg.groupFallbacks[g] {
-			chain = append(chain, c.lookup(cfg.groups[fb])...)
-		}
-		c.groups[g] = dedupe(chain)
-	}
+	c.groups.Store(c.resolveGroups(cfg.groups))
 	c.reroutes[rerouteContext] = c.lookup(cfg.contextFallback)
 	c.reroutes[rerouteContent] = c.lookup(cfg.contentFallback)
+}
+
+// resolveGroups returns the chain of each of groups, its fallback groups' members
+// appended.
+func (c *Client) resolveGroups(groups map[string][]string) *map[string][]*upstream {
+	out := make(map[string][]*upstream, len(groups))
+	for g, names := range groups {
+		chain := c.lookup(names)
+		for _, fb := range c.cfg.groupFallbacks[g] {
+			chain = append(chain, c.lookup(groups[fb])...)
+		}
+		out[g] = dedupe(chain)
+	}
+	return &out
 }
 
 // Complete sends req and returns the response, after whatever retries and failovers the
@@ -218,8 +255,8 @@ func dedupe(chain []*upstream) []*upstream {
 
 // route returns the upstream chain for a model: its group, else every upstream serving it.
 func (c *Client) route(model string) []*upstream {
-	if len(c.groups) > 0 {
-		if g, ok := c.groups[model]; ok {
+	if groups := *c.groups.Load(); len(groups) > 0 {
+		if g, ok := groups[model]; ok {
 			return g
 		}
 	}
@@ -262,7 +299,7 @@ func (c *Client) InFlight(upstream string) int {
 		return 0
 	}
 	n := 0
-	for _, k := range up.keys.keys {
+	for _, k := range up.pool().keys {
 		n += int(k.inFlight.Load())
 	}
 	return n

@@ -47,6 +47,10 @@ type config struct {
 	routing       map[string]Routing
 	hedging       map[string]Hedge
 	recoveryRamp  time.Duration
+	// sharedBreakers is set by WithSharedBreakers, for the named upstreams (all when
+	// none is named).
+	sharedBreakers     bool
+	sharedBreakerNames []string
 	// caches are the cache statistics Snapshot reports (WithCacheStats).
 	caches []cacheStats
 }
@@ -209,17 +213,7 @@ func (c *config) validate() error {
 		if u.Provider == nil {
 			errs = append(errs, fmt.Errorf("upstream %q has no Provider", u.Name))
 		}
-		if u.Timeout < 0 {
-			errs = append(errs, fmt.Errorf("upstream %q: negative Timeout", u.Name))
-		}
-		for j, k := range u.Keys {
-			if k == "" {
-				errs = append(errs, fmt.Errorf("upstream %q: key#%d is empty", u.Name, j+1))
-			}
-		}
-		if err := u.Limits.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("upstream %q: %w", u.Name, err))
-		}
+		errs = append(errs, u.validateTunables()...)
 	}
 	checkNames := func(what string, list []string) {
 		for _, n := range list {
@@ -261,6 +255,7 @@ func (c *config) validate() error {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
 	errs = append(errs, c.validateRouting()...)
+	errs = append(errs, c.validateSharedBreakers()...)
 	errs = append(errs, c.validateCaches()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
@@ -282,4 +277,30 @@ func (c *config) validate() error {
 // the clock, not on callers' deadlines. Default breaker.DefaultConfig().
 func WithBreaker(cfg breaker.Config) Option {
 	return optionFunc(func(c *config) { c.breaker = cfg })
+}
+
+// validateTunables checks what Client.Update may change on an upstream: its keys and key
+// sources, limits, timeout and weight.
+func (u *Upstream) validateTunables() []error {
+	var errs []error
+	if u.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("upstream %q: negative Timeout", u.Name))
+	}
+	if u.Weight < 0 {
+		errs = append(errs, fmt.Errorf("upstream %q: negative Weight %d", u.Name, u.Weight))
+	}
+	for j, k := range u.Keys {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("upstream %q: key#%d is empty", u.Name, j+1))
+		}
+	}
+	for j, src := range u.KeySources {
+		if src == nil {
+			errs = append(errs, fmt.Errorf("upstream %q: key source %d is nil", u.Name, j+1))
+		}
+	}
+	if err := u.Limits.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("upstream %q: %w", u.Name, err))
+	}
+	return errs
 }

@@ -102,11 +102,6 @@ func (c *config) validateRouting() []error {
 			errs = append(errs, fmt.Errorf("WithHedging names unknown model group %q", g))
 		}
 	}
-	for _, u := range c.upstreams {
-		if u.Weight < 0 {
-			errs = append(errs, fmt.Errorf("upstream %q: negative Weight %d", u.Name, u.Weight))
-		}
-	}
 	return errs
 }
 
@@ -189,7 +184,7 @@ const exploreEvery = 200
 const maxWeight = 1 << 20
 
 // weightOf is up's routing weight: Upstream.Weight within [1, maxWeight].
-func weightOf(up *upstream) int { return min(max(up.Weight, 1), maxWeight) }
+func weightOf(up *upstream) int { return int(min(max(up.weight.Load(), 1), maxWeight)) }
 
 // weightedOrder orders ups as successive weighted draws without replacement: the first is
 // drawn with probability weight/total (a weight of 0 counts as 1), the next among the rest

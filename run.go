@@ -127,7 +127,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		if err := checkRequest(req); err != nil {
 			return err
 		}
-		if c.needCost {
+		if c.needCost.Load() {
 			r.prompt = c.cfg.limiter.promptTokens(req) + 1
 			r.cost = c.cfg.limiter.costWith(req, r.prompt-1)
 		}
@@ -411,7 +411,7 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 			return plan{step: stepNext}
 		}
 	}
-	if d.NextKey && a.key != nil && a.up.keys.available(time.Now(), a.key) {
+	if d.NextKey && a.key != nil && a.up.pool().available(time.Now(), a.key) {
 		r.avoid = a.key
 		return r.again(d, 0)
 	}

@@ -32,6 +32,7 @@ func (c *Client) Snapshot() health.Snapshot {
 
 // snapshot is the upstream's part of Client.Snapshot.
 func (up *upstream) snapshot(now time.Time) health.Upstream {
+	pool := up.pool()
 	rec := up.recent.summary(now)
 	h := health.Upstream{
 		Name:        up.Name,
@@ -45,13 +46,13 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 		LatencyP50:  rec.p50,
 		LatencyP90:  rec.p90,
 		LatencyP99:  rec.p99,
-		Keys:        make([]health.Key, 0, len(up.keys.keys)),
+		Keys:        make([]health.Key, 0, len(pool.keys)),
 	}
 	if rec.attempts > 0 {
 		h.ErrorRate = float64(rec.errors) / float64(rec.attempts)
 	}
-	for _, k := range up.keys.keys {
-		hk := k.snapshot(now, up.Limits)
+	for _, k := range pool.keys {
+		hk := k.snapshot(now, pool.limits)
 		h.InFlight += hk.InFlight
 		h.Keys = append(h.Keys, hk)
 	}
@@ -70,7 +71,7 @@ func (k *poolKey) snapshot(now time.Time, limits Limits) health.Key {
 			hk.State = health.KeyEvicted
 		}
 	}
-	if l := k.limiter; l != nil {
+	if l := k.limiter(); l != nil {
 		if lv, ok := l.state.(interface{ Levels() (float64, float64) }); ok {
 			reqs, toks := lv.Levels()
 			reqCap, tokCap := l.sync.capacities()

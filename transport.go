@@ -236,7 +236,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := &tr.r
 	r.single, r.tx = !body.replayable(), x
 	defer r.cleanup() // a panicking hook leaves nothing held
-	if x.known && t.c.needCost {
+	if x.known && t.c.needCost.Load() {
 		r.cost = t.cost(&x.call)
 	}
 	ctx, cancelTotal := callCtx, context.CancelFunc(func() {})

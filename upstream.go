@@ -12,6 +12,10 @@ type Upstream struct {
 	// Keys is an optional pool of API keys. The Client picks the least-in-flight key that is
 	// not cooling down or evicted. Empty: the adapter's own key is used.
 	Keys []string
+	// KeySources are keys that change over time (OAuth and Entra ID tokens, a secret
+	// manager), pooled after Keys as if they were keys: each is refreshed before it
+	// expires (see KeySource). Nil entries are an error.
+	KeySources []KeySource
 	// Models maps a request's model name to this upstream's model name. Nil passes every
 	// model through unchanged; otherwise the upstream only serves the models it maps.
 	Models map[string]string

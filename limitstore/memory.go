@@ -22,6 +22,8 @@ type memoryStore struct {
 	scopes map[string]*memState
 	// sweepAt is the size at which idle scopes are next dropped.
 	sweepAt int
+	// breakers is the breaker state the store shares (see Breakers).
+	breakers memoryBreakers
 }
 
 // memorySweepMin is the smallest store size at which idle scopes are dropped.

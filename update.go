@@ -1,0 +1,247 @@
+package llmclient
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Change is one live change for Client.Update, made by SetLimits, SetKeys, SetKeySources,
+// SetTimeout, SetWeight or SetGroup.
+type Change struct {
+	upstream string // the upstream changed; "" for a group change
+	group    string
+	apply    func(*pendingUpdate)
+}
+
+// pendingUpdate is what an Update will set, per upstream and group, once every change is
+// validated.
+type pendingUpdate struct {
+	ups     map[string]*Upstream // the upstream's settings after the update
+	groups  map[string][]string  // the groups after the update (a copy)
+	touched map[string]bool      // upstreams whose keys or limits change
+	regroup bool                 // some group changes
+}
+
+// SetLimits replaces the limits of every key of the upstream. Each key keeps its
+// cooldown or eviction and its calls in flight; its limiter is retuned (see Update).
+func SetLimits(upstream string, l Limits) Change {
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
+		p.ups[upstream].Limits = l
+		p.touched[upstream] = true
+	}}
+}
+
+// SetKeys replaces the upstream's static keys. A key already in the pool keeps its label,
+// cooldown, eviction and limiter state; a new key gets the next free label; a removed
+// key finishes the calls it has in flight and takes no new ones. The upstream's key
+// sources stay. Keys must not be empty strings.
+func SetKeys(upstream string, keys ...string) Change {
+	keys = slices.Clone(keys)
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
+		p.ups[upstream].Keys = keys
+		p.touched[upstream] = true
+	}}
+}
+
+// SetKeySources replaces the upstream's key sources: each new source is a new key of the
+// pool (with the next free label), whose credential is fetched on its first call; the
+// removed ones finish their calls in flight. The static keys stay.
+func SetKeySources(upstream string, sources ...KeySource) Change {
+	sources = slices.Clone(sources)
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
+		p.ups[upstream].KeySources = sources
+		p.touched[upstream] = true
+	}}
+}
+
+// SetTimeout replaces the upstream's attempt timeout (Upstream.Timeout; 0 uses
+// WithAttemptTimeout's value). It must not be negative.
+func SetTimeout(upstream string, d time.Duration) Change {
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) { p.ups[upstream].Timeout = d }}
+}
+
+// SetWeight replaces the upstream's routing weight (Upstream.Weight). It must not be
+// negative.
+func SetWeight(upstream string, w int) Change {
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) { p.ups[upstream].Weight = w }}
+}
+
+// SetGroup replaces the members of a model group registered with WithModelGroup, in
+// order. Its fallback groups (WithGroupFallback), routing and hedging stay.
+func SetGroup(group string, upstreams ...string) Change {
+	upstreams = slices.Clone(upstreams)
+	return Change{group: group, apply: func(p *pendingUpdate) { p.groups[group], p.regroup = upstreams, true }}
+}
+
+// Update applies changes while calls are in flight: all of them or, when any is invalid
+// (an unknown upstream or group, a value New would refuse), none, with an error that
+// names each problem. Attempts that begin after Update returns use the new settings;
+// attempts under way finish with what they began with. What a change does not touch keeps
+// its state: breakers, retry budgets, latency statistics, and each remaining key's
+// cooldown, eviction and limiter.
+//
+// A limits change retunes each key's limiter: with the default in-process limiter its
+// buckets start full at the new sizes; with a shared store (WithLimitStore) the store
+// scope keeps the limits it was first opened with, so change the limits of every replica
+// by restarting them or use new keys. Update is safe for concurrent use; updates are
+// applied one at a time.
+func (c *Client) Update(changes ...Change) error {
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
+	p := &pendingUpdate{ups: map[string]*Upstream{}, groups: map[string][]string{}, touched: map[string]bool{}}
+	for g, m := range c.cfg.groups {
+		p.groups[g] = m
+	}
+	var errs []error
+	for i, ch := range changes {
+		switch {
+		case ch.apply == nil:
+			errs = append(errs, fmt.Errorf("change %d: not made by a Set function", i+1))
+			continue
+		case ch.group != "":
+			if _, ok := c.cfg.groups[ch.group]; !ok {
+				errs = append(errs, fmt.Errorf("change %d: unknown model group %q", i+1, ch.group))
+				continue
+			}
+		default:
+			up := c.byName[ch.upstream]
+			if up == nil {
+				errs = append(errs, fmt.Errorf("change %d: unknown upstream %q", i+1, ch.upstream))
+				continue
+			}
+			if p.ups[ch.upstream] == nil {
+				cur := up.current()
+				p.ups[ch.upstream] = &cur
+			}
+		}
+		ch.apply(p)
+	}
+	for _, u := range p.ups {
+		errs = append(errs, u.validateTunables()...)
+	}
+	for g, members := range p.groups {
+		if !p.regroup {
+			break
+		}
+		if len(members) == 0 {
+			errs = append(errs, fmt.Errorf("model group %q is empty", g))
+		}
+		for _, n := range members {
+			if c.byName[n] == nil {
+				errs = append(errs, fmt.Errorf("model group %q names unknown upstream %q", g, n))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("llmclient: update refused, nothing changed: %w", errors.Join(errs...))
+	}
+	for name, u := range p.ups {
+		up := c.byName[name]
+		if p.touched[name] {
+			if u.Limits.TPM > 0 {
+				c.needCost.Store(true)
+			}
+			up.keys.Store(up.pool().update(name, u.Keys, u.KeySources, u.Limits, &c.cfg.limiter))
+		}
+		up.setTunables(*u, c.cfg.attemptTimeout)
+		up.settings.Store(u)
+	}
+	if p.regroup {
+		c.cfg.groups = p.groups
+		c.groups.Store(c.resolveGroups(p.groups))
+	}
+	return nil
+}
+
+// current returns the upstream's settings as Update last left them.
+func (up *upstream) current() Upstream {
+	if u := up.settings.Load(); u != nil {
+		return *u
+	}
+	return up.Upstream
+}
+
+// update returns the pool after a change of its keys, key sources or limits. Kept keys
+// are the same poolKeys (their cooldowns, evictions and calls in flight go on); a limits
+// change gives each key a limiter for the new limits.
+func (p *keyPool) update(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
+	retune := limits != p.limits
+	if len(secrets) == 0 && len(sources) == 0 {
+		if len(p.keys) == 1 && p.keys[0].label == "" && !retune {
+			return p
+		}
+		np := newKeyPool(upstream, nil, nil, limits, lc)
+		np.service = p.service
+		return np
+	}
+	next := &keyPool{limits: limits, service: p.service}
+	byValue := map[string]*poolKey{}
+	label := 0 // the highest label number in use
+	for _, k := range p.keys {
+		if k.source == nil && k.secret != "" {
+			byValue[k.secret] = k
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(k.label, "key#")); err == nil {
+			label = max(label, n)
+		}
+	}
+	keep := func(k *poolKey) {
+		if retune {
+			k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+		}
+		next.keys = append(next.keys, k)
+	}
+	for _, s := range secrets {
+		if k := byValue[s]; k != nil {
+			delete(byValue, s) // a key listed twice is pooled once
+			keep(k)
+			continue
+		}
+		if slices.ContainsFunc(next.keys, func(k *poolKey) bool { return k.secret == s }) {
+			continue
+		}
+		label++
+		next.keys = append(next.keys, newStaticKey(upstream, s, label, limits, lc))
+	}
+	// Sources cannot be compared (a KeyFunc is a func): an unchanged list, element for
+	// element the same values as the pool's, keeps its keys; any other list is new.
+	var old []*poolKey
+	for _, k := range p.keys {
+		if k.source != nil {
+			old = append(old, k)
+		}
+	}
+	same := len(old) == len(sources)
+	for i := 0; same && i < len(old); i++ {
+		same = sameSource(old[i].source.src, sources[i])
+	}
+	for i, src := range sources {
+		if same {
+			keep(old[i])
+			continue
+		}
+		label++
+		next.keys = append(next.keys, newSourceKey(upstream, src, label, label, limits, lc))
+	}
+	return next
+}
+
+// sameSource reports whether a and b are the same source value; values of a type that
+// cannot be compared (a KeyFunc) are never the same.
+func sameSource(a, b KeySource) (same bool) {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || ta == nil || !ta.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil { // a comparable type holding an incomparable value
+			same = false
+		}
+	}()
+	return a == b
+}

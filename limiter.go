@@ -93,6 +93,10 @@ type admission struct {
 	// service is the upstream's expected service time (0: unknown): with a deadline, the
 	// wait must leave it.
 	service time.Duration
+	// deadline is the context's, read once per admission (admit sets it); hasDeadline
+	// says whether it has one.
+	deadline    time.Time
+	hasDeadline bool
 }
 
 // limitLease is what an admitted request holds until its attempt is settled. The zero
@@ -107,14 +111,7 @@ type limitLease struct {
 	held                   bool // a concurrency slot is held
 	batch                  bool // the batch lane was charged too
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
-	grant grantOf
-}
-
-// grantOf is what a lease keeps of its main lane's Grant, for a report about it.
-type grantOf struct {
-	Mark   int64
-	Levels limitstore.Levels
-	Totals limitstore.Totals
+	grant limitstore.Grant
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -133,35 +130,32 @@ func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limi
 // to *ls (the attempt's own, so that nothing large is copied on every call), which holds
 // the zero lease when the request is not admitted.
 func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
-	*ls = limitLease{}
 	if l == nil || !l.limited.Load() {
+		*ls = limitLease{}
 		return 0, nil
 	}
-	waited, err := l.admit(ctx, adm, ls)
-	if err != nil {
-		*ls = limitLease{}
-	}
-	return waited, err
+	return l.admit(ctx, adm, ls)
 }
 
-// admit is acquireInto once the limiter limits something; on error the caller clears ls.
+// admit is acquireInto once the limiter limits something.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
-	adm.prompt, adm.out = max(adm.prompt, 0), max(adm.out, 0)
-	ls.l, ls.prompt = l, adm.prompt
-	ls.estimate = l.sync.estimate(adm.prompt, adm.out)
-	ls.cost = l.sync.charge(ls.estimate)
-	if _, ok := ctx.Deadline(); ok {
+	prompt, out := max(adm.prompt, 0), max(adm.out, 0)
+	est := l.sync.estimate(prompt, out)
+	*ls = limitLease{l: l, prompt: prompt, estimate: est, cost: l.sync.charge(est)}
+	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
 	}
 	var waited time.Duration
 	if l.slots {
 		lim, err := l.limit(ctx, 0, adm, 0)
 		if err != nil {
+			*ls = limitLease{}
 			return 0, err
 		}
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
+			*ls = limitLease{}
 			return waited, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
@@ -170,6 +164,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 		w, err := l.reserve(ctx, limitstore.LaneBatch, ls, waited, adm)
 		if err != nil {
 			ls.undo(false)
+			*ls = limitLease{}
 			return waited, err
 		}
 		ls.batch = true
@@ -178,6 +173,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
 	if err != nil {
 		ls.undo(false)
+		*ls = limitLease{}
 		return waited, err
 	}
 	waited += w
@@ -191,6 +187,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 			}
 			if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
 				ls.undo(true)
+				*ls = limitLease{}
 				if err == nil {
 					err = l.rateLimited(left)
 				}
@@ -198,6 +195,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 			}
 			if err := sleep(ctx, left); err != nil {
 				ls.undo(true)
+				*ls = limitLease{}
 				return waited + left, err
 			}
 			waited += left
@@ -214,20 +212,23 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	if err != nil {
 		return 0, err
 	}
-	g, err := l.state.Reserve(ctx, limitstore.Reservation{Lane: lane, Requests: 1, Tokens: ls.cost,
-		Estimate: ls.estimate, MaxWait: lim})
-	if err != nil {
+	// The main lane's grant goes to the lease in place (the lease keeps it for a report).
+	g := &ls.grant
+	if lane != limitstore.LaneMain {
+		g = new(limitstore.Grant)
+	}
+	r := limitstore.Reservation{Lane: lane, Requests: 1, Tokens: ls.cost, Estimate: ls.estimate, MaxWait: lim}
+	if err := limitstore.ReserveTo(ctx, l.state, &r, g); err != nil {
+		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
 	}
 	if !g.OK {
 		e := l.rateLimited(g.Wait)
+		*g = limitstore.Grant{}
 		if adm.service > 0 {
 			e.Message += ", and the upstream's calls take up to " + adm.service.Round(time.Millisecond).String()
 		}
 		return 0, e
-	}
-	if lane == limitstore.LaneMain {
-		ls.grant = grantOf{Mark: g.Mark, Levels: g.Levels, Totals: g.Totals}
 	}
 	if g.Wait > 0 && adm.switchable {
 		// A wait may come from a pause that a 429 seen elsewhere (another replica sharing
@@ -255,22 +256,37 @@ func (ls *limitLease) giveBack(lane limitstore.Lane) {
 // the request is refused (a rate-limited *Error). margin is taken from the deadline's
 // part of the bound only (see sizeQuantile.margin).
 func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
-	lim, err := waitLimit(ctx, l.mode, l.maxWait, waited)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	hasDeadline := adm.hasDeadline
+	var until time.Duration
+	if hasDeadline {
+		until = time.Until(adm.deadline)
+	}
+	lim := time.Duration(-1) // what waitLimit returns, with the deadline read once
+	switch {
+	case l.mode == LimiterFailFast:
+		lim = 0
+	case l.maxWait > 0:
+		lim = max(l.maxWait-waited, 0)
+	}
+	if hasDeadline && l.mode != LimiterFailFast {
+		// A wait that ends at the deadline leaves no time for the call itself.
+		if left := max(until-1, 0); lim < 0 || left < lim {
+			lim = left
+		}
 	}
 	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
 		lim = max(adm.within-waited, 0)
 	}
-	if adm.service > 0 || margin > 0 {
-		if dl, ok := ctx.Deadline(); ok {
-			left := time.Until(dl) - 1 - adm.service
-			if left < 0 {
-				return 0, l.noTime(adm.service)
-			}
-			if left = max(left-margin, 0); lim < 0 || left < lim {
-				lim = left
-			}
+	if hasDeadline && (adm.service > 0 || margin > 0) {
+		left := until - 1 - adm.service
+		if left < 0 {
+			return 0, l.noTime(adm.service)
+		}
+		if left = max(left-margin, 0); lim < 0 || left < lim {
+			lim = left
 		}
 	}
 	return lim, nil

@@ -83,8 +83,9 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 		req := &Request{Metadata: map[string]string{"tenant": "acme"}}
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
+			var ls limitLease
 			for pb.Next() {
-				ls, _, err := p.acquire(context.Background(), p.cfg.partitionOf(context.Background(), req), req, 1500)
+				_, err := p.acquireInto(context.Background(), p.cfg.partitionOf(context.Background(), req), req, 1500, &ls)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -138,22 +138,26 @@ func (c *limiterConfig) partitionOf(ctx context.Context, req *Request) string {
 	return name
 }
 
-// acquire admits req, of the given cost, against the limits of its partition, name, like
-// keyLimiter.acquire. A request in no partition, or in an exempt one, gets the zero lease.
-func (p *partitionLimiter) acquire(ctx context.Context, name string, req *Request, cost int) (limitLease, time.Duration, error) {
+// acquireInto admits req, of the given cost, against the limits of its partition, name,
+// like keyLimiter.acquireInto: the lease goes to *ls (the run's own). A request in no
+// partition, or in an exempt one, gets the zero lease.
+func (p *partitionLimiter) acquireInto(ctx context.Context, name string, req *Request, cost int, ls *limitLease) (time.Duration, error) {
 	if p == nil || name == "" {
-		return limitLease{}, 0, nil
+		*ls = limitLease{}
+		return 0, nil
 	}
 	part := p.get(name)
 	if part.lim == nil {
-		return limitLease{}, 0, nil
+		*ls = limitLease{}
+		return 0, nil
 	}
 	part.lastUsed.Store(time.Now().UnixNano())
-	ls, waited, err := part.lim.acquire(ctx, cost, req.Priority)
+	adm := admission{out: cost, prio: req.Priority, within: -1}
+	waited, err := part.lim.acquireInto(ctx, &adm, ls)
 	if e, ok := err.(*Error); ok {
 		e.Message = "partition " + strconv.Quote(name) + ": " + e.Message
 	}
-	return ls, waited, err
+	return waited, err
 }
 
 // get returns the named partition, creating it on first use and dropping idle ones when

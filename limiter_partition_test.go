@@ -130,3 +130,10 @@ func TestPartitionIdleOnesAreDropped(t *testing.T) {
 		}
 	})
 }
+
+// acquire is acquireInto returning the lease, for the tests.
+func (p *partitionLimiter) acquire(ctx context.Context, name string, req *Request, cost int) (limitLease, time.Duration, error) {
+	var ls limitLease
+	waited, err := p.acquireInto(ctx, name, req, cost, &ls)
+	return ls, waited, err
+}

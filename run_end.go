@@ -13,7 +13,7 @@ func (r *run) admitPartition(ctx context.Context) error {
 	if r.c.partitions != nil || r.c.observer != nil {
 		r.partitionName = r.c.cfg.limiter.partitionOf(ctx, r.req)
 	}
-	lease, waited, err := r.c.partitions.acquire(ctx, r.partitionName, r.req, r.cost)
+	waited, err := r.c.partitions.acquireInto(ctx, r.partitionName, r.req, r.cost, &r.partition)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
@@ -23,7 +23,7 @@ func (r *run) admitPartition(ctx context.Context) error {
 		r.partitionDone = true
 		return e
 	}
-	r.partition, r.preWait = lease, waited
+	r.preWait = waited
 	return nil
 }
 

@@ -103,13 +103,29 @@ func (b *gcra) ready(now, cost float64) float64 {
 	if b.interval == 0 {
 		return now
 	}
-	return max(now, b.tat-b.tau+min(cost+b.reserve, b.burst)*b.interval)
+	return fmax(now, b.tat-b.tau+fmin(cost+b.reserve, b.burst)*b.interval)
+}
+
+// fmax and fmin are max and min of two times or counts, which are never NaN: cheaper than
+// the builtins, which order NaNs and signed zeros.
+func fmax(a, b float64) float64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func fmin(a, b float64) float64 {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // charge takes cost, at most maxCharge, from the bucket at time at.
 func (b *gcra) charge(at, cost float64) {
 	if b.interval != 0 {
-		b.tat = max(b.tat, at) + min(cost, b.maxCharge)*b.interval
+		b.tat = fmax(b.tat, at) + fmin(cost, b.maxCharge)*b.interval
 	}
 }
 
@@ -119,7 +135,7 @@ func (b *gcra) cap(amount float64) float64 {
 	if b.interval == 0 {
 		return amount
 	}
-	return min(amount, b.maxCharge)
+	return fmin(amount, b.maxCharge)
 }
 
 // take charges amount after the fact: at most maxCharge, and never past a debt of
@@ -141,7 +157,7 @@ func (b *gcra) give(now, amount float64) {
 
 // level is what the bucket holds at now; negative for a debt.
 func (b *gcra) level(now float64) float64 {
-	return b.burst - max(b.tat-now, 0)*b.perNano
+	return b.burst - fmax(b.tat-now, 0)*b.perNano
 }
 
 // correct takes d from the bucket at now (gives it back when negative), as Adjust does.
@@ -185,8 +201,10 @@ type memState struct {
 	share float64
 	// main holds the requests, tokens, daily requests and daily tokens buckets; gate the
 	// batch lane's requests and tokens buckets.
-	main                      [4]gcra
-	gate                      [2]gcra
+	main [4]gcra
+	gate [2]gcra
+	// daily is set while a daily bucket limits (Reserve skips them otherwise).
+	daily                     bool
 	pausedUntil, evictedUntil float64
 	// mark is the last Grant.Mark handed out; synced the mark of the latest request a
 	// report was applied for, and syncedTotals the totals of that report.
@@ -217,6 +235,7 @@ func newMemState(spec Spec) *memState {
 	s.main = [4]gcra{newGCRA(spec.Requests, 1), newGCRA(spec.Tokens, 1),
 		newGCRA(spec.DailyRequests, 1), newGCRA(spec.DailyTokens, 1)}
 	s.gate = [2]gcra{newGCRA(spec.Requests, share), newGCRA(spec.Tokens, share)}
+	s.daily = s.main[bDayReq].interval != 0 || s.main[bDayTok].interval != 0
 	s.batchSlots = max(1, int(float64(s.maxSlots)*share))
 	return s
 }
@@ -235,48 +254,86 @@ func (s *memState) buckets(l Lane) []gcra {
 func count(n int) float64 { return float64(max(n, 0)) }
 
 func (s *memState) Reserve(_ context.Context, r Reservation) (Grant, error) {
+	var g Grant
+	s.reserveTo(&r, &g)
+	return g, nil
+}
+
+// reserveTo is Reserve into *g.
+func (s *memState) reserveTo(r *Reservation, g *Grant) {
 	now := s.now()
 	req, tok := count(r.Requests), count(r.Tokens)
 	if r.Lane == LaneBatch {
-		return s.reserveBatch(now, req, tok, r.MaxWait), nil
+		*g = s.reserveBatch(now, req, tok, r.MaxWait)
+		return
 	}
 	est := tok
-	if r.Estimate != 0 {
-		est = count(r.Estimate)
+	if r.Estimate > 0 {
+		est = float64(r.Estimate)
 	}
 	s.mu.Lock()
 	m := &s.main
 	// Every token bucket is consulted, so that even a request that costs no tokens waits
 	// for a token debt to clear.
-	at := max(now, s.pausedUntil, m[bTok].ready(now, tok), m[bDayTok].ready(now, tok))
+	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
 	if req > 0 {
-		at = max(at, m[bReq].ready(now, req), m[bDayReq].ready(now, req))
+		at = fmax(at, m[bReq].ready(now, req))
 	}
-	g := Grant{Wait: Duration(at - now)}
-	if r.MaxWait >= 0 && g.Wait > r.MaxWait {
+	if s.daily {
+		at = fmax(at, m[bDayTok].ready(now, tok))
+		if req > 0 {
+			at = fmax(at, m[bDayReq].ready(now, req))
+		}
+	}
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
-		g.Levels = Unknown
-		return g, nil
+		*g = Grant{Wait: wait, Levels: Unknown}
+		return
 	}
-	g.OK = true
+	g.Wait, g.OK = wait, true
 	if req > 0 {
 		m[bReq].charge(at, req)
-		m[bDayReq].charge(at, req)
 	}
 	if tok > 0 {
 		m[bTok].charge(at, tok)
-		m[bDayTok].charge(at, tok)
 	}
 	t := &s.totals
 	t.Tokens += m[bTok].cap(tok)
-	t.Estimate += min(est, MaxBurst)
+	t.Estimate += fmin(est, MaxBurst)
 	t.Requests += m[bReq].cap(req)
 	g.Totals = *t
 	s.mark++
 	g.Mark = s.mark
-	g.Levels = Levels{m[bReq].predict(at), m[bTok].predict(at), m[bDayReq].predict(at), m[bDayTok].predict(at)}
+	g.Levels.Requests, g.Levels.Tokens = m[bReq].predict(at), m[bTok].predict(at)
+	if s.daily {
+		if req > 0 {
+			m[bDayReq].charge(at, req)
+		}
+		if tok > 0 {
+			m[bDayTok].charge(at, tok)
+		}
+		g.Levels.DailyRequests, g.Levels.DailyTokens = m[bDayReq].predict(at), m[bDayTok].predict(at)
+	} else {
+		g.Levels.DailyRequests, g.Levels.DailyTokens = math.NaN(), math.NaN()
+	}
 	s.mu.Unlock()
-	return g, nil
+}
+
+// ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory
+// states do without copying either: what the Client's limiter calls on every admission.
+func ReserveTo(ctx context.Context, st State, r *Reservation, g *Grant) error {
+	if m, ok := st.(*memState); ok {
+		m.reserveTo(r, g)
+		return nil
+	}
+	return reserveCopy(ctx, st, r, g)
+}
+
+func reserveCopy(ctx context.Context, st State, r *Reservation, g *Grant) error {
+	var err error
+	*g, err = st.Reserve(ctx, *r)
+	return err
 }
 
 // reserveBatch is Reserve on LaneBatch: its gate's buckets, no pause, no prediction.
@@ -437,6 +494,7 @@ func (s *memState) Retune(_ context.Context, spec Spec) error {
 	for i, r := range [2]Rate{spec.Requests, spec.Tokens} {
 		s.gate[i] = s.gate[i].retune(now, r, s.share)
 	}
+	s.daily = s.main[bDayReq].interval != 0 || s.main[bDayTok].interval != 0
 	s.mu.Unlock()
 	return nil
 }

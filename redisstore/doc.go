@@ -7,11 +7,14 @@
 //	defer store.Close()
 //	client, err := llmclient.New(llmclient.WithLimitStore(store), ...)
 //
-// What is shared, per scope (an API key or a caller partition): the request and token
-// buckets, updated by one server-side Lua script per operation on the Redis server's
+// What is shared, per scope (an API key or a caller partition): the request, token and
+// daily buckets, updated by one server-side Lua script per operation on the Redis server's
 // clock (GCRA: one number per bucket), reconciliation of estimated against reported
-// usage, the remaining-quota headers' sync, the pause a 429 puts on a key, and the
-// concurrency slots, which are leases that expire unless the holding process renews them.
+// usage, the upstreams' rate-limit reports (each applied once, whichever replica reads
+// it) and the charge fit, limits learned from headers, the pause a 429 puts on a key and
+// a key's eviction (also for keys without limits), and the concurrency slots, which are
+// leases that expire unless the holding process renews them. The scripts are a port of
+// limitstore's in-memory state, with the same bounds.
 // Every key of a scope shares one hash tag, {prefix:scope}, so each script touches one
 // Redis Cluster slot.
 //
@@ -21,10 +24,10 @@
 // (FailClosed); then one request probes Redis, and the store goes back to it when it
 // answers. Breaker state is not shared: each process keeps its own breakers.
 //
-// Every amount a caller passes (a request's token cost, a usage report, a pause, a
-// remaining-quota count, a scope's rates) is clamped before a script runs and again inside
-// it, as MaxCharge, MaxPause and WaitHorizon describe, so that no number can make a script
-// fail (which would mark Redis down for every scope) or lock a scope for long.
+// Every amount a caller passes (a request's token cost, a usage report, a pause, an
+// eviction, a report's counts, a scope's rates) is clamped before a script runs and again
+// inside it, as MaxCharge, MaxPause and WaitHorizon describe, so that no number can make a
+// script fail (which would mark Redis down for every scope) or lock a scope for long.
 //
 // New takes any go-redis client: a single server, a Sentinel-managed master, a Cluster or
 // a Ring (see New for what each implies), over TLS when the client is configured for it.

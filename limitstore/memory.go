@@ -22,6 +22,8 @@ type memoryStore struct {
 	scopes map[string]*memState
 	// sweepAt is the size at which idle scopes are next dropped.
 	sweepAt int
+	// budgets are the ledgers of OpenBudget (budget_memory.go), guarded by mu.
+	budgets map[string]*memLedger
 }
 
 // memorySweepMin is the smallest store size at which idle scopes are dropped.

@@ -29,6 +29,8 @@ type Client struct {
 	needCost  bool
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
+	// cost prices calls and enforces budgets; nil without pricing (cost.go).
+	cost *costState
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
@@ -47,6 +49,8 @@ type upstream struct {
 	latStats, ttftStats latencyStats
 	// recent counts the upstream's recent calls for Snapshot.
 	recent recentStats
+	// price is how the upstream's calls are priced (cost.go).
+	price upstreamPrice
 }
 
 // healthy reports whether the upstream could serve now: its breaker admits and a key is
@@ -81,7 +85,7 @@ func New(opts ...Option) (*Client, error) {
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),
 		observer: cfg.observer,
 	}
-	c.needCost = cfg.limiter.enabled(&cfg)
+	c.needCost = cfg.limiter.enabled(&cfg) || cfg.cost.enabled(&cfg)
 	for _, r := range cfg.routing {
 		c.needStats = c.needStats || r == RouteLatency
 	}
@@ -98,6 +102,7 @@ func New(opts ...Option) (*Client, error) {
 		c.byName[u.Name] = up
 	}
 	c.buildRoutes()
+	c.cost = c.newCostState()
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)

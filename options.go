@@ -46,6 +46,7 @@ type config struct {
 	badPriority   bool
 	routing       map[string]Routing
 	hedging       map[string]Hedge
+	cost          costConfig
 }
 
 func defaultConfig() config {
@@ -241,6 +242,7 @@ func (c *config) validate() error {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
 	errs = append(errs, c.validateRouting()...)
+	errs = append(errs, c.validateCost()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)

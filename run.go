@@ -77,6 +77,8 @@ type run struct {
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
 	tx *txCall
+	// bill is the call's pricing state across attempts (budget_run.go).
+	bill runBill
 }
 
 // step is where the loop goes after a failed attempt.
@@ -382,6 +384,9 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 	if !a.called {
 		if errors.Is(e.Err, ErrUnsupported) {
 			return plan{step: stepNext} // another vendor may take the request
+		}
+		if p, ok := r.rerouteLocal(a, e, d); ok { // budget_run.go
+			return p
 		}
 		return r.giveUp(d)
 	}

@@ -62,6 +62,8 @@ type attempt struct {
 
 	resp   *Response
 	stream *guard
+	// embed is an embedding attempt's answer (Client.Embed); resp then carries its usage.
+	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
 	tx *txCall
 	// bill is the attempt's pricing and budget reservations (budget_run.go).
@@ -80,7 +82,14 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 // breakerLayer takes a breaker permit, or refuses without a call.
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if a.up.drained.Load() {
+			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
+		}
 		p, err := a.up.breaker.Allow()
+		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
+			p.Done(breaker.Ignore)
+			err = errRamping
+		}
 		if err != nil {
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
 		}
@@ -240,6 +249,11 @@ func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
 // vendor errors again.
 func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
+		if err := ctx.Err(); err != nil {
+			// Done before the call (the caller gave up, or a hedged call's other attempt
+			// won): no call is made, nothing is spent.
+			return c.asError(ctx, err, a)
+		}
 		if a.retry {
 			if !a.budget().tryRetry(a.begun) {
 				a.budgetDenied = true
@@ -356,6 +370,8 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			now = time.Now()
 		}
 		switch {
+		case class == ClassNone && a.slow():
+			a.permit.DoneAt(breaker.Slow, now)
 		case class == ClassNone:
 			a.permit.DoneAt(breaker.Success, now)
 		case a.called && a.r.c.cfg.decisions[class].Breaker:
@@ -367,6 +383,15 @@ func (a *attempt) settle(class Class, usage *Usage) {
 	if cs := a.r.c.cost; cs != nil {
 		cs.settle(a, class, usage) // the attempt's cost, and the budgets reconciled
 	}
+}
+
+// slow reports whether a successful attempt was slower than its upstream's breaker
+// threshold: its time to first token for a stream, its latency for a one-shot call.
+func (a *attempt) slow() bool {
+	if a.ttft > 0 || a.stream != nil || a.tx != nil && a.tx.call.Stream {
+		return a.ttft > a.up.slowFirstToken
+	}
+	return a.latency > a.up.slowCall
 }
 
 // budget is the retry budget a retry spends: its upstream's, or for a hedge the budget

@@ -44,7 +44,10 @@ type CallOptions struct {
 type callOptionsKey struct{}
 
 // WithCallOptions returns a context whose calls use o (see CallOptions). The last one set
-// on a context chain wins; they do not merge.
+// on a context chain wins; they do not merge. The returned context keeps ctx's deadline
+// and cancellation; an invalid o (negative caps or timeouts, an unknown Routing) fails the
+// call with ClassBadRequest before any upstream is tried. Without it, a call uses the
+// Client's options.
 func WithCallOptions(ctx context.Context, o CallOptions) context.Context {
 	return context.WithValue(ctx, callOptionsKey{}, &o)
 }

@@ -5,14 +5,15 @@
 // model mapping and limits) and protects every call with layers in a fixed order, outer to
 // inner:
 //
-//	Complete / Stream
-//	  └─ Middleware (yours, WithMiddleware)
-//	      └─ Failover     next upstream in the model group; context / content fallbacks; final fallback
-//	          └─ Retry     Retry-After first, else jittered backoff; per-upstream and total caps; retry budget
-//	              └─ Breaker    per upstream; open → skip to the next upstream without a call
+//	Complete / Stream / Transport
+//	  └─ Middleware (yours, WithMiddleware; package cache is one)
+//	      └─ Route       model group; ordered, weighted, least-in-flight or latency (WithRouting); health-aware
+//	          └─ Run         retry (Retry-After first, else jittered backoff), failover, hedging (WithHedging),
+//	              │          context / content fallbacks, final fallback; caps, per-upstream retry budget, time budget
+//	              └─ Breaker    per upstream: error ratio, failure run, slow-call ratio; open → next upstream, no call
 //	                  └─ Keys        least-in-flight key that is not cooling down or evicted
 //	                      └─ Limiter      RPM, TPM and concurrency per key, before the upstream says 429
-//	                          └─ AttemptTimeout (one-shot) | StreamGuard (first-token, idle)
+//	                          └─ AttemptTimeout (one-shot) | StreamGuard (first-token, idle, total)
 //	                              └─ Classify   every failure becomes an *Error with a Class
 //	                                  └─ adapter (provider/openai, provider/anthropic, provider/gemini, provider/fake)
 //
@@ -20,6 +21,13 @@
 // through a decision table (DefaultDecision, WithDecision) and never parse HTTP again.
 // Retry sits outside the breaker and stops at an open breaker, leaving the next step to
 // failover; no layer retries on its own, so attempts never multiply.
+//
+// Deadlines: every wait (Retry-After, backoff, a cooling key, the limiter's queue) ends
+// before the context's deadline or is not started; with another upstream to go to, an
+// attempt gets at most half of the time left, and a wait longer than WithWaitThreshold
+// moves the call instead. Without a deadline, the attempt caps, WithMaxRetryAfter, the
+// stream guard's timeouts and the adapters' HTTP timeouts bound a call. Per-call
+// overrides travel in the context (WithCallOptions). A Client is safe for concurrent use.
 //
 // Every Response and every *Error carries the attempt trace: which upstream and key served
 // each attempt, its class, status, latency and waits. An observer (WithObserver; package

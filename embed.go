@@ -1,6 +1,9 @@
 package llmclient
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // EmbedRequest asks for one embedding vector per input text, independent of vendor.
 //
@@ -27,6 +30,9 @@ type EmbedRequest struct {
 	// Extra holds vendor fields the common type lacks, merged into the top level of the
 	// JSON request body like Request.Extra.
 	Extra map[string]any
+	// Concurrency bounds the batches of one Client.Embed call in flight at once. 0 means
+	// 4; it must not be negative. It is not sent upstream.
+	Concurrency int
 }
 
 // EmbedResponse is the result of a successful embedding call.
@@ -35,13 +41,22 @@ type EmbedResponse struct {
 	Model string
 	// Vectors holds one vector per input text, in input order.
 	Vectors [][]float32
-	// Usage counts the input tokens (OutputTokens stays 0). It is zero when the vendor
-	// reports none (Gemini's embedContent does not).
+	// Usage counts the input tokens (OutputTokens stays 0). An adapter leaves it zero when
+	// the vendor reports none (Gemini's embedContent does not); Client.Embed then fills in
+	// its own estimate of the inputs, marked Estimated.
 	Usage Usage
-	// Upstream names the upstream that served the response.
+	// RateLimits is the upstream's view of the key's quota, read from response headers,
+	// when the adapter reads them (provider/openai does); nil otherwise.
+	RateLimits *RateLimits
+	// Upstream names the upstream that served the response; for Client.Embed, the one
+	// that served its first batch.
 	Upstream string
-	// Attempts is the trace of every attempt the call made, the successful one last.
+	// Attempts is the trace of every attempt the call made, the successful one last; for
+	// Client.Embed, the traces of its batches in batch order (see Attempt.Batch).
 	Attempts []Attempt
+	// Fallback is true when a batch was served by an upstream other than the first one its
+	// route tried.
+	Fallback bool
 }
 
 // EmbedCall is what the Client hands an Embedder for one attempt: one batch of at most
@@ -58,6 +73,9 @@ type EmbedCall struct {
 	// Notes is where adapters append notes on how they translated the request, as in
 	// Call.Notes.
 	Notes []string
+	// Headers are extra HTTP headers for this call (CallOptions.Headers), as in
+	// Call.Headers. Adapters must not modify them.
+	Headers http.Header
 }
 
 // Embedder is an optional capability of a Provider: embedding texts. The Client asserts

@@ -14,8 +14,8 @@ func (c *Client) hedgeOf(model string, o *CallOptions) Hedge {
 	if o != nil && o.Hedge != nil {
 		return *o.Hedge
 	}
-	if h, ok := c.cfg.hedging[model]; ok && c.groups[model] != nil {
-		return h
+	if h, ok := c.cfg.hedging[model]; ok && model != "" {
+		return h // New checked that every name set is a model group's
 	}
 	return c.cfg.hedging[""]
 }
@@ -123,7 +123,13 @@ func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error)
 		other := <-done
 		pending--
 		other.repanic()
-		r.lost(other.a, other.err)
+		if e, ok := other.err.(*Error); ok && e.Class != ClassCanceled && !other.a.budgetDenied {
+			// It failed on its own before it was canceled: its effects (a key's
+			// cooldown or eviction) apply, and the trace says what happened.
+			r.aside(ctx, other.a, e)
+		} else {
+			r.lost(other.a, other.err)
+		}
 	} else {
 		r.aside(ctx, first.a, first.err.(*Error))
 		cancelFirst()
@@ -193,7 +199,10 @@ func (r *run) hedgeAttempt() *attempt {
 // aside settles and records a failed attempt whose call goes on with another attempt in
 // flight: its effects apply as if the call moved on to the next upstream.
 func (r *run) aside(ctx context.Context, a *attempt, e *Error) {
-	done, counted := r.account(ctx, a, e)
+	done, counted := r.account(ctx, a, e, true)
+	if a.hedge && a.called {
+		r.hedgedOn = a.up
+	}
 	if counted {
 		r.conclude(a, e, r.decision(a, e), plan{step: stepNext}, done)
 	}
@@ -204,6 +213,9 @@ func (r *run) aside(ctx context.Context, a *attempt, e *Error) {
 // limiter is charged with the usage it reported, if any.
 func (r *run) lost(a *attempt, err error) {
 	r.countCall(a)
+	if a.hedge && a.called {
+		r.hedgedOn = a.up // its call counts should the call move there
+	}
 	if a.called && r.c.needStats {
 		r.noteLatency(a) // at least this long: a lower bound, as for a timeout
 	}
@@ -219,16 +231,22 @@ func (r *run) lost(a *attempt, err error) {
 	}
 	a.settle(ClassCanceled, usage)
 	if a.budgetDenied {
-		r.number--
+		// Refused by the retry budget before its call: a local refusal in the trace, so
+		// that the pair's numbers stay as they were given.
+		r.budgetSpent = true
+		r.record(a, err.(*Error), nil)
 		return
 	}
 	r.record(a, &Error{Class: ClassCanceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
 		Err: context.Canceled, Message: "canceled: the other attempt of the hedged call answered first"}, usage)
 }
 
-// moveTo makes route[i] the upstream being tried.
+// moveTo makes route[i] the upstream being tried, counting the call a hedge made there.
 func (r *run) moveTo(i int) {
 	r.pos, r.onUp = i, 0
+	if r.hedgedOn != nil && r.hedgedOn == r.route[i] {
+		r.onUp = 1
+	}
 	if r.bo != nil {
 		r.bo.Reset()
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +138,8 @@ type scenario struct {
 	breaker               *breaker.Config
 	overrides             map[llmclient.Class]llmclient.Decision
 	partitions            bool
+	routing               llmclient.Routing // RouteDefault: the Client's default, ordered
+	hedge                 time.Duration     // > 0: hedging on with this delay
 }
 
 func newScenario(seed uint64) *scenario {
@@ -206,13 +209,20 @@ func newScenario(seed uint64) *scenario {
 		}
 	}
 	sc.partitions = rng.IntN(5) == 0
+	// Drawn last, so that the scenarios above replay as they did before these existed.
+	if rng.IntN(5) == 0 {
+		sc.routing = llmclient.Routing(2 + rng.IntN(3)) // weighted, least-in-flight, latency
+	}
+	if rng.IntN(4) == 0 {
+		sc.hedge = time.Duration(1+rng.IntN(30)) * 100 * time.Millisecond
+	}
 	return sc
 }
 
 func (sc *scenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario %d: mode %d, %d calls (concurrent %v), deadline %v, closeEarly %v, partitions %v\n", sc.seed,
-		sc.mode, sc.calls, sc.concurrent, sc.deadline, sc.closeEarly, sc.partitions)
+	fmt.Fprintf(&b, "scenario %d: mode %d, %d calls (concurrent %v), deadline %v, closeEarly %v, partitions %v, routing %d, hedge %v\n",
+		sc.seed, sc.mode, sc.calls, sc.concurrent, sc.deadline, sc.closeEarly, sc.partitions, sc.routing, sc.hedge)
 	fmt.Fprintf(&b, "  attempts %d/%d, budget %.2f+%d/%v, threshold %v, failFast %v, maxWait %v, firstToken %v, idle %v, attempt %v\n",
 		sc.maxAttempts, sc.maxTotal, sc.budgetRatio, sc.budgetFloor, sc.budgetTTL, sc.threshold, sc.failFast, sc.maxWait,
 		sc.firstToken, sc.idle, sc.attemptTimeout)
@@ -242,9 +252,13 @@ type world struct {
 	sc       *scenario
 	mu       sync.Mutex
 	arrivals []arrival
-	counts   map[string]int // per call and upstream: arrivals so far
-	traces   map[string][]llmclient.Event
-	ends     map[string][]llmclient.Event
+	// entries are the calls handed to each fake adapter, in order, including those whose
+	// context was already done (which the fake records without playing a step); for
+	// transport scenarios, arrivals is that log.
+	entries []arrival
+	counts  map[string]int // per call and upstream: arrivals so far
+	traces  map[string][]llmclient.Event
+	ends    map[string][]llmclient.Event
 }
 
 type callKey struct{}
@@ -307,6 +321,29 @@ func (w *world) observe(ctx context.Context, e llmclient.Event) {
 	case llmclient.EventCall:
 		w.ends[call] = append(w.ends[call], e)
 	}
+}
+
+// entryLog is a fake upstream that logs every call handed to it before the fake sees it.
+type entryLog struct {
+	*fake.Provider
+	w    *world
+	name string
+}
+
+func (p entryLog) enter(call *llmclient.Call) {
+	p.w.mu.Lock()
+	p.w.entries = append(p.w.entries, arrival{call: call.Request.Metadata["call"], up: p.name, key: keyLabel(call.APIKey)})
+	p.w.mu.Unlock()
+}
+
+func (p entryLog) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
+	p.enter(call)
+	return p.Provider.Complete(ctx, call)
+}
+
+func (p entryLog) Stream(ctx context.Context, call *llmclient.Call) (llmclient.ProviderStream, error) {
+	p.enter(call)
+	return p.Provider.Stream(ctx, call)
 }
 
 // fakeStep is the fake provider's script for upstream i.
@@ -471,7 +508,7 @@ func (sc *scenario) run() error {
 			p = op
 			mux[u.name+".test"] = w.handler(i)
 		} else {
-			p = fake.New(w.fakeStep(i, sc.mode == modeStream))
+			p = entryLog{Provider: fake.New(w.fakeStep(i, sc.mode == modeStream)), w: w, name: u.name}
 		}
 		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{Name: u.name, Provider: p, Keys: keys, Limits: u.limits}))
 	}
@@ -530,6 +567,12 @@ func (sc *scenario) options(w *world) []llmclient.Option {
 	if sc.partitions {
 		opts = append(opts, llmclient.WithPartitionLimits("", llmclient.Limits{MaxConcurrent: 1}))
 	}
+	if sc.routing != llmclient.RouteDefault {
+		opts = append(opts, llmclient.WithRouting("", sc.routing))
+	}
+	if sc.hedge > 0 {
+		opts = append(opts, llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: sc.hedge}))
+	}
 	return opts
 }
 
@@ -580,7 +623,9 @@ func (sc *scenario) call(c *llmclient.Client, rt http.RoundTripper, i int) resul
 		}
 	case modeTransport:
 		stream := sc.seed%2 == 0
-		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(stream) + `}`
+		// Each call's body is its own (the user field names it): independent calls, never an
+		// SDK's repeat of another (see WithRepeatWindow).
+		body := `{"model":"m","user":"` + id + `","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(stream) + `}`
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+sc.ups[0].name+".test/v1/chat/completions", strings.NewReader(body))
 		hr.Header.Set("Content-Type", "application/json")
 		hr.Header.Set("X-Call", id)
@@ -629,7 +674,12 @@ func (sc *scenario) check(c *llmclient.Client, w *world, results []result) error
 	}
 	for _, res := range results {
 		if err := sc.checkCall(w, res, route); err != nil {
-			return fmt.Errorf("call %s: %w", res.call, err)
+			var tr strings.Builder
+			for _, e := range w.traces[res.call] {
+				fmt.Fprintf(&tr, "\n    #%d %s %s %v local=%v hedge=%v ended %v", e.Attempt, e.Upstream, e.Key, e.Class, e.Local,
+					e.Hedge, e.Time.Sub(res.start))
+			}
+			return fmt.Errorf("call %s: %w; attempts as they ended:%s", res.call, err, tr.String())
 		}
 	}
 	if err := sc.checkCooldowns(w); err != nil {
@@ -639,7 +689,9 @@ func (sc *scenario) check(c *llmclient.Client, w *world, results []result) error
 }
 
 func (sc *scenario) checkCall(w *world, res result, route map[string]int) error {
-	evs, ends := w.traces[res.call], w.ends[res.call]
+	evs, ends := slices.Clone(w.traces[res.call]), w.ends[res.call]
+	// A hedged call's attempts can end out of order: the trace is in attempt order.
+	slices.SortStableFunc(evs, func(a, b llmclient.Event) int { return a.Attempt - b.Attempt })
 	if len(ends) != 1 {
 		return fmt.Errorf("%d call events, want 1", len(ends))
 	}
@@ -653,21 +705,95 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 	}
 	// The calls the upstreams received are the trace's calls.
 	var made []string
-	perUp := map[string]int{}
 	for _, e := range evs {
 		if !e.Local {
 			made = append(made, e.Upstream+"/"+e.Key)
-			perUp[e.Upstream]++
 		}
 	}
 	var got []string
-	for _, a := range w.arrivals {
+	log := w.entries
+	if sc.mode == modeTransport {
+		log = w.arrivals
+	}
+	for _, a := range log {
 		if a.call == res.call {
 			got = append(got, a.up+"/"+a.key)
 		}
 	}
+	hedge := slices.IndexFunc(evs, func(e llmclient.Event) bool { return e.Hedge })
+	hedgedOn := "" // the upstream a hedge called
+	if hedge >= 0 {
+		// A hedge can reach its upstream before the attempt it hedges, when that one is
+		// still waiting for its key or limiter: compare the calls, not their order.
+		slices.Sort(made)
+		slices.Sort(got)
+	}
 	if strings.Join(made, " ") != strings.Join(got, " ") {
 		return fmt.Errorf("trace calls %v, upstreams received %v", made, got)
+	}
+	if hedge >= 0 {
+		if sc.mode == modeTransport || sc.hedge <= 0 {
+			return fmt.Errorf("attempt %d is a hedge, but the call cannot hedge", evs[hedge].Attempt)
+		}
+		if n := len(slices.DeleteFunc(slices.Clone(evs), func(e llmclient.Event) bool { return !e.Hedge })); n != 1 {
+			return fmt.Errorf("%d hedges, at most one per call", n)
+		}
+		if hedge == 0 || evs[hedge-1].Attempt != evs[hedge].Attempt-1 || evs[hedge-1].Upstream == evs[hedge].Upstream {
+			return fmt.Errorf("hedge %d does not follow the attempt it hedges on another upstream", evs[hedge].Attempt)
+		}
+		// The decision steps go on from the one of the pair the call went on with: the
+		// winner, the failure that ended it, or the later of two failures.
+		a, h := evs[hedge-1], evs[hedge]
+		drop := hedge - 1
+		switch {
+		case h.Class == llmclient.ClassStreamInterrupted: // a stream breaks only after it won
+		case a.Class == llmclient.ClassStreamInterrupted:
+			drop = hedge
+		case h.Class == llmclient.ClassNone && a.Class != llmclient.ClassNone:
+		case a.Class == llmclient.ClassNone:
+			drop = hedge
+		case h.Class == llmclient.ClassCanceled && a.Class != llmclient.ClassCanceled:
+			drop = hedge
+		case a.Class == llmclient.ClassCanceled && h.Class != llmclient.ClassCanceled:
+			// Either the hedge's failure ended the call and canceled the other, or it
+			// failed aside and the other went on (and ended canceled: closed early, or
+			// out of time).
+			if sc.decision(h.Class).Failover {
+				drop = hedge
+			}
+		case h.Time.Before(a.Time):
+			drop = hedge
+		case h.Time.Equal(a.Time):
+			// Two failures at the same instant: either may have been taken as the first.
+			if e2, h2, on := dropPair(evs, hedge, hedge-1); sc.checkSteps(res, end, route, made, e2, h2, on) == nil {
+				return nil
+			}
+			drop = hedge
+		}
+		evs, hedge, hedgedOn = dropPair(evs, hedge, drop)
+	}
+	return sc.checkSteps(res, end, route, made, evs, hedge, hedgedOn)
+}
+
+// dropPair removes one attempt of a hedged pair, drop, from the trace, returning where
+// the hedge is then (-1 when it was the one dropped).
+func dropPair(evs []llmclient.Event, hedge, drop int) ([]llmclient.Event, int, string) {
+	on := evs[hedge].Upstream
+	evs = slices.Delete(slices.Clone(evs), drop, drop+1)
+	if drop == hedge-1 {
+		return evs, hedge - 1, on
+	}
+	return evs, -1, on // the hedge was dropped: the step into the partner stays checked
+}
+
+// checkSteps verifies a call's trace, a hedged pair reduced to the attempt the call went
+// on with, against the caps and the decision table; hedge is the hedge's index in evs and
+// hedgedOn the upstream it called.
+func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string]int, made []string,
+	evs []llmclient.Event, hedge int, hedgedOn string) error {
+	perUp := map[string]int{}
+	for _, m := range made {
+		perUp[strings.Split(m, "/")[0]]++
 	}
 	if len(made) > sc.maxTotal {
 		return fmt.Errorf("%d upstream calls, cap %d", len(made), sc.maxTotal)
@@ -681,7 +807,10 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 	for j := 0; j+1 < len(evs); j++ {
 		e, nx := evs[j], evs[j+1]
 		d := sc.decision(e.Class)
+		reordered := sc.routing > llmclient.RouteOrdered
 		switch {
+		case j+1 == hedge:
+			// The step into a hedge is the hedging policy's, not a decision's.
 		case e.Local && nx.Upstream == e.Upstream:
 			return fmt.Errorf("attempt %d: a local refusal (%v) retried the same upstream", j+1, e.Class)
 		case e.Local && !d.Failover:
@@ -691,7 +820,7 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 			return fmt.Errorf("attempt %d: %v retried %s against its decision %+v", j+1, e.Class, e.Upstream, d)
 		case nx.Upstream != e.Upstream && !d.Failover:
 			return fmt.Errorf("attempt %d: %v failed over (%s → %s) against its decision %+v", j+1, e.Class, e.Upstream, nx.Upstream, d)
-		case nx.Upstream != e.Upstream && route[nx.Upstream] <= route[e.Upstream]:
+		case !reordered && nx.Upstream != e.Upstream && route[nx.Upstream] <= route[e.Upstream]:
 			return fmt.Errorf("attempt %d: went back from %s to %s", j+1, e.Upstream, nx.Upstream)
 		}
 	}
@@ -725,7 +854,10 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 	// A call that could still move on did so, unless it ran out of calls or time.
 	d := sc.decision(last.Class)
 	if final != llmclient.ClassNone && !atDeadline && last.Class != llmclient.ClassStreamInterrupted && d.Failover &&
-		len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 {
+		sc.routing <= llmclient.RouteOrdered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
+		// Moving to the upstream a hedge already called is a retry there, which its retry
+		// budget may refuse.
+		sc.ups[route[last.Upstream]+1].name != hedgedOn {
 		return fmt.Errorf("ended with %v on %s although %s was left", last.Class, last.Upstream, sc.ups[route[last.Upstream]+1].name)
 	}
 	return nil
@@ -740,12 +872,25 @@ func (sc *scenario) checkCooldowns(w *world) error {
 	}
 	blocks := map[string][]block{}
 	const evict = time.Hour
+	// An answer the client did not read (its attempt was canceled: the other of a hedged
+	// pair won, or the caller gave up) blocks nothing.
+	unread := map[string]bool{}
+	for call, evs := range w.traces {
+		for _, e := range evs {
+			if e.Class == llmclient.ClassCanceled {
+				unread[call+"|"+e.Upstream+"/"+e.Key] = true
+			}
+		}
+	}
 	for _, a := range w.arrivals {
 		k := a.up + "/" + a.key
 		for _, b := range blocks[k] {
 			if a.at.After(b.from) && a.at.Before(b.until) {
 				return fmt.Errorf("%s called %v after a %s that blocked it for %v", k, a.at.Sub(b.from), b.why, b.until.Sub(b.from))
 			}
+		}
+		if unread[a.call+"|"+k] {
+			continue
 		}
 		var d time.Duration
 		switch {

@@ -34,6 +34,7 @@ type Client struct {
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
+	embedChain    attemptFunc
 	handler       Handler
 }
 
@@ -44,9 +45,17 @@ type upstream struct {
 	keys    *keyPool
 	budget  *retryBudget
 	timeout time.Duration
+	// slowCall and slowFirstToken are the breaker's thresholds for a slow one-shot call
+	// and a slow stream start.
+	slowCall, slowFirstToken time.Duration
 	// latStats and ttftStats are recent one-shot latencies and stream times to first
 	// token, kept when a route routes by latency or hedges after an observed delay.
 	latStats, ttftStats latencyStats
+	// drained is set while the operator drains the upstream (Client.Drain).
+	drained atomic.Bool
+	// ramp paces the upstream's calls after its breaker closed; nil without
+	// WithRecoveryRamp.
+	ramp *recoveryRamp
 	// recent counts the upstream's recent calls for Snapshot.
 	recent recentStats
 	// price is how the upstream's calls are priced (cost.go).
@@ -56,7 +65,7 @@ type upstream struct {
 // healthy reports whether the upstream could serve now: its breaker admits and a key is
 // usable.
 func (up *upstream) healthy(now time.Time) bool {
-	return up.breaker.Admits() && up.keys.available(now, nil)
+	return !up.drained.Load() && up.breaker.Admits() && up.keys.available(now, nil)
 }
 
 // inFlight is the number of the upstream's attempts in flight.
@@ -106,6 +115,7 @@ func New(opts ...Option) (*Client, error) {
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)
+	c.embedChain = c.chain(c.callEmbed, c.timeoutLayer)
 	var h Handler = core{c}
 	for i := len(cfg.middleware) - 1; i >= 0; i-- {
 		h = cfg.middleware[i](h)
@@ -118,13 +128,17 @@ func New(opts ...Option) (*Client, error) {
 func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 	cfg := &c.cfg
 	up := &upstream{Upstream: u, keys: newKeyPool(u.Name, u.Keys, u.Limits, &cfg.limiter),
-		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout}
+		budget: newRetryBudget(&cfg.retry), timeout: u.Timeout, ramp: newRecoveryRamp(cfg.recoveryRamp)}
 	if up.timeout == 0 {
 		up.timeout = cfg.attemptTimeout
 	}
 	bc := cfg.breaker
 	name, userHook := u.Name, cfg.breaker.OnStateChange
+	ramp := up.ramp
 	bc.OnStateChange = func(from, to breaker.State) {
+		if to == breaker.Closed {
+			ramp.begin(time.Now())
+		}
 		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
 		if userHook != nil {
 			userHook(from, to)
@@ -135,6 +149,8 @@ func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 		return nil, fmt.Errorf("upstream %q: %w", name, err)
 	}
 	up.breaker = b
+	bcfg := b.Config()
+	up.slowCall, up.slowFirstToken = bcfg.SlowCall, bcfg.SlowFirstToken
 	return up, nil
 }
 

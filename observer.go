@@ -40,6 +40,25 @@ const (
 	// EventHedge: a hedged call sent attempt Attempt to Target while its attempt on
 	// Upstream was still waiting for an answer (see Hedge).
 	EventHedge
+	// EventControl: an operator control acted on Upstream (and Key): Action is
+	// "breaker_reset", "breaker_force_open", "breaker_force_closed", "key_evict" (Until
+	// ends it), "key_restore", "drain" or "undrain". See Client.Drain and the methods
+	// beside it.
+	EventControl
+	// EventCacheHit: cache middleware answered a call from a stored answer, without an
+	// upstream call (Semantic for the semantic cache, with the matched question's
+	// Similarity; Age is the answer's age). Cache events come from package cache
+	// (cache.ClientEvents), before the call begins: they carry its Model and the cache's
+	// Partition, and CallID 0.
+	EventCacheHit
+	// EventCacheMiss: cache middleware found no usable answer; the call goes on to the
+	// upstreams.
+	EventCacheMiss
+	// EventCacheGuardRejected: the semantic cache found a similar question (Similarity)
+	// but a guard rule rejected it; the call goes on to the upstreams.
+	EventCacheGuardRejected
+	// EventCacheStored: cache middleware stored a call's answer.
+	EventCacheStored
 	// EventBudget: a budget (WithBudget) reached one of its soft thresholds, or refused
 	// an attempt at its cap for the first time in its window (Class budget_exceeded), as
 	// Budget describes; Upstream, Model and Attempt name the attempt whose settling or
@@ -47,7 +66,8 @@ const (
 	EventBudget
 )
 
-var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge", "budget"}
+var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge",
+	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored", "budget"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -122,8 +142,18 @@ type Event struct {
 	TimePerChunk time.Duration
 	// From and To are breaker states, for EventBreaker.
 	From, To breaker.State
+	// Action is what an operator control did, for EventControl.
+	Action string
 	// Until ends a cooldown or eviction.
 	Until time.Time
+	// Embed marks the events of an embedding call (Client.Embed): each of its batches is
+	// a call of its own, with its own CallID.
+	Embed bool
+	// Semantic marks the events of the semantic cache, Similarity is its cosine
+	// similarity and Age a cached answer's age, for the EventCache kinds.
+	Semantic   bool
+	Similarity float64
+	Age        time.Duration
 	// Err is the attempt's error, or the reason for an alert.
 	Err error
 	// Cost is what the attempt cost (EventAttempt), or the whole call (EventCall); see
@@ -152,7 +182,7 @@ func (r *run) observe(e Event) {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		e.CallID, e.Metadata, e.Partition = r.id, r.orig.Metadata, r.partitionName
+		e.CallID, e.Metadata, e.Partition, e.Embed = r.id, r.orig.Metadata, r.partitionName, r.emb != nil
 		if e.Model == "" {
 			e.Model = r.orig.Model
 		}

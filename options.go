@@ -47,6 +47,9 @@ type config struct {
 	routing       map[string]Routing
 	hedging       map[string]Hedge
 	cost          costConfig
+	recoveryRamp  time.Duration
+	// caches are the cache statistics Snapshot reports (WithCacheStats).
+	caches []cacheStats
 }
 
 func defaultConfig() config {
@@ -90,14 +93,16 @@ func WithWaitThreshold(p Priority, d time.Duration) Option {
 }
 
 // WithUpstream registers an upstream. Upstreams serve requests in registration order unless
-// WithModelGroup says otherwise. At least one upstream is required.
+// WithModelGroup or WithRouting says otherwise. At least one upstream is required; names
+// must be unique and non-empty. The Client keeps u's slices and maps (Keys, Models): do
+// not change them after New.
 func WithUpstream(u Upstream) Option {
 	return optionFunc(func(c *config) { c.upstreams = append(c.upstreams, u) })
 }
 
 // WithModelGroup names an ordered failover chain of upstreams for requests whose Model is
 // name. Without a group, a request goes to every upstream that serves its model, in
-// registration order.
+// registration order. Default: no groups.
 func WithModelGroup(name string, upstreams ...string) Option {
 	return optionFunc(func(c *config) {
 		if c.groups == nil {
@@ -108,8 +113,8 @@ func WithModelGroup(name string, upstreams ...string) Option {
 }
 
 // WithGroupFallback appends the chains of other model groups after group's own chain, for
-// when every upstream of the group has failed. The response's Upstream and Model say which
-// one answered.
+// when every upstream of the group has failed, within the same deadline and attempt caps.
+// The response's Upstream and Model say which one answered. Default: none.
 func WithGroupFallback(group string, fallbackGroups ...string) Option {
 	return optionFunc(func(c *config) {
 		if c.groupFallbacks == nil {
@@ -120,25 +125,31 @@ func WithGroupFallback(group string, fallbackGroups ...string) Option {
 }
 
 // WithContextFallback names upstreams with a larger context window, tried in order only when
-// an attempt fails with ClassContextLength. Default: none, so such errors are returned.
+// an attempt fails with ClassContextLength, within the same deadline and attempt caps as the
+// rest of the call. Default: none, so such errors are returned.
 func WithContextFallback(upstreams ...string) Option {
 	return optionFunc(func(c *config) { c.contextFallback = append([]string(nil), upstreams...) })
 }
 
 // WithContentFallback names upstreams tried in order only when an attempt fails with
-// ClassContentFiltered. Default: none.
+// ClassContentFiltered, within the same deadline and attempt caps as the rest of the call.
+// Default: none.
 func WithContentFallback(upstreams ...string) Option {
 	return optionFunc(func(c *config) { c.contentFallback = append([]string(nil), upstreams...) })
 }
 
 // WithFallback sets the final fallback function, called when every upstream failed with a
-// class that allows failover. Its response is marked Degraded. Default: none.
+// class that allows failover and the caller's context is not done. It receives the call's
+// context, deadline included: it must respect it. Its response is marked Degraded.
+// Default: none.
 func WithFallback(f FallbackFunc) Option {
 	return optionFunc(func(c *config) { c.fallback = f })
 }
 
 // WithDecision overrides the decision for one class. Start from DefaultDecision(class) to
-// change a single field.
+// change a single field. Every wait a decision leads to still ends before the context's
+// deadline; without a deadline the caps (WithMaxAttempts, WithMaxRetryAfter) bound it.
+// Default: DefaultDecision for every class.
 func WithDecision(class Class, d Decision) Option {
 	return optionFunc(func(c *config) {
 		if class < numClasses {
@@ -162,15 +173,21 @@ func WithObserver(f func(ctx context.Context, e Event)) Option {
 }
 
 // WithMiddleware adds a middleware around Complete and Stream. The first one added is the
-// outermost. Middleware sees the caller's request before any layer and the final result.
+// outermost. Middleware sees the caller's request and context (deadline included) before
+// any layer, and the final result; it is called concurrently and must be safe for that.
+// Default: none.
 func WithMiddleware(m Middleware) Option {
 	return optionFunc(func(c *config) { c.middleware = append(c.middleware, m) })
 }
 
 // WithAttemptTimeout bounds each one-shot attempt (streams are bounded by the stream guard's
 // timeouts instead); an attempt that runs out fails with ClassTimeout and ErrAttemptTimeout
-// and is retried like any timeout. An Upstream's own Timeout takes precedence.
-// Default DefaultAttemptTimeout (0: no bound of the Client's own, see there).
+// and fails over at once, or is retried on the route's last upstream. An Upstream's own
+// Timeout and CallOptions.AttemptTimeout take precedence. With a context deadline and
+// another upstream to go to, an attempt also gets at most half of the time left, whatever
+// this bound. d must not be negative. Default 0: no bound of the Client's own; without a
+// deadline a one-shot attempt is then bounded by the adapters' HTTP response-header
+// timeout (10 minutes in the built-in adapters) and a transport attempt by 10 minutes.
 func WithAttemptTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.attemptTimeout = d })
 }
@@ -233,6 +250,9 @@ func (c *config) validate() error {
 	if c.attemptTimeout < 0 {
 		errs = append(errs, errors.New("negative attempt timeout"))
 	}
+	if c.recoveryRamp < 0 || c.recoveryRamp > maxRecoveryRamp {
+		errs = append(errs, fmt.Errorf("WithRecoveryRamp(%v): outside [0, %v]", c.recoveryRamp, maxRecoveryRamp))
+	}
 	for p, d := range c.waitThreshold {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("negative wait threshold %v for priority %d", d, p))
@@ -243,6 +263,7 @@ func (c *config) validate() error {
 	}
 	errs = append(errs, c.validateRouting()...)
 	errs = append(errs, c.validateCost()...)
+	errs = append(errs, c.validateCaches()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)
@@ -259,7 +280,8 @@ func (c *config) validate() error {
 
 // WithBreaker sets the circuit breaker configuration used for every upstream (each has its
 // own breaker). Zero fields take their defaults. Its OnStateChange, if set, is called for
-// every upstream's breaker, after the observer's EventBreaker. Default breaker.DefaultConfig().
+// every upstream's breaker, after the observer's EventBreaker. The breaker's timers run on
+// the clock, not on callers' deadlines. Default breaker.DefaultConfig().
 func WithBreaker(cfg breaker.Config) Option {
 	return optionFunc(func(c *config) { c.breaker = cfg })
 }

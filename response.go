@@ -95,6 +95,10 @@ type Response struct {
 	// Response that Stream.Response returns then. Unknown without pricing, and for a
 	// response of the fallback function beyond the attempts before it.
 	Cost pricing.Cost
+	// Cached is true when middleware answered from a stored answer instead of an
+	// upstream (package cache: an exact or semantic hit, an idempotency replay). Usage is
+	// then that of the call that produced the answer, and Attempts is empty.
+	Cached bool
 }
 
 // Attempt records one try of a call against one upstream.
@@ -145,6 +149,9 @@ type Attempt struct {
 	// estimate for an attempt that may have billed without saying (a timeout after the
 	// request was sent). Unknown without pricing or without a price for the model.
 	Cost pricing.Cost
+	// Batch is, for Client.Embed, the index of the batch the attempt belongs to (from 0,
+	// in input order); Number counts from 1 within each batch. 0 for other calls.
+	Batch int
 }
 
 // RateWindow is one quota dimension reported by an upstream.

@@ -86,13 +86,15 @@ const (
 
 // WithMaxAttempts bounds the upstream calls a call makes on one upstream, the first one
 // included (retries, another key, the larger-output retry); n must be at least 1. Local
-// refusals, which make no call, do not count. Default 3.
+// refusals, which make no call, do not count. Without a context deadline, this cap and the
+// backoff bound a call's retries. Default 3.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(c *config) { c.retry.maxAttempts = n })
 }
 
 // WithMaxTotalAttempts bounds the upstream calls of one call across every upstream it
-// moves to; n must be at least 1. Default 6.
+// moves to, hedges included; n must be at least 1. Without a context deadline, this cap
+// bounds a call's length together with the attempt timeouts. Default 6.
 func WithMaxTotalAttempts(n int) Option {
 	return optionFunc(func(c *config) { c.retry.maxTotal = n })
 }
@@ -121,7 +123,8 @@ func WithMaxRetryAfter(d time.Duration) Option {
 // (see Decision.Failover) without waiting. ratio must be in [0, 1000] (NaN is refused),
 // floor at least 0, ttl within [10ms, 24h]. Defaults: ratio 0.3, floor 10, window 10s —
 // enough to absorb the 10–20% transient error rates normal for LLM upstreams, while a
-// total outage costs at most 1.3× the traffic.
+// total outage costs at most 1.3× the traffic. A hedge spends the budget of the upstream it
+// hedges. The budget needs no deadline.
 func WithRetryBudget(ratio float64, floor int, ttl time.Duration) Option {
 	return optionFunc(func(c *config) {
 		c.retry.budgetRatio, c.retry.budgetFloor, c.retry.budgetTTL = ratio, floor, ttl

@@ -1,11 +1,8 @@
 package llmclient
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -121,31 +118,29 @@ func (c *Client) strategy(model string, o *CallOptions) Routing {
 	if len(c.cfg.routing) == 0 {
 		return RouteOrdered
 	}
-	if s, ok := c.cfg.routing[model]; ok && c.groups[model] != nil {
-		return s
+	if s, ok := c.cfg.routing[model]; ok && model != "" {
+		return s // New checked that every name set is a model group's
 	}
 	return c.cfg.routing[""]
 }
 
-// order returns route ordered by strategy s for one call, in buf when it fits: the
+// order returns route ordered by strategy s for one call at now, in buf when it fits: the
 // healthy upstreams (breaker admitting, a key usable) first, in the strategy's order, then
 // the others in the same order.
-func (c *Client) order(route []*upstream, s Routing, stream bool, buf []*upstream) []*upstream {
+func (c *Client) order(route []*upstream, s Routing, stream bool, now time.Time, buf []*upstream) []*upstream {
 	out := append(buf[:0], route...)
-	now := time.Now()
 	switch s {
 	case RouteWeighted:
-		weightedShuffle(out)
+		weightedOrder(out)
 	case RouteLeastInFlight:
-		slices.SortStableFunc(out, func(a, b *upstream) int { return cmp.Compare(a.inFlight(), b.inFlight()) })
+		sortBy(out, func(up *upstream) int64 { return int64(up.inFlight()) })
 	case RouteLatency:
-		key := func(up *upstream) time.Duration {
+		sortBy(out, func(up *upstream) int64 {
 			if stream {
-				return up.ttftStats.average()
+				return int64(up.ttftStats.average())
 			}
-			return up.latStats.average()
-		}
-		slices.SortStableFunc(out, func(a, b *upstream) int { return cmp.Compare(key(a), key(b)) })
+			return int64(up.latStats.average())
+		})
 		if len(out) > 1 && rand.IntN(exploreEvery) == 0 {
 			// Exploration: now and then another upstream goes first, so that one that got
 			// faster is noticed.
@@ -156,11 +151,33 @@ func (c *Client) order(route []*upstream, s Routing, stream bool, buf []*upstrea
 	healthy := 0
 	for i, up := range out {
 		if up.healthy(now) {
-			out[healthy], out[i] = out[i], out[healthy]
+			if i != healthy {
+				copy(out[healthy+1:i+1], out[healthy:i]) // keep the order among the others
+				out[healthy] = up
+			}
 			healthy++
 		}
 	}
 	return out
+}
+
+// sortBy orders ups by key, smallest first, keeping the order of equal keys; each key is
+// computed once. Routes are short: an insertion sort over keys on the stack.
+func sortBy(ups []*upstream, key func(*upstream) int64) {
+	var buf [8]int64
+	keys := buf[:0]
+	if len(ups) > len(buf) {
+		keys = make([]int64, 0, len(ups))
+	}
+	for _, up := range ups {
+		keys = append(keys, key(up))
+	}
+	for i := 1; i < len(ups); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+			ups[j], ups[j-1] = ups[j-1], ups[j]
+		}
+	}
 }
 
 // exploreEvery is how often, one call in so many, latency routing tries another upstream
@@ -168,22 +185,33 @@ func (c *Client) order(route []*upstream, s Routing, stream bool, buf []*upstrea
 // upstream is back within seconds under load.
 const exploreEvery = 200
 
-// weightedShuffle orders ups by a random key drawn in proportion to their weights
-// (Efraimidis–Spirakis): the first is drawn with probability weight/total, and so on.
-func weightedShuffle(ups []*upstream) {
-	var buf [8]float64
-	keys := buf[:0]
-	if len(ups) > len(buf) {
-		keys = make([]float64, 0, len(ups))
-	}
+// maxWeight bounds Upstream.Weight, so that a route's total cannot overflow.
+const maxWeight = 1 << 20
+
+// weightOf is up's routing weight: Upstream.Weight within [1, maxWeight].
+func weightOf(up *upstream) int { return min(max(up.Weight, 1), maxWeight) }
+
+// weightedOrder orders ups as successive weighted draws without replacement: the first is
+// drawn with probability weight/total (a weight of 0 counts as 1), the next among the rest
+// in the same way, and so on; one random number per position.
+func weightedOrder(ups []*upstream) {
+	total := 0
 	for _, up := range ups {
-		w := float64(max(up.Weight, 1))
-		keys = append(keys, math.Pow(rand.Float64(), 1/w))
+		total += weightOf(up)
 	}
-	for i := 1; i < len(ups); i++ { // insertion sort, largest key first: routes are short
-		for j := i; j > 0 && keys[j] > keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-			ups[j], ups[j-1] = ups[j-1], ups[j]
+	for i := 0; i < len(ups)-1; i++ {
+		x := rand.IntN(total)
+		j := i
+		for ; j < len(ups)-1; j++ {
+			if x -= weightOf(ups[j]); x < 0 {
+				break
+			}
+		}
+		chosen := ups[j]
+		total -= weightOf(chosen)
+		if j != i {
+			copy(ups[i+1:j+1], ups[i:j]) // the rest keep their order
+			ups[i] = chosen
 		}
 	}
 }

@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -81,6 +82,37 @@ func TestWeightedRouting(t *testing.T) {
 	}
 	share := float64(a.Calls()) / 4000
 	assert.InDelta(t, 0.75, share, 0.04, "a's share")
+}
+
+// Huge weights are clamped, never overflowing the route's total; three upstreams keep
+// their proportions.
+func TestWeightedRoutingExtremeWeights(t *testing.T) {
+	ps := []*fake.Provider{fake.New(fake.Reply("a").Forever()), fake.New(fake.Reply("b").Forever()), fake.New(fake.Reply("c").Forever())}
+	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: ps[0], Weight: math.MaxInt}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: ps[1], Weight: math.MaxInt}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "c", Provider: ps[2]}),
+		llmclient.WithRouting("", llmclient.RouteWeighted))
+	for range 4000 {
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+	}
+	assert.InDelta(t, 2000, ps[0].Calls(), 150)
+	assert.InDelta(t, 2000, ps[1].Calls(), 150)
+	assert.Less(t, ps[2].Calls(), 10, "weight 1 against 1<<20 twice")
+
+	// Weight 0 counts as 1: an even split.
+	ps = []*fake.Provider{fake.New(fake.Reply("a").Forever()), fake.New(fake.Reply("b").Forever()), fake.New(fake.Reply("c").Forever())}
+	c = newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: ps[0]}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: ps[1]}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "c", Provider: ps[2], Weight: 1}),
+		llmclient.WithRouting("", llmclient.RouteWeighted))
+	for range 3000 {
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+	}
+	for _, p := range ps {
+		assert.InDelta(t, 1000, p.Calls(), 120)
+	}
 }
 
 // Least-in-flight routing starts each call on the upstream with the fewest calls out.

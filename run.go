@@ -63,9 +63,12 @@ type run struct {
 	handedOver bool
 	// opts are the call's CallOptions, nil for none.
 	opts *CallOptions
-	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge.
+	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge, and
+	// hedgedOn is the upstream a hedge that failed aside called, which counts against
+	// that upstream's cap should the call move there.
 	hedge     Hedge
 	hedgeSent bool
+	hedgedOn  *upstream
 
 	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
 	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
@@ -79,6 +82,9 @@ type run struct {
 	tx *txCall
 	// bill is the call's pricing state across attempts (budget_run.go).
 	bill runBill
+	// emb is the embedding batch of a Client.Embed call (embed_run.go), handed to every
+	// attempt; nil for other calls.
+	emb *embedBatch
 }
 
 // step is where the loop goes after a failed attempt.
@@ -106,7 +112,8 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 // partition's limits. On error nothing stays held.
 //
 // A transport call (r.tx set) carries a raw HTTP request instead: its shape is not checked
-// and its cost is set by the transport beforehand.
+// and its cost is set by the transport beforehand; so is an embedding batch's (r.emb set),
+// whose Request only names its model, metadata and priority.
 //
 // A call that begin refuses has ended: the observer hears of it (EventCall).
 func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
@@ -118,7 +125,7 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 }
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
-	if r.tx == nil {
+	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
 			return err
 		}
@@ -144,7 +151,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 			r.hedge = c.hedgeOf(req.Model, r.opts)
 		}
 		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
-			r.route = c.order(r.route, s, keep && r.tx == nil, r.routeBuf[:0])
+			r.route = c.order(r.route, s, keep && r.tx == nil, r.start, r.routeBuf[:0])
 		}
 	}
 	if len(r.route) == 0 {
@@ -247,15 +254,15 @@ func (r *run) within() time.Duration {
 // advance moves the call to the next upstream of its route, reporting false when none
 // is left.
 func (r *run) advance() bool {
-	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
-		return false
+	for {
+		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+			return false
+		}
+		r.moveTo(r.pos + 1)
+		if r.onUp < r.maxAttempts() { // a hedge may have used up the upstream's cap
+			return true
+		}
 	}
-	r.pos++
-	r.onUp = 0
-	if r.bo != nil {
-		r.bo.Reset()
-	}
-	return true
 }
 
 // maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
@@ -309,7 +316,7 @@ func (r *run) countCall(a *attempt) {
 // failed settles a failed attempt, records it and decides what follows. The Client's
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
-	done, counted := r.account(ctx, a, e)
+	done, counted := r.account(ctx, a, e, false)
 	if !counted {
 		return r.giveUp(r.decision(a, r.lastErr))
 	}
@@ -328,8 +335,9 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 
 // account settles a failed attempt and counts it; done reports that the caller's context
 // ended. counted is false for an attempt the retry budget refused just before the call:
-// it leaves no trace entry.
-func (r *run) account(ctx context.Context, a *attempt, e *Error) (done, counted bool) {
+// it leaves no trace entry, unless keep or a later attempt has its number already (a
+// hedged pair), when it is recorded here as a local refusal.
+func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (done, counted bool) {
 	r.countCall(a)
 	if r.c.needStats && e.Class == ClassTimeout && a.called {
 		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
@@ -347,7 +355,13 @@ func (r *run) account(ctx context.Context, a *attempt, e *Error) (done, counted 
 	}
 	if a.budgetDenied {
 		r.budgetSpent = true
-		r.number--
+		if keep || a.number != r.number {
+			// Later numbers are given (a hedged pair): it stays in the trace as the
+			// local refusal it was, so that numbers have no gap.
+			r.record(a, e, nil)
+		} else {
+			r.number--
+		}
 		return done, false
 	}
 	r.lastErr = e

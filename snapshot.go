@@ -11,7 +11,8 @@ import (
 // Snapshot returns the state of every upstream now, in registration order: its breaker,
 // its keys (ready, cooling or evicted, and until when), the levels of each key's limiter
 // against its limits and the quota the upstream last reported, the attempts in flight,
-// and the error rate and latency percentiles of its calls in about the last minute. The
+// and the error rate and latency percentiles of its calls in about the last minute; and
+// the statistics of the caches registered with WithCacheStats. The
 // result is JSON-friendly (see package health), for health endpoints and metrics.
 //
 // It reads the Client's state while calls go on, without stopping them: each part is
@@ -25,6 +26,7 @@ func (c *Client) Snapshot() health.Snapshot {
 	for _, up := range c.upstreams {
 		s.Upstreams = append(s.Upstreams, up.snapshot(now))
 	}
+	s.Caches = c.cacheSnapshot()
 	return s
 }
 
@@ -35,6 +37,7 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 		Name:        up.Name,
 		Adapter:     adapterName(up.Provider),
 		Breaker:     up.breaker.Snapshot(),
+		Drained:     up.drained.Load(),
 		Window:      recentSlots * recentWidth,
 		Attempts:    int(rec.attempts),
 		Errors:      int(rec.errors),

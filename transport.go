@@ -24,8 +24,10 @@ const defaultMaxReplayBody = 32 << 20
 
 // ErrSDKRetry: a request carried an SDK retry counter above zero (X-Stainless-Retry-Count,
 // sent by openai-go and anthropic-sdk-go) and the transport no longer remembered the
-// failure it answered the SDK's first try with. The transport had already applied its
-// retry policy to that request, so it makes no further upstream attempt.
+// failure it answered the SDK's first try with; or a request repeated a failed one within
+// the repeat window (WithRepeatWindow) when its logical call had no attempt left. The
+// transport had already applied its retry policy to that request, so it makes no further
+// upstream attempt.
 var ErrSDKRetry = errors.New("llmclient: SDK retry not sent: the transport already retried this request (set the SDK's max retries to 0)")
 
 // TransportOption configures a Transport.
@@ -38,7 +40,8 @@ type transportOptionFunc func(*transportConfig)
 func (f transportOptionFunc) applyTransport(c *transportConfig) { f(c) }
 
 type transportConfig struct {
-	maxBody int64
+	maxBody      int64
+	repeatWindow time.Duration
 }
 
 // WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
@@ -101,8 +104,12 @@ const (
 // One retry layer: the transport reads the X-Stainless-Retry-Count header of openai-go
 // and anthropic-sdk-go. A request with a count above zero is the SDK retrying a failure
 // the transport already retried, so it is answered at once with that failure (or an
-// *Error wrapping ErrSDKRetry) and never reaches the upstream. Set the SDKs' own retries
-// to 0 all the same (option.WithMaxRetries(0)): it saves their backoff sleeps.
+// *Error wrapping ErrSDKRetry) and never reaches the upstream. SDKs that retry without a
+// header (google.golang.org/genai) are recognized by the same request coming again
+// shortly after a failure (WithRepeatWindow): the repeat gets only the attempts its
+// logical call has left under the caps, and the same failure at once when none are left.
+// Set the SDKs' own retries to 0 all the same (option.WithMaxRetries(0)): it saves their
+// backoff sleeps.
 //
 // Every response body the transport does not return is drained (at most 64 KiB) and
 // closed. Keys never appear in errors, events or returned error bodies. A Transport is
@@ -116,6 +123,8 @@ type Transport struct {
 	chain  attemptFunc
 	seed   maphash.Seed
 	recent *recentFailures
+	// repeats remembers failures for retries that carry no SDK header (transport_sdkretry.go).
+	repeats *repeats
 }
 
 // Transport returns an http.RoundTripper that sends requests through base (nil means
@@ -131,7 +140,7 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 	t := &Transport{
 		c:      c,
 		base:   base,
-		cfg:    transportConfig{maxBody: defaultMaxReplayBody},
+		cfg:    transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
 		byUp:   make(map[*upstream]*txUpstream),
 		seed:   maphash.MakeSeed(),
 		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
@@ -141,6 +150,7 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 			o.applyTransport(&t.cfg)
 		}
 	}
+	t.repeats = newRepeats(t.cfg.repeatWindow)
 	for _, up := range c.upstreams {
 		d, ok := up.Provider.(Dialect)
 		if !ok {
@@ -185,6 +195,8 @@ type txCall struct {
 	cancel    context.CancelCauseFunc // the live body's attempt context
 	failed    *http.Response          // the latest attempt's error response, body buffered
 	failedNum int                     // the attempt number failed belongs to
+	// failedBody is failed's body, as the caller gets it.
+	failedBody []byte
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -207,10 +219,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	count, fromSDK := sdkRetryCount(req.Header)
 	var fp uint64
+	var prior *repeat // the failed call this request repeats, for SDKs without a retry header
+	callCtx := caller
 	if fromSDK {
-		fp = t.fingerprint(req, body)
+		fp = t.fingerprint(req, body, x.sdkKey)
 		if count > 0 {
 			return nil, t.sdkRetry(fp, m)
+		}
+	} else if prior, fp = t.repeatOf(x); prior != nil {
+		var ok bool
+		if callCtx, ok = t.resume(caller, prior, x); !ok {
+			return t.answerRepeat(caller, prior, x)
 		}
 	}
 
@@ -220,7 +239,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if x.known && t.c.needCost {
 		r.cost = t.cost(&x.call)
 	}
-	ctx, cancelTotal := caller, context.CancelFunc(func() {})
+	ctx, cancelTotal := callCtx, context.CancelFunc(func() {})
 	if x.call.Stream && t.c.cfg.stream.total > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t.c.cfg.stream.total, ErrStreamTimeout)
 	}
@@ -235,7 +254,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancelTotal()
 		r.detachTrace() // the error outlives the pooled run
 		r.ended(nil, r.final(err), nil)
-		return t.failure(done, r, x, err, fromSDK, fp)
+		return t.failure(done, r, x, err, fromSDK, fp, prior)
+	}
+	if prior != nil {
+		t.repeats.forget(fp)
 	}
 	return t.succeeded(r, a, x, caller, cancelTotal), nil
 }
@@ -292,8 +314,9 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 }
 
 // failure answers a request whose attempts all failed; done reports that the call's
-// context ended.
-func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK bool, fp uint64) (*http.Response, error) {
+// context ended. A failure answered to a request without an SDK retry header is
+// remembered for its repeats (prior: the failure it repeats, if any).
+func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK bool, fp uint64, prior *repeat) (*http.Response, error) {
 	final := r.final(err)
 	if done {
 		return nil, final
@@ -301,10 +324,15 @@ func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK boo
 	if n := len(r.trace); x.failed != nil && n > 0 && r.trace[n-1].Number == x.failedNum {
 		resp := x.failed
 		resp.Header.Set("X-Should-Retry", "false")
+		if !fromSDK {
+			t.remember(x, fp, prior, final, resp)
+		}
 		return resp, nil
 	}
 	if fromSDK {
 		t.recent.put(fp, final, time.Now())
+	} else {
+		t.remember(x, fp, prior, final, nil)
 	}
 	return nil, final
 }
@@ -330,13 +358,16 @@ func sdkRetryCount(h http.Header) (int, bool) {
 	return n, true
 }
 
-// fingerprint identifies a request across an SDK's retries: method, URL and body.
-func (t *Transport) fingerprint(req *http.Request, b *replayBody) uint64 {
+// fingerprint identifies a request across an SDK's retries: method, URL, the caller's
+// credential and body.
+func (t *Transport) fingerprint(req *http.Request, b *replayBody, key string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	h.WriteString(req.Method)
 	h.WriteByte(' ')
 	h.WriteString(req.URL.String())
+	h.WriteByte('\n')
+	h.WriteString(key)
 	h.WriteByte('\n')
 	if b.buf != nil {
 		h.Write(b.buf)

@@ -260,7 +260,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 	cp.TransferEncoding = nil
 	cp.Body = io.NopCloser(bytes.NewReader(data))
 	cp.Request = x.req
-	x.failed, x.failedNum = &cp, a.number
+	x.failed, x.failedNum, x.failedBody = &cp, a.number, data
 }
 
 // readResponse reads a one-shot response whole, up to the replay limit, so that the

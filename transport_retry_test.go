@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -74,18 +75,27 @@ func TestTransportStainlessRetriesAddNoAttempts(t *testing.T) {
 }
 
 // TestTransportPlainRequestsAreRetried checks that requests without the SDK header get the
-// transport's retries each time.
+// transport's retries each time, when they are not the same request again within the
+// repeat window.
 func TestTransportPlainRequestsAreRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		up := newScript(status(503, err503))
 		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(2))
-		rt := c.Transport(memTransport{up})
+		rt := c.Transport(memTransport{up}, llmclient.WithRepeatWindow(0))
 		for range 2 {
 			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody)
 			require.NoError(t, err)
 			_, _ = readBody(t, resp)
 		}
-		assert.Equal(t, 4, up.count())
+		assert.Equal(t, 4, up.count(), "repeat detection off: each request is a call of its own")
+
+		rt = c.Transport(memTransport{up})
+		for _, body := range []string{chatBody, strings.Replace(chatBody, "one word", "two words", 1)} {
+			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			require.NoError(t, err)
+			_, _ = readBody(t, resp)
+		}
+		assert.Equal(t, 8, up.count(), "different bodies are different calls")
 	})
 }
 
@@ -121,7 +131,7 @@ func TestTransportBreakerOpens(t *testing.T) {
 		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"),
 			llmclient.WithMaxAttempts(1),
 			llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 3, OpenTimeout: time.Minute}))
-		rt := c.Transport(memTransport{up})
+		rt := c.Transport(memTransport{up}, llmclient.WithRepeatWindow(0)) // three calls, not repeats of one
 		for range 3 {
 			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody)
 			require.NoError(t, err)

@@ -25,7 +25,8 @@ type Upstream struct {
 	// Timeout bounds each one-shot attempt on this upstream. Zero uses WithAttemptTimeout's value.
 	Timeout time.Duration
 	// Weight is the upstream's share of the calls under RouteWeighted, relative to the
-	// other upstreams of the route; 0 counts as 1. It must not be negative.
+	// other upstreams of the route; 0 counts as 1 and values above 1<<20 as 1<<20. It must
+	// not be negative.
 	Weight int
 	// PriceProvider is the provider ID the price table prices this upstream's models
 	// under ("openai", "anthropic", "deepseek", …; see pricing.Table.Lookup). Empty: the

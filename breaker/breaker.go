@@ -1,6 +1,6 @@
 // Package breaker is the circuit breaker llmclient gives each upstream: a sliding window
-// of outcomes that trips on a failure ratio over a minimum volume or on a run of
-// failures, stays open for a while that grows with repeated trips, and admits a few
+// of outcomes that trips on a failure ratio over a minimum volume, on a run of failures,
+// or on a ratio of slow calls, stays open for a while that grows with repeated trips, and admits a few
 // half-open probes. Its defaults are made for LLM upstreams, whose 10–20% transient error
 // rates are noise, not outages. A Client builds one per upstream from
 // llmclient.WithBreaker's Config; the package is exported for callers who want the same
@@ -60,9 +60,13 @@ const (
 	// Ignore: the result says nothing about the upstream's health (a 429, a bad
 	// request, a canceled context). It counts neither way, but frees a half-open probe slot.
 	Ignore
+	// Slow: the upstream answered, but slower than the caller's threshold (Config.SlowCall,
+	// SlowFirstToken). It counts as a success for the failure rules and as slow for the
+	// slow-call ratio; a slow half-open probe counts as a failed one.
+	Slow
 )
 
-// String returns "success", "failure" or "ignore".
+// String returns "success", "failure", "ignore" or "slow".
 func (o Outcome) String() string {
 	switch o {
 	case Success:
@@ -71,6 +75,8 @@ func (o Outcome) String() string {
 		return "failure"
 	case Ignore:
 		return "ignore"
+	case Slow:
+		return "slow"
 	}
 	return "unknown"
 }
@@ -101,6 +107,16 @@ const (
 	DefaultMaxOpenTimeout = 5 * time.Minute
 	// DefaultHalfOpenProbes is how many probes may be in flight while half-open.
 	DefaultHalfOpenProbes = 3
+	// DefaultSlowCallRatio trips the breaker when at least 80% of the counted requests in
+	// the window (MinRequests at least) were slow.
+	DefaultSlowCallRatio = 0.8
+	// DefaultSlowCall is the one-shot latency above which llmclient reports a call as
+	// slow: long enough for a long answer of a reasoning model, so that only an upstream
+	// that crawls trips the breaker.
+	DefaultSlowCall = 5 * time.Minute
+	// DefaultSlowFirstToken is the time to a stream's first token above which llmclient
+	// reports a stream as slow; streams of chat models start within seconds.
+	DefaultSlowFirstToken = time.Minute
 )
 
 // maxBuckets bounds a breaker's memory.
@@ -111,8 +127,8 @@ const maxBuckets = 1000
 // negative values are invalid. DefaultConfig returns the defaults filled in.
 //
 // The breaker trips (closed to open) when, among the outcomes of about the last Window,
-// there are at least MinRequests and failures/total ≥ FailureRatio, or when
-// ConsecutiveFailures failures arrive in a row. It stays open for OpenTimeout, then admits
+// there are at least MinRequests and failures/total ≥ FailureRatio or slow/total ≥
+// SlowCallRatio, or when ConsecutiveFailures failures arrive in a row. It stays open for OpenTimeout, then admits
 // up to HalfOpenProbes concurrent probes; SuccessesToClose probe successes close it, one
 // probe failure opens it again for twice the previous open time, up to MaxOpenTimeout.
 // Closing resets the window and the open time.
@@ -148,6 +164,17 @@ type Config struct {
 	// HalfOpenProbes, probes are admitted in further rounds as earlier ones finish.
 	// Default HalfOpenProbes.
 	SuccessesToClose int
+	// SlowCallRatio, in (0, 1], is the share of slow outcomes in the window (MinRequests
+	// at least) that trips the breaker, separately from FailureRatio. Default
+	// DefaultSlowCallRatio (0.8). Seed 003's "P95 latency above 10 s over 30 s" is Window
+	// 30s, SlowCall 10s, SlowCallRatio 0.05.
+	SlowCallRatio float64
+	// SlowCall and SlowFirstToken are the thresholds above which llmclient reports an
+	// upstream's successful call as Slow: the latency of a one-shot call, the time to the
+	// first token of a stream. The breaker itself does not time calls; other users report
+	// Slow themselves. To leave slowness out, set them above the attempt timeouts.
+	// Defaults DefaultSlowCall (5m) and DefaultSlowFirstToken (1m).
+	SlowCall, SlowFirstToken time.Duration
 	// OnStateChange, if set, is called on every state change, in order, never with the
 	// breaker's lock held: it may call the breaker's methods. It runs on the goroutine of
 	// a caller of Allow, Done or State (not necessarily the one that caused the change) and
@@ -168,6 +195,9 @@ func DefaultConfig() Config {
 		MaxOpenTimeout:      DefaultMaxOpenTimeout,
 		HalfOpenProbes:      DefaultHalfOpenProbes,
 		SuccessesToClose:    DefaultHalfOpenProbes,
+		SlowCallRatio:       DefaultSlowCallRatio,
+		SlowCall:            DefaultSlowCall,
+		SlowFirstToken:      DefaultSlowFirstToken,
 	}
 }
 
@@ -200,10 +230,18 @@ func (c Config) withDefaults() Config {
 	if c.SuccessesToClose == 0 {
 		c.SuccessesToClose = c.HalfOpenProbes
 	}
+	if c.SlowCallRatio == 0 {
+		c.SlowCallRatio = DefaultSlowCallRatio
+	}
+	if c.SlowCall == 0 {
+		c.SlowCall = DefaultSlowCall
+	}
+	if c.SlowFirstToken == 0 {
+		c.SlowFirstToken = DefaultSlowFirstToken
+	}
 	return c
 }
 
-// validate reports every problem of the configuration at once. It does not change c.
 // Validate reports every problem of the configuration at once, as New does. It does not
 // change c.
 func (c *Config) Validate() error { return c.validate() }
@@ -239,6 +277,12 @@ func (c *Config) validate() error {
 	}
 	if c.SuccessesToClose < 0 {
 		bad("SuccessesToClose %d is negative", c.SuccessesToClose)
+	}
+	if math.IsNaN(c.SlowCallRatio) || c.SlowCallRatio < 0 || c.SlowCallRatio > 1 {
+		bad("SlowCallRatio %v is outside (0, 1]", c.SlowCallRatio)
+	}
+	if c.SlowCall < 0 || c.SlowFirstToken < 0 {
+		bad("SlowCall %v or SlowFirstToken %v is negative", c.SlowCall, c.SlowFirstToken)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -281,6 +325,9 @@ type Breaker struct {
 	openUntil time.Time
 	trips     int // trips since the breaker last closed; the open time doubles with each
 
+	// forced holds the state an operator forced (ForceOpen, ForceClosed) until Reset.
+	forced bool
+
 	// Half-open.
 	probes         int // probes of the current generation in flight
 	probeSuccesses int
@@ -295,6 +342,7 @@ type Breaker struct {
 type bucket struct {
 	stamp    atomic.Int64
 	failures atomic.Int64
+	slow     atomic.Int64 // slow outcomes, also counted as successes
 	// successes are counted in shards, each on its own cache line, so that cores
 	// recording successes at once do not contend for one counter.
 	successes [successShards]shard
@@ -325,6 +373,7 @@ func (bk *bucket) clear() {
 		bk.successes[i].n.Store(0)
 	}
 	bk.failures.Store(0)
+	bk.slow.Store(0)
 }
 
 type transition struct{ from, to State }
@@ -345,6 +394,14 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b.closedGen.Store(1) // closed, generation 0
 	return b, nil
+}
+
+// Config returns the breaker's configuration, defaults filled in.
+func (b *Breaker) Config() Config {
+	if b == nil {
+		return DefaultConfig()
+	}
+	return b.cfg
 }
 
 // Permit is the breaker's permission for one request. Call Done exactly once with
@@ -376,7 +433,7 @@ func (b *Breaker) Allow() (Permit, error) {
 		b.mu.Unlock()
 		return p, nil
 	}
-	if b.state == Open {
+	if b.state == Open && !b.forced {
 		b.halfOpenIfDue(time.Now())
 	}
 	var (
@@ -397,20 +454,23 @@ func (b *Breaker) Allow() (Permit, error) {
 
 // Done reports the outcome of the permitted request. A permit issued before the breaker
 // last changed state is stale: its outcome is ignored, and it holds no probe slot of the
-// current half-open state. An outcome other than the three defined is treated as
+// current half-open state. An outcome other than the four defined is treated as
 // Ignore. Done must be called exactly once per permit; calling it again corrupts
 // the counts.
 func (p Permit) Done(o Outcome) {
-	if p.b == nil || (o != Success && o != Failure && !p.probe) {
+	if p.b == nil || (!o.counted() && !p.probe) {
 		return
 	}
 	p.DoneAt(o, time.Now())
 }
 
+// counted reports whether the outcome counts in the window.
+func (o Outcome) counted() bool { return o == Success || o == Failure || o == Slow }
+
 // DoneAt is Done at the time now, for callers that have just read the clock.
 func (p Permit) DoneAt(o Outcome, now time.Time) {
 	b := p.b
-	if b == nil || (o != Success && o != Failure && !p.probe) {
+	if b == nil || (!o.counted() && !p.probe) {
 		return
 	}
 	if o == Success && !p.probe {
@@ -434,7 +494,7 @@ func (p Permit) DoneAt(o Outcome, now time.Time) {
 	if p.probe {
 		b.probeDone(o, now)
 	} else {
-		b.record(o == Failure, now)
+		b.record(o, now)
 	}
 	deliver := b.claimDelivery()
 	b.mu.Unlock()
@@ -454,7 +514,7 @@ func (b *Breaker) Admits() bool {
 	defer b.mu.Unlock()
 	switch b.state {
 	case Open:
-		return !now.Before(b.openUntil)
+		return !b.forced && !now.Before(b.openUntil)
 	case HalfOpen:
 		return b.probes < b.cfg.HalfOpenProbes
 	}
@@ -484,8 +544,9 @@ func (b *Breaker) State() State {
 // diagnostics.
 type Snapshot struct {
 	State State
-	// Successes and Failures are the counted outcomes in the window (closed state only).
-	Successes, Failures int
+	// Successes and Failures are the counted outcomes in the window (closed state only);
+	// Slow counts the successes that were slow.
+	Successes, Failures, Slow int
 	// ConsecutiveFailures is the current run of failures (closed state only).
 	ConsecutiveFailures int
 	// Trips is how many times the breaker opened since it last closed.
@@ -494,6 +555,8 @@ type Snapshot struct {
 	OpenRemaining time.Duration
 	// ProbesInFlight is how many half-open probes are out (half-open state only).
 	ProbesInFlight int
+	// Forced is true while an operator holds the state (ForceOpen, ForceClosed).
+	Forced bool
 }
 
 // Snapshot returns the breaker's state and counters now. Like State, it turns an open
@@ -508,13 +571,16 @@ func (b *Breaker) Snapshot() Snapshot {
 	case Open:
 		b.halfOpenIfDue(now)
 	}
-	s := Snapshot{State: b.state, Trips: b.trips}
+	s := Snapshot{State: b.state, Trips: b.trips, Forced: b.forced}
 	switch b.state {
 	case Closed:
-		succ, fail := b.counts(b.index(now))
-		s.Successes, s.Failures, s.ConsecutiveFailures = int(succ), int(fail), int(b.consecutive.Load())
+		succ, fail, slow := b.counts(b.index(now))
+		s.Successes, s.Failures, s.Slow = int(succ), int(fail), int(slow)
+		s.ConsecutiveFailures = int(b.consecutive.Load())
 	case Open:
-		s.OpenRemaining = b.openUntil.Sub(now)
+		if !b.forced {
+			s.OpenRemaining = b.openUntil.Sub(now)
+		}
 	case HalfOpen:
 		s.ProbesInFlight = b.probes
 	}
@@ -528,20 +594,79 @@ func (b *Breaker) Snapshot() Snapshot {
 
 // record counts a closed-state outcome at now and trips the breaker when a rule says so.
 // b.mu is held.
-func (b *Breaker) record(failed bool, now time.Time) {
+func (b *Breaker) record(o Outcome, now time.Time) {
 	idx := b.index(now)
-	if !failed {
-		b.slot(idx).addSuccess()
+	bk := b.slot(idx)
+	switch o {
+	case Success:
+		bk.addSuccess()
 		b.consecutive.Store(0)
+	case Slow:
+		bk.addSuccess()
+		bk.slow.Add(1)
+		b.consecutive.Store(0)
+		succ, fail, slow := b.counts(idx)
+		if total := succ + fail; !b.forced && total >= int64(b.cfg.MinRequests) && float64(slow) >= b.cfg.SlowCallRatio*float64(total) {
+			b.setState(Open, now)
+		}
+	case Failure:
+		bk.failures.Add(1)
+		run := b.consecutive.Add(1)
+		succ, fail, _ := b.counts(idx)
+		total := succ + fail
+		if !b.forced && (run >= int64(b.cfg.ConsecutiveFailures) ||
+			(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total))) {
+			b.setState(Open, now)
+		}
+	}
+}
+
+// ForceOpen opens the breaker and holds it open until Reset: every request is refused, no
+// probe is admitted. OnStateChange hears of the change, if any. It is safe to call at any
+// time, from any goroutine.
+func (b *Breaker) ForceOpen() { b.force(Open) }
+
+// ForceClosed closes the breaker and holds it closed until Reset: outcomes are still
+// counted (Snapshot shows them), but no rule trips it. OnStateChange hears of the change,
+// if any.
+func (b *Breaker) ForceClosed() { b.force(Closed) }
+
+// Reset ends a forced state and closes the breaker with an empty window and the base open
+// time, as after a recovery. OnStateChange hears of the change, if any.
+func (b *Breaker) Reset() {
+	if b == nil {
 		return
 	}
-	b.slot(idx).failures.Add(1)
-	run := b.consecutive.Add(1)
-	succ, fail := b.counts(idx)
-	total := succ + fail
-	if run >= int64(b.cfg.ConsecutiveFailures) ||
-		(total >= int64(b.cfg.MinRequests) && float64(fail) >= b.cfg.FailureRatio*float64(total)) {
-		b.setState(Open, now)
+	now := time.Now()
+	b.mu.Lock()
+	b.forced = false
+	if b.state != Closed {
+		b.setState(Closed, now)
+	} else {
+		b.trips = 0
+		b.resetWindow()
+	}
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
+	}
+}
+
+func (b *Breaker) force(to State) {
+	if b == nil {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	if b.state != to {
+		b.setState(to, now)
+	}
+	b.forced = true
+	deliver := b.claimDelivery()
+	b.mu.Unlock()
+	if deliver {
+		b.deliver()
 	}
 }
 
@@ -561,16 +686,17 @@ func (b *Breaker) slot(idx int64) *bucket {
 }
 
 // counts sums the outcomes of the window that ends with slice idx.
-func (b *Breaker) counts(idx int64) (successes, failures int64) {
+func (b *Breaker) counts(idx int64) (successes, failures, slow int64) {
 	oldest := idx - int64(len(b.buckets)) + 1
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		if st := bk.stamp.Load() - 1; st >= oldest && st <= idx {
 			successes += bk.successCount()
 			failures += bk.failures.Load()
+			slow += bk.slow.Load()
 		}
 	}
-	return successes, failures
+	return successes, failures, slow
 }
 
 // resetWindow forgets every counted outcome. b.mu is held.
@@ -594,15 +720,15 @@ func (b *Breaker) probeDone(o Outcome, now time.Time) {
 		if b.probeSuccesses >= b.cfg.SuccessesToClose {
 			b.setState(Closed, now)
 		}
-	case Failure:
+	case Failure, Slow:
 		b.setState(Open, now)
 	}
 }
 
-// halfOpenIfDue turns the open breaker half-open when its open time has passed. b.mu is
-// held.
+// halfOpenIfDue turns the open breaker half-open when its open time has passed, unless an
+// operator holds it open. b.mu is held.
 func (b *Breaker) halfOpenIfDue(now time.Time) {
-	if !now.Before(b.openUntil) {
+	if !b.forced && !now.Before(b.openUntil) {
 		b.setState(HalfOpen, now)
 	}
 }

@@ -644,6 +644,12 @@ func TestBreakerConfigValidation(t *testing.T) {
 		{"max below base", breaker.Config{OpenTimeout: time.Minute, MaxOpenTimeout: time.Second}, []string{"MaxOpenTimeout 1s is below OpenTimeout 1m0s"}},
 		{"negative probes", breaker.Config{HalfOpenProbes: -1}, []string{"HalfOpenProbes -1"}},
 		{"negative successes", breaker.Config{SuccessesToClose: -1}, []string{"SuccessesToClose -1"}},
+		{"slow ratio above one", breaker.Config{SlowCallRatio: 1.01}, []string{"SlowCallRatio 1.01 is outside (0, 1]"}},
+		{"NaN slow ratio", breaker.Config{SlowCallRatio: math.NaN()}, []string{"SlowCallRatio NaN"}},
+		{"negative slow ratio", breaker.Config{SlowCallRatio: -1}, []string{"SlowCallRatio -1"}},
+		{"negative slow call", breaker.Config{SlowCall: -time.Second}, []string{"SlowCall -1s"}},
+		{"negative slow first token", breaker.Config{SlowFirstToken: -time.Second}, []string{"SlowFirstToken -1s"}},
+		{"huge slow thresholds", breaker.Config{SlowCall: math.MaxInt64, SlowFirstToken: math.MaxInt64}, nil},
 		{"every problem at once", breaker.Config{Window: -1, FailureRatio: 2, HalfOpenProbes: -1}, []string{"Window", "FailureRatio", "HalfOpenProbes"}},
 	}
 	for _, tt := range tests {
@@ -675,6 +681,7 @@ func TestDefaultBreakerConfig(t *testing.T) {
 	want := breaker.Config{
 		Window: time.Minute, Buckets: 10, MinRequests: 50, FailureRatio: 0.5, ConsecutiveFailures: 10,
 		OpenTimeout: 15 * time.Second, MaxOpenTimeout: 5 * time.Minute, HalfOpenProbes: 3, SuccessesToClose: 3,
+		SlowCallRatio: 0.8, SlowCall: 5 * time.Minute, SlowFirstToken: time.Minute,
 	}
 	if got := breaker.DefaultConfig(); fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -703,6 +710,7 @@ func TestBreakerStrings(t *testing.T) {
 		{breaker.Success.String(), "success"},
 		{breaker.Failure.String(), "failure"},
 		{breaker.Ignore.String(), "ignore"},
+		{breaker.Slow.String(), "slow"},
 		{breaker.Outcome(9).String(), "unknown"},
 	}
 	for _, tt := range tests {

@@ -157,7 +157,7 @@ func TestStreamReplayedChunkByChunk(t *testing.T) {
 	require.Len(t, replay, len(live))
 	assert.Equal(t, live, replay, "chunk by chunk")
 	got := s2.Response()
-	liveResp.Attempts, liveResp.RateLimits = nil, nil
+	liveResp.Attempts, liveResp.RateLimits, liveResp.Cached = nil, nil, true
 	assert.Equal(t, &liveResp, got)
 	assert.Equal(t, "Hello", got.Text)
 	require.Len(t, got.ToolCalls, 1)

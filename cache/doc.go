@@ -15,9 +15,9 @@
 // not a stream that was cut, failed, closed early or grew past WithMaxEntryBytes. A
 // fallback to another upstream (Response.Fallback) is a real answer and is stored.
 //
-// A hit returns a copy of the stored Response with no Attempts (no upstream call was
-// made), no RateLimits, and the Usage of the call that produced it: no tokens were spent
-// for a hit. A Stream call served from the cache replays the recorded chunks one by one
+// A hit returns a copy of the stored Response marked Cached, with no Attempts (no upstream
+// call was made), no RateLimits, and the Usage of the call that produced it: no tokens
+// were spent for a hit. A Stream call served from the cache replays the recorded chunks one by one
 // (llmclient.StreamOf); an answer stored by Complete replays as one chunk. Per call, a
 // Control (WithControl) asks for no-cache, no-store or a max-age, as HTTP's Cache-Control
 // request directives do. Store is the storage interface: NewMemory keeps entries in
@@ -89,10 +89,21 @@
 // but different, such as "how do I get a refund" and "how do I return an item", are close
 // in most embedding models; the guards send them to the model. Hits, misses and guard
 // rejections are reported to the observer (WithObserver) and counted in Stats.
+// ClientEmbedder embeds the questions with llmclient.Client.Embed, through the Client's
+// layers.
 //
-// # Statistics
+// # Events and statistics
+//
+// Every cache reports to the observer WithObserver gives it. ClientEvents turns that into
+// a Client's observer: hits, misses, guard rejections and stores arrive there as
+// llmclient.EventCacheHit, EventCacheMiss, EventCacheGuardRejected and EventCacheStored,
+// beside the Client's own events (the otel module counts them in llmclient.cache.lookups;
+// slogobserver logs them). A response served from a cache is marked
+// llmclient.Response.Cached.
 //
 // Cache.Stats and Semantic.Stats return counters (hits, misses, hit rate, stores,
-// evictions through the store's StoreStats, bytes and entries) for a metrics exporter or
-// a snapshot endpoint.
+// evictions, bytes and entries; for the exact cache, through the store's StoreStats) for a
+// metrics exporter or a snapshot endpoint. Cache.Health and Semantic.Health return them as
+// a health.Cache: register them with llmclient.WithCacheStats, and the Client's Snapshot
+// (and so the otel module's Watch gauges) reports them.
 package cache

@@ -12,7 +12,8 @@ import (
 // modifies them and copies what it hands to callers.
 type Entry struct {
 	// Response is the answer as the caller received it, without its Attempts and
-	// RateLimits, which belong to the call that produced it.
+	// RateLimits, which belong to the call that produced it (and with Cached false: the
+	// cache marks the copies it serves).
 	Response llmclient.Response
 	// Chunks are the chunks of the stream, in the order the caller read them; nil when
 	// the answer came from Complete. A Stream served from the entry replays them one by
@@ -66,13 +67,16 @@ func newEntry(resp *llmclient.Response, chunks []llmclient.Chunk, now time.Time)
 	e := &Entry{Response: *resp, Chunks: chunks, Created: now}
 	e.Response.Attempts = nil
 	e.Response.RateLimits = nil
+	e.Response.Cached = false
 	e.Response.ToolCalls = slices.Clone(resp.ToolCalls)
 	return e
 }
 
-// response returns a copy of the entry's response for one caller, who may modify it.
+// response returns a copy of the entry's response for one caller, who may modify it,
+// marked Cached.
 func (e *Entry) response() *llmclient.Response {
 	r := e.Response
+	r.Cached = true
 	r.ToolCalls = slices.Clone(r.ToolCalls)
 	return &r
 }

@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"time"
+
+	"github.com/llmclient/llmclient"
 )
 
 // EventKind says what an Event reports.
@@ -74,5 +76,41 @@ type observer func(context.Context, Event)
 func (o observer) emit(ctx context.Context, e Event) {
 	if o != nil {
 		o(ctx, e)
+	}
+}
+
+// ClientEvents returns an observer for WithObserver that reports the cache's lookups and
+// stores to f, a Client's observer (what llmclient.WithObserver was given, such as the
+// otel module's Telemetry.Observe), as llmclient events: EventHit as
+// llmclient.EventCacheHit, EventMiss as EventCacheMiss, EventGuardRejected as
+// EventCacheGuardRejected and EventStored as EventCacheStored, with Semantic, Similarity,
+// Age, Partition and Model; other cache events are not passed on. So the cache, which is
+// middleware and runs before the Client begins a call, reports through the Client's own
+// observer; its events carry CallID 0. To observe the cache's events yourself as well,
+// call both from one function.
+//
+//	obs := tel.Observe
+//	c, _ := cache.New(store, cache.WithObserver(cache.ClientEvents(obs)))
+//	client, _ := llmclient.New(llmclient.WithObserver(obs), llmclient.WithMiddleware(c.Middleware()), ...)
+func ClientEvents(f func(context.Context, llmclient.Event)) func(context.Context, Event) {
+	if f == nil {
+		return nil
+	}
+	return func(ctx context.Context, e Event) {
+		var kind llmclient.EventKind
+		switch e.Kind {
+		case EventHit:
+			kind = llmclient.EventCacheHit
+		case EventMiss:
+			kind = llmclient.EventCacheMiss
+		case EventGuardRejected:
+			kind = llmclient.EventCacheGuardRejected
+		case EventStored:
+			kind = llmclient.EventCacheStored
+		default:
+			return
+		}
+		f(ctx, llmclient.Event{Kind: kind, Time: time.Now(), Semantic: e.Semantic, Similarity: e.Similarity,
+			Age: e.Age, Partition: e.Partition, Model: e.Model})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/health"
 )
 
 // Semantic is a semantic cache: it answers a question asked in other words with the
@@ -36,6 +37,7 @@ type Semantic struct {
 	mu      sync.Mutex
 	buckets map[string]*list.List // scope → questions, most recently used first
 	lru     list.List             // all questions, most recently used first; values *semItem
+	bytes   int64                 // the items' sizes
 	stats   semCounters
 }
 
@@ -45,11 +47,23 @@ type semItem struct {
 	vec      []float32 // unit length
 	entry    *Entry
 	expires  time.Time
+	size     int64
 	inBucket *list.Element
+}
+
+// semItemOverhead is the memory of an index item besides its strings, vector and entry.
+const semItemOverhead = 160
+
+// itemSize is what an index item holds, in bytes: its entry (Entry.Size), question, scope
+// and vector.
+func itemSize(it *semItem) int64 {
+	return int64(semItemOverhead + it.entry.Size() + len(it.question) + len(it.scope) + 4*len(it.vec))
 }
 
 type semCounters struct {
 	hits, misses, bypasses, rejected, stored, notStored, errors atomic.Uint64
+	// evictions and expired are written with mu held.
+	evictions, expired atomic.Uint64
 }
 
 // NewSemantic returns a semantic cache that embeds questions with emb, configured by
@@ -196,6 +210,7 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 			switch {
 			case !now.Before(it.expires):
 				s.removeLocked(el.Value.(*list.Element))
+				s.stats.expired.Add(1)
 			case len(it.vec) == len(vec) && ctl.accepts(it.entry.Created, now):
 				if sim := dot(vec, it.vec); sim >= s.cfg.threshold {
 					out = append(out, candidate{it, sim})
@@ -233,10 +248,18 @@ func (s *Semantic) touch(it *semItem) {
 // questions past the bound.
 func (s *Semantic) insert(sc *semCall, e *Entry) {
 	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, entry: e, expires: expiry(e.Created, s.cfg.ttl)}
+	it.size = itemSize(it)
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.lru.Len() >= s.cfg.maxEntries {
-		s.removeLocked(s.lru.Back())
+		back := s.lru.Back()
+		if now.Before(back.Value.(*semItem).expires) {
+			s.stats.evictions.Add(1)
+		} else {
+			s.stats.expired.Add(1)
+		}
+		s.removeLocked(back)
 	}
 	b := s.buckets[sc.scope]
 	if b == nil {
@@ -245,12 +268,14 @@ func (s *Semantic) insert(sc *semCall, e *Entry) {
 	}
 	gl := s.lru.PushFront(it)
 	it.inBucket = b.PushFront(gl)
+	s.bytes += it.size
 }
 
 // removeLocked drops the question at gl (an element of s.lru). s.mu is held.
 func (s *Semantic) removeLocked(gl *list.Element) {
 	it := gl.Value.(*semItem)
 	s.lru.Remove(gl)
+	s.bytes -= it.size
 	b := s.buckets[it.scope]
 	b.Remove(it.inBucket)
 	it.inBucket = nil
@@ -331,8 +356,13 @@ type SemanticStats struct {
 	// EmbedErrors counts failed embedding calls and unusable vectors.
 	EmbedErrors uint64
 	// Entries is the number of questions indexed now, expired ones not yet dropped
-	// included.
+	// included, and Bytes what they hold (their entries' Entry.Size, questions and
+	// vectors).
 	Entries int
+	Bytes   int64
+	// Evictions counts questions dropped to stay within WithMaxEntries, Expired those
+	// dropped once their TTL had passed.
+	Evictions, Expired uint64
 }
 
 // HitRate is Hits / (Hits + Misses + GuardRejections), 0 before any lookup.
@@ -349,9 +379,19 @@ func (s *Semantic) Stats() SemanticStats {
 		GuardRejections: s.stats.rejected.Load(), Bypasses: s.stats.bypasses.Load(),
 		Stored: s.stats.stored.Load(), NotStored: s.stats.notStored.Load(), EmbedErrors: s.stats.errors.Load()}
 	s.mu.Lock()
-	st.Entries = s.lru.Len()
+	st.Entries, st.Bytes = s.lru.Len(), s.bytes
+	st.Evictions, st.Expired = s.stats.evictions.Load(), s.stats.expired.Load()
 	s.mu.Unlock()
 	return st
+}
+
+// Health returns the semantic cache's statistics as a Client's Snapshot reports them:
+// register it with llmclient.WithCacheStats(name, s.Health). Safe to call concurrently.
+func (s *Semantic) Health() health.Cache {
+	st := s.Stats()
+	return health.Cache{Semantic: true, Hits: st.Hits, Misses: st.Misses, GuardRejections: st.GuardRejections,
+		Bypasses: st.Bypasses, HitRate: st.HitRate(), Stored: st.Stored, NotStored: st.NotStored,
+		Errors: st.EmbedErrors, Entries: int64(st.Entries), Bytes: st.Bytes, Evictions: st.Evictions, Expired: st.Expired}
 }
 
 // unit returns v scaled to length 1 (a copy), or an error for an empty, zero, NaN or

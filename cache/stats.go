@@ -1,5 +1,7 @@
 package cache
 
+import "github.com/llmclient/llmclient/health"
+
 // Stats is a snapshot of a cache's statistics: what it served, and what its store holds
 // when the store reports it (StatsReporter).
 type Stats struct {
@@ -38,4 +40,16 @@ func (c *Cache) Stats() Stats {
 		s.Store = r.StoreStats()
 	}
 	return s
+}
+
+// Health returns the cache's statistics as a Client's Snapshot reports them: register it
+// with llmclient.WithCacheStats(name, c.Health). Entries, Bytes, Evictions, Expired and
+// Rejected are the store's, zero when it reports none (StatsReporter). Safe to call
+// concurrently.
+func (c *Cache) Health() health.Cache {
+	s := c.Stats()
+	return health.Cache{Hits: s.Hits, Misses: s.Misses, Bypasses: s.Bypasses, HitRate: s.HitRate(),
+		Stored: s.Stored, NotStored: s.NotStored, Shared: s.Shared, Replays: s.Replays, Errors: s.StoreErrors,
+		Entries: s.Store.Entries, Bytes: s.Store.Bytes, Evictions: s.Store.Evictions, Expired: s.Store.Expired,
+		Rejected: s.Store.Rejected, InFlight: s.InFlight}
 }

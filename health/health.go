@@ -25,6 +25,47 @@ import (
 type Snapshot struct {
 	Time      time.Time  `json:"time"`
 	Upstreams []Upstream `json:"upstreams"`
+	// Caches holds the statistics of the caches registered with the Client
+	// (llmclient.WithCacheStats), in registration order; nil without any.
+	Caches []Cache `json:"caches,omitempty"`
+}
+
+// Cache is a response cache's statistics since it was created (package cache:
+// Cache.Health, Semantic.Health), as a Client's Snapshot reports them. Counters only grow;
+// Entries, Bytes and InFlight are levels now.
+type Cache struct {
+	// Name is the name the cache was registered under.
+	Name string `json:"name"`
+	// Semantic is true for a semantic cache.
+	Semantic bool `json:"semantic"`
+	// Hits, Misses and GuardRejections count lookups: an answer served, none found, and
+	// (semantic) a similar question that a guard rule rejected. Bypasses counts calls
+	// that skipped the lookup (a Control, or no question to compare).
+	Hits            uint64 `json:"hits"`
+	Misses          uint64 `json:"misses"`
+	GuardRejections uint64 `json:"guard_rejections"`
+	Bypasses        uint64 `json:"bypasses"`
+	// HitRate is Hits over Hits + Misses + GuardRejections, 0 before any lookup.
+	HitRate float64 `json:"hit_rate"`
+	// Stored and NotStored count answers stored, and answers that were not storable.
+	Stored    uint64 `json:"stored"`
+	NotStored uint64 `json:"not_stored"`
+	// Shared counts calls that joined an identical call in flight, Replays calls answered
+	// with the first answer under their idempotency key.
+	Shared  uint64 `json:"shared"`
+	Replays uint64 `json:"replays"`
+	// Errors counts failed store calls (exact cache) or embedding calls (semantic).
+	Errors uint64 `json:"errors"`
+	// Entries and Bytes are what the cache holds now, when its store reports it.
+	Entries int64 `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	// Evictions counts entries dropped to make room, Expired those dropped once their TTL
+	// had passed, Rejected entries the store declined (too large).
+	Evictions uint64 `json:"evictions"`
+	Expired   uint64 `json:"expired"`
+	Rejected  uint64 `json:"rejected"`
+	// InFlight is the number of shared or idempotent calls in flight now.
+	InFlight int `json:"in_flight"`
 }
 
 // Upstream is one upstream's state.
@@ -34,6 +75,8 @@ type Upstream struct {
 	// Adapter is the Go package name of its provider adapter: "openai" (also for every
 	// OpenAI-compatible vendor), "anthropic", "gemini", "fake", or the user's own.
 	Adapter string `json:"adapter"`
+	// Drained is true while the operator drains the upstream (llmclient.Client.Drain).
+	Drained bool `json:"drained,omitempty"`
 	// Breaker is the circuit breaker's state and counters. In JSON its State is a word
 	// ("closed", "open", "half-open") and OpenRemaining a duration string.
 	Breaker breaker.Snapshot `json:"breaker"`
@@ -142,9 +185,9 @@ func (u Upstream) MarshalJSON() ([]byte, error) {
 		LatencyP99 string      `json:"latency_p99"`
 	}{
 		plain: plain(u),
-		Breaker: breakerJSON{State: b.State.String(), Successes: b.Successes, Failures: b.Failures,
+		Breaker: breakerJSON{State: b.State.String(), Successes: b.Successes, Failures: b.Failures, Slow: b.Slow,
 			ConsecutiveFailures: b.ConsecutiveFailures, Trips: b.Trips,
-			OpenRemaining: b.OpenRemaining.String(), ProbesInFlight: b.ProbesInFlight},
+			OpenRemaining: b.OpenRemaining.String(), ProbesInFlight: b.ProbesInFlight, Forced: b.Forced},
 		Window:     u.Window.String(),
 		LatencyP50: u.LatencyP50.String(),
 		LatencyP90: u.LatencyP90.String(),
@@ -157,6 +200,8 @@ type breakerJSON struct {
 	State               string `json:"state"`
 	Successes           int    `json:"successes"`
 	Failures            int    `json:"failures"`
+	Slow                int    `json:"slow"`
+	Forced              bool   `json:"forced,omitempty"`
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	Trips               int    `json:"trips"`
 	OpenRemaining       string `json:"open_remaining"`

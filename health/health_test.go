@@ -34,7 +34,7 @@ func TestJSON(t *testing.T) {
 		`"keys":[{"label":"key#1","state":"ready","in_flight":0,"tokens":{"limit":60000,"remaining":-250.5,"capacity":10000},` +
 		`"reported":{"at":"2026-01-02T03:04:05Z","requests":{"limit":60,"remaining":7,"reset":"2s"}}},` +
 		`{"label":"key#2","state":"cooling","until":"2026-01-02T03:04:05Z","in_flight":0}],` +
-		`"breaker":{"state":"half-open","successes":0,"failures":0,"consecutive_failures":0,"trips":2,"open_remaining":"0s","probes_in_flight":1},` +
+		`"breaker":{"state":"half-open","successes":0,"failures":0,"slow":0,"consecutive_failures":0,"trips":2,"open_remaining":"0s","probes_in_flight":1},` +
 		`"window":"1m0s","latency_p50":"1.5s","latency_p90":"0s","latency_p99":"0s"}`
 	if string(data) != want {
 		t.Errorf("got  %s\nwant %s", data, want)

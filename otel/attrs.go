@@ -49,7 +49,11 @@ const (
 	keyBreakerState   = attribute.Key("llmclient.breaker.state")
 	keyKeyState       = attribute.Key("llmclient.key.state")
 	keyDimension      = attribute.Key("llmclient.limit.dimension")
+	keyCacheResult    = attribute.Key("llmclient.cache.result")
+	keyCacheLayer     = attribute.Key("llmclient.cache.layer")
+	keyCacheName      = attribute.Key("llmclient.cache.name")
 	opChat            = "chat"
+	opEmbeddings      = "embeddings"
 	tokenInput        = "input"
 	tokenOutput       = "output"
 	providerUnknown   = "_OTHER"
@@ -101,6 +105,7 @@ const (
 	setRefusal
 	setWait
 	setDecision
+	setCacheOp
 	setKinds
 )
 

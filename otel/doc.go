@@ -86,6 +86,15 @@
 //     llmclient.breaker.state: the new state), llmclient.key.cooldowns,
 //     llmclient.key.evictions and llmclient.alerts (llmclient.upstream, llmclient.key,
 //     error.type): counters.
+//   - llmclient.cache.lookups ({lookup}, by llmclient.cache.result hit, miss or
+//     guard_rejected, and llmclient.cache.layer exact or semantic) and
+//     llmclient.cache.stores ({entry}, by llmclient.cache.layer): counters of the cache
+//     events a cache reports to Observe (package cache: WithObserver(ClientEvents(tel.Observe))).
+//     The hit rate is the rate of result hit over that of all lookups, per layer.
+//
+// Client.Embed's calls are recorded like the others with gen_ai.operation.name
+// "embeddings": each of its batches is a call (metrics only: Embed is not wrapped by
+// Middleware, so it has no span).
 //
 // Gauges, read from Client.Snapshot at each collection once Watch is called:
 //
@@ -100,6 +109,10 @@
 //   - llmclient.upstream.ratelimit.remaining and llmclient.upstream.ratelimit.limit: the
 //     quota the upstream last reported for each key, by llmclient.limit.dimension
 //     (requests, tokens, input_tokens, output_tokens).
+//   - llmclient.cache.bytes (By), llmclient.cache.entries ({entry}),
+//     llmclient.cache.hit_rate (hits over lookups since the cache was created) and the
+//     counter llmclient.cache.evictions ({entry}) of each cache registered with
+//     llmclient.WithCacheStats, by llmclient.cache.name and llmclient.cache.layer.
 //
 // error.type is the llmclient class of the failure: rate_limited, quota_exhausted,
 // overloaded, server_error, timeout, network, bad_request, context_length,

@@ -28,12 +28,16 @@ type instruments struct {
 	failovers, fallbacks, hedges      metric.Int64Counter
 	breakerTransitions                metric.Int64Counter
 	cooldowns, evictions, alerts      metric.Int64Counter
+	cacheLookups, cacheStores         metric.Int64Counter
 
 	// The gauges Watch observes.
 	breakerState, upstreamInFlight, keyState metric.Int64ObservableGauge
 	limiterRemaining, limiterCapacity        metric.Float64ObservableGauge
 	limiterLimit, reportedLimit              metric.Int64ObservableGauge
 	reportedRemaining                        metric.Float64ObservableGauge
+	cacheBytes, cacheEntries                 metric.Int64ObservableGauge
+	cacheHitRate                             metric.Float64ObservableGauge
+	cacheEvictions                           metric.Int64ObservableCounter
 	observables                              []metric.Observable
 }
 
@@ -99,6 +103,17 @@ func (m *instruments) init(meter metric.Meter) error {
 		"The key's remaining quota as the upstream last reported it (x-ratelimit-remaining-*).")
 	m.reportedLimit = ig("llmclient.upstream.ratelimit.limit", "",
 		"The key's quota as the upstream last reported it (x-ratelimit-limit-*).")
+
+	m.cacheLookups = ctr("llmclient.cache.lookups", "{lookup}", "Cache lookups, by result: hit, miss, guard_rejected.")
+	m.cacheStores = ctr("llmclient.cache.stores", "{entry}", "Answers stored by a cache.")
+	m.cacheBytes = ig("llmclient.cache.bytes", "By", "What a registered cache holds, in bytes.")
+	m.cacheEntries = ig("llmclient.cache.entries", "{entry}", "The entries a registered cache holds.")
+	m.cacheHitRate = fg("llmclient.cache.hit_rate", "1", "A registered cache's hits over its lookups since it was created.")
+	ec, err := meter.Int64ObservableCounter("llmclient.cache.evictions", metric.WithUnit("{entry}"),
+		metric.WithDescription("Entries a registered cache dropped to make room."))
+	errs = append(errs, err)
+	m.cacheEvictions = ec
+	m.observables = append(m.observables, ec)
 	return errors.Join(errs...)
 }
 
@@ -108,6 +123,43 @@ func opOf(c *call) string {
 		return c.op
 	}
 	return opChat
+}
+
+// opFor is the operation name of an event of a call: embeddings for Client.Embed's.
+func opFor(c *call, e *llmclient.Event) string {
+	if e.Embed {
+		return opEmbeddings
+	}
+	return opOf(c)
+}
+
+// recordCache counts a cache's lookups (hit, miss, guard_rejected) and stores, by
+// llmclient.cache.layer (exact, semantic).
+func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
+	layer := "exact"
+	if e.Semantic {
+		layer = "semantic"
+	}
+	result, ctr := "", t.m.cacheLookups
+	switch e.Kind {
+	case llmclient.EventCacheHit:
+		result = "hit"
+	case llmclient.EventCacheMiss:
+		result = "miss"
+	case llmclient.EventCacheGuardRejected:
+		result = "guard_rejected"
+	default:
+		ctr = t.m.cacheStores
+	}
+	k := setKey{kind: setCacheOp, aux: layer, key: result}
+	s := t.sets.get(k, func() *setEntry {
+		kvs := []attribute.KeyValue{keyCacheLayer.String(k.aux)}
+		if k.key != "" {
+			kvs = append(kvs, keyCacheResult.String(k.key))
+		}
+		return newSetEntry(kvs, false)
+	})
+	ctr.Add(ctx, 1, s.add...)
 }
 
 // recordAttempt records an attempt: an upstream call or a local refusal, and its wait in
@@ -122,7 +174,7 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		})
 		m.refusals.Add(ctx, 1, s.add...)
 	} else {
-		k := setKey{kind: setAttempt, op: opOf(c), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
+		k := setKey{kind: setAttempt, op: opFor(c, e), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
 		s := t.sets.get(k, func() *setEntry {
 			kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
 				keyUpstream.String(k.upstream)}
@@ -176,7 +228,7 @@ func refusalReason(err error) string {
 // and its attempts.
 func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) {
 	m := &t.m
-	k := setKey{kind: setCall, op: opOf(c), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
+	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
 	s := t.sets.get(k, func() *setEntry { return newSetEntry(t.callAttrs(k), true) })
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)

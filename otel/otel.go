@@ -125,5 +125,7 @@ func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
 		}
 	case llmclient.EventBreaker:
 		t.recordDecision(ctx, &e)
+	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
+		t.recordCache(ctx, &e)
 	}
 }

@@ -2,6 +2,7 @@ package otel
 
 import (
 	"context"
+	"math"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -16,7 +17,8 @@ var (
 )
 
 // Watch registers the gauges of c's state (breakers, in-flight attempts, keys, limiter
-// levels and the quotas upstreams reported), read from one c.Snapshot at each collection,
+// levels and the quotas upstreams reported, and the caches registered with
+// llmclient.WithCacheStats), read from one c.Snapshot at each collection,
 // and learns the gen_ai.provider.name of c's upstreams from their adapters (see
 // WithProviderName). Unregister the result to stop observing c. Watching two Clients with
 // upstreams of the same name reports both under that name.
@@ -41,6 +43,17 @@ func (t *Telemetry) Watch(c *llmclient.Client) (metric.Registration, error) {
 
 func (t *Telemetry) observeSnapshot(o metric.Observer, s health.Snapshot) {
 	m := &t.m
+	for _, cs := range s.Caches {
+		layer := "exact"
+		if cs.Semantic {
+			layer = "semantic"
+		}
+		attrs := metric.WithAttributes(keyCacheName.String(cs.Name), keyCacheLayer.String(layer))
+		o.ObserveInt64(m.cacheBytes, cs.Bytes, attrs)
+		o.ObserveInt64(m.cacheEntries, cs.Entries, attrs)
+		o.ObserveFloat64(m.cacheHitRate, cs.HitRate, attrs)
+		o.ObserveInt64(m.cacheEvictions, int64(min(cs.Evictions, uint64(math.MaxInt64))), attrs)
+	}
 	for _, u := range s.Upstreams {
 		up := keyUpstream.String(u.Name)
 		for _, st := range breakerStates {

@@ -71,6 +71,11 @@ var defaultLevels = map[llmclient.EventKind]levels{
 	llmclient.EventFallback:    {slog.LevelWarn, slog.LevelWarn},
 	llmclient.EventFailover:    {slog.LevelInfo, slog.LevelInfo},
 	llmclient.EventHedge:       {slog.LevelInfo, slog.LevelInfo},
+	// Cache lookups and stores come with most calls: DEBUG, like successful calls.
+	llmclient.EventCacheHit:           {slog.LevelDebug, slog.LevelDebug},
+	llmclient.EventCacheMiss:          {slog.LevelDebug, slog.LevelDebug},
+	llmclient.EventCacheGuardRejected: {slog.LevelDebug, slog.LevelDebug},
+	llmclient.EventCacheStored:        {slog.LevelDebug, slog.LevelDebug},
 }
 
 var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
@@ -89,6 +94,7 @@ var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
 //	alert          ERROR
 //	fallback       WARN
 //	failover       INFO
+//	cache_*        DEBUG (hit, miss, guard_rejected, stored)
 //	other kinds    INFO  / WARN
 //
 // A level below the handler's minimum turns the kind off: WithLevel(llmclient.EventAttempt,
@@ -227,6 +233,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = flag(a, "local", e.Local)
 		a = flag(a, "retry", e.Retry)
 		a = flag(a, "hedge", e.Hedge)
+		a = flag(a, "embed", e.Embed)
 		a = num(a, "estimated_tokens", e.EstimatedTokens)
 		a = tokens(a, &e)
 	case llmclient.EventCall:
@@ -239,6 +246,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = tokens(a, &e)
 		a = str(a, "finish_reason", string(e.FinishReason))
 		a = str(a, "response_model", e.ResponseModel)
+		a = flag(a, "embed", e.Embed)
 	case llmclient.EventBreaker:
 		a = append(a, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
 	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
@@ -247,6 +255,12 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = append(a, slog.String("target", e.Target), slog.String("class", e.Class.String()))
 	case llmclient.EventHedge:
 		a = append(a, slog.String("target", e.Target), slog.Int("attempt", e.Attempt))
+	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
+		a = flag(a, "semantic", e.Semantic)
+		if e.Similarity != 0 {
+			a = append(a, slog.Float64("similarity", e.Similarity))
+		}
+		a = o.optDur(a, "age", e.Age)
 	default:
 		if e.Class != llmclient.ClassNone {
 			a = append(a, slog.String("class", e.Class.String()))

@@ -226,3 +226,21 @@ func TestHedge(t *testing.T) {
 		assert.ElementsMatch(t, []any{nil, true}, hedged)
 	})
 }
+
+// Embedding calls are marked; cache events log at DEBUG with their similarity and age.
+func TestEmbedAndCacheEvents(t *testing.T) {
+	var b logBuf
+	obs := slogobserver.New(newLogger(&b, slog.LevelDebug))
+	c := newClient(t, fake.New(fake.Embedding(2)), obs)
+	_, err := c.Embed(context.Background(), &llmclient.EmbedRequest{Model: "emb", Input: []string{"x"}})
+	require.NoError(t, err)
+	obs(context.Background(), llmclient.Event{Kind: llmclient.EventCacheHit, Model: "m", Semantic: true,
+		Similarity: 0.97, Age: 3 * time.Second})
+	recs := b.records(t)
+	assert.Equal(t, []string{"DEBUG llmclient attempt", "DEBUG llmclient call", "DEBUG llmclient cache_hit"}, levelsOf(recs))
+	assert.Equal(t, true, recs[0]["embed"])
+	assert.Equal(t, true, recs[1]["embed"])
+	assert.Equal(t, true, recs[2]["semantic"])
+	assert.Equal(t, 0.97, recs[2]["similarity"])
+	assert.Equal(t, "3s", recs[2]["age"])
+}

@@ -23,6 +23,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
 	llmotel "github.com/llmclient/llmclient/otel"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -117,9 +119,22 @@ func newDemo() (*demo, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An exact response cache in front of the layers: it reports its lookups to the same
+	// observer (llmclient_cache_lookups_total) and its size to the snapshot
+	// (llmclient_cache_bytes, llmclient_cache_entries, llmclient_cache_evictions_total).
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 100})
+	if err != nil {
+		return nil, err
+	}
+	responses, err := cache.New(store, cache.WithObserver(cache.ClientEvents(tel.Observe)))
+	if err != nil {
+		return nil, err
+	}
 	d.client, err = llmclient.New(
 		llmclient.WithObserver(tel.Observe),
 		llmclient.WithMiddleware(tel.Middleware),
+		llmclient.WithMiddleware(responses.Middleware()),
+		llmclient.WithCacheStats("responses", responses.Health),
 		// The primary's keys have a small token quota: once their buckets are spent, the
 		// limiter refuses at once (WithMaxWait) and the calls fail over to the backup. Its
 		// third key has been revoked: the first 401 evicts it and raises an alert.
@@ -176,8 +191,14 @@ func (d *demo) traffic(ctx context.Context, n int) {
 }
 
 func (d *demo) call(ctx context.Context, i int) {
+	// Most prompts are new; every fifth is one of three frequent questions, which the
+	// cache answers once it has them.
+	prompt := "Say hello to caller " + strconv.Itoa(i) + "."
+	if i%5 == 0 {
+		prompt = faq[i/5%len(faq)]
+	}
 	req := &llmclient.Request{Model: "chat", MaxTokens: 64,
-		Messages: []llmclient.Message{llmclient.UserMessage("Say hello.")}}
+		Messages: []llmclient.Message{llmclient.UserMessage(prompt)}}
 	switch {
 	case i%10 == 9:
 		body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}`
@@ -202,6 +223,9 @@ func (d *demo) call(ctx context.Context, i int) {
 		_, _ = d.client.Complete(ctx, req)
 	}
 }
+
+// faq are the questions callers ask again and again.
+var faq = [...]string{"What are your opening hours?", "How do I reset my password?", "Where is my order?"}
 
 // scrape returns what Prometheus would read from /metrics.
 func (d *demo) scrape() string {

@@ -58,7 +58,8 @@ func TestREADMEMetricsExist(t *testing.T) {
 	}
 	for _, series := range []string{`error_type="rate_limited"`, `error_type="server_error"`, `error_type="auth"`,
 		`llmclient_reason="limiter"`, `llmclient_limit_dimension="tokens"`, `llmclient_breaker_state="open"`,
-		`llmclient_key_state="evicted"`, `gen_ai_provider_name="openai"`} {
+		`llmclient_key_state="evicted"`, `gen_ai_provider_name="openai"`,
+		`llmclient_cache_result="hit"`, `llmclient_cache_result="miss"`, `llmclient_cache_name="responses"`} {
 		if !strings.Contains(scrape, series) {
 			t.Errorf("the scrape lacks %s", series)
 		}
@@ -76,6 +77,9 @@ func TestREADMEMetricsExist(t *testing.T) {
 	}
 	if len(s.Upstreams) != 2 || s.Upstreams[0].Attempts == 0 || s.Upstreams[0].Keys[2].State != health.KeyEvicted {
 		t.Errorf("snapshot: %s", data)
+	}
+	if len(s.Caches) != 1 || s.Caches[0].Name != "responses" || s.Caches[0].Hits == 0 || s.Caches[0].Entries == 0 {
+		t.Errorf("snapshot caches: %+v", s.Caches)
 	}
 	if strings.Contains(string(data), "sk-demo") {
 		t.Error("the snapshot holds a key")

@@ -85,7 +85,9 @@ func TestGoOpenAIBreakerOpens(t *testing.T) {
 	up := newUpstream(t, reply(502, "<html>Bad Gateway</html>"))
 	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithMaxAttempts(1),
 		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Minute}))
-	cl := newGoOpenAI(up.URL+"/v1", c.Transport(newCounting(t)))
+	// Two independent calls that happen to be identical: repeat detection off, or the
+	// second would count as a retry of the first (see llmclient.WithRepeatWindow).
+	cl := newGoOpenAI(up.URL+"/v1", c.Transport(newCounting(t), llmclient.WithRepeatWindow(0)))
 	for range 2 {
 		_, err := cl.CreateChatCompletion(context.Background(), goRequest())
 		require.Error(t, err)

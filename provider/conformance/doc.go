@@ -71,7 +71,9 @@
 //
 // RunEmbed runs the embeddings table (EmbedScenarios: one input, a batch, dimensions,
 // and the failures an embedding call meets) against a target whose Provider is an
-// llmclient.Embedder; the target's Embed (an EmbedWire) decodes the requests and renders
+// llmclient.Embedder, in the same modes as Run: the adapter directly, through
+// llmclient.Client.Embed with one attempt and with the default retry policy, in memory
+// and over loopback; the target's Embed (an EmbedWire) decodes the requests and renders
 // the vectors, its Wire renders the failures.
 //
 // RunConversation takes several Wire targets and, for every ordered pair (A, B), begins a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
 )
@@ -97,11 +98,24 @@ func EmbedScenarios() []EmbedScenario {
 }
 
 // RunEmbed runs every scenario of EmbedScenarios against target, whose Embed must be set
-// and whose Provider must implement llmclient.Embedder, as subtests "<scenario>/provider"
-// (in memory) and "<scenario>/loopback_provider" (over a server on 127.0.0.1). Each case
-// checks what the upstream received (model, credential, inputs in order, dimensions), the
-// vectors and usage returned or the error's class, status and Retry-After, that no error
-// text holds the API key, and that every response body was closed.
+// and whose Provider must implement llmclient.Embedder, as subtests "<scenario>/<mode>":
+//
+//	provider            the adapter's Embed directly, in memory
+//	client              llmclient.Client.Embed with WithMaxAttempts(1): the class, status
+//	                    and Retry-After of each failure as it is, a usage the vendor does not
+//	                    report estimated
+//	client_retry        Client.Embed with the default retry policy, failure scenarios only,
+//	                    with a good answer scripted after the failure: retryable classes must
+//	                    be retried after their Retry-After (or a backoff) and succeed, the
+//	                    others must not be retried; in a testing/synctest bubble, with a key
+//	                    pool of one
+//	loopback_provider,  provider and client again over a server on 127.0.0.1
+//	loopback_client
+//
+// Each case checks what the upstream received (model, credential, inputs in order,
+// dimensions), the vectors and usage returned or the error's class, status and
+// Retry-After, that no error text holds the API key, and that every response body was
+// closed.
 func RunEmbed(t *testing.T, target Target) {
 	t.Helper()
 	if err := target.validate(); err != nil {
@@ -112,13 +126,19 @@ func RunEmbed(t *testing.T, target Target) {
 	}
 	for _, sc := range EmbedScenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
-			for _, loopback := range []bool{false, true} {
-				mode := ModeProvider
-				if loopback {
-					mode = ModeLoopbackProvider
-				}
+			modes := []string{ModeProvider, ModeClient, ModeLoopbackProvider, ModeLoopbackClient}
+			if sc.Class != llmclient.ClassNone {
+				modes = append(modes, ModeClientRetry)
+			}
+			for _, mode := range modes {
 				t.Run(mode, func(t *testing.T) {
-					probs, skip := runEmbed(&target, &sc, loopback)
+					var probs []string
+					var skip string
+					if mode == ModeClientRetry {
+						synctest.Test(t, func(t *testing.T) { probs, skip = runEmbed(&target, &sc, mode) })
+					} else {
+						probs, skip = runEmbed(&target, &sc, mode)
+					}
 					if skip != "" {
 						t.Skipf("not applicable to %s: %s", target.Name, skip)
 					}
@@ -131,11 +151,26 @@ func RunEmbed(t *testing.T, target Target) {
 	}
 }
 
-func runEmbed(tg *Target, sc *EmbedScenario, loopback bool) (probs []string, skip string) {
+// embedRecovery is the good answer scripted after a failure in ModeClientRetry.
+func embedRecovery() EmbedReply {
+	return EmbedReply{Vectors: [][]float32{{0.25, -0.5, 0.75}}, InputTokens: 2}
+}
+
+// embedRetryable reports whether the default decisions retry class c on a single-key
+// upstream (auth and quota retry only on another key).
+func embedRetryable(c llmclient.Class) bool {
+	return llmclient.DefaultDecision(c).Retry && c != llmclient.ClassAuth && c != llmclient.ClassQuotaExhausted
+}
+
+func runEmbed(tg *Target, sc *EmbedScenario, mode string) (probs []string, skip string) {
 	var p problems
 	var mu sync.Mutex
 	var seen []*EmbedSeen
-	var status int
+	var statuses []int
+	replies := []EmbedReply{sc.Reply}
+	if mode == ModeClientRetry {
+		replies = append(replies, embedRecovery())
+	}
 	respond := func(r *http.Request) *WireResponse {
 		mu.Lock()
 		defer mu.Unlock()
@@ -149,11 +184,16 @@ func runEmbed(tg *Target, sc *EmbedScenario, loopback bool) (probs []string, ski
 			return harnessError("undecodable request")
 		}
 		seen = append(seen, s)
+		if len(seen) > len(replies) {
+			p.add("upstream received call %d; the case scripts %d", len(seen), len(replies))
+			return harnessError("no reply left")
+		}
+		reply := &replies[len(seen)-1]
 		var wr *WireResponse
-		if sc.Reply.Fail != nil {
-			wr, err = tg.Wire.Render(&Reply{Fail: sc.Reply.Fail}, &Seen{Model: s.Model, APIKey: s.APIKey})
+		if reply.Fail != nil {
+			wr, err = tg.Wire.Render(&Reply{Fail: reply.Fail}, &Seen{Model: s.Model, APIKey: s.APIKey})
 		} else {
-			wr, err = tg.Embed.RenderEmbed(&sc.Reply, s)
+			wr, err = tg.Embed.RenderEmbed(reply, s)
 		}
 		if errors.Is(err, ErrNotApplicable) {
 			skip = strings.TrimPrefix(err.Error(), ErrNotApplicable.Error()+": ")
@@ -163,9 +203,10 @@ func runEmbed(tg *Target, sc *EmbedScenario, loopback bool) (probs []string, ski
 			p.add("rendering the reply: %v", err)
 			return harnessError("render failed")
 		}
-		status = wr.Status
+		statuses = append(statuses, wr.Status)
 		return wr
 	}
+	loopback := mode == ModeLoopbackProvider || mode == ModeLoopbackClient
 	up := newUpstream(tg, false, nil)
 	up.custom = respond
 	var hc *http.Client
@@ -190,46 +231,106 @@ func runEmbed(tg *Target, sc *EmbedScenario, loopback bool) (probs []string, ski
 	defer cancel()
 	req := sc.Request
 	req.Input = slices.Clone(sc.Request.Input)
-	resp, err := e.Embed(ctx, &llmclient.EmbedCall{Request: &req, Model: req.Model})
+	var resp *llmclient.EmbedResponse
+	name := upstreamName(tg)
+	switch mode {
+	case ModeProvider, ModeLoopbackProvider:
+		resp, err = e.Embed(ctx, &llmclient.EmbedCall{Request: &req, Model: req.Model})
+	default:
+		u := llmclient.Upstream{Name: name, Provider: prov}
+		opts := []llmclient.Option{llmclient.WithMaxAttempts(1)}
+		if mode == ModeClientRetry {
+			u.Keys, opts = []string{apiKey}, nil
+		}
+		c, cerr := llmclient.New(append(opts, llmclient.WithUpstream(u))...)
+		if cerr != nil {
+			return []string{"llmclient.New: " + cerr.Error()}, ""
+		}
+		resp, err = c.Embed(ctx, &req)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if skip != "" {
 		return nil, skip
 	}
-	if len(seen) != 1 {
-		p.add("upstream received %d calls, want 1", len(seen))
-	} else {
-		s := seen[0]
+	calls := 1
+	if mode == ModeClientRetry && embedRetryable(sc.Class) {
+		calls = 2
+	}
+	if len(seen) != calls {
+		p.add("upstream received %d calls, want %d", len(seen), calls)
+	}
+	for _, s := range seen {
 		if s.Model != req.Model || s.APIKey != apiKey || !slices.Equal(s.Inputs, req.Input) || s.Dimensions != req.Dimensions {
 			p.add("upstream saw model %q, key %q, inputs %q, dimensions %d; want %q, the configured key, %q, %d",
 				s.Model, redactKey(s.APIKey, apiKey), s.Inputs, s.Dimensions, req.Model, req.Input, req.Dimensions)
 		}
 	}
-	if sc.Class == llmclient.ClassNone {
-		checkEmbedResponse(&p, sc, resp, err)
-	} else {
+	client := mode != ModeProvider && mode != ModeLoopbackProvider
+	switch {
+	case sc.Class == llmclient.ClassNone:
+		checkEmbedResponse(&p, &sc.Reply, resp, err, client)
+	case calls == 2:
+		rec := embedRecovery()
+		checkEmbedResponse(&p, &rec, resp, err, true)
+		if resp != nil && len(resp.Attempts) == 2 {
+			a := resp.Attempts[0]
+			if a.Class != sc.Class || a.Status != statuses[0] || a.RetryAfter != sc.Reply.Fail.RetryAfter {
+				p.add("Attempts[0] = class %s, status %d, Retry-After %v; want %s, %d, %v", a.Class, a.Status, a.RetryAfter,
+					sc.Class, statuses[0], sc.Reply.Fail.RetryAfter)
+			}
+			w := Want{Class: sc.Class, RetryAfter: sc.Reply.Fail.RetryAfter}
+			if lo, hi := retryWaitBounds(&w); resp.Attempts[1].Waited < lo || resp.Attempts[1].Waited > hi {
+				p.add("the retry waited %v, want between %v and %v", resp.Attempts[1].Waited, lo, hi)
+			}
+		} else if resp != nil {
+			p.add("%d attempts in the trace, want 2", len(resp.Attempts))
+		}
+	default:
+		status := 0
+		if len(statuses) > 0 {
+			status = statuses[0]
+		}
 		checkEmbedError(&p, sc, status, err)
+		if client {
+			var ce *llmclient.Error
+			if errors.As(err, &ce) && (len(ce.Attempts) != 1 || ce.Upstream != name) {
+				p.add("Error has %d attempts, upstream %q; want 1, %q", len(ce.Attempts), ce.Upstream, name)
+			}
+		}
+	}
+	if client && resp != nil && resp.Upstream != name {
+		p.add("Upstream = %q, want %q", resp.Upstream, name)
 	}
 	p = append(p, leaks(err, apiKey)...)
 	return append(p, up.report(true)...), ""
 }
 
-func checkEmbedResponse(p *problems, sc *EmbedScenario, resp *llmclient.EmbedResponse, err error) {
+// checkEmbedResponse checks an answer against the reply that produced it. Through a
+// Client (client), a usage the reply does not report must be the Client's estimate.
+func checkEmbedResponse(p *problems, want *EmbedReply, resp *llmclient.EmbedResponse, err error, client bool) {
 	if err != nil || resp == nil {
 		p.add("unexpected error (class %s): %v", llmclient.ClassOf(err), err)
 		return
 	}
-	if len(resp.Vectors) != len(sc.Reply.Vectors) {
-		p.add("%d vectors, want %d", len(resp.Vectors), len(sc.Reply.Vectors))
+	if len(resp.Vectors) != len(want.Vectors) {
+		p.add("%d vectors, want %d", len(resp.Vectors), len(want.Vectors))
 		return
 	}
 	for i := range resp.Vectors {
-		if !slices.Equal(resp.Vectors[i], sc.Reply.Vectors[i]) {
-			p.add("vector %d = %v, want %v", i, resp.Vectors[i], sc.Reply.Vectors[i])
+		if !slices.Equal(resp.Vectors[i], want.Vectors[i]) {
+			p.add("vector %d = %v, want %v", i, resp.Vectors[i], want.Vectors[i])
 		}
 	}
-	if resp.Usage.InputTokens != sc.Reply.InputTokens || resp.Usage.OutputTokens != 0 {
-		p.add("Usage = %+v, want %d input tokens", resp.Usage, sc.Reply.InputTokens)
+	switch u := resp.Usage; {
+	case u.OutputTokens != 0:
+		p.add("Usage = %+v: embeddings have no output tokens", u)
+	case client && want.InputTokens == 0:
+		if !u.Estimated || u.InputTokens <= 0 {
+			p.add("Usage = %+v, want the Client's estimate (the vendor reported none)", u)
+		}
+	case u.InputTokens != want.InputTokens || u.Estimated:
+		p.add("Usage = %+v, want %d input tokens as reported", u, want.InputTokens)
 	}
 	if resp.Model == "" {
 		p.add("Model is empty")

@@ -61,7 +61,8 @@ type wireEmbedResponse struct {
 // Embed embeds the inputs of call.Request, at most MaxEmbedBatch of them: one input with
 // models/{model}:embedContent, several with :batchEmbedContents (one request per input,
 // in order). EmbedRequest.Dimensions is sent as outputDimensionality and TaskType as
-// taskType; Extra is merged into the top level of the body. Usage is the
+// taskType; Extra is merged into the top level of the body; call.Headers are added to the
+// request. Usage is the
 // usageMetadata.promptTokenCount when Gemini reports it. An empty input list or text,
 // more inputs than MaxEmbedBatch or negative Dimensions are refused as bad requests
 // before any call; with WithVertex, Embed is refused with an error wrapping
@@ -97,7 +98,7 @@ func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmcl
 	if len(req.Input) == 1 {
 		op = ":embedContent"
 	}
-	resp, err := p.post(ctx, &llmclient.Call{Model: model}, p.prefix+url.PathEscape(model)+op, key, body, false)
+	resp, err := p.post(ctx, &llmclient.Call{Model: model, Headers: call.Headers}, p.prefix+url.PathEscape(model)+op, key, body, false)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,8 @@ type embedResponse struct {
 
 // Embed makes one POST /embeddings call (on Azure, the model's deployment's) for every
 // input of call.Request, at most MaxEmbedBatch of them. EmbedRequest.Dimensions is sent
-// as dimensions, TaskType is ignored, Extra is merged into the body. An empty input list,
+// as dimensions, TaskType is ignored, Extra is merged into the body, call.Headers are
+// added to the request; the x-ratelimit-* headers are read into RateLimits. An empty input list,
 // an empty input text (the API rejects both), more inputs than MaxEmbedBatch or negative
 // Dimensions are refused as bad requests before any call. Errors are classified as for
 // Complete; a 2xx body that is not one vector per input is a ClassServerError error.
@@ -103,7 +104,7 @@ func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmcl
 		}
 	}
 	key := p.key(call.APIKey)
-	resp, err := p.post(ctx, p.url("embeddings", model), body, model, key, false, nil)
+	resp, err := p.post(ctx, p.url("embeddings", model), body, model, key, false, call.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +119,7 @@ func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmcl
 		e.Redact(key)
 		return nil, e
 	}
+	out.RateLimits = ParseRateLimits(resp.Header, time.Now())
 	return out, nil
 }
 

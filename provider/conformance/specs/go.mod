@@ -14,4 +14,5 @@ require (
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )

@@ -1,0 +1,88 @@
+package llmclient_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 18, item 4: slow calls count. Seed 003 degrades an upstream whose P95 latency
+// passes 10 s over 30 s: the breaker's slow-call rule says the same, separately from
+// its error ratio, and the group's next upstream takes over.
+func TestSlowCallsOpenTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Reply("slow").Latency(12 * time.Second).Forever())
+		secondary := fake.New(fake.Reply("fast").Forever())
+		var log eventLog
+		c := newClient(t, up("primary", primary), up("secondary", secondary), llmclient.WithObserver(log.observe),
+			llmclient.WithBreaker(breaker.Config{Window: 30 * time.Second, Buckets: 3, MinRequests: 5,
+				SlowCall: 10 * time.Second, SlowCallRatio: 0.05}))
+		var wg sync.WaitGroup
+		for range 5 { // at once, so that the five are in one 30 s window
+			wg.Go(func() {
+				resp, err := c.Complete(context.Background(), chatReq("m"))
+				if assert.NoError(t, err) {
+					assert.Equal(t, "primary", resp.Upstream, "a slow answer is still an answer")
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, log.kinds(llmclient.EventBreaker), 1)
+		assert.Equal(t, breaker.Open, log.kinds(llmclient.EventBreaker)[0].To)
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "secondary", resp.Upstream)
+		assert.Equal(t, 5, primary.Calls())
+	})
+}
+
+// Calls under the threshold never count as slow, however many.
+func TestFastCallsNeverCountAsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Reply("ok").Latency(9 * time.Second).Forever())
+		c := newClient(t, up("primary", primary),
+			llmclient.WithBreaker(breaker.Config{MinRequests: 5, SlowCall: 10 * time.Second, SlowCallRatio: 0.05}))
+		for range 20 {
+			_, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, breaker.Closed, c.Snapshot().Upstreams[0].Breaker.State)
+		assert.Zero(t, c.Snapshot().Upstreams[0].Breaker.Slow)
+	})
+}
+
+// A stream is slow by its time to first token: the default threshold is a minute, the
+// default ratio 80%.
+func TestSlowStreamsOpenTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Stream("late").StallFirst(70 * time.Second).Forever())
+		c := newClient(t, up("primary", primary), llmclient.WithBreaker(breaker.Config{MinRequests: 3}))
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				s, err := c.Stream(context.Background(), chatReq("m"))
+				if !assert.NoError(t, err) {
+					return
+				}
+				for s.Next() {
+				}
+				assert.NoError(t, s.Err())
+				assert.NoError(t, s.Close())
+			})
+		}
+		wg.Wait()
+		_, err := c.Stream(context.Background(), chatReq("m"))
+		var e *llmclient.Error
+		require.ErrorAs(t, err, &e)
+		assert.ErrorIs(t, err, llmclient.ErrCircuitOpen)
+		assert.Equal(t, 3, primary.Calls())
+	})
+}

@@ -184,7 +184,8 @@ func (cs *costState) admit(ctx context.Context, a *attempt) *Error {
 	b.price, b.looked = cs.priceOf(a.up, a.call.Model), true
 	in, out := r.estimate(a.req)
 	if b.price != nil {
-		if w := b.price.ContextWindow(); w > 0 {
+		// An embedding model's window bounds each input, not the batch: not checked.
+		if w := b.price.ContextWindow(); w > 0 && r.emb == nil {
 			var e *Error
 			if in, out, e = cs.fitWindow(ctx, a, w, in, out); e != nil {
 				return e

@@ -86,9 +86,10 @@ func tokensOf(u *Usage) pricing.Tokens {
 }
 
 // estimate returns the tokens the attempt may use: the prompt's estimate (corrected for
-// the model's vendor, plus a transport call's token ids) and the largest output the
-// request allows (MaxTokens, else the reserved output; none for calls that generate
-// nothing).
+// the model's vendor, plus a transport call's token ids; an embedding batch's inputs) and
+// the largest output the request allows (MaxTokens, else the reserved output; none for
+// calls that generate nothing, embeddings included). It writes r.prompt the first time,
+// so attempts that run side by side (a hedged pair) must find it computed (primeBill).
 func (r *run) estimate(req *Request) (in, out int) {
 	lc := &r.c.cfg.limiter
 	if r.prompt == 0 {
@@ -101,6 +102,9 @@ func (r *run) estimate(req *Request) (in, out int) {
 	out = req.MaxTokens
 	if out <= 0 {
 		out = lc.reservedOutput
+	}
+	if r.emb != nil { // an embedding batch: its inputs, no output
+		return in, 0
 	}
 	if x := r.tx; x != nil {
 		in = satAdd(in, max(x.call.TokenIDs, 0))
@@ -209,4 +213,18 @@ func traceCost(trace []Attempt) pricing.Cost {
 		total = total.Plus(trace[i].Cost)
 	}
 	return total
+}
+
+// primeBill computes, before a hedged pair starts, what the pair's attempts would
+// otherwise compute lazily in the run: the prompt's estimate and the call's estimate on
+// its first upstream. Both attempts then only read the run.
+func (r *run) primeBill() {
+	cs := r.c.cost
+	if cs == nil {
+		return
+	}
+	r.estimate(r.req)
+	if len(cs.failover) > 0 {
+		r.firstEstimate(cs, time.Now())
+	}
 }

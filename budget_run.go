@@ -29,7 +29,7 @@ type budgetRun struct {
 type cachedPeriod struct {
 	p        budget.Period
 	from, to int64 // Unix nanoseconds: valid for from <= now < to
-	sliceEnd time.Time
+	sliceEnd int64 // Unix nanoseconds: when the current slice leaves the window
 }
 
 // attemptBill is what an attempt's pricing keeps: the price and estimate it was
@@ -111,14 +111,14 @@ func (br *budgetRun) periodAt(now time.Time) (budget.Period, limitstore.BudgetPe
 	if cp == nil || n < cp.from || n >= cp.to {
 		w := br.b.Window
 		p := w.PeriodAt(now)
-		cp = &cachedPeriod{p: p, sliceEnd: w.SliceEnd(p, p.Slice), to: p.End.UnixNano(), from: p.Start.UnixNano()}
+		cp = &cachedPeriod{p: p, sliceEnd: w.SliceEnd(p, p.Slice).UnixNano(), to: p.End.UnixNano(), from: p.Start.UnixNano()}
 		if w.IsRolling() {
 			cp.from = p.End.Add(-w.Length() / budget.Slices).UnixNano()
 		}
 		br.cached.Store(cp)
 	}
 	return cp.p, limitstore.BudgetPeriod{Slice: cp.p.Slice, Oldest: cp.p.Oldest, Epoch: cp.p.Epoch,
-		TTL: cp.sliceEnd.Sub(now)}
+		TTL: time.Duration(cp.sliceEnd - n)} // within the period: no overflow
 }
 
 // key returns the ledger key the budget counts the attempt under; ok is false when the
@@ -191,8 +191,10 @@ func (cs *costState) admit(ctx context.Context, a *attempt) *Error {
 				return e
 			}
 		}
-		if est, err := b.price.Cost(pricing.Tokens{Input: in, Output: out}, a.begun); err == nil {
-			b.est, b.priced = est, true
+		if len(cs.budgets) > 0 || len(cs.failover) > 0 { // only they read the estimate
+			if est, err := b.price.Cost(pricing.Tokens{Input: in, Output: out}, a.begun); err == nil {
+				b.est, b.priced = est, true
+			}
 		}
 	}
 	if len(cs.failover) > 0 && a.up != r.first {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient/budget"
@@ -26,6 +27,16 @@ type upstreamPrice struct {
 	provider string
 	own      map[string]*pricing.Model
 	fallback *pricing.Model // own[""]
+	// first is the upstream's first table lookup, kept: calls of that model (most
+	// upstreams serve one) skip the table's cache, a hash of provider and model. It is
+	// set once, so calls of several models never allocate to replace it.
+	first atomic.Pointer[pricedModel]
+}
+
+// pricedModel is a model name and its price in the table (nil: none).
+type pricedModel struct {
+	name string
+	m    *pricing.Model
 }
 
 // newCostState builds the Client's pricing, or returns nil when nothing asks for it.
@@ -39,7 +50,7 @@ func (c *Client) newCostState() *costState {
 		cs.table = pricing.Default() // parsed here, in New, not on a first request
 	}
 	for _, up := range c.upstreams {
-		up.price = upstreamPrice{provider: up.PriceProvider, own: up.Prices, fallback: up.Prices[""]}
+		up.price.provider, up.price.own, up.price.fallback = up.PriceProvider, up.Prices, up.Prices[""]
 		if up.price.provider == "" {
 			if d, ok := up.Provider.(Dialect); ok {
 				up.price.provider, _ = cs.table.ProviderForURL(d.BaseURL())
@@ -66,7 +77,14 @@ func (cs *costState) priceOf(up *upstream, model string) *pricing.Model {
 	if model == "" {
 		return nil
 	}
+	f := p.first.Load()
+	if f != nil && f.name == model {
+		return f.m
+	}
 	m, _ := cs.table.Lookup(p.provider, model)
+	if f == nil {
+		p.first.CompareAndSwap(nil, &pricedModel{name: model, m: m})
+	}
 	return m
 }
 

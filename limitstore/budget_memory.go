@@ -5,12 +5,13 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"time"
 )
 
 // OpenBudget returns the in-memory ledger of the budget called name: the budget
 // capability of the Store of NewMemory (see BudgetStore). Ledgers live as long as the
-// store; a ledger forgets a key once its window has passed with nothing reserved.
+// store; a ledger forgets a key once every slice it counted has left the window with
+// nothing reserved (checked when keys are added, by the periods callers pass: the ledger
+// reads no clock).
 func (s *memoryStore) OpenBudget(name string, spec BudgetSpec) Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -43,6 +44,9 @@ type memLedger struct {
 
 	mu   sync.Mutex
 	keys map[string]*budgetCounters
+	// empty is keys[""], the key of every budget that does not count partitions apart,
+	// looked up without hashing; nil until first used or once swept.
+	empty *budgetCounters
 	// sweepAt is the number of keys at which expired ones are next dropped.
 	sweepAt int
 }
@@ -55,7 +59,7 @@ type budgetCounters struct {
 	epochSet        bool
 	fired           uint32 // soft thresholds reached in the epoch
 	hard            bool   // a reservation was refused in the epoch
-	expires         int64  // Unix nanoseconds after which the key may be forgotten
+	last            int64  // the newest slice the key was brought to; forgotten once it leaves
 }
 
 type sliceTotals struct{ id, spent, reserved int64 }
@@ -68,10 +72,9 @@ const ledgerSweepMin = 1024
 
 func (l *memLedger) Reserve(_ context.Context, key string, p BudgetPeriod, amount int64, over bool) (BudgetResult, error) {
 	amount = max(amount, 0)
-	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.counters(key, p, now)
+	c := l.counters(key, p)
 	used := satAdd(c.spent, c.reserved)
 	if !over && (amount > l.cap || used > l.cap-amount) {
 		res := BudgetResult{Spent: c.spent, Reserved: c.reserved, Never: amount > l.cap}
@@ -99,10 +102,9 @@ func (l *memLedger) Reserve(_ context.Context, key string, p BudgetPeriod, amoun
 
 func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice, reserved, spent int64) (BudgetResult, error) {
 	reserved, spent = max(reserved, 0), max(spent, 0)
-	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.counters(key, p, now)
+	c := l.counters(key, p)
 	if slice >= p.Oldest {
 		s := c.slice(slice)
 		back := min(reserved, s.reserved)
@@ -122,16 +124,24 @@ func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice,
 }
 
 // counters returns key's counters brought to period p: slices that left the window
-// dropped, the epoch's flags cleared when a new epoch began, the expiry extended. l.mu is
-// held.
-func (l *memLedger) counters(key string, p BudgetPeriod, now time.Time) *budgetCounters {
-	c, ok := l.keys[key]
+// dropped, the epoch's flags cleared when a new epoch began. l.mu is held.
+func (l *memLedger) counters(key string, p BudgetPeriod) *budgetCounters {
+	var c *budgetCounters
+	ok := false
+	if key == "" && l.empty != nil {
+		c, ok = l.empty, true
+	} else {
+		c, ok = l.keys[key]
+	}
 	if !ok {
 		if len(l.keys) >= max(l.sweepAt, ledgerSweepMin) {
-			l.sweep(now.UnixNano())
+			l.sweep(p.Oldest)
 		}
 		c = &budgetCounters{}
 		l.keys[key] = c
+		if key == "" {
+			l.empty = c
+		}
 	}
 	drop := 0
 	for drop < len(c.slices) && c.slices[drop].id < p.Oldest {
@@ -148,9 +158,7 @@ func (l *memLedger) counters(key string, p BudgetPeriod, now time.Time) *budgetC
 	if !c.epochSet || p.Epoch > c.epoch {
 		c.epoch, c.epochSet, c.fired, c.hard = p.Epoch, true, 0, false
 	}
-	if exp := now.Add(max(p.TTL, 0)).UnixNano(); exp > c.expires {
-		c.expires = exp
-	}
+	c.last = max(c.last, p.Slice)
 	return c
 }
 
@@ -167,11 +175,15 @@ func (c *budgetCounters) slice(id int64) *sliceTotals {
 	return &c.slices[i]
 }
 
-// sweep drops the keys whose windows have passed with nothing reserved. l.mu is held.
-func (l *memLedger) sweep(now int64) {
+// sweep drops the keys whose every slice is older than oldest, with nothing reserved.
+// l.mu is held.
+func (l *memLedger) sweep(oldest int64) {
 	for k, c := range l.keys {
-		if c.expires < now && c.reserved == 0 {
+		if c.last < oldest && c.reserved == 0 {
 			delete(l.keys, k)
+			if k == "" {
+				l.empty = nil
+			}
 		}
 	}
 	l.sweepAt = 2 * len(l.keys)

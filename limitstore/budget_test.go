@@ -211,14 +211,22 @@ func TestLedgerConcurrent(t *testing.T) {
 }
 
 // TestLedgerForgetsPastKeys checks that keys whose windows passed are dropped: a stream
-// of partition names does not grow the ledger without bound.
+// of partition names over time does not grow the ledger without bound; the keys of the
+// current window stay.
 func TestLedgerForgetsPastKeys(t *testing.T) {
 	l := limitstore.NewLedger(limitstore.BudgetSpec{Cap: 10})
-	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: -time.Second} // already past
 	for i := range 10_000 {
-		mustReserve(t, l, "p"+strconv.Itoa(i), p, 0)
+		mustReserve(t, l, "p"+strconv.Itoa(i), day(int64(i)+1), 0) // a new day each: the others are past
 	}
 	if n := l.(interface{ Keys() int }).Keys(); n > 2100 {
 		t.Fatalf("%d keys kept, want the past ones dropped", n)
+	}
+	// Keys of the current window are all kept.
+	l = limitstore.NewLedger(limitstore.BudgetSpec{Cap: 10})
+	for i := range 5000 {
+		mustReserve(t, l, "p"+strconv.Itoa(i), day(1), 0)
+	}
+	if n := l.(interface{ Keys() int }).Keys(); n != 5000 {
+		t.Fatalf("%d keys kept, want the window's 5000", n)
 	}
 }

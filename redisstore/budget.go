@@ -40,7 +40,10 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 	if len(soft) > maxBudgetSoft {
 		soft = soft[:maxBudgetSoft]
 	}
-	localCap := int64(math.Min(float64(spec.Cap)*s.cfg.localShare, float64(spec.Cap)))
+	localCap := spec.Cap // a share of 1, the default: the whole cap
+	if f := float64(spec.Cap) * s.cfg.localShare; f < float64(spec.Cap) {
+		localCap = int64(f) // below Cap ≤ MaxInt64: in range
+	}
 	return &ledger{
 		s:      s,
 		prefix: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}:",

@@ -218,6 +218,8 @@ func TestBudgetRedisAway(t *testing.T) {
 	open := srv.store(redisstore.WithPrefix("away"), redisstore.WithLocalShare(0.5),
 		redisstore.WithTimeout(200*time.Millisecond)).OpenBudget("b", spec)
 	check := srv.store(redisstore.WithPrefix("away")).OpenBudget("b", spec)
+	huge := srv.store(redisstore.WithPrefix("away"), redisstore.WithTimeout(200*time.Millisecond)).
+		OpenBudget("huge", limitstore.BudgetSpec{Cap: math.MaxInt64})
 
 	// A reservation taken in Redis, settled while it is away.
 	if r, err := open.Reserve(ctx(t), "", p, 30, false); err != nil || !r.OK {
@@ -239,6 +241,10 @@ func TestBudgetRedisAway(t *testing.T) {
 	}
 	if r, err := open.Settle(ctx(t), "", p, 1, 50, 40); err != nil || r.Spent != 40 || r.Reserved != 0 {
 		t.Fatalf("a local settle: %+v, %v", r, err)
+	}
+	// The local share of a cap of MaxInt64 is the whole of it, not an overflow.
+	if r, err := huge.Reserve(ctx(t), "", p, math.MaxInt64, false); err != nil || !r.OK {
+		t.Fatalf("FailOpen with a cap of MaxInt64: %+v, %v", r, err)
 	}
 
 	srv.start()

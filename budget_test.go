@@ -396,6 +396,11 @@ func TestBudgetValidation(t *testing.T) {
 		{"model without name", []llmclient.Option{base(func(b *budget.Budget) { b.Scope = budget.Model("") })}, "Name"},
 		{"unknown scope", []llmclient.Option{base(func(b *budget.Budget) { b.Scope.Kind = 9 })}, "scope"},
 		{"twice", []llmclient.Option{base(func(*budget.Budget) {}), base(func(*budget.Budget) {})}, "twice"},
+		{"65 budgets", manyBudgets(65), "at most 64"},
+		{"64 budgets", manyBudgets(64), ""},
+		{"charge MaxMoney", []llmclient.Option{base(func(b *budget.Budget) {
+			b.Unpriced, b.UnpricedCost = budget.UnpricedCharge, pricing.MaxMoney
+		})}, ""},
 		{"ratio zero", []llmclient.Option{llmclient.WithCostFailover("", budget.Failover{})}, "MaxRatio"},
 		{"ratio negative", []llmclient.Option{llmclient.WithCostFailover("", budget.Failover{MaxRatio: -1})}, "MaxRatio"},
 		{"ratio NaN", []llmclient.Option{llmclient.WithCostFailover("", budget.Failover{MaxRatio: nan()})}, "MaxRatio"},
@@ -420,5 +425,13 @@ func TestBudgetValidation(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-func nan() float64                { return math.NaN() }
-func inf() float64                { return math.Inf(1) }
+
+func manyBudgets(n int) []llmclient.Option {
+	opts := make([]llmclient.Option, n)
+	for i := range opts {
+		opts[i] = llmclient.WithBudget(budget.Budget{Name: fmt.Sprint("b", i), Cap: pricing.Dollar})
+	}
+	return opts
+}
+func nan() float64 { return math.NaN() }
+func inf() float64 { return math.Inf(1) }

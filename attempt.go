@@ -66,11 +66,17 @@ type attempt struct {
 	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
 	tx *txCall
+	// bill is the attempt's pricing and budget reservations (budget_run.go).
+	bill attemptBill
 }
 
 // chain composes the attempt layers around inner.
 func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) attemptFunc {
-	return c.breakerLayer(c.keyLayer(c.limiterLayer(guard(c.classifyLayer(inner)))))
+	keys := c.keyLayer(c.limiterLayer(guard(c.classifyLayer(inner))))
+	if c.cost != nil {
+		keys = c.costLayer(keys) // pricing, context window, budgets (budget_run.go)
+	}
+	return c.breakerLayer(keys)
 }
 
 // breakerLayer takes a breaker permit, or refuses without a call.
@@ -408,6 +414,9 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
 		a.up.shared.flush(a.up.breaker)
+	}
+	if cs := a.r.c.cost; cs != nil {
+		cs.settle(a, class, usage) // the attempt's cost, and the budgets reconciled
 	}
 }
 

@@ -34,6 +34,7 @@ const (
 	ClassCanceled                       // the caller's context was canceled
 	ClassStreamInterrupted              // a stream broke after its first token
 	ClassUnavailable                    // no upstream could be tried: breakers open, keys cooling or evicted
+	ClassBudgetExceeded                 // a budget's cap (WithBudget) left no room for the call: no call made
 	numClasses
 )
 
@@ -56,6 +57,7 @@ var classNames = [numClasses]string{
 	ClassCanceled:          "canceled",
 	ClassStreamInterrupted: "stream_interrupted",
 	ClassUnavailable:       "unavailable",
+	ClassBudgetExceeded:    "budget_exceeded",
 }
 
 // String returns the class's snake_case name, such as "rate_limited".

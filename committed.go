@@ -284,6 +284,9 @@ func (cm *committed) settle(class Class, e *Error) {
 			u := cm.c.estimatedUsage(r, int(cm.outBytes.Load()))
 			usage = &u
 		}
+		if m := cm.model.Load(); m != nil {
+			a.bill.model = *m // the model the stream named, for its price
+		}
 		a.settle(class, usage)
 		r.releasePartition(usage)
 		cm.closeUpstream()
@@ -299,6 +302,9 @@ func (cm *committed) settle(class Class, e *Error) {
 		r.record(a, e, usage)
 		if e != nil {
 			e.Attempts = r.trace
+			if r.c.cost != nil {
+				e.Cost = traceCost(r.trace)
+			}
 		}
 		r.called(cm.summary(), e, cm)
 	})

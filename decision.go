@@ -102,6 +102,7 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	canceled           no     no        no        no
 //	stream_interrupted no     no        no        yes
 //	unavailable        no     no        yes       no
+//	budget_exceeded    no     no        yes       no                 a budget's Reroute group
 //	unknown            no     no        no        no
 func DefaultDecision(c Class) Decision {
 	switch c {
@@ -124,7 +125,8 @@ func DefaultDecision(c Class) Decision {
 		return Decision{GrowOutput: true}
 	case ClassStreamInterrupted:
 		return Decision{Breaker: true}
-	case ClassUnavailable:
+	case ClassUnavailable, ClassBudgetExceeded:
+		// A budget refusal may fit on a cheaper upstream, or one outside the budget's scope.
 		return Decision{Failover: true}
 	}
 	return Decision{}

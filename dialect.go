@@ -63,3 +63,13 @@ type APICall struct {
 	// estimation only, its text: messages, tools and response format. It is never sent.
 	Request Request
 }
+
+// UsageReader is an optional capability of a Dialect: reading what a one-shot response
+// body, read whole by the transport, says about its cost. With pricing on (WithPricing),
+// the transport prices such an attempt from it; without it, or when ok is false (a shape
+// it does not parse, a body that is not the expected JSON), the attempt is priced from the
+// Client's estimate. The adapters of provider/openai, provider/anthropic and
+// provider/gemini implement it. It must not keep body and must be safe for concurrent use.
+type UsageReader interface {
+	ReadUsage(shape Shape, body []byte) (usage Usage, model string, ok bool)
+}

@@ -11,6 +11,7 @@
 //	          └─ Run         retry (Retry-After first, else jittered backoff), failover, hedging (WithHedging),
 //	              │          context / content fallbacks, final fallback; caps, per-upstream retry budget, time budget
 //	              └─ Breaker    per upstream: error ratio, failure run, slow-call ratio; open → next upstream, no call
+//	                │ └─ Cost       with pricing (WithPricing, WithBudget, …): context-window pre-check, cost-aware failover, budgets
 //	                  └─ Keys        least-in-flight key that is not cooling down or evicted
 //	                      └─ Limiter      RPM, TPM and concurrency per key, before the upstream says 429
 //	                          └─ AttemptTimeout (one-shot) | StreamGuard (first-token, idle, total)

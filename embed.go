@@ -3,6 +3,8 @@ package llmclient
 import (
 	"context"
 	"net/http"
+
+	"github.com/llmclient/llmclient/pricing"
 )
 
 // EmbedRequest asks for one embedding vector per input text, independent of vendor.
@@ -57,6 +59,11 @@ type EmbedResponse struct {
 	// Fallback is true when a batch was served by an upstream other than the first one its
 	// route tried.
 	Fallback bool
+	// Cost is what the call cost, every attempt of every batch together (see WithPricing
+	// and pricing.Cost): the input tokens at the embedding model's input price, estimated
+	// when the vendor reported no usage. Unknown without pricing or without a price for
+	// the model.
+	Cost pricing.Cost
 }
 
 // EmbedCall is what the Client hands an Embedder for one attempt: one batch of at most

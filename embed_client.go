@@ -303,6 +303,9 @@ func (j *embedJob) concurrently(ctx context.Context, cancel context.CancelFunc, 
 func (j *embedJob) failure(b *embedBatch) error {
 	e := *b.err
 	e.Attempts = j.traces()
+	if j.c.cost != nil {
+		e.Cost = traceCost(e.Attempts)
+	}
 	return &e
 }
 
@@ -336,6 +339,9 @@ func (j *embedJob) answer() *EmbedResponse {
 		u.CachedInputTokens = satAdd(u.CachedInputTokens, max(r.Usage.CachedInputTokens, 0))
 		u.Estimated = u.Estimated || r.Usage.Estimated
 		out.Fallback = out.Fallback || r.Fallback
+	}
+	if j.c.cost != nil {
+		out.Cost = traceCost(out.Attempts)
 	}
 	return out
 }

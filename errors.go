@@ -3,6 +3,7 @@ package llmclient
 import (
 	"errors"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/pricing"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,10 @@ var (
 	ErrStreamTimeout = errors.New("llmclient: stream total timeout")
 	// ErrUnsupported: the provider does not support the operation.
 	ErrUnsupported = errors.New("llmclient: unsupported by provider")
+	// ErrContextWindow: the request's estimate exceeds its model's context window by more
+	// than the estimate's error, so no call was made (class context_length; see
+	// WithPricing).
+	ErrContextWindow = errors.New("llmclient: request exceeds the model's context window")
 )
 
 // Error is the error every Client call returns: the failure's class, where it happened and
@@ -67,6 +72,11 @@ type Error struct {
 	// Partial holds what a stream produced before it broke (ClassStreamInterrupted), or the
 	// filtered response (ClassContentFiltered, ClassEmptyOutput). Nil otherwise.
 	Partial *Response
+	// Cost is what the failed call's attempts cost together (see WithPricing): attempts
+	// that failed can still bill, such as a stream cut after its first tokens or a
+	// timeout after the upstream began generating. Unknown without pricing. It is set on
+	// a call's final error, not on the errors of single attempts in Attempts.
+	Cost pricing.Cost
 	// Err is the underlying cause: a sentinel, a network error, a context error or nil.
 	Err error
 }

@@ -73,6 +73,7 @@ func (r *run) try(ctx context.Context, a *attempt, done chan<- tried) {
 // other's outcome is returned. The route's position moves to the hedge's upstream when the hedge's
 // outcome is returned. Both attempts have ended when hedged returns, panics included.
 func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error) {
+	r.primeBill() // the pair's attempts read the run's estimates side by side
 	a1 := r.next()
 	done := make(chan tried, 2)
 	ctx1, cancel1 := context.WithCancel(ctx)

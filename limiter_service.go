@@ -149,14 +149,6 @@ func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 	}
 }
 
-// streaming reports whether a is a stream's attempt.
-func (a *attempt) streaming() bool {
-	if a.tx != nil {
-		return a.tx.call.Stream
-	}
-	return a.r != nil && a.r.keep
-}
-
 // outputFit fits one-shot calls' durations as a line in their output tokens, by
 // exponentially weighted least squares (each call weighs outputForget of the next), and
 // publishes the line and the deviation of the calls about it for expect. While the calls'

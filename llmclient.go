@@ -33,6 +33,8 @@ type Client struct {
 	needCost  atomic.Bool // some token limit needs each request's estimate; Update may set it
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
+	// cost prices calls and enforces budgets; nil without pricing (cost.go).
+	cost *costState
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
@@ -67,6 +69,8 @@ type upstream struct {
 	ramp *recoveryRamp
 	// recent counts the upstream's recent calls for Snapshot.
 	recent recentStats
+	// price is how the upstream's calls are priced (cost.go).
+	price upstreamPrice
 }
 
 // pool returns the upstream's current key pool.
@@ -115,7 +119,7 @@ func New(opts ...Option) (*Client, error) {
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),
 		observer: cfg.observer,
 	}
-	c.needCost.Store(cfg.limiter.enabled(&cfg))
+	c.needCost.Store(cfg.limiter.enabled(&cfg) || cfg.cost.enabled(&cfg))
 	for _, r := range cfg.routing {
 		c.needStats = c.needStats || r == RouteLatency
 	}
@@ -132,6 +136,7 @@ func New(opts ...Option) (*Client, error) {
 		c.byName[u.Name] = up
 	}
 	c.buildRoutes()
+	c.cost = c.newCostState()
 
 	c.completeChain = c.chain(c.callComplete, c.timeoutLayer)
 	c.streamChain = c.chain(c.callStream, c.guardLayer)
@@ -200,6 +205,9 @@ func (c *Client) resolveGroups(groups map[string][]string) *map[string][]*upstre
 	}
 	return &out
 }
+
+// group returns the chain of the named model group, nil for none.
+func (c *Client) group(name string) []*upstream { return (*c.groups.Load())[name] }
 
 // Complete sends req and returns the response, after whatever retries and failovers the
 // layers decide. Every error is an *Error carrying the class and the attempt trace.

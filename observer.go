@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/pricing"
 )
 
 // EventKind says what an Event reports. Kinds are added as the Client learns to report
@@ -57,10 +59,15 @@ const (
 	EventCacheGuardRejected
 	// EventCacheStored: cache middleware stored a call's answer.
 	EventCacheStored
+	// EventBudget: a budget (WithBudget) reached one of its soft thresholds, or refused
+	// an attempt at its cap for the first time in its window (Class budget_exceeded), as
+	// Budget describes; Upstream, Model and Attempt name the attempt whose settling or
+	// refusal it was.
+	EventBudget
 )
 
 var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge",
-	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored"}
+	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored", "budget"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {
@@ -149,6 +156,12 @@ type Event struct {
 	Age        time.Duration
 	// Err is the attempt's error, or the reason for an alert.
 	Err error
+	// Cost is what the attempt cost (EventAttempt), or the whole call (EventCall); see
+	// WithPricing. Unknown without pricing.
+	Cost pricing.Cost
+	// Budget is the budget's state, for EventBudget; nil otherwise. It must not be
+	// modified.
+	Budget *budget.Status
 }
 
 // observe calls the observer, if any, for an event of no call. It must be called

@@ -46,6 +46,7 @@ type config struct {
 	badPriority   bool
 	routing       map[string]Routing
 	hedging       map[string]Hedge
+	cost          costConfig
 	recoveryRamp  time.Duration
 	// sharedBreakers is set by WithSharedBreakers, for the named upstreams (all when
 	// none is named).
@@ -256,6 +257,7 @@ func (c *config) validate() error {
 	}
 	errs = append(errs, c.validateRouting()...)
 	errs = append(errs, c.validateSharedBreakers()...)
+	errs = append(errs, c.validateCost()...)
 	errs = append(errs, c.validateCaches()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {

@@ -1,6 +1,10 @@
 package llmclient
 
-import "time"
+import (
+	"time"
+
+	"github.com/llmclient/llmclient/pricing"
+)
 
 // FinishReason says why the model stopped, normalized across vendors.
 type FinishReason string
@@ -86,6 +90,11 @@ type Response struct {
 	Fallback bool
 	// Degraded is true when the final fallback function produced the response.
 	Degraded bool
+	// Cost is what the call cost, every attempt of it together, failed ones included
+	// (see WithPricing and pricing.Cost); for a stream it is set at its end, on the
+	// Response that Stream.Response returns then. Unknown without pricing, and for a
+	// response of the fallback function beyond the attempts before it.
+	Cost pricing.Cost
 	// Cached is true when middleware answered from a stored answer instead of an
 	// upstream (package cache: an exact or semantic hit, an idempotency replay). Usage is
 	// then that of the call that produced the answer, and Attempts is empty.
@@ -141,6 +150,11 @@ type Attempt struct {
 	// Notes are the adapter's notes on how it translated the request for its vendor (a
 	// clamped parameter, a remapped id), copied from Call.Notes.
 	Notes []string
+	// Cost is what the attempt cost (see WithPricing and pricing.Cost): a known $0 for a
+	// local refusal or an error response, its usage at its model's price otherwise, an
+	// estimate for an attempt that may have billed without saying (a timeout after the
+	// request was sent). Unknown without pricing or without a price for the model.
+	Cost pricing.Cost
 	// Batch is, for Client.Embed, the index of the batch the attempt belongs to (from 0,
 	// in input order); Number counts from 1 within each batch. 0 for other calls.
 	Batch int

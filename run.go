@@ -80,6 +80,8 @@ type run struct {
 	single bool
 	// tx is the transport call, handed to every attempt; nil for Complete and Stream.
 	tx *txCall
+	// bill is the call's pricing state across attempts (budget_run.go).
+	bill runBill
 	// emb is the embedding batch of a Client.Embed call (embed_run.go), handed to every
 	// attempt; nil for other calls.
 	emb *embedBatch
@@ -396,6 +398,9 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 	if !a.called {
 		if errors.Is(e.Err, ErrUnsupported) {
 			return plan{step: stepNext} // another vendor may take the request
+		}
+		if p, ok := r.rerouteLocal(a, e, d); ok { // budget_run.go
+			return p
 		}
 		return r.giveUp(d)
 	}

@@ -70,7 +70,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
 		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
 		EstimatedTokens: a.cost, ChargedTokens: a.lease.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
-		Hedge: a.hedge,
+		Hedge: a.hedge, Cost: a.bill.cost,
 	}
 	if at.Start.IsZero() {
 		at.Start = a.begun
@@ -101,7 +101,10 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 			Key: at.Key, Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
 			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, LimiterWait: lw, Local: at.Local,
 			Retry: a.retry && a.called, Hedge: at.Hedge, EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
-			OutputTokens: at.Usage.OutputTokens, Err: at.Err})
+			OutputTokens: at.Usage.OutputTokens, Err: at.Err, Cost: at.Cost})
+	}
+	if a.bill.events != nil {
+		r.emitBudget(a)
 	}
 }
 
@@ -121,6 +124,9 @@ func (r *run) succeed(a *attempt, resp *Response) *Response {
 	resp.Upstream = a.up.Name
 	resp.Attempts = r.trace
 	resp.Fallback = a.up != r.first
+	if r.c.cost != nil {
+		resp.Cost = traceCost(r.trace)
+	}
 	if resp.Model == "" {
 		resp.Model = a.call.Model
 	}
@@ -137,6 +143,9 @@ func (r *run) fail(ctx context.Context, err error) (*Response, error) {
 		if ferr == nil && resp != nil {
 			resp.Degraded, resp.Fallback = true, true
 			resp.Attempts = r.trace
+			if r.c.cost != nil {
+				resp.Cost = traceCost(r.trace)
+			}
 			r.observe(Event{Kind: EventFallback, Class: final.Class, Err: final})
 			return resp, nil
 		}
@@ -154,6 +163,9 @@ func (r *run) final(err error) *Error {
 	}
 	final := *e
 	final.Attempts = r.trace
+	if r.c.cost != nil {
+		final.Cost = traceCost(r.trace)
+	}
 	cause := e.Err
 	if r.budgetSpent && !errors.Is(cause, ErrRetryBudget) {
 		cause = errors.Join(ErrRetryBudget, cause)
@@ -249,6 +261,9 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 		return
 	}
 	ev := Event{Kind: EventCall, Attempt: len(r.trace), Start: r.start, Latency: time.Since(r.start)}
+	if r.c.cost != nil {
+		ev.Cost = traceCost(r.trace)
+	}
 	ev.Time = r.start.Add(ev.Latency)
 	if resp != nil {
 		ev.Upstream, ev.ResponseModel, ev.FinishReason = resp.Upstream, resp.Model, resp.FinishReason

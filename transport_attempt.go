@@ -282,6 +282,9 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 		return nil
 	}
 	_ = resp.Body.Close()
+	if t.c.cost != nil {
+		a.bill.readUsage(a, data) // cost.go: what the body says the attempt cost
+	}
 	resp.Body = &bufferedBody{Reader: bytes.NewReader(data)}
 	resp.ContentLength = int64(len(data))
 	x.resp = resp

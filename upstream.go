@@ -1,6 +1,10 @@
 package llmclient
 
-import "time"
+import (
+	"time"
+
+	"github.com/llmclient/llmclient/pricing"
+)
 
 // Upstream is one place a request can be sent: a provider adapter, optionally with a pool of
 // API keys, a model mapping and per-key limits. Register upstreams with WithUpstream.
@@ -28,6 +32,16 @@ type Upstream struct {
 	// other upstreams of the route; 0 counts as 1 and values above 1<<20 as 1<<20. It must
 	// not be negative.
 	Weight int
+	// PriceProvider is the provider ID the price table prices this upstream's models
+	// under ("openai", "anthropic", "deepseek", …; see pricing.Table.Lookup). Empty: the
+	// provider whose API pattern matches the Provider's Dialect base URL, else none (a
+	// model name such as "gpt-4o" or "claude-…" still finds its vendor).
+	PriceProvider string
+	// Prices are the upstream's own prices, by upstream model name (after Models), ahead
+	// of the price table: a negotiated rate, or a self-hosted model at zero
+	// (pricing.NewModel, Model.WithPrice). The key "" prices every model the map does not
+	// name. Nil values are rejected by New. Setting it turns pricing on (see WithPricing).
+	Prices map[string]*pricing.Model
 }
 
 // model returns the upstream's model name for the request model and whether it serves it.

@@ -24,6 +24,8 @@ type memoryStore struct {
 	sweepAt int
 	// breakers is the breaker state the store shares (see Breakers).
 	breakers memoryBreakers
+	// budgets are the ledgers of OpenBudget (budget_memory.go), guarded by mu.
+	budgets map[string]*memLedger
 }
 
 // memorySweepMin is the smallest store size at which idle scopes are dropped.

@@ -28,6 +28,8 @@ const (
 	keyStatus        = attribute.Key("http.response.status_code")
 
 	keyUpstream       = attribute.Key("llmclient.upstream")
+	keyBudget         = attribute.Key("llmclient.budget")
+	keyBudgetHard     = attribute.Key("llmclient.budget.hard")
 	keyTarget         = attribute.Key("llmclient.target")
 	keyKey            = attribute.Key("llmclient.key")
 	keyAttempt        = attribute.Key("llmclient.attempt")

@@ -86,6 +86,11 @@
 //     llmclient.breaker.state: the new state), llmclient.key.cooldowns,
 //     llmclient.key.evictions and llmclient.alerts (llmclient.upstream, llmclient.key,
 //     error.type): counters.
+//   - llmclient.client.cost (USD, counter): what calls cost, by the call attributes of
+//     gen_ai.client.operation.duration, for Clients with pricing (llmclient.WithPricing);
+//     a partly known cost adds its known part. llmclient.budget.events ({event}, by
+//     llmclient.budget and llmclient.budget.hard): soft thresholds reached and hard caps
+//     that refused an attempt.
 //   - llmclient.cache.lookups ({lookup}, by llmclient.cache.result hit, miss or
 //     guard_rejected, and llmclient.cache.layer exact or semantic) and
 //     llmclient.cache.stores ({entry}, by llmclient.cache.layer): counters of the cache

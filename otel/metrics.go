@@ -29,6 +29,8 @@ type instruments struct {
 	breakerTransitions                metric.Int64Counter
 	cooldowns, evictions, alerts      metric.Int64Counter
 	cacheLookups, cacheStores         metric.Int64Counter
+	cost                              metric.Float64Counter
+	budgetEvents                      metric.Int64Counter
 
 	// The gauges Watch observes.
 	breakerState, upstreamInFlight, keyState metric.Int64ObservableGauge
@@ -91,6 +93,12 @@ func (m *instruments) init(meter metric.Meter) error {
 	m.cooldowns = ctr("llmclient.key.cooldowns", "{cooldown}", "Keys paused after a rate limit.")
 	m.evictions = ctr("llmclient.key.evictions", "{eviction}", "Keys taken out of their pool (auth or quota failure).")
 	m.alerts = ctr("llmclient.alerts", "{alert}", "Failures that need a human: a revoked key, an exhausted quota.")
+	cost, err := meter.Float64Counter("llmclient.client.cost", metric.WithUnit("USD"),
+		metric.WithDescription("What calls cost, every attempt of a call together, as far as it is priced (llmclient.WithPricing)."))
+	errs = append(errs, err)
+	m.cost = cost
+	m.budgetEvents = ctr("llmclient.budget.events", "{event}",
+		"Budget thresholds reached: a soft fraction, or the hard cap refusing an attempt (llmclient.budget.hard).")
 
 	m.breakerState = ig("llmclient.breaker.state", "", "1 for the breaker's current state, 0 for the others.")
 	m.upstreamInFlight = ig("llmclient.upstream.in_flight", "{attempt}", "Attempts in flight on the upstream.")
@@ -236,6 +244,9 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 		m.tokens.Record(ctx, int64(e.InputTokens), s.in...)
 		m.tokens.Record(ctx, int64(e.OutputTokens), s.out...)
 	}
+	if e.Cost.Amount > 0 { // a partly known cost counts what is known
+		m.cost.Add(ctx, e.Cost.Amount.Dollars(), s.add...)
+	}
 	if e.Chunks > 0 { // a stream that got its first chunk
 		m.ttfc.Record(ctx, e.TimeToFirstToken.Seconds(), s.rec...)
 		// The Client times the stream, not each chunk: each interval after the first
@@ -309,4 +320,13 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 		return newSetEntry(kvs, false)
 	})
 	ctr.Add(ctx, 1, s.add...)
+}
+
+// recordBudget counts a budget event, by budget name and whether it was the hard cap.
+// Budget events are rare: their attributes are built each time.
+func (t *Telemetry) recordBudget(ctx context.Context, e *llmclient.Event) {
+	if e.Budget == nil {
+		return
+	}
+	t.m.budgetEvents.Add(ctx, 1, metric.WithAttributes(keyBudget.String(e.Budget.Name), keyBudgetHard.Bool(e.Budget.Hard)))
 }

@@ -127,5 +127,7 @@ func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
 		t.recordDecision(ctx, &e)
 	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
 		t.recordCache(ctx, &e)
+	case llmclient.EventBudget:
+		t.recordBudget(ctx, &e)
 	}
 }

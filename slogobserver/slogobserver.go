@@ -76,6 +76,8 @@ var defaultLevels = map[llmclient.EventKind]levels{
 	llmclient.EventCacheMiss:          {slog.LevelDebug, slog.LevelDebug},
 	llmclient.EventCacheGuardRejected: {slog.LevelDebug, slog.LevelDebug},
 	llmclient.EventCacheStored:        {slog.LevelDebug, slog.LevelDebug},
+	// A soft threshold is the alarm before the cap; the cap refuses calls.
+	llmclient.EventBudget: {slog.LevelWarn, slog.LevelError},
 }
 
 var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
@@ -95,6 +97,7 @@ var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
 //	fallback       WARN
 //	failover       INFO
 //	cache_*        DEBUG (hit, miss, guard_rejected, stored)
+//	budget         WARN (a soft threshold) / ERROR (the hard cap refused an attempt)
 //	other kinds    INFO  / WARN
 //
 // A level below the handler's minimum turns the kind off: WithLevel(llmclient.EventAttempt,
@@ -236,6 +239,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = flag(a, "embed", e.Embed)
 		a = num(a, "estimated_tokens", e.EstimatedTokens)
 		a = tokens(a, &e)
+		a = cost(a, &e)
 	case llmclient.EventCall:
 		a = append(a, slog.Int("attempts", e.Attempt), slog.String("class", e.Class.String()))
 		a = num(a, "status", e.Status)
@@ -247,6 +251,18 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = str(a, "finish_reason", string(e.FinishReason))
 		a = str(a, "response_model", e.ResponseModel)
 		a = flag(a, "embed", e.Embed)
+		a = cost(a, &e)
+	case llmclient.EventBudget:
+		a = append(a, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()))
+		if b := e.Budget; b != nil {
+			a = append(a, slog.String("budget", b.Name))
+			a = str(a, "budget_partition", b.Partition)
+			a = append(a, slog.Float64("fraction", b.Fraction), slog.String("spent", b.Spent.String()),
+				slog.String("reserved", b.Reserved.String()), slog.String("cap", b.Cap.String()),
+				slog.Time("window_end", b.End))
+			a = flag(a, "hard", b.Hard)
+			a = str(a, "reroute", b.Reroute)
+		}
 	case llmclient.EventBreaker:
 		a = append(a, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
 	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
@@ -288,6 +304,20 @@ func (o *observer) optDur(a []slog.Attr, key string, d time.Duration) []slog.Att
 		return a
 	}
 	return append(a, o.dur(key, d))
+}
+
+// cost adds the event's cost as "cost" ("$0.0012", "~$0.0012" estimated, "≥$0.0012"
+// partly known), and "cost_usd" as a number when it is known; nothing without pricing.
+func cost(a []slog.Attr, e *llmclient.Event) []slog.Attr {
+	c := e.Cost
+	if !c.Known && c.Amount == 0 {
+		return a
+	}
+	a = append(a, slog.String("cost", c.String()))
+	if c.Known {
+		a = append(a, slog.Float64("cost_usd", c.Amount.Dollars()))
+	}
+	return a
 }
 
 func str(a []slog.Attr, key, v string) []slog.Attr {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/slogobserver"
 	"github.com/stretchr/testify/assert"
@@ -243,4 +245,41 @@ func TestEmbedAndCacheEvents(t *testing.T) {
 	assert.Equal(t, true, recs[2]["semantic"])
 	assert.Equal(t, 0.97, recs[2]["similarity"])
 	assert.Equal(t, "3s", recs[2]["age"])
+}
+
+// Costs are logged on attempts and calls; a budget's soft threshold at WARN, its cap at
+// ERROR, with the budget's state.
+func TestCostAndBudget(t *testing.T) {
+	var b logBuf
+	m, err := pricing.NewModel(pricing.Spec{ID: "m", Price: pricing.Price{Input: pricing.PerMTok(pricing.Dollar)}})
+	require.NoError(t, err)
+	p := fake.New(fake.Reply("ok").Usage(1_000_000, 0).Forever())
+	c, err := llmclient.New(llmclient.WithObserver(slogobserver.New(newLogger(&b, slog.LevelDebug))),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Prices: map[string]*pricing.Model{"": m}}),
+		llmclient.WithBudget(budget.Budget{Name: "daily", Cap: 3 * pricing.Dollar / 2, Soft: []float64{0.5},
+			Unpriced: budget.UnpricedAllow}))
+	require.NoError(t, err)
+	r := req()
+	r.MaxTokens = 1
+	for range 3 {
+		_, _ = c.Complete(context.Background(), r)
+	}
+	recs := b.records(t)
+	var budgets []map[string]any
+	for _, rec := range recs {
+		if rec["event"] == "budget" {
+			budgets = append(budgets, rec)
+		}
+	}
+	require.Len(t, budgets, 2)
+	assert.Equal(t, "WARN", budgets[0]["level"])
+	assert.Equal(t, "daily", budgets[0]["budget"])
+	assert.Equal(t, 0.5, budgets[0]["fraction"])
+	assert.Equal(t, "$1.00", budgets[0]["spent"])
+	assert.Equal(t, "$1.50", budgets[0]["cap"])
+	assert.Equal(t, "ERROR", budgets[1]["level"])
+	assert.Equal(t, true, budgets[1]["hard"])
+	assert.Equal(t, "budget_exceeded", budgets[1]["class"])
+	assert.Equal(t, "$1.00", recs[0]["cost"], "the first attempt: 1M input tokens at $1/MTok")
+	assert.Equal(t, 1.0, recs[0]["cost_usd"])
 }

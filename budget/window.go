@@ -1,0 +1,185 @@
+package budget
+
+import (
+	"fmt"
+	"time"
+)
+
+// Window is the period a budget's cap applies to: a calendar hour, day or month in a time
+// zone, or a rolling duration. The zero Window is Daily(time.UTC). A Window is a small
+// value, safe to copy and to share.
+type Window struct {
+	kind   windowKind
+	length time.Duration // rolling only
+	loc    *time.Location
+}
+
+type windowKind uint8
+
+const (
+	daily windowKind = iota // the zero Window
+	hourly
+	monthly
+	rolling
+)
+
+// Slices is the number of slices a rolling window is counted in: spend is kept per slice
+// of a sixtieth of the window, and a slice leaves the window whole, so a rolling window
+// of an hour counts what the last 59 to 60 minutes spent.
+const Slices = 60
+
+// Bounds on a rolling window's length.
+const (
+	MinRolling = time.Minute
+	MaxRolling = 400 * 24 * time.Hour
+)
+
+// Hourly returns calendar hours in loc (nil means UTC): spend starts over at every full
+// hour of loc's clock.
+func Hourly(loc *time.Location) Window { return Window{kind: hourly, loc: loc} }
+
+// Daily returns calendar days in loc (nil means UTC): spend starts over at midnight in
+// loc, so a day across a daylight-saving change is 23 or 25 hours long.
+func Daily(loc *time.Location) Window { return Window{kind: daily, loc: loc} }
+
+// Monthly returns calendar months in loc (nil means UTC): spend starts over at midnight of
+// the first of each month in loc.
+func Monthly(loc *time.Location) Window { return Window{kind: monthly, loc: loc} }
+
+// Rolling returns a window of the last d, counted in Slices slices of d/60: a slice's
+// spend leaves the window as a whole once d has passed since the slice ended. d must lie
+// in [MinRolling, MaxRolling]; budgets that use another d are rejected by Validate.
+func Rolling(d time.Duration) Window { return Window{kind: rolling, length: d} }
+
+// IsRolling reports whether w is a rolling window.
+func (w Window) IsRolling() bool { return w.kind == rolling }
+
+// Length returns a rolling window's length, 0 for a calendar window.
+func (w Window) Length() time.Duration {
+	if w.kind == rolling {
+		return w.length
+	}
+	return 0
+}
+
+// Location returns a calendar window's time zone (UTC when none was given); nil for a
+// rolling window.
+func (w Window) Location() *time.Location {
+	if w.kind == rolling {
+		return nil
+	}
+	if w.loc == nil {
+		return time.UTC
+	}
+	return w.loc
+}
+
+// String names the window: "daily in UTC", "hourly in Europe/Paris", "rolling 1h0m0s".
+func (w Window) String() string {
+	switch w.kind {
+	case hourly:
+		return "hourly in " + w.Location().String()
+	case monthly:
+		return "monthly in " + w.Location().String()
+	case rolling:
+		return "rolling " + w.length.String()
+	}
+	return "daily in " + w.Location().String()
+}
+
+func (w Window) validate() error {
+	if w.kind == rolling && (w.length < MinRolling || w.length > MaxRolling) {
+		return fmt.Errorf("rolling window %v is outside [%v, %v]", w.length, MinRolling, MaxRolling)
+	}
+	return nil
+}
+
+// Period is where a moment falls in a window, as the budget's store counts it.
+//
+// A calendar window is one slice: Slice is the window's start in Unix seconds and Oldest
+// equals Slice. A rolling window is Slices slices: Slice numbers the slice of the moment
+// (Unix nanoseconds divided by the slice length) and Oldest is the oldest slice still in
+// the window, Slice - 59. Epoch changes once per window (a calendar window's start, or
+// every Slices slices of a rolling window): soft thresholds fire at most once per epoch.
+type Period struct {
+	Slice, Oldest, Epoch int64
+	// Start and End bound the calendar window; for a rolling window, Start is where the
+	// window's oldest slice begins and End where the current slice ends.
+	Start, End time.Time
+}
+
+// PeriodAt returns the period of t in w. The zero time has the period of the zero time.
+func (w Window) PeriodAt(t time.Time) Period {
+	if w.kind == rolling {
+		slice := w.length / Slices
+		n := t.UnixNano() // the Unix epoch divides the time line into slices
+		id := floorDiv(n, int64(slice))
+		oldest := id - (Slices - 1)
+		return Period{
+			Slice: id, Oldest: oldest, Epoch: floorDiv(id, Slices),
+			Start: time.Unix(0, oldest*int64(slice)), End: time.Unix(0, (id+1)*int64(slice)),
+		}
+	}
+	loc := w.Location()
+	l := t.In(loc)
+	var start, end time.Time
+	switch w.kind {
+	case hourly:
+		// Whole hours of loc's wall clock at the offset in force at t, so hours stay
+		// aligned in zones whose offset is not a whole number of hours (India, Nepal); the
+		// hour repeated when daylight saving time ends is two windows.
+		_, off := l.Zone()
+		local := t.Unix() + int64(off)
+		start = time.Unix(floorDiv(local, 3600)*3600-int64(off), 0).In(loc)
+		end = start.Add(time.Hour)
+	case monthly:
+		start = time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, loc)
+		end = time.Date(l.Year(), l.Month()+1, 1, 0, 0, 0, 0, loc)
+	default:
+		start = time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, loc)
+		end = time.Date(l.Year(), l.Month(), l.Day()+1, 0, 0, 0, 0, loc)
+	}
+	// Midnight can fall in a daylight-saving gap or repeat in a few zones; time.Date then
+	// picks one of the two readings. Keep t inside [start, end) whatever it picked.
+	if start.After(t) {
+		start = t
+	}
+	if !end.After(t) {
+		end = t.Add(time.Second)
+	}
+	id := start.Unix()
+	return Period{Slice: id, Oldest: id, Epoch: id, Start: start, End: end}
+}
+
+// SliceEnd returns when slice id of w's period leaves the window: for a rolling window,
+// Slices slice lengths after the slice began; for a calendar window, p.End.
+func (w Window) SliceEnd(p Period, id int64) time.Time {
+	if w.kind != rolling {
+		return p.End
+	}
+	slice := int64(w.length / Slices)
+	return time.Unix(0, satMul(id+Slices, slice))
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// satMul multiplies two int64 values, saturating at the int64 bounds.
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	c := a * b
+	if c/b != a {
+		if (a < 0) != (b < 0) {
+			return -1 << 63
+		}
+		return 1<<63 - 1
+	}
+	return c
+}

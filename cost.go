@@ -1,0 +1,267 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/pricing"
+)
+
+// costState is a Client's pricing: its price table, the upstreams' own prices and the
+// budgets. A Client without pricing has none (nil). It is read-only after New, apart from
+// the budgets' period caches, and safe for concurrent use.
+type costState struct {
+	table    *pricing.Table
+	budgets  []*budgetRun
+	failover map[string]budget.Failover
+	trim     func(ctx context.Context, req *Request, maxPrompt int) *Request
+}
+
+// upstreamPrice is how an upstream's calls are priced: its own prices first, then the
+// table under its provider.
+type upstreamPrice struct {
+	provider string
+	own      map[string]*pricing.Model
+	fallback *pricing.Model // own[""]
+	// first is the upstream's first table lookup, kept: calls of that model (most
+	// upstreams serve one) skip the table's cache, a hash of provider and model. It is
+	// set once, so calls of several models never allocate to replace it.
+	first atomic.Pointer[pricedModel]
+}
+
+// pricedModel is a model name and its price in the table (nil: none).
+type pricedModel struct {
+	name string
+	m    *pricing.Model
+}
+
+// newCostState builds the Client's pricing, or returns nil when nothing asks for it.
+func (c *Client) newCostState() *costState {
+	cfg := &c.cfg.cost
+	if !cfg.enabled(&c.cfg) {
+		return nil
+	}
+	cs := &costState{table: cfg.table, trim: cfg.trim}
+	if cs.table == nil {
+		cs.table = pricing.Default() // parsed here, in New, not on a first request
+	}
+	for _, up := range c.upstreams {
+		up.price.provider, up.price.own, up.price.fallback = up.PriceProvider, up.Prices, up.Prices[""]
+		if up.price.provider == "" {
+			if d, ok := up.Provider.(Dialect); ok {
+				up.price.provider, _ = cs.table.ProviderForURL(d.BaseURL())
+			}
+		}
+	}
+	cs.budgets = c.newBudgetRuns()
+	cs.failover = cfg.failover
+	return cs
+}
+
+// priceOf returns the price of model on up: the upstream's own price for it, else its
+// own default, else the table's under the upstream's provider; nil when none is known.
+func (cs *costState) priceOf(up *upstream, model string) *pricing.Model {
+	p := &up.price
+	if p.own != nil {
+		if m, ok := p.own[model]; ok && m != nil {
+			return m
+		}
+		if p.fallback != nil {
+			return p.fallback
+		}
+	}
+	if model == "" {
+		return nil
+	}
+	f := p.first.Load()
+	if f != nil && f.name == model {
+		return f.m
+	}
+	m, _ := cs.table.Lookup(p.provider, model)
+	if f == nil {
+		p.first.CompareAndSwap(nil, &pricedModel{name: model, m: m})
+	}
+	return m
+}
+
+// tokensOf turns a usage report into counts to price, clamped so that the report cannot
+// fail the pricing: negative counts are 0, and parts larger than their totals are cut to
+// them (cache reads first, then cache writes; reasoning to the output).
+func tokensOf(u *Usage) pricing.Tokens {
+	t := pricing.Tokens{
+		Input: max(u.InputTokens, 0), CacheRead: max(u.CachedInputTokens, 0),
+		CacheWrite: max(u.CacheWriteTokens, 0), Output: max(u.OutputTokens, 0),
+		Reasoning: max(u.ReasoningTokens, 0),
+	}
+	t.CacheRead = min(t.CacheRead, t.Input)
+	t.CacheWrite = min(t.CacheWrite, t.Input-t.CacheRead)
+	t.Reasoning = min(t.Reasoning, t.Output)
+	return t
+}
+
+// estimate returns the tokens the attempt may use: the prompt's estimate (corrected for
+// the model's vendor, plus a transport call's token ids; an embedding batch's inputs) and
+// the largest output the request allows (MaxTokens, else the reserved output; none for
+// calls that generate nothing, embeddings included). It writes r.prompt the first time,
+// so attempts that run side by side (a hedged pair) must find it computed (primeBill).
+func (r *run) estimate(req *Request) (in, out int) {
+	lc := &r.c.cfg.limiter
+	if r.prompt == 0 {
+		r.prompt = lc.promptTokens(r.req) + 1
+	}
+	in = r.prompt - 1
+	if req != r.req { // a shortened request (WithContextTrim)
+		in = lc.promptTokens(req)
+	}
+	out = req.MaxTokens
+	if out <= 0 {
+		out = lc.reservedOutput
+	}
+	if r.emb != nil { // an embedding batch: its inputs, no output
+		return in, 0
+	}
+	if x := r.tx; x != nil {
+		in = satAdd(in, max(x.call.TokenIDs, 0))
+		if x.call.NoOutput {
+			out = 0
+		}
+	}
+	return in, out
+}
+
+// streaming reports whether the attempt is a stream's (false for an attempt outside a
+// run).
+func (a *attempt) streaming() bool {
+	if a.tx != nil {
+		return a.tx.call.Stream
+	}
+	return a.r != nil && a.r.keep
+}
+
+// attemptCost is what an ended attempt cost, from its usage (nil when it reported none):
+//
+//   - no upstream call was made (a local refusal): a known $0;
+//   - a usage report, or the Client's estimate of one: priced at the model the response
+//     named, else the model the request named; estimated usage gives an estimated cost;
+//   - an error response (status 400 and above): a known $0, vendors do not bill them;
+//   - a timeout or cancellation after the request was sent: the upstream may have gone on
+//     generating, and bills it, so the estimate is the prompt plus, for a one-shot call,
+//     the largest output the request allowed (a stream stops generating when its
+//     connection closes: its prompt only);
+//   - any other failure without an answer (a refused or reset connection): an estimated $0.
+//
+// An unknown price gives an unknown cost.
+func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.Cost {
+	if !a.called {
+		return pricing.Cost{Known: true}
+	}
+	b := &a.bill
+	if usage == nil {
+		usage = b.partial
+	}
+	m := b.price
+	if !b.looked {
+		m = cs.priceOf(a.up, a.call.Model)
+	}
+	model := b.model
+	if a.resp != nil && a.resp.Model != "" {
+		model = a.resp.Model
+	}
+	if model != "" && model != a.call.Model {
+		if named := cs.priceOf(a.up, model); named != nil {
+			m = named
+		}
+	}
+	if m == nil {
+		return pricing.Cost{}
+	}
+	var t pricing.Tokens
+	estimated := false
+	switch {
+	case usage != nil:
+		t, estimated = tokensOf(usage), usage.Estimated
+	case b.status >= http.StatusBadRequest:
+		return pricing.Cost{Known: true, Model: m}
+	case class == ClassNone || class == ClassTimeout || class == ClassCanceled:
+		in, out := a.r.estimate(a.req)
+		if a.streaming() {
+			out = 0
+		}
+		t, estimated = pricing.Tokens{Input: in, Output: out}, true
+	default:
+		return pricing.Cost{Known: true, Estimated: true, Model: m}
+	}
+	at := a.sent
+	if at.IsZero() {
+		at = time.Now()
+	}
+	amount, err := m.Cost(t, at)
+	if err != nil { // not priced per token: unknown, never $0
+		return pricing.Cost{}
+	}
+	return pricing.Cost{Amount: amount, Known: true, Estimated: estimated, Model: m}
+}
+
+// noteError keeps what a failed attempt's error says about its cost: the status of an
+// error response, the usage of a filtered or empty answer.
+func (b *attemptBill) noteError(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return
+	}
+	b.status = e.Status
+	if p := e.Partial; p != nil {
+		u := p.Usage
+		if u.InputTokens != 0 || u.OutputTokens != 0 || u.TotalTokens != 0 {
+			b.partial = &u
+		}
+		if p.Model != "" {
+			b.model = p.Model
+		}
+	}
+}
+
+// traceCost is the cost of every attempt of the trace together.
+func traceCost(trace []Attempt) pricing.Cost {
+	total := pricing.Cost{Known: true}
+	for i := range trace {
+		total = total.Plus(trace[i].Cost)
+	}
+	return total
+}
+
+// primeBill computes, before a hedged pair starts, what the pair's attempts would
+// otherwise compute lazily in the run: the prompt's estimate and the call's estimate on
+// its first upstream. Both attempts then only read the run.
+func (r *run) primeBill() {
+	cs := r.c.cost
+	if cs == nil {
+		return
+	}
+	r.estimate(r.req)
+	if len(cs.failover) > 0 {
+		r.firstEstimate(cs, time.Now())
+	}
+}
+
+// readUsage keeps the usage and model of a one-shot transport response read whole, when
+// the upstream's dialect reads them (UsageReader): the attempt is then priced from them
+// rather than from the Client's estimate.
+func (b *attemptBill) readUsage(a *attempt, body []byte) {
+	ur, ok := a.up.Provider.(UsageReader)
+	if !ok || a.tx == nil || !a.tx.known {
+		return
+	}
+	u, model, ok := ur.ReadUsage(a.tx.call.Shape, body)
+	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
+		return
+	}
+	b.partial = &u
+	if model != "" {
+		b.model = model
+	}
+}

@@ -1,0 +1,268 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmclient/llmclient/limitstore"
+)
+
+// OpenBudget returns the ledger of the budget called name, kept in Redis: every Store on
+// the same Redis and prefix that opens the name shares its spend, so Clients on several
+// replicas share llmclient's budgets (llmclient.WithBudget). Each Reserve and Settle is
+// one server-side script, atomic across replicas: together they overspend a cap only by
+// what attempts in flight cost beyond their reservations. Amounts are exact up to
+// math.MaxInt64 and saturate there. OpenBudget does not call Redis. All replicas must
+// open a name with the same spec.
+//
+// Each key of the ledger (a partition of a budget that counts each apart, else the empty
+// key) is one Redis hash, which expires once its window has passed.
+//
+// While Redis cannot be reached, under FailClosed Reserve and Settle return an error
+// wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
+// FailOpen Reserve admits against a ledger in this process whose cap is the budget's
+// times WithLocalShare, and the Settle of such a reservation is counted there, and in
+// Redis when it answers by then. A Settle of a reservation taken in Redis that cannot
+// reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
+// and sent again before the ledger's next call to Redis. A process that stops with
+// attempts in flight leaves their reservations in Redis until their slice leaves the
+// window (for a calendar window, its end).
+func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
+	spec.Cap = max(spec.Cap, 0)
+	soft := make([]any, 0, len(spec.Soft))
+	for _, t := range spec.Soft {
+		soft = append(soft, strconv.FormatInt(max(t, 0), 10))
+	}
+	if len(soft) > maxBudgetSoft {
+		soft = soft[:maxBudgetSoft]
+	}
+	localCap := spec.Cap // a share of 1, the default: the whole cap
+	if f := float64(spec.Cap) * s.cfg.localShare; f < float64(spec.Cap) {
+		localCap = int64(f) // below Cap ≤ MaxInt64: in range
+	}
+	return &ledger{
+		s:      s,
+		prefix: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}:",
+		cap:    strconv.FormatInt(spec.Cap, 10),
+		soft:   soft,
+		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: max(localCap, 0), Soft: spec.Soft}),
+		held:   make(map[heldKey]int64),
+	}
+}
+
+var _ limitstore.BudgetStore = (*Store)(nil)
+
+// MaxPendingSettles bounds the settles a Store keeps per ledger for Redis to come back.
+const MaxPendingSettles = 10_000
+
+// maxBudgetSoft is the most soft thresholds a ledger reports (limitstore.BudgetSpec).
+const maxBudgetSoft = 16
+
+// ledger is one budget's limitstore.Ledger in Redis.
+type ledger struct {
+	s      *Store
+	prefix string // the keys' prefix; a key's hash is prefix + key
+	cap    string
+	soft   []any
+	// local is the FailOpen fallback.
+	local limitstore.Ledger
+
+	mu sync.Mutex
+	// held counts the reservations taken in local, by key and slice: their Settle goes
+	// there.
+	held map[heldKey]int64
+	// pending are settles of Redis reservations that could not reach it.
+	pending []pendingSettle
+}
+
+type heldKey struct {
+	key   string
+	slice int64
+}
+
+type pendingSettle struct {
+	key                    string
+	p                      limitstore.BudgetPeriod
+	slice, reserved, spent int64
+}
+
+// periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
+func periodArgs(p limitstore.BudgetPeriod) []any {
+	ttl := (max(p.TTL, 0) + budgetTTLMargin).Milliseconds()
+	return []any{strconv.FormatInt(p.Slice, 10), strconv.FormatInt(p.Oldest, 10),
+		strconv.FormatInt(p.Epoch, 10), strconv.FormatInt(ttl, 10)}
+}
+
+// Reserve takes amount in Redis, or under FailOpen in the local ledger while Redis is
+// away; see OpenBudget.
+func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPeriod, amount int64, over bool) (limitstore.BudgetResult, error) {
+	amount = max(amount, 0)
+	l.flush(ctx)
+	o := "0"
+	if over {
+		o = "1"
+	}
+	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap)
+	v, err := l.s.run(ctx, budgetReserveScript, []string{l.prefix + key}, args...)
+	if err != nil {
+		return l.reserveLocally(ctx, key, p, amount, over, err)
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 6 {
+		return limitstore.BudgetResult{}, l.s.badReply(v)
+	}
+	var res limitstore.BudgetResult
+	okN, e1 := replyInt(a[0])
+	spent, e2 := replyInt(a[1])
+	reserved, e3 := replyInt(a[2])
+	hard, e4 := replyInt(a[3])
+	free, e5 := replyInt(a[4])
+	never, e6 := replyInt(a[5])
+	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
+		return limitstore.BudgetResult{}, l.s.badReply(v)
+	}
+	res.OK, res.Spent, res.Reserved, res.FiredHard = okN == 1, spent, reserved, hard == 1
+	if !res.OK {
+		res.Never = never == 1
+		if !res.Never {
+			res.FreeAfter = free
+		}
+	}
+	return res, nil
+}
+
+// reserveLocally is Reserve while Redis cannot be reached (err).
+func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.BudgetPeriod, amount int64, over bool, err error) (limitstore.BudgetResult, error) {
+	if l.s.cfg.mode == FailClosed || ctx.Err() != nil {
+		return limitstore.BudgetResult{}, err
+	}
+	res, lerr := l.local.Reserve(ctx, key, p, amount, over)
+	if lerr != nil || !res.OK {
+		return res, lerr
+	}
+	l.mu.Lock()
+	l.held[heldKey{key, p.Slice}] += amount
+	l.mu.Unlock()
+	return res, nil
+}
+
+// Settle ends a reservation where it was taken; see OpenBudget.
+func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64) (limitstore.BudgetResult, error) {
+	reserved, spent = max(reserved, 0), max(spent, 0)
+	if l.takeLocal(key, slice, reserved) {
+		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
+		if spent > 0 { // the shared spend, when Redis answers again by now
+			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent); rerr == nil {
+				shared.Fired = res.Fired
+				return shared, err
+			}
+		}
+		return res, err
+	}
+	l.flush(ctx)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent)
+	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent})
+	}
+	return res, err
+}
+
+// takeLocal reports whether a reservation of reserved in key's slice was taken locally,
+// and forgets it if so.
+func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.held) == 0 {
+		return false
+	}
+	k := heldKey{key, slice}
+	n := l.held[k]
+	if n < reserved || n == 0 {
+		return false
+	}
+	if n -= reserved; n == 0 {
+		delete(l.held, k)
+	} else {
+		l.held[k] = n
+	}
+	return true
+}
+
+var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
+
+// settle runs the settle script.
+func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64) (limitstore.BudgetResult, error) {
+	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10))
+	args = append(args, l.soft...)
+	v, err := l.s.run(ctx, budgetSettleScript, []string{l.prefix + key}, args...)
+	if err != nil {
+		return limitstore.BudgetResult{}, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 3 {
+		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+	}
+	sp, e1 := replyInt(a[0])
+	rs, e2 := replyInt(a[1])
+	fired, e3 := replyInt(a[2])
+	if e1 != nil || e2 != nil || e3 != nil || fired < 0 || fired > math.MaxUint32 {
+		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+	}
+	return limitstore.BudgetResult{OK: true, Spent: sp, Reserved: rs, Fired: uint32(fired)}, nil
+}
+
+// keep queues a settle that could not reach Redis, dropping the oldest beyond the bound.
+func (l *ledger) keep(ps pendingSettle) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) >= MaxPendingSettles {
+		l.pending = append(l.pending[:0], l.pending[1:]...)
+	}
+	l.pending = append(l.pending, ps)
+}
+
+// flush sends the queued settles again, while Redis answers, before the ledger's next
+// call. Their soft thresholds are not reported: the attempts they end were reported.
+func (l *ledger) flush(ctx context.Context) {
+	l.mu.Lock()
+	if len(l.pending) == 0 {
+		l.mu.Unlock()
+		return
+	}
+	todo := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for i, ps := range todo {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent); err != nil {
+			if errors.Is(err, errBadBudgetReply) {
+				continue
+			}
+			l.mu.Lock()
+			l.pending = append(todo[i:], l.pending...)
+			if len(l.pending) > MaxPendingSettles {
+				l.pending = l.pending[len(l.pending)-MaxPendingSettles:]
+			}
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// replyInt reads an integer of a script's reply: a Lua number (int64) or a decimal
+// string.
+func replyInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		return strconv.ParseInt(x, 10, 64)
+	}
+	return 0, errBadBudgetReply
+}
+
+// budgetTTLMargin is added to a key's expiry, for the clocks of replicas.
+const budgetTTLMargin = 2 * time.Second

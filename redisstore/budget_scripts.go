@@ -1,0 +1,166 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The budget scripts keep one hash per budget key (budgetKey), each in one atomic step:
+//
+//	s<id>   what slice id spent
+//	r<id>   what attempts in flight hold reserved in slice id
+//	e       the epoch the flags below belong to
+//	f       the soft thresholds reached in the epoch, one bit each
+//	h       1 once a reservation was refused in the epoch
+//
+// Amounts are the caller's int64 money (picodollars), passed and stored as decimal
+// strings. A Lua number (a double) holds integers exactly only to 2^53, about $9,007 in
+// picodollars, so the scripts never turn an amount into one number: they split it into a
+// pair (h, l) = (amount div 1e9, amount mod 1e9), both exact, and add, subtract and
+// compare pairs, saturating at math.MaxInt64 (9223372036|854775807) as the memory ledger
+// does. Slice ids and epochs are Unix seconds or slice numbers, far below 2^53. Fields
+// that are not decimal strings (written by hand, or damaged) count as 0, a field above
+// MaxInt64 as MaxInt64: the hash heals on its next write.
+//
+// The periods come from the caller's clock (budget.Window.PeriodAt): replicas whose
+// clocks disagree by more than a slice count a little into the neighbouring slice.
+var luaBudgetPrelude = `
+local B = 1000000000
+local MH, ML = 9223372036, 854775807
+local function less(ah, al, bh, bl) return ah < bh or (ah == bh and al < bl) end
+local function parse(s)
+  if type(s) ~= 'string' or not string.match(s, '^%d+$') then return 0, 0 end
+  s = (string.gsub(s, '^0+', ''))
+  local n = #s
+  if n == 0 then return 0, 0 end
+  if n > 19 then return MH, ML end
+  if n <= 9 then return 0, tonumber(s) end
+  local h, l = tonumber(string.sub(s, 1, n - 9)), tonumber(string.sub(s, n - 8))
+  if less(MH, ML, h, l) then return MH, ML end
+  return h, l
+end
+local function add(ah, al, bh, bl)
+  local h, l = ah + bh, al + bl
+  if l >= B then h, l = h + 1, l - B end
+  if less(MH, ML, h, l) then return MH, ML end
+  return h, l
+end
+local function sub(ah, al, bh, bl)
+  if less(ah, al, bh, bl) then return 0, 0 end
+  local h, l = ah - bh, al - bl
+  if l < 0 then h, l = h - 1, l + B end
+  return h, l
+end
+local function str(h, l)
+  if h == 0 then return string.format('%.0f', l) end
+  return string.format('%.0f', h) .. string.format('%09.0f', l)
+end
+local key = KEYS[1]
+local slice, oldest, epoch, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local all = redis.call('HGETALL', key)
+local ids, sp, rs = {}, {}, {}
+local e, f, hard = nil, 0, 0
+local gone = {}
+for i = 1, #all, 2 do
+  local k, v = all[i], all[i + 1]
+  local c = string.sub(k, 1, 1)
+  if k == 'e' then e = tonumber(v)
+  elseif k == 'f' then f = tonumber(v) or 0
+  elseif k == 'h' then hard = tonumber(v) or 0
+  elseif c == 's' or c == 'r' then
+    local id = tonumber(string.sub(k, 2))
+    if id == nil or id < oldest then
+      gone[#gone + 1] = k
+    else
+      if sp[id] == nil then ids[#ids + 1] = id; sp[id] = {0, 0}; rs[id] = {0, 0} end
+      local h, l = parse(v)
+      if c == 's' then sp[id] = {h, l} else rs[id] = {h, l} end
+    end
+  end
+end
+if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
+table.sort(ids)
+local spH, spL, rsH, rsL = 0, 0, 0, 0
+for _, id in ipairs(ids) do
+  spH, spL = add(spH, spL, sp[id][1], sp[id][2])
+  rsH, rsL = add(rsH, rsL, rs[id][1], rs[id][2])
+end
+if e == nil or epoch > e then
+  e, f, hard = epoch, 0, 0
+  redis.call('HSET', key, 'e', string.format('%.0f', e), 'f', '0', 'h', '0')
+end
+local function keep()
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+local function slot(id)
+  if sp[id] == nil then ids[#ids + 1] = id; sp[id] = {0, 0}; rs[id] = {0, 0} end
+end
+`
+
+// budgetReserveScript takes a reservation: ARGV = slice, oldest, epoch, TTL (ms), amount,
+// over ("1" admits past the cap), cap. It returns {ok, spent, reserved, firedHard,
+// freeAfter, never}, the amounts and freeAfter as strings.
+var budgetReserveScript = redis.NewScript(luaBudgetPrelude + `
+local aH, aL = parse(ARGV[5])
+local over = ARGV[6] == '1'
+local cH, cL = parse(ARGV[7])
+local uH, uL = add(spH, spL, rsH, rsL)
+local never = less(cH, cL, aH, aL)
+local roomH, roomL = sub(cH, cL, aH, aL) -- what the window may hold besides the amount
+if not over and (never or less(roomH, roomL, uH, uL)) then
+  local firedHard = 0
+  if hard == 0 then
+    firedHard = 1
+    redis.call('HSET', key, 'h', '1')
+  end
+  local freeAfter = slice
+  if not never then
+    local needH, needL = sub(uH, uL, roomH, roomL)
+    local frH, frL = 0, 0
+    for _, id in ipairs(ids) do
+      frH, frL = add(frH, frL, sp[id][1], sp[id][2])
+      frH, frL = add(frH, frL, rs[id][1], rs[id][2])
+      freeAfter = id
+      if not less(frH, frL, needH, needL) then break end
+    end
+  end
+  keep()
+  local nv = 0
+  if never then nv = 1 end
+  return {0, str(spH, spL), str(rsH, rsL), firedHard, string.format('%.0f', freeAfter), nv}
+end
+slot(slice)
+local rH, rL = add(rs[slice][1], rs[slice][2], aH, aL)
+redis.call('HSET', key, 'r' .. ARGV[1], str(rH, rL))
+rsH, rsL = add(rsH, rsL, aH, aL)
+keep()
+return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0}
+`)
+
+// budgetSettleScript ends a reservation: ARGV = slice, oldest, epoch, TTL (ms), the
+// reservation's slice, reserved, spent, then the soft thresholds ascending. It returns
+// {spent, reserved, fired}, the amounts as strings.
+var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
+local at = tonumber(ARGV[5])
+if at ~= nil and at >= oldest then
+  local bH, bL = parse(ARGV[6])
+  local xH, xL = parse(ARGV[7])
+  slot(at)
+  local r, s = rs[at], sp[at]
+  if less(r[1], r[2], bH, bL) then bH, bL = r[1], r[2] end
+  local rH, rL = sub(r[1], r[2], bH, bL)
+  local sH, sL = add(s[1], s[2], xH, xL)
+  rsH, rsL = sub(rsH, rsL, bH, bL)
+  spH, spL = add(spH, spL, xH, xL)
+  redis.call('HSET', key, 'r' .. ARGV[5], str(rH, rL), 's' .. ARGV[5], str(sH, sL))
+end
+local fired = 0
+for i = 8, #ARGV do
+  local bit_i = 2 ^ (i - 8)
+  local tH, tL = parse(ARGV[i])
+  if not less(spH, spL, tH, tL) and math.floor(f / bit_i) % 2 == 0 then
+    f = f + bit_i
+    fired = fired + bit_i
+  end
+end
+if fired > 0 then redis.call('HSET', key, 'f', string.format('%.0f', f)) end
+keep()
+return {str(spH, spL), str(rsH, rsL), fired}
+`)

@@ -435,6 +435,19 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			}
 		})
 	}
+	t.Run("negative usage", func(t *testing.T) {
+		c, other := newClient(t, &amounts{usage: llmclient.Usage{InputTokens: -1e17, OutputTokens: math.MinInt64 / 2,
+			TotalTokens: math.MinInt64}})
+		for range 3 {
+			if _, err := c.Complete(ctx(t), hello()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stillShared(t, other)
+		if d := lockedFor(t, c); d != 0 {
+			t.Fatalf("negative usage reports lock the key for %v; want them to give back at most what was charged", d)
+		}
+	})
 	t.Run("negative remaining", func(t *testing.T) {
 		w := llmclient.RateWindow{Known: true, Limit: math.MinInt64, Remaining: math.MinInt64}
 		c, other := newClient(t, &amounts{remaining: &llmclient.RateLimits{Requests: w, Tokens: w}})

@@ -340,9 +340,16 @@ func (s *Stream) outputError(resp *Response) *Error {
 func (s *Stream) end(err error) {
 	s.done = true
 	s.finish(err)
-	if len(s.taps) > 0 {
-		s.tapEnd(s.Response(), s.err)
+	if len(s.taps) == 0 {
+		return
 	}
+	if s.resp == nil && s.err == nil && s.cm != nil && s.cm.closed.Load() {
+		// Close from another goroutine ended the read: the taps hear what Close tells
+		// them, never a partial response posing as a clean end.
+		s.tapEnd(nil, context.Canceled)
+		return
+	}
+	s.tapEnd(s.Response(), s.err)
 }
 
 // tapEnd tells the taps, once, how the stream ended.

@@ -3,6 +3,8 @@ package llmclient_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -52,4 +54,40 @@ func TestStreamTapAndReplay(t *testing.T) {
 	require.True(t, s2.Next())
 	require.NoError(t, s2.Close())
 	assert.ErrorIs(t, endErr, context.Canceled)
+}
+
+// A Close from another goroutine while the reader waits in Next tells the taps the stream
+// was canceled, never a clean end with the partial response (a cache would store it).
+func TestStreamTapCloseWhileReading(t *testing.T) {
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			p := fake.New(fake.Stream("a", "b", "c", "d").ChunkDelay(time.Second))
+			c := newClient(t, up("a", p))
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			var ends []error
+			var resps []*llmclient.Response
+			first := make(chan struct{}, 1)
+			s.Tap(func(llmclient.Chunk) {
+				select {
+				case first <- struct{}{}:
+				default:
+				}
+			}, func(r *llmclient.Response, err error) {
+				ends, resps = append(ends, err), append(resps, r)
+			})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for s.Next() {
+				}
+			}()
+			<-first
+			require.NoError(t, s.Close())
+			<-done
+			require.Len(t, ends, 1)
+			assert.ErrorIs(t, ends[0], context.Canceled)
+			assert.Nil(t, resps[0])
+		})
+	}
 }

@@ -366,6 +366,12 @@ func TestTTLZeroDisablesTheCache(t *testing.T) {
 // Close may come from another goroutine while the reader reads: the recording is not
 // stored, and nothing races (run with -race).
 func TestStreamClosedConcurrently(t *testing.T) {
+	synctest.Test(t, streamClosedConcurrently)
+}
+
+// streamClosedConcurrently runs in a bubble: the stream's end stays 2.5 s away however
+// slow the machine.
+func streamClosedConcurrently(t *testing.T) {
 	c, m := newCache(t)
 	p := fake.New(fake.Stream(strings.Split("abcdefghijklmnopqrstuvwxyz", "")...).ChunkDelay(100 * time.Millisecond))
 	cl := client(t, p, c.Middleware())

@@ -46,10 +46,15 @@ func newNamedKeyLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 // nothing: an API key's, which may learn its limits from the upstream's headers and,
 // in a store, shares the key's pauses and evictions.
 func newScopeLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
+	return limiterOn(cfg.open(name, l), cfg.store != nil && name != "", l, cfg)
+}
+
+// limiterOn returns the limiter enforcing l on state, which a store shares when shared.
+func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig) *keyLimiter {
 	spec := l.spec(cfg)
 	k := &keyLimiter{
-		state:    cfg.open(name, l),
-		shared:   cfg.store != nil && name != "",
+		state:    state,
+		shared:   shared,
 		mode:     cfg.mode,
 		maxWait:  cfg.maxWait,
 		metering: l.Metering,

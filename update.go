@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -85,11 +86,12 @@ func SetGroup(group string, upstreams ...string) Change {
 // its state: breakers, retry budgets, latency statistics, and each remaining key's
 // cooldown, eviction and limiter.
 //
-// A limits change retunes each key's limiter: with the default in-process limiter its
-// buckets start full at the new sizes; with a shared store (WithLimitStore) the store
-// scope keeps the limits it was first opened with, so change the limits of every replica
-// by restarting them or use new keys. Update is safe for concurrent use; updates are
-// applied one at a time.
+// A limits change retunes each key's limiter state: what its buckets owe stays owed, and
+// with a shared store (WithLimitStore) every Client sharing the key enforces the new
+// limits from then on. What the limiter learned from the upstream's headers starts over.
+// A change of MaxConcurrent opens a new private state (buckets full, slots free) and
+// leaves a shared scope's slot limit as it was. Update is safe for concurrent use;
+// updates are applied one at a time.
 func (c *Client) Update(changes ...Change) error {
 	c.updateMu.Lock()
 	defer c.updateMu.Unlock()
@@ -168,12 +170,15 @@ func (up *upstream) current() Upstream {
 
 // update returns the pool after a change of its keys, key sources or limits. Kept keys
 // are the same poolKeys (their cooldowns, evictions and calls in flight go on); a limits
-// change gives each key a limiter for the new limits.
+// change retunes each key's limiter (see retune).
 func (p *keyPool) update(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
 	retune := limits != p.limits
 	if len(secrets) == 0 && len(sources) == 0 {
-		if len(p.keys) == 1 && p.keys[0].label == "" && !retune {
-			return p
+		if len(p.keys) == 1 && p.keys[0].label == "" { // the adapter's own key stays
+			if retune {
+				p.keys[0].retune(upstream, p.limits, limits, lc)
+			}
+			return &keyPool{keys: p.keys, limits: limits, service: p.service}
 		}
 		np := newKeyPool(upstream, nil, nil, limits, lc)
 		np.service = p.service
@@ -192,7 +197,7 @@ func (p *keyPool) update(upstream string, secrets []string, sources []KeySource,
 	}
 	keep := func(k *poolKey) {
 		if retune {
-			k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+			k.retune(upstream, p.limits, limits, lc)
 		}
 		next.keys = append(next.keys, k)
 	}
@@ -244,4 +249,21 @@ func sameSource(a, b KeySource) (same bool) {
 		}
 	}()
 	return a == b
+}
+
+// retune makes k's limiter enforce limits instead of old. The key's limiter state stays,
+// retuned (limitstore.State.Retune: what each bucket owes stays owed, a pause or eviction
+// in the store stays; in a shared store every replica then enforces the new limits), and
+// what the limiter learned from the upstream's headers starts over. A change of
+// MaxConcurrent, which a state cannot retune, opens the key's state anew instead: a new
+// private one (buckets full, slots free; calls in flight release theirs to the old one),
+// or the shared scope as it is, slot limit included.
+func (k *poolKey) retune(upstream string, old, limits Limits, lc *limiterConfig) {
+	cur := k.limiter()
+	if cur == nil || old.MaxConcurrent != limits.MaxConcurrent {
+		k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+		return
+	}
+	_ = cur.state.Retune(context.Background(), limits.spec(lc)) // a store that cannot answer keeps the old limits there
+	k.lim.Store(limiterOn(cur.state, cur.shared, limits, lc))
 }

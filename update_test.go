@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -254,4 +255,44 @@ func TestUpdateWhileCallsInFlight(t *testing.T) {
 	}
 	assert.Zero(t, c.InFlight("a")+c.InFlight("b"), "every lease returned")
 	assert.NoError(t, c.Update(), "an empty update is valid")
+}
+
+func TestUpdateLimitsKeepsWhatIsOwed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := fake.New(fake.Reply("ok").Forever())
+		c := newClient(t, up("a", p, "sk-one"), llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		require.NoError(t, c.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 1, RequestBurst: 1})))
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		// A higher rate keeps the request just charged: the bucket is still empty.
+		require.NoError(t, c.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 2, RequestBurst: 1})))
+		_, err = c.Complete(context.Background(), chatReq("m"))
+		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "what was charged stays charged")
+		time.Sleep(30 * time.Second) // one request's worth at the new rate
+		_, err = c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err, "and refills at the new rate")
+	})
+}
+
+func TestUpdateLimitsReachesReplicasSharingTheStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		tight := llmclient.Limits{RPM: 1, RequestBurst: 1}
+		replica := func() *llmclient.Client {
+			return newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Reply("ok").Forever()),
+				Keys: []string{"sk-shared"}, Limits: tight}), llmclient.WithLimitStore(store),
+				llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		}
+		a, b := replica(), replica()
+		_, err := a.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		_, err = b.Complete(context.Background(), chatReq("m"))
+		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "one quota for both")
+		require.NoError(t, a.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 6000, RequestBurst: 100})))
+		time.Sleep(time.Second)
+		for range 50 {
+			_, err = b.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err, "B enforces the limits A set on the shared key")
+		}
+	})
 }

@@ -41,7 +41,10 @@ const (
 
 // WithKeyCooldown sets how long a key pauses for every caller after a rate limit that
 // carries no Retry-After, when the call does not retry that upstream itself (a retry
-// pauses the key for its own backoff). It must be positive. Default 1s.
+// pauses the key for its own backoff). It must be positive. Default 1s. A call whose every
+// key is cooling waits for the first to come back when that fits its deadline and
+// WithMaxWait (without either, it waits the cooldown out), and fails over or returns
+// ErrNoKey at once otherwise; LimiterFailFast never waits.
 func WithKeyCooldown(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.keys.cooldown = d })
 }

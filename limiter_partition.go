@@ -50,8 +50,9 @@ func (p *partitionConfig) limitsFor(name string) Limits {
 // Metadata[metadataKey], else by the context (WithPartition); a request with neither is not
 // limited by partition. An empty metadataKey consults only the context. The same options
 // as for keys apply (WithLimiterMode, WithMaxWait, WithBatchShare, WithBurstFraction,
-// WithLimitStore; a shared store sees the scope "partition:<name>"). Default: no partition
-// limits.
+// WithLimitStore; a shared store sees the scope "partition:<name>"), and a request waits for
+// its partition as for a key: within its deadline and WithMaxWait, without a bound when it
+// has neither. Default: no partition limits.
 func WithPartitionLimits(metadataKey string, perPartition Limits) Option {
 	return optionFunc(func(c *config) {
 		p := &c.limiter.partitions

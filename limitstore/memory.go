@@ -84,7 +84,9 @@ type gcra struct {
 	reserve float64
 	// lowered is the net change Sync made to the bucket (positive: lowered); Sync gives
 	// back at most that. residual is the part of the last applied report's error that a
-	// cap kept it from correcting: the next report sees it again, not anew.
+	// cap kept it from correcting: the next report sees it again, not anew. For the
+	// bucket the fit reads, it is that of the last report that made an observation (or
+	// the first), less the changes later reports made (see Fit).
 	lowered, residual float64
 }
 
@@ -213,7 +215,10 @@ type memState struct {
 	mark, synced int64
 	totals       Totals
 	syncedTotals Totals
-	fit          Fit
+	// fitTotals are the totals of the latest report the fit took an observation from (or
+	// the first applied report): the next observation covers the charges since.
+	fitTotals Totals
+	fit       Fit
 
 	maxSlots, batchSlots int
 	inUse, batchInUse    int
@@ -449,10 +454,23 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 		if b.interval == 0 || !finite(d) {
 			continue
 		}
-		if i%2 == 1 && !fitted && !first {
+		observed := true // the bucket's error is seen anew from this report on
+		if i%2 == 1 && !fitted {
 			fitted = true
 			fresh := e - b.residual // what the charges covered got wrong
-			s.fit.add(c.Covered.Tokens+fresh, c.Covered.Estimate, fresh < 0 && x.t > 0.9*b.burst)
+			cov := r.Totals.Sub(s.fitTotals)
+			if first {
+				// The baseline of the observations: what the upstream had consumed
+				// before the scope started (it was not full). More left than predicted
+				// is never that, but requests admitted before this one that the
+				// upstream had not counted yet: the baseline stays the scope's start.
+				observed = !(e < 0)
+			} else {
+				observed = s.fit.add(cov.Tokens+fresh, cov.Estimate, fresh < 0 && x.t > 0.9*b.burst)
+			}
+			if observed {
+				s.fitTotals = r.Totals
+			}
 		}
 		if d < 0 {
 			d = max(d, -max(b.lowered, 0)) // never above the bucket's own accounting
@@ -462,17 +480,22 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 		change := before - b.level(now)
 		b.corrected += change
 		b.lowered += change
-		b.residual = e - change/gain
+		if observed {
+			b.residual = e - change/gain
+		} else {
+			b.residual -= change / gain
+		}
 		*[4]*float64{&c.Made.Requests, &c.Made.Tokens, &c.Made.DailyRequests, &c.Made.DailyTokens}[i] = change
 	}
 	c.Fit = s.fit
 	return c, nil
 }
 
-// add enters one observation in the fit (see Fit); censored ones are left out.
-func (f *Fit) add(counted, estimated float64, censored bool) {
+// add enters one observation in the fit (see Fit) and reports whether it did; censored
+// ones are left out.
+func (f *Fit) add(counted, estimated float64, censored bool) bool {
 	if censored || !(estimated > 0) || !finite(counted) || !finite(estimated) {
-		return
+		return false
 	}
 	if f.Estimated > 0 && f.Reports >= 1 {
 		dev := counted - estimated*f.Counted/f.Estimated
@@ -485,6 +508,7 @@ func (f *Fit) add(counted, estimated float64, censored bool) {
 	f.Counted = FitForget*f.Counted + counted
 	f.Estimated = FitForget*f.Estimated + estimated
 	f.Reports++
+	return true
 }
 
 func (s *memState) Retune(_ context.Context, spec Spec) error {

@@ -238,17 +238,26 @@ type Correction struct {
 
 // Fit is a scope's running estimate of what the upstream counts for its charges, per
 // token of their estimates, kept by Sync so that every process sharing the scope charges
-// alike. Each applied report, but the first, adds one observation: the charges it
-// covers (Covered.Tokens) plus its fresh token error is what the upstream counted for
-// Covered.Estimate estimated tokens. The error is Predicted − corrected − Target of the
-// per-minute token bucket, else of the daily one, before Gain; the fresh error is that
-// less the residual of the previous applied report (its error less the change it made
-// divided by its Gain: what a cap, not the gain, left for later reports to see again). A
-// caller correcting with a Gain below 1 thus observes the part it defers again in later
-// reports: its multiplier leans high, which gives a partitioned key some headroom. A fresh error that gives
-// back into a bucket whose target is above nine tenths of its burst says nothing (the
-// bucket may have been full) and is no observation, nor is one of no estimated tokens. Retune keeps
-// the residual. With x = counted, y = estimated:
+// alike. Each applied report, but the first, adds one observation: the charges admitted
+// since the previous observation's request (the first applied report's, before any; the
+// scope's start when that report's error is negative, which no consumption before the
+// scope explains: the report missed requests admitted before its own),
+// this one's included, plus its fresh token error is what the upstream counted for their
+// estimated tokens. The error is Predicted − corrected − Target of the per-minute token
+// bucket, else of the daily one, before Gain; the fresh error is that less the residual
+// of the previous observation (its error less the change it made divided by its Gain:
+// what a cap, not the gain, left for later reports to see again), less the changes
+// divided by their Gain that reports made since. A caller correcting with a Gain below 1
+// thus observes the part it defers again in later reports: its multiplier leans high,
+// which gives a partitioned key some headroom. A fresh error that gives back into a
+// bucket whose target is above nine tenths of its burst says nothing (the bucket may have
+// been full) and is no observation, nor is one of no estimated tokens; such a report
+// leaves the baseline of the next observation where the previous one set it. Requests
+// admitted together reach the upstream in any order, so a report can miss requests
+// admitted before its own, an error that the next reports no longer see: a report that
+// made no observation moving the baseline would book that error, reversed, as counted
+// (a process alone on its key fitted a multiplier up to 1.1 and left that much idle).
+// Retune keeps the residual. With x = counted, y = estimated:
 //
 //	if Estimated > 0 and Reports >= 1:
 //	    v = (x − y·Counted/Estimated)² / y

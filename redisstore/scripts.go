@@ -30,7 +30,9 @@ var fitForget = strconv.FormatFloat(limitstore.FitForget, 'g', -1, 64)
 //	mk, sy, fi          the last reservation's mark, the mark of the latest report applied,
 //	                    and whether one was
 //	T1-T3, S1-S3        the totals (tokens, estimates, requests) and the last applied
-//	                    report's; F1-F4 the charge fit (counted, estimated, noise, reports)
+//	                    report's; F1-F4 the charge fit (counted, estimated, noise, reports);
+//	U1-U2               the totals (tokens, estimates) of the report the fit last took an
+//	                    observation from (or the first applied report)
 //
 // The hash expires an hour after its last time has passed (a scope idle that long starts
 // afresh, as the in-memory store drops idle scopes). Marks start at the server's clock in
@@ -299,7 +301,7 @@ for n, k in ipairs(MAIN) do
 end
 local fit = fitr()
 local function add(counted, estimated, censored)
-  if censored or not (estimated > 0) or not known(counted) or not known(estimated) then return end
+  if censored or not (estimated > 0) or not known(counted) or not known(estimated) then return false end
   if fit[2] > 0 and fit[4] >= 1 then
     local dev = counted - estimated * fit[1] / fit[2]
     local v = dev * dev / estimated
@@ -311,6 +313,7 @@ local function add(counted, estimated, censored)
   fit[2] = ` + fitForget + ` * fit[2] + estimated
   fit[4] = fit[4] + 1
   set('F1', fit[1]); set('F2', fit[2]); set('F3', fit[3]); set('F4', fit[4])
+  return true
 end
 local made, fitted = {}, false
 for n, k in ipairs(MAIN) do
@@ -320,10 +323,16 @@ for n, k in ipairs(MAIN) do
     local e = p - g(k .. 'c') - t
     local d = e * gain
     if known(d) then
-      if n % 2 == 0 and not fitted and not first then
+      local observed = true
+      if n % 2 == 0 and not fitted then
         fitted = true
         local fresh = e - g(k .. 'e')
-        add(cov[1] + fresh, cov[2], fresh < 0 and t > 0.9 * b.b)
+        if first then
+          observed = not (e < 0)
+        else
+          observed = add(tot[1] - g('U1') + fresh, tot[2] - g('U2'), fresh < 0 and t > 0.9 * b.b)
+        end
+        if observed then set('U1', tot[1]); set('U2', tot[2]) end
       end
       if d < 0 then d = math.max(d, -math.max(g(k .. 'l'), 0)) end
       local before = level(k, now)
@@ -331,7 +340,7 @@ for n, k in ipairs(MAIN) do
       local change = before - level(k, now)
       set(k .. 'c', g(k .. 'c') + change)
       set(k .. 'l', g(k .. 'l') + change)
-      set(k .. 'e', e - change / gain)
+      if observed then set(k .. 'e', e - change / gain) else set(k .. 'e', g(k .. 'e') - change / gain) end
       made[n] = change
     end
   end

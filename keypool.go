@@ -104,6 +104,9 @@ func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
 type keyPool struct {
 	keys   []*poolKey
 	limits Limits // each key's
+	// retired are keys Client.Update removed that still had calls in flight then, so
+	// that InFlight counts those calls until the next update.
+	retired []*poolKey
 	// service is what the upstream's calls take, kept across Client.Update.
 	service *serviceTimes
 }

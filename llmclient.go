@@ -95,8 +95,12 @@ func (up *upstream) healthy(now time.Time) bool {
 
 // inFlight is the number of the upstream's attempts in flight.
 func (up *upstream) inFlight() int32 {
+	p := up.pool()
 	var n int32
-	for _, k := range up.pool().keys {
+	for _, k := range p.keys {
+		n += k.inFlight.Load()
+	}
+	for _, k := range p.retired {
 		n += k.inFlight.Load()
 	}
 	return n
@@ -306,9 +310,5 @@ func (c *Client) InFlight(upstream string) int {
 	if up == nil {
 		return 0
 	}
-	n := 0
-	for _, k := range up.pool().keys {
-		n += int(k.inFlight.Load())
-	}
-	return n
+	return int(up.inFlight())
 }

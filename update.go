@@ -178,10 +178,10 @@ func (p *keyPool) update(upstream string, secrets []string, sources []KeySource,
 			if retune {
 				p.keys[0].retune(upstream, p.limits, limits, lc)
 			}
-			return &keyPool{keys: p.keys, limits: limits, service: p.service}
+			return &keyPool{keys: p.keys, limits: limits, service: p.service, retired: p.stillBusy(p.keys)}
 		}
 		np := newKeyPool(upstream, nil, nil, limits, lc)
-		np.service = p.service
+		np.service, np.retired = p.service, p.stillBusy(nil)
 		return np
 	}
 	next := &keyPool{limits: limits, service: p.service}
@@ -233,7 +233,22 @@ func (p *keyPool) update(upstream string, secrets []string, sources []KeySource,
 		label++
 		next.keys = append(next.keys, newSourceKey(upstream, src, label, label, limits, lc))
 	}
+	next.retired = p.stillBusy(next.keys)
 	return next
+}
+
+// stillBusy returns the keys of p, retired ones included, that are not in kept and have
+// calls in flight.
+func (p *keyPool) stillBusy(kept []*poolKey) []*poolKey {
+	var out []*poolKey
+	for _, list := range [][]*poolKey{p.keys, p.retired} {
+		for _, k := range list {
+			if k.inFlight.Load() > 0 && !slices.Contains(kept, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // sameSource reports whether a and b are the same source value; values of a type that

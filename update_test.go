@@ -90,12 +90,14 @@ func TestUpdateRemovedKeyFinishesItsCall(t *testing.T) {
 	}()
 	<-started
 	require.NoError(t, c.Update(llmclient.SetKeys("a", "sk-new")))
+	assert.Equal(t, 1, c.InFlight("a"), "the removed key's call is still counted")
 	r2, err := c.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
 	assert.Equal(t, "from sk-new", r2.Text)
 	close(release)
 	require.NoError(t, <-done)
 	assert.Equal(t, "from sk-old", resp.Text, "the call in flight on the removed key finished")
+	assert.Zero(t, c.InFlight("a"))
 }
 
 func TestUpdateInvalidChangesNothing(t *testing.T) {

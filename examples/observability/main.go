@@ -99,7 +99,7 @@ type demo struct {
 }
 
 func newDemo() (*demo, error) {
-	d := &demo{primary: newSim("primary", 11, 7), backup: newSim("backup", 0, 0)}
+	d := &demo{primary: newSim("primary", 11, 3), backup: newSim("backup", 0, 0)}
 	registry := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(registry))
 	if err != nil {

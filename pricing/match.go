@@ -170,29 +170,21 @@ func compileRegex(src string) (re *regexp.Regexp, not []*regexp.Regexp, err erro
 // closingParen returns the index of the parenthesis closing the group that opens s,
 // skipping escapes and character classes.
 func closingParen(s string) (int, error) {
-	depth, inClass := 0, false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\':
-			i++
-		case inClass:
-			inClass = c != ']'
-		case c == '[':
-			inClass = true
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-			if depth == 0 {
-				return i, nil
-			}
-		}
+	if i := scanPattern(s, func(c byte, depth int) bool { return c == ')' && depth == 0 }); i >= 0 {
+		return i, nil
 	}
 	return 0, errors.New("unbalanced parentheses")
 }
 
 // topLevelAlternation reports whether s has a | outside every group and class.
 func topLevelAlternation(s string) bool {
+	return scanPattern(s, func(c byte, depth int) bool { return c == '|' && depth == 0 }) >= 0
+}
+
+// scanPattern walks the bytes of the regular expression s that are neither escaped nor in
+// a character class, with the group depth after each (a ')' closing a top-level group has
+// depth 0), and returns the index of the first for which stop is true, or -1.
+func scanPattern(s string, stop func(c byte, depth int) bool) int {
 	depth, inClass := 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -202,15 +194,19 @@ func topLevelAlternation(s string) bool {
 			inClass = c != ']'
 		case c == '[':
 			inClass = true
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == '|' && depth == 0:
-			return true
+		default:
+			switch c {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+			if stop(c, depth) {
+				return i
+			}
 		}
 	}
-	return false
+	return -1
 }
 
 // snippet shows the start of a decoded JSON value for an error message.

@@ -3,7 +3,6 @@ package llmclient
 import (
 	"context"
 	"errors"
-	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
 	"net/http"
@@ -214,10 +213,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	defer body.close()
 	x := &tr.x
-	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: callerKey(req)}
+	ch := readCallerHeaders(req)
+	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: ch.key}
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
-	count, fromSDK := sdkRetryCount(req.Header)
+	count, fromSDK := ch.retries, ch.fromSDK
 	var fp uint64
 	var prior *repeat // the failed call this request repeats, for SDKs without a retry header
 	callCtx := caller
@@ -345,17 +345,14 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 	return &Error{Class: ClassUnavailable, Upstream: m.up.Name, Err: ErrSDKRetry}
 }
 
-// sdkRetryCount reads the Stainless SDKs' retry counter.
-func sdkRetryCount(h http.Header) (int, bool) {
-	v := headers.Value(h, "X-Stainless-Retry-Count")
-	if v == "" {
-		return 0, false
-	}
+// sdkRetryCount reads the Stainless SDKs' retry counter (a header that was sent, so an
+// unreadable value counts as the first try).
+func sdkRetryCount(v string) int {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 0 {
-		return 0, true
+		return 0
 	}
-	return n, true
+	return n
 }
 
 // fingerprint identifies a request across an SDK's retries: method, URL, the caller's

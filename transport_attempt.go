@@ -269,7 +269,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	x := a.tx
 	limit := t.cfg.maxBody
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	data, err := readUpTo(resp.Body, resp.ContentLength, limit)
 	if err != nil {
 		httpx.DrainClose(resp.Body)
 		return err
@@ -285,17 +285,23 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	if t.c.cost != nil {
 		a.bill.readUsage(a, data) // cost.go: what the body says the attempt cost
 	}
-	resp.Body = &bufferedBody{Reader: bytes.NewReader(data)}
+	resp.Body = newBufferedBody(data)
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
 }
 
-// bufferedBody is a body read whole: a reader that closes (one allocation with the
-// bytes.Reader inside it).
-type bufferedBody struct{ *bytes.Reader }
+// bufferedBody is a body read whole: a reader that closes, in one allocation with the
+// bytes.Reader inside it.
+type bufferedBody struct{ bytes.Reader }
 
-func (bufferedBody) Close() error { return nil }
+func newBufferedBody(data []byte) *bufferedBody {
+	b := new(bufferedBody)
+	b.Reset(data)
+	return b
+}
+
+func (*bufferedBody) Close() error { return nil }
 
 // openStream reads a streaming response up to its first content event. Failures before it
 // are the attempt's failures; at it, the response is committed and handed over with the

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -226,4 +227,52 @@ func TestTransportPartitionLimits(t *testing.T) {
 		assert.Equal(t, 2, up.count())
 		assert.GreaterOrEqual(t, second, 20*time.Second, "10s waiting for the slot, then its own 10s stream")
 	})
+}
+
+// TestTransportMatchesBaseURLWithoutRegardToCase: a request is protected when its scheme
+// and host match an upstream's base URL in any case, with or without the default port, and
+// its path lies under the base path; a path that only shares the base path's prefix, or
+// another port, passes through unprotected.
+func TestTransportMatchesBaseURLWithoutRegardToCase(t *testing.T) {
+	synctest.Test(t, testTransportMatchesBaseURL)
+}
+
+func testTransportMatchesBaseURL(t *testing.T) {
+	var calls atomic.Int32
+	base := rtFunc(func(r *http.Request) (*http.Response, error) {
+		calls.Add(1)
+		if r.Body != nil {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
+		return &http.Response{StatusCode: 503, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(err503)), Request: r}, nil
+	})
+	c := newClient(t, append(fast(), oaiUpstream(t, "oai", "https://api.example.test/v1"), llmclient.WithMaxAttempts(2))...)
+	rt := c.Transport(base)
+	for _, tc := range []struct {
+		url       string
+		protected bool
+	}{
+		{"https://api.example.test/v1/chat/completions", true},
+		{"HTTPS://API.Example.TEST/v1/chat/completions", true},
+		{"https://api.example.test:443/v1/chat/completions", true},
+		{"https://API.EXAMPLE.TEST:443/v1/chat/completions", true},
+		{"https://api.example.test:8443/v1/chat/completions", false},
+		{"http://api.example.test/v1/chat/completions", false},
+		{"https://api.example.test/v1x/chat/completions", false},
+		{"https://api.example.test/v2/chat/completions", false},
+	} {
+		calls.Store(0)
+		req, err := http.NewRequest(http.MethodPost, tc.url, strings.NewReader(chatBody))
+		require.NoError(t, err)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err, tc.url)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		want := int32(1)
+		if tc.protected {
+			want = 2 // retried once after the 503
+		}
+		assert.Equal(t, want, calls.Load(), tc.url)
+	}
 }

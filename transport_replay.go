@@ -67,7 +67,7 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 		if len(b.buf) == 0 {
 			return http.NoBody, 0, nil
 		}
-		return &bufferedBody{Reader: bytes.NewReader(b.buf)}, b.size, nil
+		return newBufferedBody(b.buf), b.size, nil
 	case b.get != nil:
 		rc, err := b.get()
 		return rc, b.size, err
@@ -104,7 +104,7 @@ func (b *replayBody) close() {
 
 // reopen is GetBody for a buffered body.
 func (b *replayBody) reopen() (io.ReadCloser, error) {
-	return &bufferedBody{Reader: bytes.NewReader(b.buf)}, nil
+	return newBufferedBody(b.buf), nil
 }
 
 // readUpTo reads r whole when it holds at most max bytes, and otherwise returns max+1
@@ -117,7 +117,7 @@ func readUpTo(r io.Reader, size, max int64) ([]byte, error) {
 	buf := make([]byte, size, size+1)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("llmclient: request body shorter than its ContentLength %d: %w", size, err)
+			return nil, fmt.Errorf("llmclient: body shorter than its ContentLength %d: %w", size, err)
 		}
 		return nil, err
 	}

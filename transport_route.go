@@ -1,7 +1,6 @@
 package llmclient
 
 import (
-	"github.com/llmclient/llmclient/internal/headers"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,22 +46,33 @@ func canonicalHost(scheme, host string) string {
 	return host
 }
 
-// match returns the upstream whose base URL holds u, the longest base path first.
+// match returns the upstream whose base URL holds u, the longest base path first. Scheme
+// and host compare without regard to case, a default port left out or not.
 func (t *Transport) match(u *url.URL) *txUpstream {
 	if u == nil || len(t.ups) == 0 {
 		return nil
 	}
-	scheme := strings.ToLower(u.Scheme)
-	host := canonicalHost(scheme, u.Host)
 	for _, tu := range t.ups {
-		if tu.scheme != scheme || tu.host != host {
+		if !strings.EqualFold(tu.scheme, u.Scheme) || !tu.sameHost(u.Host) {
 			continue
 		}
-		if tu.path == "" || u.Path == tu.path || strings.HasPrefix(u.Path, tu.path+"/") {
+		if tu.path == "" || u.Path == tu.path || (strings.HasPrefix(u.Path, tu.path) && u.Path[len(tu.path)] == '/') {
 			return tu
 		}
 	}
 	return nil
+}
+
+// sameHost reports whether host (as a URL carries it) is tu's host: canonicalHost without
+// building the lower-case string.
+func (tu *txUpstream) sameHost(host string) bool {
+	switch tu.scheme {
+	case "https":
+		host = strings.TrimSuffix(host, ":443")
+	case "http":
+		host = strings.TrimSuffix(host, ":80")
+	}
+	return strings.EqualFold(host, tu.host)
 }
 
 // rel returns the path of u below the base URL, with a leading slash.
@@ -93,23 +103,58 @@ func target(u *url.URL, from, to *txUpstream) *url.URL {
 	return &out
 }
 
-// callerKey returns the credential the caller's request carries, for redaction: the first
-// of the headers vendors read API keys from, else a "key" query parameter.
-func callerKey(req *http.Request) string {
-	for _, h := range [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
-		v := strings.TrimSpace(headers.Value(req.Header, h))
-		if v == "" {
+// callerHeaders is what the transport reads from the caller's request headers, in one
+// pass over them (an SDK sends a dozen; a lookup per name would cost more).
+type callerHeaders struct {
+	// key is the credential the request carries, for redaction: the first of the headers
+	// vendors read API keys from (Authorization, X-Api-Key, Api-Key, X-Goog-Api-Key), else
+	// a "key" query parameter.
+	key string
+	// retries is the Stainless SDKs' retry counter (X-Stainless-Retry-Count); fromSDK
+	// reports that the header was sent.
+	retries int
+	fromSDK bool
+}
+
+func readCallerHeaders(req *http.Request) callerHeaders {
+	var creds [4]string // in the order above
+	var retry string
+	var sawRetry bool
+	for k, vs := range req.Header {
+		if len(vs) == 0 {
 			continue
 		}
-		if h == "Authorization" {
-			if i := strings.IndexByte(v, ' '); i >= 0 {
-				v = strings.TrimSpace(v[i+1:])
+		switch k {
+		case "Authorization":
+			creds[0] = vs[0]
+		case "X-Api-Key":
+			creds[1] = vs[0]
+		case "Api-Key":
+			creds[2] = vs[0]
+		case "X-Goog-Api-Key":
+			creds[3] = vs[0]
+		case "X-Stainless-Retry-Count":
+			retry, sawRetry = vs[0], vs[0] != ""
+		}
+	}
+	var ch callerHeaders
+	if sawRetry {
+		ch.retries, ch.fromSDK = sdkRetryCount(retry), true
+	}
+	for i, v := range creds {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		if i == 0 {
+			if j := strings.IndexByte(v, ' '); j >= 0 {
+				v = strings.TrimSpace(v[j+1:])
 			}
 		}
-		return v
+		ch.key = v
+		return ch
 	}
 	if req.URL != nil && strings.Contains(req.URL.RawQuery, "key=") {
-		return req.URL.Query().Get("key")
+		ch.key = req.URL.Query().Get("key")
 	}
-	return ""
+	return ch
 }

@@ -70,3 +70,35 @@ func FuzzRetryHint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadWindowsMatchesReadWindow checks that the one-pass reader finds what three
+// lookups per dimension find, whatever else the response carries.
+func FuzzReadWindowsMatchesReadWindow(f *testing.F) {
+	f.Add("100", "99", "1s", "7", "", "6m0s", "other", "x")
+	f.Add("", "", "", "-1", "12.5", "1772366430500", "X-Ratelimit-Limitx", "5")
+	f.Add("many", "0", "soon", "", "3", "", "Content-Type", "application/json")
+	names := [][3]string{{"Limit-Requests", "Remaining-Requests", "Reset-Requests"}, {"Limit", "Remaining", "Reset"}}
+	f.Fuzz(func(t *testing.T, l1, r1, s1, l2, r2, s2, otherKey, otherValue string) {
+		h := http.Header{}
+		for _, kv := range [][2]string{
+			{"X-Ratelimit-Limit-Requests", l1}, {"X-Ratelimit-Remaining-Requests", r1}, {"X-Ratelimit-Reset-Requests", s1},
+			{"X-Ratelimit-Limit", l2}, {"X-Ratelimit-Remaining", r2}, {"X-Ratelimit-Reset", s2},
+		} {
+			if kv[1] != "" {
+				h[kv[0]] = []string{kv[1], "ignored second value"}
+			}
+		}
+		if otherKey != "" {
+			h[otherKey] = append(h[otherKey], otherValue) // may be any key, canonical or not
+		}
+		h["X-Ratelimit-Empty"] = nil
+		var got [2]headers.Window
+		headers.ReadWindows(h, "X-Ratelimit-", names, now, got[:])
+		for i, n := range names {
+			want := headers.ReadWindow(h, "X-Ratelimit-"+n[0], "X-Ratelimit-"+n[1], "X-Ratelimit-"+n[2], now)
+			if got[i] != want {
+				t.Fatalf("dimension %d: ReadWindows %+v, ReadWindow %+v (headers %v)", i, got[i], want, h)
+			}
+		}
+	})
+}

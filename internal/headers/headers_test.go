@@ -313,3 +313,21 @@ func TestValueIsGetForCanonicalKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestReadWindowsBounds(t *testing.T) {
+	h := hdr("X-Ratelimit-Limit-Requests", "10", "X-Ratelimit-Remaining-Tokens", "5")
+	names := [][3]string{{"Limit-Requests", "Remaining-Requests", "Reset-Requests"}, {"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"}}
+	out := []headers.Window{{Limit: -7}, {Limit: -7}, {Limit: -7}}
+	headers.ReadWindows(h, "X-Ratelimit-", names, now, out[:1]) // out shorter than names
+	if out[0] != (headers.Window{Known: true, Limit: 10}) || out[1].Limit != -7 {
+		t.Fatalf("short out: %+v", out)
+	}
+	headers.ReadWindows(h, "X-Ratelimit-", names, now, out) // out longer than names
+	if out[1] != (headers.Window{Known: true, Remaining: 5}) || out[2].Limit != -7 {
+		t.Fatalf("long out: %+v", out)
+	}
+	headers.ReadWindows(nil, "X-Ratelimit-", names, now, out[:2])
+	if out[0] != (headers.Window{}) || out[1] != (headers.Window{}) {
+		t.Fatalf("nil header: %+v", out)
+	}
+}

@@ -14,9 +14,12 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays the scanner accepts.
@@ -56,6 +59,7 @@ type Scanner struct {
 	err   error
 	buf   []byte // unescaped strings
 	stack []byte // '}' or ']' for each open container
+	text  []byte // the chunk Text copies strings into; append-only, never rewritten
 }
 
 // Reset starts scanning data, keeping the scanner's buffers.
@@ -224,6 +228,29 @@ func (s *Scanner) Str() []byte {
 	}
 	s.fail("expected string")
 	return nil
+}
+
+// Text reads a string value as a Go string, unescaped; null reads as "". Short strings
+// share a few larger allocations instead of one each: they are copied into a chunk of
+// between 256 bytes and 4 KiB (the document's size, within those bounds), which stays in
+// memory while any of its strings is referenced; a string longer than a quarter of the
+// chunk gets its own allocation. The strings are immutable and outlive the Scanner and
+// its Resets.
+func (s *Scanner) Text() string {
+	b := s.Str()
+	if len(b) == 0 {
+		return ""
+	}
+	chunk := min(max(len(s.data), 256), 4096)
+	if len(b) > chunk/4 {
+		return string(b)
+	}
+	if cap(s.text)-len(s.text) < len(b) {
+		s.text = make([]byte, 0, chunk)
+	}
+	start := len(s.text)
+	s.text = append(s.text, b...) // within capacity: no byte a returned string holds moves or changes
+	return unsafe.String(&s.text[start], len(b))
 }
 
 // Int reads a number as an int64 (a fraction is truncated); null reads as 0.
@@ -403,10 +430,21 @@ func (s *Scanner) number() int64 {
 func (s *Scanner) str() []byte {
 	start := s.pos + 1
 	d := s.data
-	// Most strings in API payloads (member names, ids, tokens) are short: a plain loop beats
-	// two IndexByte calls there. Longer strings switch to IndexByte.
+	// Most strings in API payloads (member names, ids, tokens) are short: looking at eight
+	// bytes at a time beats two IndexByte calls there. Longer strings switch to IndexByte.
 	end := min(len(d), start+32)
-	for i := start; i < end; i++ {
+	i := start
+	for ; i+8 <= end; i += 8 {
+		if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			if d[i] == '"' {
+				s.pos = i + 1
+				return d[start:i]
+			}
+			return s.unescape(start, i)
+		}
+	}
+	for ; i < end; i++ {
 		switch d[i] {
 		case '"':
 			s.pos = i + 1
@@ -430,6 +468,16 @@ func (s *Scanner) str() []byte {
 	}
 	s.pos = end + q + 1
 	return d[start : end+q]
+}
+
+// specialBytes returns a mask whose lowest set bit is the high bit of the first byte of w
+// (little-endian) that is '"' or '\\', or 0 when there is none. Bits above the lowest may
+// be set by false positives; only the lowest is exact.
+func specialBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ ('"' * ones)
+	b := w ^ ('\\' * ones)
+	return ((q-ones)&^q | (b-ones)&^b) & highs
 }
 
 // unescape decodes the string that starts at start, whose first escape is at i, into s.buf.

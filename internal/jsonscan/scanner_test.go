@@ -245,3 +245,65 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+// TestTextOutlivesScanner reads thousands of strings of every size, some escaped, through
+// one Scanner whose input buffer is overwritten after each document, and checks that every
+// string read earlier still holds its value: Text's shared chunks are never rewritten.
+func TestTextOutlivesScanner(t *testing.T) {
+	var s jsonscan.Scanner
+	var kept, want []string
+	buf := make([]byte, 0, 8192)
+	for i := range 3000 {
+		v := strings.Repeat(string(rune('a'+i%26)), i%1500)
+		if i%7 == 0 {
+			v += "\n\"é"
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = append(buf[:0], `{"k":`...)
+		buf = append(buf, enc...)
+		buf = append(buf, `,"n":null}`...)
+		s.Reset(buf)
+		s.Object()
+		s.Key()
+		kept = append(kept, s.Text())
+		s.More()
+		s.Key()
+		if got := s.Text(); got != "" {
+			t.Fatalf("null read as %q", got)
+		}
+		s.More()
+		s.End()
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+		want = append(want, v)
+		for j := range buf {
+			buf[j] = 'X' // the caller reuses its buffer
+		}
+	}
+	for i := range kept {
+		if kept[i] != want[i] {
+			t.Fatalf("string %d changed: got %d bytes %.20q, want %d bytes %.20q", i, len(kept[i]), kept[i], len(want[i]), want[i])
+		}
+	}
+}
+
+func TestTextSharesAllocations(t *testing.T) {
+	doc := []byte(`["gpt-4o-mini","You are terse.","Say hello to the team and wish them a good week."]`)
+	var s jsonscan.Scanner
+	allocs := testing.AllocsPerRun(100, func() {
+		s.Reset(doc)
+		for more := s.Array(); more; more = s.More() {
+			_ = s.Text()
+		}
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations for three short strings; want at most one chunk", allocs)
+	}
+}

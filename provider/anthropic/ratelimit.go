@@ -20,27 +20,25 @@ func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	if h == nil {
 		return nil
 	}
-	rl := &llmclient.RateLimits{
-		Requests:     window(h, &rateKeys[0], now),
-		Tokens:       window(h, &rateKeys[1], now),
-		InputTokens:  window(h, &rateKeys[2], now),
-		OutputTokens: window(h, &rateKeys[3], now),
-	}
+	var w [4]headers.Window
+	headers.ReadWindows(h, "Anthropic-Ratelimit-", rateNames[:], now, w[:])
+	rl := llmclient.RateLimits{Requests: window(w[0]), Tokens: window(w[1]), InputTokens: window(w[2]), OutputTokens: window(w[3])}
 	if !rl.Requests.Known && !rl.Tokens.Known && !rl.InputTokens.Known && !rl.OutputTokens.Known {
 		return nil
 	}
-	return rl
+	out := rl // on the heap only when something was reported
+	return &out
 }
 
-// rateKeys are the canonical header names of each dimension: limit, remaining, reset.
-var rateKeys = [4][3]string{
-	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
-	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
-	{"Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
-	{"Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
+// rateNames are the canonical header names of each dimension after
+// "Anthropic-Ratelimit-": limit, remaining, reset.
+var rateNames = [4][3]string{
+	{"Requests-Limit", "Requests-Remaining", "Requests-Reset"},
+	{"Tokens-Limit", "Tokens-Remaining", "Tokens-Reset"},
+	{"Input-Tokens-Limit", "Input-Tokens-Remaining", "Input-Tokens-Reset"},
+	{"Output-Tokens-Limit", "Output-Tokens-Remaining", "Output-Tokens-Reset"},
 }
 
-func window(h http.Header, k *[3]string, now time.Time) llmclient.RateWindow {
-	w := headers.ReadWindow(h, k[0], k[1], k[2], now)
+func window(w headers.Window) llmclient.RateWindow {
 	return llmclient.RateWindow{Known: w.Known, Limit: w.Limit, Remaining: w.Remaining, Reset: w.Reset}
 }

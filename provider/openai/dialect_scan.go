@@ -17,10 +17,11 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 	sc.Reset(body)
 	req := &call.Request
 	var maxTokens, maxCompletion int64
+	var parts []llmclient.Part // the one-part contents' backing array
 	for ok := sc.Object(); ok; ok = sc.More() {
 		switch k := sc.Key(); string(k) { // the conversion does not allocate in a switch
 		case "model":
-			req.Model = string(sc.Str())
+			req.Model = sc.Text()
 		case "stream":
 			if k := sc.Peek(); k != jsonscan.Bool && k != jsonscan.Null {
 				return false
@@ -31,7 +32,7 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 		case "max_completion_tokens":
 			maxCompletion = sc.Int()
 		case "messages":
-			if !scanMessages(&sc, req) {
+			if !scanMessages(&sc, req, &parts) {
 				return false
 			}
 		case "tools":
@@ -63,7 +64,9 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 // clampTokens keeps a token count the body states within [0, 1<<40].
 func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 
-func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request) bool {
+// scanMessages reads the messages into req. Their content parts given as a plain string
+// share the backing array parts, grown a few at a time.
+func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, parts *[]llmclient.Part) bool {
 	if sc.Peek() == jsonscan.Null {
 		sc.Null()
 		return true
@@ -75,19 +78,25 @@ func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request) bool {
 		if sc.Peek() != jsonscan.Object {
 			return false
 		}
+		if req.Messages == nil {
+			// A system prompt and a turn or two, with their plain-string contents, in one
+			// allocation; more grow as usual.
+			blk := new(messageBlock)
+			req.Messages, *parts = blk.messages[:0], blk.parts[:0]
+		}
 		var m llmclient.Message
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "role":
 				m.Role = roleOf(sc.Str())
 			case "content":
-				if !scanContent(sc, &m) {
+				if !scanContent(sc, &m, parts) {
 					return false
 				}
 			case "name":
-				m.Name = string(sc.Str())
+				m.Name = sc.Text()
 			case "tool_call_id":
-				m.ToolCallID = string(sc.Str())
+				m.ToolCallID = sc.Text()
 			case "tool_calls":
 				if !scanToolCalls(sc, &m) {
 					return false
@@ -102,12 +111,22 @@ func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request) bool {
 		if m.Role == "" {
 			m.Role = llmclient.RoleUser
 		}
+		if req.Messages == nil {
+			req.Messages = make([]llmclient.Message, 0, 4) // a system prompt, a turn or two
+		}
 		req.Messages = append(req.Messages, m)
 	}
 	return sc.Err() == nil
 }
 
 // roleOf maps a role name without allocating.
+// messageBlock is the first backing arrays of a body's messages and their one-part
+// contents.
+type messageBlock struct {
+	messages [4]llmclient.Message
+	parts    [4]llmclient.Part
+}
+
 func roleOf(r []byte) llmclient.Role {
 	switch string(r) {
 	case "system", "developer":
@@ -120,10 +139,15 @@ func roleOf(r []byte) llmclient.Role {
 	return llmclient.RoleUser
 }
 
-func scanContent(sc *jsonscan.Scanner, m *llmclient.Message) bool {
+func scanContent(sc *jsonscan.Scanner, m *llmclient.Message, parts *[]llmclient.Part) bool {
 	switch sc.Peek() {
 	case jsonscan.String:
-		m.Content = []llmclient.Part{llmclient.TextPart(string(sc.Str()))}
+		if len(*parts) == cap(*parts) {
+			*parts = make([]llmclient.Part, 0, 4)
+		}
+		i := len(*parts)
+		*parts = append(*parts, llmclient.TextPart(sc.Text()))
+		m.Content = (*parts)[i : i+1 : i+1] // a caller's append to it cannot reach the next message's
 		return true
 	case jsonscan.Null:
 		sc.Null()
@@ -140,18 +164,18 @@ func scanContent(sc *jsonscan.Scanner, m *llmclient.Message) bool {
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "type":
-				typ = string(sc.Str())
+				typ = sc.Text()
 			case "text":
-				text = string(sc.Str())
+				text = sc.Text()
 			case "refusal":
-				refusal = string(sc.Str())
+				refusal = sc.Text()
 			case "detail":
-				detail = string(sc.Str())
+				detail = sc.Text()
 			case "image_url":
 				if sc.Peek() == jsonscan.Object {
 					for ok := sc.Object(); ok; ok = sc.More() {
 						if k := sc.Key(); string(k) == "detail" {
-							urlDetail = string(sc.Str())
+							urlDetail = sc.Text()
 						} else if folds(k, urlKeys) {
 							return false
 						} else {
@@ -200,14 +224,14 @@ func scanToolCalls(sc *jsonscan.Scanner, m *llmclient.Message) bool {
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "id":
-				tc.ID = string(sc.Str())
+				tc.ID = sc.Text()
 			case "function":
 				for ok := sc.Object(); ok; ok = sc.More() {
 					switch k := sc.Key(); string(k) {
 					case "name":
-						tc.Name = string(sc.Str())
+						tc.Name = sc.Text()
 					case "arguments":
-						tc.Arguments = string(sc.Str())
+						tc.Arguments = sc.Text()
 					default:
 						if folds(k, callFuncKeys) {
 							return false
@@ -248,9 +272,9 @@ func scanTools(sc *jsonscan.Scanner, body []byte, req *llmclient.Request) bool {
 			for ok := sc.Object(); ok; ok = sc.More() {
 				switch k := sc.Key(); string(k) {
 				case "name":
-					t.Name = string(sc.Str())
+					t.Name = sc.Text()
 				case "description":
-					t.Description = string(sc.Str())
+					t.Description = sc.Text()
 				case "parameters":
 					t.Parameters = rawValue(sc, body)
 				default:
@@ -284,7 +308,7 @@ func scanResponseFormat(sc *jsonscan.Scanner, body []byte, req *llmclient.Reques
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "name":
-				name = string(sc.Str())
+				name = sc.Text()
 			case "schema":
 				schema = rawValue(sc, body)
 			default:

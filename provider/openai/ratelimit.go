@@ -18,17 +18,25 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	if h == nil {
 		return nil
 	}
-	rl := llmclient.RateLimits{ // on the stack until something was reported
-		Requests: window(headers.ReadWindow(h, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", now)),
-		Tokens:   window(headers.ReadWindow(h, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", now)),
-	}
+	var w [3]headers.Window
+	headers.ReadWindows(h, "X-Ratelimit-", rateNames[:], now, w[:])
+	rl := llmclient.RateLimits{Requests: window(w[0]), Tokens: window(w[1])}
 	if !rl.Requests.Known {
-		rl.Requests = window(headers.ReadWindow(h, "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", now))
+		rl.Requests = window(w[2])
 	}
 	if !rl.Requests.Known && !rl.Tokens.Known && rl.Requests.Reset == 0 && rl.Tokens.Reset == 0 {
 		return nil
 	}
-	return &rl
+	out := rl // on the heap only when something was reported
+	return &out
+}
+
+// rateNames are the canonical header names after "X-Ratelimit-": requests, tokens, and the
+// generic trio.
+var rateNames = [3][3]string{
+	{"Limit-Requests", "Remaining-Requests", "Reset-Requests"},
+	{"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"},
+	{"Limit", "Remaining", "Reset"},
 }
 
 func window(w headers.Window) llmclient.RateWindow {

@@ -239,7 +239,7 @@ func (s *budgetSlot) at(idx int64) *budgetSlot {
 // first records a first attempt.
 func (b *retryBudget) first(now time.Time) {
 	idx := now.UnixNano() / b.bucket
-	sh := &b.shards[rand.Uint32()%budgetShards]
+	sh := &b.shards[uint(now.Nanosecond())%budgetShards] // spread as addSuccess in breaker does
 	sh.slots[idx%budgetSlots].at(idx).n.Add(1)
 }
 

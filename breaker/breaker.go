@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -355,9 +354,12 @@ type shard struct {
 	_ [56]byte
 }
 
-// addSuccess counts one success in a shard picked at random (a per-thread generator:
-// no shared state).
-func (bk *bucket) addSuccess() { bk.successes[rand.Uint32()%successShards].n.Add(1) }
+// addSuccess counts one success at now in a shard picked by the clock reading's lowest
+// bits: callers on different cores read different nanoseconds, so they spread over the
+// shards as a random pick would, without the cost of a generator.
+func (bk *bucket) addSuccess(now time.Time) {
+	bk.successes[uint(now.Nanosecond())%successShards].n.Add(1)
+}
 
 // successCount sums the shards.
 func (bk *bucket) successCount() (n int64) {
@@ -477,7 +479,7 @@ func (p Permit) DoneAt(o Outcome, now time.Time) {
 		// A closed-state success: counted without the lock. A permit whose generation is
 		// no longer the closed one is stale and ignored, as below.
 		if b.closedGen.Load() == p.gen+1 {
-			b.slot(b.index(now)).addSuccess()
+			b.slot(b.index(now)).addSuccess(now)
 			if b.consecutive.Load() != 0 { // a shared line: written only when it changes
 				b.consecutive.Store(0)
 			}
@@ -599,10 +601,10 @@ func (b *Breaker) record(o Outcome, now time.Time) {
 	bk := b.slot(idx)
 	switch o {
 	case Success:
-		bk.addSuccess()
+		bk.addSuccess(now)
 		b.consecutive.Store(0)
 	case Slow:
-		bk.addSuccess()
+		bk.addSuccess(now)
 		bk.slow.Add(1)
 		b.consecutive.Store(0)
 		succ, fail, slow := b.counts(idx)

@@ -296,12 +296,15 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 			a.up.budget.first(a.begun)
 		}
 		a.called = true
-		a.sent = a.begun.Add(a.layerWait)
+		a.sent = a.begun
+		if a.layerWait != 0 {
+			a.sent = a.begun.Add(a.layerWait)
+		}
 		err := next(ctx, a)
 		// time.Since reads only the monotonic clock; end derived from it keeps a wall time
 		// for the breaker without a second full clock read.
-		a.end = a.sent.Add(time.Since(a.sent))
-		a.latency = a.end.Sub(a.sent)
+		a.latency = time.Since(a.sent)
+		a.end = a.sent.Add(a.latency)
 		if err != nil {
 			e := c.asError(ctx, err, a)
 			if e.Status == 0 {

@@ -242,9 +242,11 @@ func (p *heuristicParams) addBlock(s string, i int, b *block, valid uint64, c *c
 	prefixed := start & (pBlank | onePunct)
 	f[fWordBare] += bits.OnesCount64(start &^ prefixed)
 	f[fWordDigit] += bits.OnesCount64(start & pDigit)
-	mbStart := start & mbLetter
-	f[fWordMB] += bits.OnesCount64(mbStart)
-	f[fWordMBSpace] += bits.OnesCount64(mbStart & pSpace)
+	if mbLetter != 0 { // a branch that ASCII text and CJK text predict alike
+		mbStart := start & mbLetter
+		f[fWordMB] += bits.OnesCount64(mbStart)
+		f[fWordMBSpace] += bits.OnesCount64(mbStart & pSpace)
+	}
 
 	// Letters of words after a space: the runs of letters that contain such a start. Adding
 	// a run's lowest bit carries through the run; the carry out of bit 63 goes on in the

@@ -1,13 +1,10 @@
 package estimate
 
 // The classification of a block: each byte of up to 64 bytes of text becomes one bit in
-// each of a few 64-bit masks, eight bytes at a time with word arithmetic (SWAR).
+// each of a few 64-bit masks.
 
-// hi8 has the high bit of each of eight bytes, lo8 the low bit.
-const (
-	hi8 = 0x8080808080808080
-	lo8 = 0x0101010101010101
-)
+// hi8 has the high bit of each of eight bytes.
+const hi8 = 0x8080808080808080
 
 // load8 returns s[i:i+8] as a little-endian word. Slicing first leaves one bounds check
 // and lets the compiler merge the eight byte loads into one.

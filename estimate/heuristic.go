@@ -11,11 +11,13 @@ import (
 // punctuation runs with their trailing newlines, whitespace runs) and charges each feature
 // a weight, fitted with tiktoken on a tuning corpus (testdata/corpus, see its README).
 //
-// The text is read 64 bytes at a time: eight bytes at a time, each byte is classified with
-// word arithmetic (SWAR) into one bit per byte of a few 64-bit masks (letters, capitals,
-// digits, spaces, blanks, newlines, bytes above ASCII); the features are then counted with
-// shifts, ands and popcounts of those masks, carrying the last bytes of the previous block
-// into the shifts. Only multi-byte characters take a loop of their own: Chinese, Japanese
+// The text is read 64 bytes at a time: the block is transposed into its eight bit planes
+// and each byte class becomes one bit per byte of a 64-bit mask (letters, capitals, digits,
+// spaces, blanks, newlines, bytes above ASCII; classify.go); the features are then counted
+// with shifts, ands and popcounts of those masks, carrying the last bytes of the previous
+// block into the shifts. A text of one block without a byte above ASCII is weighed directly
+// (short.go). reference_test.go keeps the previous implementation, which every count must
+// match. Only multi-byte characters take a loop of their own: Chinese, Japanese
 // and Korean characters cost the tokens they cost alone in the model's encoding (a two-bit
 // table per character, estimate_cjk_table.go), less a saving for each pair of neighbours
 // that the encoding has inside one of its tokens (a small hash set built from the same

@@ -11,11 +11,13 @@ import (
 // punctuation runs with their trailing newlines, whitespace runs) and charges each feature
 // a weight, fitted with tiktoken on a tuning corpus (testdata/corpus, see its README).
 //
-// The text is read 64 bytes at a time: eight bytes at a time, each byte is classified with
-// word arithmetic (SWAR) into one bit per byte of a few 64-bit masks (letters, capitals,
-// digits, spaces, blanks, newlines, bytes above ASCII); the features are then counted with
-// shifts, ands and popcounts of those masks, carrying the last bytes of the previous block
-// into the shifts. Only multi-byte characters take a loop of their own: Chinese, Japanese
+// The text is read 64 bytes at a time: the block is transposed into its eight bit planes
+// and each byte class becomes one bit per byte of a 64-bit mask (letters, capitals, digits,
+// spaces, blanks, newlines, bytes above ASCII; classify.go); the features are then counted
+// with shifts, ands and popcounts of those masks, carrying the last bytes of the previous
+// block into the shifts. A text of one block without a byte above ASCII is weighed directly
+// (short.go). reference_test.go keeps the previous implementation, which every count must
+// match. Only multi-byte characters take a loop of their own: Chinese, Japanese
 // and Korean characters cost the tokens they cost alone in the model's encoding (a two-bit
 // table per character, estimate_cjk_table.go), less a saving for each pair of neighbours
 // that the encoding has inside one of its tokens (a small hash set built from the same
@@ -97,125 +99,48 @@ var (
 	}
 )
 
-// count returns the estimated number of tokens of s.
+// count returns the estimated number of tokens of s. A text of one block (a chat message,
+// a name, a tool call's id) with no byte above ASCII has a path of its own, asciiBlockSum,
+// which weighs its features directly.
 func (p *heuristicParams) count(s string) int {
-	if s == "" {
-		return 0
+	if len(s) < 64 {
+		if s == "" {
+			return 0
+		}
+		var b block
+		if classifyTail(&b, s, 0); b.high == 0 {
+			return tokens(p.asciiBlockSum(&b, uint64(1)<<len(s)-1))
+		}
 	}
+	return p.countBlocks(s)
+}
+
+// countBlocks is count for a text of more than one block or with bytes above ASCII.
+func (p *heuristicParams) countBlocks(s string) int {
 	var f [nFeatures]int
 	p.features(s, &f)
+	return tokens(p.weigh(&f))
+}
+
+// weigh returns the weighted sum of the features f, in 64ths of a token.
+func (p *heuristicParams) weigh(f *[nFeatures]int) int64 {
 	var sum int64
-	for i := 0; i+3 < nFeatures; i += 4 {
-		sum += p.w[i]*int64(f[i]) + p.w[i+1]*int64(f[i+1]) + p.w[i+2]*int64(f[i+2]) + p.w[i+3]*int64(f[i+3])
+	for i, n := range f {
+		sum += p.w[i] * int64(n)
 	}
-	for i := nFeatures &^ 3; i < nFeatures; i++ {
-		sum += p.w[i] * int64(f[i])
-	}
-	// A 3% margin: undercounting admits more than the quota, overcounting only a little less.
+	return sum
+}
+
+// tokens returns the estimate for a weighted sum of features, in 64ths of a token: at
+// least one token, with a 3% margin (undercounting admits more than the quota,
+// overcounting only a little less).
+func tokens(sum int64) int {
 	sum += sum * 3 / 100
 	if sum < 64 { // any text is at least one token
 		return 1
 	}
 	return int((sum + 32) / 64)
 }
-
-// hi8 has the high bit of each of eight bytes, lo8 the low bit.
-const (
-	hi8 = 0x8080808080808080
-	lo8 = 0x0101010101010101
-)
-
-// load8 returns s[i:i+8] as a little-endian word. Slicing first leaves one bounds check
-// and lets the compiler merge the eight byte loads into one.
-func load8[T string | []byte](s T, i int) uint64 {
-	w := s[i : i+8]
-	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-}
-
-// bytesIn marks, with its high bit, each byte of x from lo to hi; lo and hi are ASCII.
-// Setting the high bit of every byte before subtracting keeps each byte's borrow inside it.
-func bytesIn(x uint64, lo, hi byte) uint64 {
-	y := x | hi8
-	return (y - lo8*uint64(lo)) &^ (y - lo8*uint64(hi+1)) &^ x & hi8
-}
-
-// block holds one bit per byte of a block of up to 64 bytes, byte 0 in bit 0.
-type block struct {
-	letter, upper, digit, space, blank, newline, high uint64
-}
-
-// classify returns the masks of the 64 bytes of s from i, which must all exist.
-func classify[T string | []byte](s T, i int) block {
-	s = s[i : i+64]
-	x0, x1, x2, x3 := load8(s, 0), load8(s, 8), load8(s, 16), load8(s, 24)
-	x4, x5, x6, x7 := load8(s, 32), load8(s, 40), load8(s, 48), load8(s, 56)
-	var b block
-	if x0&x1&x2&x3&x4&x5&x6&x7&hi8 == hi8 { // no ASCII at all, as in most of a CJK text
-		b.high = ^uint64(0)
-		return b
-	}
-	b.letter = gather(letters(x0), letters(x1), letters(x2), letters(x3), letters(x4), letters(x5), letters(x6), letters(x7))
-	b.upper = gather(letters(x0)&^(x0<<2), letters(x1)&^(x1<<2), letters(x2)&^(x2<<2), letters(x3)&^(x3<<2),
-		letters(x4)&^(x4<<2), letters(x5)&^(x5<<2), letters(x6)&^(x6<<2), letters(x7)&^(x7<<2))
-	b.digit = gather(digits(x0), digits(x1), digits(x2), digits(x3), digits(x4), digits(x5), digits(x6), digits(x7))
-	b.space = gather(spaces(x0), spaces(x1), spaces(x2), spaces(x3), spaces(x4), spaces(x5), spaces(x6), spaces(x7))
-	b.blank = gather(blanks(x0), blanks(x1), blanks(x2), blanks(x3), blanks(x4), blanks(x5), blanks(x6), blanks(x7))
-	b.newline = gather(blanks(x0)&newlineBits(x0), blanks(x1)&newlineBits(x1), blanks(x2)&newlineBits(x2), blanks(x3)&newlineBits(x3),
-		blanks(x4)&newlineBits(x4), blanks(x5)&newlineBits(x5), blanks(x6)&newlineBits(x6), blanks(x7)&newlineBits(x7))
-	b.high = gather(x0&hi8, x1&hi8, x2&hi8, x3&hi8, x4&hi8, x5&hi8, x6&hi8, x7&hi8)
-	return b
-}
-
-// letters, digits, spaces and blanks mark the bytes of x that are ASCII letters, digits,
-// spaces, and from '\t' to '\r'.
-func letters(x uint64) uint64 { return bytesIn(x|0x2020202020202020, 'a', 'z') }
-func digits(x uint64) uint64  { return bytesIn(x, '0', '9') }
-func spaces(x uint64) uint64  { return bytesIn(x, ' ', ' ') }
-func blanks(x uint64) uint64  { return bytesIn(x, '\t', '\r') }
-
-// gather packs the high bits of the bytes of m0..m7, which have no other bits, into one
-// mask: byte j of mk to bit 8k+j. Shifting puts byte j of every mk into byte j of one word,
-// mk's bit in bit k, and transposing that 8×8 bit matrix gives the mask.
-func gather(m0, m1, m2, m3, m4, m5, m6, m7 uint64) uint64 {
-	x := m0>>7 | m1>>6 | m2>>5 | m3>>4 | m4>>3 | m5>>2 | m6>>1 | m7
-	t := (x ^ x>>7) & 0x00AA00AA00AA00AA
-	x ^= t ^ t<<7
-	t = (x ^ x>>14) & 0x0000CCCC0000CCCC
-	x ^= t ^ t<<14
-	t = (x ^ x>>28) & 0x00000000F0F0F0F0
-	return x ^ t ^ t<<28
-}
-
-// newlineBits marks, among the bytes of x from '\t' to '\r' (1001 to 1101 in their low
-// bits), '\n' and '\r' (1010 and 1101): those whose bit 1 differs from both bit 0 and bit 2.
-func newlineBits(x uint64) uint64 { return (x<<6 ^ x<<7) & (x<<5 ^ x<<6) & hi8 }
-
-// classifyTail returns the masks of s[i:], shorter than 64 bytes, as if the block were
-// padded with zero bytes. It classifies only the words the text has, which matters for
-// short texts such as chat messages and names.
-func classifyTail(s string, i int) (b block) {
-	var buf [64]byte
-	n := copy(buf[:], s[i:])
-	for k := 0; k < n; k += 8 {
-		x := load8(buf[:], k)
-		l := letters(x)
-		ws := blanks(x)
-		sh := uint(k)
-		b.letter |= pack(l) << sh
-		b.upper |= pack(l&^(x<<2)) << sh
-		b.digit |= pack(digits(x)) << sh
-		b.space |= pack(spaces(x)) << sh
-		b.blank |= pack(ws) << sh
-		b.newline |= pack(ws&newlineBits(x)) << sh
-		b.high |= pack(x&hi8) << sh
-	}
-	return b
-}
-
-// pack gathers the high bits of the eight bytes of m, which has no other bit, into the
-// eight low bits of the result, byte 0 to bit 0.
-func pack(m uint64) uint64 { return (m >> 7) * 0x0102040810204080 >> 56 }
 
 // carry is what a block passes on to the next: its masks, for shifts across the boundary,
 // and the state of the multi-byte characters.
@@ -240,77 +165,32 @@ func (p *heuristicParams) features(s string, f *[nFeatures]int) {
 		var b block
 		valid := ^uint64(0)
 		if len(s)-i >= 64 {
-			b = classify(s, i)
+			classify(&b, s, i)
 		} else {
-			b = classifyTail(s, i)
+			classifyTail(&b, s, i)
 			valid = uint64(1)<<(len(s)-i) - 1
 		}
-		p.addBlock(s, i, b, valid, &c, f)
+		p.addBlock(s, i, &b, valid, &c, f)
 	}
 }
 
 // addBlock adds the features of the block of s at i, whose bytes are those of valid.
-func (p *heuristicParams) addBlock(s string, i int, b block, valid uint64, c *carry, f *[nFeatures]int) {
+//
+// It goes feature group by feature group (digits, capitals, lower-case runs, words,
+// punctuation, whitespace) and stores each carry as soon as its group no longer needs the
+// previous block's value, so that few masks are alive at once: with all of them alive to
+// the end, most would live on the stack.
+func (p *heuristicParams) addBlock(s string, i int, b *block, valid uint64, c *carry, f *[nFeatures]int) {
 	var mbLetter, mbSymbol uint64
 	if b.high|c.mbLetter|c.mbSymbol != 0 {
 		mbLetter, mbSymbol = p.multiByte(s, i, b.high, c, f)
 	}
-	letter := b.letter | mbLetter
-	upper := b.upper
-	lower := b.letter &^ upper
-	newline := b.newline
-	blank := (b.blank &^ newline) | b.space
-	space := b.space
-	digit := b.digit
-	punct := valid &^ (b.letter | digit | b.blank | b.space | b.high) // ASCII punctuation and controls
-	pu := punct | mbSymbol                                            // any punctuation or symbol
-
-	// Words.
-	pLetter := shl(letter, c.letter, 1)
-	pSpace := shl(space, c.space, 1)
-	pBlank := shl(blank, c.blank, 1)
-	pPU := shl(pu, c.pu, 1)
-	ppPU := shl(pu, c.pu, 2)
-	ppSpace := shl(space, c.space, 2)
-	ppBlank := shl(blank, c.blank, 2)
-	start := letter &^ pLetter
-	f[fWord] += bits.OnesCount64(start)
-	wordSpace := start & pSpace
-	onePunct := pPU &^ ppPU &^ ppSpace // one punctuation character after neither punctuation nor a space
-	prefixed := start & (pBlank | onePunct)
-	f[fWordBare] += bits.OnesCount64(start &^ prefixed)
-	f[fWordDigit] += bits.OnesCount64(start & shl(digit, c.digit, 1))
-	mbStart := start & mbLetter
-	f[fWordMB] += bits.OnesCount64(mbStart)
-	f[fWordMBSpace] += bits.OnesCount64(mbStart & pSpace)
-	f[fCaseSplit] += bits.OnesCount64(upper & shl(lower, c.lower, 1))
-	u1 := upper & shl(upper, c.upper, 1)
-	u2 := u1 & shl(u1, c.u1, 1)
-	u3 := u2 & shl(u1, c.u1, 2)
-	f[fUpper3] += bits.OnesCount64(u3)
-
-	// Letters of words after a space: the runs of letters that contain such a start. Adding
-	// a run's lowest bit carries through the run; the carry out of bit 63 goes on in the
-	// next block.
-	sum, carryOut := bits.Add64(letter, wordSpace, c.fill&letter)
-	inSpaceWord := letter & (sum ^ letter)
-	c.fill = carryOut
-
-	l1 := lower & shl(lower, c.lower, 1)
-	l2 := l1 & shl(l1, c.l1, 1)
-	l3 := l2 & shl(l1, c.l1, 2)
-	l4 := l2 & shl(l2, c.l2, 2)
-	l8 := l4 & shl(l4, c.l4, 4)
-	l10 := l8 & shl(l2, c.l2, 8)
-	l20 := l10 & shl(l10, c.l10, 10)
-	f[fLower10Space] += bits.OnesCount64(l10 & inSpaceWord)
-	f[fLower3] += bits.OnesCount64(l3 &^ inSpaceWord)
-	f[fLower10] += bits.OnesCount64(l10 &^ inSpaceWord)
-	f[fLower20] += bits.OnesCount64(l20 &^ inSpaceWord)
 
 	// Digits: groups of three.
-	dStart := digit &^ shl(digit, c.digit, 1)
-	d1 := digit & shl(digit, c.digit, 1)
+	digit := b.digit
+	pDigit := shl(digit, c.digit, 1)
+	dStart := digit &^ pDigit
+	d1 := digit & pDigit
 	d2 := d1 & shl(d1, c.d1, 1)
 	d3 := d2 & shl(d1, c.d1, 2)
 	d4 := d2 & shl(d2, c.d2, 2)
@@ -320,6 +200,66 @@ func (p *heuristicParams) addBlock(s string, i int, b block, valid uint64, c *ca
 	f[fDigits] += bits.OnesCount64(dStart)
 	f[fDigit3] += bits.OnesCount64(shl(dStart, c.digitStart, 3)&d3 | shl(dStart, c.digitStart, 6)&d6)
 	f[fDigit9] += bits.OnesCount64(d9)
+	c.digit, c.digitStart, c.d1, c.d2, c.d4 = digit, dStart, d1, d2, d4
+
+	// Capitals.
+	upper := b.upper
+	lower := b.letter &^ upper
+	pLower := shl(lower, c.lower, 1)
+	f[fCaseSplit] += bits.OnesCount64(upper & pLower)
+	u1 := upper & shl(upper, c.upper, 1)
+	u2 := u1 & shl(u1, c.u1, 1)
+	u3 := u2 & shl(u1, c.u1, 2)
+	f[fUpper3] += bits.OnesCount64(u3)
+	c.upper, c.u1 = upper, u1
+
+	// Runs of lower-case letters, counted below once the words after a space are known.
+	l1 := lower & pLower
+	l2 := l1 & shl(l1, c.l1, 1)
+	l3 := l2 & shl(l1, c.l1, 2)
+	l4 := l2 & shl(l2, c.l2, 2)
+	l8 := l4 & shl(l4, c.l4, 4)
+	l10 := l8 & shl(l2, c.l2, 8)
+	l20 := l10 & shl(l10, c.l10, 10)
+	c.lower, c.l1, c.l2, c.l4, c.l10 = lower, l1, l2, l4, l10
+
+	// Words.
+	letter := b.letter | mbLetter
+	space := b.space
+	newline := b.newline
+	blank := (b.blank &^ newline) | space
+	punct := valid &^ (b.letter | digit | b.blank | b.space | b.high) // ASCII punctuation and controls
+	pu := punct | mbSymbol                                            // any punctuation or symbol
+	pLetter := shl(letter, c.letter, 1)
+	pSpace := shl(space, c.space, 1)
+	pBlank := shl(blank, c.blank, 1)
+	pPU := shl(pu, c.pu, 1)
+	ppPU := shl(pu, c.pu, 2)
+	ppSpace := shl(space, c.space, 2)
+	ppBlank := shl(blank, c.blank, 2)
+	c.letter, c.space, c.blank, c.pu = letter, space, blank, pu
+	start := letter &^ pLetter
+	f[fWord] += bits.OnesCount64(start)
+	onePunct := pPU &^ ppPU &^ ppSpace // one punctuation character after neither punctuation nor a space
+	prefixed := start & (pBlank | onePunct)
+	f[fWordBare] += bits.OnesCount64(start &^ prefixed)
+	f[fWordDigit] += bits.OnesCount64(start & pDigit)
+	if mbLetter != 0 { // a branch that ASCII text and CJK text predict alike
+		mbStart := start & mbLetter
+		f[fWordMB] += bits.OnesCount64(mbStart)
+		f[fWordMBSpace] += bits.OnesCount64(mbStart & pSpace)
+	}
+
+	// Letters of words after a space: the runs of letters that contain such a start. Adding
+	// a run's lowest bit carries through the run; the carry out of bit 63 goes on in the
+	// next block.
+	sum, carryOut := bits.Add64(letter, start&pSpace, c.fill&letter)
+	inSpaceWord := letter & (sum ^ letter)
+	c.fill = carryOut
+	f[fLower10Space] += bits.OnesCount64(l10 & inSpaceWord)
+	f[fLower3] += bits.OnesCount64(l3 &^ inSpaceWord)
+	f[fLower10] += bits.OnesCount64(l10 &^ inSpaceWord)
+	f[fLower20] += bits.OnesCount64(l20 &^ inSpaceWord)
 
 	// Punctuation runs.
 	puStart := pu &^ pPU
@@ -328,12 +268,14 @@ func (p *heuristicParams) addBlock(s string, i int, b block, valid uint64, c *ca
 	p1 := punct & pPU
 	p2 := p1 & shl(p1, c.p1, 1)
 	p4 := p2 & shl(p2, c.p2, 2)
+	c.p1, c.p2 = p1, p2
 	f[fPunct1] += bits.OnesCount64(p1)
 	f[fPunct2] += bits.OnesCount64(p2)
 	f[fPunct4] += bits.OnesCount64(p4)
 
 	// Whitespace.
 	nlStart := newline &^ shl(newline, c.newline, 1)
+	c.newline = newline
 	joins := nlStart & (pPU | pBlank)
 	f[fNewline] += bits.OnesCount64(nlStart &^ joins)
 	f[fNewlineAfter] += bits.OnesCount64(joins)
@@ -341,11 +283,6 @@ func (p *heuristicParams) addBlock(s string, i int, b block, valid uint64, c *ca
 	// punctuation belongs to the punctuation run.
 	taken := letter&pBlank&^ppBlank | pu&pSpace&^ppBlank
 	f[fBlank] += bits.OnesCount64(blank&^pBlank) - bits.OnesCount64(taken)
-
-	c.letter, c.lower, c.upper, c.space, c.blank, c.newline = letter, lower, upper, space, blank, newline
-	c.pu = pu
-	c.digit, c.digitStart, c.d1, c.d2, c.d4 = digit, dStart, d1, d2, d4
-	c.l1, c.l2, c.l4, c.l10, c.u1, c.p1, c.p2 = l1, l2, l4, l10, u1, p1, p2
 }
 
 // multiByte counts the multi-byte characters that start in the block of s at i, whose

@@ -71,7 +71,7 @@ type attemptBill struct {
 type budgetHold struct {
 	br     *budgetRun
 	key    string
-	slice  int64
+	cp     *cachedPeriod // the period it was taken in: its slice is cp.lp.Slice
 	amount int64
 }
 
@@ -348,9 +348,11 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 	b := &a.bill
 	n := a.begun.UnixNano()
 	for _, br := range cs.budgets {
-		key, ok := br.key(a)
-		if !ok {
-			continue
+		key, ok := "", true // a client-wide budget counts every attempt under ""
+		if br.b.Scope.Kind != budget.ScopeClient {
+			if key, ok = br.key(a); !ok {
+				continue
+			}
 		}
 		amount := b.est
 		if !b.priced {
@@ -369,7 +371,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		cp := br.periodAt(a.begun, n)
 		over := a.r.bill.exempt&br.bit != 0
 		if key == "" && br.quick != nil && br.quick.ReserveQuick(cp.at(n), int64(amount), over) {
-			b.hold(budgetHold{br: br, slice: cp.lp.Slice, amount: int64(amount)})
+			b.hold(budgetHold{br: br, cp: cp, amount: int64(amount)})
 			continue
 		}
 		res, err := br.ledger.Reserve(ctx, key, cp.at(n), int64(amount), over)
@@ -388,7 +390,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 			}
 			return br.exceeded(a, key, cp.p, amount, res)
 		}
-		b.hold(budgetHold{br: br, key: key, slice: cp.lp.Slice, amount: int64(amount)})
+		b.hold(budgetHold{br: br, key: key, cp: cp, amount: int64(amount)})
 	}
 	return nil
 }
@@ -436,7 +438,7 @@ func (cs *costState) release(a *attempt) {
 
 // release gives the reservation back unused.
 func (h *budgetHold) release(now time.Time, n int64) {
-	_, _ = h.br.ledger.Settle(context.Background(), h.key, h.br.periodAt(now, n).at(n), h.slice, h.amount, 0)
+	_, _ = h.br.ledger.Settle(context.Background(), h.key, h.br.periodAt(now, n).at(n), h.cp.lp.Slice, h.amount, 0)
 }
 
 // settle prices the ended attempt and replaces its reservations by its cost: the real
@@ -473,13 +475,16 @@ func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n in
 			spent = int64(b.cost.Amount)
 		}
 	}
-	cp := h.br.periodAt(now, n)
+	cp := h.cp // most attempts end in the period they began in
+	if n < cp.from || n >= cp.to {
+		cp = h.br.periodAt(now, n)
+	}
 	var res limitstore.BudgetResult
 	if h.key == "" && h.br.quick != nil {
-		res = h.br.quick.SettleQuick(cp.at(n), h.slice, h.amount, spent)
+		res = h.br.quick.SettleQuick(cp.at(n), h.cp.lp.Slice, h.amount, spent)
 	} else {
 		var err error
-		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), h.slice, h.amount, spent); err != nil {
+		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), h.cp.lp.Slice, h.amount, spent); err != nil {
 			return
 		}
 	}

@@ -94,7 +94,10 @@ func (l *memLedger) Reserve(_ context.Context, key string, p BudgetPeriod, amoun
 func (l *memLedger) ReserveQuick(p BudgetPeriod, amount int64, over bool) bool {
 	amount = max(amount, 0)
 	l.mu.Lock()
-	c := l.counters("", p)
+	c := l.empty
+	if !c.broughtTo(p) {
+		c = l.bring("", p)
+	}
 	if !over && (amount > l.cap || satAdd(c.spent, c.reserved) > l.cap-amount) {
 		l.mu.Unlock()
 		return false
@@ -156,7 +159,10 @@ func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice,
 func (l *memLedger) SettleQuick(p BudgetPeriod, slice, reserved, spent int64) BudgetResult {
 	reserved, spent = max(reserved, 0), max(spent, 0)
 	l.mu.Lock()
-	c := l.counters("", p)
+	c := l.empty
+	if !c.broughtTo(p) {
+		c = l.bring("", p)
+	}
 	if n := len(c.slices); n > 0 && c.slices[n-1].id == slice {
 		s := &c.slices[n-1] // the current slice, as settle finds it
 		back := min(reserved, s.reserved)
@@ -201,10 +207,16 @@ func (l *memLedger) settle(c *budgetCounters, p BudgetPeriod, slice, reserved, s
 // counters returns key's counters brought to period p: slices that left the window
 // dropped, the epoch's flags cleared when a new epoch began. l.mu is held.
 func (l *memLedger) counters(key string, p BudgetPeriod) *budgetCounters {
-	if c := l.empty; c != nil && key == "" && p.Oldest == c.oldest && p.Epoch == c.epoch && p.Slice <= c.last {
-		return c // brought to p already: the common case of a budget without partitions
+	if key == "" && l.empty.broughtTo(p) {
+		return l.empty // the common case of a budget without partitions
 	}
 	return l.bring(key, p)
+}
+
+// broughtTo reports whether c (nil: none) was brought to period p already: no slice to
+// drop, no epoch to start, p.Slice seen.
+func (c *budgetCounters) broughtTo(p BudgetPeriod) bool {
+	return c != nil && p.Oldest == c.oldest && p.Epoch == c.epoch && p.Slice <= c.last
 }
 
 // bring is counters for a key not yet brought to p. l.mu is held.

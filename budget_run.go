@@ -20,16 +20,28 @@ type budgetRun struct {
 	b      budget.Budget
 	bit    uint64 // the budget's bit in runBill.exempt
 	ledger limitstore.Ledger
+	// quick is ledger when it is kept in this process (limitstore.QuickLedger): the key
+	// "" is reserved and settled through it.
+	quick  limitstore.QuickLedger
 	soft   []pricing.Money
 	cached atomic.Pointer[cachedPeriod]
 }
 
 // cachedPeriod is a period and the span of time it holds for: a window's period changes
-// only at the end of its current slice.
+// only at the end of its current slice. It is immutable once published.
 type cachedPeriod struct {
 	p        budget.Period
-	from, to int64 // Unix nanoseconds: valid for from <= now < to
-	sliceEnd int64 // Unix nanoseconds: when the current slice leaves the window
+	lp       limitstore.BudgetPeriod // the ledger's view of p, TTL unset
+	from, to int64                   // Unix nanoseconds: valid for from <= now < to
+	sliceEnd int64                   // Unix nanoseconds: when the current slice leaves the window
+}
+
+// at returns the ledger's view of the period at now (Unix nanoseconds, within the
+// period): with the time the current slice has left in the window.
+func (cp *cachedPeriod) at(now int64) limitstore.BudgetPeriod {
+	lp := cp.lp
+	lp.TTL = time.Duration(cp.sliceEnd - now) // within the period: no overflow
+	return lp
 }
 
 // attemptBill is what an attempt's pricing keeps: the price and estimate it was
@@ -59,7 +71,7 @@ type attemptBill struct {
 type budgetHold struct {
 	br     *budgetRun
 	key    string
-	slice  int64
+	cp     *cachedPeriod // the period it was taken in: its slice is cp.lp.Slice
 	amount int64
 }
 
@@ -99,26 +111,32 @@ func (c *Client) newBudgetRuns() []*budgetRun {
 		} else {
 			br.ledger = limitstore.NewLedger(spec)
 		}
+		br.quick, _ = br.ledger.(limitstore.QuickLedger)
 		out = append(out, br)
 	}
 	return out
 }
 
-// periodAt returns the budget's period at now, and the ledger's view of it.
-func (br *budgetRun) periodAt(now time.Time) (budget.Period, limitstore.BudgetPeriod) {
-	n := now.UnixNano()
-	cp := br.cached.Load()
-	if cp == nil || n < cp.from || n >= cp.to {
-		w := br.b.Window
-		p := w.PeriodAt(now)
-		cp = &cachedPeriod{p: p, sliceEnd: w.SliceEnd(p, p.Slice).UnixNano(), to: p.End.UnixNano(), from: p.Start.UnixNano()}
-		if w.IsRolling() {
-			cp.from = p.End.Add(-w.Length() / budget.Slices).UnixNano()
-		}
-		br.cached.Store(cp)
+// periodAt returns the budget's period at now, whose Unix nanoseconds are n: from the
+// cache while now is within the cached period's current slice.
+func (br *budgetRun) periodAt(now time.Time, n int64) *cachedPeriod {
+	if cp := br.cached.Load(); cp != nil && n >= cp.from && n < cp.to {
+		return cp
 	}
-	return cp.p, limitstore.BudgetPeriod{Slice: cp.p.Slice, Oldest: cp.p.Oldest, Epoch: cp.p.Epoch,
-		TTL: time.Duration(cp.sliceEnd - n)} // within the period: no overflow
+	return br.newPeriod(now)
+}
+
+// newPeriod computes the budget's period at now and caches it.
+func (br *budgetRun) newPeriod(now time.Time) *cachedPeriod {
+	w := br.b.Window
+	p := w.PeriodAt(now)
+	cp := &cachedPeriod{p: p, sliceEnd: w.SliceEnd(p, p.Slice).UnixNano(), to: p.End.UnixNano(), from: p.Start.UnixNano(),
+		lp: limitstore.BudgetPeriod{Slice: p.Slice, Oldest: p.Oldest, Epoch: p.Epoch}}
+	if w.IsRolling() {
+		cp.from = p.End.Add(-w.Length() / budget.Slices).UnixNano()
+	}
+	br.cached.Store(cp)
+	return cp
 }
 
 // key returns the ledger key the budget counts the attempt under; ok is false when the
@@ -185,7 +203,7 @@ func (cs *costState) admit(ctx context.Context, a *attempt) *Error {
 	in, out := r.estimate(a.req)
 	if b.price != nil {
 		// An embedding model's window bounds each input, not the batch: not checked.
-		if w := b.price.ContextWindow(); w > 0 && r.emb == nil {
+		if w := b.price.ContextWindow(); w > 0 && r.emb == nil && satAdd(in, max(a.req.MaxTokens, 0)) > w {
 			var e *Error
 			if in, out, e = cs.fitWindow(ctx, a, w, in, out); e != nil {
 				return e
@@ -328,10 +346,13 @@ func (r *run) firstEstimate(cs *costState, at time.Time) (pricing.Money, bool) {
 // reserve takes the attempt's reservation in every budget that counts it, or none.
 func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 	b := &a.bill
+	n := a.begun.UnixNano()
 	for _, br := range cs.budgets {
-		key, ok := br.key(a)
-		if !ok {
-			continue
+		key, ok := "", true // a client-wide budget counts every attempt under ""
+		if br.b.Scope.Kind != budget.ScopeClient {
+			if key, ok = br.key(a); !ok {
+				continue
+			}
 		}
 		amount := b.est
 		if !b.priced {
@@ -347,8 +368,13 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 						" on upstream " + strconv.Quote(a.up.Name) + " (price it with Upstream.Prices, or set the budget's Unpriced)"}
 			}
 		}
-		p, lp := br.periodAt(a.begun)
-		res, err := br.ledger.Reserve(ctx, key, lp, int64(amount), a.r.bill.exempt&br.bit != 0)
+		cp := br.periodAt(a.begun, n)
+		over := a.r.bill.exempt&br.bit != 0
+		if key == "" && br.quick != nil && br.quick.ReserveQuick(cp.at(n), int64(amount), over) {
+			b.hold(budgetHold{br: br, cp: cp, amount: int64(amount)})
+			continue
+		}
+		res, err := br.ledger.Reserve(ctx, key, cp.at(n), int64(amount), over)
 		if err != nil {
 			cs.release(a)
 			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err,
@@ -357,22 +383,26 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		if !res.OK {
 			cs.release(a)
 			if res.FiredHard {
-				b.events = append(b.events, budgetEvent{br: br, key: key, p: p, res: res, fraction: 1, hard: true})
+				b.events = append(b.events, budgetEvent{br: br, key: key, p: cp.p, res: res, fraction: 1, hard: true})
 			}
 			if br.b.Reroute != "" {
 				b.reroute = br
 			}
-			return br.exceeded(a, key, p, amount, res)
+			return br.exceeded(a, key, cp.p, amount, res)
 		}
-		h := budgetHold{br: br, key: key, slice: lp.Slice, amount: int64(amount)}
-		if b.nHolds < len(b.holds) {
-			b.holds[b.nHolds] = h
-			b.nHolds++
-		} else {
-			b.more = append(b.more, h)
-		}
+		b.hold(budgetHold{br: br, key: key, cp: cp, amount: int64(amount)})
 	}
 	return nil
+}
+
+// hold keeps a reservation taken.
+func (b *attemptBill) hold(h budgetHold) {
+	if b.nHolds < len(b.holds) {
+		b.holds[b.nHolds] = h
+		b.nHolds++
+	} else {
+		b.more = append(b.more, h)
+	}
 }
 
 // exceeded is the error of an attempt the budget refused.
@@ -396,20 +426,19 @@ func (br *budgetRun) exceeded(a *attempt, key string, p budget.Period, amount pr
 func (cs *costState) release(a *attempt) {
 	b := &a.bill
 	now := time.Now()
-	b.eachHold(func(h *budgetHold) {
-		_, lp := h.br.periodAt(now)
-		_, _ = h.br.ledger.Settle(context.Background(), h.key, lp, h.slice, h.amount, 0)
-	})
+	n := now.UnixNano()
+	for i := range b.nHolds {
+		b.holds[i].release(now, n)
+	}
+	for i := range b.more {
+		b.more[i].release(now, n)
+	}
 	b.nHolds, b.more = 0, nil
 }
 
-func (b *attemptBill) eachHold(f func(*budgetHold)) {
-	for i := 0; i < b.nHolds; i++ {
-		f(&b.holds[i])
-	}
-	for i := range b.more {
-		f(&b.more[i])
-	}
+// release gives the reservation back unused.
+func (h *budgetHold) release(now time.Time, n int64) {
+	_, _ = h.br.ledger.Settle(context.Background(), h.key, h.br.periodAt(now, n).at(n), h.cp.lp.Slice, h.amount, 0)
 }
 
 // settle prices the ended attempt and replaces its reservations by its cost: the real
@@ -422,27 +451,51 @@ func (cs *costState) settle(a *attempt, class Class, usage *Usage) {
 	if b.nHolds == 0 && len(b.more) == 0 {
 		return
 	}
-	now := time.Now()
-	b.eachHold(func(h *budgetHold) {
-		spent := int64(0)
-		if a.called {
-			spent = h.amount
-			if b.cost.Known {
-				spent = int64(b.cost.Amount)
-			}
+	now := a.end // the attempt's end, just read by the layers below; a refusal has none
+	if now.IsZero() {
+		now = time.Now()
+	}
+	n := now.UnixNano()
+	for i := range b.nHolds {
+		b.settleHold(&b.holds[i], a.called, now, n)
+	}
+	for i := range b.more {
+		b.settleHold(&b.more[i], a.called, now, n)
+	}
+	b.nHolds, b.more = 0, nil
+}
+
+// settleHold replaces the reservation h by the attempt's cost, or by nothing when no call
+// was made.
+func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n int64) {
+	spent := int64(0)
+	if called {
+		spent = h.amount
+		if b.cost.Known {
+			spent = int64(b.cost.Amount)
 		}
-		p, lp := h.br.periodAt(now)
-		res, err := h.br.ledger.Settle(context.Background(), h.key, lp, h.slice, h.amount, spent)
-		if err != nil || res.Fired == 0 {
+	}
+	cp := h.cp // most attempts end in the period they began in
+	if n < cp.from || n >= cp.to {
+		cp = h.br.periodAt(now, n)
+	}
+	var res limitstore.BudgetResult
+	if h.key == "" && h.br.quick != nil {
+		res = h.br.quick.SettleQuick(cp.at(n), h.cp.lp.Slice, h.amount, spent)
+	} else {
+		var err error
+		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), h.cp.lp.Slice, h.amount, spent); err != nil {
 			return
 		}
-		for i, t := range h.br.soft {
-			if res.Fired&(1<<i) != 0 {
-				b.events = append(b.events, budgetEvent{br: h.br, key: h.key, p: p, res: res, fraction: h.br.b.FractionOf(t)})
-			}
+	}
+	if res.Fired == 0 {
+		return
+	}
+	for i, t := range h.br.soft {
+		if res.Fired&(1<<i) != 0 {
+			b.events = append(b.events, budgetEvent{br: h.br, key: h.key, p: cp.p, res: res, fraction: h.br.b.FractionOf(t)})
 		}
-	})
-	b.nHolds, b.more = 0, nil
+	}
 }
 
 // emitBudget tells the observer of the budget events of a recorded attempt.
@@ -506,13 +559,15 @@ func (c *Client) Budget(ctx context.Context, name, partition string) (budget.Sta
 			if br.b.Name != name {
 				continue
 			}
-			p, lp := br.periodAt(time.Now())
-			res, err := br.ledger.Reserve(ctx, partition, lp, 0, true)
+			now := time.Now()
+			n := now.UnixNano()
+			cp := br.periodAt(now, n)
+			res, err := br.ledger.Reserve(ctx, partition, cp.at(n), 0, true)
 			if err != nil {
 				return budget.Status{}, err
 			}
 			return budget.Status{Name: name, Partition: partition, Cap: br.b.Cap, Spent: pricing.Money(res.Spent),
-				Reserved: pricing.Money(res.Reserved), Start: p.Start, End: p.End}, nil
+				Reserved: pricing.Money(res.Reserved), Start: cp.p.Start, End: cp.p.End}, nil
 		}
 	}
 	return budget.Status{}, fmt.Errorf("llmclient: no budget %q", name)

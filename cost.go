@@ -227,6 +227,11 @@ func (b *attemptBill) noteError(err error) {
 
 // traceCost is the cost of every attempt of the trace together.
 func traceCost(trace []Attempt) pricing.Cost {
+	if len(trace) == 1 { // what the sum below gives for one attempt
+		if c := trace[0].Cost; c.Amount >= 0 && (c.Known || c.Model == nil) {
+			return c
+		}
+	}
 	total := pricing.Cost{Known: true}
 	for i := range trace {
 		total = total.Plus(trace[i].Cost)

@@ -58,6 +58,20 @@ type BudgetResult struct {
 	Never     bool
 }
 
+// QuickLedger is an optional capability of a Ledger kept in this process's memory, as the
+// ledgers of NewLedger and of NewMemory's OpenBudget are: the common cases of Reserve and
+// Settle for the key "" (a budget that does not count partitions apart), without the
+// context and the error, which such a ledger never uses, for callers on a hot path.
+type QuickLedger interface {
+	Ledger
+	// ReserveQuick does what Reserve does for the key "" when the reservation is taken, and
+	// reports whether it was; when it was not, it has done nothing, and Reserve gives the
+	// refusal (or, if room was made meanwhile, takes the reservation).
+	ReserveQuick(p BudgetPeriod, amount int64, over bool) bool
+	// SettleQuick is Settle for the key "".
+	SettleQuick(p BudgetPeriod, slice, reserved, spent int64) BudgetResult
+}
+
 // Ledger is one budget's counters: for each key (one per partition of a budget that
 // counts each partition apart, else the empty key) the spend and reservations of the
 // slices of its window. Every method is atomic with respect to the others, in every

@@ -26,7 +26,10 @@ func (s *memoryStore) OpenBudget(name string, spec BudgetSpec) Ledger {
 	return l
 }
 
-var _ BudgetStore = (*memoryStore)(nil)
+var (
+	_ BudgetStore = (*memoryStore)(nil)
+	_ QuickLedger = (*memLedger)(nil)
+)
 
 // NewLedger returns an in-memory Ledger for spec, private to its caller: what a Client
 // uses for its budgets when its limit store is no BudgetStore. It is safe for concurrent
@@ -34,13 +37,21 @@ var _ BudgetStore = (*memoryStore)(nil)
 func NewLedger(spec BudgetSpec) Ledger { return newMemLedger(spec) }
 
 func newMemLedger(spec BudgetSpec) *memLedger {
-	return &memLedger{cap: max(spec.Cap, 0), soft: slices.Clone(spec.Soft), keys: make(map[string]*budgetCounters)}
+	soft := slices.Clone(spec.Soft[:min(len(spec.Soft), maxSoft)])
+	l := &memLedger{cap: max(spec.Cap, 0), soft: soft, keys: make(map[string]*budgetCounters), lowest: math.MaxInt64}
+	for _, t := range soft {
+		l.lowest = min(l.lowest, t)
+	}
+	return l
 }
 
 // memLedger is a Ledger in memory: one mutex over every key's counters.
 type memLedger struct {
 	cap  int64
-	soft []int64
+	soft []int64 // at most maxSoft
+	// lowest is the lowest soft threshold (math.MaxInt64 for none): a spend below it
+	// reaches none.
+	lowest int64
 
 	mu   sync.Mutex
 	keys map[string]*budgetCounters
@@ -60,6 +71,9 @@ type budgetCounters struct {
 	fired           uint32 // soft thresholds reached in the epoch
 	hard            bool   // a reservation was refused in the epoch
 	last            int64  // the newest slice the key was brought to; forgotten once it leaves
+	// oldest is the p.Oldest the key was last brought to: while callers pass it and the
+	// epoch, and no slice older than it was added, there is nothing to drop or clear.
+	oldest int64
 }
 
 type sliceTotals struct{ id, spent, reserved int64 }
@@ -73,38 +87,102 @@ const ledgerSweepMin = 1024
 func (l *memLedger) Reserve(_ context.Context, key string, p BudgetPeriod, amount int64, over bool) (BudgetResult, error) {
 	amount = max(amount, 0)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.counters(key, p)
+	return l.reserve(l.counters(key, p), p, amount, over), nil
+}
+
+// ReserveQuick is Reserve for the key "" when it takes the reservation (see QuickLedger).
+func (l *memLedger) ReserveQuick(p BudgetPeriod, amount int64, over bool) bool {
+	amount = max(amount, 0)
+	l.mu.Lock()
+	c := l.empty
+	if !c.broughtTo(p) {
+		c = l.bring("", p)
+	}
+	if !over && (amount > l.cap || satAdd(c.spent, c.reserved) > l.cap-amount) {
+		l.mu.Unlock()
+		return false
+	}
+	var s *sliceTotals
+	if n := len(c.slices); n > 0 && c.slices[n-1].id == p.Slice {
+		s = &c.slices[n-1]
+	} else {
+		s = c.slice(p.Slice)
+	}
+	s.reserved = satAdd(s.reserved, amount)
+	c.reserved = satAdd(c.reserved, amount)
+	l.mu.Unlock()
+	return true
+}
+
+// reserve is Reserve on key's counters c. l.mu is held, and released on return.
+func (l *memLedger) reserve(c *budgetCounters, p BudgetPeriod, amount int64, over bool) BudgetResult {
 	used := satAdd(c.spent, c.reserved)
 	if !over && (amount > l.cap || used > l.cap-amount) {
-		res := BudgetResult{Spent: c.spent, Reserved: c.reserved, Never: amount > l.cap}
-		if !res.Never {
-			need := used - (l.cap - amount) // > 0, at most used
-			var freed int64
-			for _, s := range c.slices {
-				freed = satAdd(freed, satAdd(s.spent, s.reserved))
-				res.FreeAfter = s.id
-				if freed >= need {
-					break
-				}
-			}
-		}
-		if !c.hard {
-			c.hard, res.FiredHard = true, true
-		}
-		return res, nil
+		res := l.refuse(c, used, amount)
+		l.mu.Unlock()
+		return res
 	}
 	s := c.slice(p.Slice)
 	s.reserved = satAdd(s.reserved, amount)
 	c.reserved = satAdd(c.reserved, amount)
-	return BudgetResult{OK: true, Spent: c.spent, Reserved: c.reserved}, nil
+	res := BudgetResult{OK: true, Spent: c.spent, Reserved: c.reserved}
+	l.mu.Unlock()
+	return res
+}
+
+// refuse is Reserve's answer for an amount that does not fit. l.mu is held.
+func (l *memLedger) refuse(c *budgetCounters, used, amount int64) BudgetResult {
+	res := BudgetResult{Spent: c.spent, Reserved: c.reserved, Never: amount > l.cap}
+	if !res.Never {
+		need := used - (l.cap - amount) // > 0, at most used
+		var freed int64
+		for _, s := range c.slices {
+			freed = satAdd(freed, satAdd(s.spent, s.reserved))
+			res.FreeAfter = s.id
+			if freed >= need {
+				break
+			}
+		}
+	}
+	if !c.hard {
+		c.hard, res.FiredHard = true, true
+	}
+	return res
 }
 
 func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice, reserved, spent int64) (BudgetResult, error) {
+	l.mu.Lock()
+	return l.settle(l.counters(key, p), p, slice, reserved, spent), nil
+}
+
+// SettleQuick is Settle for the key "" (see QuickLedger).
+func (l *memLedger) SettleQuick(p BudgetPeriod, slice, reserved, spent int64) BudgetResult {
 	reserved, spent = max(reserved, 0), max(spent, 0)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.counters(key, p)
+	c := l.empty
+	if !c.broughtTo(p) {
+		c = l.bring("", p)
+	}
+	if n := len(c.slices); n > 0 && c.slices[n-1].id == slice {
+		s := &c.slices[n-1] // the current slice, as settle finds it
+		back := min(reserved, s.reserved)
+		s.reserved -= back
+		c.reserved -= back
+		s.spent = satAdd(s.spent, spent)
+		c.spent = satAdd(c.spent, spent)
+		if c.spent < l.lowest {
+			res := BudgetResult{OK: true, Spent: c.spent, Reserved: c.reserved}
+			l.mu.Unlock()
+			return res
+		}
+		spent, reserved = 0, 0 // counted: settle only reports, and fires the thresholds
+	}
+	return l.settle(c, p, slice, reserved, spent)
+}
+
+// settle is Settle on key's counters c. l.mu is held, and released on return.
+func (l *memLedger) settle(c *budgetCounters, p BudgetPeriod, slice, reserved, spent int64) BudgetResult {
+	reserved, spent = max(reserved, 0), max(spent, 0)
 	if slice >= p.Oldest {
 		s := c.slice(slice)
 		back := min(reserved, s.reserved)
@@ -114,18 +192,35 @@ func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice,
 		c.spent = satAdd(c.spent, spent)
 	}
 	res := BudgetResult{OK: true, Spent: c.spent, Reserved: c.reserved}
-	for i, t := range l.soft[:min(len(l.soft), maxSoft)] {
-		if bit := uint32(1) << i; c.spent >= t && c.fired&bit == 0 {
-			c.fired |= bit
-			res.Fired |= bit
+	if c.spent >= l.lowest {
+		for i, t := range l.soft {
+			if bit := uint32(1) << i; c.spent >= t && c.fired&bit == 0 {
+				c.fired |= bit
+				res.Fired |= bit
+			}
 		}
 	}
-	return res, nil
+	l.mu.Unlock()
+	return res
 }
 
 // counters returns key's counters brought to period p: slices that left the window
 // dropped, the epoch's flags cleared when a new epoch began. l.mu is held.
 func (l *memLedger) counters(key string, p BudgetPeriod) *budgetCounters {
+	if key == "" && l.empty.broughtTo(p) {
+		return l.empty // the common case of a budget without partitions
+	}
+	return l.bring(key, p)
+}
+
+// broughtTo reports whether c (nil: none) was brought to period p already: no slice to
+// drop, no epoch to start, p.Slice seen.
+func (c *budgetCounters) broughtTo(p BudgetPeriod) bool {
+	return c != nil && p.Oldest == c.oldest && p.Epoch == c.epoch && p.Slice <= c.last
+}
+
+// bring is counters for a key not yet brought to p. l.mu is held.
+func (l *memLedger) bring(key string, p BudgetPeriod) *budgetCounters {
 	var c *budgetCounters
 	ok := false
 	if key == "" && l.empty != nil {
@@ -159,11 +254,19 @@ func (l *memLedger) counters(key string, p BudgetPeriod) *budgetCounters {
 		c.epoch, c.epochSet, c.fired, c.hard = p.Epoch, true, 0, false
 	}
 	c.last = max(c.last, p.Slice)
+	c.oldest = p.Oldest
+	if len(c.slices) > 0 {
+		c.oldest = min(c.oldest, c.slices[0].id) // a slice older than p.Oldest cannot be left
+	}
 	return c
 }
 
 // slice returns the totals of slice id, adding it in order if need be.
 func (c *budgetCounters) slice(id int64) *sliceTotals {
+	if n := len(c.slices); n > 0 && c.slices[n-1].id == id {
+		return &c.slices[n-1] // the current slice
+	}
+	c.oldest = min(c.oldest, id) // an older slice: the next caller drops it if need be
 	i := len(c.slices)
 	for i > 0 && c.slices[i-1].id > id {
 		i--

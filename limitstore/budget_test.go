@@ -230,3 +230,28 @@ func TestLedgerForgetsPastKeys(t *testing.T) {
 		t.Fatalf("%d keys kept, want the window's 5000", n)
 	}
 }
+
+// TestLedgerStragglerSlice checks a reservation made with an older period (a caller whose
+// clock read earlier) between calls with the current one: the older slice counts until a
+// caller with the current period drops it, as it would without the ledger's shortcut
+// for a key already brought to the current period.
+func TestLedgerStragglerSlice(t *testing.T) {
+	const n = 4
+	l := limitstore.NewLedger(limitstore.BudgetSpec{Cap: 100})
+	cur := rolling(105, n) // slices 102–105
+	mustReserve(t, l, "", cur, 10)
+	if r := mustReserve(t, l, "", rolling(101, n), 20); !r.OK || r.Reserved != 30 {
+		t.Fatalf("the straggler's reservation in slice 101: %+v", r)
+	}
+	// Slice 101 is outside the current window: dropped with its 20.
+	if r := mustReserve(t, l, "", cur, 5); !r.OK || r.Reserved != 15 {
+		t.Fatalf("the current period after the straggler: %+v, want slice 101 dropped", r)
+	}
+	// The same within a calendar window's epoch, and a day later.
+	if r := mustSettle(t, l, "", cur, 105, 15, 15); r.Spent != 15 || r.Reserved != 0 {
+		t.Fatalf("settle: %+v", r)
+	}
+	if r := mustReserve(t, l, "", rolling(110, n), 100); !r.OK || r.Spent != 0 {
+		t.Fatalf("a later window: %+v", r)
+	}
+}

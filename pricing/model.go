@@ -3,6 +3,8 @@ package pricing
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +18,16 @@ type Model struct {
 	contextWindow int
 	// prices are the data's conditional prices in file order; the last active one applies.
 	prices []conditional
+	// span is the price last found active for a model of several prices, with the span
+	// of time it stays active: calls within it skip the search (see active).
+	span atomic.Pointer[activeSpan]
+}
+
+// activeSpan is a price of a Model and the span of time [from, until), in Unix
+// nanoseconds, in which it is the active one.
+type activeSpan struct {
+	p           *price
+	from, until int64
 }
 
 // Spec describes a model priced by hand: a negotiated rate, or a self-hosted model at zero.
@@ -100,14 +112,22 @@ func (m *Model) String() string {
 // token at its rate, plus any per-call fee. The result is exact, saturating at MaxMoney.
 // Cost fails with ErrInvalidTokens, ErrNoTime or ErrNotPerToken (wrapped), never with a
 // silent zero; a free model costs $0 with a nil error. Cost does not allocate unless it
-// fails.
+// fails or, for a model of several prices, at falls outside the span of time in which the
+// price it last found stays active (a start date or a time-of-day edge passed: a few
+// times a day at most for calls made now). It is safe for concurrent use.
 func (m *Model) Cost(t Tokens, at time.Time) (Money, error) {
-	if err := t.validate(); err != nil {
-		return 0, err
+	if !t.valid() {
+		return 0, t.validate()
 	}
-	p, err := m.priceAt(at)
-	if err != nil {
-		return 0, err
+	if at.IsZero() {
+		return 0, ErrNoTime
+	}
+	p := &m.prices[0].price // priceAt, inlined by hand for a model of one price
+	if len(m.prices) != 1 {
+		p = m.active(at)
+	}
+	if !p.perToken {
+		return 0, m.notPerToken()
 	}
 	return p.cost(t), nil
 }
@@ -127,22 +147,91 @@ func (m *Model) priceAt(at time.Time) (*price, error) {
 	}
 	p := m.active(at)
 	if !p.perToken {
-		return nil, fmt.Errorf("%w: %s", ErrNotPerToken, m)
+		return nil, m.notPerToken()
 	}
 	return p, nil
 }
 
+func (m *Model) notPerToken() error { return fmt.Errorf("%w: %s", ErrNotPerToken, m) }
+
 // active returns the last conditional price active at at, else the first one, as
-// genai-prices does.
+// genai-prices does. For a model of several prices it keeps the price it found with the
+// span of time in which that price stays the active one (up to the next start date or
+// edge of a time-of-day window), so that calls within the span only compare two
+// integers; a call outside it searches again and keeps the new span.
 func (m *Model) active(at time.Time) *price {
 	ps := m.prices
 	if len(ps) == 1 {
 		return &ps[0].price
 	}
+	n, inRange := unixNano(at)
+	if s := m.span.Load(); s != nil && inRange && n >= s.from && n < s.until {
+		return s.p
+	}
+	p := m.search(at)
+	if inRange {
+		from, until := m.spanAround(at, n)
+		m.span.Store(&activeSpan{p: p, from: from, until: until})
+	}
+	return p
+}
+
+// search returns the last conditional price active at at, else the first one.
+func (m *Model) search(at time.Time) *price {
+	ps := m.prices
 	for i := len(ps) - 1; i >= 0; i-- {
 		if ps[i].activeAt(at) {
 			return &ps[i].price
 		}
 	}
 	return &ps[0].price
+}
+
+// spanAround returns a span of time [from, until) around at (Unix nanoseconds n) in which
+// no price of m starts or stops: bounded by the nearest start dates and, for a model with
+// time-of-day prices, by at's UTC day and the edges of the windows within it.
+func (m *Model) spanAround(at time.Time, n int64) (from, until int64) {
+	from, until = math.MinInt64, math.MaxInt64
+	edge := func(e int64) {
+		if e <= n {
+			from = max(from, e)
+		} else {
+			until = min(until, e)
+		}
+	}
+	daily := false
+	for i := range m.prices {
+		c := &m.prices[i]
+		switch c.kind {
+		case fromDate:
+			if c.from > math.MaxInt64/int64(time.Second) || c.from < math.MinInt64/int64(time.Second) {
+				continue // outside the span unixNano accepts: never an edge within it
+			}
+			edge(c.from * int64(time.Second))
+		case timeOfDay:
+			daily = true
+		}
+	}
+	if daily {
+		day := n - nanosOfDay(at) // midnight UTC before at; n is well inside int64
+		edge(day)
+		edge(day + nanosPerDay)
+		for i := range m.prices {
+			if c := &m.prices[i]; c.kind == timeOfDay {
+				edge(day + c.start)
+				edge(day + c.end)
+			}
+		}
+	}
+	return from, until
+}
+
+// unixNano returns at in Unix nanoseconds; ok is false for a time outside the years
+// 1700–2200, where spans are not kept (such calls search every time).
+func unixNano(at time.Time) (int64, bool) {
+	const lo, hi = -8_520_336_000, 7_258_118_400 // 1700-01-01 and 2200-01-01 UTC, in seconds
+	if s := at.Unix(); s < lo || s >= hi {
+		return 0, false
+	}
+	return at.UnixNano(), true
 }

@@ -103,6 +103,9 @@ type tier struct {
 // at returns the per-token rate for a prompt of the given size.
 func (r *rate) at(prompt int) Money {
 	m := r.perToken
+	if len(r.tiers) == 0 {
+		return m
+	}
 	for i := range r.tiers {
 		if prompt <= r.tiers[i].above {
 			break
@@ -132,28 +135,29 @@ type price struct {
 	perToken bool
 }
 
-// cost prices valid token counts.
+// cost prices valid token counts. Parts of zero tokens cost nothing whatever their
+// rate, and are skipped.
 func (p *price) cost(t Tokens) Money {
 	prompt := t.Input
 	uncached := t.Input
 	var c Money
-	if p.cacheRead.set {
-		c = addCost(c, mulTokens(t.CacheRead, p.cacheRead.at(prompt)))
+	if t.CacheRead != 0 && p.cacheRead.set {
+		c = mulTokens(t.CacheRead, p.cacheRead.at(prompt))
 		uncached -= t.CacheRead
 	}
-	if p.cacheWrite.set {
+	if t.CacheWrite != 0 && p.cacheWrite.set {
 		c = addCost(c, mulTokens(t.CacheWrite, p.cacheWrite.at(prompt)))
 		uncached -= t.CacheWrite
 	}
-	if p.input.set {
+	if uncached != 0 && p.input.set {
 		c = addCost(c, mulTokens(uncached, p.input.at(prompt)))
 	}
 	visible := t.Output
-	if p.reasoning.set {
+	if t.Reasoning != 0 && p.reasoning.set {
 		c = addCost(c, mulTokens(t.Reasoning, p.reasoning.at(prompt)))
 		visible -= t.Reasoning
 	}
-	if p.output.set {
+	if visible != 0 && p.output.set {
 		c = addCost(c, mulTokens(visible, p.output.at(prompt)))
 	}
 	return addCost(c, p.perRequest)

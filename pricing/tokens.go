@@ -34,6 +34,13 @@ type Tokens struct {
 // guess.
 var ErrInvalidTokens = errors.New("pricing: invalid token counts")
 
+// valid reports whether the counts can describe a call: what validate checks, without
+// building an error, cheap enough to inline.
+func (t Tokens) valid() bool {
+	return t.Input|t.CacheRead|t.CacheWrite|t.Output|t.Reasoning >= 0 &&
+		t.CacheRead <= t.Input && t.CacheWrite <= t.Input-t.CacheRead && t.Reasoning <= t.Output
+}
+
 // validate reports counts that cannot describe a call.
 func (t Tokens) validate() error {
 	if t.Input < 0 || t.CacheRead < 0 || t.CacheWrite < 0 || t.Output < 0 || t.Reasoning < 0 {

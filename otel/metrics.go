@@ -171,9 +171,11 @@ func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
 }
 
 // recordAttempt records an attempt: an upstream call or a local refusal, and its wait in
-// the limiter.
-func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Event) {
+// the limiter. It returns the attribute set of an upstream call (which also serves its
+// span), nil for a refusal.
+func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
+	var attempt *setEntry
 	if e.Local {
 		k := setKey{kind: setRefusal, upstream: e.Upstream, class: e.Class, aux: refusalReason(e.Err)}
 		s := t.sets.get(k, func() *setEntry {
@@ -195,12 +197,13 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 			if k.status != 0 {
 				kvs = append(kvs, keyStatus.Int(k.status))
 			}
-			return newSetEntry(kvs, false)
+			return t.withAttemptSpan(newSetEntry(kvs, false), k.op, k.upstream, k.model)
 		})
 		m.attempts.Add(ctx, 1, s.add...)
+		attempt = s
 	}
 	if e.LimiterWait <= 0 {
-		return
+		return attempt
 	}
 	k := setKey{kind: setWait, upstream: e.Upstream, key: e.Key}
 	s := t.sets.get(k, func() *setEntry {
@@ -211,6 +214,7 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		return newSetEntry(kvs, false)
 	})
 	m.limiterWait.Record(ctx, e.LimiterWait.Seconds(), s.rec...)
+	return attempt
 }
 
 // refusalReason says which layer refused an attempt locally.
@@ -233,11 +237,11 @@ func refusalReason(err error) string {
 }
 
 // recordCall records a call's end: the GenAI duration, token usage and stream timings,
-// and its attempts.
-func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) {
+// and its attempts. It returns the call's attribute set, which also serves its span.
+func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
 	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
-	s := t.sets.get(k, func() *setEntry { return newSetEntry(t.callAttrs(k), true) })
+	s := t.sets.get(k, func() *setEntry { return t.withCallSpan(newSetEntry(t.callAttrs(k), true), k) })
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
@@ -256,6 +260,20 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 			m.tpoc.Record(ctx, per, s.rec...)
 		}
 	}
+	return s
+}
+
+// withCallSpan adds to e the attributes a call span gets at its end from the call's set:
+// provider and upstream (when the call reached one) and the response model.
+func (t *Telemetry) withCallSpan(e *setEntry, k setKey) *setEntry {
+	e.span = make([]attribute.KeyValue, 0, 3)
+	if k.upstream != "" {
+		e.span = append(e.span, keyProvider.String(t.providerName(k.upstream)), keyUpstream.String(k.upstream))
+	}
+	if k.respModel != "" {
+		e.span = append(e.span, keyResponseModel.String(k.respModel))
+	}
+	return e
 }
 
 // callAttrs are the attributes of the GenAI call metrics.

@@ -108,6 +108,7 @@ func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
 	t.observe(ctx, &e) // small enough to inline: the event is not copied again
 }
 
+// observe is Observe, with the event by pointer.
 func (t *Telemetry) observe(ctx context.Context, e *llmclient.Event) {
 	c := t.callOf(ctx)
 	switch e.Kind {

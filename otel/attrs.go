@@ -168,18 +168,32 @@ type setCache struct {
 	last [setKinds]atomic.Pointer[setEntry]
 }
 
+// get returns the set of k, made by build on a miss.
 func (c *setCache) get(k setKey, build func() *setEntry) *setEntry {
-	last := &c.last[k.kind]
-	if e := last.Load(); e != nil && e.key == k {
+	if e := c.lookup(&k); e != nil {
 		return e
 	}
-	if e, ok := c.m.load(k); ok {
+	return c.add(&k, build())
+}
+
+// lookup returns the set of *k, or nil. The hot paths call it and add rather than get,
+// which spares them a closure and a copy of the key.
+func (c *setCache) lookup(k *setKey) *setEntry {
+	last := &c.last[k.kind]
+	if e := last.Load(); e != nil && e.key == *k {
+		return e
+	}
+	if e, ok := c.m.load(*k); ok {
 		last.Store(e)
 		return e
 	}
-	e := build()
-	e.key = k
-	c.m.store(k, e, maxCachedSets)
+	return nil
+}
+
+// add keeps e as the set of *k (unless the cache is full) and returns it.
+func (c *setCache) add(k *setKey, e *setEntry) *setEntry {
+	e.key = *k
+	c.m.store(*k, e, maxCachedSets)
 	return e
 }
 

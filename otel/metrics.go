@@ -185,20 +185,10 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		m.refusals.Add(ctx, 1, s.add...)
 	} else {
 		k := setKey{kind: setAttempt, op: opFor(c, e), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
-		s := t.sets.get(k, func() *setEntry {
-			kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
-				keyUpstream.String(k.upstream)}
-			if k.model != "" {
-				kvs = append(kvs, keyRequestModel.String(k.model))
-			}
-			if et := errorType(k.class); et != "" {
-				kvs = append(kvs, keyErrorType.String(et))
-			}
-			if k.status != 0 {
-				kvs = append(kvs, keyStatus.Int(k.status))
-			}
-			return t.withAttemptSpan(newSetEntry(kvs, false), k.op, k.upstream, k.model)
-		})
+		s := t.sets.lookup(&k)
+		if s == nil {
+			s = t.sets.add(&k, t.attemptSet(&k))
+		}
 		m.attempts.Add(ctx, 1, s.add...)
 		attempt = s
 	}
@@ -215,6 +205,22 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 	})
 	m.limiterWait.Record(ctx, e.LimiterWait.Seconds(), s.rec...)
 	return attempt
+}
+
+// attemptSet makes the set of the upstream calls of k, an attempt's key.
+func (t *Telemetry) attemptSet(k *setKey) *setEntry {
+	kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
+		keyUpstream.String(k.upstream)}
+	if k.model != "" {
+		kvs = append(kvs, keyRequestModel.String(k.model))
+	}
+	if et := errorType(k.class); et != "" {
+		kvs = append(kvs, keyErrorType.String(et))
+	}
+	if k.status != 0 {
+		kvs = append(kvs, keyStatus.Int(k.status))
+	}
+	return t.withAttemptSpan(newSetEntry(kvs, false), k.op, k.upstream, k.model)
 }
 
 // refusalReason says which layer refused an attempt locally.
@@ -241,7 +247,10 @@ func refusalReason(err error) string {
 func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
 	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
-	s := t.sets.get(k, func() *setEntry { return t.withCallSpan(newSetEntry(t.callAttrs(k), true), k) })
+	s := t.sets.lookup(&k)
+	if s == nil {
+		s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
@@ -265,7 +274,7 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 
 // withCallSpan adds to e the attributes a call span gets at its end from the call's set:
 // provider and upstream (when the call reached one) and the response model.
-func (t *Telemetry) withCallSpan(e *setEntry, k setKey) *setEntry {
+func (t *Telemetry) withCallSpan(e *setEntry, k *setKey) *setEntry {
 	e.span = make([]attribute.KeyValue, 0, 3)
 	if k.upstream != "" {
 		e.span = append(e.span, keyProvider.String(t.providerName(k.upstream)), keyUpstream.String(k.upstream))
@@ -277,7 +286,7 @@ func (t *Telemetry) withCallSpan(e *setEntry, k setKey) *setEntry {
 }
 
 // callAttrs are the attributes of the GenAI call metrics.
-func (t *Telemetry) callAttrs(k setKey) []attribute.KeyValue {
+func (t *Telemetry) callAttrs(k *setKey) []attribute.KeyValue {
 	kvs := make([]attribute.KeyValue, 0, 7)
 	kvs = append(kvs, keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)))
 	if k.upstream != "" {

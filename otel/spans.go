@@ -143,7 +143,8 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 // context with its span, unless the caller's context belongs to a call of t (a Client
 // called inside another's call): then c keeps that call's events apart.
 func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.Context, trace.Span, *call) {
-	st := t.starts.get(startKeyOf(opChat, req))
+	k := startKeyOf(opChat, req)
+	st := t.starts.get(&k)
 	sctx, span := t.tracer.Start(ctx, st.name, st.opts...)
 	recording := span.IsRecording()
 	if !recording && t.callOf(ctx) == nil {
@@ -208,7 +209,7 @@ func (c *call) ensure(model string) {
 	if c.span != nil {
 		return
 	}
-	st := c.t.starts.get(startKey{op: c.op, model: model})
+	st := c.t.starts.get(&startKey{op: c.op, model: model})
 	opts := append(append(c.startOpts[:0], st.opts...), trace.WithTimestamp(c.start))
 	c.parent, c.span = c.t.tracer.Start(c.Context, st.name, opts...)
 	c.recording = c.span.IsRecording()

@@ -74,14 +74,14 @@ type startCache struct {
 	last atomic.Pointer[startEntry]
 }
 
-func (c *startCache) get(k startKey) *startEntry {
-	if e := c.last.Load(); e != nil && e.key == k {
+func (c *startCache) get(k *startKey) *startEntry {
+	if e := c.last.Load(); e != nil && e.key == *k {
 		return e
 	}
-	e, ok := c.m.load(k)
+	e, ok := c.m.load(*k)
 	if !ok {
-		e = newStartEntry(k)
-		c.m.store(k, e, maxCachedStarts)
+		e = newStartEntry(*k)
+		c.m.store(*k, e, maxCachedStarts)
 	}
 	c.last.Store(e)
 	return e

@@ -24,9 +24,11 @@ var (
 	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 )
 
-// call is the tracing state of one recorded call. It is the context the call runs with:
-// the caller's, with the call span (once started), answering callKey with itself, so that
-// the Client's events for the call, which carry that context, find it.
+// call is the tracing state of one call: a typed call whose span is recorded (or that
+// must keep its events apart from an enclosing call's), or any call in transport mode. It
+// is the context the call runs with: the caller's, with the call span (once started),
+// answering callKey with itself, so that the Client's events for the call, which carry
+// that context, find it.
 //
 // Events of one call arrive in order, but those of a stream's end may come from another
 // goroutine than the caller's (a timer, the reader), and the front door's own check runs

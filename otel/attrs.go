@@ -27,40 +27,40 @@ const (
 	keyErrorType     = attribute.Key("error.type")
 	keyStatus        = attribute.Key("http.response.status_code")
 
-	keyUpstream       = attribute.Key("llmclient.upstream")
-	keyBudget         = attribute.Key("llmclient.budget")
-	keyBudgetHard     = attribute.Key("llmclient.budget.hard")
-	keyTarget         = attribute.Key("llmclient.target")
-	keyKey            = attribute.Key("llmclient.key")
-	keyAttempt        = attribute.Key("llmclient.attempt")
-	keyAttempts       = attribute.Key("llmclient.attempts")
-	keyCallID         = attribute.Key("llmclient.call_id")
-	keyPartition      = attribute.Key("llmclient.partition")
-	keyWaited         = attribute.Key("llmclient.waited")
-	keyLimiterWait    = attribute.Key("llmclient.limiter_wait")
-	keyLocal          = attribute.Key("llmclient.local")
-	keyRetry          = attribute.Key("llmclient.retry")
-	keyHedge          = attribute.Key("llmclient.hedge")
-	keyFailover       = attribute.Key("llmclient.failover")
-	keyFallback       = attribute.Key("llmclient.fallback")
-	keyEstimated      = attribute.Key("llmclient.estimated_tokens")
-	keyTTFC           = attribute.Key("llmclient.time_to_first_chunk")
-	keyChunks         = attribute.Key("llmclient.chunks")
-	keyReason         = attribute.Key("llmclient.reason")
-	keyUntil          = attribute.Key("llmclient.until")
-	keyBreakerState   = attribute.Key("llmclient.breaker.state")
-	keyKeyState       = attribute.Key("llmclient.key.state")
-	keyDimension      = attribute.Key("llmclient.limit.dimension")
-	keyCacheResult    = attribute.Key("llmclient.cache.result")
-	keyCacheLayer     = attribute.Key("llmclient.cache.layer")
-	keyCacheName      = attribute.Key("llmclient.cache.name")
-	opChat            = "chat"
-	opEmbeddings      = "embeddings"
-	tokenInput        = "input"
-	tokenOutput       = "output"
-	providerUnknown   = "_OTHER"
-	maxCachedSets     = 4096
-	maxCachedSpanName = 1024
+	keyUpstream     = attribute.Key("llmclient.upstream")
+	keyBudget       = attribute.Key("llmclient.budget")
+	keyBudgetHard   = attribute.Key("llmclient.budget.hard")
+	keyTarget       = attribute.Key("llmclient.target")
+	keyKey          = attribute.Key("llmclient.key")
+	keyAttempt      = attribute.Key("llmclient.attempt")
+	keyAttempts     = attribute.Key("llmclient.attempts")
+	keyCallID       = attribute.Key("llmclient.call_id")
+	keyPartition    = attribute.Key("llmclient.partition")
+	keyWaited       = attribute.Key("llmclient.waited")
+	keyLimiterWait  = attribute.Key("llmclient.limiter_wait")
+	keyLocal        = attribute.Key("llmclient.local")
+	keyRetry        = attribute.Key("llmclient.retry")
+	keyHedge        = attribute.Key("llmclient.hedge")
+	keyFailover     = attribute.Key("llmclient.failover")
+	keyFallback     = attribute.Key("llmclient.fallback")
+	keyEstimated    = attribute.Key("llmclient.estimated_tokens")
+	keyTTFC         = attribute.Key("llmclient.time_to_first_chunk")
+	keyChunks       = attribute.Key("llmclient.chunks")
+	keyReason       = attribute.Key("llmclient.reason")
+	keyUntil        = attribute.Key("llmclient.until")
+	keyBreakerState = attribute.Key("llmclient.breaker.state")
+	keyKeyState     = attribute.Key("llmclient.key.state")
+	keyDimension    = attribute.Key("llmclient.limit.dimension")
+	keyCacheResult  = attribute.Key("llmclient.cache.result")
+	keyCacheLayer   = attribute.Key("llmclient.cache.layer")
+	keyCacheName    = attribute.Key("llmclient.cache.name")
+	opChat          = "chat"
+	opEmbeddings    = "embeddings"
+	tokenInput      = "input"
+	tokenOutput     = "output"
+	providerUnknown = "_OTHER"
+	maxCachedSets   = 4096
+	maxCachedStarts = 1024
 )
 
 // errorType is the error.type of a class: its name ("rate_limited", "timeout", ...),
@@ -108,6 +108,7 @@ const (
 	setWait
 	setDecision
 	setCacheOp
+	setAttemptSpan // a refused attempt's span: name and attributes only
 	setKinds
 )
 
@@ -121,12 +122,16 @@ type setKey struct {
 
 // setEntry holds the measurement options of one attribute set, ready to pass as a
 // variadic argument without allocating: rec and add for the set itself, in and out for
-// the token histogram (with gen_ai.token.type).
+// the token histogram (with gen_ai.token.type). For the sets of attempts and calls it
+// also holds what their spans take from them, made once: name, an attempt span's name,
+// and span, the first attributes a span of the set gets.
 type setEntry struct {
 	key     setKey
 	rec     []metric.RecordOption
 	add     []metric.AddOption
 	in, out []metric.RecordOption
+	name    string
+	span    []attribute.KeyValue
 }
 
 func newSetEntry(kvs []attribute.KeyValue, tokens bool) *setEntry {
@@ -140,94 +145,137 @@ func newSetEntry(kvs []attribute.KeyValue, tokens bool) *setEntry {
 	return e
 }
 
+// withAttemptSpan adds to e the name of an attempt span on upstream and its first
+// attributes: operation, provider, upstream and model.
+func (t *Telemetry) withAttemptSpan(e *setEntry, op, upstream, model string) *setEntry {
+	e.name = "attempt " + upstream
+	if upstream == "" {
+		e.name = "attempt"
+	}
+	e.span = []attribute.KeyValue{keyOperation.String(op), keyProvider.String(t.providerName(upstream)), keyUpstream.String(upstream)}
+	if model != "" {
+		e.span = append(e.span, keyRequestModel.String(model))
+	}
+	return e
+}
+
 // setCache is a copy-on-write map of attribute sets: lookups take no lock and allocate
 // nothing; a miss builds the set and, below maxCachedSets entries, adds it. The entry
 // last found for each kind is checked first, which spares hashing the key when calls look
 // alike.
 type setCache struct {
-	mu   sync.Mutex
-	m    atomic.Pointer[map[setKey]*setEntry]
+	m    cowMap[setKey, *setEntry]
 	last [setKinds]atomic.Pointer[setEntry]
 }
 
+// get returns the set of k, made by build on a miss.
 func (c *setCache) get(k setKey, build func() *setEntry) *setEntry {
+	if e := c.lookup(&k); e != nil {
+		return e
+	}
+	return c.add(&k, build())
+}
+
+// lookup returns the set of *k, or nil. The hot paths call it and add rather than get,
+// which spares them a closure and a copy of the key.
+func (c *setCache) lookup(k *setKey) *setEntry {
 	last := &c.last[k.kind]
-	if e := last.Load(); e != nil && e.key == k {
+	if e := last.Load(); e != nil && e.key == *k {
 		return e
 	}
-	if m := c.m.Load(); m != nil {
-		if e, ok := (*m)[k]; ok {
-			last.Store(e)
-			return e
-		}
-	}
-	e := build()
-	e.key = k
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.m.Load()
-	if old != nil && len(*old) >= maxCachedSets {
+	if e, ok := c.m.load(*k); ok {
+		last.Store(e)
 		return e
 	}
-	m := make(map[setKey]*setEntry, 1+lenOf(old))
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	m[k] = e
-	c.m.Store(&m)
+	return nil
+}
+
+// add keeps e as the set of *k (unless the cache is full) and returns it.
+func (c *setCache) add(k *setKey, e *setEntry) *setEntry {
+	e.key = *k
+	c.m.store(*k, e, maxCachedSets)
 	return e
 }
 
 // reset forgets every set (after Watch learned provider names).
 func (c *setCache) reset() {
-	c.mu.Lock()
-	c.m.Store(nil)
+	c.m.reset()
 	for i := range c.last {
 		c.last[i].Store(nil)
 	}
-	c.mu.Unlock()
 }
 
-func lenOf[K comparable, V any](m *map[K]V) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
-}
-
-// nameCache holds span names, "chat gpt-4o" and "attempt primary", so that building one
-// does not allocate per call.
-type nameCache struct {
+// cowMap is a copy-on-write map: a load takes no lock and allocates nothing; a store
+// copies the map under a lock, unless it already holds max entries (then the value is
+// not kept). It is safe for concurrent use.
+type cowMap[K comparable, V any] struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[[2]string]string]
+	m  atomic.Pointer[map[K]V]
 }
 
-func (c *nameCache) get(prefix, name string) string {
-	if name == "" {
-		return prefix
-	}
-	k := [2]string{prefix, name}
+func (c *cowMap[K, V]) load(k K) (V, bool) {
 	if m := c.m.Load(); m != nil {
-		if s, ok := (*m)[k]; ok {
-			return s
-		}
+		v, ok := (*m)[k]
+		return v, ok
 	}
-	s := prefix + " " + name
+	var zero V
+	return zero, false
+}
+
+func (c *cowMap[K, V]) store(k K, v V, max int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
-	if old != nil && len(*old) >= maxCachedSpanName {
-		return s
+	n := 0
+	if old != nil {
+		n = len(*old)
 	}
-	m := make(map[[2]string]string, 1+lenOf(old))
+	if n >= max {
+		return
+	}
+	m := make(map[K]V, n+1)
 	if old != nil {
 		for k, v := range *old {
 			m[k] = v
 		}
 	}
-	m[k] = s
+	m[k] = v
 	c.m.Store(&m)
-	return s
+}
+
+func (c *cowMap[K, V]) reset() {
+	c.mu.Lock()
+	c.m.Store(nil)
+	c.mu.Unlock()
+}
+
+// The gen_ai.response.finish_reasons of the finish reasons llmclient names, made once:
+// an attribute value is immutable, and building a string slice one allocates twice.
+var (
+	finishStop          = keyFinishReasons.StringSlice([]string{string(llmclient.FinishStop)})
+	finishLength        = keyFinishReasons.StringSlice([]string{string(llmclient.FinishLength)})
+	finishToolCalls     = keyFinishReasons.StringSlice([]string{string(llmclient.FinishToolCalls)})
+	finishContentFilter = keyFinishReasons.StringSlice([]string{string(llmclient.FinishContentFilter)})
+	finishRefusal       = keyFinishReasons.StringSlice([]string{string(llmclient.FinishRefusal)})
+	finishOther         = keyFinishReasons.StringSlice([]string{string(llmclient.FinishOther)})
+)
+
+// finishReasons is the gen_ai.response.finish_reasons attribute of a call that ended
+// for reason r.
+func finishReasons(r llmclient.FinishReason) attribute.KeyValue {
+	switch r {
+	case llmclient.FinishStop:
+		return finishStop
+	case llmclient.FinishLength:
+		return finishLength
+	case llmclient.FinishToolCalls:
+		return finishToolCalls
+	case llmclient.FinishContentFilter:
+		return finishContentFilter
+	case llmclient.FinishRefusal:
+		return finishRefusal
+	case llmclient.FinishOther:
+		return finishOther
+	}
+	return keyFinishReasons.StringSlice([]string{string(r)})
 }

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -140,7 +141,9 @@ func BenchmarkCompleteParallel(b *testing.B) {
 
 // BenchmarkSDKFloor is what the SDK alone costs for the same work, for comparison: two
 // sampled spans (a parent and a child) with the attributes a call and an attempt carry,
-// and the five metric measurements of a successful call.
+// and the five metric measurements of a successful call; and, with every option and
+// attribute made beforehand, what the SDK does for one call of Complete/metrics+spans-*:
+// the call span, its measurements in the span's context, and (sampled) the attempt span.
 func BenchmarkSDKFloor(b *testing.B) {
 	ctx := context.Background()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -177,4 +180,67 @@ func BenchmarkSDKFloor(b *testing.B) {
 			p.End()
 		}
 	})
+	for _, sampled := range []bool{false, true} {
+		name, sampler := "unsampled-call", sdktrace.NeverSample()
+		if sampled {
+			name, sampler = "sampled-call", sdktrace.AlwaysSample()
+		}
+		b.Run(name, func(b *testing.B) { benchmarkCallFloor(b, sampler) })
+	}
+}
+
+// benchmarkCallFloor makes the SDK do what the module asks of it for one call of
+// BenchmarkComplete, with the same attributes and sets, nothing built in the loop.
+func benchmarkCallFloor(b *testing.B, sampler sdktrace.Sampler) {
+	ctx := context.Background()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) }()
+	tracer, meter := tp.Tracer("floor"), mp.Meter("floor")
+	dur, _ := meter.Float64Histogram("d")
+	perCall, _ := meter.Int64Histogram("a")
+	tokens, _ := meter.Int64Histogram("t")
+	attempts, _ := meter.Int64Counter("c")
+	op, provider, upstream := attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", "_OTHER"), attribute.String("llmclient.upstream", "a")
+	model, respModel := attribute.String("gen_ai.request.model", "m"), attribute.String("gen_ai.response.model", "m")
+	status := attribute.Int("http.response.status_code", 200)
+	attemptSet := metric.WithAttributeSet(attribute.NewSet(op, provider, upstream, model, status))
+	callSet := metric.WithAttributeSet(attribute.NewSet(op, provider, upstream, model, respModel))
+	in := metric.WithAttributeSet(attribute.NewSet(op, provider, upstream, model, respModel, attribute.String("gen_ai.token.type", "input")))
+	out := metric.WithAttributeSet(attribute.NewSet(op, provider, upstream, model, respModel, attribute.String("gen_ai.token.type", "output")))
+	addAttempt, recCall := []metric.AddOption{attemptSet}, []metric.RecordOption{callSet}
+	recIn, recOut := []metric.RecordOption{in}, []metric.RecordOption{out}
+	t0 := time.Now()
+	callStart := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(op, model)}
+	attemptStart := []trace.SpanStartOption{trace.WithTimestamp(t0), trace.WithSpanKind(trace.SpanKindInternal)}
+	attemptEnd := []trace.SpanEndOption{trace.WithTimestamp(t0.Add(time.Microsecond))}
+	callEnd := []trace.SpanEndOption{trace.WithTimestamp(t0.Add(2 * time.Microsecond))}
+	attemptAttrs := []attribute.KeyValue{op, provider, upstream, model, attribute.Int("llmclient.attempt", 1),
+		attribute.String("llmclient.key", "key#1"), status, attribute.Int("llmclient.estimated_tokens", 1034),
+		attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 3)}
+	callAttrs := []attribute.KeyValue{attribute.Int("llmclient.attempts", 1), provider, upstream, respModel,
+		attribute.StringSlice("gen_ai.response.finish_reasons", []string{"stop"}),
+		attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 3),
+		attribute.Int64("llmclient.call_id", 7)}
+	b.ReportAllocs()
+	for b.Loop() {
+		cctx, call := tracer.Start(ctx, "chat m", callStart...)
+		attempts.Add(cctx, 1, addAttempt...)
+		if call.IsRecording() {
+			_, at := tracer.Start(cctx, "attempt a", attemptStart...)
+			at.SetAttributes(attemptAttrs...)
+			at.End(attemptEnd...)
+		}
+		dur.Record(cctx, 0.001, recCall...)
+		perCall.Record(cctx, 1, recCall...)
+		tokens.Record(cctx, 12, recIn...)
+		tokens.Record(cctx, 3, recOut...)
+		if call.IsRecording() {
+			call.SetAttributes(callAttrs...)
+			call.End(callEnd...)
+		} else {
+			call.End()
+		}
+	}
 }

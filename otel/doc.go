@@ -41,7 +41,8 @@
 // attempt after a failover), llmclient.estimated_tokens and llmclient.time_to_first_chunk.
 //
 // Attempt spans follow their call span's sampling: a call span that is not recorded has
-// none. They are made from the Client's events, after each attempt ended, with its
+// none, and its call costs the span's start and end and nothing else (the call's metrics
+// are recorded all the same). They are made from the Client's events, after each attempt ended, with its
 // timestamps; so spans that code under an attempt starts (an adapter's instrumented HTTP
 // client) are children of the call span, not of the attempt. Spans need Middleware (typed
 // calls) or Transport (transport mode): Observe alone records metrics only.

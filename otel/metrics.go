@@ -171,9 +171,11 @@ func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
 }
 
 // recordAttempt records an attempt: an upstream call or a local refusal, and its wait in
-// the limiter.
-func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Event) {
+// the limiter. It returns the attribute set of an upstream call (which also serves its
+// span), nil for a refusal.
+func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
+	var attempt *setEntry
 	if e.Local {
 		k := setKey{kind: setRefusal, upstream: e.Upstream, class: e.Class, aux: refusalReason(e.Err)}
 		s := t.sets.get(k, func() *setEntry {
@@ -183,24 +185,15 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		m.refusals.Add(ctx, 1, s.add...)
 	} else {
 		k := setKey{kind: setAttempt, op: opFor(c, e), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
-		s := t.sets.get(k, func() *setEntry {
-			kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
-				keyUpstream.String(k.upstream)}
-			if k.model != "" {
-				kvs = append(kvs, keyRequestModel.String(k.model))
-			}
-			if et := errorType(k.class); et != "" {
-				kvs = append(kvs, keyErrorType.String(et))
-			}
-			if k.status != 0 {
-				kvs = append(kvs, keyStatus.Int(k.status))
-			}
-			return newSetEntry(kvs, false)
-		})
+		s := t.sets.lookup(&k)
+		if s == nil {
+			s = t.sets.add(&k, t.attemptSet(&k))
+		}
 		m.attempts.Add(ctx, 1, s.add...)
+		attempt = s
 	}
 	if e.LimiterWait <= 0 {
-		return
+		return attempt
 	}
 	k := setKey{kind: setWait, upstream: e.Upstream, key: e.Key}
 	s := t.sets.get(k, func() *setEntry {
@@ -211,6 +204,23 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		return newSetEntry(kvs, false)
 	})
 	m.limiterWait.Record(ctx, e.LimiterWait.Seconds(), s.rec...)
+	return attempt
+}
+
+// attemptSet makes the set of the upstream calls of k, an attempt's key.
+func (t *Telemetry) attemptSet(k *setKey) *setEntry {
+	kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
+		keyUpstream.String(k.upstream)}
+	if k.model != "" {
+		kvs = append(kvs, keyRequestModel.String(k.model))
+	}
+	if et := errorType(k.class); et != "" {
+		kvs = append(kvs, keyErrorType.String(et))
+	}
+	if k.status != 0 {
+		kvs = append(kvs, keyStatus.Int(k.status))
+	}
+	return t.withAttemptSpan(newSetEntry(kvs, false), k.op, k.upstream, k.model)
 }
 
 // refusalReason says which layer refused an attempt locally.
@@ -233,11 +243,14 @@ func refusalReason(err error) string {
 }
 
 // recordCall records a call's end: the GenAI duration, token usage and stream timings,
-// and its attempts.
-func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) {
+// and its attempts. It returns the call's attribute set, which also serves its span.
+func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
 	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
-	s := t.sets.get(k, func() *setEntry { return newSetEntry(t.callAttrs(k), true) })
+	s := t.sets.lookup(&k)
+	if s == nil {
+		s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
@@ -256,10 +269,24 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 			m.tpoc.Record(ctx, per, s.rec...)
 		}
 	}
+	return s
+}
+
+// withCallSpan adds to e the attributes a call span gets at its end from the call's set:
+// provider and upstream (when the call reached one) and the response model.
+func (t *Telemetry) withCallSpan(e *setEntry, k *setKey) *setEntry {
+	e.span = make([]attribute.KeyValue, 0, 3)
+	if k.upstream != "" {
+		e.span = append(e.span, keyProvider.String(t.providerName(k.upstream)), keyUpstream.String(k.upstream))
+	}
+	if k.respModel != "" {
+		e.span = append(e.span, keyResponseModel.String(k.respModel))
+	}
+	return e
 }
 
 // callAttrs are the attributes of the GenAI call metrics.
-func (t *Telemetry) callAttrs(k setKey) []attribute.KeyValue {
+func (t *Telemetry) callAttrs(k *setKey) []attribute.KeyValue {
 	kvs := make([]attribute.KeyValue, 0, 7)
 	kvs = append(kvs, keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)))
 	if k.upstream != "" {

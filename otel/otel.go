@@ -27,7 +27,7 @@ type Telemetry struct {
 	// adapters maps upstream names to gen_ai.provider.name, learned by Watch.
 	adapters atomic.Pointer[map[string]string]
 	sets     setCache
-	names    nameCache
+	starts   startCache
 }
 
 // Option configures New.
@@ -105,29 +105,34 @@ func New(opts ...Option) (*Telemetry, error) {
 //		logEvent(ctx, e)
 //	})
 func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
+	t.observe(ctx, &e) // small enough to inline: the event is not copied again
+}
+
+// observe is Observe, with the event by pointer.
+func (t *Telemetry) observe(ctx context.Context, e *llmclient.Event) {
 	c := t.callOf(ctx)
 	switch e.Kind {
 	case llmclient.EventAttempt:
-		t.recordAttempt(ctx, c, &e)
+		s := t.recordAttempt(ctx, c, e)
 		if c != nil {
-			c.attempt(&e)
+			c.attempt(e, s)
 		}
 	case llmclient.EventCall:
-		t.recordCall(ctx, c, &e)
+		s := t.recordCall(ctx, c, e)
 		if c != nil {
-			c.end(&e)
+			c.end(e, s)
 		}
 	case llmclient.EventFailover, llmclient.EventFallback, llmclient.EventKeyCooldown,
 		llmclient.EventKeyEvicted, llmclient.EventAlert, llmclient.EventHedge:
-		t.recordDecision(ctx, &e)
+		t.recordDecision(ctx, e)
 		if c != nil {
-			c.decision(&e)
+			c.decision(e)
 		}
 	case llmclient.EventBreaker:
-		t.recordDecision(ctx, &e)
+		t.recordDecision(ctx, e)
 	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
-		t.recordCache(ctx, &e)
+		t.recordCache(ctx, e)
 	case llmclient.EventBudget:
-		t.recordBudget(ctx, &e)
+		t.recordBudget(ctx, e)
 	}
 }

@@ -24,9 +24,11 @@ var (
 	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 )
 
-// call is the tracing state of one call. It is the context the call runs with: the
-// caller's, with the call span (once started), answering callKey with itself, so that the
-// Client's events for the call, which carry that context, find it.
+// call is the tracing state of one call: a typed call whose span is recorded (or that
+// must keep its events apart from an enclosing call's), or any call in transport mode. It
+// is the context the call runs with: the caller's, with the call span (once started),
+// answering callKey with itself, so that the Client's events for the call, which carry
+// that context, find it.
 //
 // Events of one call arrive in order, but those of a stream's end may come from another
 // goroutine than the caller's (a timer, the reader), and the front door's own check runs
@@ -40,15 +42,21 @@ type call struct {
 	mu sync.Mutex
 	// span is the call span; parent the context its children start from. In transport
 	// mode the span starts at the call's first event, so that requests the transport
-	// passes through untouched get none.
-	span     trace.Span
-	parent   context.Context
-	failover bool // the next attempt follows a failover
-	ended    bool
+	// passes through untouched get none. recording is span.IsRecording() at its start.
+	span      trace.Span
+	parent    context.Context
+	recording bool
+	failover  bool // the next attempt follows a failover
+	ended     bool
 	// id is the Client's ID of the call, from its first event: events of another call
 	// that share the context (a Client without Middleware called inside this call, by a
 	// fallback function) are not this call's.
 	id uint64
+	// buf holds the attributes and options of one span operation at a time, under mu:
+	// the tracer copies what it is given, so the call allocates them once.
+	buf       [16]attribute.KeyValue
+	startOpts [3]trace.SpanStartOption
+	endOpts   [1]trace.SpanEndOption
 }
 
 // owns reports whether e belongs to c's call, adopting e's call ID on the first event.
@@ -90,6 +98,10 @@ func (t *Telemetry) callOf(ctx context.Context) *call {
 // HTTP client of an adapter instrumented with otelhttp). The span ends when the call
 // does: for a stream, when it ends, is closed or its timeouts end it, after Stream has
 // returned. Add it first, outside other middleware, to see their work in the span.
+//
+// A call whose span the sampler does not record runs with the span in its context and
+// nothing else: its events record metrics only, and the span ends when the front door
+// returns.
 func (t *Telemetry) Middleware(next llmclient.Handler) llmclient.Handler {
 	return handler{t: t, next: next}
 }
@@ -100,14 +112,24 @@ type handler struct {
 }
 
 func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
-	c := h.t.begin(ctx, req)
+	ctx, span, c := h.t.begin(ctx, req)
+	if c == nil {
+		resp, err := h.next.Complete(ctx, req)
+		span.End()
+		return resp, err
+	}
 	resp, err := h.next.Complete(c, req)
 	c.finish(resp, err)
 	return resp, err
 }
 
 func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
-	c := h.t.begin(ctx, req)
+	ctx, span, c := h.t.begin(ctx, req)
+	if c == nil {
+		s, err := h.next.Stream(ctx, req)
+		span.End()
+		return s, err
+	}
 	s, err := h.next.Stream(c, req)
 	if err != nil || s == nil {
 		c.finish(nil, err)
@@ -118,30 +140,20 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 	return s.Tap(nil, c.finish), nil
 }
 
-// begin starts the call span of a typed call.
-func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) *call {
-	c := &call{t: t, op: opChat}
-	var model string
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, keyOperation.String(opChat))
-	if req != nil {
-		model = req.Model
-		if model != "" {
-			attrs = append(attrs, keyRequestModel.String(model))
-		}
-		if req.MaxTokens > 0 {
-			attrs = append(attrs, keyMaxTokens.Int(req.MaxTokens))
-		}
-		if req.Temperature != nil {
-			attrs = append(attrs, keyTemperature.Float64(*req.Temperature))
-		}
-		if req.TopP != nil {
-			attrs = append(attrs, keyTopP.Float64(*req.TopP))
-		}
+// begin starts the call span of a typed call and returns the context the call runs
+// with. A recorded call gets its tracing state, c; an unrecorded one none, and the
+// context with its span, unless the caller's context belongs to a call of t (a Client
+// called inside another's call): then c keeps that call's events apart.
+func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.Context, trace.Span, *call) {
+	k := startKeyOf(opChat, req)
+	st := t.starts.get(&k)
+	sctx, span := t.tracer.Start(ctx, st.name, st.opts...)
+	recording := span.IsRecording()
+	if !recording && t.callOf(ctx) == nil {
+		return sctx, span, nil
 	}
-	ctx, c.span = t.tracer.Start(ctx, t.names.get(opChat, model), kindClient, trace.WithAttributes(attrs...))
-	c.Context, c.parent = ctx, ctx
-	return c
+	c := &call{Context: sctx, t: t, op: opChat, span: span, parent: sctx, recording: recording}
+	return sctx, span, c
 }
 
 // Transport wraps base, a Client's transport (client.Transport(nil)), so that every call
@@ -199,42 +211,41 @@ func (c *call) ensure(model string) {
 	if c.span != nil {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 2)
-	attrs = append(attrs, keyOperation.String(c.op))
-	if model != "" {
-		attrs = append(attrs, keyRequestModel.String(model))
-	}
-	c.parent, c.span = c.t.tracer.Start(c.Context, c.t.names.get(c.op, model), trace.WithTimestamp(c.start),
-		kindClient, trace.WithAttributes(attrs...))
+	st := c.t.starts.get(&startKey{op: c.op, model: model})
+	opts := append(append(c.startOpts[:0], st.opts...), trace.WithTimestamp(c.start))
+	c.parent, c.span = c.t.tracer.Start(c.Context, st.name, opts...)
+	c.recording = c.span.IsRecording()
 }
 
-// attempt records an attempt's span, a child of the call span, from its start to its end.
-func (c *call) attempt(e *llmclient.Event) {
+// attempt records an attempt's span, a child of the call span, from its start to its
+// end. s is the attribute set of its metrics, nil for a local refusal.
+func (c *call) attempt(e *llmclient.Event, s *setEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended || !c.owns(e) {
 		return
 	}
 	c.ensure(e.Model)
-	if !c.span.IsRecording() {
+	if !c.recording {
 		return // attempt spans follow their call span's sampling
 	}
 	t := c.t
+	if s == nil || s.name == "" || s.key.op != c.op {
+		k := setKey{kind: setAttemptSpan, op: c.op, upstream: e.Upstream, model: e.Model}
+		s = t.sets.get(k, func() *setEntry { return t.withAttemptSpan(&setEntry{}, k.op, k.upstream, k.model) })
+	}
 	start, end := e.Start, e.Time
 	if start.IsZero() || start.After(end) {
 		start = end
 	}
-	_, s := t.tracer.Start(c.parent, t.names.get("attempt", e.Upstream), trace.WithTimestamp(start), kindInternal)
-	if !s.IsRecording() {
-		s.End(trace.WithTimestamp(end))
-		return
+	endAt := trace.WithTimestamp(end)
+	c.startOpts[0], c.startOpts[1] = endAt, kindInternal
+	if start != end {
+		c.startOpts[0] = trace.WithTimestamp(start)
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs, keyOperation.String(c.op), keyProvider.String(t.providerName(e.Upstream)),
-		keyUpstream.String(e.Upstream), keyAttempt.Int(e.Attempt))
-	if e.Model != "" {
-		attrs = append(attrs, keyRequestModel.String(e.Model))
-	}
+	_, span := t.tracer.Start(c.parent, s.name, c.startOpts[:2]...)
+	attrs := append(c.buf[:0], s.span...)
+	attrs = append(attrs, keyAttempt.Int(e.Attempt))
 	if e.Key != "" {
 		attrs = append(attrs, keyKey.String(e.Key))
 	}
@@ -271,10 +282,11 @@ func (c *call) attempt(e *llmclient.Event) {
 	}
 	if et := errorType(e.Class); et != "" {
 		attrs = append(attrs, keyErrorType.String(et))
-		s.SetStatus(codes.Error, errText(e.Err, et))
+		span.SetStatus(codes.Error, errText(e.Err, et))
 	}
-	s.SetAttributes(attrs...)
-	s.End(trace.WithTimestamp(end))
+	span.SetAttributes(attrs...)
+	c.endOpts[0] = endAt
+	span.End(c.endOpts[:]...)
 }
 
 // decision adds a span event for a failover, fallback, key cooldown, eviction or alert.
@@ -288,10 +300,10 @@ func (c *call) decision(e *llmclient.Event) {
 	if e.Kind == llmclient.EventFailover {
 		c.failover = true
 	}
-	if !c.span.IsRecording() {
+	if !c.recording {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs := c.buf[:0]
 	if e.Upstream != "" {
 		attrs = append(attrs, keyUpstream.String(e.Upstream))
 	}
@@ -316,8 +328,9 @@ func (c *call) decision(e *llmclient.Event) {
 	c.span.AddEvent("llmclient."+e.Kind.String(), opts...)
 }
 
-// end ends the call span with the call's outcome, at the call's end.
-func (c *call) end(e *llmclient.Event) {
+// end ends the call span with the call's outcome, at the call's end. s is the attribute
+// set of the call's metrics.
+func (c *call) end(e *llmclient.Event, s *setEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended || !c.owns(e) {
@@ -325,21 +338,14 @@ func (c *call) end(e *llmclient.Event) {
 	}
 	c.ensure(e.Model)
 	c.ended = true
-	if !c.span.IsRecording() {
+	if !c.recording {
 		c.span.End()
 		return
 	}
-	t := c.t
-	attrs := make([]attribute.KeyValue, 0, 14)
-	attrs = append(attrs, keyAttempts.Int(e.Attempt))
-	if e.Upstream != "" {
-		attrs = append(attrs, keyProvider.String(t.providerName(e.Upstream)), keyUpstream.String(e.Upstream))
-	}
-	if e.ResponseModel != "" {
-		attrs = append(attrs, keyResponseModel.String(e.ResponseModel))
-	}
+	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
+	attrs = append(attrs, s.span...) // provider, upstream, response model
 	if e.FinishReason != llmclient.FinishNone {
-		attrs = append(attrs, keyFinishReasons.StringSlice([]string{string(e.FinishReason)}))
+		attrs = append(attrs, finishReasons(e.FinishReason))
 	}
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
 		attrs = append(attrs, keyInputTokens.Int(e.InputTokens), keyOutputTokens.Int(e.OutputTokens))
@@ -365,7 +371,8 @@ func (c *call) end(e *llmclient.Event) {
 		c.span.End()
 		return
 	}
-	c.span.End(trace.WithTimestamp(e.Time))
+	c.endOpts[0] = trace.WithTimestamp(e.Time)
+	c.span.End(c.endOpts[:]...)
 }
 
 // finish ends the call span after its front door returned (or, for a stream that inner
@@ -391,13 +398,13 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	}
 	c.ended = true
 	switch {
-	case !c.span.IsRecording():
+	case !c.recording:
 	case err != nil:
 		et := llmclient.ClassOf(err).String()
 		c.span.SetAttributes(keyErrorType.String(et))
 		c.span.SetStatus(codes.Error, errText(err, et))
 	case resp != nil:
-		attrs := make([]attribute.KeyValue, 0, 6)
+		attrs := c.buf[:0]
 		if resp.Upstream != "" {
 			attrs = append(attrs, keyProvider.String(c.t.providerName(resp.Upstream)), keyUpstream.String(resp.Upstream))
 		}
@@ -405,7 +412,7 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 			attrs = append(attrs, keyResponseModel.String(resp.Model))
 		}
 		if resp.FinishReason != llmclient.FinishNone {
-			attrs = append(attrs, keyFinishReasons.StringSlice([]string{string(resp.FinishReason)}))
+			attrs = append(attrs, finishReasons(resp.FinishReason))
 		}
 		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 			attrs = append(attrs, keyInputTokens.Int(u.InputTokens), keyOutputTokens.Int(u.OutputTokens))

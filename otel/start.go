@@ -1,0 +1,88 @@
+package otel
+
+import (
+	"math"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/llmclient/llmclient"
+)
+
+// startKey identifies what a call span starts with: its operation and the request's
+// model and parameters (temperature and top_p as their bits, when set).
+type startKey struct {
+	op, model             string
+	maxTokens             int
+	temperature, topP     uint64
+	hasTemperature, hasTP bool
+}
+
+// startKeyOf is the startKey of a typed request.
+func startKeyOf(op string, req *llmclient.Request) startKey {
+	k := startKey{op: op}
+	if req == nil {
+		return k
+	}
+	k.model = req.Model
+	if req.MaxTokens > 0 {
+		k.maxTokens = req.MaxTokens
+	}
+	if req.Temperature != nil {
+		k.hasTemperature, k.temperature = true, math.Float64bits(*req.Temperature)
+	}
+	if req.TopP != nil {
+		k.hasTP, k.topP = true, math.Float64bits(*req.TopP)
+	}
+	return k
+}
+
+// startEntry is a call span's name ("chat gpt-4o") and start options (its kind and the
+// attributes known at its start, which samplers see), made once per startKey.
+type startEntry struct {
+	key  startKey
+	name string
+	opts []trace.SpanStartOption
+}
+
+func newStartEntry(k startKey) *startEntry {
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, keyOperation.String(k.op))
+	name := k.op
+	if k.model != "" {
+		attrs = append(attrs, keyRequestModel.String(k.model))
+		name = k.op + " " + k.model
+	}
+	if k.maxTokens > 0 {
+		attrs = append(attrs, keyMaxTokens.Int(k.maxTokens))
+	}
+	if k.hasTemperature {
+		attrs = append(attrs, keyTemperature.Float64(math.Float64frombits(k.temperature)))
+	}
+	if k.hasTP {
+		attrs = append(attrs, keyTopP.Float64(math.Float64frombits(k.topP)))
+	}
+	return &startEntry{key: k, name: name, opts: []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}}
+}
+
+// startCache holds the startEntry of each startKey seen, up to maxCachedStarts (beyond,
+// entries are built for each call), the last one found checked first. The options it
+// hands out are shared: the tracer copies the attributes of its start options.
+type startCache struct {
+	m    cowMap[startKey, *startEntry]
+	last atomic.Pointer[startEntry]
+}
+
+func (c *startCache) get(k *startKey) *startEntry {
+	if e := c.last.Load(); e != nil && e.key == *k {
+		return e
+	}
+	e, ok := c.m.load(*k)
+	if !ok {
+		e = newStartEntry(*k)
+		c.m.store(*k, e, maxCachedStarts)
+	}
+	c.last.Store(e)
+	return e
+}

@@ -49,3 +49,19 @@ func TestLimiterQuotaSimulationMinuteReading(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterQuotaSimulationOvercount: an upstream that counts half, or three tenths, of
+// what the Client estimates (its usage reports the same share of the prompt's estimate).
+// The charge multiplier must come down to it, also once the upstream's nearly full
+// level confirms a charge (such reports are censored: a bucket that may have been full
+// says nothing of a give-back), or most of the quota stays idle. One process and four
+// replicas on one memory store.
+func TestLimiterQuotaSimulationOvercount(t *testing.T) {
+	for _, d := range []quotasim.Deployment{quotasim.Deployments[0], quotasim.Deployments[2]} {
+		for _, m := range quotasim.OvercountModels {
+			t.Run(strings.ReplaceAll(d.Name+"/"+m.Name, " ", "_"), func(t *testing.T) {
+				quotasim.Run(t, simCorpus, m, false, d, quotasim.IssueThresholds)
+			})
+		}
+	}
+}

@@ -491,16 +491,23 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 	return c, nil
 }
 
-// add enters one observation in the fit (see Fit) and reports whether it did; censored
-// ones are left out.
+// add enters one observation in the fit (see Fit) and reports whether it did. A
+// censored one, an upper bound of what the upstream counted, counts FitProbe times the
+// bound where the fit's multiplier would have counted more, else what the multiplier
+// counts, and leaves the noise as it is; before any observation it is none.
 func (f *Fit) add(counted, estimated float64, censored bool) bool {
-	if censored || !(estimated > 0) || !finite(counted) || !finite(estimated) {
+	if !(estimated > 0) || !finite(counted) || !finite(estimated) {
 		return false
 	}
-	if f.Estimated > 0 && f.Reports >= 1 {
+	if censored {
+		if !(f.Reports >= 1 && f.Estimated > 0) {
+			return false
+		}
+		counted = min(counted*FitProbe, estimated*f.Counted/f.Estimated)
+	} else if f.Estimated > 0 && f.Reports >= 1 {
 		dev := counted - estimated*f.Counted/f.Estimated
 		v := dev * dev / estimated
-		if f.Reports >= FitMinReports {
+		if f.Reports >= FitMinReports && f.Noise > 0 {
 			v = min(v, 9*f.Noise)
 		}
 		f.Noise += (v - f.Noise) * max(1-FitForget, 1/(f.Reports+1))

@@ -13,6 +13,8 @@ import (
 // A nil *keyLimiter limits nothing. It is safe for concurrent use.
 type keyLimiter struct {
 	state limitstore.State
+	// reserveTo is limitstore.ReserverOf(state).
+	reserveTo func(context.Context, *limitstore.Reservation, *limitstore.Grant) error
 	// shared is set when the state lives in a store given with WithLimitStore: other
 	// Clients may admit through it too, and see the key's pauses and evictions.
 	shared   bool
@@ -53,12 +55,13 @@ func newScopeLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig) *keyLimiter {
 	spec := l.spec(cfg)
 	k := &keyLimiter{
-		state:    state,
-		shared:   shared,
-		mode:     cfg.mode,
-		maxWait:  cfg.maxWait,
-		metering: l.Metering,
-		slots:    l.MaxConcurrent > 0,
+		state:     state,
+		reserveTo: limitstore.ReserverOf(state),
+		shared:    shared,
+		mode:      cfg.mode,
+		maxWait:   cfg.maxWait,
+		metering:  l.Metering,
+		slots:     l.MaxConcurrent > 0,
 	}
 	k.sync.init(spec, !k.shared, cfg)
 	k.apply(spec)
@@ -117,6 +120,9 @@ type limitLease struct {
 	batch                  bool // the batch lane was charged too
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
 	grant limitstore.Grant
+	// res is the reservation being made (kept here so that it need not be allocated
+	// for the call through keyLimiter.reserveTo).
+	res limitstore.Reservation
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -146,7 +152,9 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
 	prompt, out := max(adm.prompt, 0), max(adm.out, 0)
 	est := l.sync.estimate(prompt, out)
-	*ls = limitLease{l: l, prompt: prompt, estimate: est, cost: l.sync.charge(est)}
+	// Field by field: the grant is written whole by the reservation.
+	ls.l, ls.prompt, ls.estimate, ls.cost = l, prompt, est, l.sync.charge(est)
+	ls.slot, ls.held, ls.batch = limitstore.SlotLease{}, false, false
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
 	}
@@ -213,17 +221,20 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 // reserve takes the lease's cost from a lane's buckets and sleeps until the reservation's
 // time. On failure nothing stays charged on that lane.
 func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission) (time.Duration, error) {
-	lim, err := l.limit(ctx, waited, adm, l.sizes.margin(ls.cost, l.sync.tokNanos.Load()))
+	var margin time.Duration
+	if adm.hasDeadline { // the margin only bounds a deadline's wait
+		margin = l.sizes.margin(ls.cost, l.sync.tokNanos.Load())
+	}
+	lim, err := l.limit(ctx, waited, adm, margin)
 	if err != nil {
 		return 0, err
 	}
-	// The main lane's grant goes to the lease in place (the lease keeps it for a report).
+	// The grant goes to the lease in place: the main lane's is kept for a report; the
+	// batch lane's, which comes first, only says when (the main lane's overwrites it).
 	g := &ls.grant
-	if lane != limitstore.LaneMain {
-		g = new(limitstore.Grant)
-	}
-	r := limitstore.Reservation{Lane: lane, Requests: 1, Tokens: ls.cost, Estimate: ls.estimate, MaxWait: lim}
-	if err := limitstore.ReserveTo(ctx, l.state, &r, g); err != nil {
+	r := &ls.res
+	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
+	if err := l.reserveTo(ctx, r, g); err != nil {
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
 	}
@@ -242,6 +253,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 			ls.giveBack(lane)
 			return 0, &keyPausedError{left: b.Paused}
 		}
+	}
+	if g.Wait <= 0 {
+		return 0, nil
 	}
 	if err := sleepFor(ctx, g.Wait); err != nil {
 		ls.giveBack(lane)

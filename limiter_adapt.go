@@ -38,10 +38,14 @@ import (
 //     whatever the number of processes. Such a state corrects only its share of each
 //     error (see gainLocked). Before the headers say anything, the ratio of the usage's
 //     prompt tokens to the estimate scales the prompt part of the charge.
+//     A private state takes its key for shared as soon as one observation says so (see
+//     knownLocked): processes that start together each admit a whole bucket until then.
 //  4. The reserve. The charges admitted and not yet seen by the upstream (queued or in
 //     flight) may be off: each bucket keeps in reserve their expected shortfall plus
 //     three standard deviations of their noise, from the fit (see marginLocked), between
-//     5% and 30% of the bucket, so that the next corrections come before a 429 would.
+//     5% and 30% of the bucket, so that the next corrections come before a 429 would. A
+//     private state whose key other processes use too keeps up to 60%: the noise is then
+//     mostly the others' consumption, which it sees late and in lumps.
 
 const (
 	// syncMargin is the reserve of a per-minute request bucket, and of a token bucket
@@ -53,6 +57,10 @@ const (
 	marginSigmas = 3
 	minMargin    = 0.05
 	maxMargin    = 0.3
+	// sharedMaxMargin bounds the margin of a private state whose key other processes use
+	// too (gainLocked below 1), which rises at once to what the noise asks (it falls by
+	// marginSmoothing) and is at that bound until the fit is known.
+	sharedMaxMargin = 0.6
 	// marginSmoothing: each report moves the margin an eighth of the way to what it
 	// should be, so that it changes slowly beside the corrections.
 	marginSmoothing = 8
@@ -317,7 +325,7 @@ func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW RateWindow, charged
 // the level), so that realigning the whole level at each report would import their
 // lumps; each process correcting its share corrects the whole between them.
 func (s *headerSync) gainLocked() float64 {
-	if !s.cfg.private || !s.fit.Known() {
+	if !s.cfg.private || !s.knownLocked() {
 		return 1
 	}
 	n := s.k / s.prior()
@@ -332,16 +340,48 @@ func (s *headerSync) gainLocked() float64 {
 // report left them) may fall short of what the upstream will count. That is their
 // expected shortfall, if they were charged under a smaller multiplier than the fit's,
 // plus marginSigmas standard deviations of their noise.
+//
+// A private state whose key other processes use too (gainLocked below 1) sees their
+// consumption only through the upstream's level, late and in lumps: its noise is mostly
+// theirs, and a 429 follows when they spend the level it counted on. Its margin rises at
+// once to what the noise asks, up to sharedMaxMargin, and is that bound until the fit is
+// known (the processes starting together know nothing of each other's pace yet). Since
+// the reserve only lowers the level the buckets keep, not their rate, it costs about its
+// size once: 60% of a 6-second quantum is 2% of what three minutes admit.
 func (s *headerSync) marginLocked() float64 {
 	burst := s.applied.Tokens.Size()
 	f := &s.fit
+	shared := s.gainLocked() < 1
+	if shared && !f.Known() {
+		return sharedMaxMargin
+	}
 	if !f.Known() || !(burst > 0) {
 		return syncMargin
 	}
+	bound := maxMargin
+	if shared {
+		bound = sharedMaxMargin
+	}
 	est := max(s.pending.Estimate, 0)
 	short := max(f.Ratio()*est-s.pending.Tokens, 0)
-	want := min(max((short+marginSigmas*math.Sqrt(f.Noise*est))/burst, minMargin), maxMargin)
+	want := min(max((short+marginSigmas*math.Sqrt(f.Noise*est))/burst, minMargin), bound)
+	if shared && want > s.margin {
+		return want
+	}
 	return s.margin + (want-s.margin)/marginSmoothing
+}
+
+// knownLocked reports whether the fit's multiplier is used: once the fit is known, and
+// for a private state as soon as one observation says its key is shared (a multiplier
+// above sharedAbove times the usage ratio): until the fit would be known, several
+// processes starting on one key would each admit the whole of the upstream's level.
+// A multiplier that high from one observation errs towards admitting too little.
+func (s *headerSync) knownLocked() bool {
+	f := &s.fit
+	if f.Known() {
+		return true
+	}
+	return s.cfg.private && f.Reports >= 1 && f.Estimated >= 1 && f.Ratio() > sharedAbove*s.prior()
 }
 
 // calibrateLocked takes what the correction c says of the charges: the state's fit
@@ -349,7 +389,7 @@ func (s *headerSync) marginLocked() float64 {
 // leaves pending.
 func (s *headerSync) calibrateLocked(c limitstore.Correction) {
 	s.fit, s.pending = c.Fit, c.Pending
-	if s.fit.Known() {
+	if s.knownLocked() {
 		s.k = min(max(s.fit.Ratio(), minScale), maxScale)
 	}
 }

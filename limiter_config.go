@@ -131,7 +131,7 @@ const (
 	// upstream. A request that would be charged and then die at its deadline is refused
 	// instead, before it is charged. And large prompts are not refused more often than
 	// small ones: a request is refused when the queue ahead of it would not let the
-	// largest usual request (about the 90th percentile of recent charges) through in time,
+	// largest usual request (about the 99th percentile of recent charges) through in time,
 	// whatever its own size, so a stream of small requests cannot keep the large ones out.
 	// Without a deadline none of this applies.
 	LimiterWait LimiterMode = iota

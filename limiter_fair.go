@@ -11,21 +11,33 @@ import (
 // queue just short of the deadline, small requests still fit and large ones never do, so
 // under overload a stream of small requests keeps every large one out. The limiter
 // therefore refuses by the queue alone: a request whose deadline bounds its wait gets
-// the bound a request of the usual largest size (about the 90th percentile of recent
+// the bound a request of the largest usual size (about the 99th percentile of recent
 // charges) would get, however small it is. Every request then meets the same test, and
 // each still waits only as long as its own cost needs; the queue stays as long as before
-// less the largest usual request, so the upstream stays as busy.
+// less the largest usual request, so the upstream stays as busy. The percentile is high
+// because the queue sits at the refusal bound under overload: a request above it is
+// refused nearly every time. Where a key's share of the upstream's window is barely
+// larger than the largest prompts (processes sharing a key through its headers), a 90th
+// percentile served the largest quarter of requests at two thirds of the overall rate;
+// the 99th serves it at about the overall rate (BENCHMARKS.md, section 12).
 
-// sizeQuantile tracks about the 90th percentile of the charges of the requests with a
+// sizeQuantile tracks about the 99th percentile of the charges of the requests with a
 // deadline a limiter admits (the only ones its margins apply to), by stochastic
-// approximation: each sampled charge moves the estimate up by 9 steps when it
-// is above, down by one when it is not (a step is a 32nd of the estimate). It is updated
-// for one admission in sizeSample, without locking (a lost update only slows it down).
-// It is safe for concurrent use.
+// approximation: each sampled charge moves the estimate up by sizeUp steps when it is
+// above, down by one when it is not (a step is a sizeStep-th of the estimate). It is
+// updated for one admission in sizeSample, without locking (a lost update only slows it
+// down). It is safe for concurrent use.
 type sizeQuantile struct{ q atomic.Int64 }
 
-// sizeSample is the share of admissions (1 in sizeSample) that update the estimate.
-const sizeSample = 4
+const (
+	// sizeSample is the share of admissions (1 in sizeSample) that update the estimate.
+	sizeSample = 4
+	// sizeUp and sizeStep: a charge above the estimate raises it by sizeUp steps of a
+	// sizeStep-th of it, one at or below lowers it by one step, which settles where
+	// sizeUp/(sizeUp+1) of the charges are at or below: the 99th percentile.
+	sizeUp   = 99
+	sizeStep = 256
+)
 
 func (s *sizeQuantile) observe(cost int) {
 	if rand.Uint32()%sizeSample == 0 {
@@ -33,15 +45,15 @@ func (s *sizeQuantile) observe(cost int) {
 	}
 }
 
-// update moves the estimate by one sampled charge. Its steps are large (an update above
-// the estimate raises it by 9/32): the estimate wanders within about ±30% of the
-// percentile, which is enough for a margin, and follows a change of sizes within a few
-// hundred admissions.
+// update moves the estimate by one sampled charge. Its steps up are large (an update
+// above the estimate raises it by 99/256): the estimate wanders about the percentile,
+// which is enough for a margin, and follows a change of sizes within a few hundred
+// admissions.
 func (s *sizeQuantile) update(cost int) {
 	q := s.q.Load()
-	step := max(q/32, 1)
+	step := max(q/sizeStep, 1)
 	if int64(cost) > q {
-		q += 9 * step
+		q += sizeUp * step
 	} else {
 		q -= step
 	}

@@ -260,19 +260,19 @@ func (s *memState) buckets(l Lane) []gcra {
 // count turns a count to take into a float: negative counts are 0.
 func count(n int) float64 { return float64(max(n, 0)) }
 
-func (s *memState) Reserve(_ context.Context, r Reservation) (Grant, error) {
+func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 	var g Grant
-	s.reserveTo(&r, &g)
-	return g, nil
+	err := s.reserveTo(ctx, &r, &g)
+	return g, err
 }
 
-// reserveTo is Reserve into *g.
-func (s *memState) reserveTo(r *Reservation, g *Grant) {
+// reserveTo is Reserve into *g. It never fails.
+func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	now := s.now()
 	req, tok := count(r.Requests), count(r.Tokens)
 	if r.Lane == LaneBatch {
 		*g = s.reserveBatch(now, req, tok, r.MaxWait)
-		return
+		return nil
 	}
 	est := tok
 	if r.Estimate > 0 {
@@ -296,7 +296,7 @@ func (s *memState) reserveTo(r *Reservation, g *Grant) {
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
 		*g = Grant{Wait: wait, Levels: Unknown}
-		return
+		return nil
 	}
 	g.Wait, g.OK = wait, true
 	if req > 0 {
@@ -325,22 +325,27 @@ func (s *memState) reserveTo(r *Reservation, g *Grant) {
 		g.Levels.DailyRequests, g.Levels.DailyTokens = math.NaN(), math.NaN()
 	}
 	s.mu.Unlock()
+	return nil
 }
 
 // ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory
-// states do without copying either: what the Client's limiter calls on every admission.
+// states do without copying either.
 func ReserveTo(ctx context.Context, st State, r *Reservation, g *Grant) error {
-	if m, ok := st.(*memState); ok {
-		m.reserveTo(r, g)
-		return nil
-	}
-	return reserveCopy(ctx, st, r, g)
+	return ReserverOf(st)(ctx, r, g)
 }
 
-func reserveCopy(ctx context.Context, st State, r *Reservation, g *Grant) error {
-	var err error
-	*g, err = st.Reserve(ctx, *r)
-	return err
+// ReserverOf returns ReserveTo for st, bound to it: what the Client's limiter keeps for
+// every admission, so that an in-memory state is reserved in without a type check or a
+// copy of the reservation or the grant.
+func ReserverOf(st State) func(ctx context.Context, r *Reservation, g *Grant) error {
+	if m, ok := st.(*memState); ok {
+		return m.reserveTo
+	}
+	return func(ctx context.Context, r *Reservation, g *Grant) error {
+		var err error
+		*g, err = st.Reserve(ctx, *r)
+		return err
+	}
 }
 
 // reserveBatch is Reserve on LaneBatch: its gate's buckets, no pause, no prediction.
@@ -491,16 +496,23 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 	return c, nil
 }
 
-// add enters one observation in the fit (see Fit) and reports whether it did; censored
-// ones are left out.
+// add enters one observation in the fit (see Fit) and reports whether it did. A
+// censored one, an upper bound of what the upstream counted, counts FitProbe times the
+// bound where the fit's multiplier would have counted more, else what the multiplier
+// counts, and leaves the noise as it is; before any observation it is none.
 func (f *Fit) add(counted, estimated float64, censored bool) bool {
-	if censored || !(estimated > 0) || !finite(counted) || !finite(estimated) {
+	if !(estimated > 0) || !finite(counted) || !finite(estimated) {
 		return false
 	}
-	if f.Estimated > 0 && f.Reports >= 1 {
+	if censored {
+		if !(f.Reports >= 1 && f.Estimated > 0) {
+			return false
+		}
+		counted = min(counted*FitProbe, estimated*f.Counted/f.Estimated)
+	} else if f.Estimated > 0 && f.Reports >= 1 {
 		dev := counted - estimated*f.Counted/f.Estimated
 		v := dev * dev / estimated
-		if f.Reports >= FitMinReports {
+		if f.Reports >= FitMinReports && f.Noise > 0 {
 			v = min(v, 9*f.Noise)
 		}
 		f.Noise += (v - f.Noise) * max(1-FitForget, 1/(f.Reports+1))

@@ -250,18 +250,32 @@ type Correction struct {
 // divided by their Gain that reports made since. A caller correcting with a Gain below 1
 // thus observes the part it defers again in later reports: its multiplier leans high,
 // which gives a partitioned key some headroom. A fresh error that gives back into a
-// bucket whose target is above nine tenths of its burst says nothing (the bucket may have
-// been full) and is no observation, nor is one of no estimated tokens; such a report
-// leaves the baseline of the next observation where the previous one set it. Requests
+// bucket whose target is above nine tenths of its burst is censored: the bucket may have
+// been full, and refill lost, so what it implies was counted is only an upper bound. It
+// is an observation without a noise update, of FitProbe times that bound where the
+// multiplier would have counted more, else of what the multiplier counts (it confirms
+// the fit), and none before the first observation. An upstream that counts far less than
+// the estimates stays nearly full: its level says only that the multiplier is not too
+// low, whatever the multiplier (the bound is about what was charged). The probe lowers
+// the multiplier by about 1.4% a report (1 - FitForget, times 1 - FitProbe) while that
+// lasts, until the level falls under nine tenths and uncensored reports take over.
+// Without it the fit stayed short of FitMinReports, or the multiplier where the first
+// observations left it, and an upstream charging 0.3x the estimates saw 59-78% of its
+// quota used. An
+// observation of no estimated tokens is none either; a report that makes none leaves the
+// baseline of the next observation where the previous one set it. Requests
 // admitted together reach the upstream in any order, so a report can miss requests
 // admitted before its own, an error that the next reports no longer see: a report that
 // made no observation moving the baseline would book that error, reversed, as counted
 // (a process alone on its key fitted a multiplier up to 1.1 and left that much idle).
 // Retune keeps the residual. With x = counted, y = estimated:
 //
-//	if Estimated > 0 and Reports >= 1:
+//	if censored:
+//	    if not (Reports >= 1 and Estimated > 0): no observation
+//	    x = min(FitProbe·x, y·Counted/Estimated)
+//	else if Estimated > 0 and Reports >= 1:
 //	    v = (x − y·Counted/Estimated)² / y
-//	    if Reports >= FitMinReports: v = min(v, 9·Noise)
+//	    if Reports >= FitMinReports and Noise > 0: v = min(v, 9·Noise)
 //	    Noise += (v − Noise) · max(1 − FitForget, 1/(Reports+1))
 //	Counted = FitForget·Counted + x
 //	Estimated = FitForget·Estimated + y
@@ -279,6 +293,8 @@ const (
 	FitForget = 0.98
 	// FitMinReports is how many observations a Fit needs to be used.
 	FitMinReports = 3
+	// FitProbe is the share of a censored observation's bound that it counts (see Fit).
+	FitProbe = 0.3
 )
 
 // Known reports whether f has enough observations.

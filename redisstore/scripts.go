@@ -10,6 +10,9 @@ import (
 // fitForget is limitstore.FitForget as Lua source.
 var fitForget = strconv.FormatFloat(limitstore.FitForget, 'g', -1, 64)
 
+// fitProbe is limitstore.FitProbe as Lua source.
+var fitProbe = strconv.FormatFloat(limitstore.FitProbe, 'g', -1, 64)
+
 // The scripts run on the Redis server, each in one atomic step, and read the time from
 // the server (TIME), so replicas with skewed clocks agree. Times are microseconds since
 // the Unix epoch, which a Lua number (a double) holds to a fraction of a microsecond, and
@@ -301,12 +304,15 @@ for n, k in ipairs(MAIN) do
 end
 local fit = fitr()
 local function add(counted, estimated, censored)
-  if censored or not (estimated > 0) or not known(counted) or not known(estimated) then return false end
-  if fit[2] > 0 and fit[4] >= 1 then
+  if not (estimated > 0) or not known(counted) or not known(estimated) then return false end
+  if censored then
+    if not (fit[4] >= 1 and fit[2] > 0) then return false end
+    counted = math.min(counted * ` + fitProbe + `, estimated * fit[1] / fit[2])
+  elseif fit[2] > 0 and fit[4] >= 1 then
     local dev = counted - estimated * fit[1] / fit[2]
     local v = dev * dev / estimated
     if not known(v) then return end
-    if fit[4] >= ` + strconv.Itoa(limitstore.FitMinReports) + ` then v = math.min(v, 9 * fit[3]) end
+    if fit[4] >= ` + strconv.Itoa(limitstore.FitMinReports) + ` and fit[3] > 0 then v = math.min(v, 9 * fit[3]) end
     fit[3] = fit[3] + (v - fit[3]) * math.max(1 - ` + fitForget + `, 1 / (fit[4] + 1))
   end
   fit[1] = ` + fitForget + ` * fit[1] + counted

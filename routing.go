@@ -10,7 +10,10 @@ import (
 
 // Routing orders the upstreams of a route for each call. Every strategy keeps the route's
 // members; the strategies other than RouteOrdered also try first the upstreams that can
-// serve now (breaker admitting, a key usable) and leave the others for last.
+// serve now (breaker admitting, a key usable) and leave the others for last. A strategy
+// ranks the upstream a call starts on when the call starts, and the rest of the route, by
+// their statistics and health of then, when the call first moves on (a failover or a
+// hedge).
 type Routing uint8
 
 // The routing strategies.
@@ -27,8 +30,9 @@ const (
 	// RouteLeastInFlight starts on the upstream with the fewest calls in flight.
 	RouteLeastInFlight
 	// RouteLatency starts on the upstream with the lowest moving average of latency (time
-	// to first token for streams); one call in 200 starts on another upstream instead, so
-	// that a recovered upstream is noticed.
+	// to first token for streams); one call in 200 starts on another upstream instead,
+	// drawn evenly, so that a recovered upstream is noticed: the call after every 200th
+	// latency recorded on the upstream it would have started on.
 	RouteLatency
 	numRoutings
 )

@@ -200,7 +200,7 @@ func (c *Client) buildRoutes() {
 }
 
 // resolveGroups returns the chain of each of groups, its fallback groups' members
-// appended.
+// appended, with the group's routing policy.
 func (c *Client) resolveGroups(groups map[string][]string) *map[string]*groupRoute {
 	out := make(map[string]*groupRoute, len(groups))
 	for g, names := range groups {

@@ -7,7 +7,8 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 	r := runPool.Get().(*run)
 	defer r.recycle()
 	defer r.cleanup() // before recycle: a panicking hook leaves nothing held
-	if err := c.begin(ctx, r, req, c.routeOf(req), c.completeChain, false); err != nil {
+	route, pol := c.routeOf(req)
+	if err := c.begin(ctx, r, req, route, pol, c.completeChain, false); err != nil {
 		return nil, err
 	}
 	a, err := r.exec(ctx)
@@ -24,10 +25,11 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 	return resp, nil
 }
 
-// routeOf is the route of a typed request; a nil request has none (begin refuses it).
-func (c *Client) routeOf(req *Request) []*upstream {
+// routeOf is the route of a typed request and its policy; a nil request has none (begin
+// refuses it).
+func (c *Client) routeOf(req *Request) ([]*upstream, *routePolicy) {
 	if req == nil {
-		return nil
+		return nil, nil
 	}
-	return c.route(req.Model)
+	return c.routeWith(req.Model)
 }

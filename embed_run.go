@@ -35,7 +35,7 @@ func (c *Client) embedBatch(ctx context.Context, b *embedBatch, route []*upstrea
 	defer r.recycle()
 	defer r.cleanup() // before recycle: a panicking hook leaves nothing held
 	r.emb, r.cost, r.prompt = b, b.cost, satAdd(b.cost, 1)
-	if err := c.begin(ctx, r, &b.chat, route, c.embedChain, false); err != nil {
+	if err := c.begin(ctx, r, &b.chat, route, nil, c.embedChain, false); err != nil {
 		b.err = embedError(err, b)
 		return
 	}

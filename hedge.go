@@ -9,17 +9,6 @@ import (
 // not seen enough calls for a percentile.
 const defaultHedgeDelay = 2 * time.Second
 
-// hedgeOf is the hedging of a call for model (a group name or a model).
-func (c *Client) hedgeOf(model string, o *CallOptions) Hedge {
-	if o != nil && o.Hedge != nil {
-		return *o.Hedge
-	}
-	if h, ok := c.cfg.hedging[model]; ok && model != "" {
-		return h // New checked that every name set is a model group's
-	}
-	return c.cfg.hedging[""]
-}
-
 // hedgeDelay reports whether the next attempt is hedged, and after how long: the call
 // hedges, has not sent its one hedge, has another upstream in its route and room for two
 // more upstream calls under its caps.
@@ -183,6 +172,7 @@ func keepCancel(res tried, cancel context.CancelFunc) error {
 // hedged upstream, route[pos], is spent (a hedge multiplies that upstream's calls, as a
 // retry would). A hedge never waits for a key or the limiter: it goes only with headroom.
 func (r *run) hedgeAttempt() *attempt {
+	r.orderRest()
 	up, from := r.route[r.pos+1], r.route[r.pos]
 	now := time.Now()
 	if !up.healthy(now) || !from.budget.allows(now) {

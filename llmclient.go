@@ -17,9 +17,11 @@ type Client struct {
 	cfg       config
 	upstreams []*upstream
 	byName    map[string]*upstream
-	// groups maps each model group to its chain, fallbacks included; Client.Update
-	// replaces the map. updateMu serializes updates.
-	groups     atomic.Pointer[map[string][]*upstream]
+	// groups maps each model group to its chain, fallbacks included, and its policy;
+	// Client.Update replaces the map. updateMu serializes updates. basePolicy is the
+	// policy of the routes of models without a group.
+	groups     atomic.Pointer[map[string]*groupRoute]
+	basePolicy routePolicy
 	updateMu   sync.Mutex
 	routes     sync.Map // model -> []*upstream, for models without a group
 	routeCount atomic.Int32
@@ -130,6 +132,7 @@ func New(opts ...Option) (*Client, error) {
 	for _, h := range cfg.hedging {
 		c.needStats = c.needStats || (h.On && h.Delay == 0)
 	}
+	c.basePolicy = cfg.policyFor("")
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)
 	for _, u := range cfg.upstreams {
 		up, err := c.newUpstream(u)
@@ -197,21 +200,26 @@ func (c *Client) buildRoutes() {
 }
 
 // resolveGroups returns the chain of each of groups, its fallback groups' members
-// appended.
-func (c *Client) resolveGroups(groups map[string][]string) *map[string][]*upstream {
-	out := make(map[string][]*upstream, len(groups))
+// appended, with the group's routing policy.
+func (c *Client) resolveGroups(groups map[string][]string) *map[string]*groupRoute {
+	out := make(map[string]*groupRoute, len(groups))
 	for g, names := range groups {
 		chain := c.lookup(names)
 		for _, fb := range c.cfg.groupFallbacks[g] {
 			chain = append(chain, c.lookup(groups[fb])...)
 		}
-		out[g] = dedupe(chain)
+		out[g] = &groupRoute{ups: dedupe(chain), policy: c.cfg.policyFor(g)}
 	}
 	return &out
 }
 
 // group returns the chain of the named model group, nil for none.
-func (c *Client) group(name string) []*upstream { return (*c.groups.Load())[name] }
+func (c *Client) group(name string) []*upstream {
+	if g := (*c.groups.Load())[name]; g != nil {
+		return g.ups
+	}
+	return nil
+}
 
 // Complete sends req and returns the response, after whatever retries and failovers the
 // layers decide. Every error is an *Error carrying the class and the attempt trace.
@@ -267,11 +275,22 @@ func dedupe(chain []*upstream) []*upstream {
 
 // route returns the upstream chain for a model: its group, else every upstream serving it.
 func (c *Client) route(model string) []*upstream {
+	route, _ := c.routeWith(model)
+	return route
+}
+
+// routeWith returns the upstream chain for a model, as route does, with its policy.
+func (c *Client) routeWith(model string) ([]*upstream, *routePolicy) {
 	if groups := *c.groups.Load(); len(groups) > 0 {
 		if g, ok := groups[model]; ok {
-			return g
+			return g.ups, &g.policy
 		}
 	}
+	return c.ungrouped(model), &c.basePolicy
+}
+
+// ungrouped returns the chain of a model without a group: every upstream serving it.
+func (c *Client) ungrouped(model string) []*upstream {
 	if len(c.upstreams) == 1 && c.upstreams[0].Models == nil {
 		return c.upstreams // one upstream serving every model: the common case needs no lookup
 	}

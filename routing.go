@@ -2,13 +2,18 @@ package llmclient
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"time"
 )
 
 // Routing orders the upstreams of a route for each call. Every strategy keeps the route's
 // members; the strategies other than RouteOrdered also try first the upstreams that can
-// serve now (breaker admitting, a key usable) and leave the others for last.
+// serve now (breaker admitting, a key usable) and leave the others for last. A strategy
+// ranks the upstream a call starts on when the call starts, and the rest of the route, by
+// their statistics and health of then, when the call first moves on (a failover or a
+// hedge).
 type Routing uint8
 
 // The routing strategies.
@@ -25,8 +30,9 @@ const (
 	// RouteLeastInFlight starts on the upstream with the fewest calls in flight.
 	RouteLeastInFlight
 	// RouteLatency starts on the upstream with the lowest moving average of latency (time
-	// to first token for streams); one call in 200 starts on another upstream instead, so
-	// that a recovered upstream is noticed.
+	// to first token for streams); one call in 200 starts on another upstream instead,
+	// drawn evenly, so that a recovered upstream is noticed: the call after every 200th
+	// latency recorded on the upstream it would have started on.
 	RouteLatency
 	numRoutings
 )
@@ -105,61 +111,231 @@ func (c *config) validateRouting() []error {
 	return errs
 }
 
-// strategy is the routing strategy of a call for model (a group name or a model).
-func (c *Client) strategy(model string, o *CallOptions) Routing {
+// routePolicy is how a route's calls are ordered and hedged. It is resolved once per
+// route, by New and, for a model group, again whenever Client.Update rebuilds the groups,
+// and it travels with the route, so that a call does not look its strategy up. It is not
+// changed once built.
+type routePolicy struct {
+	routing Routing // never RouteDefault
+	hedge   Hedge
+}
+
+// groupRoute is a model group's chain, its fallback groups' members included, with its
+// policy.
+type groupRoute struct {
+	ups    []*upstream
+	policy routePolicy
+}
+
+// policyFor resolves the policy of the model group named group, "" for the routes of
+// models without a group: the group's own WithRouting and WithHedging, else those set
+// for "".
+func (c *config) policyFor(group string) routePolicy {
+	s, ok := c.routing[group]
+	if !ok {
+		s = c.routing[""]
+	}
+	if s == RouteDefault {
+		s = RouteOrdered
+	}
+	h, ok := c.hedging[group]
+	if !ok {
+		h = c.hedging[""]
+	}
+	return routePolicy{routing: s, hedge: h}
+}
+
+// strategy is the routing strategy of a call under p with the call's options o (nil for
+// none).
+func (p *routePolicy) strategy(o *CallOptions) Routing {
 	if o != nil && o.Routing != RouteDefault {
 		return o.Routing
 	}
-	if len(c.cfg.routing) == 0 {
-		return RouteOrdered
-	}
-	if s, ok := c.cfg.routing[model]; ok && model != "" {
-		return s // New checked that every name set is a model group's
-	}
-	return c.cfg.routing[""]
+	return p.routing
 }
 
-// order returns route ordered by strategy s for one call at now, in buf when it fits: the
-// healthy upstreams (breaker admitting, a key usable) first, in the strategy's order, then
-// the others in the same order.
-func (c *Client) order(route []*upstream, s Routing, stream bool, now time.Time, buf []*upstream) []*upstream {
-	out := append(buf[:0], route...)
+// hedging is the hedging of a call under p with the call's options o (nil for none).
+func (p *routePolicy) hedging(o *CallOptions) Hedge {
+	if o != nil && o.Hedge != nil {
+		return *o.Hedge
+	}
+	return p.hedge
+}
+
+// policyOf is the policy of the route of model (a group name or a model), for the calls
+// whose route was built without one (transport requests, embedding batches).
+func (c *Client) policyOf(model string) *routePolicy {
+	if g := (*c.groups.Load())[model]; g != nil {
+		return &g.policy
+	}
+	return &c.basePolicy
+}
+
+// strategy is the routing strategy of a call for model (a group name or a model).
+func (c *Client) strategy(model string, o *CallOptions) Routing {
+	return c.policyOf(model).strategy(o)
+}
+
+// order orders the run's route, of at least two upstreams, by strategy s for one call at
+// r.start. The call starts on the strategy's pick when that upstream can serve now
+// (breaker admitting, a key usable): the one drawn by weight, the one with the fewest
+// calls in flight, or the one with the lowest moving average of latency (time to first
+// token for a stream) but, after every exploreEvery latencies recorded on that one,
+// another drawn evenly; ties go to the earlier upstream. The others stay in the route's
+// order for now, and orderRest orders them, by the same strategy and then health, when
+// the call first needs them (its first failure, or a hedge), with the statistics and
+// health of then. A call that its first upstream serves thus ranks the route once and
+// checks one upstream's health, and its route stays the shared one when the pick is its
+// head.
+//
+// When the pick cannot serve, the route is ordered at once: the pick, then the others by
+// the strategy, and the upstreams that can serve now moved ahead of those that cannot,
+// each side keeping that order.
+func (r *run) order(s Routing, stream bool) {
+	route := r.route
+	b := 0 // the pick; computed here rather than in a function: this is the hot path
 	switch s {
 	case RouteWeighted:
-		weightedOrder(out)
+		var total uint64
+		for _, up := range route {
+			total += weightOf(up)
+		}
+		x, _ := bits.Mul64(rand.Uint64(), total) // uniform in [0, total)
+		b = weightedPick(route, x)
 	case RouteLeastInFlight:
-		sortBy(out, func(up *upstream) int64 { return int64(up.inFlight()) })
-	case RouteLatency:
-		sortBy(out, func(up *upstream) int64 {
-			if stream {
-				return int64(up.ttftStats.average())
+		least := int32(math.MaxInt32)
+		for i, up := range route {
+			if n := up.inFlight(); n < least {
+				b, least = i, n
 			}
-			return int64(up.latStats.average())
-		})
-		if len(out) > 1 && rand.IntN(exploreEvery) == 0 {
+		}
+	case RouteLatency:
+		lowest := time.Duration(math.MaxInt64)
+		for i, up := range route {
+			if d := statsOf(up, stream).average(); d < lowest {
+				b, lowest = i, d
+			}
+		}
+		if statsOf(route[b], stream).exploreDue() {
 			// Exploration: now and then another upstream goes first, so that one that got
 			// faster is noticed.
-			i := 1 + rand.IntN(len(out)-1)
-			out[0], out[i] = out[i], out[0]
+			b = (b + 1 + rand.IntN(len(route)-1)) % len(route)
 		}
 	}
+	healthy := route[b].healthy(r.start)
+	if healthy {
+		r.restBy = s
+		if b == 0 {
+			return
+		}
+	}
+	out := r.own(len(route))
+	out[0] = route[b]
+	j := 1
+	for i, up := range route { // a loop: cheaper than copy's calls for a few pointers
+		if i != b {
+			out[j] = up
+			j++
+		}
+	}
+	r.route = out
+	if !healthy {
+		orderBy(out[1:], s, stream)
+		healthyFirst(out, r.start)
+	}
+}
+
+// own returns a route buffer of n upstreams that the call may reorder: the run's own
+// buffer when n fits, and marks the route as owned.
+func (r *run) own(n int) []*upstream {
+	r.routeOwned = true
+	if n <= len(r.routeBuf) {
+		return r.routeBuf[:n]
+	}
+	return make([]*upstream, n)
+}
+
+// orderRest completes what order left pending, once per call: it orders the upstreams
+// after the current one by the call's strategy, and moves those that can serve now ahead
+// of those that cannot, each side keeping that order.
+func (r *run) orderRest() {
+	s := r.restBy
+	if s == RouteDefault {
+		return
+	}
+	r.restBy = RouteDefault
+	if len(r.route)-r.pos < 3 {
+		return // one upstream left at most: nothing to order
+	}
+	if !r.routeOwned { // the shared route: order a copy
+		r.route = append(r.own(len(r.route))[:0], r.route...)
+	}
+	rest := r.route[r.pos+1:]
+	orderBy(rest, s, r.keep && r.tx == nil)
+	healthyFirst(rest, time.Now())
+}
+
+// statsOf is up's latency statistics of one-shot calls, or of streams' time to first
+// token.
+func statsOf(up *upstream, stream bool) *latencyStats {
+	if stream {
+		return &up.ttftStats
+	}
+	return &up.latStats
+}
+
+// weightedPick returns the index of the upstream of ups that x, in [0, the sum of their
+// weights), falls on.
+func weightedPick(ups []*upstream, x uint64) int {
+	for i, up := range ups[:len(ups)-1] {
+		w := weightOf(up)
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(ups) - 1
+}
+
+// orderBy orders ups in place by strategy s: successive weighted draws, or the fewest
+// calls in flight or the lowest moving average of latency first, keeping the order of
+// ties. It leaves them as they are for RouteOrdered.
+func orderBy(ups []*upstream, s Routing, stream bool) {
+	if len(ups) < 2 {
+		return
+	}
+	switch s {
+	case RouteWeighted:
+		weightedOrder(ups)
+	case RouteLeastInFlight:
+		sortBy(ups, func(up *upstream) int64 { return int64(up.inFlight()) })
+	case RouteLatency:
+		sortBy(ups, func(up *upstream) int64 { return int64(statsOf(up, stream).average()) })
+	}
+}
+
+// healthyFirst moves the upstreams of ups that can serve at now ahead of those that cannot,
+// each side keeping its order.
+func healthyFirst(ups []*upstream, now time.Time) {
 	healthy := 0
-	for i, up := range out {
+	for i, up := range ups {
 		if up.healthy(now) {
 			if i != healthy {
-				copy(out[healthy+1:i+1], out[healthy:i]) // keep the order among the others
-				out[healthy] = up
+				copy(ups[healthy+1:i+1], ups[healthy:i]) // keep the order among the others
+				ups[healthy] = up
 			}
 			healthy++
 		}
 	}
-	return out
 }
+
+// maxStackRoute is the longest route that sortBy sorts without allocating.
+const maxStackRoute = 8
 
 // sortBy orders ups by key, smallest first, keeping the order of equal keys; each key is
 // computed once. Routes are short: an insertion sort over keys on the stack.
 func sortBy(ups []*upstream, key func(*upstream) int64) {
-	var buf [8]int64
+	var buf [maxStackRoute]int64
 	keys := buf[:0]
 	if len(ups) > len(buf) {
 		keys = make([]int64, 0, len(ups))
@@ -177,36 +353,47 @@ func sortBy(ups []*upstream, key func(*upstream) int64) {
 
 // exploreEvery is how often, one call in so many, latency routing tries another upstream
 // first: rarely enough to stay out of the 99th percentile, often enough that a recovered
-// upstream is back within seconds under load.
+// upstream is back within seconds under load. It counts the latencies recorded on the
+// upstream the call would start on (latencyStats.exploreDue), so that deciding costs an
+// atomic load instead of a random number per call.
 const exploreEvery = 200
 
 // maxWeight bounds Upstream.Weight, so that a route's total cannot overflow.
 const maxWeight = 1 << 20
 
 // weightOf is up's routing weight: Upstream.Weight within [1, maxWeight].
-func weightOf(up *upstream) int { return int(min(max(up.weight.Load(), 1), maxWeight)) }
+func weightOf(up *upstream) uint64 { return uint64(min(max(up.weight.Load(), 1), maxWeight)) }
 
-// weightedOrder orders ups as successive weighted draws without replacement: the first is
-// drawn with probability weight/total (a weight of 0 counts as 1), the next among the rest
-// in the same way, and so on; one random number per position.
+// maxSpan bounds the product of the totals that weightedOrder draws from one random
+// number: each draw then errs from its exact probability by less than 2^-20 relative.
+const maxSpan = 1 << 44
+
+// weightedOrder orders ups as successive weighted draws without replacement: the first
+// is drawn with probability weight/total, the next among the rest in the same way, and so
+// on. One 64-bit random number serves successive draws (each takes the high word of its
+// product with the draw's total and leaves the low word to the next) while the product of
+// their totals stays within maxSpan.
 func weightedOrder(ups []*upstream) {
-	total := 0
+	var total uint64
 	for _, up := range ups {
 		total += weightOf(up)
 	}
+	u, span := rand.Uint64(), total
 	for i := 0; i < len(ups)-1; i++ {
-		x := rand.IntN(total)
-		j := i
-		for ; j < len(ups)-1; j++ {
-			if x -= weightOf(ups[j]); x < 0 {
-				break
-			}
-		}
+		x, rest := bits.Mul64(u, total) // x is uniform in [0, total)
+		j := i + weightedPick(ups[i:], x)
 		chosen := ups[j]
 		total -= weightOf(chosen)
 		if j != i {
 			copy(ups[i+1:j+1], ups[i:j]) // the rest keep their order
 			ups[i] = chosen
+		}
+		if i+2 < len(ups) { // another draw follows
+			if hi, lo := bits.Mul64(span, total); hi != 0 || lo > maxSpan {
+				u, span = rand.Uint64(), total
+			} else {
+				u, span = rest, lo
+			}
 		}
 	}
 }

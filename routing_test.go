@@ -166,3 +166,148 @@ func TestRoutingOptionsChecked(t *testing.T) {
 		assert.Error(t, err)
 	}
 }
+
+// pinned runs a call pinned to upstream name in the background, for a test to hold calls
+// in flight there.
+func pinned(wg *sync.WaitGroup, c *llmclient.Client, name string) {
+	ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Pin: []string{name}})
+	wg.Go(func() { _, _ = c.Complete(ctx, chatReq("m")) })
+}
+
+// After the first upstream fails, the rest of the route follows the strategy too: with
+// least-in-flight, the upstream with fewer calls out is tried next, whatever the group's
+// order.
+func TestRoutingFailoverFollowsStrategy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(500), fake.Reply("a").Forever())
+		b := fake.New(fake.Reply("b").Latency(time.Minute).Times(2), fake.Reply("b").Forever())
+		cu := fake.New(fake.Reply("c").Latency(time.Minute), fake.Reply("c").Forever())
+		c := newClient(t, up("a", a), up("b", b), up("c", cu), llmclient.WithModelGroup("m", "a", "b", "c"),
+			llmclient.WithRouting("m", llmclient.RouteLeastInFlight), llmclient.WithMaxAttempts(1))
+		var wg sync.WaitGroup
+		pinned(&wg, c, "b")
+		pinned(&wg, c, "b")
+		pinned(&wg, c, "c")
+		synctest.Wait()
+		resp, err := c.Complete(context.Background(), chatReq("m")) // a: none in flight, fails
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "c"}, upstreamsOf(resp.Attempts), "c (1 in flight) before b (2)")
+		wg.Wait()
+	})
+}
+
+// The rest of the route is ordered by health as it is when the call moves on: an
+// upstream whose breaker opened while the first attempt ran goes last, and is not
+// refused in the trace.
+func TestRoutingFailoverJudgesHealthThen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c *llmclient.Client
+		a := fake.New(fake.Func(func(*llmclient.Call) fake.Step {
+			c.Breaker("b").ForceOpen() // b cannot serve by the time a fails
+			return fake.Fail(500)
+		}))
+		b := fake.New(fake.Reply("b").Forever())
+		cu := fake.New(fake.Reply("c").Forever())
+		c = newClient(t, up("a", a), up("b", b), up("c", cu), llmclient.WithModelGroup("m", "a", "b", "c"),
+			llmclient.WithRouting("m", llmclient.RouteLeastInFlight), llmclient.WithMaxAttempts(1))
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "c"}, upstreamsOf(resp.Attempts))
+		assert.Zero(t, b.Calls())
+	})
+}
+
+// Weighted routing draws the whole route: the first upstream in proportion to the
+// weights, and the next among the others in proportion to theirs.
+func TestWeightedRoutingOrdersTheRest(t *testing.T) {
+	ps := map[string]*fake.Provider{}
+	opts := []llmclient.Option{llmclient.WithRouting("", llmclient.RouteWeighted), llmclient.WithMaxAttempts(1),
+		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30})}
+	for name, w := range map[string]int{"a": 1, "b": 1, "c": 2} {
+		ps[name] = fake.New(fake.Fail(500).Forever())
+		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: ps[name], Weight: w}))
+	}
+	c := newClient(t, opts...)
+	const n = 6000
+	firsts, seconds := map[string]int{}, map[string]int{}
+	for range n {
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		var e *llmclient.Error
+		require.ErrorAs(t, err, &e)
+		require.Len(t, e.Attempts, 3)
+		firsts[e.Attempts[0].Upstream]++
+		if e.Attempts[0].Upstream == "c" {
+			seconds[e.Attempts[1].Upstream]++
+		}
+	}
+	assert.InDelta(t, 0.5, float64(firsts["c"])/n, 0.03, "c's share first: %v", firsts)
+	assert.InDelta(t, 0.25, float64(firsts["a"])/n, 0.03, "a's share first: %v", firsts)
+	// After c, a and b weigh the same.
+	assert.InDelta(t, 0.5, float64(seconds["a"])/float64(firsts["c"]), 0.05, "second after c: %v", seconds)
+	// After a, c weighs 2 against b's 1: measured over the calls that started on a or b.
+	var afterAB, cSecond int
+	for range n {
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		var e *llmclient.Error
+		require.ErrorAs(t, err, &e)
+		if e.Attempts[0].Upstream != "c" {
+			afterAB++
+			if e.Attempts[1].Upstream == "c" {
+				cSecond++
+			}
+		}
+	}
+	assert.InDelta(t, 2.0/3, float64(cSecond)/float64(afterAB), 0.04, "c second after a or b")
+}
+
+// Latency routing explores one call in exploreEvery (200): with calls one after another,
+// a slower primary gets one call in about 200.
+func TestLatencyRoutingExploresOneCallIn200(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Reply("p").Latency(2 * time.Second).Forever())
+		secondary := fake.New(fake.Reply("s").Latency(100 * time.Millisecond).Forever())
+		c := newClient(t, up("primary", primary), up("secondary", secondary),
+			llmclient.WithModelGroup("m", "primary", "secondary"), llmclient.WithRouting("m", llmclient.RouteLatency))
+		for range 2 { // warm-up: each upstream's average is known
+			_, err := c.Complete(llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Pin: []string{"secondary"}}), chatReq("m"))
+			require.NoError(t, err)
+		}
+		_, err := c.Complete(llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Pin: []string{"primary"}}), chatReq("m"))
+		require.NoError(t, err)
+		before := primary.Calls()
+		const n = 4000
+		for range n {
+			_, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+		}
+		explored := primary.Calls() - before
+		assert.InDelta(t, n/200, explored, 2, "one call in 200 starts on the primary")
+	})
+}
+
+// WithRouting for "" applies to every route without its own strategy; a group's own
+// RouteDefault means RouteOrdered; both hold after Client.Update rebuilds the groups.
+func TestRoutingPolicyPerGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Reply("a").Latency(time.Minute), fake.Reply("a").Forever())
+		b := fake.New(fake.Reply("b").Forever())
+		c := newClient(t, up("a", a), up("b", b),
+			llmclient.WithModelGroup("lif", "a", "b"), llmclient.WithModelGroup("ord", "a", "b"),
+			llmclient.WithRouting("", llmclient.RouteLeastInFlight), llmclient.WithRouting("ord", llmclient.RouteDefault))
+		var wg sync.WaitGroup
+		pinned(&wg, c, "a") // a has a call in flight, b none
+		synctest.Wait()
+		check := func() {
+			t.Helper()
+			for model, want := range map[string]string{"lif": "b", "ord": "a", "m": "b"} {
+				resp, err := c.Complete(context.Background(), chatReq(model))
+				require.NoError(t, err)
+				assert.Equal(t, want, resp.Upstream, model)
+			}
+		}
+		check()
+		require.NoError(t, c.Update(llmclient.SetGroup("lif", "a", "b"), llmclient.SetGroup("ord", "a", "b")))
+		check()
+		wg.Wait()
+	})
+}

@@ -75,6 +75,11 @@ type run struct {
 	a        attempt
 	traceBuf [1]Attempt
 	routeBuf [4]*upstream
+	// routeOwned: route is the call's own copy, which routing may reorder. restBy is the
+	// strategy that has yet to order the route after its first upstream (orderRest);
+	// RouteDefault for none.
+	routeOwned bool
+	restBy     Routing
 	// single allows one upstream call only: a transport request whose body cannot be
 	// replayed.
 	single bool
@@ -116,15 +121,15 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 // whose Request only names its model, metadata and priority.
 //
 // A call that begin refuses has ended: the observer hears of it (EventCall).
-func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
-	err := c.start(ctx, r, req, route, chain, keep)
+func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
+	err := c.start(ctx, r, req, route, pol, chain, keep)
 	if err != nil && r.orig != nil {
 		r.ended(nil, err, nil)
 	}
 	return err
 }
 
-func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, chain attemptFunc, keep bool) error {
+func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
 	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
 			return err
@@ -147,11 +152,14 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		r.applyCallOptions(o)
 	}
 	if len(r.route) > 1 {
-		if r.tx == nil && (len(c.cfg.hedging) > 0 || r.opts != nil && r.opts.Hedge != nil) {
-			r.hedge = c.hedgeOf(req.Model, r.opts)
+		if pol == nil {
+			pol = c.policyOf(req.Model)
 		}
-		if s := c.strategy(req.Model, r.opts); s > RouteOrdered {
-			r.route = c.order(r.route, s, keep && r.tx == nil, r.start, r.routeBuf[:0])
+		if r.tx == nil {
+			r.hedge = pol.hedging(r.opts)
+		}
+		if s := pol.strategy(r.opts); s > RouteOrdered {
+			r.order(s, keep && r.tx == nil)
 		}
 	}
 	if len(r.route) == 0 {
@@ -316,6 +324,7 @@ func (r *run) countCall(a *attempt) {
 // failed settles a failed attempt, records it and decides what follows. The Client's
 // state (leases, key blocks, the breaker) is settled before any hook runs.
 func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
+	r.orderRest()
 	done, counted := r.account(ctx, a, e, false)
 	if !counted {
 		return r.giveUp(r.decision(a, r.lastErr))

@@ -203,7 +203,8 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 	}
 	r := &run{}
 	defer r.cleanup() // a panicking hook leaves nothing held
-	if err := c.begin(ctx, r, req, c.routeOf(req), c.streamChain, true); err != nil {
+	route, pol := c.routeOf(req)
+	if err := c.begin(ctx, r, req, route, pol, c.streamChain, true); err != nil {
 		cancelTotal()
 		return nil, err
 	}

@@ -243,7 +243,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if x.call.Stream && t.c.cfg.stream.total > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t.c.cfg.stream.total, ErrStreamTimeout)
 	}
-	if err := t.c.begin(ctx, r, &x.call.Request, t.route(x), t.chain, true); err != nil {
+	if err := t.c.begin(ctx, r, &x.call.Request, t.route(x), nil, t.chain, true); err != nil {
 		cancelTotal()
 		return nil, err
 	}

@@ -12,7 +12,11 @@ import (
 // histogram of the last minute or so for percentiles (the hedging delay). Recording is
 // lock-free. It is safe for concurrent use.
 type latencyStats struct {
-	ewma atomic.Uint64 // float64 bits of the moving average, in nanoseconds; 0: none yet
+	ewma atomic.Int64 // the moving average in nanoseconds; 0: none yet
+	// recorded counts the samples; explore is set at every exploreEvery-th, for latency
+	// routing to start a call elsewhere (exploreDue).
+	recorded atomic.Uint64
+	explore  atomic.Bool
 	// windows are two histograms of log2 buckets: the current one and the previous one.
 	windows [2]histogram
 	epoch   atomic.Int64 // index of the current window
@@ -25,53 +29,67 @@ type histogram struct {
 }
 
 const (
-	ewmaWeight   = 0.2
+	ewmaDivisor  = 5 // each sample moves the average by a fifth of its distance to it
 	statsWindow  = 30 * time.Second
 	minQuantileN = 20 // samples needed before a percentile is trusted
 )
 
 // record adds one sample at now.
 func (s *latencyStats) record(d time.Duration, now time.Time) {
-	if d <= 0 {
-		d = 1
-	}
-	x := float64(d)
+	x := max(int64(d), 1)
 	for {
+		// In integers: both are positive, so the difference cannot overflow, and the
+		// average, which moves at most a fifth of the way down to x >= 1, stays >= 1.
 		old := s.ewma.Load()
-		avg := math.Float64frombits(old)
 		next := x
 		if old != 0 {
-			next = avg + ewmaWeight*(x-avg)
+			next = old + (x-old)/ewmaDivisor
 		}
-		if s.ewma.CompareAndSwap(old, math.Float64bits(next)) {
+		if s.ewma.CompareAndSwap(old, next) {
 			break
 		}
 	}
-	h := s.window(now)
-	h.counts[bits.Len64(uint64(d))-1].Add(1)
+	if s.recorded.Add(1)%exploreEvery == 0 {
+		s.explore.Store(true)
+	}
+	idx := windowIndex(now)
+	h := &s.windows[uint64(idx)%2]
+	if st := h.stamp.Load(); st != idx {
+		h.restart(st, idx)
+	}
+	h.counts[(bits.Len64(uint64(x))-1)&63].Add(1) // x >= 1: within [0, 63] already
 }
 
-// window returns the current histogram at now, starting a new one when its span is over.
-func (s *latencyStats) window(now time.Time) *histogram {
-	idx := now.UnixNano() / int64(statsWindow)
-	h := &s.windows[idx%2]
-	if old := h.stamp.Load(); old != idx && h.stamp.CompareAndSwap(old, idx) {
+// exploreDue reports, once per exploreEvery samples recorded, that latency routing should
+// start a call on another upstream than this one. It is safe for concurrent use: of the
+// calls that ask at once, one is told.
+func (s *latencyStats) exploreDue() bool {
+	return s.explore.Load() && s.explore.Swap(false)
+}
+
+// restart makes h, stamped old, the histogram of the window idx, empty, unless another
+// sample did it first.
+func (h *histogram) restart(old, idx int64) {
+	if h.stamp.CompareAndSwap(old, idx) {
 		for i := range h.counts {
 			h.counts[i].Store(0)
 		}
 	}
-	return h
 }
+
+// windowIndex numbers the statsWindow spans of time: the one now falls in. Whole seconds
+// suffice, the window being a whole number of them, and cost less to read from now.
+func windowIndex(now time.Time) int64 { return now.Unix() / int64(statsWindow/time.Second) }
 
 // average returns the moving average, 0 when there is no sample.
 func (s *latencyStats) average() time.Duration {
-	return time.Duration(math.Float64frombits(s.ewma.Load()))
+	return time.Duration(s.ewma.Load())
 }
 
 // quantile returns the q-quantile of the samples of the current and previous windows (the
 // upper bound of the bucket it falls in), and false when there are too few of them.
 func (s *latencyStats) quantile(q float64, now time.Time) (time.Duration, bool) {
-	idx := now.UnixNano() / int64(statsWindow)
+	idx := windowIndex(now)
 	var counts [64]int64
 	var n int64
 	for w := range s.windows {

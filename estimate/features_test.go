@@ -10,7 +10,7 @@ import (
 )
 
 // featuresNaive counts the features of s byte by byte, straight from their definitions in
-// estimate_heuristic.go, with no masks, blocks or carries: it is the oracle of the
+// heuristic.go, with no masks, blocks or carries: it is the oracle of the
 // word-parallel heuristicParams.features, whose hard parts are the shifts across the
 // 64-byte blocks and the characters that cross them. Multi-byte characters are classified
 // by the same cjkAt and char, decoding the text from its start.

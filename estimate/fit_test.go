@@ -41,7 +41,7 @@ var fitNonNegative = map[int]bool{fUpper3: true, fLower10Space: true, fLower3: t
 // the lengths fitted on identifiers overcharge long runs (a hundred "a"s are 13 tokens).
 var fitFixed = map[int]float64{fDigits: 1, fDigit3: 1, fDigit9: 1.0 / 3, fLower20: 0}
 
-// TestFitHeuristicWeights fits the weights of estimate_heuristic.go by least squares on the
+// TestFitHeuristicWeights fits the weights of heuristic.go by least squares on the
 // tuning corpus (../testdata/corpus/*.txt and tuning/*.txt, never heldout/) and prints them:
 //
 //	go test -run TestFitHeuristicWeights -fit -v .

@@ -19,7 +19,7 @@ import (
 // (short.go). reference_test.go keeps the previous implementation, which every count must
 // match. Only multi-byte characters take a loop of their own: Chinese, Japanese
 // and Korean characters cost the tokens they cost alone in the model's encoding (a two-bit
-// table per character, estimate_cjk_table.go), less a saving for each pair of neighbours
+// table per character, cjk_table.go), less a saving for each pair of neighbours
 // that the encoding has inside one of its tokens (a small hash set built from the same
 // file). Weights are in 64ths of a token, so the sum is integer-only.
 
@@ -61,7 +61,7 @@ const (
 
 // heuristicParams are the per-encoding data of the heuristic.
 type heuristicParams struct {
-	// cjk is the encoding's CJK table (estimate_cjk_table.go): for each kana, ideograph
+	// cjk is the encoding's CJK table (cjk_table.go): for each kana, ideograph
 	// and Hangul syllable, the tokens it costs alone, minus one.
 	cjk string
 	// pairs is the set of the encoding's CJK pairs (cjkPairsO200k, cjkPairsCL100k).

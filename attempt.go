@@ -66,6 +66,8 @@ type attempt struct {
 	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.
 	tx *txCall
+	// callerKey: the transport sent the caller's own credential (see secret).
+	callerKey bool
 	// bill is the attempt's pricing and budget reservations (budget_run.go).
 	bill attemptBill
 }
@@ -360,7 +362,7 @@ func (c *Client) asError(ctx context.Context, err error, a *attempt) *Error {
 	if e.Model == "" {
 		e.Model = a.call.Model
 	}
-	e.Redact(a.call.APIKey)
+	e.Redact(a.secret())
 	return e
 }
 

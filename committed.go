@@ -262,7 +262,7 @@ func (cm *committed) interruption(err error) *Error {
 		e.Status, e.Type, e.Code, e.Message, e.RequestID = ve.Status, ve.Type, ve.Code, ve.Message, ve.RequestID
 		e.RetryAfter, e.RateLimits = ve.RetryAfter, ve.RateLimits
 	}
-	e.Redact(a.call.APIKey)
+	e.Redact(a.secret())
 	return e
 }
 

@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
 	"net/http"
@@ -177,14 +178,16 @@ func (t *Transport) CloseIdleConnections() {
 
 // txCall is one request through the transport: everything its attempts share.
 type txCall struct {
-	t      *Transport
-	req    *http.Request
-	match  *txUpstream
-	rel    string // path below the matched base URL
-	call   APICall
-	known  bool
-	body   *replayBody
-	sdkKey string // the caller's own credential, for redaction
+	t     *Transport
+	req   *http.Request
+	match *txUpstream
+	rel   string // path below the matched base URL
+	call  APICall
+	known bool
+	body  *replayBody
+	// sdkKey is the caller's own credential, for redaction, once callerKey read it.
+	sdkKey     string
+	sdkKeyRead bool
 
 	// Results of the latest attempt, which runs alone.
 	resp      *http.Response // the successful attempt's response
@@ -213,16 +216,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	defer body.close()
 	x := &tr.x
-	ch := readCallerHeaders(req)
-	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body, sdkKey: ch.key}
+	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body}
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
-	count, fromSDK := ch.retries, ch.fromSDK
+	count, fromSDK := sdkRetries(req.Header)
 	var fp uint64
 	var prior *repeat // the failed call this request repeats, for SDKs without a retry header
 	callCtx := caller
 	if fromSDK {
-		fp = t.fingerprint(req, body, x.sdkKey)
+		fp = t.fingerprint(req, body, x.callerKey())
 		if count > 0 {
 			return nil, t.sdkRetry(fp, m)
 		}
@@ -345,14 +347,27 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 	return &Error{Class: ClassUnavailable, Upstream: m.up.Name, Err: ErrSDKRetry}
 }
 
-// sdkRetryCount reads the Stainless SDKs' retry counter (a header that was sent, so an
-// unreadable value counts as the first try).
-func sdkRetryCount(v string) int {
+// sdkRetries reads the Stainless SDKs' retry counter; fromSDK reports that the header was
+// sent (an unreadable value counts as the first try).
+func sdkRetries(h http.Header) (n int, fromSDK bool) {
+	v := headers.Value(h, "X-Stainless-Retry-Count")
+	if v == "" {
+		return 0, false
+	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 0 {
-		return 0
+		return 0, true
 	}
-	return n
+	return n, true
+}
+
+// callerKey returns the credential the caller's request carries (callerCredential), read
+// on first use: most calls never redact anything.
+func (x *txCall) callerKey() string {
+	if !x.sdkKeyRead {
+		x.sdkKey, x.sdkKeyRead = callerCredential(x.req), true
+	}
+	return x.sdkKey
 }
 
 // fingerprint identifies a request across an SDK's retries: method, URL, the caller's

@@ -118,8 +118,8 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 // the caller's own upstream the caller's headers go out as they are, with a pool key in
 // place of its credential. On another upstream the URL, and the Host, are the target's,
 // the target's Dialect sets its credential and configured headers, and, when the host
-// changes, every credential of the caller's stays behind. a.call.APIKey ends up holding
-// the credential that went out, for redaction.
+// changes, every credential of the caller's stays behind. a.secret() then returns the
+// credential that went out, for redaction.
 func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *http.Request {
 	x := a.tx
 	// A shallow copy: its URL and headers are the caller's until they must change, and
@@ -146,10 +146,20 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 			out.Header = x.req.Header.Clone()
 		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
+		a.callerKey = false
 	} else {
-		a.call.APIKey = x.sdkKey // the caller's key goes out: redact it like a pool key
+		a.callerKey = true // the caller's key goes out: redact it like a pool key (secret)
 	}
 	return out
+}
+
+// secret is the credential the attempt sent, to redact: its pool or upstream key, or the
+// caller's own when that went out (read from the caller's request only now).
+func (a *attempt) secret() string {
+	if a.call.APIKey == "" && a.callerKey && a.tx != nil {
+		return a.tx.callerKey()
+	}
+	return a.call.APIKey
 }
 
 // stripCredentials removes from a request whatever may carry the caller's credentials:
@@ -235,7 +245,7 @@ func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
 // end with it: its body replaced by data (decoded when it was compressed), the attempt's
 // key redacted from the body and from every header.
 func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool) {
-	key := a.call.APIKey
+	key := a.secret()
 	if key != "" && len(data) > 0 {
 		if r := redactString(string(data), key); len(r) != len(data) || r != string(data) {
 			data = []byte(r)

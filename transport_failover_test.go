@@ -217,3 +217,34 @@ func TestTransportAnthropicAndGemini(t *testing.T) {
 		assert.Equal(t, 3, at[3].InputTokens)
 	})
 }
+
+// TestTransportRedactsTheCallersKeyInOneShotErrors: an error response that echoes the
+// caller's own key (read from its request only when there is something to redact) reaches
+// the caller and the trace redacted, from an Authorization header and from an X-Api-Key.
+func TestTransportRedactsTheCallersKeyInOneShotErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, hdr := range [][2]string{{"Authorization", "Bearer sk-caller-secret"}, {"X-Api-Key", "sk-caller-secret"}} {
+			echo := `{"error":{"message":"key sk-caller-secret is invalid","type":"invalid_request_error","code":"invalid_api_key"}}`
+			up := newScript(status(401, echo))
+			c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(1))
+			var events []llmclient.Event
+			c2 := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(1),
+				llmclient.WithObserver(func(_ context.Context, e llmclient.Event) { events = append(events, e) }))
+			for _, cl := range []*llmclient.Client{c, c2} {
+				resp, err := post(t, context.Background(), cl.Transport(memTransport{up}), "http://oai.test/v1/chat/completions", chatBody, hdr[0], hdr[1])
+				require.NoError(t, err, hdr[0])
+				body, _ := readBody(t, resp)
+				assert.Equal(t, 401, resp.StatusCode)
+				assert.NotContains(t, body, "sk-caller-secret", hdr[0])
+				assert.Contains(t, body, "[REDACTED]", hdr[0])
+				up = newScript(status(401, echo))
+			}
+			require.NotEmpty(t, events)
+			for _, e := range events {
+				if e.Err != nil {
+					assert.NotContains(t, e.Err.Error(), "sk-caller-secret", hdr[0])
+				}
+			}
+		}
+	})
+}

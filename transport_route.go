@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/llmclient/llmclient/internal/headers"
 )
 
 // txUpstream is an upstream the transport can reach: its Dialect and parsed base URL.
@@ -103,58 +105,24 @@ func target(u *url.URL, from, to *txUpstream) *url.URL {
 	return &out
 }
 
-// callerHeaders is what the transport reads from the caller's request headers, in one
-// pass over them (an SDK sends a dozen; a lookup per name would cost more).
-type callerHeaders struct {
-	// key is the credential the request carries, for redaction: the first of the headers
-	// vendors read API keys from (Authorization, X-Api-Key, Api-Key, X-Goog-Api-Key), else
-	// a "key" query parameter.
-	key string
-	// retries is the Stainless SDKs' retry counter (X-Stainless-Retry-Count); fromSDK
-	// reports that the header was sent.
-	retries int
-	fromSDK bool
-}
-
-func readCallerHeaders(req *http.Request) callerHeaders {
-	var creds [4]string // in the order above
-	var retry string
-	var sawRetry bool
-	for k, vs := range req.Header {
-		if len(vs) == 0 {
+// callerCredential returns the credential the caller's request carries, for redaction:
+// the first of the headers vendors read API keys from, else a "key" query parameter. It is
+// read only when something is to be redacted or fingerprinted (txCall.callerKey).
+func callerCredential(req *http.Request) string {
+	for _, h := range [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
+		v := strings.TrimSpace(headers.Value(req.Header, h))
+		if v == "" {
 			continue
 		}
-		switch k {
-		case "Authorization":
-			creds[0] = vs[0]
-		case "X-Api-Key":
-			creds[1] = vs[0]
-		case "Api-Key":
-			creds[2] = vs[0]
-		case "X-Goog-Api-Key":
-			creds[3] = vs[0]
-		case "X-Stainless-Retry-Count":
-			retry, sawRetry = vs[0], vs[0] != ""
-		}
-	}
-	var ch callerHeaders
-	if sawRetry {
-		ch.retries, ch.fromSDK = sdkRetryCount(retry), true
-	}
-	for i, v := range creds {
-		if v = strings.TrimSpace(v); v == "" {
-			continue
-		}
-		if i == 0 {
-			if j := strings.IndexByte(v, ' '); j >= 0 {
-				v = strings.TrimSpace(v[j+1:])
+		if h == "Authorization" {
+			if i := strings.IndexByte(v, ' '); i >= 0 {
+				v = strings.TrimSpace(v[i+1:])
 			}
 		}
-		ch.key = v
-		return ch
+		return v
 	}
 	if req.URL != nil && strings.Contains(req.URL.RawQuery, "key=") {
-		ch.key = req.URL.Query().Get("key")
+		return req.URL.Query().Get("key")
 	}
-	return ch
+	return ""
 }

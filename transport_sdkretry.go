@@ -143,7 +143,7 @@ func (t *Transport) repeatOf(x *txCall) (*repeat, uint64) {
 	if !t.repeats.active() || !x.body.buffered() {
 		return nil, 0
 	}
-	fp := t.fingerprint(x.req, x.body, x.sdkKey)
+	fp := t.fingerprint(x.req, x.body, x.callerKey())
 	return t.repeats.get(fp, time.Now()), fp
 }
 
@@ -239,7 +239,7 @@ func (t *Transport) remember(x *txCall, fp uint64, prior *repeat, final *Error, 
 		return
 	}
 	if prior == nil {
-		fp = t.fingerprint(x.req, x.body, x.sdkKey)
+		fp = t.fingerprint(x.req, x.body, x.callerKey())
 	}
 	p := &repeat{err: final}
 	if prior != nil {

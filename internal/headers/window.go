@@ -40,10 +40,12 @@ const MaxWindows = 4
 func ReadWindows(h http.Header, prefix string, names [][3]string, now time.Time, out []Window) {
 	n := min(len(names), len(out), MaxWindows)
 	var vals [MaxWindows][3]string
+	found := false
 	for k, vs := range h {
 		if len(vs) == 0 || len(k) <= len(prefix) || k[:len(prefix)] != prefix {
 			continue
 		}
+		found = true
 		suffix := k[len(prefix):]
 		for i := range n {
 			for j := range 3 {
@@ -52,6 +54,10 @@ func ReadWindows(h http.Header, prefix string, names [][3]string, now time.Time,
 				}
 			}
 		}
+	}
+	if !found {
+		clear(out[:n])
+		return
 	}
 	for i := range n {
 		out[i] = parseWindow(vals[i][0], vals[i][1], vals[i][2], now)

@@ -185,9 +185,10 @@ type txCall struct {
 	call  APICall
 	known bool
 	body  *replayBody
-	// sdkKey is the caller's own credential, for redaction, once callerKey read it.
+	// sdkKey is the caller's own credential, for redaction, once callerKey read it (a
+	// committed stream's watcher and its reader may both ask).
 	sdkKey     string
-	sdkKeyRead bool
+	sdkKeyOnce sync.Once
 
 	// Results of the latest attempt, which runs alone.
 	resp      *http.Response // the successful attempt's response
@@ -362,13 +363,13 @@ func sdkRetries(h http.Header) (n int, fromSDK bool) {
 }
 
 // callerKey returns the credential the caller's request carries (callerCredential), read
-// on first use: most calls never redact anything.
+// on first use: most calls never redact anything. Safe for concurrent use.
 func (x *txCall) callerKey() string {
-	if !x.sdkKeyRead {
-		x.sdkKey, x.sdkKeyRead = callerCredential(x.req), true
-	}
+	x.sdkKeyOnce.Do(x.readCallerKey)
 	return x.sdkKey
 }
+
+func (x *txCall) readCallerKey() { x.sdkKey = callerCredential(x.req) }
 
 // fingerprint identifies a request across an SDK's retries: method, URL, the caller's
 // credential and body.

@@ -7,9 +7,9 @@ import (
 )
 
 // TestFlatCostMatchesCost checks Model.Cost's quick path for small token counts of a flat
-// price against price.cost, the long way, for every price of the shipped table and for
-// hand-built prices at and near the bounds the quick path relies on; and that the quick
-// path is taken at all.
+// price against price.cost, the long way, and Model.FlatCost against Cost at several
+// times, for every price and model of the shipped table and for hand-built prices at and
+// near the bounds the quick path relies on; and that the quick paths are taken at all.
 func TestFlatCostMatchesCost(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	counts := []int{0, 1, 2, 999, 12_345, 128_000, smallTokens - 2, smallTokens - 1}
@@ -32,9 +32,33 @@ func TestFlatCostMatchesCost(t *testing.T) {
 			}
 		}
 	}
-	flat := 0
+	flat, flatModels := 0, 0
+	times := []time.Time{at, time.Date(2023, 1, 1, 3, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 23, 59, 59, 0, time.UTC)}
 	for _, pv := range Default().providers {
 		for _, e := range pv.models {
+			m := e.model
+			if (m.flat != nil) != (len(m.prices) == 1 && m.prices[0].price.flat) {
+				t.Fatalf("%s: FlatCost's price %p, prices %d", m, m.flat, len(m.prices))
+			}
+			for range 20 { // FlatCost is Cost at any time, or declines
+				tk := tokens()
+				if rng.IntN(4) == 0 {
+					tk.CacheRead = min(tk.Input, 1+rng.IntN(10))
+				}
+				got, ok := m.FlatCost(tk)
+				if ok != (m.flat != nil && tk.small()) {
+					t.Fatalf("%s: %+v: FlatCost ok %v", m, tk, ok)
+				}
+				if !ok {
+					continue
+				}
+				flatModels++
+				for _, when := range times {
+					if want, err := m.Cost(tk, when); err != nil || got != want {
+						t.Fatalf("%s: %+v: FlatCost %d, Cost at %v %d, %v", m, tk, got, when, want, err)
+					}
+				}
+			}
 			for i := range e.model.prices {
 				if p := &e.model.prices[i].price; p.flat {
 					flat++
@@ -43,8 +67,11 @@ func TestFlatCostMatchesCost(t *testing.T) {
 			}
 		}
 	}
-	if flat < 100 {
-		t.Fatalf("only %d flat prices in the shipped table: the quick path is hardly taken", flat)
+	if flat < 100 || flatModels < 100 {
+		t.Fatalf("only %d flat prices and %d flat models in the shipped table: the quick path is hardly taken", flat, flatModels)
+	}
+	if m, _ := Default().Lookup("openai", "gpt-4o-mini"); m == nil || m.flat == nil {
+		t.Fatalf("gpt-4o-mini (%v) is not priced by FlatCost", m)
 	}
 	edge := []Money{0, 1, 7, maxFlatRate - 1, maxFlatRate}
 	for _, in := range edge {
@@ -60,7 +87,13 @@ func TestFlatCostMatchesCost(t *testing.T) {
 					t.Fatalf("in %d, out %d, fee %d: not flat", in, out, fee)
 				}
 				check(m.String(), p)
+				if m.flat != p {
+					t.Fatalf("in %d, out %d, fee %d: FlatCost does not price", in, out, fee)
+				}
 				big := Tokens{Input: smallTokens - 1, Output: smallTokens - 1}
+				if got, ok := m.FlatCost(big); !ok || got != p.cost(big) || got == MaxMoney {
+					t.Fatalf("in %d, out %d, fee %d: FlatCost %d at the bound, cost %d", in, out, fee, got, p.cost(big))
+				}
 				if got, _ := m.Cost(big, at); got != p.cost(big) || got == MaxMoney {
 					t.Fatalf("in %d, out %d, fee %d: %d at the bound, cost %d", in, out, fee, got, p.cost(big))
 				}
@@ -72,8 +105,11 @@ func TestFlatCostMatchesCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tiered.prices[0].price.flat {
+	if tiered.prices[0].price.flat || tiered.flat != nil {
 		t.Fatal("a tiered input rate is flat")
+	}
+	if _, ok := tiered.FlatCost(Tokens{Input: 1}); ok {
+		t.Fatal("FlatCost priced a tiered rate")
 	}
 	if got, _ := tiered.Cost(Tokens{Input: 11, Output: 1}, at); got != 11*2*Dollar/perMillion+Dollar/perMillion {
 		t.Fatalf("tiered: %d", got)

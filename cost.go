@@ -198,10 +198,7 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 	estimated := false
 	switch {
 	case usage != nil:
-		t, estimated = usageTokens(usage), usage.Estimated
-		if !plainTokens(t) {
-			t = clampTokens(t)
-		}
+		t, estimated = usageTokens(usage), usage.Estimated // clamped below unless FlatCost prices it
 	case b.status >= http.StatusBadRequest:
 		return pricing.Cost{Known: true, Model: m}
 	case class == ClassNone || class == ClassTimeout || class == ClassCanceled:
@@ -213,13 +210,21 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 	default:
 		return pricing.Cost{Known: true, Estimated: true, Model: m}
 	}
-	at := a.sent
-	if at.IsZero() {
-		at = time.Now()
-	}
-	amount, err := m.Cost(t, at)
-	if err != nil { // not priced per token: unknown, never $0
-		return pricing.Cost{}
+	// Cost's answer at any time, inlined; counts it prices are valid and without parts,
+	// which the clamps would leave unchanged (plainTokens).
+	amount, ok := m.FlatCost(t)
+	if !ok {
+		if usage != nil && !plainTokens(t) {
+			t = clampTokens(t)
+		}
+		at := a.sent
+		if at.IsZero() {
+			at = time.Now()
+		}
+		var err error
+		if amount, err = m.Cost(t, at); err != nil { // not priced per token: unknown, never $0
+			return pricing.Cost{}
+		}
 	}
 	return pricing.Cost{Amount: amount, Known: true, Estimated: estimated, Model: m}
 }

@@ -210,7 +210,10 @@ func (cs *costState) admit(ctx context.Context, a *attempt) *Error {
 			}
 		}
 		if len(cs.budgets) > 0 || len(cs.failover) > 0 { // only they read the estimate
-			if est, err := b.price.Cost(pricing.Tokens{Input: in, Output: out}, a.begun); err == nil {
+			t := pricing.Tokens{Input: in, Output: out}
+			if est, ok := b.price.FlatCost(t); ok { // Cost's answer, inlined (a.begun is set)
+				b.est, b.priced = est, true
+			} else if est, err := b.price.Cost(t, a.begun); err == nil {
 				b.est, b.priced = est, true
 			}
 		}
@@ -347,6 +350,17 @@ func (r *run) firstEstimate(cs *costState, at time.Time) (pricing.Money, bool) {
 func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 	b := &a.bill
 	n := a.begun.UnixNano()
+	if br := cs.solo; br != nil && b.priced && b.nHolds == 0 {
+		// The loop below for the one client-wide budget of the Client, priced, when the
+		// cached period holds and the reservation is taken; otherwise the loop, which
+		// finds the same budget, period and amount (ReserveQuick refused took nothing).
+		cp := br.cached.Load()
+		if cp != nil && n >= cp.from && n < cp.to && br.quick.ReserveQuick(cp.lp, int64(b.est), a.r.bill.exempt&br.bit != 0) { // no TTL: see QuickLedger
+			b.holds[0] = budgetHold{br: br, cp: cp, amount: int64(b.est)}
+			b.nHolds = 1
+			return nil
+		}
+	}
 	for _, br := range cs.budgets {
 		key, ok := "", true // a client-wide budget counts every attempt under ""
 		if br.b.Scope.Kind != budget.ScopeClient {
@@ -456,6 +470,22 @@ func (cs *costState) settle(a *attempt, class Class, usage *Usage) {
 		now = time.Now()
 	}
 	n := now.UnixNano()
+	if h := &b.holds[0]; b.nHolds == 1 && b.more == nil && h.br == cs.solo && n >= h.cp.from && n < h.cp.to {
+		// settleHold for the one hold of the Client's one client-wide budget, ended in the
+		// period it was taken in: the same spend, period and ledger call.
+		spent := int64(0)
+		if a.called {
+			spent = h.amount
+			if b.cost.Known {
+				spent = int64(b.cost.Amount)
+			}
+		}
+		if res := h.br.quick.SettleQuick(h.cp.lp, h.cp.lp.Slice, h.amount, spent); res.Fired != 0 {
+			b.fired(h, h.cp, res)
+		}
+		b.nHolds = 0
+		return
+	}
 	for i := range b.nHolds {
 		b.settleHold(&b.holds[i], a.called, now, n)
 	}
@@ -488,9 +518,13 @@ func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n in
 			return
 		}
 	}
-	if res.Fired == 0 {
-		return
+	if res.Fired != 0 {
+		b.fired(h, cp, res)
 	}
+}
+
+// fired keeps the events of the soft thresholds that settling h in period cp reached.
+func (b *attemptBill) fired(h *budgetHold, cp *cachedPeriod, res limitstore.BudgetResult) {
 	for i, t := range h.br.soft {
 		if res.Fired&(1<<i) != 0 {
 			b.events = append(b.events, budgetEvent{br: h.br, key: h.key, p: cp.p, res: res, fraction: h.br.b.FractionOf(t)})

@@ -15,8 +15,11 @@ import (
 // budgets. A Client without pricing has none (nil). It is read-only after New, apart from
 // the budgets' period caches, and safe for concurrent use.
 type costState struct {
-	table    *pricing.Table
-	budgets  []*budgetRun
+	table   *pricing.Table
+	budgets []*budgetRun
+	// solo is the Client's budget when it has one, client-wide, in an in-process ledger
+	// (budgetRun.quick): reserve and settle take a quick path for it.
+	solo     *budgetRun
 	failover map[string]budget.Failover
 	trim     func(ctx context.Context, req *Request, maxPrompt int) *Request
 }
@@ -58,6 +61,9 @@ func (c *Client) newCostState() *costState {
 		}
 	}
 	cs.budgets = c.newBudgetRuns()
+	if len(cs.budgets) == 1 && cs.budgets[0].b.Scope.Kind == budget.ScopeClient && cs.budgets[0].quick != nil {
+		cs.solo = cs.budgets[0]
+	}
 	cs.failover = cfg.failover
 	return cs
 }
@@ -88,15 +94,24 @@ func (cs *costState) priceOf(up *upstream, model string) *pricing.Model {
 	return m
 }
 
-// tokensOf turns a usage report into counts to price, clamped so that the report cannot
-// fail the pricing: negative counts are 0, and parts larger than their totals are cut to
-// them (cache reads first, then cache writes; reasoning to the output).
-func tokensOf(u *Usage) pricing.Tokens {
-	t := pricing.Tokens{
-		Input: max(u.InputTokens, 0), CacheRead: max(u.CachedInputTokens, 0),
-		CacheWrite: max(u.CacheWriteTokens, 0), Output: max(u.OutputTokens, 0),
-		Reasoning: max(u.ReasoningTokens, 0),
-	}
+// usageTokens is a usage report's counts, as they are; clampTokens makes them priceable.
+func usageTokens(u *Usage) pricing.Tokens {
+	return pricing.Tokens{Input: u.InputTokens, CacheRead: u.CachedInputTokens, CacheWrite: u.CacheWriteTokens,
+		Output: u.OutputTokens, Reasoning: u.ReasoningTokens}
+}
+
+// plainTokens reports whether t, a usage report's counts, has no parts and no negative
+// count: the common report, which clampTokens would leave unchanged.
+func plainTokens(t pricing.Tokens) bool {
+	return t.CacheRead|t.CacheWrite|t.Reasoning == 0 && t.Input|t.Output >= 0
+}
+
+// clampTokens turns a usage report's counts into counts to price, clamped so that the
+// report cannot fail the pricing: negative counts are 0, and parts larger than their
+// totals are cut to them (cache reads first, then cache writes; reasoning to the output).
+func clampTokens(t pricing.Tokens) pricing.Tokens {
+	t.Input, t.CacheRead, t.CacheWrite = max(t.Input, 0), max(t.CacheRead, 0), max(t.CacheWrite, 0)
+	t.Output, t.Reasoning = max(t.Output, 0), max(t.Reasoning, 0)
 	t.CacheRead = min(t.CacheRead, t.Input)
 	t.CacheWrite = min(t.CacheWrite, t.Input-t.CacheRead)
 	t.Reasoning = min(t.Reasoning, t.Output)
@@ -183,7 +198,7 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 	estimated := false
 	switch {
 	case usage != nil:
-		t, estimated = tokensOf(usage), usage.Estimated
+		t, estimated = usageTokens(usage), usage.Estimated // clamped below unless FlatCost prices it
 	case b.status >= http.StatusBadRequest:
 		return pricing.Cost{Known: true, Model: m}
 	case class == ClassNone || class == ClassTimeout || class == ClassCanceled:
@@ -195,13 +210,21 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 	default:
 		return pricing.Cost{Known: true, Estimated: true, Model: m}
 	}
-	at := a.sent
-	if at.IsZero() {
-		at = time.Now()
-	}
-	amount, err := m.Cost(t, at)
-	if err != nil { // not priced per token: unknown, never $0
-		return pricing.Cost{}
+	// Cost's answer at any time, inlined; counts it prices are valid and without parts,
+	// which the clamps would leave unchanged (plainTokens).
+	amount, ok := m.FlatCost(t)
+	if !ok {
+		if usage != nil && !plainTokens(t) {
+			t = clampTokens(t)
+		}
+		at := a.sent
+		if at.IsZero() {
+			at = time.Now()
+		}
+		var err error
+		if amount, err = m.Cost(t, at); err != nil { // not priced per token: unknown, never $0
+			return pricing.Cost{}
+		}
 	}
 	return pricing.Cost{Amount: amount, Known: true, Estimated: estimated, Model: m}
 }

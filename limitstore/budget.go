@@ -61,7 +61,9 @@ type BudgetResult struct {
 // QuickLedger is an optional capability of a Ledger kept in this process's memory, as the
 // ledgers of NewLedger and of NewMemory's OpenBudget are: the common cases of Reserve and
 // Settle for the key "" (a budget that does not count partitions apart), without the
-// context and the error, which such a ledger never uses, for callers on a hot path.
+// context and the error, which such a ledger never uses, for callers on a hot path. Both
+// ignore the period's TTL: such a ledger forgets keys by the periods callers pass and
+// reads no clock, so callers may leave it unset.
 type QuickLedger interface {
 	Ledger
 	// ReserveQuick does what Reserve does for the key "" when the reservation is taken, and

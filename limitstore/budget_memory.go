@@ -92,7 +92,9 @@ func (l *memLedger) Reserve(_ context.Context, key string, p BudgetPeriod, amoun
 
 // ReserveQuick is Reserve for the key "" when it takes the reservation (see QuickLedger).
 func (l *memLedger) ReserveQuick(p BudgetPeriod, amount int64, over bool) bool {
-	amount = max(amount, 0)
+	if amount < 0 {
+		amount = 0
+	}
 	l.mu.Lock()
 	c := l.empty
 	if !c.broughtTo(p) {
@@ -157,7 +159,9 @@ func (l *memLedger) Settle(_ context.Context, key string, p BudgetPeriod, slice,
 
 // SettleQuick is Settle for the key "" (see QuickLedger).
 func (l *memLedger) SettleQuick(p BudgetPeriod, slice, reserved, spent int64) BudgetResult {
-	reserved, spent = max(reserved, 0), max(spent, 0)
+	if reserved|spent < 0 { // either is negative
+		reserved, spent = max(reserved, 0), max(spent, 0)
+	}
 	l.mu.Lock()
 	c := l.empty
 	if !c.broughtTo(p) {
@@ -170,10 +174,9 @@ func (l *memLedger) SettleQuick(p BudgetPeriod, slice, reserved, spent int64) Bu
 		c.reserved -= back
 		s.spent = satAdd(s.spent, spent)
 		c.spent = satAdd(c.spent, spent)
-		if c.spent < l.lowest {
-			res := BudgetResult{OK: true, Spent: c.spent, Reserved: c.reserved}
+		if total, held := c.spent, c.reserved; total < l.lowest {
 			l.mu.Unlock()
-			return res
+			return BudgetResult{OK: true, Spent: total, Reserved: held} // built after the unlock: fewer spills
 		}
 		spent, reserved = 0, 0 // counted: settle only reports, and fires the thresholds
 	}

@@ -227,6 +227,7 @@ func parseModel(providerID string, v any) (*Model, matcher, error) {
 	if m.prices, err = parsePrices(obj["prices"]); err != nil {
 		return m, matcher{}, fmt.Errorf("prices%w", err)
 	}
+	m.prepare()
 	return m, match, nil
 }
 

@@ -84,6 +84,7 @@ func parsePrice(obj map[string]any) (price, error) {
 		p.perToken = true
 		p.input, p.output = rate{set: true}, rate{set: true}
 	}
+	p.prepare()
 	return p, nil
 }
 

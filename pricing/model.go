@@ -21,6 +21,9 @@ type Model struct {
 	// span is the price last found active for a model of several prices, with the span
 	// of time it stays active: calls within it skip the search (see active).
 	span atomic.Pointer[activeSpan]
+	// flat is the one price of a model of one flat price (price.flat), else nil: FlatCost
+	// prices with it.
+	flat *price
 }
 
 // activeSpan is a price of a Model and the span of time [from, until), in Unix
@@ -68,13 +71,35 @@ func NewModel(s Spec) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pricing: NewModel %q: %w", s.ID, err)
 	}
-	return &Model{
+	m := &Model{
 		provider:      s.Provider,
 		id:            s.ID,
 		name:          s.Name,
 		contextWindow: s.ContextWindow,
 		prices:        []conditional{{kind: always, price: p}},
-	}, nil
+	}
+	m.prepare()
+	return m, nil
+}
+
+// prepare sets m.flat once m's prices are set.
+func (m *Model) prepare() {
+	if len(m.prices) == 1 && m.prices[0].price.flat {
+		m.flat = &m.prices[0].price
+	}
+}
+
+// FlatCost is Cost for the common call, without a time and without an error, small
+// enough for the compiler to inline: when m has one price (so the time of the call does
+// not change it) whose input and output rates have no tiers, and t has no cache or
+// reasoning tokens and fewer than 2,097,152 (2²¹) input and output tokens, neither
+// negative, it returns what Cost returns for t at any time but the zero time, and true;
+// otherwise 0 and false, and Cost prices t. It is safe for concurrent use.
+func (m *Model) FlatCost(t Tokens) (Money, bool) {
+	if p := m.flat; p != nil && t.small() {
+		return p.flatCost(t), true
+	}
+	return 0, false
 }
 
 // WithPrice returns a copy of m, with the same provider, ID, name and context window, whose
@@ -116,7 +141,8 @@ func (m *Model) String() string {
 // price it last found stays active (a start date or a time-of-day edge passed: a few
 // times a day at most for calls made now). It is safe for concurrent use.
 func (m *Model) Cost(t Tokens, at time.Time) (Money, error) {
-	if !t.valid() {
+	small := t.small() // valid counts, and the common call: no cache or reasoning tokens
+	if !small && !t.valid() {
 		return 0, t.validate()
 	}
 	if at.IsZero() {
@@ -125,6 +151,9 @@ func (m *Model) Cost(t Tokens, at time.Time) (Money, error) {
 	p := &m.prices[0].price // priceAt, inlined by hand for a model of one price
 	if len(m.prices) != 1 {
 		p = m.active(at)
+	}
+	if small && p.flat { // what p.cost(t) gives, in two multiplications
+		return p.flatCost(t), nil
 	}
 	if !p.perToken {
 		return 0, m.notPerToken()

@@ -133,6 +133,42 @@ type price struct {
 	// perToken is false for a price that the data gives only in other units (audio hours,
 	// document pages, messages): such a model has no token cost this package can compute.
 	perToken bool
+	// flat is set (by prepare) for a per-token price whose input and output rates have no
+	// tiers: a call of small tokens (Tokens.small) then costs
+	// Input×flatIn + Output×flatOut + perRequest, which cost computes the long way. The
+	// bounds prepare checks keep that sum below MaxMoney, so it never saturates.
+	flat            bool
+	flatIn, flatOut Money
+}
+
+// maxFlatRate and maxFlatFee bound the rates and the fee of a flat price: the loader's and
+// NewModel's own bounds (at most $1/token, and a fee of at most $1,000,000). With fewer
+// than smallTokens input and output tokens, Input×flatIn + Output×flatOut + perRequest is
+// at most 2×(2²¹−1)×10¹² + 10¹⁸ < 5.2×10¹⁸, below MaxMoney (about 9.2×10¹⁸).
+const (
+	maxFlatRate = Money(1_000_000_000_000)
+	maxFlatFee  = maxPerMTok
+)
+
+// prepare sets p.flat, flatIn and flatOut from p's rates. It is called once a price is
+// compiled or parsed; a price it was not called for is priced the long way.
+func (p *price) prepare() {
+	in, out := Money(0), Money(0)
+	if p.input.set {
+		in = p.input.perToken
+	}
+	if p.output.set {
+		out = p.output.perToken
+	}
+	p.flatIn, p.flatOut = in, out
+	p.flat = p.perToken && len(p.input.tiers) == 0 && len(p.output.tiers) == 0 &&
+		in >= 0 && in <= maxFlatRate && out >= 0 && out <= maxFlatRate &&
+		p.perRequest >= 0 && p.perRequest <= maxFlatFee
+}
+
+// flatCost is cost for small tokens t of a flat price: the same amount, exactly.
+func (p *price) flatCost(t Tokens) Money {
+	return Money(t.Input)*p.flatIn + Money(t.Output)*p.flatOut + p.perRequest
 }
 
 // cost prices valid token counts. Parts of zero tokens cost nothing whatever their
@@ -206,6 +242,7 @@ func compilePrice(p Price) (price, error) {
 	if !priced {
 		return price{}, errors.New("Price sets no rate (use PerMTok(0) for Input and Output to price a model at zero)")
 	}
+	out.prepare()
 	return out, nil
 }
 

@@ -41,6 +41,18 @@ func (t Tokens) valid() bool {
 		t.CacheRead <= t.Input && t.CacheWrite <= t.Input-t.CacheRead && t.Reasoning <= t.Output
 }
 
+// smallTokens bounds the input and output tokens of a call that Tokens.small accepts:
+// 2²¹ (about 2.1 million), far above any context window, low enough that a flat price
+// cannot overflow (see maxFlatRate).
+const smallTokens = 1 << 21
+
+// small reports whether t is a call without cache or reasoning tokens and with fewer than
+// smallTokens input and output tokens, neither negative: valid counts, which a flat price
+// prices in two multiplications (price.flatCost).
+func (t Tokens) small() bool {
+	return t.CacheRead|t.CacheWrite|t.Reasoning == 0 && uint64(t.Input)|uint64(t.Output) < smallTokens
+}
+
 // validate reports counts that cannot describe a call.
 func (t Tokens) validate() error {
 	if t.Input < 0 || t.CacheRead < 0 || t.CacheWrite < 0 || t.Output < 0 || t.Reasoning < 0 {

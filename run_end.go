@@ -70,9 +70,13 @@ func (r *run) recycle() {
 // and copying it costs a 280-byte copy per attempt.
 func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	n := len(r.trace)
-	if n == cap(r.trace) {
+	switch {
+	case n == 0 && cap(r.trace) == 0:
+		// The first entry: a plain allocation costs half of what append's growth does.
+		r.trace = make([]Attempt, 1)
+	case n == cap(r.trace):
 		r.trace = append(r.trace, Attempt{})
-	} else {
+	default:
 		r.trace = r.trace[:n+1]
 		r.trace[n] = Attempt{}
 	}

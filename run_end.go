@@ -59,6 +59,14 @@ func (r *run) detachTrace() {
 	r.trace = r.trace[:len(r.trace):len(r.trace)]
 }
 
+// finish gives back what a pooled run still holds (cleanup) and recycles it: one deferred
+// call for the one-shot front door. Should cleanup itself panic (a breaker callback), the
+// run is left to the garbage collector instead of the pool.
+func (r *run) finish() {
+	r.cleanup()
+	r.recycle()
+}
+
 // recycle clears a pooled run and puts it back.
 func (r *run) recycle() {
 	*r = run{}

@@ -418,7 +418,9 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		default:
 			a.permit.DoneAt(breaker.Ignore, now)
 		}
-		a.up.shared.flush(a.up.breaker)
+		if a.up.shared != nil {
+			a.up.shared.flush(a.up.breaker)
+		}
 	}
 	if cs := a.r.c.cost; cs != nil {
 		cs.settle(a, class, usage) // the attempt's cost, and the budgets reconciled

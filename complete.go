@@ -5,8 +5,7 @@ import "context"
 // complete is the one-shot call path.
 func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) {
 	r := runPool.Get().(*run)
-	defer r.recycle()
-	defer r.cleanup() // before recycle: a panicking hook leaves nothing held
+	defer r.finish() // a panicking hook leaves nothing held
 	route, pol := c.routeOf(req)
 	if err := c.begin(ctx, r, req, route, pol, c.completeChain, false); err != nil {
 		return nil, err

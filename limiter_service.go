@@ -85,11 +85,14 @@ const maxService = time.Hour
 // its duration only raises the estimate.
 func (s *serviceTime) add(d time.Duration, lowerBound bool) {
 	x := float64(min(max(d, 0), maxService))
+	// Every value here is finite and not negative, so plain comparisons stand in for the
+	// float min and max (whose NaN and signed-zero cases cost a dozen instructions each),
+	// and nothing between Lock and Unlock can panic: no defer.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := s.calls.Load()
 	switch {
 	case lowerBound && (n == 0 || x <= s.mean):
+		s.mu.Unlock()
 		return
 	case n == 0:
 		s.mean, s.dev, s.peak = x, x/2, x
@@ -100,10 +103,22 @@ func (s *serviceTime) add(d time.Duration, lowerBound bool) {
 		}
 		s.dev += (diff - s.dev) / 4
 		s.mean += (x - s.mean) / 8
-		s.peak = max(x, s.peak-(s.peak-s.mean)/256)
+		if p := s.peak - (s.peak-s.mean)/256; p > x {
+			s.peak = p
+		} else {
+			s.peak = x
+		}
+	}
+	e := s.mean + 4*s.dev
+	if e < s.peak {
+		e = s.peak
+	}
+	if e > float64(maxService) {
+		e = float64(maxService)
 	}
 	s.calls.Store(n + 1)
-	s.expected.Store(int64(min(max(s.mean+4*s.dev, s.peak), float64(maxService))))
+	s.expected.Store(int64(e))
+	s.mu.Unlock()
 }
 
 // expect returns what a call is expected to take at most, 0 when unknown.

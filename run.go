@@ -70,10 +70,9 @@ type run struct {
 	hedgeSent bool
 	hedgedOn  *upstream
 
-	// a is the attempt of a one-shot call, kept here so that it allocates once; traceBuf
-	// holds the first attempt of the trace, routeBuf a reordered route, for the same reason.
+	// a is the attempt of a one-shot call, kept here so that it allocates once; routeBuf
+	// holds a reordered route, for the same reason.
 	a        attempt
-	traceBuf [1]Attempt
 	routeBuf [4]*upstream
 	// routeOwned: route is the call's own copy, which routing may reorder. restBy is the
 	// strategy that has yet to order the route after its first upstream (orderRest);
@@ -144,7 +143,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		r.id = c.calls.Add(1)
 	}
 	r.route, r.chain, r.keep = route, chain, keep
-	r.trace = r.traceBuf[:0]
+	r.trace = nil
 	if o := callOptions(ctx); o != nil {
 		if err := o.check(); err != nil {
 			return err

@@ -51,10 +51,20 @@ func (r *run) cleanup() {
 	r.releasePartition(nil)
 }
 
-// detachTrace moves the trace out of the run's buffer, so that the run can be recycled
-// while the response or error keeps its trace.
+// detachTrace hands the trace over to the response or error that outlives the run. The
+// trace never lives in the run's own memory (record allocates it), so this only trims its
+// capacity: an attempt recorded later (a hedge's loser) goes to a new array, never into
+// the slice the caller holds.
 func (r *run) detachTrace() {
-	r.trace = append(make([]Attempt, 0, len(r.trace)), r.trace...)
+	r.trace = r.trace[:len(r.trace):len(r.trace)]
+}
+
+// finish gives back what a pooled run still holds (cleanup) and recycles it: one deferred
+// call for the one-shot front door. Should cleanup itself panic (a breaker callback), the
+// run is left to the garbage collector instead of the pool.
+func (r *run) finish() {
+	r.cleanup()
+	r.recycle()
 }
 
 // recycle clears a pooled run and puts it back.
@@ -64,14 +74,25 @@ func (r *run) recycle() {
 }
 
 // record appends the attempt to the trace and tells the observer. It runs after the
-// attempt is settled.
+// attempt is settled. The entry is written in place, field by field: building it aside
+// and copying it costs a 280-byte copy per attempt.
 func (r *run) record(a *attempt, e *Error, usage *Usage) {
-	at := Attempt{
-		Upstream: a.up.Name, Model: a.call.Model, Key: a.keyLabel(), Number: a.number,
-		Start: a.sent, Latency: a.latency, TimeToFirstToken: a.ttft, Waited: a.waited,
-		EstimatedTokens: a.cost, ChargedTokens: a.lease.cost, Status: a.status, Local: !a.called, Notes: a.call.Notes,
-		Hedge: a.hedge, Cost: a.bill.cost,
+	n := len(r.trace)
+	switch {
+	case n == 0 && cap(r.trace) == 0:
+		// The first entry: a plain allocation costs half of what append's growth does.
+		r.trace = make([]Attempt, 1)
+	case n == cap(r.trace):
+		r.trace = append(r.trace, Attempt{})
+	default:
+		r.trace = r.trace[:n+1]
+		r.trace[n] = Attempt{}
 	}
+	at := &r.trace[n]
+	at.Upstream, at.Model, at.Key, at.Number = a.up.Name, a.call.Model, a.keyLabel(), a.number
+	at.Start, at.Latency, at.TimeToFirstToken, at.Waited = a.sent, a.latency, a.ttft, a.waited
+	at.EstimatedTokens, at.ChargedTokens, at.Status, at.Local = a.cost, a.lease.cost, a.status, !a.called
+	at.Notes, at.Hedge, at.Cost = a.call.Notes, a.hedge, a.bill.cost
 	if at.Start.IsZero() {
 		at.Start = a.begun
 	}
@@ -84,10 +105,10 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 			at.Status = e.Status
 		}
 	}
-	r.trace = append(r.trace, at)
-	for i := len(r.trace) - 1; i > 0 && r.trace[i-1].Number > at.Number; i-- {
+	for i := n; i > 0 && r.trace[i-1].Number > r.trace[i].Number; i-- {
 		// A hedged call's attempts can end out of order: the trace stays in attempt order.
 		r.trace[i-1], r.trace[i] = r.trace[i], r.trace[i-1]
+		at = &r.trace[i-1]
 	}
 	if a.called {
 		a.up.recent.add(a.end, at.recentLatency(), at.Class)

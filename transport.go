@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -250,12 +251,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancelTotal()
 		return nil, err
 	}
+	// A successful round trip hands no trace to anyone: its first entries stay in the
+	// pooled call (copied out below when an error takes them along).
+	r.trace = tr.trace[:0:len(tr.trace)]
 	a, err := r.exec(ctx)
 	if err != nil {
 		done := ctx.Err() != nil
 		r.releasePartition(nil)
 		cancelTotal()
-		r.detachTrace() // the error outlives the pooled run
+		r.trace = slices.Clone(r.trace) // the error outlives the pooled call
 		r.ended(nil, r.final(err), nil)
 		return t.failure(done, r, x, err, fromSDK, fp, prior)
 	}
@@ -288,9 +292,10 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 // txRun is what one transport call needs, in one allocation: recycled when the call
 // returns without handing a live body to its caller, which then owns it.
 type txRun struct {
-	r    run
-	x    txCall
-	body replayBody
+	r     run
+	x     txCall
+	body  replayBody
+	trace [2]Attempt // the run's first trace entries
 }
 
 var txRuns = sync.Pool{New: func() any { return new(txRun) }}

@@ -3,8 +3,11 @@ package llmclient_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -245,6 +248,41 @@ func TestTransportRedactsTheCallersKeyInOneShotErrors(t *testing.T) {
 					assert.NotContains(t, e.Err.Error(), "sk-caller-secret", hdr[0])
 				}
 			}
+		}
+	})
+}
+
+// TestTransportErrorTraceOutlivesTheCall: the trace an error carries is its own, not the
+// pooled call's, so later round trips through the same Transport leave it as it was.
+func TestTransportErrorTraceOutlivesTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Body != nil {
+				_, _ = io.Copy(io.Discard, r.Body)
+			}
+			return nil, fmt.Errorf("connection reset %d: %w", n.Add(1), io.EOF)
+		})
+		c := newClient(t, append(fast(), oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(2))...)
+		rt := c.Transport(base)
+		var errs []*llmclient.Error
+		var want [][]llmclient.Attempt
+		for i := range 20 { // distinct bodies: not taken for an SDK's retries of one request
+			body := strings.Replace(chatBody, "Say hello", fmt.Sprintf("Say hello %d", i), 1)
+			_, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			var e *llmclient.Error
+			require.ErrorAs(t, err, &e)
+			require.NotEmpty(t, e.Attempts, "%v", err)
+			for j, a := range e.Attempts {
+				require.Equal(t, "oai", a.Upstream, "attempt %d of call %d", j+1, i)
+				require.Equal(t, j+1, a.Number, "attempt %d of call %d", j+1, i)
+				require.Error(t, a.Err, "attempt %d of call %d", j+1, i)
+			}
+			errs = append(errs, e)
+			want = append(want, slices.Clone(e.Attempts))
+		}
+		for i, e := range errs {
+			assert.Equal(t, want[i], e.Attempts, "error %d's trace changed after later calls", i)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 )
 
@@ -22,7 +23,7 @@ func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	}
 	var w [4]headers.Window
 	headers.ReadWindows(h, "Anthropic-Ratelimit-", rateNames[:], now, w[:])
-	rl := llmclient.RateLimits{Requests: window(w[0]), Tokens: window(w[1]), InputTokens: window(w[2]), OutputTokens: window(w[3])}
+	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1]), InputTokens: adapter.RateWindow(w[2]), OutputTokens: adapter.RateWindow(w[3])}
 	if !rl.Requests.Known && !rl.Tokens.Known && !rl.InputTokens.Known && !rl.OutputTokens.Known {
 		return nil
 	}
@@ -37,8 +38,4 @@ var rateNames = [4][3]string{
 	{"Tokens-Limit", "Tokens-Remaining", "Tokens-Reset"},
 	{"Input-Tokens-Limit", "Input-Tokens-Remaining", "Input-Tokens-Reset"},
 	{"Output-Tokens-Limit", "Output-Tokens-Remaining", "Output-Tokens-Reset"},
-}
-
-func window(w headers.Window) llmclient.RateWindow {
-	return llmclient.RateWindow{Known: w.Known, Limit: w.Limit, Remaining: w.Remaining, Reset: w.Reset}
 }

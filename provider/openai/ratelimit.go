@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 )
 
@@ -20,9 +21,9 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	}
 	var w [3]headers.Window
 	headers.ReadWindows(h, "X-Ratelimit-", rateNames[:], now, w[:])
-	rl := llmclient.RateLimits{Requests: window(w[0]), Tokens: window(w[1])}
+	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1])}
 	if !rl.Requests.Known {
-		rl.Requests = window(w[2])
+		rl.Requests = adapter.RateWindow(w[2])
 	}
 	if !rl.Requests.Known && !rl.Tokens.Known && rl.Requests.Reset == 0 && rl.Tokens.Reset == 0 {
 		return nil
@@ -37,8 +38,4 @@ var rateNames = [3][3]string{
 	{"Limit-Requests", "Remaining-Requests", "Reset-Requests"},
 	{"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"},
 	{"Limit", "Remaining", "Reset"},
-}
-
-func window(w headers.Window) llmclient.RateWindow {
-	return llmclient.RateWindow{Known: w.Known, Limit: w.Limit, Remaining: w.Remaining, Reset: w.Reset}
 }

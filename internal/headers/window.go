@@ -16,23 +16,15 @@ type Window struct {
 	Reset time.Duration
 }
 
-// ReadWindow reads one quota dimension from three headers, named in canonical form:
-// limit, remaining and reset (any ParseReset form). Counts must be non-negative decimals (a fraction is truncated);
-// negative values, which some gateways send for "unknown", are ignored. Known is true when
-// the limit or the remaining count parsed.
-func ReadWindow(h http.Header, limitKey, remainingKey, resetKey string, now time.Time) Window {
-	if h == nil {
-		return Window{}
-	}
-	return parseWindow(Value(h, limitKey), Value(h, remainingKey), Value(h, resetKey), now)
-}
-
 // MaxWindows is the most dimensions ReadWindows reads in one pass.
 const MaxWindows = 4
 
 // ReadWindows reads up to MaxWindows quota dimensions whose header names share prefix, in
-// one pass over h: out[i] is what ReadWindow would return for the names prefix+names[i][0]
-// (limit), prefix+names[i][1] (remaining) and prefix+names[i][2] (reset), all canonical.
+// one pass over h: out[i] is dimension i, read from the headers prefix+names[i][0] (limit),
+// prefix+names[i][1] (remaining) and prefix+names[i][2] (reset), all canonical. Counts must
+// be non-negative decimals (a fraction is truncated); negative values, which some gateways
+// send for "unknown", are ignored; a reset is any ParseReset form. Known is true when the
+// limit or the remaining count parsed.
 // A response without quota headers, as most self-hosted servers send, costs one walk over
 // its few keys instead of a map lookup per name; one with them, one walk instead of
 // three lookups per dimension. Dimensions beyond MaxWindows, or beyond len(out), are not

@@ -156,7 +156,7 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 // secret is the credential the attempt sent, to redact: its pool or upstream key, or the
 // caller's own when that went out (read from the caller's request only now).
 func (a *attempt) secret() string {
-	if a.call.APIKey == "" && a.callerKey && a.tx != nil {
+	if a.callerKey { // set by outgoing only, where no other key went out
 		return a.tx.callerKey()
 	}
 	return a.call.APIKey

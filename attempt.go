@@ -180,7 +180,8 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			return next(ctx, a)
 		}
 		multi := len(a.up.pool().keys) > 1
-		adm := c.admission(a, multi)
+		var adm admission
+		c.admission(&adm, a, multi)
 		waited, err := a.key.limiter().acquireInto(ctx, &adm, &a.lease)
 		for tries := 1; err != nil && tries < len(a.up.pool().keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
@@ -202,7 +203,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			}
 			a.key.inFlight.Add(-1)
 			a.key, a.call.APIKey = k, secret
-			adm = c.admission(a, multi)
+			c.admission(&adm, a, multi)
 			var w time.Duration
 			w, err = a.key.limiter().acquireInto(ctx, &adm, &a.lease)
 			waited += w

@@ -118,16 +118,18 @@ var defaultTokenRatios = [...]tokenRatio{{"claude", 1.25}, {"gemini", 1.15}}
 // one on a tie), else the longest matching built-in one, else 1.
 func (c *limiterConfig) ratioFor(model string) float64 {
 	best, ratio := -1, 1.0
-	for _, r := range c.ratios {
-		if len(r.match) >= best && strings.Contains(model, r.match) {
+	for i := range c.ratios {
+		r := &c.ratios[i]
+		if len(r.match) >= best && len(r.match) <= len(model) && strings.Contains(model, r.match) {
 			best, ratio = len(r.match), r.ratio
 		}
 	}
 	if best >= 0 {
 		return ratio
 	}
-	for _, r := range defaultTokenRatios {
-		if len(r.match) > best && strings.Contains(model, r.match) {
+	for i := range defaultTokenRatios {
+		r := &defaultTokenRatios[i]
+		if len(r.match) > best && len(r.match) <= len(model) && strings.Contains(model, r.match) {
 			best, ratio = len(r.match), r.ratio
 		}
 	}

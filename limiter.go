@@ -99,8 +99,21 @@ type admission struct {
 	// to go.
 	within time.Duration
 	// service is the upstream's expected service time (0: unknown): with a deadline, the
-	// wait must leave it.
+	// wait must leave it. It is read from svc (nil: unknown) by admit only when the
+	// context has a deadline, or for a refusal's message: a call without a deadline
+	// never needs it.
 	service time.Duration
+	svc     *serviceTimes
+	// streaming and svcOut pick svc's estimate: a stream's, and the reserved output.
+	streaming bool
+	svcOut    int
+	// now is the caller's reading of the clock when it asked (zero: none), which a
+	// reservation made before any wait uses instead of the store reading its own.
+	now time.Time
+	// lim0 is limit's answer before any wait, kept by admit when haveLim0: without a
+	// deadline it stays the answer until something waits.
+	lim0     time.Duration
+	haveLim0 bool
 	// deadline is the context's, read once per admission (admit sets it); hasDeadline
 	// says whether it has one.
 	deadline    time.Time
@@ -157,6 +170,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 	ls.slot, ls.held, ls.batch = limitstore.SlotLease{}, false, false
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
+		adm.expectService()
 	}
 	var waited time.Duration
 	if l.slots {
@@ -165,6 +179,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 			*ls = limitLease{}
 			return 0, err
 		}
+		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
@@ -225,15 +240,22 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	if adm.hasDeadline { // the margin only bounds a deadline's wait
 		margin = l.sizes.margin(ls.cost, l.sync.tokNanos.Load())
 	}
-	lim, err := l.limit(ctx, waited, adm, margin)
-	if err != nil {
-		return 0, err
+	lim := adm.lim0
+	if waited != 0 || !adm.haveLim0 {
+		var err error
+		if lim, err = l.limit(ctx, waited, adm, margin); err != nil {
+			return 0, err
+		}
 	}
 	// The grant goes to the lease in place: the main lane's is kept for a report; the
 	// batch lane's, which comes first, only says when (the main lane's overwrites it).
 	g := &ls.grant
 	r := &ls.res
 	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
+	r.At = time.Time{}
+	if waited == 0 {
+		r.At = adm.now // nothing slept since the caller read the clock
+	}
 	if err := l.reserveTo(ctx, r, g); err != nil {
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
@@ -241,7 +263,7 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	if !g.OK {
 		e := l.rateLimited(g.Wait)
 		*g = limitstore.Grant{}
-		if adm.service > 0 {
+		if adm.expectService(); adm.service > 0 {
 			e.Message += ", and the upstream's calls take up to " + adm.service.Round(time.Millisecond).String()
 		}
 		return 0, e
@@ -465,20 +487,32 @@ func (l *keyLimiter) InFlight() int {
 	return int(l.inFlight.Load())
 }
 
-// admission is what a's request asks of its key's limiter: its cost, split into the
-// prompt estimate and the reserved output, its priority and the waits it accepts, and
-// the upstream's expected service time. A key that learned a token limit from its
-// upstream's headers, in a Client whose configured limits need no estimates, estimates
-// the request's cost here (a transport call's is only known when configured).
-func (c *Client) admission(a *attempt, switchable bool) admission {
+// admission sets *adm to what a's request asks of its key's limiter: its cost, split
+// into the prompt estimate and the reserved output, its priority and the waits it
+// accepts, and where to read the upstream's expected service time. A key that learned a
+// token limit from its upstream's headers, in a Client whose configured limits need no
+// estimates, estimates the request's cost here (a transport call's is only known when
+// configured). It is written in place: the admission is large.
+func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	lc := &c.cfg.limiter
 	if a.cost == 0 && a.tx == nil && a.key.limiter().tokensLimited() {
 		a.cost = lc.cost(a.req)
 	}
+	reserved := lc.output(a.req)
 	out := 0
 	if a.tx == nil || !a.tx.call.NoOutput {
-		out = min(lc.output(a.req), a.cost)
+		out = min(reserved, a.cost)
 	}
-	return admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
-		within: a.within, service: a.up.pool().service.expect(a.streaming(), lc.output(a.req))}
+	*adm = admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
+		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved}
+	if a.layerWait == 0 {
+		adm.now = a.begun
+	}
+}
+
+// expectService sets adm.service from its upstream's service times, once.
+func (adm *admission) expectService() {
+	if adm.svc != nil && adm.service == 0 {
+		adm.service = adm.svc.expect(adm.streaming, adm.svcOut)
+	}
 }

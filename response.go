@@ -99,6 +99,10 @@ type Response struct {
 	// upstream (package cache: an exact or semantic hit, an idempotency replay). Usage is
 	// then that of the call that produced the answer, and Attempts is empty.
 	Cached bool
+
+	// firstTry holds the trace of a one-shot call that its first attempt served:
+	// Attempts then points here, and the trace costs no allocation of its own.
+	firstTry [1]Attempt
 }
 
 // Attempt records one try of a call against one upstream.

@@ -220,7 +220,10 @@ func (r *run) next() *attempt {
 	if r.number == 1 {
 		// The run's clock reading serves the first attempt: one fewer per call.
 		a.waited += r.preWait
-		a.begun = r.start.Add(r.preWait)
+		a.begun = r.start
+		if r.preWait != 0 {
+			a.begun = r.start.Add(r.preWait)
+		}
 	} else {
 		a.begun = time.Now()
 	}
@@ -306,6 +309,11 @@ func (r *run) succeeded(a *attempt) {
 	a.settle(ClassNone, &a.resp.Usage)
 	r.cur = nil
 	r.releasePartition(&a.resp.Usage)
+	if cap(r.trace) == 0 && r.tx == nil && r.emb == nil {
+		// The first attempt served the call: its trace lives in the response it returns
+		// (record trims nothing, and any later entry, a hedge's loser, goes elsewhere).
+		r.trace = a.resp.firstTry[:0:1]
+	}
 	r.record(a, nil, &a.resp.Usage)
 }
 

@@ -13,6 +13,9 @@ func (r *run) admitPartition(ctx context.Context) error {
 	if r.c.partitions != nil || r.c.observer != nil {
 		r.partitionName = r.c.cfg.limiter.partitionOf(ctx, r.req)
 	}
+	if r.c.partitions == nil {
+		return nil // the run's lease is the zero one: a run starts zeroed
+	}
 	waited, err := r.c.partitions.acquireInto(ctx, r.partitionName, r.req, r.cost, &r.partition)
 	if err != nil {
 		var e *Error
@@ -85,8 +88,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	case n == cap(r.trace):
 		r.trace = append(r.trace, Attempt{})
 	default:
-		r.trace = r.trace[:n+1]
-		r.trace[n] = Attempt{}
+		r.trace = r.trace[:n+1] // every field of the entry is written below
 	}
 	at := &r.trace[n]
 	at.Upstream, at.Model, at.Key, at.Number = a.up.Name, a.call.Model, a.keyLabel(), a.number
@@ -96,14 +98,19 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	if at.Start.IsZero() {
 		at.Start = a.begun
 	}
+	at.Batch = 0
 	if usage != nil {
 		at.Usage = *usage
+	} else {
+		at.Usage = Usage{}
 	}
 	if e != nil {
 		at.Class, at.Err, at.RetryAfter = e.Class, e, e.RetryAfter
 		if e.Status != 0 {
 			at.Status = e.Status
 		}
+	} else {
+		at.Class, at.Err, at.RetryAfter = ClassNone, nil, 0
 	}
 	for i := n; i > 0 && r.trace[i-1].Number > r.trace[i].Number; i-- {
 		// A hedged call's attempts can end out of order: the trace stays in attempt order.

@@ -268,7 +268,12 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 
 // reserveTo is Reserve into *g. It never fails.
 func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
-	now := s.now()
+	var now float64
+	if d := r.At.Sub(s.epoch); !r.At.IsZero() && d >= 0 {
+		now = float64(d) // the caller's reading (one from before the state began is not)
+	} else {
+		now = s.now()
+	}
 	req, tok := count(r.Requests), count(r.Tokens)
 	if r.Lane == LaneBatch {
 		*g = s.reserveBatch(now, req, tok, r.MaxWait)
@@ -657,6 +662,9 @@ func (s *memState) free(batch bool) {
 	s.inUse--
 	if batch && s.batchInUse > 0 {
 		s.batchInUse--
+	}
+	if len(s.waiters) == 0 {
+		return
 	}
 	kept := s.waiters[:0]
 	for _, w := range s.waiters {

@@ -143,6 +143,11 @@ type Reservation struct {
 	Estimate int
 	// MaxWait is the longest wait the caller accepts; a negative value means no bound.
 	MaxWait time.Duration
+	// At is the caller's reading of the clock, taken just before it asked, which a store
+	// may use instead of reading its own (the in-memory states do; a shared store keeps
+	// its server's clock). The zero time means none. A reading a little in the past only
+	// makes the wait it is granted that much longer.
+	At time.Time
 }
 
 // Levels are counts for a scope's main buckets: what a State predicts is left right

@@ -204,6 +204,9 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			a.key.inFlight.Add(-1)
 			a.key, a.call.APIKey = k, secret
 			c.admission(&adm, a, multi)
+			if waited != 0 {
+				adm.now = time.Time{} // the paused key's slot was waited for
+			}
 			var w time.Duration
 			w, err = a.key.limiter().acquireInto(ctx, &adm, &a.lease)
 			waited += w

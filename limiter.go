@@ -505,7 +505,9 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 	*adm = admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
 		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved}
-	if a.layerWait == 0 {
+	if a.layerWait == 0 && a.key.source == nil {
+		// Nothing waited since the attempt read the clock (a key source's fetch may
+		// take long): the reservation is made at that reading.
 		adm.now = a.begun
 	}
 }

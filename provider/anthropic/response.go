@@ -80,12 +80,12 @@ func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *int { return s.CacheReadInputTokens })
 	created := pick(u.CacheCreationInputTokens, start, func(s *wireUsage) *int { return s.CacheCreationInputTokens })
 	out := llmclient.Usage{
-		InputTokens:       in + read + created,
+		InputTokens:       adapter.AddTokens(adapter.AddTokens(in, read), created),
 		OutputTokens:      u.OutputTokens,
 		CachedInputTokens: read,
 		CacheWriteTokens:  created,
 	}
-	out.TotalTokens = out.InputTokens + out.OutputTokens
+	out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // wireResponse is a GenerateContentResponse; in a stream, a data line may instead carry
@@ -128,14 +129,14 @@ func toolCall(p *wirePart, n int) llmclient.ToolCall {
 // TotalTokens is Gemini's totalTokenCount when reported.
 func usage(u *wireUsage) llmclient.Usage {
 	out := llmclient.Usage{
-		InputTokens:       u.PromptTokenCount + u.ToolUsePromptTokenCount,
-		OutputTokens:      u.CandidatesTokenCount + u.ThoughtsTokenCount,
+		InputTokens:       adapter.AddTokens(u.PromptTokenCount, u.ToolUsePromptTokenCount),
+		OutputTokens:      adapter.AddTokens(u.CandidatesTokenCount, u.ThoughtsTokenCount),
 		CachedInputTokens: u.CachedContentTokenCount,
 		ReasoningTokens:   u.ThoughtsTokenCount,
 		TotalTokens:       u.TotalTokenCount,
 	}
 	if out.TotalTokens == 0 {
-		out.TotalTokens = out.InputTokens + out.OutputTokens
+		out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	}
 	return out
 }

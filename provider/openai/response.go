@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
@@ -77,7 +78,7 @@ func (u *ccUsage) usage() llmclient.Usage {
 		out.ReasoningTokens = d.ReasoningTokens
 	}
 	if out.TotalTokens == 0 {
-		out.TotalTokens = out.InputTokens + out.OutputTokens
+		out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	}
 	return out
 }

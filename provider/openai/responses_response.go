@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // respResponse is the Response object of the Responses API, as a one-shot body and as
@@ -53,7 +54,7 @@ func (u *respUsage) usage() llmclient.Usage {
 		ReasoningTokens:   u.OutputTokensDetails.ReasoningTokens,
 	}
 	if out.TotalTokens == 0 {
-		out.TotalTokens = out.InputTokens + out.OutputTokens
+		out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	}
 	return out
 }

@@ -444,7 +444,7 @@ func (s *chunkStream) usage() *llmclient.Usage {
 		u.CachedInputTokens = cacheHit
 	}
 	if u.TotalTokens == 0 {
-		u.TotalTokens = u.InputTokens + u.OutputTokens
+		u.TotalTokens = adapter.AddTokens(u.InputTokens, u.OutputTokens)
 	}
 	return u
 }

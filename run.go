@@ -185,7 +185,8 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 			r.succeeded(a)
 			return a, nil
 		}
-		p := r.failed(ctx, a, err.(*Error))
+		e := err.(*Error)
+		p := r.failed(ctx, a, e)
 		switch p.step {
 		case stepStop:
 			return nil, r.lastErr
@@ -193,6 +194,10 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 			if !r.advance() {
 				return nil, r.lastErr
 			}
+			// Announced once the call has moved: advance passes over an upstream whose
+			// attempts a hedge used up, and may find nothing left.
+			r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos].Name,
+				Model: a.call.Model, Class: e.Class, Err: e})
 		case stepSame:
 			if err := sleep(ctx, p.wait); err != nil {
 				return nil, r.canceled(ctx)
@@ -342,10 +347,6 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 		p = r.decide(ctx, a, e, d)
 	}
 	r.conclude(a, e, d, p, done)
-	if p.step == stepNext && r.pos+1 < len(r.route) {
-		r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos+1].Name,
-			Model: a.call.Model, Class: e.Class, Err: e})
-	}
 	return p
 }
 

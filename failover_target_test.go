@@ -1,0 +1,52 @@
+package llmclient_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// EventFailover names the upstream the call really moves to: when a hedge already used up
+// the next upstream's attempts, the failover passes over it, and so does the event.
+func TestFailoverEventNamesTheUpstreamMovedTo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(500).Latency(1500 * time.Millisecond).Forever())
+		b := fake.New(fake.Fail(500).Latency(100 * time.Millisecond).Forever())
+		cUp := fake.New(fake.Reply("ok").Forever())
+		var log eventLog
+		c := newClient(t, up("a", a), up("b", b), up("c", cUp), hedging(time.Second),
+			llmclient.WithMaxAttempts(1), llmclient.WithObserver(log.observe))
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "c", resp.Upstream)
+		assert.Equal(t, 1, b.Calls(), "b's one attempt was the hedge")
+		var targets []string
+		for _, e := range log.kinds(llmclient.EventFailover) {
+			targets = append(targets, e.Upstream+"→"+e.Target)
+		}
+		assert.Equal(t, []string{"a→c"}, targets)
+		assertNothingHeld(t, c)
+	})
+}
+
+// A failover event is emitted only when the call moves: with the rest of the route out
+// of attempts, the call ends without one.
+func TestNoFailoverEventWhenNothingIsLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(500).Latency(1500 * time.Millisecond).Forever())
+		b := fake.New(fake.Fail(500).Latency(100 * time.Millisecond).Forever())
+		var log eventLog
+		c := newClient(t, up("a", a), up("b", b), hedging(time.Second),
+			llmclient.WithMaxAttempts(1), llmclient.WithObserver(log.observe))
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.Error(t, err)
+		assert.Empty(t, log.kinds(llmclient.EventFailover))
+		assertNothingHeld(t, c)
+	})
+}

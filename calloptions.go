@@ -77,6 +77,11 @@ func (o *CallOptions) check() error {
 // the run has begun.
 func (r *run) applyCallOptions(o *CallOptions) {
 	r.opts = o
+	if !r.c.needStats.Load() && (o.Routing == RouteLatency || o.Hedge != nil && needsLatency(*o.Hedge)) {
+		// The first call to ask for latency routing or a delay learned from latencies:
+		// the upstreams record their latencies from now on.
+		r.c.needStats.Store(true)
+	}
 	if len(o.Pin) > 0 || len(o.Exclude) > 0 {
 		route := make([]*upstream, 0, len(r.route))
 		if len(o.Pin) > 0 {

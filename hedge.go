@@ -207,7 +207,7 @@ func (r *run) lost(a *attempt, err error) {
 	if a.hedge && a.called {
 		r.hedgedOn = a.up // its call counts should the call move there
 	}
-	if a.called && r.c.needStats {
+	if a.called && r.c.needStats.Load() {
 		r.noteLatency(a) // at least this long: a lower bound, as for a timeout
 	}
 	var usage *Usage

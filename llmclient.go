@@ -30,8 +30,9 @@ type Client struct {
 	observer func(context.Context, Event)
 	calls    atomic.Uint64 // call IDs
 	// needStats: some route routes by latency or hedges after an observed delay, so the
-	// upstreams keep latency statistics.
-	needStats bool
+	// upstreams keep latency statistics; set in New, or by the first call whose options
+	// ask for either.
+	needStats atomic.Bool
 	needCost  atomic.Bool // some token limit needs each request's estimate; Update may set it
 	// partitions limits callers before an upstream is chosen; nil without partition limits.
 	partitions *partitionLimiter
@@ -127,10 +128,10 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.needCost.Store(cfg.limiter.enabled(&cfg) || cfg.cost.enabled(&cfg))
 	for _, r := range cfg.routing {
-		c.needStats = c.needStats || r == RouteLatency
+		c.needStats.Store(c.needStats.Load() || r == RouteLatency)
 	}
 	for _, h := range cfg.hedging {
-		c.needStats = c.needStats || (h.On && h.Delay == 0)
+		c.needStats.Store(c.needStats.Load() || needsLatency(h))
 	}
 	c.basePolicy = cfg.policyFor("")
 	c.partitions = newPartitionLimiter(&c.cfg.limiter)

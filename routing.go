@@ -351,6 +351,9 @@ func sortBy(ups []*upstream, key func(*upstream) int64) {
 	}
 }
 
+// needsLatency reports whether hedging h learns its delay from observed latencies.
+func needsLatency(h Hedge) bool { return h.On && h.Delay == 0 }
+
 // exploreEvery is how often, one call in so many, latency routing tries another upstream
 // first: rarely enough to stay out of the 99th percentile, often enough that a recovered
 // upstream is back within seconds under load. It counts the latencies recorded on the

@@ -304,7 +304,7 @@ func (r *run) maxTotal() int {
 // succeeded accounts a successful attempt: settled now for a one-shot call.
 func (r *run) succeeded(a *attempt) {
 	r.countCall(a)
-	if r.c.needStats {
+	if r.c.needStats.Load() {
 		r.noteLatency(a)
 	}
 	if r.keep {
@@ -356,7 +356,7 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 // hedged pair), when it is recorded here as a local refusal.
 func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (done, counted bool) {
 	r.countCall(a)
-	if r.c.needStats && e.Class == ClassTimeout && a.called {
+	if r.c.needStats.Load() && e.Class == ClassTimeout && a.called {
 		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
 	}
 	done = ctx.Err() != nil

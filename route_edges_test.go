@@ -50,3 +50,21 @@ func TestNoFailoverEventWhenNothingIsLeft(t *testing.T) {
 		assertNothingHeld(t, c)
 	})
 }
+
+// Latency routing asked for only in a call's options, on a Client configured without it,
+// still learns latencies and explores: every 200th recorded latency the call goes to
+// another upstream.
+func TestPerCallLatencyRoutingExplores(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Reply("a").Latency(10 * time.Millisecond).Forever())
+		b := fake.New(fake.Reply("b").Latency(10 * time.Millisecond).Forever())
+		c := newClient(t, up("a", a), up("b", b))
+		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Routing: llmclient.RouteLatency})
+		for range 450 {
+			_, err := c.Complete(ctx, chatReq("m"))
+			require.NoError(t, err)
+		}
+		assert.GreaterOrEqual(t, b.Calls(), 1, "latency routing explored the other upstream")
+		assertNothingHeld(t, c)
+	})
+}

@@ -1,0 +1,31 @@
+package anthropic
+
+import "testing"
+
+// FuzzParseResponse: any body decodes to a response or an error, never a panic, and a
+// response's token counts are never negative, however large or negative the reported ones.
+func FuzzParseResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"m","model":"claude","content":[{"type":"text","text":"Hi"},{"type":"thinking","thinking":"t"}],"stop_reason":"end_turn","usage":{"input_tokens":12,"cache_read_input_tokens":2000,"cache_creation_input_tokens":100,"output_tokens":6}}`,
+		`{"content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}],"stop_reason":"tool_use"}`,
+		`{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807,"output_tokens":9223372036854775807}}`,
+		`{"usage":{"input_tokens":-9223372036854775808,"output_tokens":-1}}`,
+		`{"content":null,"usage":null}`,
+		`<html>`,
+		``,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		resp, err := parseResponse([]byte(body))
+		if (resp == nil) == (err == nil) {
+			t.Fatalf("want exactly one of response and error: %v, %v", resp, err)
+		}
+		if resp == nil {
+			return
+		}
+		if u := resp.Usage; u.InputTokens < 0 || u.TotalTokens < 0 || u.TotalTokens < u.InputTokens {
+			t.Fatalf("usage %+v", u)
+		}
+	})
+}

@@ -54,11 +54,12 @@ const (
 // Scanner walks one JSON document. The zero value is an empty document; Reset gives it
 // data. A Scanner reuses its buffers across Resets and is not safe for concurrent use.
 type Scanner struct {
-	data  []byte
-	pos   int
-	err   error
-	buf   []byte // unescaped strings
-	depth int    // open containers
+	data   []byte
+	pos    int
+	err    error
+	buf    []byte // unescaped strings
+	depth  int    // open containers
+	closer byte   // '}' or ']': what closes the innermost open container
 	// objects has bit d set when the container at depth d (from 0) is an object, clear
 	// for an array: the nesting without an allocation.
 	objects [MaxDepth / 64]uint64
@@ -158,13 +159,15 @@ func (s *Scanner) open(open, close byte) bool {
 		s.pos++
 		return false
 	}
-	w, bit := &s.objects[s.depth/64], uint64(1)<<(s.depth%64)
+	d := uint(s.depth)
+	w, bit := &s.objects[d/64%uint(len(s.objects))], uint64(1)<<(d%64)
 	if open == '{' {
 		*w |= bit
 	} else {
 		*w &^= bit
 	}
 	s.depth++
+	s.closer = close
 	return true
 }
 
@@ -174,8 +177,7 @@ func (s *Scanner) More() bool {
 	if s.err != nil {
 		return false
 	}
-	d := s.depth - 1
-	if d < 0 {
+	if s.depth == 0 {
 		s.fail("More outside an object or array")
 		return false
 	}
@@ -184,10 +186,7 @@ func (s *Scanner) More() bool {
 		s.fail("unexpected end of input")
 		return false
 	}
-	close := byte(']')
-	if s.objects[d/64]>>(d%64)&1 != 0 {
-		close = '}'
-	}
+	close := s.closer
 	switch c := s.data[s.pos]; {
 	case c == ',':
 		s.pos++
@@ -201,7 +200,14 @@ func (s *Scanner) More() bool {
 		return true
 	case c == close:
 		s.pos++
-		s.depth = d
+		s.depth--
+		if s.depth > 0 {
+			d := uint(s.depth - 1)
+			s.closer = ']'
+			if s.objects[d/64%uint(len(s.objects))]>>(d%64)&1 != 0 {
+				s.closer = '}'
+			}
+		}
 		return false
 	}
 	s.fail("expected ',' or '" + string(close) + "'")

@@ -305,7 +305,9 @@ func (tr *txRun) release() {
 	if tr.r.handedOver {
 		return
 	}
+	reopen := tr.body.reopenFunc // bound to tr.body, which stays where it is
 	*tr = txRun{}
+	tr.body.reopenFunc = reopen
 	txRuns.Put(tr)
 }
 

@@ -16,11 +16,14 @@ type replayBody struct {
 	size int64                         // ContentLength of what is sent; -1 unknown
 	used bool
 	orig io.ReadCloser // the caller's body, closed once the call is done
+	// reopenFunc is b.reopen as a func value, made on first use and kept while b is reused
+	// (a pooled call's body): binding the method value allocates.
+	reopenFunc func() (io.ReadCloser, error)
 }
 
 // readReplayBody takes over req.Body into b: it buffers a body up to max bytes.
 func readReplayBody(req *http.Request, max int64, b *replayBody) error {
-	*b = replayBody{}
+	*b = replayBody{reopenFunc: b.reopenFunc}
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
@@ -87,7 +90,10 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 func (b *replayBody) getBody() func() (io.ReadCloser, error) {
 	switch {
 	case b.buf != nil && len(b.buf) > 0:
-		return b.reopen
+		if b.reopenFunc == nil {
+			b.reopenFunc = b.reopen
+		}
+		return b.reopenFunc
 	case b.get != nil:
 		return b.get
 	}

@@ -1,0 +1,48 @@
+package llmclient
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+// readUpTo reads what io.ReadAll reads, up to the limit, at every size around the held
+// buffers' boundaries, with the declared size exact, too large, too small or unknown; its
+// held body, when there is one, shares the data's allocation and reads it back.
+func TestReadUpToIsReadAll(t *testing.T) {
+	const max = 5000
+	for _, n := range []int{0, 1, 2, 127, 128, 129, 255, 256, 511, 512, 1000, 1023, 1024, 2047, 2048, 4095, 4096, 4097, 4999, 5000, 5001, 6000} {
+		src := strings.Repeat("0123456789abcdef", n/16+1)[:n]
+		for _, declared := range []int64{int64(n), int64(n) + 1, int64(n) - 1, 0, -1} {
+			data, held, err := readUpTo(strings.NewReader(src), declared, max)
+			want := src
+			if len(want) > max {
+				want = want[:max+1]
+			}
+			switch {
+			case declared > int64(n) && declared <= max:
+				if err == nil {
+					t.Errorf("size %d declared %d: no error for a short body", n, declared)
+				}
+				continue
+			case err != nil:
+				t.Errorf("size %d declared %d: %v", n, declared, err)
+				continue
+			case string(data) != want:
+				t.Errorf("size %d declared %d: read %d bytes, want %d", n, declared, len(data), len(want))
+			}
+			if wantHeld := declared > 0 && declared <= max && declared < 4096; (held != nil) != wantHeld {
+				t.Errorf("size %d declared %d: held %v, want %v", n, declared, held != nil, wantHeld)
+			}
+			if held == nil {
+				continue
+			}
+			held.Reset(data)
+			got, _ := io.ReadAll(held)
+			if !bytes.Equal(got, data) {
+				t.Errorf("size %d declared %d: the held body reads %d bytes", n, declared, len(got))
+			}
+		}
+	}
+}

@@ -369,7 +369,10 @@ func notePre(pre, ch *Chunk) {
 
 // isEventStream reports whether a response is a server-sent event stream.
 func isEventStream(h http.Header) bool {
-	ct := strings.TrimLeft(headers.Value(h, "Content-Type"), " \t")
+	ct := headers.Value(h, "Content-Type")
+	for len(ct) > 0 && (ct[0] == ' ' || ct[0] == '\t') { // strings.TrimLeft, without its cutset
+		ct = ct[1:]
+	}
 	const es = "text/event-stream"
 	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
 		return false // another media type, decided without ParseMediaType's allocations

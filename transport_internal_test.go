@@ -3,6 +3,8 @@ package llmclient
 import (
 	"bytes"
 	"io"
+	"mime"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -45,4 +47,30 @@ func TestReadUpToIsReadAll(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isEventStreamTrimLeft is isEventStream as it was with strings.TrimLeft: the oracle.
+func isEventStreamTrimLeft(ct string) bool {
+	ct = strings.TrimLeft(ct, " \t")
+	const es = "text/event-stream"
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false
+	}
+	if len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ' {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == es
+}
+
+func FuzzIsEventStream(f *testing.F) {
+	for _, ct := range []string{"", " ", "\t \ttext/event-stream", "text/event-stream", "TEXT/Event-Stream; charset=utf-8",
+		"text/event-streamx", "text/event-stream\t", "application/json", " \x00text/event-stream", "text/event-stream;;"} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		if got, want := isEventStream(http.Header{"Content-Type": {ct}}), isEventStreamTrimLeft(ct); got != want {
+			t.Fatalf("isEventStream(%q) = %v, want %v", ct, got, want)
+		}
+	})
 }

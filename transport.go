@@ -217,8 +217,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
 	defer body.close()
-	x := &tr.x
-	*x = txCall{t: t, req: req, match: m, rel: m.rel(req.URL), body: body}
+	x := &tr.x // zero: pooled calls are cleared on release
+	x.t, x.req, x.match, x.rel, x.body = t, req, m, m.rel(req.URL), body
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
 	count, fromSDK := sdkRetries(req.Header)
@@ -305,7 +305,9 @@ func (tr *txRun) release() {
 	if tr.r.handedOver {
 		return
 	}
+	reopen := tr.body.reopenFunc // bound to tr.body, which stays where it is
 	*tr = txRun{}
+	tr.body.reopenFunc = reopen
 	txRuns.Put(tr)
 }
 

@@ -279,7 +279,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	x := a.tx
 	limit := t.cfg.maxBody
-	data, err := readUpTo(resp.Body, resp.ContentLength, limit)
+	data, held, err := readUpTo(resp.Body, resp.ContentLength, limit)
 	if err != nil {
 		httpx.DrainClose(resp.Body)
 		return err
@@ -295,7 +295,11 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	if t.c.cost != nil {
 		a.bill.readUsage(a, data) // cost.go: what the body says the attempt cost
 	}
-	resp.Body = newBufferedBody(data)
+	if held == nil {
+		held = new(bufferedBody)
+	}
+	held.Reset(data)
+	resp.Body = held
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
@@ -365,7 +369,10 @@ func notePre(pre, ch *Chunk) {
 
 // isEventStream reports whether a response is a server-sent event stream.
 func isEventStream(h http.Header) bool {
-	ct := strings.TrimLeft(headers.Value(h, "Content-Type"), " \t")
+	ct := headers.Value(h, "Content-Type")
+	for len(ct) > 0 && (ct[0] == ' ' || ct[0] == '\t') { // strings.TrimLeft, without its cutset
+		ct = ct[1:]
+	}
 	const es = "text/event-stream"
 	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
 		return false // another media type, decided without ParseMediaType's allocations

@@ -16,11 +16,16 @@ type replayBody struct {
 	size int64                         // ContentLength of what is sent; -1 unknown
 	used bool
 	orig io.ReadCloser // the caller's body, closed once the call is done
+	// first is the first attempt's reader of buf, allocated with it (readUpTo), or nil.
+	first *bufferedBody
+	// reopenFunc is b.reopen as a func value, made on first use and kept while b is reused
+	// (a pooled call's body): binding the method value allocates.
+	reopenFunc func() (io.ReadCloser, error)
 }
 
 // readReplayBody takes over req.Body into b: it buffers a body up to max bytes.
 func readReplayBody(req *http.Request, max int64, b *replayBody) error {
-	*b = replayBody{}
+	*b = replayBody{reopenFunc: b.reopenFunc}
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
@@ -29,7 +34,7 @@ func readReplayBody(req *http.Request, max int64, b *replayBody) error {
 		b.get, b.size = req.GetBody, req.ContentLength
 		return nil
 	}
-	data, err := readUpTo(req.Body, req.ContentLength, max)
+	data, held, err := readUpTo(req.Body, req.ContentLength, max)
 	if err != nil {
 		_ = req.Body.Close()
 		b.orig = nil
@@ -37,7 +42,7 @@ func readReplayBody(req *http.Request, max int64, b *replayBody) error {
 	}
 	switch {
 	case int64(len(data)) <= max:
-		b.buf, b.size = data, int64(len(data))
+		b.buf, b.size, b.first = data, int64(len(data)), held
 		if b.buf == nil {
 			b.buf = []byte{}
 		}
@@ -67,6 +72,11 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 		if len(b.buf) == 0 {
 			return http.NoBody, 0, nil
 		}
+		if r := b.first; r != nil {
+			b.first = nil
+			r.Reset(b.buf)
+			return r, b.size, nil
+		}
 		return newBufferedBody(b.buf), b.size, nil
 	case b.get != nil:
 		rc, err := b.get()
@@ -87,7 +97,10 @@ func (b *replayBody) open() (io.ReadCloser, int64, error) {
 func (b *replayBody) getBody() func() (io.ReadCloser, error) {
 	switch {
 	case b.buf != nil && len(b.buf) > 0:
-		return b.reopen
+		if b.reopenFunc == nil {
+			b.reopenFunc = b.reopen
+		}
+		return b.reopenFunc
 	case b.get != nil:
 		return b.get
 	}
@@ -109,26 +122,74 @@ func (b *replayBody) reopen() (io.ReadCloser, error) {
 
 // readUpTo reads r whole when it holds at most max bytes, and otherwise returns max+1
 // bytes of it. size is the length the request declares (-1 or 0 when unknown): with it,
-// the body is read into one buffer of the right size.
-func readUpTo(r io.Reader, size, max int64) ([]byte, error) {
+// the body is read into one buffer of the right size, allocated together with a
+// bufferedBody for it (held, not yet reading anything) when it is small (newHeld): a
+// caller that hands the bytes on as a body uses held instead of allocating one.
+func readUpTo(r io.Reader, size, max int64) (data []byte, held *bufferedBody, err error) {
 	if size <= 0 || size > max {
-		return io.ReadAll(io.LimitReader(r, max+1))
+		data, err = io.ReadAll(io.LimitReader(r, max+1))
+		return data, nil, err
 	}
-	buf := make([]byte, size, size+1)
+	held, buf := newHeld(size)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("llmclient: body shorter than its ContentLength %d: %w", size, err)
+			return nil, nil, fmt.Errorf("llmclient: body shorter than its ContentLength %d: %w", size, err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	var one [1]byte
 	n, err := r.Read(one[:])
 	if n > 0 { // longer than declared: read on, up to the limit
 		rest, err := io.ReadAll(io.LimitReader(r, max-size))
-		return append(append(buf, one[0]), rest...), err
+		return append(append(buf, one[0]), rest...), held, err
 	}
 	if err != nil && err != io.EOF {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf, nil
+	return buf, held, nil
+}
+
+// newHeld returns a buffer of length size with room for one byte more and, for a size
+// below 4 KiB, a bufferedBody in the same allocation (the smallest of a few sizes that
+// holds it, at most twice the size), else nil.
+func newHeld(size int64) (*bufferedBody, []byte) {
+	switch {
+	case size < 128:
+		h := new(struct {
+			bufferedBody
+			data [128]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	case size < 256:
+		h := new(struct {
+			bufferedBody
+			data [256]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	case size < 512:
+		h := new(struct {
+			bufferedBody
+			data [512]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	case size < 1024:
+		h := new(struct {
+			bufferedBody
+			data [1024]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	case size < 2048:
+		h := new(struct {
+			bufferedBody
+			data [2048]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	case size < 4096:
+		h := new(struct {
+			bufferedBody
+			data [4096]byte
+		})
+		return &h.bufferedBody, h.data[:size]
+	}
+	return nil, make([]byte, size, size+1)
 }

@@ -55,7 +55,7 @@ func (t *Transport) match(u *url.URL) *txUpstream {
 		return nil
 	}
 	for _, tu := range t.ups {
-		if !strings.EqualFold(tu.scheme, u.Scheme) || !tu.sameHost(u.Host) {
+		if tu.scheme != u.Scheme && !strings.EqualFold(tu.scheme, u.Scheme) || !tu.sameHost(u.Host) {
 			continue
 		}
 		if tu.path == "" || u.Path == tu.path || (strings.HasPrefix(u.Path, tu.path) && u.Path[len(tu.path)] == '/') {
@@ -74,7 +74,7 @@ func (tu *txUpstream) sameHost(host string) bool {
 	case "http":
 		host = strings.TrimSuffix(host, ":80")
 	}
-	return strings.EqualFold(host, tu.host)
+	return host == tu.host || strings.EqualFold(host, tu.host) // the common case at once
 }
 
 // rel returns the path of u below the base URL, with a leading slash.

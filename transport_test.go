@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -135,3 +137,51 @@ type closeTracker struct {
 }
 
 func (c *closeTracker) Close() error { c.closed.Store(true); return nil }
+
+// getBodyTransport answers every request from memory after reading its body twice: once
+// from Body and once from GetBody, as a transport that resends on a dead connection does.
+type getBodyTransport struct {
+	mu     sync.Mutex
+	bodies [][2]string
+}
+
+func (g *getBodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	first, _ := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	var again []byte
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		again, _ = io.ReadAll(rc)
+		_ = rc.Close()
+	}
+	g.mu.Lock()
+	g.bodies = append(g.bodies, [2]string{string(first), string(again)})
+	g.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(chatOK)), ContentLength: int64(len(chatOK)), Request: req}, nil
+}
+
+// The GetBody of each attempt recreates that call's own body, call after call through the
+// same transport (its calls' state is pooled and reused).
+func TestTransportGetBodyIsTheCallsBody(t *testing.T) {
+	g := &getBodyTransport{}
+	c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"))
+	rt := c.Transport(g)
+	var want []string
+	for i := range 20 {
+		body := `{"model":"gpt-4o","messages":[{"role":"user","content":"call ` + strconv.Itoa(i) + strings.Repeat("!", i) + `"}]}`
+		want = append(want, body)
+		resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+		require.NoError(t, err)
+		_, err = readBody(t, resp)
+		require.NoError(t, err)
+	}
+	require.Len(t, g.bodies, len(want))
+	for i, b := range g.bodies {
+		assert.Equal(t, want[i], b[0], "call %d: Body", i)
+		assert.Equal(t, want[i], b[1], "call %d: GetBody", i)
+	}
+}

@@ -122,9 +122,9 @@ func classify(b *block, s string, i int) {
 
 // classifyTail sets b to the masks of s[i:], 1 to 63 bytes, as if the block were padded
 // with zero bytes. It reads only the words the text has, the last one by loadTail, so
-// that nothing is copied, and puts each word's bit planes in place on their own, which
-// for the few words of a short text (a chat message, a name) is cheaper than classify's
-// transposition of eight.
+// that nothing is copied, and transposes only those words' bits (a missing word's planes
+// are zero): for the few words of a short text (a chat message, a name) that is cheaper
+// than classify's eight.
 func classifyTail(b *block, s string, i int) {
 	if len(s)-i <= 16 {
 		classify16(b, s[i:])
@@ -133,28 +133,20 @@ func classifyTail(b *block, s string, i int) {
 	}
 }
 
-// classifyWords1 is classifyTail for a text of 17 to 63 bytes, one word at a time.
+// classifyWords1 is classifyTail for a text of 17 to 63 bytes: the bit transposition of
+// each word it has, then the byte transposition of all eight (cheaper, from three words
+// on, than putting each word's planes in place on its own).
 func classifyWords1(b *block, s string) {
-	var b0, b1, b2, b3, b4, b5, b6, b7 uint64
-	for k := 0; k < len(s); k += 8 {
-		var x uint64
-		if len(s)-k >= 8 {
-			x = load8(s, k)
-		} else {
-			x = loadTail(s, len(s)-k)
-		}
-		t := transpose8(x) // byte j is plane j of this word
-		sh := uint(k) & 63
-		b0 |= t & 0xFF << sh
-		b1 |= t >> 8 & 0xFF << sh
-		b2 |= t >> 16 & 0xFF << sh
-		b3 |= t >> 24 & 0xFF << sh
-		b4 |= t >> 32 & 0xFF << sh
-		b5 |= t >> 40 & 0xFF << sh
-		b6 |= t >> 48 & 0xFF << sh
-		b7 |= t >> 56 << sh
+	var t [8]uint64
+	k := 0
+	for ; k+8 <= len(s); k += 8 {
+		t[k/8] = transpose8(load8(s, k))
 	}
-	classifyPlanes(b, b0, b1, b2, b3, b4, b5, b6, b7)
+	if k < len(s) {
+		t[k/8&7] = transpose8(loadTail(s, len(s)-k))
+	}
+	p0, p1, p2, p3, p4, p5, p6, p7 := transposeBytes(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7])
+	classifyPlanes(b, p0, p1, p2, p3, p4, p5, p6, p7)
 }
 
 // classify16 is classifyTail for a text of 1 to 16 bytes, in two words and without a loop.

@@ -331,3 +331,32 @@ func TestReadWindowsBounds(t *testing.T) {
 		t.Fatalf("nil header: %+v", out)
 	}
 }
+
+// ReadWindowsNow reads what ReadWindows reads at the time of the call: relative resets
+// alike, an absolute one between the readings of the clock before and after it.
+func TestReadWindowsNowIsReadWindows(t *testing.T) {
+	names := [][3]string{{"Limit-Requests", "Remaining-Requests", "Reset-Requests"}, {"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"}}
+	abs := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, h := range []http.Header{
+		nil,
+		{},
+		hdr("Content-Type", "application/json"),
+		hdr("X-Ratelimit-Limit-Requests", "10", "X-Ratelimit-Remaining-Tokens", "5", "X-Ratelimit-Reset-Tokens", "6m0s"),
+		hdr("X-Ratelimit-Reset-Requests", "1s", "Other", "x"),
+		hdr("X-Ratelimit-Reset-Tokens", abs),
+		hdr("X-Ratelimit-Limit-Requests", "-1", "X-Ratelimit-Unrelated", "3"),
+	} {
+		var before, got, after [2]headers.Window
+		t0 := time.Now()
+		headers.ReadWindowsNow(h, "X-Ratelimit-", names, got[:])
+		t1 := time.Now()
+		headers.ReadWindows(h, "X-Ratelimit-", names, t0, before[:])
+		headers.ReadWindows(h, "X-Ratelimit-", names, t1, after[:])
+		for i := range got {
+			g, b, a := got[i], before[i], after[i]
+			if g.Known != b.Known || g.Limit != b.Limit || g.Remaining != b.Remaining || g.Reset > b.Reset || g.Reset < a.Reset {
+				t.Errorf("%v: window %d = %+v, want %+v (at the call) .. %+v (after it)", h, i, g, b, a)
+			}
+		}
+	}
+}

@@ -54,12 +54,16 @@ const (
 // Scanner walks one JSON document. The zero value is an empty document; Reset gives it
 // data. A Scanner reuses its buffers across Resets and is not safe for concurrent use.
 type Scanner struct {
-	data  []byte
-	pos   int
-	err   error
-	buf   []byte // unescaped strings
-	stack []byte // '}' or ']' for each open container
-	text  []byte // the chunk Text copies strings into; append-only, never rewritten
+	data   []byte
+	pos    int
+	err    error
+	buf    []byte // unescaped strings
+	depth  int    // open containers
+	closer byte   // '}' or ']': what closes the innermost open container
+	// objects has bit d set when the container at depth d (from 0) is an object, clear
+	// for an array: the nesting without an allocation.
+	objects [MaxDepth / 64]uint64
+	text    []byte // the chunk Text copies strings into; append-only, never rewritten
 }
 
 // Reset starts scanning data, keeping the scanner's buffers.
@@ -67,7 +71,7 @@ func (s *Scanner) Reset(data []byte) {
 	s.data = data
 	s.pos = 0
 	s.err = nil
-	s.stack = s.stack[:0]
+	s.depth = 0
 }
 
 // Err returns the first syntax error, or nil.
@@ -82,8 +86,16 @@ func (s *Scanner) fail(msg string) {
 	}
 }
 
-// ws skips whitespace.
+// ws skips whitespace. The common case, no whitespace at all, is decided inline.
 func (s *Scanner) ws() {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return
+	}
+	s.skipWS()
+}
+
+// skipWS is ws's loop.
+func (s *Scanner) skipWS() {
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -103,24 +115,17 @@ func (s *Scanner) Peek() Kind {
 	if s.pos >= len(s.data) {
 		return Invalid
 	}
-	switch c := s.data[s.pos]; c {
-	case '{':
-		return Object
-	case '[':
-		return Array
-	case '"':
-		return String
-	case 't', 'f':
-		return Bool
-	case 'n':
-		return Null
-	default:
-		if c == '-' || (c >= '0' && c <= '9') {
-			return Number
-		}
-	}
-	return Invalid
+	return kinds[s.data[s.pos]]
 }
+
+// kinds is the Kind of the value each byte starts.
+var kinds = func() (k [256]Kind) {
+	k['{'], k['['], k['"'], k['t'], k['f'], k['n'], k['-'] = Object, Array, String, Bool, Bool, Null, Number
+	for c := '0'; c <= '9'; c++ {
+		k[c] = Number
+	}
+	return k
+}()
 
 // Object consumes the '{' that opens an object and reports whether the object has a
 // member; an empty object is consumed whole. For each member, call Key, read or Skip the
@@ -144,7 +149,7 @@ func (s *Scanner) open(open, close byte) bool {
 		}
 		return false
 	}
-	if len(s.stack) >= MaxDepth {
+	if s.depth >= MaxDepth {
 		s.fail("nesting too deep")
 		return false
 	}
@@ -154,7 +159,15 @@ func (s *Scanner) open(open, close byte) bool {
 		s.pos++
 		return false
 	}
-	s.stack = append(s.stack, close)
+	d := uint(s.depth)
+	w, bit := &s.objects[d/64%uint(len(s.objects))], uint64(1)<<(d%64)
+	if open == '{' {
+		*w |= bit
+	} else {
+		*w &^= bit
+	}
+	s.depth++
+	s.closer = close
 	return true
 }
 
@@ -164,7 +177,7 @@ func (s *Scanner) More() bool {
 	if s.err != nil {
 		return false
 	}
-	if len(s.stack) == 0 {
+	if s.depth == 0 {
 		s.fail("More outside an object or array")
 		return false
 	}
@@ -173,7 +186,7 @@ func (s *Scanner) More() bool {
 		s.fail("unexpected end of input")
 		return false
 	}
-	close := s.stack[len(s.stack)-1]
+	close := s.closer
 	switch c := s.data[s.pos]; {
 	case c == ',':
 		s.pos++
@@ -187,7 +200,14 @@ func (s *Scanner) More() bool {
 		return true
 	case c == close:
 		s.pos++
-		s.stack = s.stack[:len(s.stack)-1]
+		s.depth--
+		if s.depth > 0 {
+			d := uint(s.depth - 1)
+			s.closer = ']'
+			if s.objects[d/64%uint(len(s.objects))]>>(d%64)&1 != 0 {
+				s.closer = '}'
+			}
+		}
 		return false
 	}
 	s.fail("expected ',' or '" + string(close) + "'")
@@ -241,17 +261,25 @@ func (s *Scanner) Text() string {
 	if len(b) == 0 {
 		return ""
 	}
-	chunk := min(max(len(s.data), 256), 4096)
-	if len(b) > chunk/4 {
-		return string(b)
-	}
 	if cap(s.text)-len(s.text) < len(b) {
+		chunk := min(max(len(s.data), 256), 4096)
+		if len(b) > chunk/4 {
+			return string(b)
+		}
 		s.text = make([]byte, 0, chunk)
 	}
 	start := len(s.text)
 	s.text = append(s.text, b...) // within capacity: no byte a returned string holds moves or changes
 	return unsafe.String(&s.text[start], len(b))
 }
+
+// UseText makes buf the chunk Text copies strings into next, in place of one it would
+// allocate: a caller that allocates memory for the document's values anyway can hold
+// their first strings in the same allocation. Text appends to buf within its capacity
+// (from its length on) and never rewrites what it appended; when buf is full, Text
+// allocates chunks as usual. The caller must not write to buf's capacity beyond its
+// length while a string Text returned is in use.
+func (s *Scanner) UseText(buf []byte) { s.text = buf }
 
 // Int reads a number as an int64 (a fraction is truncated); null reads as 0.
 func (s *Scanner) Int() int64 {
@@ -432,7 +460,7 @@ func (s *Scanner) str() []byte {
 	d := s.data
 	// Most strings in API payloads (member names, ids, tokens) are short: looking at eight
 	// bytes at a time beats two IndexByte calls there. Longer strings switch to IndexByte.
-	end := min(len(d), start+32)
+	end := min(len(d), start+64)
 	i := start
 	for ; i+8 <= end; i += 8 {
 		if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {

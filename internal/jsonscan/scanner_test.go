@@ -307,3 +307,82 @@ func TestTextSharesAllocations(t *testing.T) {
 		t.Fatalf("%v allocations for three short strings; want at most one chunk", allocs)
 	}
 }
+
+// TestUseText: Text fills the caller's buffer first, without allocating, and then
+// allocates chunks of its own; what it appended to the buffer is never rewritten.
+func TestUseText(t *testing.T) {
+	doc := []byte(`["gpt-4o-mini","You are terse.","Say hello to the team and wish them a good week.","` +
+		strings.Repeat("x", 40) + `"]`)
+	want := []string{"gpt-4o-mini", "You are terse.", "Say hello to the team and wish them a good week.", strings.Repeat("x", 40)}
+	buf := make([]byte, 3, 80) // what the caller already holds stays
+	copy(buf, "abc")
+	var s jsonscan.Scanner
+	var got []string
+	allocs := testing.AllocsPerRun(1, func() {
+		got = got[:0]
+		s.Reset(doc)
+		s.UseText(buf)
+		for more := s.Array(); more; more = s.More() {
+			got = append(got, s.Text())
+			if len(got) == 3 {
+				break
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations for three strings that fit the buffer", allocs)
+	}
+	s.More()
+	got = append(got, s.Text()) // no room left: a chunk of its own
+	s.More()
+	s.End()
+	if s.Err() != nil {
+		t.Fatal(s.Err())
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q", got)
+	}
+	if string(buf[:3]) != "abc" || string(buf[3:3+len(want[0])]) != want[0] {
+		t.Fatalf("buffer holds %q", buf[:cap(buf)])
+	}
+	for i := range buf[:cap(buf)] {
+		buf[:cap(buf)][i] = 'Z' // the strings are in the buffer: the caller must not do this
+	}
+	if got[3] != want[3] {
+		t.Fatalf("the string past the buffer changed: %q", got[3])
+	}
+}
+
+// TestDeepNesting walks objects and arrays nested to MaxDepth, alternating, and checks
+// that each closing bracket matches its own opening one at every depth.
+func TestDeepNesting(t *testing.T) {
+	var open, close strings.Builder
+	for d := range jsonscan.MaxDepth {
+		if d%3 == 0 {
+			open.WriteString(`{"k":`)
+			close.WriteString("}")
+		} else {
+			open.WriteString("[")
+			close.WriteString("]")
+		}
+	}
+	c := []byte(close.String())
+	for i, j := 0, len(c)-1; i < j; i, j = i+1, j-1 {
+		c[i], c[j] = c[j], c[i]
+	}
+	doc := open.String() + "0" + string(c)
+	if err := valid(doc); err != nil {
+		t.Fatalf("depth %d: %v", jsonscan.MaxDepth, err)
+	}
+	for _, at := range []int{0, 63, 64, 65, 200, len(c) - 1} {
+		bad := []byte(string(c))
+		if bad[at] == '}' {
+			bad[at] = ']'
+		} else {
+			bad[at] = '}'
+		}
+		if err := valid(open.String() + "0" + string(bad)); err == nil {
+			t.Errorf("a mismatched bracket at %d accepted", at)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/llmclient/llmclient"
 )
@@ -62,7 +61,7 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 
 // RateLimits reads the anthropic-ratelimit-* headers; see ParseRateLimits.
 func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
-	return ParseRateLimits(h, time.Now())
+	return rateLimitsNow(h)
 }
 
 // NewStream decodes a Messages event stream. It owns resp.Body.

@@ -23,6 +23,21 @@ func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	}
 	var w [4]headers.Window
 	headers.ReadWindows(h, "Anthropic-Ratelimit-", rateNames[:], now, w[:])
+	return rateLimitsOf(&w)
+}
+
+// rateLimitsNow is ParseRateLimits at time.Now, read only when a quota header is there.
+func rateLimitsNow(h http.Header) *llmclient.RateLimits {
+	if h == nil {
+		return nil
+	}
+	var w [4]headers.Window
+	headers.ReadWindowsNow(h, "Anthropic-Ratelimit-", rateNames[:], w[:])
+	return rateLimitsOf(&w)
+}
+
+// rateLimitsOf is parseRateLimits's result for the windows it read.
+func rateLimitsOf(w *[4]headers.Window) *llmclient.RateLimits {
 	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1]), InputTokens: adapter.RateWindow(w[2]), OutputTokens: adapter.RateWindow(w[3])}
 	if !rl.Requests.Known && !rl.Tokens.Known && !rl.InputTokens.Known && !rl.OutputTokens.Known {
 		return nil

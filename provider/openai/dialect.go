@@ -3,7 +3,6 @@ package openai
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/llmclient/llmclient"
 )
@@ -91,7 +90,7 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 
 // RateLimits reads the x-ratelimit-* headers; see ParseRateLimits.
 func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
-	return ParseRateLimits(h, time.Now())
+	return rateLimitsNow(h)
 }
 
 // NewStream decodes a Chat Completions event stream, or a Responses API one for

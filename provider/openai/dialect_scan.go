@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/jsonscan"
@@ -15,13 +16,17 @@ import (
 func scanChat(body []byte, call *llmclient.APICall) bool {
 	var sc jsonscan.Scanner
 	sc.Reset(body)
+	// A system prompt and a turn or two, with their plain-string contents and the
+	// body's short strings, in one allocation; more grow as usual.
+	blk := new(messageBlock)
+	sc.UseText(blk.text[:0])
 	req := &call.Request
 	var maxTokens, maxCompletion int64
 	var parts []llmclient.Part // the one-part contents' backing array
 	for ok := sc.Object(); ok; ok = sc.More() {
 		switch k := sc.Key(); string(k) { // the conversion does not allocate in a switch
 		case "model":
-			req.Model = sc.Text()
+			req.Model = chatModels.name(sc.Str())
 		case "stream":
 			if k := sc.Peek(); k != jsonscan.Bool && k != jsonscan.Null {
 				return false
@@ -32,7 +37,7 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 		case "max_completion_tokens":
 			maxCompletion = sc.Int()
 		case "messages":
-			if !scanMessages(&sc, req, &parts) {
+			if !scanMessages(&sc, req, blk, &parts) {
 				return false
 			}
 		case "tools":
@@ -66,7 +71,7 @@ func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 
 // scanMessages reads the messages into req. Their content parts given as a plain string
 // share the backing array parts, grown a few at a time.
-func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, parts *[]llmclient.Part) bool {
+func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
 	if sc.Peek() == jsonscan.Null {
 		sc.Null()
 		return true
@@ -79,9 +84,6 @@ func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, parts *[]llmclie
 			return false
 		}
 		if req.Messages == nil {
-			// A system prompt and a turn or two, with their plain-string contents, in one
-			// allocation; more grow as usual.
-			blk := new(messageBlock)
 			req.Messages, *parts = blk.messages[:0], blk.parts[:0]
 		}
 		var m llmclient.Message
@@ -119,14 +121,41 @@ func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, parts *[]llmclie
 	return sc.Err() == nil
 }
 
-// roleOf maps a role name without allocating.
+// chatModels are the model names Chat Completions bodies named lately. The model is the
+// one string of a body that outlives its call (in attempt traces, errors and events):
+// kept apart from the body's other strings, it never holds them in memory.
+var chatModels nameCache
+
+// nameCache keeps a few recently read names, so that reading one again does not
+// allocate: one slot per hash of the name, each replaced by the latest name that maps to
+// it. Safe for concurrent use.
+type nameCache struct {
+	slots [16]atomic.Pointer[string]
+}
+
+// name returns b as a string, the cached one when equal.
+func (c *nameCache) name(b []byte) string {
+	if len(b) == 0 || len(b) > 128 {
+		return string(b)
+	}
+	slot := &c.slots[(uint(len(b))*31+uint(b[len(b)/2])*7+uint(b[len(b)-1]))%uint(len(c.slots))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
+}
+
 // messageBlock is the first backing arrays of a body's messages and their one-part
-// contents.
+// contents, and the first chunk of its strings (jsonscan.Scanner.UseText).
 type messageBlock struct {
 	messages [4]llmclient.Message
 	parts    [4]llmclient.Part
+	text     [256]byte
 }
 
+// roleOf maps a role name without allocating.
 func roleOf(r []byte) llmclient.Role {
 	switch string(r) {
 	case "system", "developer":

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/llmclient/llmclient"
 )
@@ -100,3 +102,62 @@ func FuzzScanChat(f *testing.F) {
 }
 
 func jsonValid(s string) bool { return json.Valid([]byte(s)) }
+
+// TestNameCache: a name read again comes from the cache without allocating, whatever
+// other names share its slot, and concurrent readers always get the name they read.
+func TestNameCache(t *testing.T) {
+	var c nameCache
+	names := []string{"gpt-4o-mini", "gpt-4o", "o3", "gpt-4.1-nano", "x", strings.Repeat("m", 128), strings.Repeat("m", 129)}
+	for _, n := range names {
+		if got := c.name([]byte(n)); got != n {
+			t.Fatalf("name(%q) = %q", n, got)
+		}
+	}
+	if got := c.name(nil); got != "" {
+		t.Fatalf("name(nil) = %q", got)
+	}
+	b := []byte("gpt-4o-mini")
+	c.name(b)
+	if allocs := testing.AllocsPerRun(100, func() { c.name(b) }); allocs != 0 {
+		t.Fatalf("a repeated name allocates %v times", allocs)
+	}
+	b[0] = 'G' // the caller's bytes change: the cached string does not
+	if got := c.name([]byte("gpt-4o-mini")); got != "gpt-4o-mini" {
+		t.Fatalf("cached name changed to %q", got)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				n := names[(g+i)%len(names)]
+				if got := c.name([]byte(n)); got != n {
+					t.Errorf("name(%q) = %q", n, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestScanChatModelApart: the message text is in the body's block (one allocation), the
+// model, which outlives the call, is not, so it never holds the others in memory.
+func TestScanChatModelApart(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o-mini-apart","messages":[{"role":"user","content":"hi"}]}`)
+	var call llmclient.APICall
+	if !scanChat(body, &call) {
+		t.Fatal("not taken")
+	}
+	model, text := call.Request.Model, call.Request.Messages[0].Content[0].Text
+	if model != "gpt-4o-mini-apart" || text != "hi" {
+		t.Fatalf("read %q, %q", model, text)
+	}
+	blk := uintptr(unsafe.Pointer(&call.Request.Messages[0])) // the block's first field
+	in := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= blk && p < blk+unsafe.Sizeof(messageBlock{})
+	}
+	if !in(text) || in(model) {
+		t.Fatalf("text in the block %v (want true), model in the block %v (want false)", in(text), in(model))
+	}
+}

@@ -21,6 +21,21 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	}
 	var w [3]headers.Window
 	headers.ReadWindows(h, "X-Ratelimit-", rateNames[:], now, w[:])
+	return rateLimitsOf(&w)
+}
+
+// rateLimitsNow is ParseRateLimits at time.Now, read only when a quota header is there.
+func rateLimitsNow(h http.Header) *llmclient.RateLimits {
+	if h == nil {
+		return nil
+	}
+	var w [3]headers.Window
+	headers.ReadWindowsNow(h, "X-Ratelimit-", rateNames[:], w[:])
+	return rateLimitsOf(&w)
+}
+
+// rateLimitsOf is ParseRateLimits's result for the windows it read.
+func rateLimitsOf(w *[3]headers.Window) *llmclient.RateLimits {
 	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1])}
 	if !rl.Requests.Known {
 		rl.Requests = adapter.RateWindow(w[2])

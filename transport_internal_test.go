@@ -1,0 +1,76 @@
+package llmclient
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// readUpTo reads what io.ReadAll reads, up to the limit, at every size around the held
+// buffers' boundaries, with the declared size exact, too large, too small or unknown; its
+// held body, when there is one, shares the data's allocation and reads it back.
+func TestReadUpToIsReadAll(t *testing.T) {
+	const max = 5000
+	for _, n := range []int{0, 1, 2, 127, 128, 129, 255, 256, 511, 512, 1000, 1023, 1024, 2047, 2048, 4095, 4096, 4097, 4999, 5000, 5001, 6000} {
+		src := strings.Repeat("0123456789abcdef", n/16+1)[:n]
+		for _, declared := range []int64{int64(n), int64(n) + 1, int64(n) - 1, 0, -1} {
+			data, held, err := readUpTo(strings.NewReader(src), declared, max)
+			want := src
+			if len(want) > max {
+				want = want[:max+1]
+			}
+			switch {
+			case declared > int64(n) && declared <= max:
+				if err == nil {
+					t.Errorf("size %d declared %d: no error for a short body", n, declared)
+				}
+				continue
+			case err != nil:
+				t.Errorf("size %d declared %d: %v", n, declared, err)
+				continue
+			case string(data) != want:
+				t.Errorf("size %d declared %d: read %d bytes, want %d", n, declared, len(data), len(want))
+			}
+			if wantHeld := declared > 0 && declared <= max && declared < 4096; (held != nil) != wantHeld {
+				t.Errorf("size %d declared %d: held %v, want %v", n, declared, held != nil, wantHeld)
+			}
+			if held == nil {
+				continue
+			}
+			held.Reset(data)
+			got, _ := io.ReadAll(held)
+			if !bytes.Equal(got, data) {
+				t.Errorf("size %d declared %d: the held body reads %d bytes", n, declared, len(got))
+			}
+		}
+	}
+}
+
+// isEventStreamTrimLeft is isEventStream as it was with strings.TrimLeft: the oracle.
+func isEventStreamTrimLeft(ct string) bool {
+	ct = strings.TrimLeft(ct, " \t")
+	const es = "text/event-stream"
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false
+	}
+	if len(ct) == len(es) || ct[len(es)] == ';' || ct[len(es)] == ' ' {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == es
+}
+
+func FuzzIsEventStream(f *testing.F) {
+	for _, ct := range []string{"", " ", "\t \ttext/event-stream", "text/event-stream", "TEXT/Event-Stream; charset=utf-8",
+		"text/event-streamx", "text/event-stream\t", "application/json", " \x00text/event-stream", "text/event-stream;;"} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		if got, want := isEventStream(http.Header{"Content-Type": {ct}}), isEventStreamTrimLeft(ct); got != want {
+			t.Fatalf("isEventStream(%q) = %v, want %v", ct, got, want)
+		}
+	})
+}

@@ -184,10 +184,13 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		})
 		m.refusals.Add(ctx, 1, s.add...)
 	} else {
-		k := setKey{kind: setAttempt, op: opFor(c, e), upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
-		s := t.sets.lookup(&k)
+		op := opFor(c, e)
+		s := t.sets.lastAttempt(op, e)
 		if s == nil {
-			s = t.sets.add(&k, t.attemptSet(&k))
+			k := setKey{kind: setAttempt, op: op, upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
+			if s = t.sets.lookup(&k); s == nil {
+				s = t.sets.add(&k, t.attemptSet(&k))
+			}
 		}
 		m.attempts.Add(ctx, 1, s.add...)
 		attempt = s
@@ -246,10 +249,13 @@ func refusalReason(err error) string {
 // and its attempts. It returns the call's attribute set, which also serves its span.
 func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
 	m := &t.m
-	k := setKey{kind: setCall, op: opFor(c, e), upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
-	s := t.sets.lookup(&k)
+	op := opFor(c, e)
+	s := t.sets.lastCall(op, e)
 	if s == nil {
-		s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+		k := setKey{kind: setCall, op: op, upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
+		if s = t.sets.lookup(&k); s == nil {
+			s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+		}
 	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)

@@ -145,8 +145,11 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 // context with its span, unless the caller's context belongs to a call of t (a Client
 // called inside another's call): then c keeps that call's events apart.
 func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.Context, trace.Span, *call) {
-	k := startKeyOf(opChat, req)
-	st := t.starts.get(&k)
+	st := t.starts.lastFor(opChat, req)
+	if st == nil {
+		k := startKeyOf(opChat, req)
+		st = t.starts.get(&k)
+	}
 	sctx, span := t.tracer.Start(ctx, st.name, st.opts...)
 	recording := span.IsRecording()
 	if !recording && t.callOf(ctx) == nil {

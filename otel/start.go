@@ -74,6 +74,22 @@ type startCache struct {
 	last atomic.Pointer[startEntry]
 }
 
+// lastFor returns the entry last found, if it is that of a typed request's call span
+// (operation op), without making the request's key: the hot path of every call.
+func (c *startCache) lastFor(op string, req *llmclient.Request) *startEntry {
+	e := c.last.Load()
+	if e == nil || req == nil || e.key.op != op || e.key.model != req.Model || e.key.maxTokens != max(req.MaxTokens, 0) {
+		return nil
+	}
+	if t := req.Temperature; (t != nil) != e.key.hasTemperature || t != nil && math.Float64bits(*t) != e.key.temperature {
+		return nil
+	}
+	if p := req.TopP; (p != nil) != e.key.hasTP || p != nil && math.Float64bits(*p) != e.key.topP {
+		return nil
+	}
+	return e
+}
+
 func (c *startCache) get(k *startKey) *startEntry {
 	if e := c.last.Load(); e != nil && e.key == *k {
 		return e

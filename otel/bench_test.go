@@ -31,6 +31,14 @@ func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, 
 
 var benchReq = &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("Say hello.")}}
 
+// benchParamsReq is benchReq with the parameters a request often sets, which call spans
+// carry: max_tokens and temperature.
+var benchParamsReq = func() *llmclient.Request {
+	r, temp := *benchReq, 0.7
+	r.MaxTokens, r.Temperature = 256, &temp
+	return &r
+}()
+
 // benchClient builds a Client with every layer active, as bench/complete_bench_test.go
 // does: a key pool, RPM/TPM/concurrency limits far above what the benchmark offers.
 func benchClient(b *testing.B, opts ...llmclient.Option) *llmclient.Client {
@@ -71,12 +79,15 @@ func BenchmarkComplete(b *testing.B) {
 		on      bool
 		spans   bool
 		sampler sdktrace.Sampler
+		req     *llmclient.Request // benchReq if nil
 	}{
 		{name: "off"},
 		{name: "empty-observer"},
 		{name: "metrics", on: true},
 		{name: "metrics+spans-unsampled", on: true, spans: true, sampler: sdktrace.NeverSample()},
 		{name: "metrics+spans-sampled", on: true, spans: true, sampler: sdktrace.AlwaysSample()},
+		{name: "metrics+spans-unsampled-params", on: true, spans: true, sampler: sdktrace.NeverSample(), req: benchParamsReq},
+		{name: "metrics+spans-sampled-params", on: true, spans: true, sampler: sdktrace.AlwaysSample(), req: benchParamsReq},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -94,16 +105,19 @@ func BenchmarkComplete(b *testing.B) {
 				// What the Client itself spends on having an observer: call IDs, the events.
 				opts = append(opts, llmclient.WithObserver(func(context.Context, llmclient.Event) {}))
 			}
-			c := benchClient(b, opts...)
+			c, req := benchClient(b, opts...), tc.req
+			if req == nil {
+				req = benchReq
+			}
 			if tc.on {
 				// Let the first call fill the attribute caches.
-				if _, err := c.Complete(ctx, benchReq); err != nil {
+				if _, err := c.Complete(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Complete(ctx, benchReq); err != nil {
+				if _, err := c.Complete(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -28,6 +28,11 @@
 // streams llmclient.time_to_first_chunk (seconds) and llmclient.chunks. Failovers, key
 // cooldowns and evictions, alerts, fallbacks and hedges are span events named
 // "llmclient.failover", "llmclient.key_cooldown", "llmclient.hedge", ....
+// A sampler sees gen_ai.operation.name and gen_ai.request.model at the span's start: the
+// attributes the conventions call sampling-relevant that are known then (the provider is
+// known once an upstream is chosen). The request's max_tokens, temperature and top_p are
+// given to a recorded span with the attributes of its end, and cost an unrecorded one
+// nothing.
 //
 // Under it, one span per attempt, kind INTERNAL, named "attempt {upstream}", from the
 // attempt's start (after the backoff before it; its own waits for keys and the limiter

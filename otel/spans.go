@@ -48,6 +48,9 @@ type call struct {
 	recording bool
 	failover  bool // the next attempt follows a failover
 	ended     bool
+	// params are the request's parameters, given to a recorded call span with its end
+	// attributes (see startEntry).
+	params []attribute.KeyValue
 	// id is the Client's ID of the call, from its first event: events of another call
 	// that share the context (a Client without Middleware called inside this call, by a
 	// fallback function) are not this call's.
@@ -155,7 +158,7 @@ func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.
 	if !recording && t.callOf(ctx) == nil {
 		return sctx, span, nil
 	}
-	c := &call{Context: sctx, t: t, op: opChat, span: span, parent: sctx, recording: recording}
+	c := &call{Context: sctx, t: t, op: opChat, span: span, parent: sctx, recording: recording, params: st.params}
 	return sctx, span, c
 }
 
@@ -347,6 +350,7 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 	}
 	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
 	attrs = append(attrs, s.span...) // provider, upstream, response model
+	attrs = append(attrs, c.params...)
 	if e.FinishReason != llmclient.FinishNone {
 		attrs = append(attrs, finishReasons(e.FinishReason))
 	}
@@ -400,14 +404,17 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		return
 	}
 	c.ended = true
+	if !c.recording {
+		c.span.End()
+		return
+	}
+	attrs := append(c.buf[:0], c.params...)
 	switch {
-	case !c.recording:
 	case err != nil:
 		et := llmclient.ClassOf(err).String()
-		c.span.SetAttributes(keyErrorType.String(et))
+		attrs = append(attrs, keyErrorType.String(et))
 		c.span.SetStatus(codes.Error, errText(err, et))
 	case resp != nil:
-		attrs := c.buf[:0]
 		if resp.Upstream != "" {
 			attrs = append(attrs, keyProvider.String(c.t.providerName(resp.Upstream)), keyUpstream.String(resp.Upstream))
 		}
@@ -420,6 +427,8 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 			attrs = append(attrs, keyInputTokens.Int(u.InputTokens), keyOutputTokens.Int(u.OutputTokens))
 		}
+	}
+	if len(attrs) > 0 {
 		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()

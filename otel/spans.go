@@ -106,7 +106,7 @@ func (t *Telemetry) callOf(ctx context.Context) *call {
 // nothing else: its events record metrics only, and the span ends when the front door
 // returns.
 func (t *Telemetry) Middleware(next llmclient.Handler) llmclient.Handler {
-	return handler{t: t, next: next}
+	return &handler{t: t, next: next}
 }
 
 type handler struct {
@@ -114,7 +114,7 @@ type handler struct {
 	next llmclient.Handler
 }
 
-func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
+func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
 		resp, err := h.next.Complete(ctx, req)
@@ -126,7 +126,7 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 	return resp, err
 }
 
-func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
+func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
 		s, err := h.next.Stream(ctx, req)

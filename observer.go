@@ -182,10 +182,40 @@ func (r *run) observe(e Event) {
 		if e.Time.IsZero() {
 			e.Time = time.Now()
 		}
-		e.CallID, e.Metadata, e.Partition, e.Embed = r.id, r.orig.Metadata, r.partitionName, r.emb != nil
-		if e.Model == "" {
-			e.Model = r.orig.Model
-		}
+		r.fill(&e)
 		r.c.observer(r.ctx, e)
 	}
+}
+
+// fill sets in e what every event of the run's call carries: its call ID, metadata,
+// partition and, when e names none, model.
+//
+// The Client's two events of every call, EventAttempt and EventCall, are built in a local
+// Event, filled and handed to the observer, which copies them once; an Event is some 400
+// bytes, and handing it on by value (to observe) or by pointer (dereferenced in the
+// call) costs one more copy.
+func (r *run) fill(e *Event) {
+	e.CallID, e.Metadata, e.Partition, e.Embed = r.id, r.orig.Metadata, r.partitionName, r.emb != nil
+	if e.Model == "" {
+		e.Model = r.orig.Model
+	}
+}
+
+// observeAttempt tells the observer, which must be set, that attempt a ended, as recorded
+// in at.
+func (r *run) observeAttempt(a *attempt, at *Attempt) {
+	var e Event // zeroed, not copied from a template as a literal with a constant Kind is
+	e.Kind, e.Time, e.Start, e.Upstream, e.Model, e.Key = EventAttempt, a.end, a.begun, at.Upstream, at.Model, at.Key
+	e.Attempt, e.Class, e.Status, e.Latency = at.Number, at.Class, at.Status, at.Latency
+	e.TimeToFirstToken, e.Waited, e.LimiterWait = at.TimeToFirstToken, at.Waited, a.layerWait
+	if a.number == 1 {
+		e.LimiterWait += r.preWait
+	}
+	e.Local, e.Retry, e.Hedge, e.EstimatedTokens = at.Local, a.retry && a.called, at.Hedge, at.EstimatedTokens
+	e.InputTokens, e.OutputTokens, e.Err, e.Cost = at.Usage.InputTokens, at.Usage.OutputTokens, at.Err, at.Cost
+	if e.Time.IsZero() { // a local refusal
+		e.Time = time.Now()
+	}
+	r.fill(&e)
+	r.c.observer(r.ctx, e)
 }

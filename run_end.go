@@ -121,15 +121,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 		a.up.recent.add(a.end, at.recentLatency(), at.Class)
 	}
 	if r.c.observer != nil {
-		lw := a.layerWait
-		if a.number == 1 {
-			lw += r.preWait
-		}
-		r.observe(Event{Kind: EventAttempt, Time: a.end, Start: a.begun, Upstream: at.Upstream, Model: at.Model,
-			Key: at.Key, Attempt: at.Number, Class: at.Class, Status: at.Status, Latency: at.Latency,
-			TimeToFirstToken: at.TimeToFirstToken, Waited: at.Waited, LimiterWait: lw, Local: at.Local,
-			Retry: a.retry && a.called, Hedge: at.Hedge, EstimatedTokens: at.EstimatedTokens, InputTokens: at.Usage.InputTokens,
-			OutputTokens: at.Usage.OutputTokens, Err: at.Err, Cost: at.Cost})
+		r.observeAttempt(a, at)
 	}
 	if a.bill.events != nil {
 		r.emitBudget(a)
@@ -288,7 +280,8 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 	if r.c.observer == nil {
 		return
 	}
-	ev := Event{Kind: EventCall, Attempt: len(r.trace), Start: r.start, Latency: time.Since(r.start)}
+	var ev Event // built here and handed to the observer directly: see run.fill
+	ev.Kind, ev.Attempt, ev.Start, ev.Latency = EventCall, len(r.trace), r.start, time.Since(r.start)
 	if r.c.cost != nil {
 		ev.Cost = traceCost(r.trace)
 	}
@@ -317,5 +310,6 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 			ev.Upstream = cm.a.up.Name
 		}
 	}
-	r.observe(ev)
+	r.fill(&ev)
+	r.c.observer(r.ctx, ev)
 }

@@ -190,6 +190,27 @@ func (c *setCache) lookup(k *setKey) *setEntry {
 	return nil
 }
 
+// lastAttempt returns the set last found for the upstream calls of e (operation op), if
+// it is theirs, without making e's key: the hot path of every attempt. A set of kind
+// setAttempt uses no other fields of its key.
+func (c *setCache) lastAttempt(op string, e *llmclient.Event) *setEntry {
+	if s := c.last[setAttempt].Load(); s != nil && s.key.status == e.Status && s.key.class == e.Class &&
+		s.key.upstream == e.Upstream && s.key.model == e.Model && s.key.op == op {
+		return s
+	}
+	return nil
+}
+
+// lastCall is lastAttempt for the end of a call: a set of kind setCall uses no other
+// fields of its key.
+func (c *setCache) lastCall(op string, e *llmclient.Event) *setEntry {
+	if s := c.last[setCall].Load(); s != nil && s.key.class == e.Class && s.key.upstream == e.Upstream &&
+		s.key.model == e.Model && s.key.respModel == e.ResponseModel && s.key.op == op {
+		return s
+	}
+	return nil
+}
+
 // add keeps e as the set of *k (unless the cache is full) and returns it.
 func (c *setCache) add(k *setKey, e *setEntry) *setEntry {
 	e.key = *k

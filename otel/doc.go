@@ -28,6 +28,11 @@
 // streams llmclient.time_to_first_chunk (seconds) and llmclient.chunks. Failovers, key
 // cooldowns and evictions, alerts, fallbacks and hedges are span events named
 // "llmclient.failover", "llmclient.key_cooldown", "llmclient.hedge", ....
+// A sampler sees gen_ai.operation.name and gen_ai.request.model at the span's start: the
+// attributes the conventions call sampling-relevant that are known then (the provider is
+// known once an upstream is chosen). The request's max_tokens, temperature and top_p are
+// given to a recorded span with the attributes of its end, and cost an unrecorded one
+// nothing.
 //
 // Under it, one span per attempt, kind INTERNAL, named "attempt {upstream}", from the
 // attempt's start (after the backoff before it; its own waits for keys and the limiter
@@ -72,12 +77,12 @@
 //     gen_ai.provider.name, gen_ai.request.model, error.type and
 //     http.response.status_code. Retry amplification is its rate over that of
 //     gen_ai.client.operation.duration's count; the 429 share its share with
-//     error.type "rate_limited".
+//     error.type "rate_limited". The attempts of each call, local refusals included,
+//     are its span's llmclient.attempts (there is no per-call histogram of them: it
+//     would cost every call a fifth measurement for what these two counts already give).
 //   - llmclient.client.refusals ({attempt}): attempts refused locally, by
 //     llmclient.upstream, error.type and llmclient.reason (breaker_open, limiter, no_key,
 //     retry_budget, unsupported, no_upstream, other).
-//   - llmclient.client.attempts_per_call ({attempt}, histogram): per call, local
-//     refusals included; the call metrics' attributes.
 //   - llmclient.limiter.wait (s, histogram): the wait of every attempt that waited in
 //     the Client's admission (caller partition, cooling keys, the key's limiter), by
 //     llmclient.upstream and llmclient.key; the share of attempts that waited is its

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmclient/llmclient"
 	llmotel "github.com/llmclient/llmclient/otel"
@@ -100,6 +102,52 @@ func TestStartAttributesPerRequest(t *testing.T) {
 		}
 		assert.Equal(t, reqs[i].Model, got["gen_ai.request.model"])
 	}
+}
+
+// seenAtStart samples every span and keeps the attributes each CLIENT span showed its
+// sampler at its start.
+type seenAtStart struct {
+	mu   sync.Mutex
+	seen []map[string]any
+}
+
+func (s *seenAtStart) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Kind == trace.SpanKindClient {
+		s.mu.Lock()
+		s.seen = append(s.seen, attrs(p.Attributes))
+		s.mu.Unlock()
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (s *seenAtStart) Description() string { return "seenAtStart" }
+
+// A sampler sees, at the call span's start, the sampling-relevant attributes the GenAI
+// conventions ask for that are known then (the operation and the model); the request's
+// parameters are on the recorded span.
+func TestSamplerSeesOperationAndModel(t *testing.T) {
+	sampler := &seenAtStart{}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSyncer(exp))
+	tel, err := llmotel.New(llmotel.WithTracerProvider(tp),
+		llmotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))))
+	require.NoError(t, err)
+	c, err := llmclient.New(llmclient.WithObserver(tel.Observe), llmclient.WithMiddleware(tel.Middleware),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Reply("x"))}))
+	require.NoError(t, err)
+	req, temp := chatReq("m"), 0.3
+	req.Temperature, req.MaxTokens = &temp, 64
+	_, err = c.Complete(context.Background(), req)
+	require.NoError(t, err)
+
+	sampler.mu.Lock()
+	defer sampler.mu.Unlock()
+	require.Len(t, sampler.seen, 1)
+	assert.Equal(t, map[string]any{"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}, sampler.seen[0])
+	r := &rig{spans: exp}
+	got := attrs(r.one(t, "chat m").Attributes)
+	assert.Equal(t, 0.3, got["gen_ai.request.temperature"])
+	assert.Equal(t, int64(64), got["gen_ai.request.max_tokens"])
 }
 
 // An unrecorded stream records its metrics when it ends, after Stream returned.

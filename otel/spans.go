@@ -48,6 +48,9 @@ type call struct {
 	recording bool
 	failover  bool // the next attempt follows a failover
 	ended     bool
+	// params are the request's parameters, given to a recorded call span with its end
+	// attributes (see startEntry).
+	params []attribute.KeyValue
 	// id is the Client's ID of the call, from its first event: events of another call
 	// that share the context (a Client without Middleware called inside this call, by a
 	// fallback function) are not this call's.
@@ -103,7 +106,7 @@ func (t *Telemetry) callOf(ctx context.Context) *call {
 // nothing else: its events record metrics only, and the span ends when the front door
 // returns.
 func (t *Telemetry) Middleware(next llmclient.Handler) llmclient.Handler {
-	return handler{t: t, next: next}
+	return &handler{t: t, next: next}
 }
 
 type handler struct {
@@ -111,7 +114,7 @@ type handler struct {
 	next llmclient.Handler
 }
 
-func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
+func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
 		resp, err := h.next.Complete(ctx, req)
@@ -123,7 +126,7 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 	return resp, err
 }
 
-func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
+func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
 		s, err := h.next.Stream(ctx, req)
@@ -145,14 +148,17 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 // context with its span, unless the caller's context belongs to a call of t (a Client
 // called inside another's call): then c keeps that call's events apart.
 func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.Context, trace.Span, *call) {
-	k := startKeyOf(opChat, req)
-	st := t.starts.get(&k)
+	st := t.starts.lastFor(opChat, req)
+	if st == nil {
+		k := startKeyOf(opChat, req)
+		st = t.starts.get(&k)
+	}
 	sctx, span := t.tracer.Start(ctx, st.name, st.opts...)
 	recording := span.IsRecording()
 	if !recording && t.callOf(ctx) == nil {
 		return sctx, span, nil
 	}
-	c := &call{Context: sctx, t: t, op: opChat, span: span, parent: sctx, recording: recording}
+	c := &call{Context: sctx, t: t, op: opChat, span: span, parent: sctx, recording: recording, params: st.params}
 	return sctx, span, c
 }
 
@@ -344,6 +350,7 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 	}
 	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
 	attrs = append(attrs, s.span...) // provider, upstream, response model
+	attrs = append(attrs, c.params...)
 	if e.FinishReason != llmclient.FinishNone {
 		attrs = append(attrs, finishReasons(e.FinishReason))
 	}
@@ -397,14 +404,17 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		return
 	}
 	c.ended = true
+	if !c.recording {
+		c.span.End()
+		return
+	}
+	attrs := append(c.buf[:0], c.params...)
 	switch {
-	case !c.recording:
 	case err != nil:
 		et := llmclient.ClassOf(err).String()
-		c.span.SetAttributes(keyErrorType.String(et))
+		attrs = append(attrs, keyErrorType.String(et))
 		c.span.SetStatus(codes.Error, errText(err, et))
 	case resp != nil:
-		attrs := c.buf[:0]
 		if resp.Upstream != "" {
 			attrs = append(attrs, keyProvider.String(c.t.providerName(resp.Upstream)), keyUpstream.String(resp.Upstream))
 		}
@@ -417,6 +427,8 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 			attrs = append(attrs, keyInputTokens.Int(u.InputTokens), keyOutputTokens.Int(u.OutputTokens))
 		}
+	}
+	if len(attrs) > 0 {
 		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()

@@ -38,32 +38,38 @@ func startKeyOf(op string, req *llmclient.Request) startKey {
 	return k
 }
 
-// startEntry is a call span's name ("chat gpt-4o") and start options (its kind and the
-// attributes known at its start, which samplers see), made once per startKey.
+// startEntry is a call span's name ("chat gpt-4o"), its start options (its kind and the
+// attributes known at its start that the GenAI conventions name as sampling-relevant:
+// gen_ai.operation.name and gen_ai.request.model, which samplers see) and params, the
+// request's parameters (gen_ai.request.max_tokens, temperature, top_p), which only a
+// recorded span is given, with its end attributes (one call to the span, and no growth
+// of its attribute slice for them). Made once per startKey.
 type startEntry struct {
-	key  startKey
-	name string
-	opts []trace.SpanStartOption
+	key    startKey
+	name   string
+	opts   []trace.SpanStartOption
+	params []attribute.KeyValue
 }
 
 func newStartEntry(k startKey) *startEntry {
-	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs := make([]attribute.KeyValue, 0, 2)
 	attrs = append(attrs, keyOperation.String(k.op))
 	name := k.op
 	if k.model != "" {
 		attrs = append(attrs, keyRequestModel.String(k.model))
 		name = k.op + " " + k.model
 	}
+	var params []attribute.KeyValue
 	if k.maxTokens > 0 {
-		attrs = append(attrs, keyMaxTokens.Int(k.maxTokens))
+		params = append(params, keyMaxTokens.Int(k.maxTokens))
 	}
 	if k.hasTemperature {
-		attrs = append(attrs, keyTemperature.Float64(math.Float64frombits(k.temperature)))
+		params = append(params, keyTemperature.Float64(math.Float64frombits(k.temperature)))
 	}
 	if k.hasTP {
-		attrs = append(attrs, keyTopP.Float64(math.Float64frombits(k.topP)))
+		params = append(params, keyTopP.Float64(math.Float64frombits(k.topP)))
 	}
-	return &startEntry{key: k, name: name, opts: []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}}
+	return &startEntry{key: k, name: name, opts: []trace.SpanStartOption{kindClient, trace.WithAttributes(attrs...)}, params: params}
 }
 
 // startCache holds the startEntry of each startKey seen, up to maxCachedStarts (beyond,
@@ -72,6 +78,22 @@ func newStartEntry(k startKey) *startEntry {
 type startCache struct {
 	m    cowMap[startKey, *startEntry]
 	last atomic.Pointer[startEntry]
+}
+
+// lastFor returns the entry last found, if it is that of a typed request's call span
+// (operation op), without making the request's key: the hot path of every call.
+func (c *startCache) lastFor(op string, req *llmclient.Request) *startEntry {
+	e := c.last.Load()
+	if e == nil || req == nil || e.key.op != op || e.key.model != req.Model || e.key.maxTokens != max(req.MaxTokens, 0) {
+		return nil
+	}
+	if t := req.Temperature; (t != nil) != e.key.hasTemperature || t != nil && math.Float64bits(*t) != e.key.temperature {
+		return nil
+	}
+	if p := req.TopP; (p != nil) != e.key.hasTP || p != nil && math.Float64bits(*p) != e.key.topP {
+		return nil
+	}
+	return e
 }
 
 func (c *startCache) get(k *startKey) *startEntry {

@@ -155,7 +155,7 @@ func BenchmarkCompleteParallel(b *testing.B) {
 
 // BenchmarkSDKFloor is what the SDK alone costs for the same work, for comparison: two
 // sampled spans (a parent and a child) with the attributes a call and an attempt carry,
-// and the four metric measurements of a successful call; and, with every option and
+// and the five metric measurements of a successful call; and, with every option and
 // attribute made beforehand, what the SDK does for one call of Complete/metrics+spans-*:
 // the call span, its measurements in the span's context, and (sampled) the attempt span.
 func BenchmarkSDKFloor(b *testing.B) {
@@ -176,6 +176,7 @@ func BenchmarkSDKFloor(b *testing.B) {
 		for b.Loop() {
 			ctr.Add(ctx, 1, add...)
 			h.Record(ctx, 0.5, set...)
+			ih.Record(ctx, 1, set...)
 			ih.Record(ctx, 12, set...)
 			ih.Record(ctx, 3, set...)
 		}
@@ -211,6 +212,7 @@ func benchmarkCallFloor(b *testing.B, sampler sdktrace.Sampler) {
 	defer func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) }()
 	tracer, meter := tp.Tracer("floor"), mp.Meter("floor")
 	dur, _ := meter.Float64Histogram("d")
+	perCall, _ := meter.Int64Histogram("a")
 	tokens, _ := meter.Int64Histogram("t")
 	attempts, _ := meter.Int64Counter("c")
 	op, provider, upstream := attribute.String("gen_ai.operation.name", "chat"),
@@ -245,6 +247,7 @@ func benchmarkCallFloor(b *testing.B, sampler sdktrace.Sampler) {
 			at.End(attemptEnd...)
 		}
 		dur.Record(cctx, 0.001, recCall...)
+		perCall.Record(cctx, 1, recCall...)
 		tokens.Record(cctx, 12, recIn...)
 		tokens.Record(cctx, 3, recOut...)
 		if call.IsRecording() {

@@ -109,6 +109,9 @@ func TestSuccess(t *testing.T) {
 		assert.Equal(t, map[string]any{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "fake",
 			"llmclient.upstream": "a", "gen_ai.request.model": "m", "http.response.status_code": int64(200)},
 			setAttrs(att[0].Attributes))
+		apc := histI(t, ms, "llmclient.client.attempts_per_call")
+		require.Len(t, apc, 1)
+		assert.Equal(t, int64(1), apc[0].Sum)
 		assert.NotContains(t, ms, "llmclient.limiter.wait", "no attempt waited")
 		assert.NotContains(t, ms, "gen_ai.client.operation.time_to_first_chunk", "not a stream")
 		assert.NotContains(t, ms, "llmclient.client.refusals")
@@ -157,6 +160,9 @@ func TestRetry(t *testing.T) {
 		ok200 := matching(att, map[string]any{"http.response.status_code": int64(200)})
 		require.Len(t, ok200, 1)
 		assert.Equal(t, int64(1), ok200[0].Value)
+		apc := histI(t, ms, "llmclient.client.attempts_per_call")
+		require.Len(t, apc, 1)
+		assert.Equal(t, int64(2), apc[0].Sum)
 		d := histF(t, ms, "gen_ai.client.operation.duration")
 		require.Len(t, d, 1)
 		assert.NotContains(t, setAttrs(d[0].Attributes), "error.type", "the call succeeded")

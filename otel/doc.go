@@ -77,12 +77,12 @@
 //     gen_ai.provider.name, gen_ai.request.model, error.type and
 //     http.response.status_code. Retry amplification is its rate over that of
 //     gen_ai.client.operation.duration's count; the 429 share its share with
-//     error.type "rate_limited". The attempts of each call, local refusals included,
-//     are its span's llmclient.attempts (there is no per-call histogram of them: it
-//     would cost every call a fifth measurement for what these two counts already give).
+//     error.type "rate_limited".
 //   - llmclient.client.refusals ({attempt}): attempts refused locally, by
 //     llmclient.upstream, error.type and llmclient.reason (breaker_open, limiter, no_key,
 //     retry_budget, unsupported, no_upstream, other).
+//   - llmclient.client.attempts_per_call ({attempt}, histogram): per call, local
+//     refusals included; the call metrics' attributes.
 //   - llmclient.limiter.wait (s, histogram): the wait of every attempt that waited in
 //     the Client's admission (caller partition, cooling keys, the key's limiter), by
 //     llmclient.upstream and llmclient.key; the share of attempts that waited is its

@@ -15,14 +15,15 @@ import (
 var (
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
-	// waitBuckets are llmclient's own.
-	waitBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	// attemptBuckets and waitBuckets are llmclient's own.
+	attemptBuckets = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+	waitBuckets    = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 )
 
 // instruments are the Telemetry's metric instruments.
 type instruments struct {
 	duration, ttfc, tpoc, limiterWait metric.Float64Histogram
-	tokens                            metric.Int64Histogram
+	tokens, attemptsPerCall           metric.Int64Histogram
 	attempts, refusals                metric.Int64Counter
 	failovers, fallbacks, hedges      metric.Int64Counter
 	breakerTransitions                metric.Int64Counter
@@ -79,6 +80,8 @@ func (m *instruments) init(meter metric.Meter) error {
 		"Time to receive the first chunk, from the call's start to the first chunk of the response stream.", durationBuckets)
 	m.tpoc = fh("gen_ai.client.operation.time_per_output_chunk", "s",
 		"Time per output chunk after the first one.", durationBuckets)
+	m.attemptsPerCall = ih("llmclient.client.attempts_per_call", "{attempt}",
+		"Attempts per call, local refusals included.", attemptBuckets)
 	m.limiterWait = fh("llmclient.limiter.wait", "s",
 		"Time an attempt waited in the Client's admission: partition limiter, cooling keys, key limiter.", waitBuckets)
 	m.attempts = ctr("llmclient.client.attempts", "{attempt}", "Upstream calls made by attempts.")
@@ -255,6 +258,7 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 		}
 	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
+	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
 		m.tokens.Record(ctx, int64(e.InputTokens), s.in...)
 		m.tokens.Record(ctx, int64(e.OutputTokens), s.out...)

@@ -58,7 +58,10 @@ type attempt struct {
 	hedged *upstream
 	// budgetDenied: the retry budget refused the call at the last moment.
 	budgetDenied bool
-	settled      bool
+	// lostSlow: the losing attempt of a hedged call, canceled after running longer than
+	// its upstream's slow threshold; the breaker counts it slow.
+	lostSlow bool
+	settled  bool
 
 	resp   *Response
 	stream *guard
@@ -417,6 +420,8 @@ func (a *attempt) settle(class Class, usage *Usage) {
 			a.permit.DoneAt(breaker.Slow, now)
 		case class == ClassNone:
 			a.permit.DoneAt(breaker.Success, now)
+		case class == ClassCanceled && a.lostSlow:
+			a.permit.DoneAt(breaker.Slow, now)
 		case a.called && a.r.c.cfg.decisions[class].Breaker:
 			a.permit.DoneAt(breaker.Failure, now)
 		default:
@@ -438,6 +443,16 @@ func (a *attempt) slow() bool {
 		return a.ttft > a.up.slowFirstToken
 	}
 	return a.latency > a.up.slowCall
+}
+
+// slowSoFar reports whether an attempt that was cut short had already run longer than its
+// upstream's slow threshold: a stream still without a first token by the time it waited
+// for one, any other as slow judges it.
+func (a *attempt) slowSoFar() bool {
+	if a.ttft == 0 && (a.stream != nil || a.streaming()) {
+		return a.latency > a.up.slowFirstToken
+	}
+	return a.slow()
 }
 
 // budget is the retry budget a retry spends: its upstream's, or for a hedge the budget

@@ -220,6 +220,9 @@ func (r *run) lost(a *attempt, err error) {
 			g.cancel(context.Canceled)
 		}
 	}
+	// Beaten, but already slower than its upstream's threshold: the breaker's slow-call
+	// rule hears of it, or a hung upstream would hide behind every call's hedge.
+	a.lostSlow = a.called && a.slowSoFar()
 	a.settle(ClassCanceled, usage)
 	if a.budgetDenied {
 		// Refused by the retry budget before its call: a local refusal in the trace, so

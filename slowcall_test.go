@@ -86,3 +86,74 @@ func TestSlowStreamsOpenTheBreaker(t *testing.T) {
 		assert.Equal(t, 3, primary.Calls())
 	})
 }
+
+// A hedge that wins against a hung upstream does not hide it from the breaker: the
+// attempt it beat, canceled after running longer than the slow-call threshold, counts as
+// slow, so the slow-call rule opens the hung upstream's breaker and later calls skip it
+// instead of paying the hedge delay every time.
+func TestHedgeLoserSlowerThanTheThresholdCountsAsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hung := fake.New(fake.Reply("late").Latency(time.Hour).Forever())
+		healthy := fake.New(fake.Reply("ok").Latency(100 * time.Millisecond).Forever())
+		var log eventLog
+		c := newClient(t, up("primary", hung), up("secondary", healthy), hedging(2*time.Second),
+			llmclient.WithObserver(log.observe),
+			llmclient.WithBreaker(breaker.Config{Window: time.Minute, Buckets: 6, MinRequests: 5,
+				SlowCall: time.Second, SlowCallRatio: 0.5}))
+		for range 5 {
+			resp, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			assert.Equal(t, "secondary", resp.Upstream)
+		}
+		assert.Equal(t, 5, hung.Calls())
+		assert.Equal(t, breaker.Open, c.Snapshot().Upstreams[0].Breaker.State, "five slow losers in a row")
+		start := time.Now()
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "secondary", resp.Upstream)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start), "no hedge delay: the hung upstream is skipped")
+		assert.Equal(t, 5, hung.Calls())
+		assertNothingHeld(t, c)
+	})
+}
+
+// A loser canceled before the threshold says nothing of its upstream's speed.
+func TestHedgeLoserFasterThanTheThresholdIsNotSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slowish := fake.New(fake.Reply("late").Latency(time.Hour).Forever())
+		healthy := fake.New(fake.Reply("ok").Latency(100 * time.Millisecond).Forever())
+		c := newClient(t, up("primary", slowish), up("secondary", healthy), hedging(2*time.Second),
+			llmclient.WithBreaker(breaker.Config{Window: time.Minute, Buckets: 6, MinRequests: 5,
+				SlowCall: 10 * time.Second, SlowCallRatio: 0.5}))
+		for range 8 {
+			_, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, breaker.Closed, c.Snapshot().Upstreams[0].Breaker.State)
+		assert.Zero(t, c.Snapshot().Upstreams[0].Breaker.Slow)
+		assertNothingHeld(t, c)
+	})
+}
+
+// The same for streams: a stalled stream beaten by its hedge, cut after waiting longer than
+// the first-token threshold, counts as slow.
+func TestHedgedStallBeyondFirstTokenThresholdCountsAsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stalled := fake.New(fake.Stream("late").StallFirst(time.Hour).Forever())
+		healthy := fake.New(fake.Stream("o", "k").StallFirst(100 * time.Millisecond).Forever())
+		c := newClient(t, up("primary", stalled), up("secondary", healthy), hedging(time.Second),
+			llmclient.WithBreaker(breaker.Config{Window: time.Minute, Buckets: 6, MinRequests: 5,
+				SlowFirstToken: 500 * time.Millisecond, SlowCallRatio: 0.5}))
+		for range 5 {
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			for s.Next() {
+			}
+			require.NoError(t, s.Err())
+			require.NoError(t, s.Close())
+			assert.Equal(t, "secondary", s.Response().Upstream)
+		}
+		assert.Equal(t, breaker.Open, c.Snapshot().Upstreams[0].Breaker.State)
+		assertNothingHeld(t, c)
+	})
+}

@@ -60,7 +60,8 @@ const (
 	// request, a canceled context). It counts neither way, but frees a half-open probe slot.
 	Ignore
 	// Slow: the upstream answered, but slower than the caller's threshold (Config.SlowCall,
-	// SlowFirstToken). It counts as a success for the failure rules and as slow for the
+	// SlowFirstToken), or was cut short after running longer than it (llmclient reports a
+	// hedged call's losing attempt so). It counts as a success for the failure rules and as slow for the
 	// slow-call ratio; a slow half-open probe counts as a failed one.
 	Slow
 )

@@ -115,8 +115,19 @@ type tokenRatio struct {
 var defaultTokenRatios = [...]tokenRatio{{"claude", 1.25}, {"gemini", 1.15}}
 
 // ratioFor returns the correction for model: the longest matching user ratio (the later
-// one on a tie), else the longest matching built-in one, else 1.
+// one on a tie), else the longest matching built-in one, else 1; remembered per model
+// name (ratioCache).
 func (c *limiterConfig) ratioFor(model string) float64 {
+	if r, ok := c.ratioMemo.get(model); ok {
+		return r
+	}
+	r := c.matchRatio(model)
+	c.ratioMemo.put(model, r)
+	return r
+}
+
+// matchRatio is ratioFor without the cache.
+func (c *limiterConfig) matchRatio(model string) float64 {
 	best, ratio := -1, 1.0
 	for i := range c.ratios {
 		r := &c.ratios[i]

@@ -157,6 +157,8 @@ type limiterConfig struct {
 	estimator      Estimator
 	reservedOutput int
 	ratios         []tokenRatio
+	// ratioMemo remembers ratioFor's answers (set by New; nil: none).
+	ratioMemo *ratioCache
 	mode           LimiterMode
 	maxWait        time.Duration
 	batchShare     float64

@@ -121,6 +121,7 @@ func New(opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.limiter.ratioMemo = new(ratioCache)
 	c := &Client{
 		cfg:      cfg,
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),

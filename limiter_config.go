@@ -158,13 +158,13 @@ type limiterConfig struct {
 	reservedOutput int
 	ratios         []tokenRatio
 	// ratioMemo remembers ratioFor's answers (set by New; nil: none).
-	ratioMemo *ratioCache
-	mode           LimiterMode
-	maxWait        time.Duration
-	batchShare     float64
-	burstFraction  float64
-	store          limitstore.Store
-	partitions     partitionConfig
+	ratioMemo     *ratioCache
+	mode          LimiterMode
+	maxWait       time.Duration
+	batchShare    float64
+	burstFraction float64
+	store         limitstore.Store
+	partitions    partitionConfig
 }
 
 func defaultLimiterConfig() limiterConfig {

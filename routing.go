@@ -41,7 +41,9 @@ const (
 // call also sends the request to the next upstream of its route, and the first attempt to
 // answer wins (one-shot: a complete response; stream: its first content token). The other
 // is canceled, waited for, and recorded as ClassCanceled; its limiter reservation is
-// reconciled with the usage it reported, if any. When one of the two fails first, the
+// reconciled with the usage it reported, if any, and its upstream's breaker counts it slow
+// when it had run longer than the slow-call threshold (breaker.Config.SlowCall,
+// SlowFirstToken), else not at all. When one of the two fails first, the
 // call waits for the other, and goes on from it should it fail too — unless the failure's
 // decision does not fail over (a bad request): the other is canceled and the call goes on
 // from the failure, as without hedging.

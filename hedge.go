@@ -105,9 +105,11 @@ func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error)
 	}
 	first.repanic()
 	last, cancelLast := first, cancelFirst
-	if first.err == nil || !r.decision(first.a, first.err.(*Error)).Failover {
+	if first.err == nil || first.a.called && !r.decision(first.a, first.err.(*Error)).Failover {
 		// The first answer wins, or the first failure is one no other upstream would
-		// change (a bad request): cancel the other attempt and wait for it.
+		// change (a bad request): cancel the other attempt and wait for it. A local
+		// refusal (a hedge the retry budget refused at the last moment) says nothing of
+		// the request: the other attempt goes on.
 		r.cur = first.a
 		cancelOther()
 		other := <-done

@@ -742,10 +742,15 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 			return fmt.Errorf("hedge %d does not follow the attempt it hedges on another upstream", evs[hedge].Attempt)
 		}
 		// The decision steps go on from the one of the pair the call went on with: the
-		// winner, the failure that ended it, or the later of two failures.
+		// winner, the failure that ended it, or the later of two failures — but never a
+		// retry the retry budget refused: as without a hedge, such a refusal leaves the
+		// call with the upstream error before it.
 		a, h := evs[hedge-1], evs[hedge]
 		drop := hedge - 1
 		switch {
+		case budgetRefusal(a) && !budgetRefusal(h):
+		case budgetRefusal(h) && !budgetRefusal(a):
+			drop = hedge
 		case h.Class == llmclient.ClassStreamInterrupted: // a stream breaks only after it won
 		case a.Class == llmclient.ClassStreamInterrupted:
 			drop = hedge
@@ -773,6 +778,11 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 		evs, hedge, hedgedOn = dropPair(evs, hedge, drop)
 	}
 	return sc.checkSteps(res, end, route, made, evs, hedge, hedgedOn)
+}
+
+// budgetRefusal reports whether e is an attempt the retry budget refused before its call.
+func budgetRefusal(e llmclient.Event) bool {
+	return e.Local && errors.Is(e.Err, llmclient.ErrRetryBudget)
 }
 
 // dropPair removes one attempt of a hedged pair, drop, from the trace, returning where

@@ -379,6 +379,11 @@ func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (don
 		} else {
 			r.number--
 		}
+		if r.lastErr == nil {
+			// Nothing failed before (a hedge refused at the last moment): the refusal is
+			// the call's error should it end here.
+			r.lastErr = e
+		}
 		return done, false
 	}
 	r.lastErr = e

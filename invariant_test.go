@@ -744,11 +744,13 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 		// The decision steps go on from the one of the pair the call went on with: the
 		// winner, the failure that ended it, or the later of two failures — but never a
 		// retry the retry budget refused: as without a hedge, such a refusal leaves the
-		// call with the upstream error before it.
+		// call with the error before it, the hedge's, from the hedged upstream (the
+		// primary's).
 		a, h := evs[hedge-1], evs[hedge]
-		drop := hedge - 1
+		drop, from := hedge-1, ""
 		switch {
 		case budgetRefusal(a) && !budgetRefusal(h):
+			from = a.Upstream
 		case budgetRefusal(h) && !budgetRefusal(a):
 			drop = hedge
 		case h.Class == llmclient.ClassStreamInterrupted: // a stream breaks only after it won
@@ -776,6 +778,9 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 			drop = hedge
 		}
 		evs, hedge, hedgedOn = dropPair(evs, hedge, drop)
+		if from != "" {
+			evs[hedge].Upstream = from // dropPair cloned evs
+		}
 	}
 	return sc.checkSteps(res, end, route, made, evs, hedge, hedgedOn)
 }

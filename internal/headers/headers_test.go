@@ -332,9 +332,9 @@ func TestReadWindowsBounds(t *testing.T) {
 	}
 }
 
-// ReadWindowsNow reads what ReadWindows reads at the time of the call: relative resets
+// ReadWindows at a zero now reads what it reads at the time of the call: relative resets
 // alike, an absolute one between the readings of the clock before and after it.
-func TestReadWindowsNowIsReadWindows(t *testing.T) {
+func TestReadWindowsAtZeroNowIsTheCallsTime(t *testing.T) {
 	names := [][3]string{{"Limit-Requests", "Remaining-Requests", "Reset-Requests"}, {"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"}}
 	abs := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, h := range []http.Header{
@@ -348,7 +348,7 @@ func TestReadWindowsNowIsReadWindows(t *testing.T) {
 	} {
 		var before, got, after [2]headers.Window
 		t0 := time.Now()
-		headers.ReadWindowsNow(h, "X-Ratelimit-", names, got[:])
+		headers.ReadWindows(h, "X-Ratelimit-", names, time.Time{}, got[:])
 		t1 := time.Now()
 		headers.ReadWindows(h, "X-Ratelimit-", names, t0, before[:])
 		headers.ReadWindows(h, "X-Ratelimit-", names, t1, after[:])

@@ -28,19 +28,9 @@ const MaxWindows = 4
 // A response without quota headers, as most self-hosted servers send, costs one walk over
 // its few keys instead of a map lookup per name; one with them, one walk instead of
 // three lookups per dimension. Dimensions beyond MaxWindows, or beyond len(out), are not
-// read.
+// read. A zero now means time.Now, read only once a header with the prefix was found: a
+// response without quota headers then costs no clock reading.
 func ReadWindows(h http.Header, prefix string, names [][3]string, now time.Time, out []Window) {
-	readWindows(h, prefix, names, now, nil, out)
-}
-
-// ReadWindowsNow is ReadWindows at time.Now, read only once a header with the prefix was
-// found: a response without quota headers costs no clock reading.
-func ReadWindowsNow(h http.Header, prefix string, names [][3]string, out []Window) {
-	readWindows(h, prefix, names, time.Time{}, time.Now, out)
-}
-
-// readWindows is ReadWindows at now, or at clock() when clock is not nil.
-func readWindows(h http.Header, prefix string, names [][3]string, now time.Time, clock func() time.Time, out []Window) {
 	n := min(len(names), len(out), MaxWindows)
 	var vals [MaxWindows][3]string
 	found := false
@@ -62,8 +52,8 @@ func readWindows(h http.Header, prefix string, names [][3]string, now time.Time,
 		clear(out[:n])
 		return
 	}
-	if clock != nil {
-		now = clock()
+	if now.IsZero() {
+		now = time.Now()
 	}
 	for i := range n {
 		out[i] = parseWindow(vals[i][0], vals[i][1], vals[i][2], now)

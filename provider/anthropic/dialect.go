@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmclient/llmclient"
 )
@@ -61,7 +62,7 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 
 // RateLimits reads the anthropic-ratelimit-* headers; see ParseRateLimits.
 func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
-	return rateLimitsNow(h)
+	return parseRateLimits(h, time.Time{})
 }
 
 // NewStream decodes a Messages event stream. It owns resp.Body.

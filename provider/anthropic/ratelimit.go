@@ -12,7 +12,8 @@ import (
 // ParseRateLimits reads the anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
 // {limit,remaining,reset} headers. Resets are RFC 3339 times, returned relative to now.
 // Anthropic rounds *-tokens-remaining to the nearest thousand. It returns nil when no
-// dimension is reported. ParseRateLimits is safe for concurrent use.
+// dimension is reported. A zero now means the time of the call, read only when a quota
+// header is there. ParseRateLimits is safe for concurrent use.
 func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	return parseRateLimits(h, now)
 }
@@ -23,16 +24,6 @@ func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	}
 	var w [4]headers.Window
 	headers.ReadWindows(h, "Anthropic-Ratelimit-", rateNames[:], now, w[:])
-	return rateLimitsOf(&w)
-}
-
-// rateLimitsNow is ParseRateLimits at time.Now, read only when a quota header is there.
-func rateLimitsNow(h http.Header) *llmclient.RateLimits {
-	if h == nil {
-		return nil
-	}
-	var w [4]headers.Window
-	headers.ReadWindowsNow(h, "Anthropic-Ratelimit-", rateNames[:], w[:])
 	return rateLimitsOf(&w)
 }
 

@@ -3,6 +3,7 @@ package openai
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmclient/llmclient"
 )
@@ -90,7 +91,7 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 
 // RateLimits reads the x-ratelimit-* headers; see ParseRateLimits.
 func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
-	return rateLimitsNow(h)
+	return ParseRateLimits(h, time.Time{})
 }
 
 // NewStream decodes a Chat Completions event stream, or a Responses API one for

@@ -14,23 +14,14 @@ import (
 // others; resets are Go-style durations such as "6m0s", "1s", "12ms"). When the
 // per-dimension request headers are absent, the generic x-ratelimit-{limit,remaining,reset}
 // trio (OpenRouter; reset as Unix milliseconds) fills Requests. Windows are relative to now.
-// It returns nil when the response carries none of these headers. Safe for concurrent use.
+// It returns nil when the response carries none of these headers. A zero now means the
+// time of the call, read only when a quota header is there. Safe for concurrent use.
 func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 	if h == nil {
 		return nil
 	}
 	var w [3]headers.Window
 	headers.ReadWindows(h, "X-Ratelimit-", rateNames[:], now, w[:])
-	return rateLimitsOf(&w)
-}
-
-// rateLimitsNow is ParseRateLimits at time.Now, read only when a quota header is there.
-func rateLimitsNow(h http.Header) *llmclient.RateLimits {
-	if h == nil {
-		return nil
-	}
-	var w [3]headers.Window
-	headers.ReadWindowsNow(h, "X-Ratelimit-", rateNames[:], w[:])
 	return rateLimitsOf(&w)
 }
 

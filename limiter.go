@@ -512,7 +512,7 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 }
 
-// expectService sets adm.service from its upstream's service times, once.
+// expectService sets adm.service from its upstream's service times while it is unknown (0).
 func (adm *admission) expectService() {
 	if adm.svc != nil && adm.service == 0 {
 		adm.service = adm.svc.expect(adm.streaming, adm.svcOut)

@@ -132,12 +132,16 @@ type setEntry struct {
 	in, out []metric.RecordOption
 	name    string
 	span    []attribute.KeyValue
+	// attempts counts the upstream calls of an attempt set (llmclient.client.attempts).
+	attempts *countCell
+	set      attribute.Set
 }
 
 func newSetEntry(kvs []attribute.KeyValue, tokens bool) *setEntry {
 	kvs = kvs[:len(kvs):len(kvs)] // NewSet sorts in place: each append below copies
-	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
-	e := &setEntry{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+	set := attribute.NewSet(kvs...)
+	o := metric.WithAttributeSet(set)
+	e := &setEntry{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}, set: set}
 	if tokens {
 		e.in = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, keyTokenType.String(tokenInput))...))}
 		e.out = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, keyTokenType.String(tokenOutput))...))}

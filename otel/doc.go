@@ -77,7 +77,10 @@
 //     gen_ai.provider.name, gen_ai.request.model, error.type and
 //     http.response.status_code. Retry amplification is its rate over that of
 //     gen_ai.client.operation.duration's count; the 429 share its share with
-//     error.type "rate_limited".
+//     error.type "rate_limited". An observable counter: the module counts each attempt
+//     with an atomic add and reports the totals at each collection (no exemplars), which
+//     spares every attempt a synchronous measurement; attributes beyond 4,096 distinct
+//     sets are counted under otel.metric.overflow=true.
 //   - llmclient.client.refusals ({attempt}): attempts refused locally, by
 //     llmclient.upstream, error.type and llmclient.reason (breaker_open, limiter, no_key,
 //     retry_budget, unsupported, no_upstream, other).

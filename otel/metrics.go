@@ -24,7 +24,7 @@ var (
 type instruments struct {
 	duration, ttfc, tpoc, limiterWait metric.Float64Histogram
 	tokens, attemptsPerCall           metric.Int64Histogram
-	attempts, refusals                metric.Int64Counter
+	refusals                          metric.Int64Counter
 	failovers, fallbacks, hedges      metric.Int64Counter
 	breakerTransitions                metric.Int64Counter
 	cooldowns, evictions, alerts      metric.Int64Counter
@@ -40,6 +40,8 @@ type instruments struct {
 	cacheBytes, cacheEntries                 metric.Int64ObservableGauge
 	cacheHitRate                             metric.Float64ObservableGauge
 	cacheEvictions                           metric.Int64ObservableCounter
+	attempts                                 metric.Int64ObservableCounter // over counts
+	counts                                   attemptCounts
 	observables                              []metric.Observable
 }
 
@@ -74,6 +76,10 @@ func (m *instruments) init(meter metric.Meter) error {
 		m.observables = append(m.observables, g)
 		return g
 	}
+	var (
+		cost metric.Float64Counter
+		err  error
+	)
 	m.duration = fh("gen_ai.client.operation.duration", "s", "GenAI operation duration.", durationBuckets)
 	m.tokens = ih("gen_ai.client.token.usage", "{token}", "Number of input and output tokens used.", tokenBuckets)
 	m.ttfc = fh("gen_ai.client.operation.time_to_first_chunk", "s",
@@ -84,7 +90,8 @@ func (m *instruments) init(meter metric.Meter) error {
 		"Attempts per call, local refusals included.", attemptBuckets)
 	m.limiterWait = fh("llmclient.limiter.wait", "s",
 		"Time an attempt waited in the Client's admission: partition limiter, cooling keys, key limiter.", waitBuckets)
-	m.attempts = ctr("llmclient.client.attempts", "{attempt}", "Upstream calls made by attempts.")
+	m.attempts, err = m.counts.register(meter)
+	errs = append(errs, err)
 	m.refusals = ctr("llmclient.client.refusals", "{attempt}", "Attempts refused locally, without an upstream call.")
 	m.failovers = ctr("llmclient.client.failovers", "{failover}", "Calls moved from one upstream to the next.")
 	m.hedges = ctr("llmclient.client.hedges", "{hedge}", "Hedged attempts sent while an earlier attempt was waiting.")
@@ -93,7 +100,7 @@ func (m *instruments) init(meter metric.Meter) error {
 	m.cooldowns = ctr("llmclient.key.cooldowns", "{cooldown}", "Keys paused after a rate limit.")
 	m.evictions = ctr("llmclient.key.evictions", "{eviction}", "Keys taken out of their pool (auth or quota failure).")
 	m.alerts = ctr("llmclient.alerts", "{alert}", "Failures that need a human: a revoked key, an exhausted quota.")
-	cost, err := meter.Float64Counter("llmclient.client.cost", metric.WithUnit("USD"),
+	cost, err = meter.Float64Counter("llmclient.client.cost", metric.WithUnit("USD"),
 		metric.WithDescription("What calls cost, every attempt of a call together, as far as it is priced (llmclient.WithPricing)."))
 	errs = append(errs, err)
 	m.cost = cost
@@ -192,7 +199,7 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 				s = t.sets.add(&k, t.attemptSet(&k))
 			}
 		}
-		m.attempts.Add(ctx, 1, s.add...)
+		s.attempts.n.Add(1)
 		attempt = s
 	}
 	if e.LimiterWait <= 0 {
@@ -223,7 +230,9 @@ func (t *Telemetry) attemptSet(k *setKey) *setEntry {
 	if k.status != 0 {
 		kvs = append(kvs, keyStatus.Int(k.status))
 	}
-	return t.withAttemptSpan(newSetEntry(kvs, false), k.op, k.upstream, k.model)
+	e := newSetEntry(kvs, false)
+	e.attempts = t.m.counts.cell(e.set)
+	return t.withAttemptSpan(e, k.op, k.upstream, k.model)
 }
 
 // refusalReason says which layer refused an attempt locally.

@@ -749,6 +749,11 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 		a, h := evs[hedge-1], evs[hedge]
 		drop, from := hedge-1, ""
 		switch {
+		case budgetRefusal(a) && budgetRefusal(h):
+			// Both refused before their calls: the call goes on, or ends, with the error
+			// before the pair, and the hedge called nobody (seed 8823009).
+			evs = slices.Delete(slices.Clone(evs), hedge-1, hedge+1)
+			return sc.checkSteps(res, end, route, made, evs, -1, "")
 		case budgetRefusal(a) && !budgetRefusal(h):
 			from = a.Upstream
 		case budgetRefusal(h) && !budgetRefusal(a):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,6 +159,7 @@ func TestStreamReplayedChunkByChunk(t *testing.T) {
 	assert.Equal(t, live, replay, "chunk by chunk")
 	got := s2.Response()
 	liveResp.Attempts, liveResp.RateLimits, liveResp.Cached = nil, nil, true
+	liveResp.Cost = pricing.Cost{Known: true} // no upstream call: a known $0
 	assert.Equal(t, &liveResp, got)
 	assert.Equal(t, "Hello", got.Text)
 	require.Len(t, got.ToolCalls, 1)

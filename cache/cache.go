@@ -177,13 +177,19 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	if why == nil && !storable(resp) {
 		why = ErrNotStorable
 	}
+	var e *Entry
+	if why == nil {
+		e = newEntry(resp, chunks, time.Now())
+		e.Fingerprint = cl.key
+		if chunks != nil && e.Size() > c.cfg.maxEntry { // a stream's whole entry, not its chunks alone
+			why = ErrTooLarge
+		}
+	}
 	if why != nil {
 		c.stats.notStored.Add(1)
 		c.event(ctx, cl, req, stream, Event{Kind: EventNotStored, Err: why})
 		return
 	}
-	e := newEntry(resp, chunks, time.Now())
-	e.Fingerprint = cl.key
 	if cl.exact {
 		c.set(ctx, cl, req, stream, cl.key, e, c.cfg.ttl)
 	}

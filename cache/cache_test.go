@@ -397,3 +397,36 @@ func streamClosedConcurrently(t *testing.T) {
 	<-done
 	assert.Equal(t, int64(0), m.StoreStats().Entries)
 }
+
+// The entry bound is the entry's size (Entry.Size: the answer and its chunks), not its
+// chunks alone: with the defaults, a stream of 600 kB records chunks within the cache's
+// bound (1 MiB) but makes an entry of about 1.2 MB, which the memory store (whose bound is
+// also 1 MiB) declines; the cache used to report it stored all the same.
+func TestStreamEntryBoundCountsTheWholeEntry(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts []cache.Option
+		text string
+	}{
+		"defaults":        {nil, strings.Repeat("x", 300_000)},
+		"a smaller bound": {[]cache.Option{cache.WithMaxEntryBytes(1500)}, strings.Repeat("x", 300)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ev events
+			c, m := newCache(t, append(tc.opts, cache.WithObserver(ev.observe))...)
+			p := fake.New(fake.Stream(tc.text, tc.text), fake.Reply("second"))
+			cl := client(t, p, c.Middleware())
+			s, err := cl.Stream(context.Background(), chat("hi"))
+			require.NoError(t, err)
+			chunks, err := readAll(t, s)
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, len(chunks), 2, "delivered in full")
+			assert.Empty(t, ev.of(cache.EventStored))
+			require.Len(t, ev.of(cache.EventNotStored), 1)
+			assert.ErrorIs(t, ev.of(cache.EventNotStored)[0].Err, cache.ErrTooLarge)
+			st := c.Stats()
+			assert.Equal(t, uint64(0), st.Stored)
+			assert.Equal(t, uint64(1), st.NotStored)
+			assert.Equal(t, cache.StoreStats{}, m.StoreStats(), "nothing reached the store")
+		})
+	}
+}

@@ -20,7 +20,8 @@ const (
 	// EventBypass: a Control (NoCache, NoStore, a negative MaxAge) skipped the lookup,
 	// or the semantic cache could not use the request (no user question in text).
 	EventBypass
-	// EventStored: an answer was stored.
+	// EventStored: an answer was stored (the store took it without an error; a store
+	// may still decline an entry larger than its own bound: StoreStats.Rejected).
 	EventStored
 	// EventNotStored: an answer was not stored: unsuccessful, degraded, filtered or
 	// refused, cut, closed early, or larger than the entry bound (Err says which).

@@ -164,9 +164,11 @@ func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }
 
-// WithMaxEntryBytes bounds what a stream records for one entry (Cache and Semantic): a
-// longer answer is delivered in full but not stored. 0 means the default; it must not be
-// negative. Default DefaultMaxEntryBytes (1 MiB).
+// WithMaxEntryBytes bounds the entry of a streamed answer (Cache and Semantic), as
+// Entry.Size counts it (the answer and its chunks): a longer answer is delivered in full
+// but not stored, and a stream stops being recorded once its chunks pass the bound. The
+// semantic cache bounds the entries of Complete answers too. 0 means the default; it must
+// not be negative. Default DefaultMaxEntryBytes (1 MiB).
 func WithMaxEntryBytes(n int) Option { return optionFunc(func(c *config) { c.maxEntry = n }) }
 
 // WithObserver sets a callback for the cache's events (Cache and Semantic): hits, misses,

@@ -40,6 +40,14 @@ func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...st
 // key is Key, with prefix (when not 0) before the hex digits, in one allocation.
 func key(prefix byte, namespace, partition string, req *llmclient.Request, metadataKeys []string) string {
 	w := getWriter()
+	writeKey(w, namespace, partition, req, metadataKeys)
+	s := w.hexSum(prefix)
+	putWriter(w)
+	return s
+}
+
+// writeKey writes what Key hashes.
+func writeKey(w *keyWriter, namespace, partition string, req *llmclient.Request, metadataKeys []string) {
 	w.uint(keyVersion)
 	w.str(namespace)
 	w.str(partition)
@@ -51,9 +59,6 @@ func key(prefix byte, namespace, partition string, req *llmclient.Request, metad
 		w.bool(ok)
 		w.str(v)
 	}
-	s := w.hexSum(prefix)
-	putWriter(w)
-	return s
 }
 
 // writeRequest writes the fields of req that reach the vendor. Every field of

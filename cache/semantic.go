@@ -20,8 +20,8 @@ import (
 // least the threshold) and that every guard accepts.
 //
 // Only the last message counts as the question, and only when it is a user message made
-// of text: everything else in the request (model, system prompt, earlier turns, tools,
-// parameters, the partition) must be the same exactly, so a question is only ever
+// of text: everything else in the request (model, system prompt, earlier turns, the
+// question's Name, tools, parameters, the partition) must be the same exactly, so a question is only ever
 // compared with questions asked in the same conversation state. Calls whose last message
 // is not a user text message bypass it.
 //
@@ -137,9 +137,7 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		s.event(ctx, sc, req, stream, Event{Kind: EventBypass})
 		return nil, sc
 	}
-	rest := *req
-	rest.Messages = req.Messages[:len(req.Messages)-1]
-	sc.scope = Key(s.cfg.namespace, sc.partition, &rest, s.cfg.metadataKeys...)
+	sc.scope = s.scope(sc.partition, req)
 	sc.question = q
 	vecs, err := s.emb.Embed(ctx, []string{q})
 	if err == nil && len(vecs) != 1 {
@@ -182,6 +180,20 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 	s.stats.misses.Add(1)
 	s.event(ctx, sc, req, stream, Event{Kind: EventMiss})
 	return nil, sc
+}
+
+// scope keys everything of req but its question: the request without its last message,
+// and of that message what else reaches the vendor (its Name; its role is user and its
+// parts are text, or there is no question).
+func (s *Semantic) scope(partition string, req *llmclient.Request) string {
+	rest := *req
+	rest.Messages = req.Messages[:len(req.Messages)-1]
+	w := getWriter()
+	writeKey(w, s.cfg.namespace, partition, &rest, s.cfg.metadataKeys)
+	w.str(req.Messages[len(req.Messages)-1].Name)
+	out := w.hexSum(0)
+	putWriter(w)
+	return out
 }
 
 func (s *Semantic) guarded(question, cached string) bool {

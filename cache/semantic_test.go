@@ -155,7 +155,7 @@ func TestSemanticGuardKeepsRefundAndReturnApart(t *testing.T) {
 	}
 }
 
-// Only the last user message is compared; the rest of the request must be the same, and
+// Only the last user message's text is compared; the rest of the request must be the same, and
 // partitions never share.
 func TestSemanticScope(t *testing.T) {
 	sem := newSemantic(t, &conceptEmbedder{}, cache.WithPartition(cache.PartitionByMetadata("tenant")))
@@ -175,15 +175,17 @@ func TestSemanticScope(t *testing.T) {
 	notUser := &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage(refund), llmclient.AssistantMessage(refundAgain)}}
 	image := chat(refundAgain)
 	image.Messages[0].Content = append(image.Messages[0].Content, llmclient.ImageURLPart("https://x/y.png"))
-	for _, r := range []*llmclient.Request{sys, model, tenant, notUser, image} {
+	named := chat(refundAgain) // the question's Name reaches the vendor (OpenAI's name)
+	named.Messages[0].Name = "ann"
+	for _, r := range []*llmclient.Request{sys, model, tenant, notUser, image, named} {
 		_, err := cl.Complete(ctx, r)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 6, p.Calls(), "none of them matched the first question")
+	assert.Equal(t, 7, p.Calls(), "none of them matched the first question")
 	assert.Equal(t, uint64(2), sem.Stats().Bypasses, "no user text question")
 	_, err = cl.Complete(ctx, chat(refundAgain))
 	require.NoError(t, err)
-	assert.Equal(t, 6, p.Calls())
+	assert.Equal(t, 7, p.Calls())
 }
 
 func TestSemanticStreamsAndControls(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -81,8 +82,8 @@ func (s *Store) Get(ctx context.Context, key string) (*cache.Entry, error) {
 	return e, nil
 }
 
-// Set stores e under key for ttl, rounded up to a whole millisecond. A ttl that is not
-// positive deletes the key; an entry larger than the bound is not stored.
+// Set stores e under key for ttl, rounded up to a whole millisecond (Redis's unit). A
+// ttl that is not positive deletes the key; an entry larger than the bound is not stored.
 func (s *Store) Set(ctx context.Context, key string, e *cache.Entry, ttl time.Duration) error {
 	if ttl <= 0 {
 		if err := s.rdb.Del(ctx, s.prefix+key).Err(); err != nil {
@@ -98,11 +99,21 @@ func (s *Store) Set(ctx context.Context, key string, e *cache.Entry, ttl time.Du
 		s.rejected.Add(1)
 		return nil
 	}
-	ttl = max(ttl.Round(time.Millisecond), time.Millisecond)
-	if err := s.rdb.Set(ctx, s.prefix+key, data, ttl).Err(); err != nil {
+	if err := s.rdb.Set(ctx, s.prefix+key, data, ceilMillisecond(ttl)).Err(); err != nil {
 		return fmt.Errorf("llmclient/rediscache: set: %w", err)
 	}
 	return nil
+}
+
+// ceilMillisecond rounds a positive ttl up to a whole millisecond, the unit of PX; the
+// longest Durations, whose next whole millisecond is past the longest Duration, are
+// rounded down instead.
+func ceilMillisecond(ttl time.Duration) time.Duration {
+	up := ttl.Truncate(time.Millisecond)
+	if up < ttl && up <= math.MaxInt64-time.Millisecond {
+		up += time.Millisecond
+	}
+	return up
 }
 
 // StoreStats reports the entries this process declined (Rejected) and found corrupt

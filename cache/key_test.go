@@ -181,3 +181,34 @@ func TestKeyLongText(t *testing.T) {
 	assert.NotEqual(t, key(a), key(b))
 	assert.Equal(t, key(a), key(a))
 }
+
+// Extra that holds itself cannot be sent (encoding/json refuses the cycle), but its key
+// is still computed, and a deep value that is not a cycle keys by its content: the key
+// never recurses without end (a stack overflow kills the process; it cannot be recovered).
+func TestKeyCyclicAndDeepExtra(t *testing.T) {
+	loop := map[string]any{"a": 1}
+	loop["self"] = loop
+	list := []any{1, nil}
+	list[1] = list
+	for name, extra := range map[string]any{"map": loop, "slice": list} {
+		r := fullRequest()
+		r.Extra["cycle"] = extra
+		k := key(r)
+		assert.Len(t, k, 64, name)
+		assert.NotEqual(t, key(fullRequest()), k, name)
+		_, err := json.Marshal(r.Extra)
+		assert.Error(t, err, "no adapter can send it")
+	}
+	deep := func(depth int, leaf any) map[string]any {
+		v := map[string]any{"leaf": leaf}
+		for range depth {
+			v = map[string]any{"next": v}
+		}
+		return v
+	}
+	a, b := fullRequest(), fullRequest()
+	a.Extra["deep"], b.Extra["deep"] = deep(5000, 1), deep(5000, 2)
+	assert.NotEqual(t, key(a), key(b), "deep values that differ at the bottom")
+	b.Extra["deep"] = deep(5000, 1.0)
+	assert.Equal(t, key(a), key(b), "and are one value when they are")
+}

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,4 +148,38 @@ func TestIdempotentStreamStored(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, live, again)
 	assert.Equal(t, 1, p.Calls())
+}
+
+type traceKey struct{}
+
+// The answer of a first call whose caller gave up is stored after that caller returned:
+// its store is reported from the call that went on, with the first caller's context
+// values (WithObserver).
+func TestIdempotentStoreReportedAfterTheCallerLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var stored []any
+		c, m := newCache(t, cache.WithTTL(0), cache.WithObserver(func(ctx context.Context, e cache.Event) {
+			if e.Kind == cache.EventStored {
+				mu.Lock()
+				stored = append(stored, ctx.Value(traceKey{}))
+				mu.Unlock()
+			}
+		}))
+		p := fake.New(fake.Reply("late").Latency(3 * time.Second))
+		cl := client(t, p, c.Middleware())
+		ctx, cancel := context.WithTimeout(context.WithValue(cache.WithIdempotencyKey(context.Background(), "k"), traceKey{}, "trace-1"), time.Second)
+		defer cancel()
+		_, err := cl.Complete(ctx, chat("hi"))
+		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+		mu.Lock()
+		assert.Empty(t, stored, "not yet arrived")
+		mu.Unlock()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []any{"trace-1"}, stored)
+		mu.Unlock()
+		assert.Equal(t, int64(1), m.StoreStats().Entries)
+	})
 }

@@ -173,8 +173,12 @@ func WithMaxEntryBytes(n int) Option { return optionFunc(func(c *config) { c.max
 
 // WithObserver sets a callback for the cache's events (Cache and Semantic): hits, misses,
 // bypasses, stores, shared calls, replays, guard rejections, store errors. It is called
-// synchronously on the caller's goroutine with the caller's context, never while a lock
-// is held; it must be safe for concurrent use. Default: none.
+// synchronously, never while the cache holds a lock, with the call's context: on the
+// caller's goroutine, except for the store (EventStored, EventNotStored, EventStoreError)
+// of a stream's answer, reported where the stream ends (in Next or Close), and of a shared
+// or idempotent Complete call's answer, reported on the goroutine that makes the shared
+// call, with its first caller's context values and without its cancellation, possibly
+// after every caller has returned. It must be safe for concurrent use. Default: none.
 func WithObserver(f func(ctx context.Context, e Event)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

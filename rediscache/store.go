@@ -65,14 +65,18 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 
 // Get returns the entry under key, nil when there is none. An entry that does not decode
 // (written by another version, or damaged) is an error wrapping cache.ErrCorruptEntry,
-// which the cache treats as a miss; the next answer overwrites it.
+// which the cache treats as a miss; the next answer overwrites it. It reads at most
+// cache.MaxEncodedEntry+1 bytes of the value, whatever Redis holds under key (a string
+// may be 512 MB): a longer one is corrupt.
 func (s *Store) Get(ctx context.Context, key string) (*cache.Entry, error) {
-	data, err := s.rdb.Get(ctx, s.prefix+key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	// GETRANGE answers "" for a missing key, where GET answers nil; an empty value is
+	// no entry either.
+	data, err := s.rdb.GetRange(ctx, s.prefix+key, 0, cache.MaxEncodedEntry).Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("llmclient/rediscache: get: %w", err)
+	}
+	if len(data) == 0 {
+		return nil, nil
 	}
 	e, err := cache.UnmarshalEntry(data)
 	if err != nil {

@@ -2,6 +2,7 @@ package rediscache_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +166,28 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok", r.Text)
 	assert.Equal(t, 2, errs, "the lookup and the store failed")
+}
+
+// A value far larger than any entry (put there by something else sharing the Redis, or
+// damaged) is refused after reading MaxEncodedEntry+1 bytes of it, not all of it.
+func TestGetReadsAtMostAnEntry(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store()
+	const huge = 3 * cache.MaxEncodedEntry // 192 MiB, of zero bytes: SETRANGE sends one
+	require.NoError(t, rdb.SetRange(ctx(t), rediscache.DefaultPrefix+"huge", huge-1, "x").Err())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := st.Get(ctx(t), "huge")
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
+	read := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, read, uint64(2*cache.MaxEncodedEntry), "allocated %d MiB for a %d MiB value", read>>20, huge>>20)
+	assert.Equal(t, uint64(1), st.Corrupt())
+
+	// An empty value, like a missing key, is no entry.
+	require.NoError(t, rdb.Set(ctx(t), rediscache.DefaultPrefix+"empty", "", time.Minute).Err())
+	e, err := st.Get(ctx(t), "empty")
+	require.NoError(t, err)
+	assert.Nil(t, e)
 }

@@ -47,9 +47,18 @@ func WithPrefix(p string) Option { return optionFunc(func(s *Store) { s.prefix =
 func WithMaxEntryBytes(n int) Option { return optionFunc(func(s *Store) { s.maxEntry = n }) }
 
 // New returns a Store over rdb. The caller keeps ownership of rdb and closes it.
+//
+// rdb must have ContextTimeoutEnabled set: go-redis otherwise ignores the deadline of
+// the context, so the cache's store timeout (cache.WithStoreTimeout) would not bound a
+// Redis that does not answer, and each lookup and store would hold the call for the
+// client's ReadTimeout (3s by default) and more. New returns an error when it can see
+// that it is not (a *redis.Client, *redis.ClusterClient or *redis.Ring).
 func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("llmclient/rediscache: nil Redis client")
+	}
+	if on, known := contextTimeouts(rdb); known && !on {
+		return nil, errors.New("llmclient/rediscache: the Redis client must set ContextTimeoutEnabled, or a Redis that does not answer would hold calls past the cache's store timeout")
 	}
 	s := &Store{rdb: rdb, prefix: DefaultPrefix, maxEntry: DefaultMaxEntryBytes}
 	for _, o := range opts {
@@ -61,6 +70,20 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("llmclient/rediscache: max entry bytes %d is not in [1, %d]", s.maxEntry, cache.MaxEncodedEntry)
 	}
 	return s, nil
+}
+
+// contextTimeouts reports whether the client bounds calls by their context, when its
+// options can be read.
+func contextTimeouts(rdb redis.UniversalClient) (on, known bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled, true
+	}
+	return false, false
 }
 
 // Get returns the entry under key, nil when there is none. An entry that does not decode

@@ -11,6 +11,7 @@ import (
 	"github.com/llmclient/llmclient/cache"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/rediscache"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,4 +191,24 @@ func TestGetReadsAtMostAnEntry(t *testing.T) {
 	e, err := st.Get(ctx(t), "empty")
 	require.NoError(t, err)
 	assert.Nil(t, e)
+}
+
+// go-redis ignores a context's deadline unless ContextTimeoutEnabled is set: a Redis that
+// accepted the connection and never answered then held every lookup for the client's
+// ReadTimeout (two store calls took 10 s with the defaults, against a store timeout of
+// 100 ms). New refuses such a client.
+func TestNewRequiresContextTimeouts(t *testing.T) {
+	for name, rdb := range map[string]redis.UniversalClient{
+		"client":  redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
+		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+		"ring":    redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}),
+	} {
+		_, err := rediscache.New(rdb)
+		assert.ErrorContains(t, err, "ContextTimeoutEnabled", name)
+		require.NoError(t, rdb.Close())
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	_, err := rediscache.New(rdb)
+	assert.NoError(t, err)
 }

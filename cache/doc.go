@@ -41,10 +41,11 @@
 // # Idempotency keys
 //
 // WithIdempotencyKey marks a call with a key of the caller's (a job id, a message id). The
-// first Complete call under a key runs detached from its caller's cancellation, for up to
-// the idempotency window (WithIdempotencyTTL): when its caller times out and repeats the
-// call with the same key, the repeat joins the call in flight, or gets its answer once it
-// has arrived, instead of paying for a second generation. A key reused for a different
+// first Complete call under a key runs detached from its caller's cancellation, and on
+// for up to the idempotency window (WithIdempotencyTTL) once no caller waits for it: when
+// its caller times out and repeats the call with the same key, the repeat joins the call
+// in flight, or gets its answer once it has arrived, instead of paying for a second
+// generation. A key reused for a different
 // request is refused with ErrIdempotencyMismatch. Keys are scoped per partition. Across
 // replicas, an arrived answer is shared through a shared Store; a call in flight is joined
 // only within its process. A Stream call under a key replays an arrived answer, waits for

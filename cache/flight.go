@@ -14,6 +14,10 @@ import (
 // errAllGone cancels a shared call whose waiters have all gone.
 var errAllGone = errors.New("llmclient/cache: every caller waiting for the shared call has gone")
 
+// errWindowEnded cancels an idempotent call whose callers have been gone for the
+// idempotency window.
+var errWindowEnded = errors.New("llmclient/cache: the idempotency window ended with no caller waiting")
+
 // ErrIdempotencyMismatch is wrapped by the ClassBadRequest *llmclient.Error of a call
 // whose idempotency key was used, within the idempotency window, for a different request.
 var ErrIdempotencyMismatch = errors.New("llmclient/cache: idempotency key reused for a different request")
@@ -33,8 +37,9 @@ type flight struct {
 
 	// Guarded by the group's mutex.
 	waiters   int
-	detached  bool        // idempotent: runs on when its waiters are gone
-	timer     *time.Timer // cancels a shared call at the latest deadline of its waiters
+	detached  bool          // idempotent: runs on for window when its waiters are gone
+	window    time.Duration // of a detached flight
+	timer     *time.Timer   // cancels a shared call at the latest deadline of its waiters, a detached one at the end of its window
 	deadline  time.Time
 	unbounded bool // a waiter without a deadline
 
@@ -48,9 +53,10 @@ type flight struct {
 
 // flightMode says how a flight's context is bounded.
 type flightMode struct {
-	// detach > 0 makes an idempotent flight: bounded by detach, not canceled when its
-	// waiters are gone. 0 makes a shared flight, canceled when its waiters are gone and at
-	// their latest deadline.
+	// detach > 0 makes an idempotent flight: not canceled by its waiters, it runs on for
+	// detach once they are all gone (a waiter that joins meanwhile stops the clock). 0
+	// makes a shared flight, canceled when its waiters are gone and at their latest
+	// deadline.
 	detach time.Duration
 }
 
@@ -109,12 +115,8 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 	f := &flight{done: make(chan struct{}), fingerprint: fingerprint, waiters: 1}
 	base := context.WithoutCancel(ctx)
 	if mode.detach > 0 {
-		f.detached = true
-		var cancelTimeout context.CancelFunc
-		base, cancelTimeout = context.WithTimeout(base, mode.detach)
+		f.detached, f.window = true, mode.detach
 		f.ctx, f.cancel = context.WithCancelCause(base)
-		inner := f.cancel
-		f.cancel = func(cause error) { inner(cause); cancelTimeout() }
 	} else {
 		f.ctx, f.cancel = context.WithCancelCause(base)
 		if d, ok := ctx.Deadline(); ok {
@@ -130,9 +132,17 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 	return f, false, nil
 }
 
-// extend makes a shared flight last as long as the new waiter's deadline. g.mu is held.
+// extend makes a shared flight last as long as the new waiter's deadline, and stops the
+// window of a detached one while it has a waiter. g.mu is held.
 func (f *flight) extend(ctx context.Context) {
-	if f.detached || f.unbounded {
+	if f.detached {
+		if f.timer != nil {
+			f.timer.Stop()
+			f.timer = nil
+		}
+		return
+	}
+	if f.unbounded {
 		return
 	}
 	d, ok := ctx.Deadline()
@@ -197,14 +207,28 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	return copyResponse(f.resp), f.err, joined
 }
 
-// leave drops one waiter; the last one out cancels a shared call.
+// leave drops one waiter; the last one out cancels a shared call, and starts the window
+// of a detached one.
 func (g *flightGroup) leave(f *flight) {
 	g.mu.Lock()
 	f.waiters--
-	last := f.waiters == 0 && !f.detached
+	last := f.waiters == 0
+	if last && f.detached {
+		f.timer = time.AfterFunc(f.window, func() { g.closeWindow(f) })
+	}
 	g.mu.Unlock()
-	if last {
+	if last && !f.detached {
 		f.cancel(errAllGone)
+	}
+}
+
+// closeWindow cancels a detached flight whose window ended, unless a waiter joined it
+// meanwhile. It cancels under g.mu, so that no waiter joins a flight being canceled.
+func (g *flightGroup) closeWindow(f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f.waiters == 0 {
+		f.cancel(errWindowEnded)
 	}
 }
 

@@ -183,3 +183,30 @@ func TestIdempotentStoreReportedAfterTheCallerLeft(t *testing.T) {
 		assert.Equal(t, int64(1), m.StoreStats().Entries)
 	})
 }
+
+// The idempotency window bounds how long the first call runs once its caller has gone,
+// not the call itself: a caller that waits longer than the window, within its own
+// deadline, gets its answer. A repeat that joins the call keeps it running while it
+// waits; the window starts again when it goes.
+func TestIdempotencyWindowStartsWhenTheCallerGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0), cache.WithIdempotencyTTL(time.Minute))
+		p := fake.New(fake.Reply("slow").Latency(2*time.Minute), fake.Reply("slower").Latency(3*time.Minute))
+		cl := client(t, p, c.Middleware())
+		r := <-callAt(cl, 0, chat("hi"), withKey("a", 5*time.Minute))
+		require.NoError(t, r.err, "the caller was still there")
+		assert.Equal(t, "slow", r.resp.Text)
+		assert.Equal(t, 2*time.Minute, r.at)
+
+		// The first caller goes at 30s; a repeat joins at 80s (within the window) and
+		// waits past the window's first end (90s) for the answer at 180s.
+		first := callAt(cl, 0, chat("hi"), withKey("b", 30*time.Second))
+		repeat := callAt(cl, 80*time.Second, chat("hi"), withKey("b", 0))
+		assert.Error(t, (<-first).err)
+		rr := <-repeat
+		require.NoError(t, rr.err)
+		assert.Equal(t, "slower", rr.resp.Text)
+		assert.Equal(t, 3*time.Minute, rr.at)
+		assert.Equal(t, 2, p.Calls())
+	})
+}

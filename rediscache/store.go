@@ -143,8 +143,9 @@ func ceilMillisecond(ttl time.Duration) time.Duration {
 	return up
 }
 
-// StoreStats reports the entries this process declined (Rejected) and found corrupt
-// (Expired is not tracked: Redis expires entries itself). Entries, Bytes and Evictions
+// StoreStats reports the entries this process declined as larger than its bound
+// (Rejected); Corrupt counts those it found corrupt, which StoreStats has no field for.
+// Expired is not tracked: Redis expires entries itself. Entries, Bytes and Evictions
 // are Redis's to tell, shared by every process: read them from INFO (keyspace,
 // used_memory, evicted_keys); they stay 0 here.
 func (s *Store) StoreStats() cache.StoreStats {

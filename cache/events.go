@@ -64,8 +64,9 @@ type Event struct {
 	Stream bool
 	// Age is a hit's entry age.
 	Age time.Duration
-	// Similarity is the semantic cache's best cosine similarity, for hits, misses with a
-	// candidate, and guard rejections.
+	// Similarity is the semantic cache's cosine similarity: of the matched question for
+	// hits, of the most similar one for guard rejections, and for misses of the most
+	// similar question compared (below the threshold; 0 when there was none to compare).
 	Similarity float64
 	// Err is the reason for EventNotStored and EventStoreError.
 	Err error

@@ -159,7 +159,7 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		return nil, sc
 	}
 	now := time.Now()
-	cands := s.candidates(sc.scope, vec, now, ctl)
+	cands, nearest := s.candidates(sc.scope, vec, now, ctl)
 	rejected, best := false, 0.0
 	for _, c := range cands {
 		if s.guarded(q, c.item.question) {
@@ -178,7 +178,7 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		return nil, sc
 	}
 	s.stats.misses.Add(1)
-	s.event(ctx, sc, req, stream, Event{Kind: EventMiss})
+	s.event(ctx, sc, req, stream, Event{Kind: EventMiss, Similarity: nearest})
 	return nil, sc
 }
 
@@ -211,9 +211,11 @@ type candidate struct {
 }
 
 // candidates returns the live questions of scope at least as similar as the threshold,
-// most similar first. It holds the lock only to scan.
-func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Control) []candidate {
+// most similar first, and the best similarity of all the questions compared (0 when
+// none was). It holds the lock only to scan.
+func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Control) ([]candidate, float64) {
 	var out []candidate
+	nearest, compared := 0.0, false
 	s.mu.Lock()
 	if b := s.buckets[scope]; b != nil {
 		for el := b.Front(); el != nil; {
@@ -224,7 +226,11 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 				s.removeLocked(el.Value.(*list.Element))
 				s.stats.expired.Add(1)
 			case len(it.vec) == len(vec) && ctl.accepts(it.entry.Created, now):
-				if sim := dot(vec, it.vec); sim >= s.cfg.threshold {
+				sim := dot(vec, it.vec)
+				if !compared || sim > nearest {
+					nearest, compared = sim, true
+				}
+				if sim >= s.cfg.threshold {
 					out = append(out, candidate{it, sim})
 				}
 			}
@@ -241,7 +247,7 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 		}
 		return 0
 	})
-	return out
+	return out, nearest
 }
 
 // touch marks it as recently used, if it is still indexed.

@@ -302,3 +302,24 @@ func FuzzGuards(f *testing.F) {
 		_ = cache.MinTermOverlap(0.5)(a, b)
 	})
 }
+
+// A miss reports the best similarity among the questions it was compared with, below the
+// threshold, so that the threshold can be tuned from the events; a miss with nothing to
+// compare with reports none.
+func TestSemanticMissReportsTheNearestQuestion(t *testing.T) {
+	var ev events
+	emb := &conceptEmbedder{}
+	sem := newSemantic(t, emb, cache.WithObserver(ev.observe))
+	p := fake.New(fake.Reply("x").Forever())
+	cl := client(t, p, sem.Middleware())
+	ask(t, cl, refund)
+	const near = "how do I get a refund for my broken product bought today in the shop"
+	want := cosine(t, emb, near, refund)
+	require.Less(t, want, cache.DefaultThreshold)
+	require.Positive(t, want)
+	ask(t, cl, near)
+	misses := ev.of(cache.EventMiss)
+	require.Len(t, misses, 2)
+	assert.Zero(t, misses[0].Similarity, "nothing to compare with")
+	assert.InDelta(t, want, misses[1].Similarity, 1e-6)
+}

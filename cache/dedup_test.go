@@ -269,3 +269,22 @@ func TestDedupLeaderPanicReachesEveryWaiter(t *testing.T) {
 		assert.Equal(t, 2, calls)
 	})
 }
+
+// Shared counts the calls answered by joining a call in flight: a caller that joined and
+// gave up before the answer arrived was not answered by it, and reports no EventShared.
+func TestDedupSharedCountsOnlyAnsweredCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev events
+		c, _ := newCache(t, cache.WithDedup(true), cache.WithObserver(ev.observe))
+		p := fake.New(fake.Reply("answer").Latency(3 * time.Second))
+		cl := client(t, p, c.Middleware())
+		leader := callAt(cl, 0, chat("hi"), noDeadline)
+		short := callAt(cl, 100*time.Millisecond, chat("hi"), timeout(time.Second))
+		follower := callAt(cl, 200*time.Millisecond, chat("hi"), noDeadline)
+		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-short).err))
+		require.NoError(t, (<-leader).err)
+		require.NoError(t, (<-follower).err)
+		assert.Equal(t, uint64(1), c.Stats().Shared)
+		assert.Len(t, ev.of(cache.EventShared), 1)
+	})
+}

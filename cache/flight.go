@@ -61,9 +61,9 @@ type flightMode struct {
 }
 
 // do runs fn once for every caller of key in flight together and returns its result. It
-// returns joined true for a caller that found the call in flight. A caller whose ctx
-// ends returns at once with its context's error, without canceling the call for the
-// others. fingerprint must match the fingerprint of the call in flight, else the caller
+// returns joined true for a caller that found the call in flight and got its result. A
+// caller whose ctx ends returns at once with its context's error, without canceling the
+// call for the others. fingerprint must match the fingerprint of the call in flight, else the caller
 // gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the first
 // caller's context values.
 func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
@@ -177,7 +177,8 @@ func (g *flightGroup) run(key string, f *flight, fn func(context.Context) (*llmc
 	f.resp, f.err = fn(f.ctx)
 }
 
-// wait waits for f's result or for ctx to end.
+// wait waits for f's result or for ctx to end. It returns joined false for a caller that
+// gave up: the shared call did not answer it.
 func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmclient.Response, error, bool) {
 	select {
 	case <-f.done:
@@ -186,7 +187,7 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 		case <-f.done: // both ready: the answer wins
 		default:
 			g.leave(f)
-			return nil, gaveUp(ctx), joined
+			return nil, gaveUp(ctx), false
 		}
 	}
 	g.mu.Lock()
@@ -198,7 +199,7 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	if f.err != nil {
 		switch {
 		case ctx.Err() != nil: // the call failed as this caller gave up: its own reason
-			return nil, gaveUp(ctx), joined
+			return nil, gaveUp(ctx), false
 		case f.expired.Load():
 			return nil, &llmclient.Error{Class: llmclient.ClassTimeout, Err: context.DeadlineExceeded,
 				Message: "the shared call reached the latest deadline of its callers"}, joined

@@ -110,24 +110,27 @@ func (s *Store) Get(ctx context.Context, key string) (*cache.Entry, error) {
 }
 
 // Set stores e under key for ttl, rounded up to a whole millisecond (Redis's unit). A
-// ttl that is not positive deletes the key; an entry larger than the bound is not stored.
+// ttl that is not positive deletes the key; so does an entry larger than the bound (or
+// with more chunks than cache.UnmarshalEntry reads), which is not stored (as in the
+// memory store: a newer answer that cannot be kept does not leave the one it replaces).
 func (s *Store) Set(ctx context.Context, key string, e *cache.Entry, ttl time.Duration) error {
 	if ttl <= 0 {
-		if err := s.rdb.Del(ctx, s.prefix+key).Err(); err != nil {
-			return fmt.Errorf("llmclient/rediscache: del: %w", err)
-		}
-		return nil
+		return s.del(ctx, key)
 	}
-	data, err := cache.MarshalEntry(e)
-	if err != nil {
-		return fmt.Errorf("llmclient/rediscache: encode: %w", err)
-	}
-	if len(data) > s.maxEntry {
+	data, err := cache.MarshalEntry(e) // it refuses only more chunks than an entry holds
+	if err != nil || len(data) > s.maxEntry {
 		s.rejected.Add(1)
-		return nil
+		return s.del(ctx, key)
 	}
 	if err := s.rdb.Set(ctx, s.prefix+key, data, ceilMillisecond(ttl)).Err(); err != nil {
 		return fmt.Errorf("llmclient/rediscache: set: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) del(ctx context.Context, key string) error {
+	if err := s.rdb.Del(ctx, s.prefix+key).Err(); err != nil {
+		return fmt.Errorf("llmclient/rediscache: del: %w", err)
 	}
 	return nil
 }

@@ -212,3 +212,32 @@ func TestNewRequiresContextTimeouts(t *testing.T) {
 	_, err := rediscache.New(rdb)
 	assert.NoError(t, err)
 }
+
+// An entry too large to store replaces the one under its key all the same, as the memory
+// store does: a fresh answer (NoCache, MaxAge) that cannot be kept must not leave the
+// stale one it replaces to answer the next calls.
+func TestRejectedEntryRemovesTheOldOne(t *testing.T) {
+	srv := startRedis(t)
+	st, _ := srv.store(rediscache.WithMaxEntryBytes(500))
+	require.NoError(t, st.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, st.Set(ctx(t), "k", entry(strings.Repeat("x", 600)), time.Minute))
+	assert.Equal(t, uint64(1), st.StoreStats().Rejected)
+	e, err := st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e, "the stale answer is gone")
+	// So does one with more chunks than an entry may hold.
+	require.NoError(t, st.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, st.Set(ctx(t), "k", &cache.Entry{Chunks: make([]llmclient.Chunk, cache.MaxEncodedEntry/160+1)}, time.Minute))
+	assert.Equal(t, uint64(2), st.StoreStats().Rejected)
+	e, err = st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e)
+
+	mem, err := cache.NewMemory(cache.MemoryConfig{MaxEntryBytes: 1500})
+	require.NoError(t, err)
+	require.NoError(t, mem.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, mem.Set(ctx(t), "k", entry(strings.Repeat("x", 600)), time.Minute))
+	e, err = mem.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e, "as in the memory store")
+}

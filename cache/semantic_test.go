@@ -323,3 +323,40 @@ func TestSemanticMissReportsTheNearestQuestion(t *testing.T) {
 	assert.Zero(t, misses[0].Similarity, "nothing to compare with")
 	assert.InDelta(t, want, misses[1].Similarity, 1e-6)
 }
+
+// Many goroutines asking, storing and evicting at once (run with -race): the index stays
+// within its bound, its bytes are those of what it holds, and the counters add up.
+func TestSemanticConcurrent(t *testing.T) {
+	sem := newSemantic(t, &conceptEmbedder{}, cache.WithMaxEntries(8))
+	p := fake.New(fake.Reply("x").Forever())
+	cl := client(t, p, sem.Middleware())
+	questions := []string{refund, refundAgain, returnItem, openingHours, "tell me about penguins",
+		"what about walruses", "where is my order", "cancel my subscription", "how tall is the tower",
+		"who wrote this", "when do you close", "what is the weather"}
+	const goroutines, calls = 6, 30
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				r, err := cl.Complete(context.Background(), chat(questions[(g*7+i)%len(questions)]))
+				if assert.NoError(t, err) {
+					assert.Equal(t, "x", r.Text)
+				}
+				st := sem.Stats()
+				assert.LessOrEqual(t, st.Entries, 8)
+			}
+		}()
+	}
+	wg.Wait()
+	st := sem.Stats()
+	assert.Equal(t, uint64(goroutines*calls), st.Hits+st.Misses+st.GuardRejections+st.Bypasses)
+	assert.Equal(t, uint64(p.Calls()), st.Stored)
+	assert.Equal(t, st.Stored-st.Evictions-st.Expired, uint64(st.Entries))
+	if st.Entries == 0 {
+		assert.Zero(t, st.Bytes)
+	} else {
+		assert.Positive(t, st.Bytes)
+	}
+}

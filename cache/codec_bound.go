@@ -19,20 +19,10 @@ const maxEncodedDepth = 10000
 func checkElements(data []byte) error {
 	var arrays [maxEncodedDepth/64 + 1]uint64 // bit d: the container at depth d is an array
 	depth, elements := 0, 0
-	inString, escaped, opened := false, false, false // opened: just after '['
+	var text jsonText
+	opened := false // just after '['
 	for _, c := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+		if text.inString(c) || isJSONSpace(c) {
 			continue
 		}
 		if opened && c != ']' {
@@ -40,8 +30,6 @@ func checkElements(data []byte) error {
 		}
 		opened = false
 		switch c {
-		case '"':
-			inString = true
 		case '[', '{':
 			if depth == maxEncodedDepth {
 				return fmt.Errorf("%w: nested more than %d deep", ErrCorruptEntry, maxEncodedDepth)

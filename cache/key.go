@@ -243,21 +243,9 @@ func (w *keyWriter) cacheMark(c *llmclient.CacheControl) {
 // order is a miss, never a wrong hit). It does not allocate.
 func (w *keyWriter) json(raw json.RawMessage) {
 	w.bool(raw != nil)
-	inString, escaped := false, false
+	var text jsonText
 	for _, c := range raw {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		if !text.inString(c) && isJSONSpace(c) {
 			continue
 		}
 		w.room(1)

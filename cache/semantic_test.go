@@ -334,22 +334,13 @@ func TestSemanticConcurrent(t *testing.T) {
 		"what about walruses", "where is my order", "cancel my subscription", "how tall is the tower",
 		"who wrote this", "when do you close", "what is the weather"}
 	const goroutines, calls = 6, 30
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range calls {
-				r, err := cl.Complete(context.Background(), chat(questions[(g*7+i)%len(questions)]))
-				if assert.NoError(t, err) {
-					assert.Equal(t, "x", r.Text)
-				}
-				st := sem.Stats()
-				assert.LessOrEqual(t, st.Entries, 8)
-			}
-		}()
-	}
-	wg.Wait()
+	concurrently(goroutines, calls, func(g, i int) {
+		r, err := cl.Complete(context.Background(), chat(questions[(g*7+i)%len(questions)]))
+		if assert.NoError(t, err) {
+			assert.Equal(t, "x", r.Text)
+		}
+		assert.LessOrEqual(t, sem.Stats().Entries, 8)
+	})
 	st := sem.Stats()
 	assert.Equal(t, uint64(goroutines*calls), st.Hits+st.Misses+st.GuardRejections+st.Bypasses)
 	assert.Equal(t, uint64(p.Calls()), st.Stored)

@@ -41,20 +41,12 @@ func TestStatsAddUpUnderConcurrency(t *testing.T) {
 			last = s
 		}
 	}()
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range calls {
-				r, err := cl.Complete(context.Background(), chat("q"+strconv.Itoa((g+i)%questions)))
-				if assert.NoError(t, err) {
-					assert.Equal(t, "x", r.Text)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	concurrently(goroutines, calls, func(g, i int) {
+		r, err := cl.Complete(context.Background(), chat("q"+strconv.Itoa((g+i)%questions)))
+		if assert.NoError(t, err) {
+			assert.Equal(t, "x", r.Text)
+		}
+	})
 	close(stop)
 	reader.Wait()
 	s := c.Stats()

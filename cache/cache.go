@@ -271,8 +271,8 @@ func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*ll
 }
 
 // cloneRequest copies what a caller could change in a Request it reuses: the slices and
-// maps down to each message's parts and tool calls. Image bytes and the values inside
-// Extra are shared.
+// maps down to each message's parts and tool calls. Image bytes, the bytes of tool
+// parameters and schemas, cache marks and the values inside Extra are shared.
 func cloneRequest(r *llmclient.Request) *llmclient.Request {
 	c := *r
 	c.Messages = slices.Clone(r.Messages)

@@ -121,8 +121,7 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 		f.ctx, f.cancel = context.WithCancelCause(base)
 		if d, ok := ctx.Deadline(); ok {
 			f.deadline = d
-			cancel := f.cancel
-			f.timer = time.AfterFunc(time.Until(d), func() { f.expired.Store(true); cancel(context.DeadlineExceeded) })
+			f.timer = time.AfterFunc(time.Until(d), func() { g.expire(f) })
 		} else {
 			f.unbounded = true
 		}
@@ -155,6 +154,19 @@ func (f *flight) extend(ctx context.Context) {
 		f.deadline = d
 		f.timer.Reset(time.Until(d))
 	}
+}
+
+// expire cancels a shared flight at the latest deadline of its waiters, unless a waiter
+// extended it or lifted it since the timer fired. It cancels under g.mu, so that no
+// waiter joins a flight being canceled.
+func (g *flightGroup) expire(f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f.unbounded || time.Now().Before(f.deadline) {
+		return
+	}
+	f.expired.Store(true)
+	f.cancel(context.DeadlineExceeded)
 }
 
 // run makes the call and publishes its result.

@@ -220,17 +220,17 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	return copyResponse(f.resp), f.err, joined
 }
 
-// leave drops one waiter; the last one out cancels a shared call, and starts the window
-// of a detached one.
+// leave drops one waiter; the last one out cancels a shared call (under g.mu, so that no
+// waiter joins a flight being canceled), and starts the window of a detached one.
 func (g *flightGroup) leave(f *flight) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	f.waiters--
-	last := f.waiters == 0
-	if last && f.detached {
+	switch {
+	case f.waiters > 0:
+	case f.detached:
 		f.timer = time.AfterFunc(f.window, func() { g.closeWindow(f) })
-	}
-	g.mu.Unlock()
-	if last && !f.detached {
+	default:
 		f.cancel(errAllGone)
 	}
 }

@@ -44,7 +44,8 @@ type Semantic struct {
 type semItem struct {
 	scope    string
 	question string
-	vec      []float32 // unit length
+	vec      []float32 // unit length, up to float32 rounding
+	norm2    float64   // vec's squared length, to correct that rounding
 	entry    *Entry
 	expires  time.Time
 	size     int64
@@ -98,6 +99,7 @@ type semHandler struct {
 type semCall struct {
 	partition, scope, question string
 	vec                        []float32
+	norm2                      float64
 	store                      bool
 }
 
@@ -152,14 +154,14 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		s.event(ctx, sc, req, stream, Event{Kind: EventStoreError, Err: err})
 		return nil, sc
 	}
-	sc.vec, sc.store = vec, true
+	sc.vec, sc.norm2, sc.store = vec, dot(vec, vec), true
 	if !ctl.lookup() {
 		s.stats.bypasses.Add(1)
 		s.event(ctx, sc, req, stream, Event{Kind: EventBypass})
 		return nil, sc
 	}
 	now := time.Now()
-	cands, nearest := s.candidates(sc.scope, vec, now, ctl)
+	cands, nearest := s.candidates(sc.scope, vec, sc.norm2, now, ctl)
 	rejected, best := false, 0.0
 	for _, c := range cands {
 		if s.guarded(q, c.item.question) {
@@ -213,7 +215,7 @@ type candidate struct {
 // candidates returns the live questions of scope at least as similar as the threshold,
 // most similar first, and the best similarity of all the questions compared (0 when
 // none was). It holds the lock only to scan.
-func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Control) ([]candidate, float64) {
+func (s *Semantic) candidates(scope string, vec []float32, norm2 float64, now time.Time, ctl Control) ([]candidate, float64) {
 	var out []candidate
 	nearest, compared := 0.0, false
 	s.mu.Lock()
@@ -226,7 +228,7 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 				s.removeLocked(el.Value.(*list.Element))
 				s.stats.expired.Add(1)
 			case len(it.vec) == len(vec) && ctl.accepts(it.entry.Created, now):
-				sim := dot(vec, it.vec)
+				sim := cosine(vec, it.vec, norm2, it.norm2)
 				if !compared || sim > nearest {
 					nearest, compared = sim, true
 				}
@@ -265,7 +267,8 @@ func (s *Semantic) touch(it *semItem) {
 // insert indexes an answer under its question, evicting the least recently used
 // questions past the bound.
 func (s *Semantic) insert(sc *semCall, e *Entry) {
-	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, entry: e, expires: expiry(e.Created, s.cfg.ttl)}
+	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, norm2: sc.norm2, entry: e,
+		expires: expiry(e.Created, s.cfg.ttl)}
 	it.size = itemSize(it)
 	now := time.Now()
 	s.mu.Lock()
@@ -433,7 +436,16 @@ func unit(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-// dot is the cosine similarity of two unit vectors of the same length.
+// cosine is the cosine similarity of two vectors of the same length whose squared
+// lengths are na and nb. Dividing by their lengths corrects the rounding of vectors made
+// unit in float32, whose dot product with themselves is 1 only within 1e-7 or so: a
+// vector's similarity with itself is exactly 1 (sqrt(x*x) is x in binary floating point),
+// so that WithThreshold(1) matches the same direction.
+func cosine(a, b []float32, na, nb float64) float64 {
+	return dot(a, b) / math.Sqrt(na*nb)
+}
+
+// dot is the dot product of two vectors of the same length.
 func dot(a, b []float32) float64 {
 	var s float64
 	for i := range a {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -349,5 +351,37 @@ func TestSemanticConcurrent(t *testing.T) {
 		assert.Zero(t, st.Bytes)
 	} else {
 		assert.Positive(t, st.Bytes)
+	}
+}
+
+// WithThreshold(1), which the doc allows, matches a question whose embedding points the
+// same way, and only such a question: float32 rounding made the similarity of a vector
+// with itself 0.99999994 or so about half the time, and the same question missed.
+func TestSemanticThresholdOneMatchesTheSameVector(t *testing.T) {
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		v := make([]float32, 1536)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		var next []float32 // what the embedder answers next
+		emb := cache.EmbedderFunc(func(context.Context, []string) ([][]float32, error) { return [][]float32{next}, nil })
+		sem := newSemantic(t, emb, cache.WithThreshold(1))
+		p := fake.New(fake.Reply("x").Forever())
+		cl := client(t, p, sem.Middleware())
+		next = v
+		ask(t, cl, "the question")
+		scaled := make([]float32, len(v)) // the same direction
+		for j := range v {
+			scaled[j] = 2 * v[j]
+		}
+		next = scaled
+		ask(t, cl, "the question, again")
+		require.Equal(t, 1, p.Calls(), "seed %d: the same direction matches", seed)
+		other := slices.Clone(v)
+		other[0] += 0.05
+		next = other
+		ask(t, cl, "another question")
+		require.Equal(t, 2, p.Calls(), "seed %d: another direction does not", seed)
 	}
 }

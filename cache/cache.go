@@ -154,18 +154,16 @@ func (c *Cache) get(ctx context.Context, cl *call, req *llmclient.Request, strea
 }
 
 // storeContext bounds one store call. A store after the answer runs detached from the
-// caller's cancellation: the answer has arrived and is worth keeping.
+// caller's cancellation, the answer having arrived and being worth keeping, but only
+// under the store timeout: without one, the caller's context is its only bound.
 func (c *Cache) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
-	if c.local {
+	if c.local || c.cfg.storeTimeout == 0 {
 		return ctx, func() {}
 	}
 	if detach {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if c.cfg.storeTimeout > 0 {
-		return context.WithTimeout(ctx, c.cfg.storeTimeout)
-	}
-	return ctx, func() {}
+	return context.WithTimeout(ctx, c.cfg.storeTimeout)
 }
 
 // save stores an answer in the exact cache and under its idempotency key, as the call

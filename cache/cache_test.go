@@ -430,3 +430,33 @@ func TestStreamEntryBoundCountsTheWholeEntry(t *testing.T) {
 		})
 	}
 }
+
+// slowSetStore misses at once and holds every Set until its context ends.
+type slowSetStore struct{}
+
+func (slowSetStore) Get(context.Context, string) (*cache.Entry, error) { return nil, nil }
+
+func (slowSetStore) Set(ctx context.Context, _ string, _ *cache.Entry, _ time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// WithStoreTimeout(0) leaves the caller's context as the only bound: a store that does
+// not answer holds the call until that context ends, not for ever (a store after the
+// answer runs detached from the caller's cancellation only under a store timeout).
+func TestStoreTimeoutZeroIsBoundedByTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev events
+		c, err := cache.New(slowSetStore{}, cache.WithStoreTimeout(0), cache.WithObserver(ev.observe))
+		require.NoError(t, err)
+		cl := client(t, fake.New(fake.Reply("ok")), c.Middleware())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		r, err := cl.Complete(ctx, chat("hi"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", r.Text, "the answer, though it could not be stored")
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.Len(t, ev.of(cache.EventStoreError), 1)
+	})
+}

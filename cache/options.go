@@ -157,9 +157,10 @@ func WithIdempotencyTTL(d time.Duration) Option {
 }
 
 // WithStoreTimeout bounds each store call (Cache): a store that does not answer in time
-// counts as a miss (or a failed store), so that a slow Redis never holds a request. 0
-// means no bound but the caller's context; it must not be negative. Default
-// DefaultStoreTimeout (250ms).
+// counts as a miss (or a failed store), so that a slow Redis never holds a request. The
+// store of an answer runs detached from the caller's cancellation, within the timeout. 0
+// means no bound but the caller's context, for lookups and stores alike; it must not be
+// negative. Default DefaultStoreTimeout (250ms).
 func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }

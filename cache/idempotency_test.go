@@ -210,3 +210,23 @@ func TestIdempotencyWindowStartsWhenTheCallerGoes(t *testing.T) {
 		assert.Equal(t, 2, p.Calls())
 	})
 }
+
+// A first call under a key that fails keeps nothing under the key: its repeat, and a
+// caller that joined it, get its error, and the next repeat makes a new call.
+func TestIdempotentFailureIsNotKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0))
+		p := fake.New(fake.Fail(500).Latency(time.Second), fake.Reply("second try"))
+		cl := client(t, p, c.Middleware(), llmclient.WithMaxAttempts(1))
+		first := callAt(cl, 0, chat("hi"), withKey("k", 0))
+		joined := callAt(cl, 100*time.Millisecond, chat("hi"), withKey("k", 0))
+		f, j := <-first, <-joined
+		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(f.err))
+		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(j.err), "the joined caller gets the same error")
+		r := <-callAt(cl, 0, chat("hi"), withKey("k", 0))
+		require.NoError(t, r.err)
+		assert.Equal(t, "second try", r.resp.Text)
+		assert.Equal(t, 2, p.Calls())
+		assert.Equal(t, uint64(1), c.Stats().Shared)
+	})
+}

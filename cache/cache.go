@@ -179,7 +179,8 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	if why == nil {
 		e = newEntry(resp, chunks, time.Now())
 		e.Fingerprint = cl.key
-		if chunks != nil && e.Size() > c.cfg.maxEntry { // a stream's whole entry, not its chunks alone
+		// A stream's whole entry, not its chunks alone (the recorder's bound).
+		if chunks != nil && e.Size() > c.cfg.maxEntry {
 			why = ErrTooLarge
 		}
 	}

@@ -17,12 +17,13 @@
 //
 // A hit returns a copy of the stored Response marked Cached, with no Attempts (no upstream
 // call was made), no RateLimits, a Cost of a known $0, and the Usage of the call that
-// produced it: no tokens were spent for a hit. A Stream call served from the cache replays the recorded chunks one by one
-// (llmclient.StreamOf); an answer stored by Complete replays as one chunk. Per call, a
-// Control (WithControl) asks for no-cache, no-store or a max-age, as HTTP's Cache-Control
-// request directives do. Store is the storage interface: NewMemory keeps entries in
-// process (LRU by bytes, with TTL and entry and total bounds), and the nested module
-// github.com/llmclient/llmclient/rediscache keeps them in Redis, shared by replicas.
+// produced it: no tokens were spent for a hit. A Stream call served from the cache
+// replays the recorded chunks one by one (llmclient.StreamOf); an answer stored by
+// Complete replays as one chunk. Per call, a Control (WithControl) asks for no-cache,
+// no-store or a max-age, as HTTP's Cache-Control request directives do. Store is the
+// storage interface: NewMemory keeps entries in process (LRU by bytes, with TTL and entry
+// and total bounds), and the nested module github.com/llmclient/llmclient/rediscache
+// keeps them in Redis, shared by replicas.
 //
 // # De-duplication
 //

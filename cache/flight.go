@@ -35,11 +35,12 @@ type flight struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 
-	// Guarded by the group's mutex.
+	// Guarded by the group's mutex. timer cancels a shared flight at the latest deadline
+	// of its waiters, a detached one at the end of its window.
 	waiters   int
 	detached  bool          // idempotent: runs on for window when its waiters are gone
 	window    time.Duration // of a detached flight
-	timer     *time.Timer   // cancels a shared call at the latest deadline of its waiters, a detached one at the end of its window
+	timer     *time.Timer
 	deadline  time.Time
 	unbounded bool // a waiter without a deadline
 
@@ -63,9 +64,9 @@ type flightMode struct {
 // do runs fn once for every caller of key in flight together and returns its result. It
 // returns joined true for a caller that found the call in flight and got its result. A
 // caller whose ctx ends returns at once with its context's error, without canceling the
-// call for the others. fingerprint must match the fingerprint of the call in flight, else the caller
-// gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the first
-// caller's context values.
+// call for the others. fingerprint must match the fingerprint of the call in flight, else
+// the caller gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the
+// first caller's context values.
 func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
 	fn func(context.Context) (*llmclient.Response, error)) (*llmclient.Response, error, bool) {
 	if ctx.Err() != nil { // a caller already gone starts nothing

@@ -21,9 +21,9 @@ import (
 //
 // Only the last message counts as the question, and only when it is a user message made
 // of text: everything else in the request (model, system prompt, earlier turns, the
-// question's Name, tools, parameters, the partition) must be the same exactly, so a question is only ever
-// compared with questions asked in the same conversation state. Calls whose last message
-// is not a user text message bypass it.
+// question's Name, tools, parameters, the partition) must be the same exactly, so a
+// question is only ever compared with questions asked in the same conversation state.
+// Calls whose last message is not a user text message bypass it.
 //
 // The index is in memory, bounded by WithMaxEntries; entries expire after the TTL
 // (WithTTL). Every call with a question costs one embedding call, made under the

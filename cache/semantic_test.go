@@ -157,8 +157,8 @@ func TestSemanticGuardKeepsRefundAndReturnApart(t *testing.T) {
 	}
 }
 
-// Only the last user message's text is compared; the rest of the request must be the same, and
-// partitions never share.
+// Only the last user message's text is compared; the rest of the request must be the
+// same, and partitions never share.
 func TestSemanticScope(t *testing.T) {
 	sem := newSemantic(t, &conceptEmbedder{}, cache.WithPartition(cache.PartitionByMetadata("tenant")))
 	p := fake.New(fake.Reply("a").Forever())

@@ -56,9 +56,9 @@ func (l *commandLog) expiry() int64 {
 	return -1
 }
 
-// Set keeps an entry at least its TTL: a TTL that is not a whole number of milliseconds is
-// rounded up, never down (an entry kept 1.4 ms for a TTL of 1.4 ms would be kept 1 ms), and
-// a huge one does not wrap around.
+// Set keeps an entry at least its TTL: a TTL that is not a whole number of milliseconds
+// is rounded up, never down (an entry with a TTL of 1.4 ms was kept 1 ms), and a huge one
+// does not wrap around.
 func TestSetRoundsTheTTLUp(t *testing.T) {
 	srv := startRedis(t)
 	st, rdb := srv.store()

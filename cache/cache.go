@@ -154,18 +154,16 @@ func (c *Cache) get(ctx context.Context, cl *call, req *llmclient.Request, strea
 }
 
 // storeContext bounds one store call. A store after the answer runs detached from the
-// caller's cancellation: the answer has arrived and is worth keeping.
+// caller's cancellation, the answer having arrived and being worth keeping, but only
+// under the store timeout: without one, the caller's context is its only bound.
 func (c *Cache) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
-	if c.local {
+	if c.local || c.cfg.storeTimeout == 0 {
 		return ctx, func() {}
 	}
 	if detach {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if c.cfg.storeTimeout > 0 {
-		return context.WithTimeout(ctx, c.cfg.storeTimeout)
-	}
-	return ctx, func() {}
+	return context.WithTimeout(ctx, c.cfg.storeTimeout)
 }
 
 // save stores an answer in the exact cache and under its idempotency key, as the call
@@ -177,13 +175,20 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	if why == nil && !storable(resp) {
 		why = ErrNotStorable
 	}
+	var e *Entry
+	if why == nil {
+		e = newEntry(resp, chunks, time.Now())
+		e.Fingerprint = cl.key
+		// A stream's whole entry, not its chunks alone (the recorder's bound).
+		if chunks != nil && e.Size() > c.cfg.maxEntry {
+			why = ErrTooLarge
+		}
+	}
 	if why != nil {
 		c.stats.notStored.Add(1)
 		c.event(ctx, cl, req, stream, Event{Kind: EventNotStored, Err: why})
 		return
 	}
-	e := newEntry(resp, chunks, time.Now())
-	e.Fingerprint = cl.key
 	if cl.exact {
 		c.set(ctx, cl, req, stream, cl.key, e, c.cfg.ttl)
 	}
@@ -265,8 +270,8 @@ func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*ll
 }
 
 // cloneRequest copies what a caller could change in a Request it reuses: the slices and
-// maps down to each message's parts and tool calls. Image bytes and the values inside
-// Extra are shared.
+// maps down to each message's parts and tool calls. Image bytes, the bytes of tool
+// parameters and schemas, cache marks and the values inside Extra are shared.
 func cloneRequest(r *llmclient.Request) *llmclient.Request {
 	c := *r
 	c.Messages = slices.Clone(r.Messages)

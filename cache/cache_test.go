@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,6 +159,7 @@ func TestStreamReplayedChunkByChunk(t *testing.T) {
 	assert.Equal(t, live, replay, "chunk by chunk")
 	got := s2.Response()
 	liveResp.Attempts, liveResp.RateLimits, liveResp.Cached = nil, nil, true
+	liveResp.Cost = pricing.Cost{Known: true} // no upstream call: a known $0
 	assert.Equal(t, &liveResp, got)
 	assert.Equal(t, "Hello", got.Text)
 	require.Len(t, got.ToolCalls, 1)
@@ -394,4 +396,67 @@ func streamClosedConcurrently(t *testing.T) {
 	s.Close()
 	<-done
 	assert.Equal(t, int64(0), m.StoreStats().Entries)
+}
+
+// The entry bound is the entry's size (Entry.Size: the answer and its chunks), not its
+// chunks alone: with the defaults, a stream of 600 kB records chunks within the cache's
+// bound (1 MiB) but makes an entry of about 1.2 MB, which the memory store (whose bound is
+// also 1 MiB) declines; the cache used to report it stored all the same.
+func TestStreamEntryBoundCountsTheWholeEntry(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts []cache.Option
+		text string
+	}{
+		"defaults":        {nil, strings.Repeat("x", 300_000)},
+		"a smaller bound": {[]cache.Option{cache.WithMaxEntryBytes(1500)}, strings.Repeat("x", 300)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ev events
+			c, m := newCache(t, append(tc.opts, cache.WithObserver(ev.observe))...)
+			p := fake.New(fake.Stream(tc.text, tc.text), fake.Reply("second"))
+			cl := client(t, p, c.Middleware())
+			s, err := cl.Stream(context.Background(), chat("hi"))
+			require.NoError(t, err)
+			chunks, err := readAll(t, s)
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, len(chunks), 2, "delivered in full")
+			assert.Empty(t, ev.of(cache.EventStored))
+			require.Len(t, ev.of(cache.EventNotStored), 1)
+			assert.ErrorIs(t, ev.of(cache.EventNotStored)[0].Err, cache.ErrTooLarge)
+			st := c.Stats()
+			assert.Equal(t, uint64(0), st.Stored)
+			assert.Equal(t, uint64(1), st.NotStored)
+			assert.Equal(t, cache.StoreStats{}, m.StoreStats(), "nothing reached the store")
+		})
+	}
+}
+
+// slowSetStore misses at once and holds every Set until its context ends.
+type slowSetStore struct{}
+
+func (slowSetStore) Get(context.Context, string) (*cache.Entry, error) { return nil, nil }
+
+func (slowSetStore) Set(ctx context.Context, _ string, _ *cache.Entry, _ time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// WithStoreTimeout(0) leaves the caller's context as the only bound: a store that does
+// not answer holds the call until that context ends, not for ever (a store after the
+// answer runs detached from the caller's cancellation only under a store timeout).
+func TestStoreTimeoutZeroIsBoundedByTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev events
+		c, err := cache.New(slowSetStore{}, cache.WithStoreTimeout(0), cache.WithObserver(ev.observe))
+		require.NoError(t, err)
+		cl := client(t, fake.New(fake.Reply("ok")), c.Middleware())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		r, err := cl.Complete(ctx, chat("hi"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", r.Text, "the answer, though it could not be stored")
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.Len(t, ev.of(cache.EventStoreError), 1)
+	})
 }

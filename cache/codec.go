@@ -80,8 +80,16 @@ type wireToolDelta struct {
 	Arguments string `json:"a,omitempty"`
 }
 
-// MarshalEntry encodes e for a store that keeps bytes (see UnmarshalEntry).
+// MarshalEntry encodes e for a store that keeps bytes (see UnmarshalEntry). It refuses
+// an entry that UnmarshalEntry would refuse for its number of chunks and tool calls.
 func MarshalEntry(e *Entry) ([]byte, error) {
+	n := len(e.Response.ToolCalls) + len(e.Chunks)
+	for i := range e.Chunks {
+		n += len(e.Chunks[i].ToolCalls)
+	}
+	if n > maxEncodedElements {
+		return nil, fmt.Errorf("llmclient/cache: entry of %d chunks and tool calls, more than %d", n, maxEncodedElements)
+	}
 	w := wireEntry{V: codecVersion, Created: e.Created.UnixNano(), Fingerprint: e.Fingerprint,
 		Response: toWireResp(&e.Response), Streamed: e.Chunks != nil}
 	if len(e.Chunks) > 0 {
@@ -94,11 +102,18 @@ func MarshalEntry(e *Entry) ([]byte, error) {
 }
 
 // UnmarshalEntry decodes what MarshalEntry wrote. Input that is larger than
-// MaxEncodedEntry, is not such an encoding, or was written by another version is refused
-// with an error wrapping ErrCorruptEntry; it never panics.
+// MaxEncodedEntry, holds more chunks and tool calls in all than MaxEncodedEntry bytes
+// would hold at 160 bytes each (Entry.Size's cost of a chunk: what a decoded chunk
+// takes), is not such an encoding, or was written by another version is refused with an
+// error wrapping ErrCorruptEntry, before it is decoded; it never panics. So the memory
+// an entry takes once decoded stays within a small multiple of MaxEncodedEntry,
+// whatever a shared store holds.
 func UnmarshalEntry(data []byte) (*Entry, error) {
 	if len(data) > MaxEncodedEntry {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCorruptEntry, len(data), MaxEncodedEntry)
+	}
+	if err := checkElements(data); err != nil {
+		return nil, err
 	}
 	var w wireEntry
 	if err := json.Unmarshal(data, &w); err != nil {

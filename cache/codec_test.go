@@ -1,6 +1,8 @@
 package cache_test
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +80,56 @@ func FuzzUnmarshalEntry(f *testing.F) {
 		assert.Equal(t, e, e2)
 		_ = e.Size()
 	})
+}
+
+// encodedChunks is an encoded entry whose chunks array holds n copies of elem.
+func encodedChunks(elem string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"v":1,"r":{"u":{}},"s":true,"c":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(elem)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// Input within MaxEncodedEntry may still hold millions of chunks of two bytes each, which
+// would take gigabytes once decoded (4 MiB of "{}," took 1.2 GB): it is refused before it
+// is decoded, however its elements are written. An entry of as many chunks as fit in
+// MaxEncodedEntry at Entry.Size's cost of a chunk decodes.
+func TestEntryCodecRefusesTooManyElements(t *testing.T) {
+	const limit = cache.MaxEncodedEntry / 160
+	for name, data := range map[string][]byte{
+		"empty chunks":                encodedChunks(`{}`, limit+1),
+		"null chunks":                 encodedChunks(`null`, limit+1),
+		"spaced":                      encodedChunks(" \n{ } ", limit+1),
+		"escaped key":                 bytes.Replace(encodedChunks(`{}`, limit+1), []byte(`"c":`), []byte(`"\u0063":`), 1),
+		"tool deltas in one chunk":    encodedChunks(`{"tc":[`+strings.Repeat(`{},`, limit)+`{}]}`, 1),
+		"tool calls of the response":  []byte(`{"v":1,"r":{"u":{},"tc":[` + strings.Repeat(`{},`, limit) + `{}]}}`),
+		"deeper than encoding/json's": []byte(strings.Repeat("[", 10001) + strings.Repeat("]", 10001)),
+	} {
+		require.Less(t, len(data), cache.MaxEncodedEntry, name)
+		_, err := cache.UnmarshalEntry(data)
+		assert.ErrorIs(t, err, cache.ErrCorruptEntry, name)
+	}
+	e, err := cache.UnmarshalEntry(encodedChunks(`{}`, limit))
+	require.NoError(t, err)
+	assert.Len(t, e.Chunks, limit)
+	// Strings hold brackets and commas of their own.
+	e, err = cache.UnmarshalEntry(encodedChunks(`{"x":"[,,,{\"[,"}`, 10))
+	require.NoError(t, err)
+	assert.Len(t, e.Chunks, 10)
+	assert.Equal(t, `[,,,{"[,`, e.Chunks[0].Text)
+
+	// What would not decode is not encoded.
+	big := &cache.Entry{Chunks: make([]llmclient.Chunk, limit+1)}
+	_, err = cache.MarshalEntry(big)
+	assert.Error(t, err)
+	big.Chunks = big.Chunks[:1]
+	big.Chunks[0].ToolCalls = make([]llmclient.ToolCallDelta, limit)
+	_, err = cache.MarshalEntry(big)
+	assert.Error(t, err, "tool calls count too")
 }

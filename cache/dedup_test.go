@@ -230,3 +230,61 @@ func TestDedupLeaderReusesItsRequest(t *testing.T) {
 		assert.Equal(t, "original", recs[1].Request.Messages[0].Text())
 	})
 }
+
+// A shared call that panics panics in every caller waiting for it, as each would have
+// without de-duplication, and leaves nothing in flight: the next call makes a new one.
+func TestDedupLeaderPanicReachesEveryWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithDedup(true))
+		var mu sync.Mutex
+		calls := 0
+		h := c.Middleware()(llmclient.HandlerFuncs{CompleteFunc: func(context.Context, *llmclient.Request) (*llmclient.Response, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			time.Sleep(time.Second)
+			if first {
+				panic("adapter bug")
+			}
+			return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+		}})
+		var wg sync.WaitGroup
+		panics := make([]any, 3)
+		for i := range panics {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { panics[i] = recover() }()
+				time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+				_, _ = h.Complete(context.Background(), chat("hi"))
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, []any{"adapter bug", "adapter bug", "adapter bug"}, panics)
+		assert.Equal(t, 0, c.Stats().InFlight)
+		r, err := h.Complete(context.Background(), chat("hi"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", r.Text)
+		assert.Equal(t, 2, calls)
+	})
+}
+
+// Shared counts the calls answered by joining a call in flight: a caller that joined and
+// gave up before the answer arrived was not answered by it, and reports no EventShared.
+func TestDedupSharedCountsOnlyAnsweredCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev events
+		c, _ := newCache(t, cache.WithDedup(true), cache.WithObserver(ev.observe))
+		p := fake.New(fake.Reply("answer").Latency(3 * time.Second))
+		cl := client(t, p, c.Middleware())
+		leader := callAt(cl, 0, chat("hi"), noDeadline)
+		short := callAt(cl, 100*time.Millisecond, chat("hi"), timeout(time.Second))
+		follower := callAt(cl, 200*time.Millisecond, chat("hi"), noDeadline)
+		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-short).err))
+		require.NoError(t, (<-leader).err)
+		require.NoError(t, (<-follower).err)
+		assert.Equal(t, uint64(1), c.Stats().Shared)
+		assert.Len(t, ev.of(cache.EventShared), 1)
+	})
+}

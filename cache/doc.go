@@ -16,13 +16,14 @@
 // fallback to another upstream (Response.Fallback) is a real answer and is stored.
 //
 // A hit returns a copy of the stored Response marked Cached, with no Attempts (no upstream
-// call was made), no RateLimits, and the Usage of the call that produced it: no tokens
-// were spent for a hit. A Stream call served from the cache replays the recorded chunks one by one
-// (llmclient.StreamOf); an answer stored by Complete replays as one chunk. Per call, a
-// Control (WithControl) asks for no-cache, no-store or a max-age, as HTTP's Cache-Control
-// request directives do. Store is the storage interface: NewMemory keeps entries in
-// process (LRU by bytes, with TTL and entry and total bounds), and the nested module
-// github.com/llmclient/llmclient/rediscache keeps them in Redis, shared by replicas.
+// call was made), no RateLimits, a Cost of a known $0, and the Usage of the call that
+// produced it: no tokens were spent for a hit. A Stream call served from the cache
+// replays the recorded chunks one by one (llmclient.StreamOf); an answer stored by
+// Complete replays as one chunk. Per call, a Control (WithControl) asks for no-cache,
+// no-store or a max-age, as HTTP's Cache-Control request directives do. Store is the
+// storage interface: NewMemory keeps entries in process (LRU by bytes, with TTL and entry
+// and total bounds), and the nested module github.com/llmclient/llmclient/rediscache
+// keeps them in Redis, shared by replicas.
 //
 // # De-duplication
 //
@@ -41,10 +42,11 @@
 // # Idempotency keys
 //
 // WithIdempotencyKey marks a call with a key of the caller's (a job id, a message id). The
-// first Complete call under a key runs detached from its caller's cancellation, for up to
-// the idempotency window (WithIdempotencyTTL): when its caller times out and repeats the
-// call with the same key, the repeat joins the call in flight, or gets its answer once it
-// has arrived, instead of paying for a second generation. A key reused for a different
+// first Complete call under a key runs detached from its caller's cancellation, and on
+// for up to the idempotency window (WithIdempotencyTTL) once no caller waits for it: when
+// its caller times out and repeats the call with the same key, the repeat joins the call
+// in flight, or gets its answer once it has arrived, instead of paying for a second
+// generation. A key reused for a different
 // request is refused with ErrIdempotencyMismatch. Keys are scoped per partition. Across
 // replicas, an arrived answer is shared through a shared Store; a call in flight is joined
 // only within its process. A Stream call under a key replays an arrived answer, waits for

@@ -5,15 +5,16 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/pricing"
 )
 
 // Entry is one stored answer: a response, and the chunks of the stream it came from when
 // it was streamed. Stores hold Entries; a Store returns them to the cache, which never
 // modifies them and copies what it hands to callers.
 type Entry struct {
-	// Response is the answer as the caller received it, without its Attempts and
-	// RateLimits, which belong to the call that produced it (and with Cached false: the
-	// cache marks the copies it serves).
+	// Response is the answer as the caller received it, without its Attempts,
+	// RateLimits and Cost, which belong to the call that produced it (and with Cached
+	// false: the cache marks the copies it serves, which cost a known $0).
 	Response llmclient.Response
 	// Chunks are the chunks of the stream, in the order the caller read them; nil when
 	// the answer came from Complete. A Stream served from the entry replays them one by
@@ -62,21 +63,24 @@ func chunkSize(c *llmclient.Chunk) int {
 	return n
 }
 
-// newEntry makes the entry of an answer: the response without what belongs to its call.
+// newEntry makes the entry of an answer: the response without what belongs to its call
+// (Attempts, RateLimits, Cost). It copies the fields one by one rather than the whole
+// Response, which would also keep the call's trace held inside it.
 func newEntry(resp *llmclient.Response, chunks []llmclient.Chunk, now time.Time) *Entry {
-	e := &Entry{Response: *resp, Chunks: chunks, Created: now}
-	e.Response.Attempts = nil
-	e.Response.RateLimits = nil
-	e.Response.Cached = false
-	e.Response.ToolCalls = slices.Clone(resp.ToolCalls)
-	return e
+	return &Entry{Chunks: chunks, Created: now, Response: llmclient.Response{
+		ID: resp.ID, Model: resp.Model, Text: resp.Text, Reasoning: resp.Reasoning,
+		ToolCalls: slices.Clone(resp.ToolCalls), FinishReason: resp.FinishReason,
+		RawFinishReason: resp.RawFinishReason, Refusal: resp.Refusal, Usage: resp.Usage,
+		Status: resp.Status, Upstream: resp.Upstream, Fallback: resp.Fallback, Degraded: resp.Degraded,
+	}}
 }
 
 // response returns a copy of the entry's response for one caller, who may modify it,
-// marked Cached.
+// marked Cached: no upstream call was made for it, so it cost a known $0.
 func (e *Entry) response() *llmclient.Response {
 	r := e.Response
 	r.Cached = true
+	r.Cost = pricing.Cost{Known: true}
 	r.ToolCalls = slices.Clone(r.ToolCalls)
 	return &r
 }

@@ -20,7 +20,8 @@ const (
 	// EventBypass: a Control (NoCache, NoStore, a negative MaxAge) skipped the lookup,
 	// or the semantic cache could not use the request (no user question in text).
 	EventBypass
-	// EventStored: an answer was stored.
+	// EventStored: an answer was stored (the store took it without an error; a store
+	// may still decline an entry larger than its own bound: StoreStats.Rejected).
 	EventStored
 	// EventNotStored: an answer was not stored: unsuccessful, degraded, filtered or
 	// refused, cut, closed early, or larger than the entry bound (Err says which).
@@ -63,8 +64,9 @@ type Event struct {
 	Stream bool
 	// Age is a hit's entry age.
 	Age time.Duration
-	// Similarity is the semantic cache's best cosine similarity, for hits, misses with a
-	// candidate, and guard rejections.
+	// Similarity is the semantic cache's cosine similarity: of the matched question for
+	// hits, of the most similar one for guard rejections, and for misses of the most
+	// similar question compared (below the threshold; 0 when there was none to compare).
 	Similarity float64
 	// Err is the reason for EventNotStored and EventStoreError.
 	Err error

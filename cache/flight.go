@@ -14,6 +14,10 @@ import (
 // errAllGone cancels a shared call whose waiters have all gone.
 var errAllGone = errors.New("llmclient/cache: every caller waiting for the shared call has gone")
 
+// errWindowEnded cancels an idempotent call whose callers have been gone for the
+// idempotency window.
+var errWindowEnded = errors.New("llmclient/cache: the idempotency window ended with no caller waiting")
+
 // ErrIdempotencyMismatch is wrapped by the ClassBadRequest *llmclient.Error of a call
 // whose idempotency key was used, within the idempotency window, for a different request.
 var ErrIdempotencyMismatch = errors.New("llmclient/cache: idempotency key reused for a different request")
@@ -31,10 +35,12 @@ type flight struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 
-	// Guarded by the group's mutex.
+	// Guarded by the group's mutex. timer cancels a shared flight at the latest deadline
+	// of its waiters, a detached one at the end of its window.
 	waiters   int
-	detached  bool        // idempotent: runs on when its waiters are gone
-	timer     *time.Timer // cancels a shared call at the latest deadline of its waiters
+	detached  bool          // idempotent: runs on for window when its waiters are gone
+	window    time.Duration // of a detached flight
+	timer     *time.Timer
 	deadline  time.Time
 	unbounded bool // a waiter without a deadline
 
@@ -48,18 +54,19 @@ type flight struct {
 
 // flightMode says how a flight's context is bounded.
 type flightMode struct {
-	// detach > 0 makes an idempotent flight: bounded by detach, not canceled when its
-	// waiters are gone. 0 makes a shared flight, canceled when its waiters are gone and at
-	// their latest deadline.
+	// detach > 0 makes an idempotent flight: not canceled by its waiters, it runs on for
+	// detach once they are all gone (a waiter that joins meanwhile stops the clock). 0
+	// makes a shared flight, canceled when its waiters are gone and at their latest
+	// deadline.
 	detach time.Duration
 }
 
 // do runs fn once for every caller of key in flight together and returns its result. It
-// returns joined true for a caller that found the call in flight. A caller whose ctx
-// ends returns at once with its context's error, without canceling the call for the
-// others. fingerprint must match the fingerprint of the call in flight, else the caller
-// gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the first
-// caller's context values.
+// returns joined true for a caller that found the call in flight and got its result. A
+// caller whose ctx ends returns at once with its context's error, without canceling the
+// call for the others. fingerprint must match the fingerprint of the call in flight, else
+// the caller gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the
+// first caller's context values.
 func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
 	fn func(context.Context) (*llmclient.Response, error)) (*llmclient.Response, error, bool) {
 	if ctx.Err() != nil { // a caller already gone starts nothing
@@ -109,18 +116,13 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 	f := &flight{done: make(chan struct{}), fingerprint: fingerprint, waiters: 1}
 	base := context.WithoutCancel(ctx)
 	if mode.detach > 0 {
-		f.detached = true
-		var cancelTimeout context.CancelFunc
-		base, cancelTimeout = context.WithTimeout(base, mode.detach)
+		f.detached, f.window = true, mode.detach
 		f.ctx, f.cancel = context.WithCancelCause(base)
-		inner := f.cancel
-		f.cancel = func(cause error) { inner(cause); cancelTimeout() }
 	} else {
 		f.ctx, f.cancel = context.WithCancelCause(base)
 		if d, ok := ctx.Deadline(); ok {
 			f.deadline = d
-			cancel := f.cancel
-			f.timer = time.AfterFunc(time.Until(d), func() { f.expired.Store(true); cancel(context.DeadlineExceeded) })
+			f.timer = time.AfterFunc(time.Until(d), func() { g.expire(f) })
 		} else {
 			f.unbounded = true
 		}
@@ -130,9 +132,17 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 	return f, false, nil
 }
 
-// extend makes a shared flight last as long as the new waiter's deadline. g.mu is held.
+// extend makes a shared flight last as long as the new waiter's deadline, and stops the
+// window of a detached one while it has a waiter. g.mu is held.
 func (f *flight) extend(ctx context.Context) {
-	if f.detached || f.unbounded {
+	if f.detached {
+		if f.timer != nil {
+			f.timer.Stop()
+			f.timer = nil
+		}
+		return
+	}
+	if f.unbounded {
 		return
 	}
 	d, ok := ctx.Deadline()
@@ -145,6 +155,19 @@ func (f *flight) extend(ctx context.Context) {
 		f.deadline = d
 		f.timer.Reset(time.Until(d))
 	}
+}
+
+// expire cancels a shared flight at the latest deadline of its waiters, unless a waiter
+// extended it or lifted it since the timer fired. It cancels under g.mu, so that no
+// waiter joins a flight being canceled.
+func (g *flightGroup) expire(f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f.unbounded || time.Now().Before(f.deadline) {
+		return
+	}
+	f.expired.Store(true)
+	f.cancel(context.DeadlineExceeded)
 }
 
 // run makes the call and publishes its result.
@@ -167,7 +190,8 @@ func (g *flightGroup) run(key string, f *flight, fn func(context.Context) (*llmc
 	f.resp, f.err = fn(f.ctx)
 }
 
-// wait waits for f's result or for ctx to end.
+// wait waits for f's result or for ctx to end. It returns joined false for a caller that
+// gave up: the shared call did not answer it.
 func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmclient.Response, error, bool) {
 	select {
 	case <-f.done:
@@ -176,7 +200,7 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 		case <-f.done: // both ready: the answer wins
 		default:
 			g.leave(f)
-			return nil, gaveUp(ctx), joined
+			return nil, gaveUp(ctx), false
 		}
 	}
 	g.mu.Lock()
@@ -188,7 +212,7 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	if f.err != nil {
 		switch {
 		case ctx.Err() != nil: // the call failed as this caller gave up: its own reason
-			return nil, gaveUp(ctx), joined
+			return nil, gaveUp(ctx), false
 		case f.expired.Load():
 			return nil, &llmclient.Error{Class: llmclient.ClassTimeout, Err: context.DeadlineExceeded,
 				Message: "the shared call reached the latest deadline of its callers"}, joined
@@ -197,14 +221,28 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 	return copyResponse(f.resp), f.err, joined
 }
 
-// leave drops one waiter; the last one out cancels a shared call.
+// leave drops one waiter; the last one out cancels a shared call (under g.mu, so that no
+// waiter joins a flight being canceled), and starts the window of a detached one.
 func (g *flightGroup) leave(f *flight) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	f.waiters--
-	last := f.waiters == 0 && !f.detached
-	g.mu.Unlock()
-	if last {
+	switch {
+	case f.waiters > 0:
+	case f.detached:
+		f.timer = time.AfterFunc(f.window, func() { g.closeWindow(f) })
+	default:
 		f.cancel(errAllGone)
+	}
+}
+
+// closeWindow cancels a detached flight whose window ended, unless a waiter joined it
+// meanwhile. It cancels under g.mu, so that no waiter joins a flight being canceled.
+func (g *flightGroup) closeWindow(f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f.waiters == 0 {
+		f.cancel(errWindowEnded)
 	}
 }
 

@@ -83,3 +83,19 @@ func readAll(t testing.TB, s *llmclient.Stream) ([]llmclient.Chunk, error) {
 	s.Close()
 	return out, err
 }
+
+// concurrently runs f(g, i) for i in [0, calls) on each of goroutines goroutines, and
+// waits for them all.
+func concurrently(goroutines, calls int, f func(g, i int)) {
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				f(g, i)
+			}
+		}()
+	}
+	wg.Wait()
+}

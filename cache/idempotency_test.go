@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,4 +148,85 @@ func TestIdempotentStreamStored(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, live, again)
 	assert.Equal(t, 1, p.Calls())
+}
+
+type traceKey struct{}
+
+// The answer of a first call whose caller gave up is stored after that caller returned:
+// its store is reported from the call that went on, with the first caller's context
+// values (WithObserver).
+func TestIdempotentStoreReportedAfterTheCallerLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var stored []any
+		c, m := newCache(t, cache.WithTTL(0), cache.WithObserver(func(ctx context.Context, e cache.Event) {
+			if e.Kind == cache.EventStored {
+				mu.Lock()
+				stored = append(stored, ctx.Value(traceKey{}))
+				mu.Unlock()
+			}
+		}))
+		p := fake.New(fake.Reply("late").Latency(3 * time.Second))
+		cl := client(t, p, c.Middleware())
+		ctx, cancel := context.WithTimeout(context.WithValue(cache.WithIdempotencyKey(context.Background(), "k"), traceKey{}, "trace-1"), time.Second)
+		defer cancel()
+		_, err := cl.Complete(ctx, chat("hi"))
+		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+		mu.Lock()
+		assert.Empty(t, stored, "not yet arrived")
+		mu.Unlock()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []any{"trace-1"}, stored)
+		mu.Unlock()
+		assert.Equal(t, int64(1), m.StoreStats().Entries)
+	})
+}
+
+// The idempotency window bounds how long the first call runs once its caller has gone,
+// not the call itself: a caller that waits longer than the window, within its own
+// deadline, gets its answer. A repeat that joins the call keeps it running while it
+// waits; the window starts again when it goes.
+func TestIdempotencyWindowStartsWhenTheCallerGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0), cache.WithIdempotencyTTL(time.Minute))
+		p := fake.New(fake.Reply("slow").Latency(2*time.Minute), fake.Reply("slower").Latency(3*time.Minute))
+		cl := client(t, p, c.Middleware())
+		r := <-callAt(cl, 0, chat("hi"), withKey("a", 5*time.Minute))
+		require.NoError(t, r.err, "the caller was still there")
+		assert.Equal(t, "slow", r.resp.Text)
+		assert.Equal(t, 2*time.Minute, r.at)
+
+		// The first caller goes at 30s; a repeat joins at 80s (within the window) and
+		// waits past the window's first end (90s) for the answer at 180s.
+		first := callAt(cl, 0, chat("hi"), withKey("b", 30*time.Second))
+		repeat := callAt(cl, 80*time.Second, chat("hi"), withKey("b", 0))
+		assert.Error(t, (<-first).err)
+		rr := <-repeat
+		require.NoError(t, rr.err)
+		assert.Equal(t, "slower", rr.resp.Text)
+		assert.Equal(t, 3*time.Minute, rr.at)
+		assert.Equal(t, 2, p.Calls())
+	})
+}
+
+// A first call under a key that fails keeps nothing under the key: its repeat, and a
+// caller that joined it, get its error, and the next repeat makes a new call.
+func TestIdempotentFailureIsNotKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newCache(t, cache.WithTTL(0))
+		p := fake.New(fake.Fail(500).Latency(time.Second), fake.Reply("second try"))
+		cl := client(t, p, c.Middleware(), llmclient.WithMaxAttempts(1))
+		first := callAt(cl, 0, chat("hi"), withKey("k", 0))
+		joined := callAt(cl, 100*time.Millisecond, chat("hi"), withKey("k", 0))
+		f, j := <-first, <-joined
+		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(f.err))
+		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(j.err), "the joined caller gets the same error")
+		r := <-callAt(cl, 0, chat("hi"), withKey("k", 0))
+		require.NoError(t, r.err)
+		assert.Equal(t, "second try", r.resp.Text)
+		assert.Equal(t, 2, p.Calls())
+		assert.Equal(t, uint64(1), c.Stats().Shared)
+	})
 }

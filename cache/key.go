@@ -40,6 +40,14 @@ func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...st
 // key is Key, with prefix (when not 0) before the hex digits, in one allocation.
 func key(prefix byte, namespace, partition string, req *llmclient.Request, metadataKeys []string) string {
 	w := getWriter()
+	writeKey(w, namespace, partition, req, metadataKeys)
+	s := w.hexSum(prefix)
+	putWriter(w)
+	return s
+}
+
+// writeKey writes what Key hashes.
+func writeKey(w *keyWriter, namespace, partition string, req *llmclient.Request, metadataKeys []string) {
 	w.uint(keyVersion)
 	w.str(namespace)
 	w.str(partition)
@@ -51,9 +59,6 @@ func key(prefix byte, namespace, partition string, req *llmclient.Request, metad
 		w.bool(ok)
 		w.str(v)
 	}
-	s := w.hexSum(prefix)
-	putWriter(w)
-	return s
 }
 
 // writeRequest writes the fields of req that reach the vendor. Every field of
@@ -123,10 +128,17 @@ func writeMessages(w *keyWriter, msgs []llmclient.Message) {
 // keyWriter feeds a canonical, prefix-free encoding into SHA-256: every value is written
 // with its length, so that no two different requests encode to the same bytes.
 type keyWriter struct {
-	h   hashWriter
-	buf []byte // pending bytes, flushed to h when full
-	sum [sha256.Size]byte
+	h     hashWriter
+	buf   []byte // pending bytes, flushed to h when full
+	sum   [sha256.Size]byte
+	depth int // of the arrays and objects value is inside
 }
+
+// maxValueDepth is how deep value walks arrays and objects before it writes what is
+// deeper as its JSON encoding: a value that holds itself (a map in its own Extra) ends
+// there, with encoding/json's error, instead of recursing until the stack overflows.
+// encoding/json starts looking for cycles at the same depth.
+const maxValueDepth = 1000
 
 type hashWriter interface {
 	Write(p []byte) (int, error)
@@ -145,6 +157,7 @@ func getWriter() *keyWriter { return writers.Get().(*keyWriter) }
 func putWriter(w *keyWriter) {
 	w.h.Reset()
 	w.buf = w.buf[:0]
+	w.depth = 0
 	writers.Put(w)
 }
 
@@ -230,21 +243,9 @@ func (w *keyWriter) cacheMark(c *llmclient.CacheControl) {
 // order is a miss, never a wrong hit). It does not allocate.
 func (w *keyWriter) json(raw json.RawMessage) {
 	w.bool(raw != nil)
-	inString, escaped := false, false
+	var text jsonText
 	for _, c := range raw {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		if !text.inString(c) && isJSONSpace(c) {
 			continue
 		}
 		w.room(1)
@@ -317,27 +318,54 @@ func (w *keyWriter) value(v any) {
 		w.tag(tagString)
 		w.str(x)
 	case []any:
+		if w.depth >= maxValueDepth {
+			w.encoded(x)
+			return
+		}
+		w.depth++
 		w.tag(tagArray)
 		w.uint(uint64(len(x)))
 		for _, e := range x {
 			w.value(e)
 		}
+		w.depth--
 	case map[string]any:
+		if w.depth >= maxValueDepth {
+			w.encoded(x)
+			return
+		}
+		w.depth++
 		w.tag(tagObject)
 		w.object(x)
+		w.depth--
 	case json.RawMessage:
 		w.jsonValue(x)
 	default:
 		b, err := json.Marshal(x)
 		if err != nil {
-			// Not encodable: the adapter cannot send it either. Write the error so that
-			// the key still differs from a request without it.
-			w.tag(tagOther)
-			w.str(err.Error())
+			w.unencodable(err)
 			return
 		}
 		w.jsonValue(b)
 	}
+}
+
+// encoded writes a value deeper than maxValueDepth as its JSON encoding.
+func (w *keyWriter) encoded(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.unencodable(err)
+		return
+	}
+	w.tag(tagOther)
+	w.bytes(b)
+}
+
+// unencodable writes a value that has no JSON encoding: the adapter cannot send it
+// either. It writes the error, so that the key still differs from a request without it.
+func (w *keyWriter) unencodable(err error) {
+	w.tag(tagOther)
+	w.str(err.Error())
 }
 
 // jsonValue writes an encoded JSON value as value writes the decoded one; bytes that do

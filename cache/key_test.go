@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -180,4 +181,78 @@ func TestKeyLongText(t *testing.T) {
 	b := &llmclient.Request{Messages: []llmclient.Message{llmclient.UserMessage(string(long))}}
 	assert.NotEqual(t, key(a), key(b))
 	assert.Equal(t, key(a), key(a))
+}
+
+// Extra that holds itself cannot be sent (encoding/json refuses the cycle), but its key
+// is still computed, and a deep value that is not a cycle keys by its content: the key
+// never recurses without end (a stack overflow kills the process; it cannot be recovered).
+func TestKeyCyclicAndDeepExtra(t *testing.T) {
+	loop := map[string]any{"a": 1}
+	loop["self"] = loop
+	list := []any{1, nil}
+	list[1] = list
+	for name, extra := range map[string]any{"map": loop, "slice": list} {
+		r := fullRequest()
+		r.Extra["cycle"] = extra
+		k := key(r)
+		assert.Len(t, k, 64, name)
+		assert.NotEqual(t, key(fullRequest()), k, name)
+		_, err := json.Marshal(r.Extra)
+		assert.Error(t, err, "no adapter can send it")
+	}
+	deep := func(depth int, leaf any) map[string]any {
+		v := map[string]any{"leaf": leaf}
+		for range depth {
+			v = map[string]any{"next": v}
+		}
+		return v
+	}
+	a, b := fullRequest(), fullRequest()
+	a.Extra["deep"], b.Extra["deep"] = deep(5000, 1), deep(5000, 2)
+	assert.NotEqual(t, key(a), key(b), "deep values that differ at the bottom")
+	b.Extra["deep"] = deep(5000, 1.0)
+	assert.Equal(t, key(a), key(b), "and are one value when they are")
+}
+
+// FuzzKeyJSON: JSON documents in a request key by their content: insignificant whitespace
+// never changes a tool's parameters' key, two documents that differ once compacted never
+// share one, and a JSON value in Extra keys as the value it decodes to.
+func FuzzKeyJSON(f *testing.F) {
+	f.Add([]byte(`{"type": "object", "properties": {"q": {"type": "integer"}}}`), []byte(`{"type":"object"}`))
+	f.Add([]byte(` [1, 2.0, "a b", {"c" : null}] `), []byte(`[1,2,"a b",{"c":null}]`))
+	f.Add([]byte(`"\" \\ "`), []byte(`"\"\\"`))
+	f.Add([]byte(`12345678901234567891`), []byte(`1e3`))
+	withParams := func(raw []byte) string {
+		r := fullRequest()
+		r.Tools[0].Parameters = raw
+		return key(r)
+	}
+	withExtra := func(v any) string {
+		r := fullRequest()
+		r.Extra["x"] = v
+		return key(r)
+	}
+	compact := func(t *testing.T, raw []byte) []byte {
+		var b bytes.Buffer
+		require.NoError(t, json.Compact(&b, raw))
+		return b.Bytes()
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ka := withParams(a) // never panics, whatever the bytes
+		_ = withExtra(json.RawMessage(a))
+		if !json.Valid(a) {
+			return
+		}
+		ca := compact(t, a)
+		assert.Equal(t, ka, withParams(ca), "whitespace is insignificant")
+		d := json.NewDecoder(bytes.NewReader(a))
+		d.UseNumber()
+		var v any
+		require.NoError(t, d.Decode(&v))
+		assert.Equal(t, withExtra(v), withExtra(json.RawMessage(a)), "a JSON value keys as what it decodes to")
+		if json.Valid(b) {
+			cb := compact(t, b)
+			assert.Equal(t, bytes.Equal(ca, cb), ka == withParams(b), "%s and %s", ca, cb)
+		}
+	})
 }

@@ -18,12 +18,14 @@ const (
 // MemoryConfig bounds a memory store. A zero field takes its default; a negative one is
 // an error.
 type MemoryConfig struct {
-	// MaxBytes bounds the entries' total size (Entry.Size). Default DefaultMaxBytes.
+	// MaxBytes bounds the entries' total size: Entry.Size plus the length of the key,
+	// which StoreStats.Bytes reports. Default DefaultMaxBytes.
 	MaxBytes int64
 	// MaxEntries bounds their number. Default DefaultMaxEntries.
 	MaxEntries int
-	// MaxEntryBytes is the largest entry stored; a larger one is declined (counted in
-	// StoreStats.Rejected). Default DefaultMaxEntryBytes, and at most MaxBytes.
+	// MaxEntryBytes is the largest entry stored (Entry.Size plus the length of its key);
+	// a larger one is declined (counted in StoreStats.Rejected). Default
+	// DefaultMaxEntryBytes, and at most MaxBytes.
 	MaxEntryBytes int
 }
 

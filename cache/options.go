@@ -143,8 +143,8 @@ func WithKeyMetadata(keys ...string) Option {
 // (same key) in flight at once share one upstream call. The shared call runs detached
 // from each caller's cancellation: a caller that gives up returns at once and the others
 // keep waiting; the call is canceled when every waiter is gone, or at the latest deadline
-// among them. Streams are not de-duplicated (see the package documentation). Default
-// false.
+// among them. A shared call that panics panics in every caller waiting for it. Streams
+// are not de-duplicated (see the package documentation). Default false.
 func WithDedup(on bool) Option { return optionFunc(func(c *config) { c.dedup = on }) }
 
 // WithIdempotencyTTL sets the idempotency window (Cache): how long an answer stays under
@@ -157,22 +157,29 @@ func WithIdempotencyTTL(d time.Duration) Option {
 }
 
 // WithStoreTimeout bounds each store call (Cache): a store that does not answer in time
-// counts as a miss (or a failed store), so that a slow Redis never holds a request. 0
-// means no bound but the caller's context; it must not be negative. Default
-// DefaultStoreTimeout (250ms).
+// counts as a miss (or a failed store), so that a slow Redis never holds a request. The
+// store of an answer runs detached from the caller's cancellation, within the timeout. 0
+// means no bound but the caller's context, for lookups and stores alike; it must not be
+// negative. Default DefaultStoreTimeout (250ms).
 func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }
 
-// WithMaxEntryBytes bounds what a stream records for one entry (Cache and Semantic): a
-// longer answer is delivered in full but not stored. 0 means the default; it must not be
-// negative. Default DefaultMaxEntryBytes (1 MiB).
+// WithMaxEntryBytes bounds the entry of a streamed answer (Cache and Semantic), as
+// Entry.Size counts it (the answer and its chunks): a longer answer is delivered in full
+// but not stored, and a stream stops being recorded once its chunks pass the bound. The
+// semantic cache bounds the entries of Complete answers too. 0 means the default; it must
+// not be negative. Default DefaultMaxEntryBytes (1 MiB).
 func WithMaxEntryBytes(n int) Option { return optionFunc(func(c *config) { c.maxEntry = n }) }
 
 // WithObserver sets a callback for the cache's events (Cache and Semantic): hits, misses,
 // bypasses, stores, shared calls, replays, guard rejections, store errors. It is called
-// synchronously on the caller's goroutine with the caller's context, never while a lock
-// is held; it must be safe for concurrent use. Default: none.
+// synchronously, never while the cache holds a lock, with the call's context: on the
+// caller's goroutine, except for the store (EventStored, EventNotStored, EventStoreError)
+// of a stream's answer, reported where the stream ends (in Next or Close), and of a shared
+// or idempotent Complete call's answer, reported on the goroutine that makes the shared
+// call, with its first caller's context values and without its cancellation, possibly
+// after every caller has returned. It must be safe for concurrent use. Default: none.
 func WithObserver(f func(ctx context.Context, e Event)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

@@ -20,10 +20,10 @@ import (
 // least the threshold) and that every guard accepts.
 //
 // Only the last message counts as the question, and only when it is a user message made
-// of text: everything else in the request (model, system prompt, earlier turns, tools,
-// parameters, the partition) must be the same exactly, so a question is only ever
-// compared with questions asked in the same conversation state. Calls whose last message
-// is not a user text message bypass it.
+// of text: everything else in the request (model, system prompt, earlier turns, the
+// question's Name, tools, parameters, the partition) must be the same exactly, so a
+// question is only ever compared with questions asked in the same conversation state.
+// Calls whose last message is not a user text message bypass it.
 //
 // The index is in memory, bounded by WithMaxEntries; entries expire after the TTL
 // (WithTTL). Every call with a question costs one embedding call, made under the
@@ -44,7 +44,8 @@ type Semantic struct {
 type semItem struct {
 	scope    string
 	question string
-	vec      []float32 // unit length
+	vec      []float32 // unit length, up to float32 rounding
+	norm2    float64   // vec's squared length, to correct that rounding
 	entry    *Entry
 	expires  time.Time
 	size     int64
@@ -98,6 +99,7 @@ type semHandler struct {
 type semCall struct {
 	partition, scope, question string
 	vec                        []float32
+	norm2                      float64
 	store                      bool
 }
 
@@ -137,9 +139,7 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		s.event(ctx, sc, req, stream, Event{Kind: EventBypass})
 		return nil, sc
 	}
-	rest := *req
-	rest.Messages = req.Messages[:len(req.Messages)-1]
-	sc.scope = Key(s.cfg.namespace, sc.partition, &rest, s.cfg.metadataKeys...)
+	sc.scope = s.scope(sc.partition, req)
 	sc.question = q
 	vecs, err := s.emb.Embed(ctx, []string{q})
 	if err == nil && len(vecs) != 1 {
@@ -154,14 +154,14 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		s.event(ctx, sc, req, stream, Event{Kind: EventStoreError, Err: err})
 		return nil, sc
 	}
-	sc.vec, sc.store = vec, true
+	sc.vec, sc.norm2, sc.store = vec, dot(vec, vec), true
 	if !ctl.lookup() {
 		s.stats.bypasses.Add(1)
 		s.event(ctx, sc, req, stream, Event{Kind: EventBypass})
 		return nil, sc
 	}
 	now := time.Now()
-	cands := s.candidates(sc.scope, vec, now, ctl)
+	cands, nearest := s.candidates(sc.scope, vec, sc.norm2, now, ctl)
 	rejected, best := false, 0.0
 	for _, c := range cands {
 		if s.guarded(q, c.item.question) {
@@ -180,8 +180,22 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		return nil, sc
 	}
 	s.stats.misses.Add(1)
-	s.event(ctx, sc, req, stream, Event{Kind: EventMiss})
+	s.event(ctx, sc, req, stream, Event{Kind: EventMiss, Similarity: nearest})
 	return nil, sc
+}
+
+// scope keys everything of req but its question: the request without its last message,
+// and of that message what else reaches the vendor (its Name; its role is user and its
+// parts are text, or there is no question).
+func (s *Semantic) scope(partition string, req *llmclient.Request) string {
+	rest := *req
+	rest.Messages = req.Messages[:len(req.Messages)-1]
+	w := getWriter()
+	writeKey(w, s.cfg.namespace, partition, &rest, s.cfg.metadataKeys)
+	w.str(req.Messages[len(req.Messages)-1].Name)
+	out := w.hexSum(0)
+	putWriter(w)
+	return out
 }
 
 func (s *Semantic) guarded(question, cached string) bool {
@@ -199,9 +213,11 @@ type candidate struct {
 }
 
 // candidates returns the live questions of scope at least as similar as the threshold,
-// most similar first. It holds the lock only to scan.
-func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Control) []candidate {
+// most similar first, and the best similarity of all the questions compared (0 when
+// none was). It holds the lock only to scan.
+func (s *Semantic) candidates(scope string, vec []float32, norm2 float64, now time.Time, ctl Control) ([]candidate, float64) {
 	var out []candidate
+	nearest, compared := 0.0, false
 	s.mu.Lock()
 	if b := s.buckets[scope]; b != nil {
 		for el := b.Front(); el != nil; {
@@ -212,7 +228,11 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 				s.removeLocked(el.Value.(*list.Element))
 				s.stats.expired.Add(1)
 			case len(it.vec) == len(vec) && ctl.accepts(it.entry.Created, now):
-				if sim := dot(vec, it.vec); sim >= s.cfg.threshold {
+				sim := cosine(vec, it.vec, norm2, it.norm2)
+				if !compared || sim > nearest {
+					nearest, compared = sim, true
+				}
+				if sim >= s.cfg.threshold {
 					out = append(out, candidate{it, sim})
 				}
 			}
@@ -229,7 +249,7 @@ func (s *Semantic) candidates(scope string, vec []float32, now time.Time, ctl Co
 		}
 		return 0
 	})
-	return out
+	return out, nearest
 }
 
 // touch marks it as recently used, if it is still indexed.
@@ -247,7 +267,8 @@ func (s *Semantic) touch(it *semItem) {
 // insert indexes an answer under its question, evicting the least recently used
 // questions past the bound.
 func (s *Semantic) insert(sc *semCall, e *Entry) {
-	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, entry: e, expires: expiry(e.Created, s.cfg.ttl)}
+	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, norm2: sc.norm2, entry: e,
+		expires: expiry(e.Created, s.cfg.ttl)}
 	it.size = itemSize(it)
 	now := time.Now()
 	s.mu.Lock()
@@ -415,7 +436,16 @@ func unit(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-// dot is the cosine similarity of two unit vectors of the same length.
+// cosine is the cosine similarity of two vectors of the same length whose squared
+// lengths are na and nb. Dividing by their lengths corrects the rounding of vectors made
+// unit in float32, whose dot product with themselves is 1 only within 1e-7 or so: a
+// vector's similarity with itself is exactly 1 (sqrt(x*x) is x in binary floating point),
+// so that WithThreshold(1) matches the same direction.
+func cosine(a, b []float32, na, nb float64) float64 {
+	return dot(a, b) / math.Sqrt(na*nb)
+}
+
+// dot is the dot product of two vectors of the same length.
 func dot(a, b []float32) float64 {
 	var s float64
 	for i := range a {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -155,8 +157,8 @@ func TestSemanticGuardKeepsRefundAndReturnApart(t *testing.T) {
 	}
 }
 
-// Only the last user message is compared; the rest of the request must be the same, and
-// partitions never share.
+// Only the last user message's text is compared; the rest of the request must be the
+// same, and partitions never share.
 func TestSemanticScope(t *testing.T) {
 	sem := newSemantic(t, &conceptEmbedder{}, cache.WithPartition(cache.PartitionByMetadata("tenant")))
 	p := fake.New(fake.Reply("a").Forever())
@@ -175,15 +177,17 @@ func TestSemanticScope(t *testing.T) {
 	notUser := &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage(refund), llmclient.AssistantMessage(refundAgain)}}
 	image := chat(refundAgain)
 	image.Messages[0].Content = append(image.Messages[0].Content, llmclient.ImageURLPart("https://x/y.png"))
-	for _, r := range []*llmclient.Request{sys, model, tenant, notUser, image} {
+	named := chat(refundAgain) // the question's Name reaches the vendor (OpenAI's name)
+	named.Messages[0].Name = "ann"
+	for _, r := range []*llmclient.Request{sys, model, tenant, notUser, image, named} {
 		_, err := cl.Complete(ctx, r)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 6, p.Calls(), "none of them matched the first question")
+	assert.Equal(t, 7, p.Calls(), "none of them matched the first question")
 	assert.Equal(t, uint64(2), sem.Stats().Bypasses, "no user text question")
 	_, err = cl.Complete(ctx, chat(refundAgain))
 	require.NoError(t, err)
-	assert.Equal(t, 6, p.Calls())
+	assert.Equal(t, 7, p.Calls())
 }
 
 func TestSemanticStreamsAndControls(t *testing.T) {
@@ -299,4 +303,85 @@ func FuzzGuards(f *testing.F) {
 		assert.True(t, cache.RequireSameTerms("refund", "gift card")(a, a))
 		_ = cache.MinTermOverlap(0.5)(a, b)
 	})
+}
+
+// A miss reports the best similarity among the questions it was compared with, below the
+// threshold, so that the threshold can be tuned from the events; a miss with nothing to
+// compare with reports none.
+func TestSemanticMissReportsTheNearestQuestion(t *testing.T) {
+	var ev events
+	emb := &conceptEmbedder{}
+	sem := newSemantic(t, emb, cache.WithObserver(ev.observe))
+	p := fake.New(fake.Reply("x").Forever())
+	cl := client(t, p, sem.Middleware())
+	ask(t, cl, refund)
+	const near = "how do I get a refund for my broken product bought today in the shop"
+	want := cosine(t, emb, near, refund)
+	require.Less(t, want, cache.DefaultThreshold)
+	require.Positive(t, want)
+	ask(t, cl, near)
+	misses := ev.of(cache.EventMiss)
+	require.Len(t, misses, 2)
+	assert.Zero(t, misses[0].Similarity, "nothing to compare with")
+	assert.InDelta(t, want, misses[1].Similarity, 1e-6)
+}
+
+// Many goroutines asking, storing and evicting at once (run with -race): the index stays
+// within its bound, its bytes are those of what it holds, and the counters add up.
+func TestSemanticConcurrent(t *testing.T) {
+	sem := newSemantic(t, &conceptEmbedder{}, cache.WithMaxEntries(8))
+	p := fake.New(fake.Reply("x").Forever())
+	cl := client(t, p, sem.Middleware())
+	questions := []string{refund, refundAgain, returnItem, openingHours, "tell me about penguins",
+		"what about walruses", "where is my order", "cancel my subscription", "how tall is the tower",
+		"who wrote this", "when do you close", "what is the weather"}
+	const goroutines, calls = 6, 30
+	concurrently(goroutines, calls, func(g, i int) {
+		r, err := cl.Complete(context.Background(), chat(questions[(g*7+i)%len(questions)]))
+		if assert.NoError(t, err) {
+			assert.Equal(t, "x", r.Text)
+		}
+		assert.LessOrEqual(t, sem.Stats().Entries, 8)
+	})
+	st := sem.Stats()
+	assert.Equal(t, uint64(goroutines*calls), st.Hits+st.Misses+st.GuardRejections+st.Bypasses)
+	assert.Equal(t, uint64(p.Calls()), st.Stored)
+	assert.Equal(t, st.Stored-st.Evictions-st.Expired, uint64(st.Entries))
+	if st.Entries == 0 {
+		assert.Zero(t, st.Bytes)
+	} else {
+		assert.Positive(t, st.Bytes)
+	}
+}
+
+// WithThreshold(1), which the doc allows, matches a question whose embedding points the
+// same way, and only such a question: float32 rounding made the similarity of a vector
+// with itself 0.99999994 or so about half the time, and the same question missed.
+func TestSemanticThresholdOneMatchesTheSameVector(t *testing.T) {
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		v := make([]float32, 1536)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		var next []float32 // what the embedder answers next
+		emb := cache.EmbedderFunc(func(context.Context, []string) ([][]float32, error) { return [][]float32{next}, nil })
+		sem := newSemantic(t, emb, cache.WithThreshold(1))
+		p := fake.New(fake.Reply("x").Forever())
+		cl := client(t, p, sem.Middleware())
+		next = v
+		ask(t, cl, "the question")
+		scaled := make([]float32, len(v)) // the same direction
+		for j := range v {
+			scaled[j] = 2 * v[j]
+		}
+		next = scaled
+		ask(t, cl, "the question, again")
+		require.Equal(t, 1, p.Calls(), "seed %d: the same direction matches", seed)
+		other := slices.Clone(v)
+		other[0] += 0.05
+		next = other
+		ask(t, cl, "another question")
+		require.Equal(t, 2, p.Calls(), "seed %d: another direction does not", seed)
+	}
 }

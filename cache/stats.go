@@ -8,7 +8,8 @@ type Stats struct {
 	// Hits and Misses count exact-cache lookups; Bypasses the lookups a Control skipped.
 	Hits, Misses, Bypasses uint64
 	// Stored counts answers written to the store (an answer kept in the exact cache and
-	// under an idempotency key counts twice); NotStored the answers that were not
+	// under an idempotency key counts twice; one the store declined as larger than its
+	// own bound counts here and in Store.Rejected); NotStored the answers that were not
 	// storable (degraded, filtered, refused, cut, closed early, too large).
 	Stored, NotStored uint64
 	// Shared counts calls answered by joining an identical call in flight; Replays calls

@@ -2,6 +2,7 @@ package rediscache_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/llmclient/llmclient/cache"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/rediscache"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -165,4 +167,80 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok", r.Text)
 	assert.Equal(t, 2, errs, "the lookup and the store failed")
+}
+
+// A value far larger than any entry (put there by something else sharing the Redis, or
+// damaged) is refused after reading MaxEncodedEntry+1 bytes of it, not all of it.
+func TestGetReadsAtMostAnEntry(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store()
+	const huge = 3 * cache.MaxEncodedEntry // 192 MiB, of zero bytes: SETRANGE sends one
+	// 64 MiB through loopback: a generous deadline, so that a loaded machine is no failure.
+	slow, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, rdb.SetRange(slow, rediscache.DefaultPrefix+"huge", huge-1, "x").Err())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := st.Get(slow, "huge")
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
+	read := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, read, uint64(2*cache.MaxEncodedEntry), "allocated %d MiB for a %d MiB value", read>>20, huge>>20)
+	assert.Equal(t, uint64(1), st.Corrupt())
+
+	// An empty value, like a missing key, is no entry.
+	require.NoError(t, rdb.Set(ctx(t), rediscache.DefaultPrefix+"empty", "", time.Minute).Err())
+	e, err := st.Get(ctx(t), "empty")
+	require.NoError(t, err)
+	assert.Nil(t, e)
+}
+
+// go-redis ignores a context's deadline unless ContextTimeoutEnabled is set: a Redis that
+// accepted the connection and never answered then held every lookup for the client's
+// ReadTimeout (two store calls took 10 s with the defaults, against a store timeout of
+// 100 ms). New refuses such a client.
+func TestNewRequiresContextTimeouts(t *testing.T) {
+	for name, rdb := range map[string]redis.UniversalClient{
+		"client":  redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}),
+		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
+		"ring":    redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}),
+	} {
+		_, err := rediscache.New(rdb)
+		assert.ErrorContains(t, err, "ContextTimeoutEnabled", name)
+		require.NoError(t, rdb.Close())
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	_, err := rediscache.New(rdb)
+	assert.NoError(t, err)
+}
+
+// An entry too large to store replaces the one under its key all the same, as the memory
+// store does: a fresh answer (NoCache, MaxAge) that cannot be kept must not leave the
+// stale one it replaces to answer the next calls.
+func TestRejectedEntryRemovesTheOldOne(t *testing.T) {
+	srv := startRedis(t)
+	st, _ := srv.store(rediscache.WithMaxEntryBytes(500))
+	require.NoError(t, st.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, st.Set(ctx(t), "k", entry(strings.Repeat("x", 600)), time.Minute))
+	assert.Equal(t, uint64(1), st.StoreStats().Rejected)
+	e, err := st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e, "the stale answer is gone")
+	// So does one with more chunks than an entry may hold.
+	require.NoError(t, st.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, st.Set(ctx(t), "k", &cache.Entry{Chunks: make([]llmclient.Chunk, cache.MaxEncodedEntry/160+1)}, time.Minute))
+	assert.Equal(t, uint64(2), st.StoreStats().Rejected)
+	e, err = st.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e)
+
+	mem, err := cache.NewMemory(cache.MemoryConfig{MaxEntryBytes: 1500})
+	require.NoError(t, err)
+	require.NoError(t, mem.Set(ctx(t), "k", entry("old"), time.Minute))
+	require.NoError(t, mem.Set(ctx(t), "k", entry(strings.Repeat("x", 600)), time.Minute))
+	e, err = mem.Get(ctx(t), "k")
+	require.NoError(t, err)
+	assert.Nil(t, e, "as in the memory store")
 }

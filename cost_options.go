@@ -94,7 +94,8 @@ func (c *config) validateCost() []error {
 // to WithContextFallback's upstreams, or returns; within a tenth the upstream decides,
 // since the estimate is an estimate (see WithContextTrim to shorten such requests).
 //
-// Default: no pricing, and every cost is unknown. WithBudget, WithCostFailover,
+// Default: no pricing, and every cost is unknown (except an answer a cache served, which
+// made no call and costs a known $0). WithBudget, WithCostFailover,
 // WithContextTrim and Upstream.Prices turn pricing on with pricing.Default() unless
 // WithPricing names another table. The last WithPricing wins.
 func WithPricing(t *pricing.Table) Option {

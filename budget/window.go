@@ -50,7 +50,8 @@ func Monthly(loc *time.Location) Window { return Window{kind: monthly, loc: loc}
 
 // Rolling returns a window of the last d, counted in Slices slices of d/60: a slice's
 // spend leaves the window as a whole once d has passed since the slice ended. d must lie
-// in [MinRolling, MaxRolling]; budgets that use another d are rejected by Validate.
+// in [MinRolling, MaxRolling]; budgets that use another d are rejected by Validate, and
+// PeriodAt and SliceEnd count such a window as one of the nearest bound.
 func Rolling(d time.Duration) Window { return Window{kind: rolling, length: d} }
 
 // IsRolling reports whether w is a rolling window.
@@ -89,6 +90,11 @@ func (w Window) String() string {
 	return "daily in " + w.Location().String()
 }
 
+// sliceLength is a rolling window's slice, its length clamped to [MinRolling, MaxRolling].
+func (w Window) sliceLength() time.Duration {
+	return min(max(w.length, MinRolling), MaxRolling) / Slices
+}
+
 func (w Window) validate() error {
 	if w.kind == rolling && (w.length < MinRolling || w.length > MaxRolling) {
 		return fmt.Errorf("rolling window %v is outside [%v, %v]", w.length, MinRolling, MaxRolling)
@@ -113,7 +119,7 @@ type Period struct {
 // PeriodAt returns the period of t in w. The zero time has the period of the zero time.
 func (w Window) PeriodAt(t time.Time) Period {
 	if w.kind == rolling {
-		slice := w.length / Slices
+		slice := w.sliceLength()
 		n := t.UnixNano() // the Unix epoch divides the time line into slices
 		id := floorDiv(n, int64(slice))
 		oldest := id - (Slices - 1)
@@ -208,7 +214,7 @@ func (w Window) SliceEnd(p Period, id int64) time.Time {
 	if w.kind != rolling {
 		return p.End
 	}
-	slice := int64(w.length / Slices)
+	slice := int64(w.sliceLength())
 	return time.Unix(0, satMul(id+Slices, slice))
 }
 

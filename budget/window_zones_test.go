@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -80,6 +81,32 @@ func TestCalendarWindowsMeet(t *testing.T) {
 				}
 				p = q
 			}
+		}
+	}
+}
+
+// TestRollingOutsideBounds: a rolling window whose length Validate rejects still has
+// periods, those of the nearest bound, instead of a division by zero.
+func TestRollingOutsideBounds(t *testing.T) {
+	at := time.Date(2026, 6, 1, 12, 30, 30, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		like time.Duration
+	}{
+		{0, budget.MinRolling}, {-time.Hour, budget.MinRolling}, {59, budget.MinRolling},
+		{math.MaxInt64, budget.MaxRolling}, {math.MinInt64, budget.MinRolling},
+	} {
+		w := budget.Rolling(tc.d)
+		b := budget.Budget{Name: "b", Window: w, Cap: 1}
+		if b.Validate() == nil {
+			t.Errorf("Rolling(%v): Validate accepted it", tc.d)
+		}
+		got, want := w.PeriodAt(at), budget.Rolling(tc.like).PeriodAt(at)
+		if got != want {
+			t.Errorf("Rolling(%v).PeriodAt = %+v, want %+v", tc.d, got, want)
+		}
+		if got, want := w.SliceEnd(got, got.Slice), budget.Rolling(tc.like).SliceEnd(want, want.Slice); !got.Equal(want) {
+			t.Errorf("Rolling(%v).SliceEnd = %v, want %v", tc.d, got, want)
 		}
 	}
 }

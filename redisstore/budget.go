@@ -22,7 +22,8 @@ import (
 // Each key of the ledger (a partition of a budget that counts each apart, else the empty
 // key) is one Redis hash, which expires once its window has passed.
 //
-// While Redis cannot be reached, under FailClosed Reserve and Settle return an error
+// While Redis cannot be reached (or answers what the store cannot use), under
+// FailClosed Reserve and Settle return an error
 // wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
 // FailOpen Reserve admits against a ledger in this process whose cap is the budget's
 // times WithLocalShare, and the Settle of such a reservation is counted there, and in
@@ -111,19 +112,29 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	if err != nil {
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
+	res, ok := reserveResult(v)
+	if !ok {
+		// An answer the store cannot use is a failure of Redis, as a timeout is.
+		return l.reserveLocally(ctx, key, p, amount, over, l.s.badReply(v))
+	}
+	return res, nil
+}
+
+// reserveResult reads the reserve script's reply; ok is false for a reply it does not
+// return.
+func reserveResult(v any) (res limitstore.BudgetResult, ok bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 6 {
-		return limitstore.BudgetResult{}, l.s.badReply(v)
+		return res, false
 	}
-	var res limitstore.BudgetResult
 	okN, e1 := replyInt(a[0])
 	spent, e2 := replyInt(a[1])
 	reserved, e3 := replyInt(a[2])
 	hard, e4 := replyInt(a[3])
 	free, e5 := replyInt(a[4])
 	never, e6 := replyInt(a[5])
-	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
-		return limitstore.BudgetResult{}, l.s.badReply(v)
+	if errors.Join(e1, e2, e3, e4, e5, e6) != nil {
+		return res, false
 	}
 	res.OK, res.Spent, res.Reserved, res.FiredHard = okN == 1, spent, reserved, hard == 1
 	if !res.OK {
@@ -132,7 +143,7 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 			res.FreeAfter = free
 		}
 	}
-	return res, nil
+	return res, true
 }
 
 // reserveLocally is Reserve while Redis cannot be reached (err).

@@ -51,7 +51,7 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 		cap:    strconv.FormatInt(spec.Cap, 10),
 		soft:   soft,
 		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: max(localCap, 0), Soft: spec.Soft}),
-		held:   make(map[heldKey]int64),
+		held:   make(map[heldKey]int),
 	}
 }
 
@@ -73,16 +73,18 @@ type ledger struct {
 	local limitstore.Ledger
 
 	mu sync.Mutex
-	// held counts the reservations taken in local, by key and slice: their Settle goes
-	// there.
-	held map[heldKey]int64
+	// held counts the reservations taken in local, by key, slice and amount: their Settle
+	// goes there. A Settle names no reservation, only its key, slice and amount, so one
+	// whose amount no local reservation has is one taken in Redis, whatever the local
+	// reservations add up to.
+	held map[heldKey]int
 	// pending are settles of Redis reservations that could not reach it.
 	pending []pendingSettle
 }
 
 type heldKey struct {
-	key   string
-	slice int64
+	key           string
+	slice, amount int64
 }
 
 type pendingSettle struct {
@@ -156,7 +158,7 @@ func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.Bu
 		return res, lerr
 	}
 	l.mu.Lock()
-	l.held[heldKey{key, p.Slice}] += amount
+	l.held[heldKey{key, p.Slice, amount}]++
 	l.mu.Unlock()
 	return res, nil
 }
@@ -183,22 +185,22 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 }
 
 // takeLocal reports whether a reservation of reserved in key's slice was taken locally,
-// and forgets it if so.
+// and forgets it if so. Of reservations of the same amount taken in both places, it
+// settles the local ones first; either way the same amount is given back.
 func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.held) == 0 {
 		return false
 	}
-	k := heldKey{key, slice}
-	n := l.held[k]
-	if n < reserved || n == 0 {
+	k := heldKey{key, slice, reserved}
+	switch n := l.held[k]; n {
+	case 0:
 		return false
-	}
-	if n -= reserved; n == 0 {
+	case 1:
 		delete(l.held, k)
-	} else {
-		l.held[k] = n
+	default:
+		l.held[k] = n - 1
 	}
 	return true
 }

@@ -59,3 +59,51 @@ func TestUnexpectedBudgetReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetSettleGoesWhereReserved: once Redis is back, a Settle of a reservation taken
+// in Redis ends it there, even while a larger reservation taken in the local ledger during
+// the outage is still in flight in the same slice. The ledger used to send every Settle
+// whose amount the local reservations could cover to the local ledger: the Redis
+// reservation stayed held in Redis (for a calendar window, until the window's end), and
+// the local ledger lost track of the reservation still in flight.
+func TestBudgetSettleGoesWhereReserved(t *testing.T) {
+	srv := startRedis(t)
+	s := srv.store(redisstore.WithPrefix("where"), redisstore.WithTimeout(200*time.Millisecond),
+		redisstore.WithProbeInterval(10*time.Millisecond))
+	l := s.OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
+	check := srv.store(redisstore.WithPrefix("where")).OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
+
+	srv.stop()
+	if r, err := l.Reserve(ctx(t), "", p, 100, false); err != nil || !r.OK {
+		t.Fatalf("a local reservation while Redis is away: %+v, %v", r, err)
+	}
+	srv.start()
+	probe := s.Open("probe", limitstore.Spec{})
+	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the store does not use Redis again")
+		}
+		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
+	}
+	if r, err := l.Reserve(ctx(t), "", p, 30, false); err != nil || !r.OK || r.Reserved != 30 {
+		t.Fatalf("a reservation in Redis: %+v, %v", r, err)
+	}
+	if _, err := l.Settle(ctx(t), "", p, p.Slice, 30, 20); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Reserved != 0 || r.Spent != 20 {
+		t.Fatalf("Redis after the settle of its only reservation: %+v, %v; want 20 spent, nothing reserved", r, err)
+	}
+	if _, err := l.Settle(ctx(t), "", p, p.Slice, 100, 90); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Reserved != 0 || r.Spent != 110 {
+		t.Fatalf("Redis after the local settle: %+v, %v; want 110 spent, nothing reserved", r, err)
+	}
+}
+
+func probeErr(t *testing.T, st limitstore.State) error {
+	_, err := st.Blocked(ctx(t))
+	return err
+}

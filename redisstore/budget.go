@@ -215,17 +215,27 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if err != nil {
 		return limitstore.BudgetResult{}, err
 	}
+	res, ok := settleResult(v)
+	if !ok {
+		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+	}
+	return res, nil
+}
+
+// settleResult reads the settle script's reply; ok is false for a reply it does not
+// return.
+func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 3 {
-		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])
 	rs, e2 := replyInt(a[1])
 	fired, e3 := replyInt(a[2])
 	if e1 != nil || e2 != nil || e3 != nil || fired < 0 || fired > math.MaxUint32 {
-		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+		return limitstore.BudgetResult{}, false
 	}
-	return limitstore.BudgetResult{OK: true, Spent: sp, Reserved: rs, Fired: uint32(fired)}, nil
+	return limitstore.BudgetResult{OK: true, Spent: sp, Reserved: rs, Fired: uint32(fired)}, true
 }
 
 // keep queues a settle that could not reach Redis, dropping the oldest beyond the bound.

@@ -157,9 +157,11 @@ func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.Bu
 	if lerr != nil || !res.OK {
 		return res, lerr
 	}
-	l.mu.Lock()
-	l.held[heldKey{key, p.Slice, amount}]++
-	l.mu.Unlock()
+	if amount > 0 { // a reservation of nothing holds nothing to give back
+		l.mu.Lock()
+		l.held[heldKey{key, p.Slice, amount}]++
+		l.mu.Unlock()
+	}
 	return res, nil
 }
 

@@ -142,9 +142,11 @@ func (w Window) PeriodAt(t time.Time) Period {
 		local := t.Unix() + int64(off)
 		start = time.Unix(floorDiv(local, 3600)*3600-int64(off), 0).In(loc)
 		end = start.Add(time.Hour)
-		if zs, ze := l.ZoneBounds(); !zs.IsZero() && start.Before(zs) {
+		zs, ze := l.ZoneBounds()
+		if !zs.IsZero() && start.Before(zs) {
 			start = zs
-		} else if !ze.IsZero() && end.After(ze) {
+		}
+		if !ze.IsZero() && end.After(ze) {
 			end = ze
 		}
 	case monthly:

@@ -95,9 +95,10 @@ type pendingSettle struct {
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
 func periodArgs(p limitstore.BudgetPeriod) []any {
-	ttl := (max(p.TTL, 0) + budgetTTLMargin).Milliseconds()
+	ttl := min(max(p.TTL, 0), math.MaxInt64-budgetTTLMargin) + budgetTTLMargin // saturating
+	ms := ttl.Milliseconds()
 	return []any{strconv.FormatInt(p.Slice, 10), strconv.FormatInt(p.Oldest, 10),
-		strconv.FormatInt(p.Epoch, 10), strconv.FormatInt(ttl, 10)}
+		strconv.FormatInt(p.Epoch, 10), strconv.FormatInt(ms, 10)}
 }
 
 // Reserve takes amount in Redis, or under FailOpen in the local ledger while Redis is

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,4 +107,20 @@ func TestBudgetSettleGoesWhereReserved(t *testing.T) {
 func probeErr(t *testing.T, st limitstore.State) error {
 	_, err := st.Blocked(ctx(t))
 	return err
+}
+
+// TestBudgetHugeTTL: a period whose TTL is near the largest Duration still gives the
+// budget's hash an expiry (saturated), instead of overflowing with the store's margin
+// into a negative one, which left the hash without any.
+func TestBudgetHugeTTL(t *testing.T) {
+	srv := startRedis(t)
+	l := srv.store(redisstore.WithPrefix("ttl")).OpenBudget("b", limitstore.BudgetSpec{Cap: 100})
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: math.MaxInt64}
+	if r, err := l.Reserve(ctx(t), "", p, 10, false); err != nil || !r.OK {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	ttl, err := srv.client().PTTL(ctx(t), "{ttl:budget:1:b}:").Result()
+	if err != nil || ttl <= 0 {
+		t.Fatalf("PTTL %v, %v: want an expiry", ttl, err)
+	}
 }

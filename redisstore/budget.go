@@ -27,7 +27,7 @@ import (
 // wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
 // FailOpen Reserve admits against a ledger in this process whose cap is the budget's
 // times WithLocalShare, and the Settle of such a reservation is counted there, and in
-// Redis when it answers by then. A Settle of a reservation taken in Redis that cannot
+// Redis when it answers by then (reporting the soft thresholds either reached). A Settle of a reservation taken in Redis that cannot
 // reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
 // and sent again before the ledger's next call to Redis. A process that stops with
 // attempts in flight leaves their reservations in Redis until their slice leaves the
@@ -173,7 +173,9 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
 		if spent > 0 { // the shared spend, when Redis answers again by now
 			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent); rerr == nil {
-				shared.Fired = res.Fired
+				// The thresholds the shared window reached with it are this settle's to
+				// report (Redis marked them reached), and so are the local ledger's.
+				shared.Fired |= res.Fired
 				return shared, err
 			}
 		}

@@ -124,3 +124,42 @@ func TestBudgetHugeTTL(t *testing.T) {
 		t.Fatalf("PTTL %v, %v: want an expiry", ttl, err)
 	}
 }
+
+// TestBudgetLocalSettleReportsSharedThresholds: once Redis is back, the Settle of a
+// reservation taken locally during an outage counts its spend in Redis too; a soft
+// threshold that spend makes the shared window reach is reported then. The ledger used to
+// report only the local ledger's thresholds, so a threshold the shared spend crossed this
+// way was marked reached in Redis and reported by no replica.
+func TestBudgetLocalSettleReportsSharedThresholds(t *testing.T) {
+	srv := startRedis(t)
+	spec := limitstore.BudgetSpec{Cap: 100, Soft: []int64{50}}
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
+	s := srv.store(redisstore.WithPrefix("soft"), redisstore.WithTimeout(200*time.Millisecond),
+		redisstore.WithProbeInterval(10*time.Millisecond))
+	a := s.OpenBudget("b", spec)
+	b := srv.store(redisstore.WithPrefix("soft")).OpenBudget("b", spec)
+
+	if r, err := b.Reserve(ctx(t), "", p, 45, false); err != nil || !r.OK {
+		t.Fatalf("another replica's reservation: %+v, %v", r, err)
+	}
+	if r, err := b.Settle(ctx(t), "", p, p.Slice, 45, 45); err != nil || r.Fired != 0 {
+		t.Fatalf("another replica's settle: %+v, %v", r, err)
+	}
+	srv.freeze() // Redis stops answering, its data kept
+	r, err := a.Reserve(ctx(t), "", p, 10, false)
+	srv.thaw()
+	if err != nil || !r.OK || s.Healthy() {
+		t.Fatalf("a reservation while Redis does not answer: %+v, %v (healthy %v); want a local one", r, err, s.Healthy())
+	}
+	probe := s.Open("probe", limitstore.Spec{})
+	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the store does not use Redis again")
+		}
+		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
+	}
+	res, err := a.Settle(ctx(t), "", p, p.Slice, 10, 10)
+	if err != nil || res.Spent < 55 || res.Fired != 1 {
+		t.Fatalf("the local reservation's settle: %+v, %v; want the shared spend (55) and its threshold reported", res, err)
+	}
+}

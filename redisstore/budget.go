@@ -25,8 +25,8 @@ import (
 // While Redis cannot be reached (or answers what the store cannot use), under
 // FailClosed Reserve and Settle return an error
 // wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
-// FailOpen Reserve admits against a ledger in this process whose cap is the budget's
-// times WithLocalShare, and the Settle of such a reservation is counted there, and in
+// FailOpen Reserve admits against a ledger in this process whose cap and soft
+// thresholds are the budget's times WithLocalShare, and the Settle of such a reservation is counted there, and in
 // Redis when it answers by then (reporting the soft thresholds either reached). A Settle of a reservation taken in Redis that cannot
 // reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
 // and sent again before the ledger's next call to Redis. A process that stops with
@@ -41,18 +41,27 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 	if len(soft) > maxBudgetSoft {
 		soft = soft[:maxBudgetSoft]
 	}
-	localCap := spec.Cap // a share of 1, the default: the whole cap
-	if f := float64(spec.Cap) * s.cfg.localShare; f < float64(spec.Cap) {
-		localCap = int64(f) // below Cap ≤ MaxInt64: in range
+	localSoft := make([]int64, len(spec.Soft))
+	for i, t := range spec.Soft {
+		localSoft[i] = max(s.localShareOf(max(t, 0)), 1)
 	}
 	return &ledger{
 		s:      s,
 		prefix: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}:",
 		cap:    strconv.FormatInt(spec.Cap, 10),
 		soft:   soft,
-		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: max(localCap, 0), Soft: spec.Soft}),
+		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
 		held:   make(map[heldKey]int),
 	}
+}
+
+// localShareOf returns the FailOpen ledger's share of a non-negative amount: amount
+// times WithLocalShare, rounded down (the whole amount for a share of 1).
+func (s *Store) localShareOf(amount int64) int64 {
+	if f := float64(amount) * s.cfg.localShare; f < float64(amount) {
+		return int64(f) // below amount ≤ MaxInt64: in range
+	}
+	return amount
 }
 
 var _ limitstore.BudgetStore = (*Store)(nil)

@@ -163,3 +163,23 @@ func TestBudgetLocalSettleReportsSharedThresholds(t *testing.T) {
 		t.Fatalf("the local reservation's settle: %+v, %v; want the shared spend (55) and its threshold reported", res, err)
 	}
 }
+
+// TestBudgetLocalSoftThresholdsFollowTheShare: the FailOpen ledger's soft thresholds are
+// the budget's times WithLocalShare, like its cap, so that an outage still warns before
+// the local cap refuses. They were the budget's own, above the local cap: never reached.
+func TestBudgetLocalSoftThresholdsFollowTheShare(t *testing.T) {
+	srv := startRedis(t)
+	l := srv.store(redisstore.WithPrefix("share"), redisstore.WithTimeout(200*time.Millisecond),
+		redisstore.WithLocalShare(0.25)).OpenBudget("b", limitstore.BudgetSpec{Cap: 100, Soft: []int64{80}})
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
+	srv.stop()
+	if r, err := l.Reserve(ctx(t), "", p, 25, false); err != nil || !r.OK {
+		t.Fatalf("a local reservation of the whole local cap: %+v, %v", r, err)
+	}
+	if r, err := l.Reserve(ctx(t), "", p, 1, false); err != nil || r.OK {
+		t.Fatalf("beyond the local cap: %+v, %v; want refused", r, err)
+	}
+	if r, err := l.Settle(ctx(t), "", p, p.Slice, 25, 21); err != nil || r.Fired != 1 {
+		t.Fatalf("a local settle past 80%% of the local cap: %+v, %v; want the threshold reported", r, err)
+	}
+}

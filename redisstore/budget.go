@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -29,7 +30,9 @@ import (
 // thresholds are the budget's times WithLocalShare, and the Settle of such a reservation is counted there, and in
 // Redis when it answers by then (reporting the soft thresholds either reached). A Settle of a reservation taken in Redis that cannot
 // reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
-// and sent again before the ledger's next call to Redis. A process that stops with
+// and sent again before the ledger's next call to Redis. A Reserve whose answer is lost
+// (a timeout, an unusable reply) may still have run in Redis: the ledger takes back the
+// reservation it may have taken there, if it did, in the same way. A process that stops with
 // attempts in flight leaves their reservations in Redis until their slice leaves the
 // window (for a calendar window, its end).
 func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
@@ -52,6 +55,7 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 		soft:   soft,
 		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
 		held:   make(map[heldKey]int),
+		taken:  make(map[heldKey][]string),
 	}
 }
 
@@ -66,7 +70,8 @@ func (s *Store) localShareOf(amount int64) int64 {
 
 var _ limitstore.BudgetStore = (*Store)(nil)
 
-// MaxPendingSettles bounds the settles a Store keeps per ledger for Redis to come back.
+// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a Store keeps
+// per ledger for Redis to come back.
 const MaxPendingSettles = 10_000
 
 // maxBudgetSoft is the most soft thresholds a ledger reports (limitstore.BudgetSpec).
@@ -87,7 +92,11 @@ type ledger struct {
 	// whose amount no local reservation has is one taken in Redis, whatever the local
 	// reservations add up to.
 	held map[heldKey]int
-	// pending are settles of Redis reservations that could not reach it.
+	// taken are the tokens of the reservations taken in Redis and not yet settled, by key,
+	// slice and amount: a Settle ends one of them (of the same amount, any one will do).
+	taken map[heldKey][]string
+	// pending are settles of Redis reservations that could not reach it, and cancels of
+	// Reserves whose answer was lost.
 	pending []pendingSettle
 }
 
@@ -100,6 +109,10 @@ type pendingSettle struct {
 	key                    string
 	p                      limitstore.BudgetPeriod
 	slice, reserved, spent int64
+	// token names the reservation in Redis ("" for none); cancel takes back the one a
+	// Reserve whose answer was lost may have taken, instead of settling.
+	token  string
+	cancel bool
 }
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
@@ -119,17 +132,50 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	if over {
 		o = "1"
 	}
-	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap)
+	token := "" // a reservation of nothing (a read of the budget) is not recorded
+	if amount > 0 {
+		token = strconv.FormatUint(rand.Uint64(), 36)
+	}
+	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
 	v, err := l.s.run(ctx, budgetReserveScript, []string{l.prefix + key}, args...)
+	res, ok := reserveResult(v)
+	if err == nil && !ok {
+		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
+	}
 	if err != nil {
+		if err != errDown && token != "" {
+			// The script may have run (or may yet run): take its reservation back, if
+			// it took one, once Redis answers.
+			l.keep(pendingSettle{key: key, p: p, token: token, cancel: true})
+		}
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
-	res, ok := reserveResult(v)
-	if !ok {
-		// An answer the store cannot use is a failure of Redis, as a timeout is.
-		return l.reserveLocally(ctx, key, p, amount, over, l.s.badReply(v))
+	if res.OK && token != "" {
+		k := heldKey{key, p.Slice, amount}
+		l.mu.Lock()
+		l.taken[k] = append(l.taken[k], token)
+		l.mu.Unlock()
 	}
 	return res, nil
+}
+
+// takeToken returns the token of a reservation of reserved taken in Redis in key's
+// slice, and forgets it; "" when none is known.
+func (l *ledger) takeToken(key string, slice, reserved int64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := heldKey{key, slice, reserved}
+	ts := l.taken[k]
+	if len(ts) == 0 {
+		return ""
+	}
+	t := ts[len(ts)-1]
+	if len(ts) == 1 {
+		delete(l.taken, k)
+	} else {
+		l.taken[k] = ts[:len(ts)-1]
+	}
+	return t
 }
 
 // reserveResult reads the reserve script's reply; ok is false for a reply it does not
@@ -181,7 +227,7 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if l.takeLocal(key, slice, reserved) {
 		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
 		if spent > 0 { // the shared spend, when Redis answers again by now
-			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent); rerr == nil {
+			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, "", false); rerr == nil {
 				// The thresholds the shared window reached with it are this settle's to
 				// report (Redis marked them reached), and so are the local ledger's.
 				shared.Fired |= res.Fired
@@ -190,10 +236,11 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		}
 		return res, err
 	}
+	token := l.takeToken(key, slice, reserved)
 	l.flush(ctx)
-	res, err := l.settle(ctx, key, p, slice, reserved, spent)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent, token, false)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
-		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent})
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: token})
 	}
 	return res, err
 }
@@ -221,9 +268,16 @@ func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 
 var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
 
-// settle runs the settle script.
-func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64) (limitstore.BudgetResult, error) {
-	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10))
+// settle runs the settle script: a settle of the reservation token names (or of none),
+// or with cancel the take-back of the reservation a lost Reserve may have made.
+func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64,
+	token string, cancel bool) (limitstore.BudgetResult, error) {
+	mode := "settle"
+	if cancel {
+		mode = "cancel"
+	}
+	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
+		token, mode)
 	args = append(args, l.soft...)
 	v, err := l.s.run(ctx, budgetSettleScript, []string{l.prefix + key}, args...)
 	if err != nil {
@@ -274,7 +328,7 @@ func (l *ledger) flush(ctx context.Context) {
 	l.pending = nil
 	l.mu.Unlock()
 	for i, ps := range todo {
-		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent); err != nil {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, ps.token, ps.cancel); err != nil {
 			if errors.Is(err, errBadBudgetReply) {
 				continue
 			}

@@ -69,7 +69,7 @@ func TestUnexpectedBudgetReplies(t *testing.T) {
 // the local ledger lost track of the reservation still in flight.
 func TestBudgetSettleGoesWhereReserved(t *testing.T) {
 	srv := startRedis(t)
-	s := srv.store(redisstore.WithPrefix("where"), redisstore.WithTimeout(200*time.Millisecond),
+	s := srv.store(redisstore.WithPrefix("where"), redisstore.WithTimeout(time.Second),
 		redisstore.WithProbeInterval(10*time.Millisecond))
 	l := s.OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
 	check := srv.store(redisstore.WithPrefix("where")).OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
@@ -134,7 +134,7 @@ func TestBudgetLocalSettleReportsSharedThresholds(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.BudgetSpec{Cap: 100, Soft: []int64{50}}
 	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
-	s := srv.store(redisstore.WithPrefix("soft"), redisstore.WithTimeout(200*time.Millisecond),
+	s := srv.store(redisstore.WithPrefix("soft"), redisstore.WithTimeout(time.Second),
 		redisstore.WithProbeInterval(10*time.Millisecond))
 	a := s.OpenBudget("b", spec)
 	b := srv.store(redisstore.WithPrefix("soft")).OpenBudget("b", spec)
@@ -181,5 +181,63 @@ func TestBudgetLocalSoftThresholdsFollowTheShare(t *testing.T) {
 	}
 	if r, err := l.Settle(ctx(t), "", p, p.Slice, 25, 21); err != nil || r.Fired != 1 {
 		t.Fatalf("a local settle past 80%% of the local cap: %+v, %v; want the threshold reported", r, err)
+	}
+}
+
+// TestBudgetTimedOutReserveIsTakenBack: a Reserve that Redis does not answer in time may
+// still run there (a frozen server runs it when it wakes up), leaving a reservation that
+// nobody settles, held until the window ends (for a daily budget, all day). The ledger
+// takes such a reservation back once Redis answers again, and only if it was taken.
+func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
+	srv := startRedis(t)
+	spec := limitstore.BudgetSpec{Cap: 100}
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
+	s := srv.store(redisstore.WithPrefix("phantom"), redisstore.WithTimeout(time.Second),
+		redisstore.WithProbeInterval(10*time.Millisecond))
+	l := s.OpenBudget("b", spec)
+	check := srv.store(redisstore.WithPrefix("phantom")).OpenBudget("b", spec)
+	// Connected, and the script loaded: what the frozen server receives, it runs.
+	if r, err := l.Reserve(ctx(t), "", p, 5, false); err != nil || !r.OK {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if _, err := l.Settle(ctx(t), "", p, p.Slice, 5, 5); err != nil {
+		t.Fatal(err)
+	}
+	srv.freeze()
+	r, err := l.Reserve(ctx(t), "", p, 30, false) // times out: admitted locally
+	srv.thaw()
+	if err != nil || !r.OK {
+		t.Fatalf("a reservation while Redis does not answer: %+v, %v; want a local one", r, err)
+	}
+	probe := s.Open("probe", limitstore.Spec{})
+	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the store does not use Redis again")
+		}
+		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
+	}
+	if got, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || got.Reserved != 30 {
+		t.Skipf("the frozen server did not run the timed-out reservation (%+v, %v): nothing to take back", got, err)
+	}
+	if _, err := l.Reserve(ctx(t), "", p, 0, true); err != nil { // the ledger's next call
+		t.Fatal(err)
+	}
+	if got, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || got.Reserved != 0 || got.Spent != 5 {
+		t.Fatalf("Redis after the ledger's next call: %+v, %v; want the phantom reservation taken back", got, err)
+	}
+	if res, err := l.Settle(ctx(t), "", p, p.Slice, 30, 25); err != nil || res.Spent != 30 {
+		t.Fatalf("the local reservation's settle: %+v, %v; want the shared spend", res, err)
+	}
+	if got, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || got.Reserved != 0 || got.Spent != 30 {
+		t.Fatalf("Redis at the end: %+v, %v; want 30 spent, nothing reserved", got, err)
+	}
+	fields, err := srv.client().HKeys(ctx(t), "{phantom:budget:1:b}:").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		if strings.HasPrefix(f, "q") {
+			t.Fatalf("the hash still records a reservation in flight: %v", fields)
+		}
 	}
 }

@@ -51,6 +51,7 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 	return &ledger{
 		s:      s,
 		prefix: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}:",
+		tokens: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}q:",
 		cap:    strconv.FormatInt(spec.Cap, 10),
 		soft:   soft,
 		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
@@ -81,6 +82,7 @@ const maxBudgetSoft = 16
 type ledger struct {
 	s      *Store
 	prefix string // the keys' prefix; a key's hash is prefix + key
+	tokens string // the prefix of the hashes of the keys' reservations in flight
 	cap    string
 	soft   []any
 	// local is the FailOpen fallback.
@@ -137,7 +139,7 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 		token = strconv.FormatUint(rand.Uint64(), 36)
 	}
 	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
-	v, err := l.s.run(ctx, budgetReserveScript, []string{l.prefix + key}, args...)
+	v, err := l.s.run(ctx, budgetReserveScript, l.keys(key), args...)
 	res, ok := reserveResult(v)
 	if err == nil && !ok {
 		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
@@ -279,7 +281,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
 		token, mode)
 	args = append(args, l.soft...)
-	v, err := l.s.run(ctx, budgetSettleScript, []string{l.prefix + key}, args...)
+	v, err := l.s.run(ctx, budgetSettleScript, l.keys(key), args...)
 	if err != nil {
 		return limitstore.BudgetResult{}, err
 	}
@@ -341,6 +343,13 @@ func (l *ledger) flush(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// keys returns the Redis keys of a budget key: its hash, and the hash of the tokens of
+// its reservations in flight. Both share the budget's hash tag, and the second differs
+// from every key's hash at the character after the tag ('q', not ':').
+func (l *ledger) keys(key string) []string {
+	return []string{l.prefix + key, l.tokens + key}
 }
 
 // replyInt reads an integer of a script's reply: a Lua number (int64) or a decimal

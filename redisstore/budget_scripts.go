@@ -9,8 +9,10 @@ import "github.com/redis/go-redis/v9"
 //	e       the epoch the flags below belong to
 //	f       the soft thresholds reached in the epoch, one bit each
 //	h       1 once a reservation was refused in the epoch
-//	q<tok>  "<slice>:<amount>" of a reservation in flight, by the token its Reserve gave
-//	        it, until its Settle (or the cancel of a Reserve whose answer was lost)
+//
+// and, beside it in a second hash (KEYS[2], in the same slot), each reservation in
+// flight: its Reserve's token -> "<slice>:<amount>", until its Settle (or the cancel of a
+// Reserve whose answer was lost). Kept apart, they do not weigh on the HGETALL above.
 //
 // Amounts are the caller's int64 money (picodollars), passed and stored as decimal
 // strings. A Lua number (a double) holds integers exactly only to 2^53, about $9,007 in
@@ -54,7 +56,7 @@ local function str(h, l)
   if h == 0 then return string.format('%.0f', l) end
   return string.format('%.0f', h) .. string.format('%09.0f', l)
 end
-local key = KEYS[1]
+local key, tokens = KEYS[1], KEYS[2]
 local slice, oldest, epoch, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local all = redis.call('HGETALL', key)
 local ids, sp, rs = {}, {}, {}
@@ -90,6 +92,7 @@ if e == nil or epoch > e then
 end
 local function keep()
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  if redis.call('PTTL', tokens) < ttl then redis.call('PEXPIRE', tokens, ttl) end
 end
 local function slot(id)
   if sp[id] == nil then ids[#ids + 1] = id; sp[id] = {0, 0}; rs[id] = {0, 0} end
@@ -97,8 +100,8 @@ end
 `
 
 // budgetReserveScript takes a reservation: ARGV = slice, oldest, epoch, TTL (ms), amount,
-// over ("1" admits past the cap), cap, token ("" for none). A reservation taken is
-// recorded under its token. It returns {ok, spent, reserved, firedHard, freeAfter,
+// over ("1" admits past the cap), cap, token ("" for none); KEYS = the budget key's hash,
+// its tokens' hash. A reservation taken is recorded under its token. It returns {ok, spent, reserved, firedHard, freeAfter,
 // never}, the amounts and freeAfter as strings.
 var budgetReserveScript = redis.NewScript(luaBudgetPrelude + `
 local aH, aL = parse(ARGV[5])
@@ -133,7 +136,7 @@ slot(slice)
 local rH, rL = add(rs[slice][1], rs[slice][2], aH, aL)
 redis.call('HSET', key, 'r' .. ARGV[1], str(rH, rL))
 if ARGV[8] ~= nil and ARGV[8] ~= '' then
-  redis.call('HSET', key, 'q' .. ARGV[8], ARGV[1] .. ':' .. ARGV[5])
+  redis.call('HSET', tokens, ARGV[8], ARGV[1] .. ':' .. ARGV[5])
 end
 rsH, rsL = add(rsH, rsL, aH, aL)
 keep()
@@ -150,8 +153,8 @@ var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
 local atS, bS, xS = ARGV[5], ARGV[6], ARGV[7]
 local tok = ARGV[8]
 if tok ~= nil and tok ~= '' then
-  local q = redis.call('HGET', key, 'q' .. tok)
-  if q then redis.call('HDEL', key, 'q' .. tok) end
+  local q = redis.call('HGET', tokens, tok)
+  if q then redis.call('HDEL', tokens, tok) end
   if ARGV[9] == 'cancel' then
     atS, bS, xS = nil, '0', '0'
     if q then atS, bS = string.match(q, '^(%-?%d+):(%d+)$') end

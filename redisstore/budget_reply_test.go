@@ -10,7 +10,6 @@ import (
 
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestUnexpectedBudgetReplies: a budget script answered with something else than it
@@ -24,13 +23,7 @@ func TestUnexpectedBudgetReplies(t *testing.T) {
 	p := limitstore.BudgetPeriod{Slice: 7, Oldest: 7, Epoch: 7, TTL: time.Minute}
 	for _, mode := range []redisstore.FailMode{redisstore.FailOpen, redisstore.FailClosed} {
 		t.Run(mode.String(), func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: fake.l.Addr().String(), ContextTimeoutEnabled: true, Protocol: 2})
-			t.Cleanup(func() { rdb.Close() })
-			s, err := redisstore.New(rdb, redisstore.WithFailMode(mode), redisstore.WithTimeout(3*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s := fake.store(t, mode)
 			l := s.OpenBudget("b", limitstore.BudgetSpec{Cap: 100, Soft: []int64{50}})
 			res, err := l.Reserve(ctx(t), "", p, 60, false)
 			if s.Healthy() {
@@ -69,8 +62,7 @@ func TestUnexpectedBudgetReplies(t *testing.T) {
 // the local ledger lost track of the reservation still in flight.
 func TestBudgetSettleGoesWhereReserved(t *testing.T) {
 	srv := startRedis(t)
-	s := srv.store(redisstore.WithPrefix("where"), redisstore.WithTimeout(time.Second),
-		redisstore.WithProbeInterval(10*time.Millisecond))
+	s := awayStore(srv, "where")
 	l := s.OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
 	check := srv.store(redisstore.WithPrefix("where")).OpenBudget("b", limitstore.BudgetSpec{Cap: 1000})
 	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
@@ -80,13 +72,7 @@ func TestBudgetSettleGoesWhereReserved(t *testing.T) {
 		t.Fatalf("a local reservation while Redis is away: %+v, %v", r, err)
 	}
 	srv.start()
-	probe := s.Open("probe", limitstore.Spec{})
-	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the store does not use Redis again")
-		}
-		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
-	}
+	waitBack(t, s)
 	if r, err := l.Reserve(ctx(t), "", p, 30, false); err != nil || !r.OK || r.Reserved != 30 {
 		t.Fatalf("a reservation in Redis: %+v, %v", r, err)
 	}
@@ -104,9 +90,26 @@ func TestBudgetSettleGoesWhereReserved(t *testing.T) {
 	}
 }
 
-func probeErr(t *testing.T, st limitstore.State) error {
-	_, err := st.Blocked(ctx(t))
-	return err
+// awayStore returns a Store for tests of Redis going away and coming back: a timeout of
+// a second, long beside a healthy call even on a loaded machine, and a probe every 10ms.
+func awayStore(srv *redisServer, prefix string) *redisstore.Store {
+	return srv.store(redisstore.WithPrefix(prefix), redisstore.WithTimeout(time.Second),
+		redisstore.WithProbeInterval(10*time.Millisecond))
+}
+
+// waitBack waits until s uses Redis again, probing it through a scope's state.
+func waitBack(t *testing.T, s *redisstore.Store) {
+	t.Helper()
+	probe := s.Open("probe", limitstore.Spec{})
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := probe.Blocked(ctx(t)); err == nil && s.Healthy() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store does not use Redis again")
+		}
+		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
+	}
 }
 
 // TestBudgetHugeTTL: a period whose TTL is near the largest Duration still gives the
@@ -134,8 +137,7 @@ func TestBudgetLocalSettleReportsSharedThresholds(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.BudgetSpec{Cap: 100, Soft: []int64{50}}
 	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
-	s := srv.store(redisstore.WithPrefix("soft"), redisstore.WithTimeout(time.Second),
-		redisstore.WithProbeInterval(10*time.Millisecond))
+	s := awayStore(srv, "soft")
 	a := s.OpenBudget("b", spec)
 	b := srv.store(redisstore.WithPrefix("soft")).OpenBudget("b", spec)
 
@@ -151,13 +153,7 @@ func TestBudgetLocalSettleReportsSharedThresholds(t *testing.T) {
 	if err != nil || !r.OK || s.Healthy() {
 		t.Fatalf("a reservation while Redis does not answer: %+v, %v (healthy %v); want a local one", r, err, s.Healthy())
 	}
-	probe := s.Open("probe", limitstore.Spec{})
-	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the store does not use Redis again")
-		}
-		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
-	}
+	waitBack(t, s)
 	res, err := a.Settle(ctx(t), "", p, p.Slice, 10, 10)
 	if err != nil || res.Spent < 55 || res.Fired != 1 {
 		t.Fatalf("the local reservation's settle: %+v, %v; want the shared spend (55) and its threshold reported", res, err)
@@ -192,8 +188,7 @@ func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.BudgetSpec{Cap: 100}
 	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
-	s := srv.store(redisstore.WithPrefix("phantom"), redisstore.WithTimeout(time.Second),
-		redisstore.WithProbeInterval(10*time.Millisecond))
+	s := awayStore(srv, "phantom")
 	l := s.OpenBudget("b", spec)
 	check := srv.store(redisstore.WithPrefix("phantom")).OpenBudget("b", spec)
 	// Connected, and the script loaded: what the frozen server receives, it runs.
@@ -209,13 +204,7 @@ func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
 	if err != nil || !r.OK {
 		t.Fatalf("a reservation while Redis does not answer: %+v, %v; want a local one", r, err)
 	}
-	probe := s.Open("probe", limitstore.Spec{})
-	for deadline := time.Now().Add(time.Minute); probeErr(t, probe) != nil || !s.Healthy(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the store does not use Redis again")
-		}
-		time.Sleep(20 * time.Millisecond) // the probe interval, in real time: a real server
-	}
+	waitBack(t, s)
 	if got, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || got.Reserved != 30 {
 		t.Skipf("the frozen server did not run the timed-out reservation (%+v, %v): nothing to take back", got, err)
 	}

@@ -23,18 +23,18 @@ import (
 // Each key of the ledger (a partition of a budget that counts each apart, else the empty
 // key) is one Redis hash, which expires once its window has passed.
 //
-// While Redis cannot be reached (or answers what the store cannot use), under
-// FailClosed Reserve and Settle return an error
-// wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
-// FailOpen Reserve admits against a ledger in this process whose cap and soft
-// thresholds are the budget's times WithLocalShare, and the Settle of such a reservation is counted there, and in
-// Redis when it answers by then (reporting the soft thresholds either reached). A Settle of a reservation taken in Redis that cannot
-// reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
-// and sent again before the ledger's next call to Redis. A Reserve whose answer is lost
-// (a timeout, an unusable reply) may still have run in Redis: the ledger takes back the
-// reservation it may have taken there, if it did, in the same way. A process that stops with
-// attempts in flight leaves their reservations in Redis until their slice leaves the
-// window (for a calendar window, its end).
+// While Redis cannot be reached (or answers what the store cannot use), under FailClosed
+// Reserve and Settle return an error wrapping ErrUnavailable (a Client then refuses the
+// attempt, class unavailable); under FailOpen Reserve admits against a ledger in this
+// process whose cap and soft thresholds are the budget's times WithLocalShare, and the
+// Settle of such a reservation is counted there, and in Redis when it answers by then
+// (reporting the soft thresholds either reached). A Settle of a reservation taken in
+// Redis that cannot reach it is kept (at most MaxPendingSettles per Store; the oldest
+// beyond are dropped) and sent again before the ledger's next call to Redis. A Reserve
+// whose answer is lost (a timeout, an unusable reply) may still have run in Redis: the
+// ledger takes back the reservation it may have taken there, if it did, in the same way.
+// A process that stops with attempts in flight leaves their reservations in Redis until
+// their slice leaves the window (for a calendar window, its end).
 func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
 	spec.Cap = max(spec.Cap, 0)
 	soft := make([]any, 0, len(spec.Soft))
@@ -139,13 +139,14 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 		token = strconv.FormatUint(rand.Uint64(), 36)
 	}
 	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
+	sent := ctx.Err() == nil // else run returns at once, without calling Redis
 	v, err := l.s.run(ctx, budgetReserveScript, l.keys(key), args...)
 	res, ok := reserveResult(v)
 	if err == nil && !ok {
 		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
 	}
 	if err != nil {
-		if err != errDown && token != "" {
+		if sent && err != errDown && token != "" {
 			// The script may have run (or may yet run): take its reservation back, if
 			// it took one, once Redis answers.
 			l.keep(pendingSettle{key: key, p: p, token: token, cancel: true})

@@ -21,8 +21,9 @@ import (
 // next upstream of its route, or ends.
 type Failover struct {
 	// MaxRatio is the largest price ratio to the call's first upstream that a failover
-	// target may have; it must be positive and finite, read to a millionth. 1 allows only
-	// upstreams no costlier than the first; 3 allows up to three times its price.
+	// target may have; it must lie in [1e-6, 1e6] (NaN and infinities are rejected), read
+	// to a millionth. 1 allows only upstreams no costlier than the first; 3 allows up to
+	// three times its price.
 	MaxRatio float64
 	// WhenOpen allows failover to costlier upstreams too while the first upstream's
 	// breaker is open or half-open.

@@ -35,20 +35,23 @@ const (
 )
 
 // Hourly returns calendar hours in loc (nil means UTC): spend starts over at every full
-// hour of loc's clock.
+// hour of loc's clock, and at every change of loc's offset.
 func Hourly(loc *time.Location) Window { return Window{kind: hourly, loc: loc} }
 
 // Daily returns calendar days in loc (nil means UTC): spend starts over at midnight in
-// loc, so a day across a daylight-saving change is 23 or 25 hours long.
+// loc, so a day across a daylight-saving change is 23 or 25 hours long. A day whose
+// midnight the clock skips (daylight saving time beginning at midnight) starts when its
+// clock starts; one whose midnight shows twice starts at the first.
 func Daily(loc *time.Location) Window { return Window{kind: daily, loc: loc} }
 
 // Monthly returns calendar months in loc (nil means UTC): spend starts over at midnight of
-// the first of each month in loc.
+// the first of each month in loc (the first instant of that day, as for Daily).
 func Monthly(loc *time.Location) Window { return Window{kind: monthly, loc: loc} }
 
 // Rolling returns a window of the last d, counted in Slices slices of d/60: a slice's
 // spend leaves the window as a whole once d has passed since the slice ended. d must lie
-// in [MinRolling, MaxRolling]; budgets that use another d are rejected by Validate.
+// in [MinRolling, MaxRolling]; budgets that use another d are rejected by Validate, and
+// PeriodAt and SliceEnd count such a window as one of the nearest bound.
 func Rolling(d time.Duration) Window { return Window{kind: rolling, length: d} }
 
 // IsRolling reports whether w is a rolling window.
@@ -87,6 +90,11 @@ func (w Window) String() string {
 	return "daily in " + w.Location().String()
 }
 
+// sliceLength is a rolling window's slice, its length clamped to [MinRolling, MaxRolling].
+func (w Window) sliceLength() time.Duration {
+	return min(max(w.length, MinRolling), MaxRolling) / Slices
+}
+
 func (w Window) validate() error {
 	if w.kind == rolling && (w.length < MinRolling || w.length > MaxRolling) {
 		return fmt.Errorf("rolling window %v is outside [%v, %v]", w.length, MinRolling, MaxRolling)
@@ -111,7 +119,7 @@ type Period struct {
 // PeriodAt returns the period of t in w. The zero time has the period of the zero time.
 func (w Window) PeriodAt(t time.Time) Period {
 	if w.kind == rolling {
-		slice := w.length / Slices
+		slice := w.sliceLength()
 		n := t.UnixNano() // the Unix epoch divides the time line into slices
 		id := floorDiv(n, int64(slice))
 		oldest := id - (Slices - 1)
@@ -127,20 +135,34 @@ func (w Window) PeriodAt(t time.Time) Period {
 	case hourly:
 		// Whole hours of loc's wall clock at the offset in force at t, so hours stay
 		// aligned in zones whose offset is not a whole number of hours (India, Nepal); the
-		// hour repeated when daylight saving time ends is two windows.
+		// hour repeated when daylight saving time ends is two windows. An offset change
+		// that is not a whole hour (Lord Howe Island) cuts the hour it falls in: the window
+		// ends, and the next one starts, at the change.
 		_, off := l.Zone()
 		local := t.Unix() + int64(off)
 		start = time.Unix(floorDiv(local, 3600)*3600-int64(off), 0).In(loc)
 		end = start.Add(time.Hour)
+		zs, ze := l.ZoneBounds()
+		if !zs.IsZero() && start.Before(zs) {
+			start = zs
+		}
+		if !ze.IsZero() && end.After(ze) {
+			end = ze
+		}
 	case monthly:
-		start = time.Date(l.Year(), l.Month(), 1, 0, 0, 0, 0, loc)
-		end = time.Date(l.Year(), l.Month()+1, 1, 0, 0, 0, 0, loc)
+		y, m, _ := l.Date()
+		start, end = midnight(loc, y, m, 1), midnight(loc, y, m+1, 1)
+		if !end.After(t) { // the wall clock went back across the month's end
+			start, end = end, midnight(loc, y, m+2, 1)
+		}
 	default:
-		start = time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, loc)
-		end = time.Date(l.Year(), l.Month(), l.Day()+1, 0, 0, 0, 0, loc)
+		y, m, d := l.Date()
+		start, end = midnight(loc, y, m, d), midnight(loc, y, m, d+1)
+		if !end.After(t) { // the wall clock went back across midnight
+			start, end = end, midnight(loc, y, m, d+2)
+		}
 	}
-	// Midnight can fall in a daylight-saving gap or repeat in a few zones; time.Date then
-	// picks one of the two readings. Keep t inside [start, end) whatever it picked.
+	// A safety net: keep t inside [start, end) whatever the zone's rules.
 	if start.After(t) {
 		start = t
 	}
@@ -151,13 +173,50 @@ func (w Window) PeriodAt(t time.Time) Period {
 	return Period{Slice: id, Oldest: id, Epoch: id, Start: start, End: end}
 }
 
+// midnight returns when the day y-m-d (normalized as time.Date does) begins in loc: the
+// first instant whose wall clock reads its midnight or later. time.Date alone does not
+// say: when daylight saving time begins at midnight (Havana, Santiago, the Azores) the
+// day's midnight never shows, and time.Date may return an instant of the day before;
+// when it ends at one in the morning (Havana) midnight shows twice, and time.Date may
+// return the second.
+func midnight(loc *time.Location, y int, m time.Month, d int) time.Time {
+	c := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	// wall is the midnight's wall-clock seconds; reads(u) is u's wall clock in loc.
+	wall := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+	reads := func(u time.Time) int64 {
+		_, off := u.Zone()
+		return u.Unix() + int64(off)
+	}
+	zs, ze := c.ZoneBounds()
+	best, found := c, reads(c) == wall
+	// The same wall time in the zone before c's: a midnight that shows twice.
+	if !zs.IsZero() {
+		_, off := zs.Add(-time.Second).Zone()
+		if u := time.Unix(wall-int64(off), 0).In(loc); u.Before(zs) && reads(u) == wall && (!found || u.Before(best)) {
+			best, found = u, true
+		}
+	}
+	if found {
+		return best
+	}
+	// Midnight falls in a gap: the day begins when the gap ends, at the edge of c's zone
+	// on the side of midnight.
+	if reads(c) < wall && !ze.IsZero() {
+		return ze
+	}
+	if !zs.IsZero() {
+		return zs
+	}
+	return c
+}
+
 // SliceEnd returns when slice id of w's period leaves the window: for a rolling window,
 // Slices slice lengths after the slice began; for a calendar window, p.End.
 func (w Window) SliceEnd(p Period, id int64) time.Time {
 	if w.kind != rolling {
 		return p.End
 	}
-	slice := int64(w.length / Slices)
+	slice := int64(w.sliceLength())
 	return time.Unix(0, satMul(id+Slices, slice))
 }
 

@@ -6,13 +6,16 @@ import (
 	"math"
 	"sync"
 	"time"
+	"weak"
 )
 
 // NewMemory returns a Store that keeps its state in this process: what a
 // Client uses when WithLimitStore is not given. Scopes opened with the same name share
 // their state; idle scopes (full buckets, no slot held, no pause or eviction) are dropped
 // once the store has grown, so a stream of distinct partition names does not grow it
-// without bound. It is safe for concurrent use.
+// without bound, but a dropped scope that a caller still holds is the one a later Open of
+// its name returns: every caller of a name shares one state for as long as any holds it.
+// It is safe for concurrent use.
 func NewMemory() Store {
 	return &memoryStore{scopes: make(map[string]*memState)}
 }
@@ -20,6 +23,10 @@ func NewMemory() Store {
 type memoryStore struct {
 	mu     sync.Mutex
 	scopes map[string]*memState
+	// dropped are the idle scopes a sweep dropped, which callers may still hold: Open
+	// hands such a state out again. Entries whose state was collected go at the next
+	// sweep.
+	dropped map[string]weak.Pointer[memState]
 	// sweepAt is the size at which idle scopes are next dropped.
 	sweepAt int
 	// breakers is the breaker state the store shares (see Breakers).
@@ -46,10 +53,26 @@ func (s *memoryStore) Open(name string, spec Spec) State {
 	if st, ok := s.scopes[name]; ok {
 		return st
 	}
+	if wp, ok := s.dropped[name]; ok {
+		delete(s.dropped, name)
+		if st := wp.Value(); st != nil { // still held by a caller: shared again
+			s.scopes[name] = st
+			return st
+		}
+	}
 	if len(s.scopes) >= max(s.sweepAt, memorySweepMin) {
+		for n, wp := range s.dropped {
+			if wp.Value() == nil {
+				delete(s.dropped, n)
+			}
+		}
 		for n, st := range s.scopes {
 			if st.Idle() {
 				delete(s.scopes, n)
+				if s.dropped == nil {
+					s.dropped = make(map[string]weak.Pointer[memState])
+				}
+				s.dropped[n] = weak.Make(st)
 			}
 		}
 		s.sweepAt = 2 * len(s.scopes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -22,15 +23,18 @@ import (
 // Each key of the ledger (a partition of a budget that counts each apart, else the empty
 // key) is one Redis hash, which expires once its window has passed.
 //
-// While Redis cannot be reached, under FailClosed Reserve and Settle return an error
-// wrapping ErrUnavailable (a Client then refuses the attempt, class unavailable); under
-// FailOpen Reserve admits against a ledger in this process whose cap is the budget's
-// times WithLocalShare, and the Settle of such a reservation is counted there, and in
-// Redis when it answers by then. A Settle of a reservation taken in Redis that cannot
-// reach it is kept (at most MaxPendingSettles per Store; the oldest beyond are dropped)
-// and sent again before the ledger's next call to Redis. A process that stops with
-// attempts in flight leaves their reservations in Redis until their slice leaves the
-// window (for a calendar window, its end).
+// While Redis cannot be reached (or answers what the store cannot use), under FailClosed
+// Reserve and Settle return an error wrapping ErrUnavailable (a Client then refuses the
+// attempt, class unavailable); under FailOpen Reserve admits against a ledger in this
+// process whose cap and soft thresholds are the budget's times WithLocalShare, and the
+// Settle of such a reservation is counted there, and in Redis when it answers by then
+// (reporting the soft thresholds either reached). A Settle of a reservation taken in
+// Redis that cannot reach it is kept (at most MaxPendingSettles per Store; the oldest
+// beyond are dropped) and sent again before the ledger's next call to Redis. A Reserve
+// whose answer is lost (a timeout, an unusable reply) may still have run in Redis: the
+// ledger takes back the reservation it may have taken there, if it did, in the same way.
+// A process that stops with attempts in flight leaves their reservations in Redis until
+// their slice leaves the window (for a calendar window, its end).
 func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
 	spec.Cap = max(spec.Cap, 0)
 	soft := make([]any, 0, len(spec.Soft))
@@ -40,23 +44,35 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 	if len(soft) > maxBudgetSoft {
 		soft = soft[:maxBudgetSoft]
 	}
-	localCap := spec.Cap // a share of 1, the default: the whole cap
-	if f := float64(spec.Cap) * s.cfg.localShare; f < float64(spec.Cap) {
-		localCap = int64(f) // below Cap ≤ MaxInt64: in range
+	localSoft := make([]int64, len(spec.Soft))
+	for i, t := range spec.Soft {
+		localSoft[i] = max(s.localShareOf(max(t, 0)), 1)
 	}
 	return &ledger{
 		s:      s,
 		prefix: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}:",
+		tokens: "{" + s.cfg.prefix + ":budget:" + strconv.Itoa(len(name)) + ":" + name + "}q:",
 		cap:    strconv.FormatInt(spec.Cap, 10),
 		soft:   soft,
-		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: max(localCap, 0), Soft: spec.Soft}),
-		held:   make(map[heldKey]int64),
+		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
+		held:   make(map[heldKey]int),
+		taken:  make(map[heldKey][]string),
 	}
+}
+
+// localShareOf returns the FailOpen ledger's share of a non-negative amount: amount
+// times WithLocalShare, rounded down (the whole amount for a share of 1).
+func (s *Store) localShareOf(amount int64) int64 {
+	if f := float64(amount) * s.cfg.localShare; f < float64(amount) {
+		return int64(f) // below amount ≤ MaxInt64: in range
+	}
+	return amount
 }
 
 var _ limitstore.BudgetStore = (*Store)(nil)
 
-// MaxPendingSettles bounds the settles a Store keeps per ledger for Redis to come back.
+// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a Store keeps
+// per ledger for Redis to come back.
 const MaxPendingSettles = 10_000
 
 // maxBudgetSoft is the most soft thresholds a ledger reports (limitstore.BudgetSpec).
@@ -66,35 +82,47 @@ const maxBudgetSoft = 16
 type ledger struct {
 	s      *Store
 	prefix string // the keys' prefix; a key's hash is prefix + key
+	tokens string // the prefix of the hashes of the keys' reservations in flight
 	cap    string
 	soft   []any
 	// local is the FailOpen fallback.
 	local limitstore.Ledger
 
 	mu sync.Mutex
-	// held counts the reservations taken in local, by key and slice: their Settle goes
-	// there.
-	held map[heldKey]int64
-	// pending are settles of Redis reservations that could not reach it.
+	// held counts the reservations taken in local, by key, slice and amount: their Settle
+	// goes there. A Settle names no reservation, only its key, slice and amount, so one
+	// whose amount no local reservation has is one taken in Redis, whatever the local
+	// reservations add up to.
+	held map[heldKey]int
+	// taken are the tokens of the reservations taken in Redis and not yet settled, by key,
+	// slice and amount: a Settle ends one of them (of the same amount, any one will do).
+	taken map[heldKey][]string
+	// pending are settles of Redis reservations that could not reach it, and cancels of
+	// Reserves whose answer was lost.
 	pending []pendingSettle
 }
 
 type heldKey struct {
-	key   string
-	slice int64
+	key           string
+	slice, amount int64
 }
 
 type pendingSettle struct {
 	key                    string
 	p                      limitstore.BudgetPeriod
 	slice, reserved, spent int64
+	// token names the reservation in Redis ("" for none); cancel takes back the one a
+	// Reserve whose answer was lost may have taken, instead of settling.
+	token  string
+	cancel bool
 }
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
 func periodArgs(p limitstore.BudgetPeriod) []any {
-	ttl := (max(p.TTL, 0) + budgetTTLMargin).Milliseconds()
+	ttl := min(max(p.TTL, 0), math.MaxInt64-budgetTTLMargin) + budgetTTLMargin // saturating
+	ms := ttl.Milliseconds()
 	return []any{strconv.FormatInt(p.Slice, 10), strconv.FormatInt(p.Oldest, 10),
-		strconv.FormatInt(p.Epoch, 10), strconv.FormatInt(ttl, 10)}
+		strconv.FormatInt(p.Epoch, 10), strconv.FormatInt(ms, 10)}
 }
 
 // Reserve takes amount in Redis, or under FailOpen in the local ledger while Redis is
@@ -106,24 +134,68 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	if over {
 		o = "1"
 	}
-	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap)
-	v, err := l.s.run(ctx, budgetReserveScript, []string{l.prefix + key}, args...)
+	token := "" // a reservation of nothing (a read of the budget) is not recorded
+	if amount > 0 {
+		token = strconv.FormatUint(rand.Uint64(), 36)
+	}
+	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
+	sent := ctx.Err() == nil // else run returns at once, without calling Redis
+	v, err := l.s.run(ctx, budgetReserveScript, l.keys(key), args...)
+	res, ok := reserveResult(v)
+	if err == nil && !ok {
+		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
+	}
 	if err != nil {
+		if sent && err != errDown && token != "" {
+			// The script may have run (or may yet run): take its reservation back, if
+			// it took one, once Redis answers.
+			l.keep(pendingSettle{key: key, p: p, token: token, cancel: true})
+		}
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
+	if res.OK && token != "" {
+		k := heldKey{key, p.Slice, amount}
+		l.mu.Lock()
+		l.taken[k] = append(l.taken[k], token)
+		l.mu.Unlock()
+	}
+	return res, nil
+}
+
+// takeToken returns the token of a reservation of reserved taken in Redis in key's
+// slice, and forgets it; "" when none is known.
+func (l *ledger) takeToken(key string, slice, reserved int64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := heldKey{key, slice, reserved}
+	ts := l.taken[k]
+	if len(ts) == 0 {
+		return ""
+	}
+	t := ts[len(ts)-1]
+	if len(ts) == 1 {
+		delete(l.taken, k)
+	} else {
+		l.taken[k] = ts[:len(ts)-1]
+	}
+	return t
+}
+
+// reserveResult reads the reserve script's reply; ok is false for a reply it does not
+// return.
+func reserveResult(v any) (res limitstore.BudgetResult, ok bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 6 {
-		return limitstore.BudgetResult{}, l.s.badReply(v)
+		return res, false
 	}
-	var res limitstore.BudgetResult
 	okN, e1 := replyInt(a[0])
 	spent, e2 := replyInt(a[1])
 	reserved, e3 := replyInt(a[2])
 	hard, e4 := replyInt(a[3])
 	free, e5 := replyInt(a[4])
 	never, e6 := replyInt(a[5])
-	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
-		return limitstore.BudgetResult{}, l.s.badReply(v)
+	if errors.Join(e1, e2, e3, e4, e5, e6) != nil {
+		return res, false
 	}
 	res.OK, res.Spent, res.Reserved, res.FiredHard = okN == 1, spent, reserved, hard == 1
 	if !res.OK {
@@ -132,7 +204,7 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 			res.FreeAfter = free
 		}
 	}
-	return res, nil
+	return res, true
 }
 
 // reserveLocally is Reserve while Redis cannot be reached (err).
@@ -144,9 +216,11 @@ func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.Bu
 	if lerr != nil || !res.OK {
 		return res, lerr
 	}
-	l.mu.Lock()
-	l.held[heldKey{key, p.Slice}] += amount
-	l.mu.Unlock()
+	if amount > 0 { // a reservation of nothing holds nothing to give back
+		l.mu.Lock()
+		l.held[heldKey{key, p.Slice, amount}]++
+		l.mu.Unlock()
+	}
 	return res, nil
 }
 
@@ -156,63 +230,83 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if l.takeLocal(key, slice, reserved) {
 		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
 		if spent > 0 { // the shared spend, when Redis answers again by now
-			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent); rerr == nil {
-				shared.Fired = res.Fired
+			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, "", false); rerr == nil {
+				// The thresholds the shared window reached with it are this settle's to
+				// report (Redis marked them reached), and so are the local ledger's.
+				shared.Fired |= res.Fired
 				return shared, err
 			}
 		}
 		return res, err
 	}
+	token := l.takeToken(key, slice, reserved)
 	l.flush(ctx)
-	res, err := l.settle(ctx, key, p, slice, reserved, spent)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent, token, false)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
-		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent})
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: token})
 	}
 	return res, err
 }
 
 // takeLocal reports whether a reservation of reserved in key's slice was taken locally,
-// and forgets it if so.
+// and forgets it if so. Of reservations of the same amount taken in both places, it
+// settles the local ones first; either way the same amount is given back.
 func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.held) == 0 {
 		return false
 	}
-	k := heldKey{key, slice}
-	n := l.held[k]
-	if n < reserved || n == 0 {
+	k := heldKey{key, slice, reserved}
+	switch n := l.held[k]; n {
+	case 0:
 		return false
-	}
-	if n -= reserved; n == 0 {
+	case 1:
 		delete(l.held, k)
-	} else {
-		l.held[k] = n
+	default:
+		l.held[k] = n - 1
 	}
 	return true
 }
 
 var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
 
-// settle runs the settle script.
-func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64) (limitstore.BudgetResult, error) {
-	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10))
+// settle runs the settle script: a settle of the reservation token names (or of none),
+// or with cancel the take-back of the reservation a lost Reserve may have made.
+func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64,
+	token string, cancel bool) (limitstore.BudgetResult, error) {
+	mode := "settle"
+	if cancel {
+		mode = "cancel"
+	}
+	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
+		token, mode)
 	args = append(args, l.soft...)
-	v, err := l.s.run(ctx, budgetSettleScript, []string{l.prefix + key}, args...)
+	v, err := l.s.run(ctx, budgetSettleScript, l.keys(key), args...)
 	if err != nil {
 		return limitstore.BudgetResult{}, err
 	}
+	res, ok := settleResult(v)
+	if !ok {
+		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+	}
+	return res, nil
+}
+
+// settleResult reads the settle script's reply; ok is false for a reply it does not
+// return.
+func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 3 {
-		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])
 	rs, e2 := replyInt(a[1])
 	fired, e3 := replyInt(a[2])
 	if e1 != nil || e2 != nil || e3 != nil || fired < 0 || fired > math.MaxUint32 {
-		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
+		return limitstore.BudgetResult{}, false
 	}
-	return limitstore.BudgetResult{OK: true, Spent: sp, Reserved: rs, Fired: uint32(fired)}, nil
+	return limitstore.BudgetResult{OK: true, Spent: sp, Reserved: rs, Fired: uint32(fired)}, true
 }
 
 // keep queues a settle that could not reach Redis, dropping the oldest beyond the bound.
@@ -237,7 +331,7 @@ func (l *ledger) flush(ctx context.Context) {
 	l.pending = nil
 	l.mu.Unlock()
 	for i, ps := range todo {
-		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent); err != nil {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, ps.token, ps.cancel); err != nil {
 			if errors.Is(err, errBadBudgetReply) {
 				continue
 			}
@@ -250,6 +344,13 @@ func (l *ledger) flush(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// keys returns the Redis keys of a budget key: its hash, and the hash of the tokens of
+// its reservations in flight. Both share the budget's hash tag, and the second differs
+// from every key's hash at the character after the tag ('q', not ':').
+func (l *ledger) keys(key string) []string {
+	return []string{l.prefix + key, l.tokens + key}
 }
 
 // replyInt reads an integer of a script's reply: a Lua number (int64) or a decimal

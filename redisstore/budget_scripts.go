@@ -10,6 +10,10 @@ import "github.com/redis/go-redis/v9"
 //	f       the soft thresholds reached in the epoch, one bit each
 //	h       1 once a reservation was refused in the epoch
 //
+// and, beside it in a second hash (KEYS[2], in the same slot), each reservation in
+// flight: its Reserve's token -> "<slice>:<amount>", until its Settle (or the cancel of a
+// Reserve whose answer was lost). Kept apart, they do not weigh on the HGETALL above.
+//
 // Amounts are the caller's int64 money (picodollars), passed and stored as decimal
 // strings. A Lua number (a double) holds integers exactly only to 2^53, about $9,007 in
 // picodollars, so the scripts never turn an amount into one number: they split it into a
@@ -52,7 +56,7 @@ local function str(h, l)
   if h == 0 then return string.format('%.0f', l) end
   return string.format('%.0f', h) .. string.format('%09.0f', l)
 end
-local key = KEYS[1]
+local key, tokens = KEYS[1], KEYS[2]
 local slice, oldest, epoch, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local all = redis.call('HGETALL', key)
 local ids, sp, rs = {}, {}, {}
@@ -88,6 +92,7 @@ if e == nil or epoch > e then
 end
 local function keep()
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  if redis.call('PTTL', tokens) < ttl then redis.call('PEXPIRE', tokens, ttl) end
 end
 local function slot(id)
   if sp[id] == nil then ids[#ids + 1] = id; sp[id] = {0, 0}; rs[id] = {0, 0} end
@@ -95,8 +100,9 @@ end
 `
 
 // budgetReserveScript takes a reservation: ARGV = slice, oldest, epoch, TTL (ms), amount,
-// over ("1" admits past the cap), cap. It returns {ok, spent, reserved, firedHard,
-// freeAfter, never}, the amounts and freeAfter as strings.
+// over ("1" admits past the cap), cap, token ("" for none); KEYS = the budget key's hash,
+// its tokens' hash. A reservation taken is recorded under its token. It returns {ok, spent, reserved, firedHard, freeAfter,
+// never}, the amounts and freeAfter as strings.
 var budgetReserveScript = redis.NewScript(luaBudgetPrelude + `
 local aH, aL = parse(ARGV[5])
 local over = ARGV[6] == '1'
@@ -129,19 +135,35 @@ end
 slot(slice)
 local rH, rL = add(rs[slice][1], rs[slice][2], aH, aL)
 redis.call('HSET', key, 'r' .. ARGV[1], str(rH, rL))
+if ARGV[8] ~= nil and ARGV[8] ~= '' then
+  redis.call('HSET', tokens, ARGV[8], ARGV[1] .. ':' .. ARGV[5])
+end
 rsH, rsL = add(rsH, rsL, aH, aL)
 keep()
 return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0}
 `)
 
 // budgetSettleScript ends a reservation: ARGV = slice, oldest, epoch, TTL (ms), the
-// reservation's slice, reserved, spent, then the soft thresholds ascending. It returns
-// {spent, reserved, fired}, the amounts as strings.
+// reservation's slice, reserved, spent, its token ("" for none), the mode, then the soft
+// thresholds ascending. Mode "settle" gives reserved back and counts spent; mode
+// "cancel" takes back the reservation the token names, if it was taken (a Reserve whose
+// answer was lost), and counts nothing. It returns {spent, reserved, fired}, the amounts
+// as strings.
 var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
-local at = tonumber(ARGV[5])
+local atS, bS, xS = ARGV[5], ARGV[6], ARGV[7]
+local tok = ARGV[8]
+if tok ~= nil and tok ~= '' then
+  local q = redis.call('HGET', tokens, tok)
+  if q then redis.call('HDEL', tokens, tok) end
+  if ARGV[9] == 'cancel' then
+    atS, bS, xS = nil, '0', '0'
+    if q then atS, bS = string.match(q, '^(%-?%d+):(%d+)$') end
+  end
+end
+local at = tonumber(atS)
 if at ~= nil and at >= oldest then
-  local bH, bL = parse(ARGV[6])
-  local xH, xL = parse(ARGV[7])
+  local bH, bL = parse(bS)
+  local xH, xL = parse(xS)
   slot(at)
   local r, s = rs[at], sp[at]
   if less(r[1], r[2], bH, bL) then bH, bL = r[1], r[2] end
@@ -149,11 +171,13 @@ if at ~= nil and at >= oldest then
   local sH, sL = add(s[1], s[2], xH, xL)
   rsH, rsL = sub(rsH, rsL, bH, bL)
   spH, spL = add(spH, spL, xH, xL)
-  redis.call('HSET', key, 'r' .. ARGV[5], str(rH, rL), 's' .. ARGV[5], str(sH, sL))
+  redis.call('HSET', key, 'r' .. atS, str(rH, rL), 's' .. atS, str(sH, sL))
 end
 local fired = 0
-for i = 8, #ARGV do
-  local bit_i = 2 ^ (i - 8)
+local last = #ARGV
+if ARGV[9] == 'cancel' then last = 9 end -- a cancel counts no spend: it reaches nothing
+for i = 10, last do
+  local bit_i = 2 ^ (i - 10)
   local tH, tL = parse(ARGV[i])
   if not less(spH, spL, tH, tL) and math.floor(f / bit_i) % 2 == 0 then
     f = f + bit_i

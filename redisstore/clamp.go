@@ -36,8 +36,9 @@ const (
 	// bucket holds at most WaitHorizon of its rate (a day's quota refilled over the day
 	// fits), and an eviction lasts at most WaitHorizon. No time the store writes lies more
 	// than twice WaitHorizon ahead of the Redis server's clock; an adjustment that would
-	// push a bucket further saturates there. So every key the store writes expires within
-	// twice WaitHorizon plus an hour.
+	// push a bucket further saturates there. So every key of a scope's state expires
+	// within twice WaitHorizon plus an hour; a budget's hash lives as long as its window
+	// (see Store.OpenBudget), a breaker's record at most a day.
 	WaitHorizon = 24 * time.Hour
 )
 

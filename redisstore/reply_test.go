@@ -81,6 +81,19 @@ func (f *fakeRedis) serve(c net.Conn) {
 	}
 }
 
+// store returns a Store in mode on the fake server, closed when the test ends.
+func (f *fakeRedis) store(t *testing.T, mode redisstore.FailMode) *redisstore.Store {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: f.l.Addr().String(), ContextTimeoutEnabled: true, Protocol: 2})
+	t.Cleanup(func() { rdb.Close() })
+	s, err := redisstore.New(rdb, redisstore.WithFailMode(mode), redisstore.WithTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // readCommand reads one RESP array of bulk strings.
 func readCommand(r *bufio.Reader) ([]string, error) {
 	line, err := r.ReadString('\n')
@@ -121,13 +134,7 @@ func TestUnexpectedReplies(t *testing.T) {
 	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 10, Burst: 10}, BatchShare: 1}
 	for _, mode := range []redisstore.FailMode{redisstore.FailOpen, redisstore.FailClosed} {
 		t.Run(mode.String(), func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: fake.l.Addr().String(), ContextTimeoutEnabled: true, Protocol: 2})
-			t.Cleanup(func() { rdb.Close() })
-			s, err := redisstore.New(rdb, redisstore.WithFailMode(mode), redisstore.WithTimeout(3*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s := fake.store(t, mode)
 			st := s.Open("garbage", spec)
 			_, ok, err := reserveWait(st, ctx(t), limitstore.Reservation{Requests: 1, MaxWait: 0})
 			if s.Healthy() {

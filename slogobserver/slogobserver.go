@@ -71,6 +71,8 @@ var defaultLevels = map[llmclient.EventKind]levels{
 	llmclient.EventFallback:    {slog.LevelWarn, slog.LevelWarn},
 	llmclient.EventFailover:    {slog.LevelInfo, slog.LevelInfo},
 	llmclient.EventHedge:       {slog.LevelInfo, slog.LevelInfo},
+	// An operator's action is a fact worth a line, not a failure.
+	llmclient.EventControl: {slog.LevelInfo, slog.LevelInfo},
 	// Cache lookups and stores come with most calls: DEBUG, like successful calls.
 	llmclient.EventCacheHit:           {slog.LevelDebug, slog.LevelDebug},
 	llmclient.EventCacheMiss:          {slog.LevelDebug, slog.LevelDebug},
@@ -98,6 +100,7 @@ var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
 //	failover       INFO
 //	cache_*        DEBUG (hit, miss, guard_rejected, stored)
 //	budget         WARN (a soft threshold) / ERROR (the hard cap refused an attempt)
+//	control        INFO
 //	other kinds    INFO  / WARN
 //
 // A level below the handler's minimum turns the kind off: WithLevel(llmclient.EventAttempt,
@@ -145,7 +148,8 @@ func WithMetadata(keys ...string) Option {
 //     chunks and time_per_chunk (streams), input_tokens, output_tokens, finish_reason,
 //     response_model;
 //   - breaker: from, to; key_cooldown and key_evicted: class, until; failover: target,
-//     class; alert and fallback: class, status.
+//     class; alert and fallback: class, status; control: action (what an operator did),
+//     until (a key eviction's end).
 //
 // Zero counts and durations, and false flags, are left out, except an attempt's or a
 // call's latency.
@@ -271,6 +275,11 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = append(a, slog.String("target", e.Target), slog.String("class", e.Class.String()))
 	case llmclient.EventHedge:
 		a = append(a, slog.String("target", e.Target), slog.Int("attempt", e.Attempt))
+	case llmclient.EventControl:
+		a = append(a, slog.String("action", e.Action))
+		if !e.Until.IsZero() {
+			a = append(a, slog.Time("until", e.Until))
+		}
 	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
 		a = flag(a, "semantic", e.Semantic)
 		if e.Similarity != 0 {

@@ -283,3 +283,24 @@ func TestCostAndBudget(t *testing.T) {
 	assert.Equal(t, "$1.00", recs[0]["cost"], "the first attempt: 1M input tokens at $1/MTok")
 	assert.Equal(t, 1.0, recs[0]["cost_usd"])
 }
+
+// An operator control logs at INFO with what it did, and a key eviction with its end.
+func TestControl(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b logBuf
+		c := newClient(t, fake.New(fake.Reply("ok")), slogobserver.New(newLogger(&b, slog.LevelDebug)))
+		require.NoError(t, c.Drain("a", true))
+		require.NoError(t, c.EvictKey("a", "key#1"))
+		recs := b.records(t)
+		assert.Equal(t, []string{"INFO llmclient control", "INFO llmclient control"}, levelsOf(recs))
+		assert.Equal(t, "drain", recs[0]["action"])
+		assert.Nil(t, recs[0]["until"], "a drain ends at no set time")
+		assert.Equal(t, "key_evict", recs[1]["action"])
+		assert.Equal(t, "key#1", recs[1]["key"])
+		at, _ := recs[1]["until"].(string)
+		until, err := time.Parse(time.RFC3339Nano, at)
+		require.NoError(t, err)
+		assert.True(t, until.After(time.Now()), "the eviction's end: %v", until)
+		assert.NotContains(t, b.String(), "sk-secret-1")
+	})
+}

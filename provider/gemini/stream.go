@@ -86,7 +86,7 @@ func (s *stream) loadJSON() error {
 // end of one that did not, an *llmclient.Error for an error line (classified like an error
 // response; server_error when it says nothing known) or a blocked prompt
 // (content_filtered), and an *llmclient.Error of class server_error for a chunk that is not
-// valid JSON. Errors are sticky. Recv is not safe for concurrent use with itself; Close may
+// valid JSON or a JSON-mode body over 32 MiB. Errors are sticky. Recv is not safe for concurrent use with itself; Close may
 // be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	for s.err == nil {
@@ -156,7 +156,9 @@ func (s *stream) endError(err error) error {
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
 		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "gemini: stream event too large", Err: err}
-	case errors.Is(err, errMalformedJSON):
+	case errors.Is(err, errMalformedJSON), errors.Is(err, httpx.ErrTooLarge):
+		// A JSON-mode body over httpx.MaxResponseBody is the upstream's fault, as it is for a
+		// one-shot body (Sender.ReadBody): retried, failed over.
 		return malformed(s.status, nil, err)
 	}
 	return &adapter.NetError{Pkg: "gemini", Op: "reading stream", Err: err}

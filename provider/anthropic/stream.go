@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,9 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 // deltas, the finish reason with usage (message_delta), or a keep-alive (ping, SSE
 // comment). It returns io.EOF after message_stop, an *llmclient.Error for an error event,
 // and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
-// event that is not valid JSON is an *llmclient.Error of class server_error. Errors are
+// event whose data is empty is read from its name alone ("event: ping" with an empty data
+// line is a keep-alive, not a broken stream). An event whose data is not valid JSON is an
+// *llmclient.Error of class server_error. Errors are
 // sticky. Recv is not safe for concurrent use with itself; Close may be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {
@@ -120,8 +123,10 @@ func (s *stream) readError(err error) error {
 // message_stop sets s.err to io.EOF.
 func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, err error) {
 	var ev streamEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return c, false, malformed(s.status, s.header, data, fmt.Errorf("malformed %q event: %w", name, err))
+	if len(bytes.TrimSpace(data)) > 0 { // an event with an empty data line is its name alone
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return c, false, malformed(s.status, s.header, data, fmt.Errorf("malformed %q event: %w", name, err))
+		}
 	}
 	typ := ev.Type
 	if typ == "" {

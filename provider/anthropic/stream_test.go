@@ -227,3 +227,21 @@ func TestStreamCloseUnblocks(t *testing.T) {
 	}
 	providertest.CheckCloseUnblocks(t, st)
 }
+
+// TestStreamEmptyData checks events whose data line is empty: they are read from their
+// name, so an empty "event: ping" is a keep-alive and an empty "event: message_stop" ends
+// the stream, instead of either failing it as a malformed event.
+func TestStreamEmptyData(t *testing.T) {
+	emptyPing := strings.Replace(streamText, `data: {"type": "ping"}`, "data:", 1)
+	got, err := providertest.Drain(openStream(t, providertest.SSE(emptyPing)))
+	if err != nil {
+		t.Fatalf("empty ping: %v", err)
+	}
+	if len(got) != 6 || got[1] != "keep-alive" {
+		t.Errorf("empty ping: chunks = %q", got)
+	}
+	emptyStop := strings.Replace(streamText, `data: {"type": "message_stop"}`, "data: ", 1)
+	if _, err := providertest.Drain(openStream(t, providertest.SSE(emptyStop))); err != nil {
+		t.Errorf("empty message_stop: %v, want a clean end", err)
+	}
+}

@@ -113,6 +113,10 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if len(data) == 0 {
+			if ev.Type == "error" || ev.Type == "response.failed" {
+				s.err = s.inBand(bareFailure(ev.Type))
+				return llmclient.Chunk{}, s.err
+			}
 			continue
 		}
 		if ev.Type == "ping" || ev.Type == "keepalive" {

@@ -106,11 +106,14 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		switch {
-		case len(data) == 0:
-			continue
 		case ev.Type == "error":
+			if len(data) == 0 {
+				data = bareFailure(ev.Type)
+			}
 			s.err = s.inBandError(data)
 			return llmclient.Chunk{}, s.err
+		case len(data) == 0:
+			continue
 		case string(data) == "[DONE]":
 			s.err = io.EOF
 			return llmclient.Chunk{}, io.EOF
@@ -161,6 +164,12 @@ func (s *chunkStream) readError(err error) error {
 		return errStreamClosed
 	}
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
+}
+
+// bareFailure is the error body of a failure event (typ "error" or "response.failed")
+// whose data is empty: a failure even though it says nothing more.
+func bareFailure(typ string) []byte {
+	return []byte(`{"error":{"message":"` + typ + ` event without data"}}`)
 }
 
 // inBandError turns an error event received after HTTP 200 into an *llmclient.Error.

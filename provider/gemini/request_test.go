@@ -189,6 +189,7 @@ func TestRequestInvalid(t *testing.T) {
 		"tool result without id":  {Messages: []llmclient.Message{{Role: llmclient.RoleTool, Content: []llmclient.Part{llmclient.TextPart("x")}}}},
 		"temperature NaN":         {Temperature: llmclient.Float(math.NaN())},
 		"max tokens over int32":   {MaxTokens: math.MaxInt},
+		"max tokens negative":     {MaxTokens: -1},
 		"topP infinite":           {TopP: llmclient.Float(math.Inf(-1))},
 		"bad arguments":           {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `{"a":`}}}}},
 		"call without name":       {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1"}}}}},

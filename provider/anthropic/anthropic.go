@@ -134,6 +134,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	if err != nil {
 		e := malformed(resp.StatusCode, resp.Header, data, err)
 		e.Model = call.Model
+		e.Redact(p.keyFor(call)) // the message quotes the start of the body
 		return nil, e
 	}
 	out.RateLimits = parseRateLimits(resp.Header, now)

@@ -42,7 +42,7 @@ type wireUsage struct {
 func parseResponse(body []byte) (*llmclient.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, fmt.Errorf("anthropic: decode response: %w", err)
+		return nil, fmt.Errorf("decode response: %w", err) // malformed adds the "anthropic: " prefix
 	}
 	resp := &llmclient.Response{
 		ID:              w.ID,

@@ -125,7 +125,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 	var ev streamEvent
 	if len(bytes.TrimSpace(data)) > 0 { // an event with an empty data line is its name alone
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return c, false, malformed(s.status, s.header, data, fmt.Errorf("malformed %q event: %w", name, err))
+			return c, false, s.malformed(data, fmt.Errorf("malformed %q event: %w", name, err))
 		}
 	}
 	typ := ev.Type
@@ -139,7 +139,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, false, s.eventError(data)
 	case "message_start":
 		if ev.Message == nil {
-			return c, false, malformed(s.status, s.header, data, errors.New("message_start without message"))
+			return c, false, s.malformed(data, errors.New("message_start without message"))
 		}
 		s.start = ev.Message.Usage
 		return llmclient.Chunk{ID: ev.Message.ID, Model: ev.Message.Model}, true, nil
@@ -186,6 +186,14 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, false, nil
 	}
 	return c, c.HasContent(), nil
+}
+
+// malformed reports an event that is not a usable one, with the call's key redacted from
+// the start of its data that the message quotes.
+func (s *stream) malformed(data []byte, why error) *llmclient.Error {
+	e := malformed(s.status, s.header, data, why)
+	e.Redact(s.key)
+	return e
 }
 
 // eventError classifies an error event. It arrived after a 2xx status, so the error type

@@ -169,7 +169,9 @@ func (s *stream) handle(data []byte) (llmclient.Chunk, error) {
 	var c llmclient.Chunk
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return c, malformed(s.status, data, fmt.Errorf("malformed stream chunk: %w", err))
+		e := malformed(s.status, data, fmt.Errorf("malformed stream chunk: %w", err))
+		e.Redact(s.key) // the message quotes the start of the chunk
+		return c, e
 	}
 	if w.Error != nil {
 		e := inBandError(s.status, w.Error)

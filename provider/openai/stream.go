@@ -186,13 +186,15 @@ func (s *chunkStream) inBandError(data []byte) error {
 // garbage one-shot body under a success status (see parseResponse), it comes from a broken
 // server or proxy, a transient fault, so it is ClassServerError.
 func (s *chunkStream) malformedChunk(data []byte, err error) error {
-	return &llmclient.Error{
+	e := &llmclient.Error{
 		Class:     llmclient.ClassServerError,
 		Status:    s.status,
 		Message:   "openai: malformed stream chunk: " + httpx.Snippet(data, 64),
 		RequestID: requestID(s.header),
 		Err:       err,
 	}
+	e.Redact(s.key) // the message quotes the start of the line
+	return e
 }
 
 // decode parses one chunk: {"id","model","choices":[{"index","delta":{…},"finish_reason"}],

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // MergeExtra merges extra into the top level of body, an encoded JSON object. An extra
@@ -22,6 +23,9 @@ func MergeExtra(body []byte, extra map[string]any) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, fmt.Errorf("merge Extra: %w", err)
+	}
+	if top == nil { // null, which encoding/json accepts for a map
+		return nil, fmt.Errorf("merge Extra: %w", &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeOf(top)})
 	}
 	for k, v := range extra {
 		if v == nil {

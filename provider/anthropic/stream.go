@@ -60,7 +60,7 @@ type stream struct {
 }
 
 func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
-	return &stream{
+	s := &stream{
 		body:   resp.Body,
 		cancel: cancel,
 		dec:    sse.NewDecoder(resp.Body, 0),
@@ -68,6 +68,8 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 		header: resp.Header,
 		key:    key,
 	}
+	s.dec.AcceptRawJSON() // a one-shot body sent instead of events: see wholeBody
+	return s
 }
 
 // Recv returns the next chunk: ID and model (message_start), text, reasoning and tool-call
@@ -76,8 +78,9 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 // and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
 // event whose data is empty is read from its name alone ("event: ping" with an empty data
 // line is a keep-alive, not a broken stream). An event whose data is not valid JSON is an
-// *llmclient.Error of class server_error. Errors are
-// sticky. Recv is not safe for concurrent use with itself; Close may be called at any time.
+// *llmclient.Error of class server_error. A one-shot body sent instead of events is
+// answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent use with
+// itself; Close may be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {
 		return llmclient.Chunk{}, s.err
@@ -90,6 +93,14 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 		}
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
+		}
+		if ev.Raw {
+			c, err := s.wholeBody(ev.Data)
+			s.err = err
+			if err == nil {
+				s.err = io.EOF
+			}
+			return c, err
 		}
 		c, ok, err := s.handle(ev.Type, ev.Data)
 		if err != nil {
@@ -186,6 +197,30 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, false, nil
 	}
 	return c, c.HasContent(), nil
+}
+
+// wholeBody answers a bare JSON value found instead of an event: a server or proxy that
+// ignored "stream": true and sent a one-shot body, whatever its Content-Type. A Message is
+// returned as one chunk that carries all of it (the stream then ends), an error body as
+// the classified error an error event would be, anything else as malformed.
+func (s *stream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return llmclient.Chunk{}, s.malformed(data, fmt.Errorf("malformed JSON body: %w", err))
+	}
+	switch head.Type {
+	case "error":
+		return llmclient.Chunk{}, s.eventError(data)
+	case "message":
+		resp, err := parseResponse(data)
+		if err != nil {
+			return llmclient.Chunk{}, s.malformed(data, err)
+		}
+		return adapter.ResponseChunk(resp), nil
+	}
+	return llmclient.Chunk{}, s.malformed(data, fmt.Errorf("JSON body of type %q instead of an event stream", head.Type))
 }
 
 // malformed reports an event that is not a usable one, with the call's key redacted from

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -40,7 +41,9 @@ import (
 //
 // Either way, an "error" event or "response.failed" is an *llmclient.Error classified like
 // an error body (server_error when nothing more is known), with the call's key redacted;
-// a body that ends before a terminal event is an error wrapping io.ErrUnexpectedEOF.
+// a body that ends before a terminal event is an error wrapping io.ErrUnexpectedEOF. A
+// one-shot Response body sent instead of events is returned as one chunk, then io.EOF, or
+// as its classified error (see wholeBody).
 //
 // Recv is not safe for concurrent use with itself; Close may be called at any time.
 type responsesStream struct {
@@ -60,7 +63,7 @@ type responsesStream struct {
 
 func newResponsesStream(resp *http.Response, typed bool, key string) *responsesStream {
 	return &responsesStream{body: resp.Body, status: resp.StatusCode, header: resp.Header,
-		dec: sse.NewDecoder(resp.Body, maxStreamEvent), typed: typed, key: key}
+		dec: newDecoder(resp.Body), typed: typed, key: key}
 }
 
 // respEvent is the part of a Responses API event the stream reads.
@@ -110,6 +113,9 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		}
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
+		}
+		if ev.Raw {
+			return s.wholeBody(ev.Data)
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if len(data) == 0 {
@@ -227,12 +233,20 @@ func errorEventBody(e *respEvent, data []byte) []byte {
 
 // inBand classifies an error that arrived in the stream, after HTTP 200.
 func (s *responsesStream) inBand(body []byte) error {
-	e := errorFromBody(s.status, s.header, body)
-	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	return streamError(errorFromBody(s.status, s.header, body), s.key)
+}
+
+// wholeBody answers a bare JSON value found instead of an event, as chunkStream.wholeBody
+// does: a Response is returned as one chunk that carries all of it (for the transport's
+// guard, its text), then the stream ends; an error body is its classified error.
+func (s *responsesStream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	resp, e := parseResponsesBody(s.status, s.header, data, time.Now())
+	if e != nil {
+		s.err = streamError(e, s.key)
+		return llmclient.Chunk{}, s.err
 	}
-	e.Redact(s.key)
-	return e
+	s.err = io.EOF
+	return adapter.ResponseChunk(resp), nil
 }
 
 func (s *responsesStream) readError(err error) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -69,13 +70,26 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 //   - a data line that is not a JSON object: an *llmclient.Error of class ClassServerError
 //     with the message "openai: malformed stream chunk: <start of the line>", wrapping the
 //     *jsonscan.SyntaxError (the same decision parseResponse makes for a garbage body).
+//
+// A one-shot body sent instead of events (a bare JSON value outside any event: a server
+// or proxy that ignored "stream": true) is read as parseResponse reads it: a completion
+// is returned as one chunk that carries all of it, then io.EOF; an error body is its
+// classified error (for example quota_exhausted), not an interruption.
 func newChunkStream(resp *http.Response) *chunkStream {
 	return &chunkStream{
 		body:   resp.Body,
 		status: resp.StatusCode,
 		header: resp.Header,
-		dec:    sse.NewDecoder(resp.Body, maxStreamEvent),
+		dec:    newDecoder(resp.Body),
 	}
+}
+
+// newDecoder returns the event decoder of a stream: it also returns a bare JSON value
+// outside any event (sse.Decoder.AcceptRawJSON), which a stream answers with wholeBody.
+func newDecoder(body io.Reader) *sse.Decoder {
+	dec := sse.NewDecoder(body, maxStreamEvent)
+	dec.AcceptRawJSON()
+	return dec
 }
 
 // Recv returns the next chunk; see newChunkStream.
@@ -95,6 +109,9 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		}
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
+		}
+		if ev.Raw {
+			return s.wholeBody(ev.Data)
 		}
 		switch ev.Type {
 		case "", "message", "error":
@@ -166,6 +183,32 @@ func (s *chunkStream) readError(err error) error {
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }
 
+// wholeBody answers a bare JSON value found instead of an event: a server or proxy that
+// ignored "stream": true and sent a one-shot body, whatever its Content-Type. A
+// completion is returned as one chunk that carries all of it, and the stream then ends;
+// an error body (such as insufficient_quota) is the classified error parseResponse makes
+// of it, as on a one-shot call, instead of an interruption.
+func (s *chunkStream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	resp, e := parseResponse(s.status, s.header, data, time.Now())
+	if e != nil {
+		s.err = streamError(e, s.key)
+		return llmclient.Chunk{}, s.err
+	}
+	s.err, s.finished = io.EOF, true
+	return adapter.ResponseChunk(resp), nil
+}
+
+// streamError finishes an error found in a stream after HTTP 200 (an error event, or an
+// error body sent in place of the events): a server_error when it says nothing known,
+// since the upstream failed after accepting the request, with key redacted.
+func streamError(e *llmclient.Error, key string) error {
+	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
+		e.Class = llmclient.ClassServerError
+	}
+	e.Redact(key)
+	return e
+}
+
 // bareFailure is the error body of a failure event (typ "error" or "response.failed")
 // whose data is empty: a failure even though it says nothing more.
 func bareFailure(typ string) []byte {
@@ -174,12 +217,7 @@ func bareFailure(typ string) []byte {
 
 // inBandError turns an error event received after HTTP 200 into an *llmclient.Error.
 func (s *chunkStream) inBandError(data []byte) error {
-	e := errorFromBody(s.status, s.header, data)
-	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
-	}
-	e.Redact(s.key)
-	return e
+	return streamError(errorFromBody(s.status, s.header, data), s.key)
 }
 
 // malformedChunk returns the error for a data line that is not a valid chunk: like a

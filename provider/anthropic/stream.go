@@ -96,8 +96,12 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 		}
 		if ev.Raw {
 			c, err := s.wholeBody(ev.Data)
-			s.err = err
-			if err == nil {
+			switch {
+			case err != nil:
+				s.err = err
+			case c.FinishReason == llmclient.FinishNone: // incomplete, like a stream without message_stop
+				s.err = fmt.Errorf("anthropic: one-shot body without a stop_reason: %w", io.ErrUnexpectedEOF)
+			default:
 				s.err = io.EOF
 			}
 			return c, err
@@ -201,7 +205,8 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 
 // wholeBody answers a bare JSON value found instead of an event: a server or proxy that
 // ignored "stream": true and sent a one-shot body, whatever its Content-Type. A Message is
-// returned as one chunk that carries all of it (the stream then ends), an error body as
+// returned as one chunk that carries all of it (the stream then ends, as an interruption
+// when it has no stop_reason), an error body as
 // the classified error an error event would be, anything else as malformed.
 func (s *stream) wholeBody(data []byte) (llmclient.Chunk, error) {
 	var head struct {

@@ -245,7 +245,7 @@ func (s *responsesStream) wholeBody(data []byte) (llmclient.Chunk, error) {
 		s.err = streamError(e, s.key)
 		return llmclient.Chunk{}, s.err
 	}
-	s.err = io.EOF
+	s.err = wholeBodyEnd(resp)
 	return adapter.ResponseChunk(resp), nil
 }
 

@@ -73,8 +73,9 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 //
 // A one-shot body sent instead of events (a bare JSON value outside any event: a server
 // or proxy that ignored "stream": true) is read as parseResponse reads it: a completion
-// is returned as one chunk that carries all of it, then io.EOF; an error body is its
-// classified error (for example quota_exhausted), not an interruption.
+// is returned as one chunk that carries all of it, then io.EOF (an error wrapping
+// io.ErrUnexpectedEOF when it has no finish reason); an error body is its classified
+// error (for example quota_exhausted), not an interruption.
 func newChunkStream(resp *http.Response) *chunkStream {
 	return &chunkStream{
 		body:   resp.Body,
@@ -194,8 +195,17 @@ func (s *chunkStream) wholeBody(data []byte) (llmclient.Chunk, error) {
 		s.err = streamError(e, s.key)
 		return llmclient.Chunk{}, s.err
 	}
-	s.err, s.finished = io.EOF, true
+	s.err = wholeBodyEnd(resp)
 	return adapter.ResponseChunk(resp), nil
+}
+
+// wholeBodyEnd is how a stream ends after a one-shot body: cleanly when the body carried a
+// finish reason, else as an interruption, like an event stream without its end marker.
+func wholeBodyEnd(resp *llmclient.Response) error {
+	if resp.FinishReason == llmclient.FinishNone {
+		return fmt.Errorf("openai: one-shot body without a finish reason: %w", io.ErrUnexpectedEOF)
+	}
+	return io.EOF
 }
 
 // streamError finishes an error found in a stream after HTTP 200 (an error event, or an

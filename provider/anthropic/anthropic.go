@@ -72,8 +72,9 @@ type Provider struct {
 
 var _ llmclient.Provider = (*Provider)(nil)
 
-// New returns a Provider. It fails on a malformed base URL, a nil HTTP client or a
-// non-positive default max tokens. No API key is required here: a Client with a key pool
+// New returns a Provider. It fails on a malformed base URL, a nil HTTP client, a
+// non-positive default max tokens, or a version, header or key that cannot be sent in a
+// header. No API key is required here: a Client with a key pool
 // passes one with every Call.
 func New(opts ...Option) (*Provider, error) {
 	c := config{baseURL: DefaultBaseURL, version: DefaultVersion, maxTokens: DefaultMaxTokens}
@@ -89,6 +90,8 @@ func New(opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("anthropic: default max tokens must be positive, got %d", c.maxTokens)
 	case c.version == "":
 		return nil, errors.New("anthropic: empty anthropic-version")
+	case !httpx.ValidHeaderValue(c.version):
+		return nil, errors.New("anthropic: WithVersion: not a valid header value")
 	}
 	for _, err := range []error{httpx.CheckBaseURL(c.baseURL), httpx.CheckHeader(c.header), httpx.CheckAPIKey(c.apiKey)} {
 		if err != nil {

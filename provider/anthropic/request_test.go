@@ -226,6 +226,7 @@ func TestNewValidates(t *testing.T) {
 		"bad url":        {anthropic.WithBaseURL("api.anthropic.com")},
 		"max tokens":     {anthropic.WithDefaultMaxTokens(0)},
 		"empty version":  {anthropic.WithVersion("")},
+		"bad version":    {anthropic.WithVersion("2023-06-01\r\nX-Injected: 1")},
 		"negative limit": {anthropic.WithDefaultMaxTokens(-5)},
 		"url with query": {anthropic.WithBaseURL("https://x.example/?key=secret")},
 		"url with user":  {anthropic.WithBaseURL("https://secret@x.example")},

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -237,16 +236,13 @@ func (s *responsesStream) inBand(body []byte) error {
 }
 
 // wholeBody answers a bare JSON value found instead of an event, as chunkStream.wholeBody
-// does: a Response is returned as one chunk that carries all of it (for the transport's
-// guard, its text), then the stream ends; an error body is its classified error.
+// does (see replayBody); for the transport's guard, the chunk's text is the answer.
 func (s *responsesStream) wholeBody(data []byte) (llmclient.Chunk, error) {
-	resp, e := parseResponsesBody(s.status, s.header, data, time.Now())
-	if e != nil {
-		s.err = streamError(e, s.key)
-		return llmclient.Chunk{}, s.err
+	c, end, ok := replayBody(parseResponsesBody, s.status, s.header, data, s.key)
+	if s.err = end; !ok {
+		return c, end
 	}
-	s.err = wholeBodyEnd(resp)
-	return adapter.ResponseChunk(resp), nil
+	return c, nil
 }
 
 func (s *responsesStream) readError(err error) error {

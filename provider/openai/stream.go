@@ -185,27 +185,35 @@ func (s *chunkStream) readError(err error) error {
 }
 
 // wholeBody answers a bare JSON value found instead of an event: a server or proxy that
-// ignored "stream": true and sent a one-shot body, whatever its Content-Type. A
-// completion is returned as one chunk that carries all of it, and the stream then ends;
-// an error body (such as insufficient_quota) is the classified error parseResponse makes
-// of it, as on a one-shot call, instead of an interruption.
+// ignored "stream": true and sent a one-shot body, whatever its Content-Type. See
+// replayBody.
 func (s *chunkStream) wholeBody(data []byte) (llmclient.Chunk, error) {
-	resp, e := parseResponse(s.status, s.header, data, time.Now())
-	if e != nil {
-		s.err = streamError(e, s.key)
-		return llmclient.Chunk{}, s.err
+	c, end, ok := replayBody(parseResponse, s.status, s.header, data, s.key)
+	if s.err = end; !ok {
+		return c, end
 	}
-	s.err = wholeBodyEnd(resp)
-	return adapter.ResponseChunk(resp), nil
+	return c, nil
 }
 
-// wholeBodyEnd is how a stream ends after a one-shot body: cleanly when the body carried a
-// finish reason, else as an interruption, like an event stream without its end marker.
-func wholeBodyEnd(resp *llmclient.Response) error {
-	if resp.FinishReason == llmclient.FinishNone {
-		return fmt.Errorf("openai: one-shot body without a finish reason: %w", io.ErrUnexpectedEOF)
+// bodyParser reads a one-shot body: parseResponse or parseResponsesBody.
+type bodyParser func(status int, h http.Header, body []byte, now time.Time) (*llmclient.Response, *llmclient.Error)
+
+// replayBody reads with parse a one-shot body sent in place of an event stream. A
+// response becomes one chunk that carries all of it, after which the stream ends with end:
+// io.EOF, or an error wrapping io.ErrUnexpectedEOF when the body has no finish reason (like
+// an event stream without its end marker). An error body (such as insufficient_quota)
+// becomes the classified error parse makes of it, as on a one-shot call, instead of an
+// interruption: it is end, and ok is false.
+func replayBody(parse bodyParser, status int, h http.Header, data []byte, key string) (c llmclient.Chunk, end error, ok bool) {
+	resp, e := parse(status, h, data, time.Now())
+	if e != nil {
+		return llmclient.Chunk{}, streamError(e, key), false
 	}
-	return io.EOF
+	end = io.EOF
+	if resp.FinishReason == llmclient.FinishNone {
+		end = fmt.Errorf("openai: one-shot body without a finish reason: %w", io.ErrUnexpectedEOF)
+	}
+	return adapter.ResponseChunk(resp), end, true
 }
 
 // streamError finishes an error found in a stream after HTTP 200 (an error event, or an

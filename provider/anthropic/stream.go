@@ -72,6 +72,12 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 	return s
 }
 
+// Format prints the stream as "anthropic.stream{Status: <code>}" for every verb, so that
+// no verb prints the key it holds for redaction.
+func (s *stream) Format(f fmt.State, _ rune) {
+	_, _ = fmt.Fprintf(f, "anthropic.stream{Status: %d}", s.status)
+}
+
 // Recv returns the next chunk: ID and model (message_start), text, reasoning and tool-call
 // deltas, the finish reason with usage (message_delta), or a keep-alive (ping, SSE
 // comment). It returns io.EOF after message_stop, an *llmclient.Error for an error event,

@@ -80,6 +80,12 @@ func (s *stream) loadJSON() error {
 	return nil
 }
 
+// Format prints the stream as "gemini.stream{Status: <code>}" for every verb, so that no
+// verb prints the key it holds for redaction.
+func (s *stream) Format(f fmt.State, _ rune) {
+	_, _ = fmt.Fprintf(f, "gemini.stream{Status: %d}", s.status)
+}
+
 // Recv returns the next chunk: text, reasoning (thought parts), complete function calls,
 // the finish reason, and usage with the finish reason or after it. It returns io.EOF at the
 // end of a stream that carried a finishReason, an error wrapping io.ErrUnexpectedEOF at the

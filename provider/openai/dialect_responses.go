@@ -95,6 +95,12 @@ type respUsage struct {
 	} `json:"output_tokens_details"`
 }
 
+// Format prints the stream as "openai.responsesStream{Status: <code>}" for every verb, so
+// that no verb prints the key it holds for redaction.
+func (s *responsesStream) Format(f fmt.State, _ rune) {
+	formatStream(f, "openai.responsesStream", s.status)
+}
+
 // Recv returns the next event's chunk; see responsesStream.
 func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {

@@ -93,6 +93,15 @@ func newDecoder(body io.Reader) *sse.Decoder {
 	return dec
 }
 
+// Format prints the stream as "openai.chunkStream{Status: <code>}" for every verb, so that
+// no verb prints the key it holds for redaction.
+func (s *chunkStream) Format(f fmt.State, _ rune) { formatStream(f, "openai.chunkStream", s.status) }
+
+// formatStream writes a stream's printed form: its type and the response status.
+func formatStream(f fmt.State, name string, status int) {
+	_, _ = fmt.Fprintf(f, "%s{Status: %d}", name, status)
+}
+
 // Recv returns the next chunk; see newChunkStream.
 func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {

@@ -58,11 +58,7 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
 		case "tool_use":
-			args := "{}"
-			if len(b.Input) > 0 && string(b.Input) != "null" {
-				args = string(b.Input)
-			}
-			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: adapter.UnpatternID(b.ID), Name: b.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: adapter.UnpatternID(b.ID), Name: b.Name, Arguments: toolInput(b.Input)})
 		}
 	}
 	resp.Text, resp.Reasoning = text.String(), reasoning.String()

@@ -41,6 +41,15 @@ type wireDelta struct {
 	StopReason  string `json:"stop_reason"`
 }
 
+// openTool is a tool_use block between its content_block_start and content_block_stop.
+// Blocks stream one after another, so one is enough.
+type openTool struct {
+	open    bool
+	index   int
+	input   string // content_block_start's input, for a block that sends no input_json_delta
+	gotArgs bool   // an input_json_delta with JSON text arrived
+}
+
 // stream reads a Messages event stream:
 //
 //	message_start → (content_block_start → content_block_delta* → content_block_stop)* →
@@ -54,6 +63,7 @@ type stream struct {
 	key    string
 
 	start  wireUsage // usage from message_start
+	tool   openTool  // the tool_use block being streamed, if any
 	err    error     // sticky: io.EOF after message_stop, or the failure
 	closed atomic.Bool
 	once   sync.Once
@@ -84,9 +94,11 @@ func (s *stream) Format(f fmt.State, _ rune) {
 // and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
 // event whose data is empty is read from its name alone ("event: ping" with an empty data
 // line is a keep-alive, not a broken stream). An event whose data is not valid JSON is an
-// *llmclient.Error of class server_error. A one-shot body sent instead of events is
-// answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent use with
-// itself; Close may be called at any time.
+// *llmclient.Error of class server_error. A tool_use block that streams no input (a tool
+// without parameters) gets its start's input, "{}", as arguments at its
+// content_block_stop, as a one-shot response has them. A one-shot body sent instead of
+// events is answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent
+// use with itself; Close may be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {
 		return llmclient.Chunk{}, s.err
@@ -172,6 +184,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		switch b.Type {
 		case "tool_use":
 			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: adapter.UnpatternID(b.ID), Name: b.Name}}
+			s.tool = openTool{open: true, index: ev.Index, input: toolInput(b.Input)}
 		case "text":
 			c.Text = b.Text
 		case "thinking":
@@ -190,6 +203,18 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		case "input_json_delta":
 			if d.PartialJSON != "" {
 				c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
+				if s.tool.open && s.tool.index == ev.Index {
+					s.tool.gotArgs = true
+				}
+			}
+		}
+	case "content_block_stop":
+		if t := s.tool; t.open && t.index == ev.Index {
+			s.tool.open = false
+			if !t.gotArgs {
+				// A tool without parameters streams no input (or only ""): its arguments are
+				// the start's input, "{}", as a one-shot response has them.
+				c.ToolCalls = []llmclient.ToolCallDelta{{Index: t.index, Arguments: t.input}}
 			}
 		}
 	case "message_delta":
@@ -262,4 +287,13 @@ func (s *stream) Close() error {
 		_ = s.body.Close()
 	})
 	return nil
+}
+
+// toolInput is a tool_use block's input as ToolCall arguments: the JSON text, "{}" when it
+// is absent or null.
+func toolInput(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	return string(raw)
 }

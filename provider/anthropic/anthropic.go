@@ -106,7 +106,7 @@ func New(opts ...Option) (*Provider, error) {
 		apiKey:    c.apiKey,
 		bearer:    c.bearer,
 		version:   c.version,
-		sender:    adapter.Sender{Pkg: "anthropic", Client: c.client, Classify: classifyAt},
+		sender:    adapter.Sender{Pkg: "anthropic", Client: adapter.GuardRedirects(c.client), Classify: classifyAt},
 		header:    c.header,
 		maxTokens: c.maxTokens,
 	}, nil

@@ -139,7 +139,7 @@ func New(opts ...Option) (*Provider, error) {
 		prefix: prefix + "/models/",
 		apiKey: c.apiKey,
 		vertex: c.vertex,
-		sender: adapter.Sender{Pkg: "gemini", Client: c.client, Classify: classifyAt},
+		sender: adapter.Sender{Pkg: "gemini", Client: adapter.GuardRedirects(c.client), Classify: classifyAt},
 		header: c.header,
 
 		maxEmbedBatch: c.maxEmbedBatch,

@@ -132,6 +132,9 @@ func WithAPIKey(key string) Option {
 // WithHTTPClient sets the HTTP client. Default: a new client from an internal
 // constructor with dial, TLS and response-header timeouts and no overall timeout (an
 // overall timeout would cut long streams; bound calls with their context). Must not be nil.
+// The Provider uses a copy that shares its Transport and follows a redirect only to the
+// same host, never from https to http, so that no credential header goes elsewhere; a
+// redirect it does not follow is returned as an error with the 3xx status.
 func WithHTTPClient(client *http.Client) Option {
 	return optionFunc(func(c *config) { c.client, c.clientSet = client, true })
 }
@@ -203,6 +206,7 @@ func New(opts ...Option) (*Provider, error) {
 	case c.client == nil:
 		return nil, errors.New("openai: WithHTTPClient: client is nil")
 	}
+	p.sender.Client = adapter.GuardRedirects(p.sender.Client)
 
 	var host string
 	if c.azure {

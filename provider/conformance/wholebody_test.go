@@ -37,6 +37,7 @@ func TestStreamGetsOneShotBody(t *testing.T) {
 		{"chat quota pretty", "application/json", "{\n  \"error\": {\n    \"message\": \"quota\",\n    \"code\": \"insufficient_quota\"\n  }\n}\n", chat, llmclient.ClassQuotaExhausted},
 		{"chat answer", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`, chat, llmclient.ClassNone},
 		{"chat answer without finish reason", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}]}`, chat, llmclient.ClassNetwork},
+		{"chat error array", "application/json", `[{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}]`, chat, llmclient.ClassRateLimited},
 		{"chat garbage object", "application/json", `{"unexpected":true}`, chat, llmclient.ClassServerError},
 		{"responses quota", "application/json", quota, responses, llmclient.ClassQuotaExhausted},
 		{"responses answer", "application/json", `{"id":"r1","object":"response","status":"completed","model":"m","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}`, responses, llmclient.ClassNone},

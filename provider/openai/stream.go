@@ -210,10 +210,13 @@ type bodyParser func(status int, h http.Header, body []byte, now time.Time) (*ll
 // replayBody reads with parse a one-shot body sent in place of an event stream. A
 // response becomes one chunk that carries all of it, after which the stream ends with end:
 // io.EOF, or an error wrapping io.ErrUnexpectedEOF when the body has no finish reason (like
-// an event stream without its end marker). An error body (such as insufficient_quota)
-// becomes the classified error parse makes of it, as on a one-shot call, instead of an
-// interruption: it is end, and ok is false.
+// an event stream without its end marker). An error body (such as insufficient_quota, or
+// an error object in an array) becomes the classified error a one-shot call gets,
+// instead of an interruption: it is end, and ok is false.
 func replayBody(parse bodyParser, status int, h http.Header, data []byte, key string) (c llmclient.Chunk, end error, ok bool) {
+	if data[0] == '[' { // an error object in an array (Gemini's OpenAI-compatible endpoint)
+		return llmclient.Chunk{}, streamError(errorFromBody(status, h, data), key), false
+	}
 	resp, e := parse(status, h, data, time.Now())
 	if e != nil {
 		return llmclient.Chunk{}, streamError(e, key), false

@@ -1,7 +1,6 @@
 package conformance_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -41,15 +40,8 @@ func TestEndlessStreamIsBounded(t *testing.T) {
 	for kind, unit := range map[string]string{"line": "data: xxxxxxxxxxxxxxxx", "event": "data: {\"x\":1}\n"} {
 		for name, mk := range keyedProviders("sk-test-endless-0123456789") {
 			t.Run(kind+"/"+name, func(t *testing.T) {
-				p, err := mk(&http.Client{Transport: endlessTransport{unit}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, err := p.Stream(context.Background(), helloCall())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
+				st := openKeyedStream(t, mk, endlessTransport{unit})
+				var err error
 				for range 1000 {
 					if _, err = st.Recv(); err != nil {
 						break

@@ -37,15 +37,8 @@ func TestGarbageEchoingKeyIsRedacted(t *testing.T) {
 			checkRedacted(t, err, key)
 		})
 		t.Run(name+"/stream", func(t *testing.T) {
-			p, err := mk(&http.Client{Transport: fixedTransport{"text/event-stream", `data: {"key":"` + key + `",` + "\n\n"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := p.Stream(context.Background(), helloCall())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := openKeyedStream(t, mk, fixedTransport{"text/event-stream", `data: {"key":"` + key + `",` + "\n\n"})
+			var err error
 			for err == nil {
 				_, err = st.Recv()
 			}
@@ -82,6 +75,21 @@ func keyedProviders(key string) map[string]func(*http.Client) (llmclient.Provide
 	}
 }
 
+// openKeyedStream opens a stream through the provider mk builds over rt; the test closes it.
+func openKeyedStream(t *testing.T, mk func(*http.Client) (llmclient.Provider, error), rt http.RoundTripper) llmclient.ProviderStream {
+	t.Helper()
+	p, err := mk(&http.Client{Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stream(context.Background(), helloCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func helloCall() *llmclient.Call {
 	return &llmclient.Call{Model: "m", Request: &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("hi")}}}
 }
@@ -92,15 +100,7 @@ func TestFormattedStreamHidesKey(t *testing.T) {
 	const key = "sk-test-format-0123456789abcdef"
 	for name, mk := range keyedProviders(key) {
 		t.Run(name, func(t *testing.T) {
-			p, err := mk(&http.Client{Transport: fixedTransport{"text/event-stream", ": hi\n\n"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := p.Stream(context.Background(), helloCall())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := openKeyedStream(t, mk, fixedTransport{"text/event-stream", ": hi\n\n"})
 			for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
 				if s := fmt.Sprintf(verb, st); strings.Contains(s, key[:16]) || !strings.Contains(s, "Status: 200") {
 					t.Errorf("%s prints %s", verb, s)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // MergeExtra merges extra into the top level of body, an encoded JSON object. An extra
@@ -23,6 +24,9 @@ func MergeExtra(body []byte, extra map[string]any) ([]byte, error) {
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, fmt.Errorf("merge Extra: %w", err)
 	}
+	if top == nil { // null, which encoding/json accepts for a map
+		return nil, fmt.Errorf("merge Extra: %w", &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeOf(top)})
+	}
 	for k, v := range extra {
 		if v == nil {
 			delete(top, k)
@@ -32,7 +36,7 @@ func MergeExtra(body []byte, extra map[string]any) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Extra[%q]: %w", k, err)
 		}
-		if old, ok := top[k]; ok && isObject(old) && isObject(raw) {
+		if old, ok := top[k]; ok && IsObject(old) && IsObject(raw) {
 			if raw, err = mergeObjects(old, raw); err != nil {
 				return nil, fmt.Errorf("Extra[%q]: %w", k, err)
 			}
@@ -66,9 +70,9 @@ func mergeObjects(base, add json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(b)
 }
 
-// isObject reports whether raw, leading white space aside, starts a JSON object; it does
+// IsObject reports whether raw, leading white space aside, starts a JSON object; it does
 // not validate the rest.
-func isObject(raw []byte) bool {
+func IsObject(raw []byte) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
 }

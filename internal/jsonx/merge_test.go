@@ -59,6 +59,7 @@ func TestMergeExtraErrors(t *testing.T) {
 	}{
 		{"body not JSON", `{`, map[string]any{"a": 1}, "merge Extra: "},
 		{"body an array", `[1]`, map[string]any{"a": 1}, "merge Extra: "},
+		{"body null", `null`, map[string]any{"a": 1}, "merge Extra: "},
 		{"unencodable value", `{}`, map[string]any{"f": func() {}}, `Extra["f"]: `},
 		{"unencodable channel", `{"c":{}}`, map[string]any{"c": make(chan int)}, `Extra["c"]: `},
 	}
@@ -84,6 +85,7 @@ func FuzzMergeExtra(f *testing.F) {
 	f.Add(`{}`, "k", `[1,2]`)
 	f.Add(`{"o":{}}`, "o", `{"<&>":"\u2028"}`)
 	f.Add(`[]`, "k", `1`)
+	f.Add(`null`, "k", `1`)
 	f.Fuzz(func(t *testing.T, body, key, value string) {
 		var v any
 		if !utf8.ValidString(key) || json.Unmarshal([]byte(value), &v) != nil {

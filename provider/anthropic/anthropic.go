@@ -72,8 +72,9 @@ type Provider struct {
 
 var _ llmclient.Provider = (*Provider)(nil)
 
-// New returns a Provider. It fails on a malformed base URL, a nil HTTP client or a
-// non-positive default max tokens. No API key is required here: a Client with a key pool
+// New returns a Provider. It fails on a malformed base URL, a nil HTTP client, a
+// non-positive default max tokens, or a version, header or key that cannot be sent in a
+// header. No API key is required here: a Client with a key pool
 // passes one with every Call.
 func New(opts ...Option) (*Provider, error) {
 	c := config{baseURL: DefaultBaseURL, version: DefaultVersion, maxTokens: DefaultMaxTokens}
@@ -89,6 +90,8 @@ func New(opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("anthropic: default max tokens must be positive, got %d", c.maxTokens)
 	case c.version == "":
 		return nil, errors.New("anthropic: empty anthropic-version")
+	case !httpx.ValidHeaderValue(c.version):
+		return nil, errors.New("anthropic: WithVersion: not a valid header value")
 	}
 	for _, err := range []error{httpx.CheckBaseURL(c.baseURL), httpx.CheckHeader(c.header), httpx.CheckAPIKey(c.apiKey)} {
 		if err != nil {
@@ -103,7 +106,7 @@ func New(opts ...Option) (*Provider, error) {
 		apiKey:    c.apiKey,
 		bearer:    c.bearer,
 		version:   c.version,
-		sender:    adapter.Sender{Pkg: "anthropic", Client: c.client, Classify: classifyAt},
+		sender:    adapter.Sender{Pkg: "anthropic", Client: adapter.GuardRedirects(c.client), Classify: classifyAt},
 		header:    c.header,
 		maxTokens: c.maxTokens,
 	}, nil
@@ -134,6 +137,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	if err != nil {
 		e := malformed(resp.StatusCode, resp.Header, data, err)
 		e.Model = call.Model
+		e.Redact(p.keyFor(call)) // the message quotes the start of the body
 		return nil, e
 	}
 	out.RateLimits = parseRateLimits(resp.Header, now)

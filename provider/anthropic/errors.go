@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -70,6 +71,7 @@ func classifyAt(status int, h http.Header, body []byte, now time.Time) *llmclien
 		e.Message = s
 	}
 	e.Class = classify(status, e.Type, e.Code, e.Message)
+	e.Message = adapter.VendorMessage(e.Message)
 	if e.RequestID == "" && h != nil {
 		e.RequestID = h.Get("Request-Id")
 	}

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -26,6 +27,9 @@ const TokenRatio = 1.25
 // JSON object. It is safe for concurrent use when est is.
 func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 	var w wireBody
+	if !jsonx.IsObject(body) { // null and other values encoding/json takes for a struct
+		return 0, errors.New("anthropic: estimate: request body is not a JSON object")
+	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return 0, fmt.Errorf("anthropic: estimate: request body: %w", err)
 	}

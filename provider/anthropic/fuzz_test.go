@@ -36,7 +36,8 @@ func FuzzClassifyError(f *testing.F) {
 }
 
 // FuzzStream feeds arbitrary bytes to the stream parser: it must end with io.EOF only
-// after message_stop, never panic, and never loop.
+// after message_stop (or a one-shot message body with its stop_reason), never panic, and
+// never loop.
 func FuzzStream(f *testing.F) {
 	f.Add("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":3}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}\n\n" +
@@ -47,12 +48,13 @@ func FuzzStream(f *testing.F) {
 	f.Add(": ping\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\ndata: {\"type\":\"message_stop\"}")
 	f.Add("data: {\"type\":\"content_block_delta\",\"delta\":null}\n\ndata: {\"type\":\"message_start\"}\n\n")
 	f.Add("event: message_delta\r\ndata: {\"usage\":{\"input_tokens\":null,\"output_tokens\":-4}}\r\n\r\n")
+	f.Add(`{"id":"msg_1","type":"message","model":"c","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		s := newStream(&http.Response{Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}},
 			func() {}, "key")
 		_, err := providertest.FuzzRecv(t, s, len(body)+1)
-		if err == io.EOF && !strings.Contains(body, "message_stop") {
-			t.Fatal("io.EOF without message_stop")
+		if err == io.EOF && !strings.Contains(body, "message_stop") && !strings.Contains(body, "stop_reason") {
+			t.Fatal("io.EOF without message_stop or a stop_reason")
 		}
 	})
 }

@@ -129,7 +129,10 @@ func buildBody(req *llmclient.Request, model string, defaultMaxTokens int, strea
 		StopSequences: req.Stop,
 		Stream:        stream,
 	}
-	if w.MaxTokens <= 0 {
+	switch {
+	case w.MaxTokens < 0:
+		return nil, errors.New("anthropic: MaxTokens is negative")
+	case w.MaxTokens == 0:
 		w.MaxTokens = defaultMaxTokens
 	}
 	var err error

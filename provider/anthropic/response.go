@@ -42,7 +42,7 @@ type wireUsage struct {
 func parseResponse(body []byte) (*llmclient.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, fmt.Errorf("anthropic: decode response: %w", err)
+		return nil, fmt.Errorf("decode response: %w", err) // malformed adds the "anthropic: " prefix
 	}
 	resp := &llmclient.Response{
 		ID:              w.ID,
@@ -58,11 +58,7 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
 		case "tool_use":
-			args := "{}"
-			if len(b.Input) > 0 && string(b.Input) != "null" {
-				args = string(b.Input)
-			}
-			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: adapter.UnpatternID(b.ID), Name: b.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, llmclient.ToolCall{ID: adapter.UnpatternID(b.ID), Name: b.Name, Arguments: toolInput(b.Input)})
 		}
 	}
 	resp.Text, resp.Reasoning = text.String(), reasoning.String()

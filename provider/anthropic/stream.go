@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,15 @@ type wireDelta struct {
 	StopReason  string `json:"stop_reason"`
 }
 
+// openTool is a tool_use block between its content_block_start and content_block_stop.
+// Blocks stream one after another, so one is enough.
+type openTool struct {
+	open    bool
+	index   int
+	input   string // content_block_start's input, for a block that sends no input_json_delta
+	gotArgs bool   // an input_json_delta with JSON text arrived
+}
+
 // stream reads a Messages event stream:
 //
 //	message_start → (content_block_start → content_block_delta* → content_block_stop)* →
@@ -53,13 +63,14 @@ type stream struct {
 	key    string
 
 	start  wireUsage // usage from message_start
+	tool   openTool  // the tool_use block being streamed, if any
 	err    error     // sticky: io.EOF after message_stop, or the failure
 	closed atomic.Bool
 	once   sync.Once
 }
 
 func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
-	return &stream{
+	s := &stream{
 		body:   resp.Body,
 		cancel: cancel,
 		dec:    sse.NewDecoder(resp.Body, 0),
@@ -67,14 +78,27 @@ func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stre
 		header: resp.Header,
 		key:    key,
 	}
+	s.dec.AcceptRawJSON() // a one-shot body sent instead of events: see wholeBody
+	return s
+}
+
+// Format prints the stream as "anthropic.stream{Status: <code>}" for every verb, so that
+// no verb prints the key it holds for redaction.
+func (s *stream) Format(f fmt.State, _ rune) {
+	_, _ = fmt.Fprintf(f, "anthropic.stream{Status: %d}", s.status)
 }
 
 // Recv returns the next chunk: ID and model (message_start), text, reasoning and tool-call
 // deltas, the finish reason with usage (message_delta), or a keep-alive (ping, SSE
 // comment). It returns io.EOF after message_stop, an *llmclient.Error for an error event,
 // and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
-// event that is not valid JSON is an *llmclient.Error of class server_error. Errors are
-// sticky. Recv is not safe for concurrent use with itself; Close may be called at any time.
+// event whose data is empty is read from its name alone ("event: ping" with an empty data
+// line is a keep-alive, not a broken stream). An event whose data is not valid JSON is an
+// *llmclient.Error of class server_error. A tool_use block that streams no input (a tool
+// without parameters) gets its start's input, "{}", as arguments at its
+// content_block_stop, as a one-shot response has them. A one-shot body sent instead of
+// events is answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent
+// use with itself; Close may be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {
 		return llmclient.Chunk{}, s.err
@@ -87,6 +111,18 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 		}
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
+		}
+		if ev.Raw {
+			c, err := s.wholeBody(ev.Data)
+			switch {
+			case err != nil:
+				s.err = err
+			case c.FinishReason == llmclient.FinishNone: // incomplete, like a stream without message_stop
+				s.err = fmt.Errorf("anthropic: one-shot body without a stop_reason: %w", io.ErrUnexpectedEOF)
+			default:
+				s.err = io.EOF
+			}
+			return c, err
 		}
 		c, ok, err := s.handle(ev.Type, ev.Data)
 		if err != nil {
@@ -120,8 +156,10 @@ func (s *stream) readError(err error) error {
 // message_stop sets s.err to io.EOF.
 func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, err error) {
 	var ev streamEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return c, false, malformed(s.status, s.header, data, fmt.Errorf("malformed %q event: %w", name, err))
+	if len(bytes.TrimSpace(data)) > 0 { // an event with an empty data line is its name alone
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return c, false, s.malformed(data, fmt.Errorf("malformed %q event: %w", name, err))
+		}
 	}
 	typ := ev.Type
 	if typ == "" {
@@ -134,7 +172,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, false, s.eventError(data)
 	case "message_start":
 		if ev.Message == nil {
-			return c, false, malformed(s.status, s.header, data, errors.New("message_start without message"))
+			return c, false, s.malformed(data, errors.New("message_start without message"))
 		}
 		s.start = ev.Message.Usage
 		return llmclient.Chunk{ID: ev.Message.ID, Model: ev.Message.Model}, true, nil
@@ -146,6 +184,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		switch b.Type {
 		case "tool_use":
 			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: adapter.UnpatternID(b.ID), Name: b.Name}}
+			s.tool = openTool{open: true, index: ev.Index, input: toolInput(b.Input)}
 		case "text":
 			c.Text = b.Text
 		case "thinking":
@@ -164,6 +203,18 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		case "input_json_delta":
 			if d.PartialJSON != "" {
 				c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
+				if s.tool.open && s.tool.index == ev.Index {
+					s.tool.gotArgs = true
+				}
+			}
+		}
+	case "content_block_stop":
+		if t := s.tool; t.open && t.index == ev.Index {
+			s.tool.open = false
+			if !t.gotArgs {
+				// A tool without parameters streams no input (or only ""): its arguments are
+				// the start's input, "{}", as a one-shot response has them.
+				c.ToolCalls = []llmclient.ToolCallDelta{{Index: t.index, Arguments: t.input}}
 			}
 		}
 	case "message_delta":
@@ -181,6 +232,39 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, false, nil
 	}
 	return c, c.HasContent(), nil
+}
+
+// wholeBody answers a bare JSON value found instead of an event: a server or proxy that
+// ignored "stream": true and sent a one-shot body, whatever its Content-Type. A Message is
+// returned as one chunk that carries all of it (the stream then ends, as an interruption
+// when it has no stop_reason), an error body as
+// the classified error an error event would be, anything else as malformed.
+func (s *stream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return llmclient.Chunk{}, s.malformed(data, fmt.Errorf("malformed JSON body: %w", err))
+	}
+	switch head.Type {
+	case "error":
+		return llmclient.Chunk{}, s.eventError(data)
+	case "message":
+		resp, err := parseResponse(data)
+		if err != nil {
+			return llmclient.Chunk{}, s.malformed(data, err)
+		}
+		return adapter.ResponseChunk(resp), nil
+	}
+	return llmclient.Chunk{}, s.malformed(data, fmt.Errorf("JSON body of type %q instead of an event stream", head.Type))
+}
+
+// malformed reports an event that is not a usable one, with the call's key redacted from
+// the start of its data that the message quotes.
+func (s *stream) malformed(data []byte, why error) *llmclient.Error {
+	e := malformed(s.status, s.header, data, why)
+	e.Redact(s.key)
+	return e
 }
 
 // eventError classifies an error event. It arrived after a 2xx status, so the error type
@@ -203,4 +287,13 @@ func (s *stream) Close() error {
 		_ = s.body.Close()
 	})
 	return nil
+}
+
+// toolInput is a tool_use block's input as ToolCall arguments: the JSON text, "{}" when it
+// is absent or null.
+func toolInput(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	return string(raw)
 }

@@ -227,3 +227,64 @@ func TestStreamCloseUnblocks(t *testing.T) {
 	}
 	providertest.CheckCloseUnblocks(t, st)
 }
+
+// TestStreamEmptyData checks events whose data line is empty: they are read from their
+// name, so an empty "event: ping" is a keep-alive and an empty "event: message_stop" ends
+// the stream, instead of either failing it as a malformed event.
+func TestStreamEmptyData(t *testing.T) {
+	emptyPing := strings.Replace(streamText, `data: {"type": "ping"}`, "data:", 1)
+	got, err := providertest.Drain(openStream(t, providertest.SSE(emptyPing)))
+	if err != nil {
+		t.Fatalf("empty ping: %v", err)
+	}
+	if len(got) != 6 || got[1] != "keep-alive" {
+		t.Errorf("empty ping: chunks = %q", got)
+	}
+	emptyStop := strings.Replace(streamText, `data: {"type": "message_stop"}`, "data: ", 1)
+	if _, err := providertest.Drain(openStream(t, providertest.SSE(emptyStop))); err != nil {
+		t.Errorf("empty message_stop: %v, want a clean end", err)
+	}
+}
+
+// TestStreamToolWithoutInput checks that a tool_use block that streams no input (a tool
+// without parameters: no input_json_delta, or only an empty one) ends with "{}" as its
+// arguments, as the same call has in a one-shot response, instead of "" (which is not JSON).
+func TestStreamToolWithoutInput(t *testing.T) {
+	noArgs := `event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"get_time","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_b","name":"get_date","input":{}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	got, err := providertest.Drain(openStream(t, providertest.SSE(noArgs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.EqualLines(t, got, []string{
+		"id=msg_1 model=claude-sonnet-4-5",
+		"tool[0]=toolu_a,get_time,",
+		"tool[0]=,,{}",
+		"tool[1]=toolu_b,get_date,",
+		"tool[1]=,,{}",
+		"finish=tool_calls(tool_use) usage=in:10,out:20,total:30,cached:0,reasoning:0",
+	})
+}

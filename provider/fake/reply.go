@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // ReplyStep is a step that answers successfully. Build it with Reply.
@@ -54,10 +55,12 @@ func (s *ReplyStep) Finish(r llmclient.FinishReason) *ReplyStep { s.finish = r; 
 // (TotalTokens is not computed). It replaces Usage.
 func (s *ReplyStep) ReportUsage(u llmclient.Usage) *ReplyStep { s.usage = &u; return s }
 
-// Usage sets the reported token usage; TotalTokens is in+out. Usage(0, 0) reports none.
+// Usage sets the reported token usage; TotalTokens is in+out, counted as the dialects
+// count a vendor's report (a negative count adds as 0, the sum saturates at the largest
+// int). Usage(0, 0) reports none.
 // Default: see the package doc.
 func (s *ReplyStep) Usage(in, out int) *ReplyStep {
-	s.usage = &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+	s.usage = &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: adapter.AddTokens(in, out)}
 	return s
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 )
 
 // StreamStep is a step that answers with a stream of chunks. Build it with Stream or
@@ -124,9 +126,10 @@ func (s *StreamStep) Finish(r llmclient.FinishReason) *StreamStep { s.finish = r
 // counts, as given (TotalTokens is not computed). It replaces Usage.
 func (s *StreamStep) ReportUsage(u llmclient.Usage) *StreamStep { s.usage = &u; return s }
 
-// Usage sets the usage the final chunk reports. Default: see the package doc.
+// Usage sets the usage the final chunk reports; TotalTokens is in+out, counted as for
+// ReplyStep.Usage. Default: see the package doc.
 func (s *StreamStep) Usage(in, out int) *StreamStep {
-	s.usage = &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+	s.usage = &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: adapter.AddTokens(in, out)}
 	return s
 }
 
@@ -234,9 +237,9 @@ func (s *StreamStep) items(call *llmclient.Call, n int) []item {
 
 // waitBefore returns the wait before the item at position i.
 func (s *StreamStep) waitBefore(i int) time.Duration {
-	d := s.stalls[i]
-	if i > 0 && i < len(s.chunks) {
-		d += s.chunkDelay
+	d := max(s.stalls[i], 0)
+	if i > 0 && i < len(s.chunks) && s.chunkDelay > 0 {
+		d = min(d, math.MaxInt64-s.chunkDelay) + s.chunkDelay // saturating: a huge stall stays huge
 	}
 	return d
 }
@@ -276,7 +279,7 @@ func (s *StreamStep) defaultUsage(call *llmclient.Call) *llmclient.Usage {
 		}
 	}
 	in, out = tokens(in), tokens(out)
-	return &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+	return &llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: adapter.AddTokens(in, out)}
 }
 
 // tokens converts a byte count to tokens, rounding up.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -114,6 +115,7 @@ func fromStatus(status int, st *wireStatus, body []byte) *llmclient.Error {
 		code = st.Code // an error inside a 200 stream
 	}
 	e.Class = classify(code, st.Status, e.Type, st.Message, perDay)
+	e.Message = adapter.VendorMessage(e.Message)
 	return e
 }
 

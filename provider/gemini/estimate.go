@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -28,6 +29,9 @@ func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
 	var w struct {
 		Model string `json:"model"`
 		wireBody
+	}
+	if !jsonx.IsObject(body) { // null and other values encoding/json takes for a struct
+		return 0, errors.New("gemini: estimate: request body is not a JSON object")
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return 0, fmt.Errorf("gemini: estimate: request body: %w", err)

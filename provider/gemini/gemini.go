@@ -81,8 +81,9 @@ type Provider struct {
 
 var _ llmclient.Provider = (*Provider)(nil)
 
-// New returns a Provider. It fails on a malformed base URL, a nil HTTP client, or
-// WithVertex without a project or location. No API key is required here: a Client with a
+// New returns a Provider. It fails on a malformed base URL, a nil HTTP client,
+// WithVertex without a project or location, a WithAPIVersion that is not one path segment,
+// or a header or key that cannot be sent in a header. No API key is required here: a Client with a
 // key pool passes one with every Call.
 func New(opts ...Option) (*Provider, error) {
 	var c config
@@ -118,6 +119,9 @@ func New(opts ...Option) (*Provider, error) {
 		}
 	}
 	version := c.apiVersion
+	if strings.ContainsAny(version, "/?#%") {
+		return nil, fmt.Errorf("gemini: WithAPIVersion(%q): want one path segment such as \"v1beta\"", version)
+	}
 	if version == "" {
 		version = "v1beta"
 		if c.vertex {
@@ -135,7 +139,7 @@ func New(opts ...Option) (*Provider, error) {
 		prefix: prefix + "/models/",
 		apiKey: c.apiKey,
 		vertex: c.vertex,
-		sender: adapter.Sender{Pkg: "gemini", Client: c.client, Classify: classifyAt},
+		sender: adapter.Sender{Pkg: "gemini", Client: adapter.GuardRedirects(c.client), Classify: classifyAt},
 		header: c.header,
 
 		maxEmbedBatch: c.maxEmbedBatch,

@@ -59,7 +59,10 @@ func WithVertex(project, location string) Option {
 }
 
 // WithHTTPClient sets the HTTP client (default: a new httpx.DefaultClient, with no overall
-// timeout; calls are bounded by their context). A nil client is rejected by New.
+// timeout; calls are bounded by their context). A nil client is rejected by New. The
+// Provider uses a copy that shares its Transport and follows a redirect only to the same
+// host, never from https to http, so that the credential header goes nowhere else; a
+// redirect it does not follow is returned as an error with the 3xx status.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *config) { c.client, c.clientSet = hc, true })
 }

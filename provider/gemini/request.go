@@ -140,7 +140,10 @@ func generationConfig(req *llmclient.Request, notes *adapter.Notes) (*wireGenera
 	if g.TopP, err = adapter.Clamp(notes, "topP", req.TopP, 0, maxTopP); err != nil {
 		return nil, errors.New("gemini: " + err.Error())
 	}
-	if req.MaxTokens > math.MaxInt32 {
+	switch {
+	case req.MaxTokens < 0:
+		return nil, errors.New("gemini: MaxTokens is negative")
+	case req.MaxTokens > math.MaxInt32:
 		return nil, errors.New("gemini: MaxTokens exceeds maxOutputTokens' int32 range")
 	}
 	if req.MaxTokens > 0 {

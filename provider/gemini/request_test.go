@@ -189,6 +189,7 @@ func TestRequestInvalid(t *testing.T) {
 		"tool result without id":  {Messages: []llmclient.Message{{Role: llmclient.RoleTool, Content: []llmclient.Part{llmclient.TextPart("x")}}}},
 		"temperature NaN":         {Temperature: llmclient.Float(math.NaN())},
 		"max tokens over int32":   {MaxTokens: math.MaxInt},
+		"max tokens negative":     {MaxTokens: -1},
 		"topP infinite":           {TopP: llmclient.Float(math.Inf(-1))},
 		"bad arguments":           {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `{"a":`}}}}},
 		"call without name":       {Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: "t1"}}}}},
@@ -234,14 +235,16 @@ func TestNoKey(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	for name, opts := range map[string][]gemini.Option{
-		"nil client":       {gemini.WithHTTPClient(nil)},
-		"bad url":          {gemini.WithBaseURL("generativelanguage.googleapis.com")},
-		"url with query":   {gemini.WithBaseURL("https://x.example/?key=secret")},
-		"vertex no proj":   {gemini.WithVertex("", "us-central1")},
-		"vertex bad loc":   {gemini.WithVertex("p", "us/central1")},
-		"bad header name":  {gemini.WithHeader("bad header", "x")},
-		"bad header value": {gemini.WithHeader("X-Ok", "a\nb")},
-		"bad key":          {gemini.WithAPIKey("key\r\n")},
+		"nil client":         {gemini.WithHTTPClient(nil)},
+		"bad url":            {gemini.WithBaseURL("generativelanguage.googleapis.com")},
+		"url with query":     {gemini.WithBaseURL("https://x.example/?key=secret")},
+		"vertex no proj":     {gemini.WithVertex("", "us-central1")},
+		"vertex bad loc":     {gemini.WithVertex("p", "us/central1")},
+		"bad header name":    {gemini.WithHeader("bad header", "x")},
+		"bad header value":   {gemini.WithHeader("X-Ok", "a\nb")},
+		"bad key":            {gemini.WithAPIKey("key\r\n")},
+		"version with path":  {gemini.WithAPIVersion("v1beta/../../x")},
+		"version with query": {gemini.WithAPIVersion("v1?alt=json")},
 	} {
 		_, err := gemini.New(opts...)
 		if err == nil || !strings.HasPrefix(err.Error(), "gemini: ") {

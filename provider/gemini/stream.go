@@ -80,13 +80,19 @@ func (s *stream) loadJSON() error {
 	return nil
 }
 
+// Format prints the stream as "gemini.stream{Status: <code>}" for every verb, so that no
+// verb prints the key it holds for redaction.
+func (s *stream) Format(f fmt.State, _ rune) {
+	_, _ = fmt.Fprintf(f, "gemini.stream{Status: %d}", s.status)
+}
+
 // Recv returns the next chunk: text, reasoning (thought parts), complete function calls,
 // the finish reason, and usage with the finish reason or after it. It returns io.EOF at the
 // end of a stream that carried a finishReason, an error wrapping io.ErrUnexpectedEOF at the
 // end of one that did not, an *llmclient.Error for an error line (classified like an error
 // response; server_error when it says nothing known) or a blocked prompt
 // (content_filtered), and an *llmclient.Error of class server_error for a chunk that is not
-// valid JSON. Errors are sticky. Recv is not safe for concurrent use with itself; Close may
+// valid JSON or a JSON-mode body over 32 MiB. Errors are sticky. Recv is not safe for concurrent use with itself; Close may
 // be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	for s.err == nil {
@@ -156,7 +162,9 @@ func (s *stream) endError(err error) error {
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
 		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "gemini: stream event too large", Err: err}
-	case errors.Is(err, errMalformedJSON):
+	case errors.Is(err, errMalformedJSON), errors.Is(err, httpx.ErrTooLarge):
+		// A JSON-mode body over httpx.MaxResponseBody is the upstream's fault, as it is for a
+		// one-shot body (Sender.ReadBody): retried, failed over.
 		return malformed(s.status, nil, err)
 	}
 	return &adapter.NetError{Pkg: "gemini", Op: "reading stream", Err: err}
@@ -167,7 +175,9 @@ func (s *stream) handle(data []byte) (llmclient.Chunk, error) {
 	var c llmclient.Chunk
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return c, malformed(s.status, data, fmt.Errorf("malformed stream chunk: %w", err))
+		e := malformed(s.status, data, fmt.Errorf("malformed stream chunk: %w", err))
+		e.Redact(s.key) // the message quotes the start of the chunk
+		return c, e
 	}
 	if w.Error != nil {
 		e := inBandError(s.status, w.Error)

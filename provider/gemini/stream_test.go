@@ -195,3 +195,14 @@ func TestStreamCloseUnblocks(t *testing.T) {
 	}
 	providertest.CheckCloseUnblocks(t, st)
 }
+
+// TestStreamJSONBodyTooLarge checks that a response that ignored alt=sse and sends a JSON
+// body over 32 MiB fails as a server_error (the upstream's fault, retried and failed
+// over), as the same body does on a one-shot call, not as an unclassified error.
+func TestStreamJSONBodyTooLarge(t *testing.T) {
+	big := `[{"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("a", 32<<20) + `"}]},"finishReason":"STOP"}]}]`
+	_, err := providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, big)))
+	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+		t.Errorf("err = %v (class %v), want a server_error", err, c)
+	}
+}

@@ -40,7 +40,9 @@ import (
 //
 // Either way, an "error" event or "response.failed" is an *llmclient.Error classified like
 // an error body (server_error when nothing more is known), with the call's key redacted;
-// a body that ends before a terminal event is an error wrapping io.ErrUnexpectedEOF.
+// a body that ends before a terminal event is an error wrapping io.ErrUnexpectedEOF. A
+// one-shot Response body sent instead of events is returned as one chunk, then io.EOF, or
+// as its classified error (see wholeBody).
 //
 // Recv is not safe for concurrent use with itself; Close may be called at any time.
 type responsesStream struct {
@@ -60,7 +62,7 @@ type responsesStream struct {
 
 func newResponsesStream(resp *http.Response, typed bool, key string) *responsesStream {
 	return &responsesStream{body: resp.Body, status: resp.StatusCode, header: resp.Header,
-		dec: sse.NewDecoder(resp.Body, maxStreamEvent), typed: typed, key: key}
+		dec: newDecoder(resp.Body), typed: typed, key: key}
 }
 
 // respEvent is the part of a Responses API event the stream reads.
@@ -93,6 +95,12 @@ type respUsage struct {
 	} `json:"output_tokens_details"`
 }
 
+// Format prints the stream as "openai.responsesStream{Status: <code>}" for every verb, so
+// that no verb prints the key it holds for redaction.
+func (s *responsesStream) Format(f fmt.State, _ rune) {
+	formatStream(f, "openai.responsesStream", s.status)
+}
+
 // Recv returns the next event's chunk; see responsesStream.
 func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 	if s.err != nil {
@@ -111,8 +119,15 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
 		}
+		if ev.Raw {
+			return s.wholeBody(ev.Data)
+		}
 		data := bytes.TrimSpace(ev.Data)
 		if len(data) == 0 {
+			if ev.Type == "error" || ev.Type == "response.failed" {
+				s.err = s.inBand(bareFailure(ev.Type))
+				return llmclient.Chunk{}, s.err
+			}
 			continue
 		}
 		if ev.Type == "ping" || ev.Type == "keepalive" {
@@ -223,12 +238,17 @@ func errorEventBody(e *respEvent, data []byte) []byte {
 
 // inBand classifies an error that arrived in the stream, after HTTP 200.
 func (s *responsesStream) inBand(body []byte) error {
-	e := errorFromBody(s.status, s.header, body)
-	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	return streamError(errorFromBody(s.status, s.header, body), s.key)
+}
+
+// wholeBody answers a bare JSON value found instead of an event, as chunkStream.wholeBody
+// does (see replayBody); for the transport's guard, the chunk's text is the answer.
+func (s *responsesStream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	c, end, ok := replayBody(parseResponsesBody, s.status, s.header, data, s.key)
+	if s.err = end; !ok {
+		return c, end
 	}
-	e.Redact(s.key)
-	return e
+	return c, nil
 }
 
 func (s *responsesStream) readError(err error) error {

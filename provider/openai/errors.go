@@ -7,19 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
 // snippetLen is how much of an unrecognized error body goes into Error.Message.
 const snippetLen = 200
-
-// maxMessageLen caps a vendor message copied into Error.Message, so a hostile or broken
-// server cannot make every log line a megabyte long.
-const maxMessageLen = 1024
 
 // ClassifyError turns a whole error response — status, headers and body (read by the caller,
 // at most httpx.MaxErrorBody bytes) — into an *llmclient.Error with its Class, the vendor's
@@ -90,7 +86,7 @@ func classifyErrorAt(status int, h http.Header, body []byte, now time.Time) *llm
 		Type:       v.Type,
 		Code:       v.Code.S,
 		Param:      v.Param,
-		Message:    truncate(v.Message, maxMessageLen),
+		Message:    adapter.VendorMessage(v.Message),
 		RequestID:  requestID(h),
 		RateLimits: ParseRateLimits(h, now),
 	}
@@ -327,16 +323,6 @@ func requestID(h http.Header) string {
 }
 
 // truncate cuts s to at most n bytes at a UTF-8 boundary, marking the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {

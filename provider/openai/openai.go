@@ -30,12 +30,13 @@
 // max_output_tokens, a response format text.format, and Extra "reasoning_effort" becomes
 // reasoning.effort. Call ids longer than 64 characters are shortened as above; system
 // images move to a user message; an assistant image, and stop sequences (the Responses API
-// has none), are refused with ErrUnsupported. Responses report reasoning summaries as
-// Reasoning, function_call items as ToolCalls, a refusal as Refusal and FinishRefusal,
-// status completed as FinishStop (FinishToolCalls with calls), incomplete as FinishLength
-// (max_output_tokens) or FinishContentFilter, and a failed response or an error event as a
-// classified *llmclient.Error. Reasoning items are not replayed: the common Message has no
-// place for them (set Extra "store" and "previous_response_id" to continue server-side).
+// has none), are refused with ErrUnsupported. Responses report reasoning summaries (and
+// reasoning_text content) as Reasoning, function_call items as ToolCalls, a refusal as
+// Refusal and FinishRefusal, status completed as FinishStop (FinishToolCalls with calls),
+// incomplete as FinishLength (max_output_tokens) or FinishContentFilter, and a failed
+// response or an error event as a classified *llmclient.Error. Reasoning items are not
+// replayed: the common Message has no place for them (set Extra "store" and
+// "previous_response_id" to continue server-side).
 //
 // Embeddings: Provider is an llmclient.Embedder (POST /embeddings; on Azure the model's
 // deployment), for OpenAI and every compatible server; see Embed and WithMaxEmbedBatch.
@@ -131,6 +132,9 @@ func WithAPIKey(key string) Option {
 // WithHTTPClient sets the HTTP client. Default: a new client from an internal
 // constructor with dial, TLS and response-header timeouts and no overall timeout (an
 // overall timeout would cut long streams; bound calls with their context). Must not be nil.
+// The Provider uses a copy that shares its Transport and follows a redirect only to the
+// same host, never from https to http, so that no credential header goes elsewhere; a
+// redirect it does not follow is returned as an error with the 3xx status.
 func WithHTTPClient(client *http.Client) Option {
 	return optionFunc(func(c *config) { c.client, c.clientSet = client, true })
 }
@@ -202,6 +206,7 @@ func New(opts ...Option) (*Provider, error) {
 	case c.client == nil:
 		return nil, errors.New("openai: WithHTTPClient: client is nil")
 	}
+	p.sender.Client = adapter.GuardRedirects(p.sender.Client)
 
 	var host string
 	if c.azure {

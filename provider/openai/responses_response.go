@@ -25,8 +25,8 @@ type respResponse struct {
 	} `json:"incomplete_details"`
 }
 
-// respItem is an output item: a message, a reasoning item or a function call (others
-// are skipped).
+// respItem is an output item: a message, a reasoning item (its summary, and its content's
+// reasoning_text parts) or a function call (others are skipped).
 type respItem struct {
 	Type      string `json:"type"`
 	CallID    string `json:"call_id"`
@@ -120,8 +120,15 @@ func parseResponsesBody(status int, h http.Header, body []byte, now time.Time) (
 				}
 			}
 		case "reasoning":
+			// Summaries (OpenAI's models), and the reasoning text itself where a server sends
+			// it (open-weight models): a stream reports both as Reasoning too.
 			for _, s := range it.Summary {
 				reasoning.WriteString(s.Text)
+			}
+			for _, c := range it.Content {
+				if c.Type == "reasoning_text" {
+					reasoning.WriteString(c.Text)
+				}
 			}
 		case "function_call":
 			out.ToolCalls = append(out.ToolCalls, llmclient.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})

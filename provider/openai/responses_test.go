@@ -271,3 +271,17 @@ func TestResponsesAzureURL(t *testing.T) {
 		t.Errorf("URL %s", got)
 	}
 }
+
+// TestResponsesReasoningText checks that a one-shot Response reports a reasoning item's
+// reasoning_text content (what open-weight models served by a Responses API send) as
+// Reasoning, with its summary, as a stream reports both.
+func TestResponsesReasoningText(t *testing.T) {
+	body := `{"id":"r","model":"gpt-oss-120b","status":"completed","output":[
+ {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Sum. "}],"content":[{"type":"reasoning_text","text":"The user greets me."}]},
+ {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello!"}]}]}`
+	p, _ := responsesProvider(t, reply{Body: body})
+	resp := providertest.Complete(t, p, simpleCall("gpt-oss-120b"))
+	if resp.Reasoning != "Sum. The user greets me." || resp.Text != "Hello!" {
+		t.Errorf("reasoning %q, text %q", resp.Reasoning, resp.Text)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
@@ -69,13 +70,36 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 //   - a data line that is not a JSON object: an *llmclient.Error of class ClassServerError
 //     with the message "openai: malformed stream chunk: <start of the line>", wrapping the
 //     *jsonscan.SyntaxError (the same decision parseResponse makes for a garbage body).
+//
+// A one-shot body sent instead of events (a bare JSON value outside any event: a server
+// or proxy that ignored "stream": true) is read as parseResponse reads it: a completion
+// is returned as one chunk that carries all of it, then io.EOF (an error wrapping
+// io.ErrUnexpectedEOF when it has no finish reason); an error body is its classified
+// error (for example quota_exhausted), not an interruption.
 func newChunkStream(resp *http.Response) *chunkStream {
 	return &chunkStream{
 		body:   resp.Body,
 		status: resp.StatusCode,
 		header: resp.Header,
-		dec:    sse.NewDecoder(resp.Body, maxStreamEvent),
+		dec:    newDecoder(resp.Body),
 	}
+}
+
+// newDecoder returns the event decoder of a stream: it also returns a bare JSON value
+// outside any event (sse.Decoder.AcceptRawJSON), which a stream answers with wholeBody.
+func newDecoder(body io.Reader) *sse.Decoder {
+	dec := sse.NewDecoder(body, maxStreamEvent)
+	dec.AcceptRawJSON()
+	return dec
+}
+
+// Format prints the stream as "openai.chunkStream{Status: <code>}" for every verb, so that
+// no verb prints the key it holds for redaction.
+func (s *chunkStream) Format(f fmt.State, _ rune) { formatStream(f, "openai.chunkStream", s.status) }
+
+// formatStream writes a stream's printed form: its type and the response status.
+func formatStream(f fmt.State, name string, status int) {
+	_, _ = fmt.Fprintf(f, "%s{Status: %d}", name, status)
 }
 
 // Recv returns the next chunk; see newChunkStream.
@@ -96,6 +120,9 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		if ev.Comment {
 			return llmclient.Chunk{KeepAlive: true}, nil
 		}
+		if ev.Raw {
+			return s.wholeBody(ev.Data)
+		}
 		switch ev.Type {
 		case "", "message", "error":
 		case "ping":
@@ -106,11 +133,14 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		}
 		data := bytes.TrimSpace(ev.Data)
 		switch {
-		case len(data) == 0:
-			continue
 		case ev.Type == "error":
+			if len(data) == 0 {
+				data = bareFailure(ev.Type)
+			}
 			s.err = s.inBandError(data)
 			return llmclient.Chunk{}, s.err
+		case len(data) == 0:
+			continue
 		case string(data) == "[DONE]":
 			s.err = io.EOF
 			return llmclient.Chunk{}, io.EOF
@@ -163,27 +193,76 @@ func (s *chunkStream) readError(err error) error {
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }
 
-// inBandError turns an error event received after HTTP 200 into an *llmclient.Error.
-func (s *chunkStream) inBandError(data []byte) error {
-	e := errorFromBody(s.status, s.header, data)
+// wholeBody answers a bare JSON value found instead of an event: a server or proxy that
+// ignored "stream": true and sent a one-shot body, whatever its Content-Type. See
+// replayBody.
+func (s *chunkStream) wholeBody(data []byte) (llmclient.Chunk, error) {
+	c, end, ok := replayBody(parseResponse, s.status, s.header, data, s.key)
+	if s.err = end; !ok {
+		return c, end
+	}
+	return c, nil
+}
+
+// bodyParser reads a one-shot body: parseResponse or parseResponsesBody.
+type bodyParser func(status int, h http.Header, body []byte, now time.Time) (*llmclient.Response, *llmclient.Error)
+
+// replayBody reads with parse a one-shot body sent in place of an event stream. A
+// response becomes one chunk that carries all of it, after which the stream ends with end:
+// io.EOF, or an error wrapping io.ErrUnexpectedEOF when the body has no finish reason (like
+// an event stream without its end marker). An error body (such as insufficient_quota, or
+// an error object in an array) becomes the classified error a one-shot call gets,
+// instead of an interruption: it is end, and ok is false.
+func replayBody(parse bodyParser, status int, h http.Header, data []byte, key string) (c llmclient.Chunk, end error, ok bool) {
+	if data[0] == '[' { // an error object in an array (Gemini's OpenAI-compatible endpoint)
+		return llmclient.Chunk{}, streamError(errorFromBody(status, h, data), key), false
+	}
+	resp, e := parse(status, h, data, time.Now())
+	if e != nil {
+		return llmclient.Chunk{}, streamError(e, key), false
+	}
+	end = io.EOF
+	if resp.FinishReason == llmclient.FinishNone {
+		end = fmt.Errorf("openai: one-shot body without a finish reason: %w", io.ErrUnexpectedEOF)
+	}
+	return adapter.ResponseChunk(resp), end, true
+}
+
+// streamError finishes an error found in a stream after HTTP 200 (an error event, or an
+// error body sent in place of the events): a server_error when it says nothing known,
+// since the upstream failed after accepting the request, with key redacted.
+func streamError(e *llmclient.Error, key string) error {
 	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
 		e.Class = llmclient.ClassServerError
 	}
-	e.Redact(s.key)
+	e.Redact(key)
 	return e
+}
+
+// bareFailure is the error body of a failure event (typ "error" or "response.failed")
+// whose data is empty: a failure even though it says nothing more.
+func bareFailure(typ string) []byte {
+	return []byte(`{"error":{"message":"` + typ + ` event without data"}}`)
+}
+
+// inBandError turns an error event received after HTTP 200 into an *llmclient.Error.
+func (s *chunkStream) inBandError(data []byte) error {
+	return streamError(errorFromBody(s.status, s.header, data), s.key)
 }
 
 // malformedChunk returns the error for a data line that is not a valid chunk: like a
 // garbage one-shot body under a success status (see parseResponse), it comes from a broken
 // server or proxy, a transient fault, so it is ClassServerError.
 func (s *chunkStream) malformedChunk(data []byte, err error) error {
-	return &llmclient.Error{
+	e := &llmclient.Error{
 		Class:     llmclient.ClassServerError,
 		Status:    s.status,
 		Message:   "openai: malformed stream chunk: " + httpx.Snippet(data, 64),
 		RequestID: requestID(s.header),
 		Err:       err,
 	}
+	e.Redact(s.key) // the message quotes the start of the line
+	return e
 }
 
 // decode parses one chunk: {"id","model","choices":[{"index","delta":{…},"finish_reason"}],

@@ -11,7 +11,8 @@ import (
 // never with the number of chunks. The zero value is ready to use.
 type accumulator struct {
 	text, reasoning, refusal strings.Builder
-	calls                    []toolAcc
+	calls                    []*toolAcc       // by pointer: a Builder must not move once written
+	byIndex                  map[int]*toolAcc // calls by index, once there are many
 	finish                   FinishReason
 	rawFinish                string
 	usage                    *Usage
@@ -59,16 +60,44 @@ func (a *accumulator) meta(ch *Chunk) {
 	}
 }
 
-// call returns the tool call with the given index, adding it on first sight.
+// call returns the tool call with the given index, adding it on first sight. The call
+// last added is checked first (its deltas usually arrive together); past manyCalls calls
+// a map finds the others, so an upstream that sends a new index in every chunk costs
+// linear time, not quadratic. Calls are kept by pointer: their argument builders stay
+// where they are when the slice grows (a copied, written Builder panics on its next
+// write, as interleaved deltas of parallel calls would make it).
 func (a *accumulator) call(index int) *toolAcc {
-	for i := range a.calls {
-		if a.calls[i].index == index {
-			return &a.calls[i]
+	n := len(a.calls)
+	if n > 0 && a.calls[n-1].index == index {
+		return a.calls[n-1]
+	}
+	if a.byIndex != nil {
+		if tc, ok := a.byIndex[index]; ok {
+			return tc
+		}
+	} else {
+		for _, tc := range a.calls {
+			if tc.index == index {
+				return tc
+			}
 		}
 	}
-	a.calls = append(a.calls, toolAcc{index: index})
-	return &a.calls[len(a.calls)-1]
+	tc := &toolAcc{index: index}
+	a.calls = append(a.calls, tc)
+	switch {
+	case a.byIndex != nil:
+		a.byIndex[index] = tc
+	case len(a.calls) > manyCalls:
+		a.byIndex = make(map[int]*toolAcc, 2*len(a.calls))
+		for _, c := range a.calls {
+			a.byIndex[c.index] = c
+		}
+	}
+	return tc
 }
+
+// manyCalls is the number of tool calls past which the accumulator indexes them.
+const manyCalls = 16
 
 // response returns what was accumulated so far.
 func (a *accumulator) response() *Response {
@@ -77,8 +106,7 @@ func (a *accumulator) response() *Response {
 	if a.usage != nil {
 		r.Usage = *a.usage
 	}
-	for i := range a.calls {
-		tc := &a.calls[i]
+	for _, tc := range a.calls {
 		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.id, Name: tc.name, Arguments: tc.args.String()})
 	}
 	return r

@@ -214,7 +214,9 @@ func (c *Cache) set(ctx context.Context, cl *call, req *llmclient.Request, strea
 var (
 	// ErrNotStorable: the answer was degraded (WithFallback), filtered or refused.
 	ErrNotStorable = errors.New("llmclient/cache: answer not storable (degraded, filtered or refused)")
-	// ErrTooLarge: the answer was larger than the entry bound (WithMaxEntryBytes).
+	// ErrTooLarge: the answer was larger than the entry bound (WithMaxEntryBytes), or a
+	// semantic index item (question, answer and embedding) larger than the index's bound
+	// (WithMaxSemanticBytes).
 	ErrTooLarge = errors.New("llmclient/cache: answer larger than the entry bound")
 	// ErrIncomplete: the stream ended with an error or was closed before its end.
 	ErrIncomplete = errors.New("llmclient/cache: stream did not end cleanly")

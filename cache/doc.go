@@ -92,7 +92,9 @@
 // in most embedding models; the guards send them to the model. Hits, misses and guard
 // rejections are reported to the observer (WithObserver) and counted in Stats.
 // ClientEmbedder embeds the questions with llmclient.Client.Embed, through the Client's
-// layers.
+// layers. The index is bounded in questions (WithMaxEntries, 10,000 by default) and in
+// bytes (WithMaxSemanticBytes, 64 MiB by default), whatever the model and the embedder
+// send: embeddings longer than MaxEmbeddingDimensions are refused.
 //
 // # Events and statistics
 //

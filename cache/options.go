@@ -21,8 +21,15 @@ const (
 	DefaultStoreTimeout = 250 * time.Millisecond
 	// DefaultThreshold is the semantic cache's default cosine-similarity threshold.
 	DefaultThreshold = 0.92
-	// DefaultMaxSemanticEntries bounds the semantic index by default.
+	// DefaultMaxSemanticEntries bounds the semantic index's questions by default.
 	DefaultMaxSemanticEntries = 10_000
+	// DefaultMaxSemanticBytes bounds the semantic index's memory by default (64 MiB,
+	// like the memory store's DefaultMaxBytes).
+	DefaultMaxSemanticBytes = 64 << 20
+	// MaxEmbeddingDimensions is the longest embedding vector the semantic cache keeps:
+	// a question whose embedding is longer is neither looked up nor indexed. Embedding
+	// models answer a few thousand dimensions.
+	MaxEmbeddingDimensions = 65_536
 	// MaxTTL is the longest TTL kept; longer ones are clamped to it.
 	MaxTTL = 365 * 24 * time.Hour
 )
@@ -52,13 +59,14 @@ type config struct {
 
 	threshold  float64
 	maxEntries int
+	maxBytes   int64
 	guards     []Guard
 }
 
 func defaultConfig() config {
 	return config{ttl: DefaultTTL, idemTTL: DefaultIdempotencyTTL, storeTimeout: DefaultStoreTimeout,
 		partition: contextPartition, maxEntry: DefaultMaxEntryBytes,
-		threshold: DefaultThreshold, maxEntries: DefaultMaxSemanticEntries}
+		threshold: DefaultThreshold, maxEntries: DefaultMaxSemanticEntries, maxBytes: DefaultMaxSemanticBytes}
 }
 
 func (c *config) validate() error {
@@ -78,6 +86,9 @@ func (c *config) validate() error {
 	if c.maxEntries < 0 {
 		errs = append(errs, errors.New("max semantic entries must not be negative"))
 	}
+	if c.maxBytes < 0 {
+		errs = append(errs, errors.New("max semantic bytes must not be negative"))
+	}
 	if c.partition == nil {
 		errs = append(errs, errors.New("nil partition function"))
 	}
@@ -92,6 +103,9 @@ func (c *config) validate() error {
 	}
 	if c.maxEntries == 0 {
 		c.maxEntries = DefaultMaxSemanticEntries
+	}
+	if c.maxBytes == 0 {
+		c.maxBytes = DefaultMaxSemanticBytes
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("llmclient/cache: %w", errors.Join(errs...))
@@ -189,11 +203,22 @@ func WithObserver(f func(ctx context.Context, e Event)) Option {
 // model: scores differ between models.
 func WithThreshold(t float64) Option { return optionFunc(func(c *config) { c.threshold = t }) }
 
-// WithMaxEntries bounds the semantic index (Semantic): past it, the least recently used
-// questions are dropped. 0 means the default; it must not be negative. Default
-// DefaultMaxSemanticEntries (10,000). A lookup compares the question with every entry of
-// its partition and context, so lookups cost grows with it.
+// WithMaxEntries bounds the number of questions in the semantic index (Semantic): past
+// it, the least recently used questions are dropped. 0 means the default; it must not be
+// negative. Default DefaultMaxSemanticEntries (10,000). A lookup compares the question
+// with every entry of its partition and context, so lookups cost grows with it. The
+// index's memory is bounded too, by WithMaxSemanticBytes.
 func WithMaxEntries(n int) Option { return optionFunc(func(c *config) { c.maxEntries = n }) }
+
+// WithMaxSemanticBytes bounds the memory of the semantic index (Semantic), as
+// SemanticStats.Bytes counts it: each question's answer (Entry.Size), text and embedding
+// (4 bytes a dimension), plus a fixed overhead. Past it, the least recently used
+// questions are dropped, as past WithMaxEntries; a question that alone is larger is not
+// indexed (EventNotStored with ErrTooLarge), and its call is answered all the same. 0
+// means the default; it must not be negative; math.MaxInt64 is accepted (no bound but
+// WithMaxEntries). Default DefaultMaxSemanticBytes (64 MiB). The exact cache's memory
+// store has its own bound, MemoryConfig.MaxBytes; Cache ignores this option.
+func WithMaxSemanticBytes(n int64) Option { return optionFunc(func(c *config) { c.maxBytes = n }) }
 
 // WithGuards adds guard rules (Semantic): a similar cached question answers a new one
 // only if every guard accepts the pair. Default: none (similarity alone decides).

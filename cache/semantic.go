@@ -25,8 +25,11 @@ import (
 // question is only ever compared with questions asked in the same conversation state.
 // Calls whose last message is not a user text message bypass it.
 //
-// The index is in memory, bounded by WithMaxEntries; entries expire after the TTL
-// (WithTTL). Every call with a question costs one embedding call, made under the
+// The index is in memory, bounded by WithMaxEntries and WithMaxSemanticBytes (10,000
+// questions, 64 MiB by default); entries expire after the TTL (WithTTL). An embedding
+// that is empty, longer than MaxEmbeddingDimensions, zero, NaN or infinite is never
+// kept: its call goes to the model, as when the embedder fails. A question whose
+// embedding's length differs from a cached one's is never compared with it. Every call with a question costs one embedding call, made under the
 // caller's context (bound it in the Embedder if it may be slow); an embedder that fails
 // sends the call to the model. Put it after a Cache's middleware, so that exact repeats
 // are served before any embedding is computed. A Semantic is safe for concurrent use.
@@ -146,7 +149,11 @@ func (s *Semantic) lookup(ctx context.Context, req *llmclient.Request, stream bo
 		err = fmt.Errorf("llmclient/cache: embedder returned %d vectors for 1 text", len(vecs))
 	}
 	var vec []float32
-	if err == nil {
+	switch {
+	case err != nil:
+	case len(vecs[0]) > MaxEmbeddingDimensions:
+		err = fmt.Errorf("llmclient/cache: embedding of %d dimensions, more than MaxEmbeddingDimensions (%d)", len(vecs[0]), MaxEmbeddingDimensions)
+	default:
 		vec, err = unit(vecs[0])
 	}
 	if err != nil {
@@ -264,16 +271,22 @@ func (s *Semantic) touch(it *semItem) {
 	s.buckets[it.scope].MoveToFront(it.inBucket)
 }
 
-// insert indexes an answer under its question, evicting the least recently used
-// questions past the bound.
-func (s *Semantic) insert(sc *semCall, e *Entry) {
+// newItem makes the index item of an answer to the call's question.
+func (s *Semantic) newItem(sc *semCall, e *Entry) *semItem {
 	it := &semItem{scope: sc.scope, question: sc.question, vec: sc.vec, norm2: sc.norm2, entry: e,
 		expires: expiry(e.Created, s.cfg.ttl)}
 	it.size = itemSize(it)
+	return it
+}
+
+// insert indexes it, evicting the least recently used questions past the bounds. it is no
+// larger than the byte bound.
+func (s *Semantic) insert(it *semItem) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.lru.Len() >= s.cfg.maxEntries {
+	// s.bytes never exceeds maxBytes, so maxBytes-s.bytes cannot overflow.
+	for s.lru.Len() > 0 && (s.lru.Len() >= s.cfg.maxEntries || it.size > s.cfg.maxBytes-s.bytes) {
 		back := s.lru.Back()
 		if now.Before(back.Value.(*semItem).expires) {
 			s.stats.evictions.Add(1)
@@ -282,10 +295,10 @@ func (s *Semantic) insert(sc *semCall, e *Entry) {
 		}
 		s.removeLocked(back)
 	}
-	b := s.buckets[sc.scope]
+	b := s.buckets[it.scope]
 	if b == nil {
 		b = list.New()
-		s.buckets[sc.scope] = b
+		s.buckets[it.scope] = b
 	}
 	gl := s.lru.PushFront(it)
 	it.inBucket = b.PushFront(gl)
@@ -312,11 +325,13 @@ func (s *Semantic) save(ctx context.Context, sc *semCall, req *llmclient.Request
 	if why == nil && !storable(resp) {
 		why = ErrNotStorable
 	}
-	var e *Entry
+	var it *semItem
 	if why == nil {
-		e = newEntry(resp, chunks, time.Now())
+		e := newEntry(resp, chunks, time.Now())
 		if e.Size() > s.cfg.maxEntry {
 			why = ErrTooLarge
+		} else if it = s.newItem(sc, e); it.size > s.cfg.maxBytes {
+			why = fmt.Errorf("%w: question, answer and embedding hold %d bytes, more than WithMaxSemanticBytes", ErrTooLarge, it.size)
 		}
 	}
 	if why != nil {
@@ -324,7 +339,7 @@ func (s *Semantic) save(ctx context.Context, sc *semCall, req *llmclient.Request
 		s.event(ctx, sc, req, stream, Event{Kind: EventNotStored, Err: why})
 		return
 	}
-	s.insert(sc, e)
+	s.insert(it)
 	s.stats.stored.Add(1)
 	s.event(ctx, sc, req, stream, Event{Kind: EventStored})
 }
@@ -377,12 +392,12 @@ type SemanticStats struct {
 	// EmbedErrors counts failed embedding calls and unusable vectors.
 	EmbedErrors uint64
 	// Entries is the number of questions indexed now, expired ones not yet dropped
-	// included, and Bytes what they hold (their entries' Entry.Size, questions and
-	// vectors).
+	// included, and Bytes what they hold (their entries' Entry.Size, questions, vectors
+	// and a fixed overhead each), at most WithMaxSemanticBytes.
 	Entries int
 	Bytes   int64
-	// Evictions counts questions dropped to stay within WithMaxEntries, Expired those
-	// dropped once their TTL had passed.
+	// Evictions counts questions dropped to stay within WithMaxEntries and
+	// WithMaxSemanticBytes, Expired those dropped once their TTL had passed.
 	Evictions, Expired uint64
 }
 
@@ -416,7 +431,7 @@ func (s *Semantic) Health() health.Cache {
 }
 
 // unit returns v scaled to length 1 (a copy), or an error for an empty, zero, NaN or
-// infinite vector.
+// infinite vector. Its caller refuses vectors longer than MaxEmbeddingDimensions first.
 func unit(v []float32) ([]float32, error) {
 	if len(v) == 0 {
 		return nil, errors.New("llmclient/cache: empty embedding")

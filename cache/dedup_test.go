@@ -288,3 +288,35 @@ func TestDedupSharedCountsOnlyAnsweredCallers(t *testing.T) {
 		assert.Len(t, ev.of(cache.EventShared), 1)
 	})
 }
+
+// Every waiter of a shared call gets the shared call's trace and cost; the Client's call
+// event, which budgets and the otel module's cost metric read, is emitted once.
+func TestDedupSharedCostIsTheOneCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log clientEvents
+		c, _ := newCache(t, cache.WithDedup(true), cache.WithTTL(0))
+		p := fake.New(fake.Reply("shared").Usage(1000, 100).Latency(time.Second).Forever())
+		prices := llmclient.WithPricing(nil) // the default table
+		req := chat("hi")
+		req.Model = "gpt-4o"
+		cl := client(t, p, c.Middleware(), llmclient.WithObserver(log.observe), prices)
+		var outs []<-chan result
+		for i := range 3 {
+			outs = append(outs, callAt(cl, time.Duration(i)*100*time.Millisecond, req, noDeadline))
+		}
+		var resps []llmclient.Response
+		for _, o := range outs {
+			r := <-o
+			require.NoError(t, r.err)
+			resps = append(resps, *r.resp)
+		}
+		require.Len(t, log.of(llmclient.EventCall), 1, "one call, one call event")
+		call := log.of(llmclient.EventCall)[0]
+		require.True(t, call.Cost.Known)
+		require.Positive(t, int64(call.Cost.Amount))
+		for _, r := range resps {
+			assert.Equal(t, call.Cost, r.Cost, "each waiter's copy carries the one call's cost")
+			assert.Len(t, r.Attempts, 1)
+		}
+	})
+}

@@ -157,8 +157,12 @@ func WithKeyMetadata(keys ...string) Option {
 // (same key) in flight at once share one upstream call. The shared call runs detached
 // from each caller's cancellation: a caller that gives up returns at once and the others
 // keep waiting; the call is canceled when every waiter is gone, or at the latest deadline
-// among them. A shared call that panics panics in every caller waiting for it. Streams
-// are not de-duplicated (see the package documentation). Default false.
+// among them. A shared call that panics panics in every caller waiting for it. Every
+// waiter gets its own copy of the one answer, with the shared call's Attempts and Cost:
+// to total what calls cost, count the shared call once (Stats.Shared says how many
+// callers joined one; llmclient's EventCall and the otel module's llmclient.client.cost
+// see the call once). Streams are not de-duplicated (see the package documentation).
+// Default false.
 func WithDedup(on bool) Option { return optionFunc(func(c *config) { c.dedup = on }) }
 
 // WithIdempotencyTTL sets the idempotency window (Cache): how long an answer stays under

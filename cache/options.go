@@ -35,7 +35,9 @@ const (
 )
 
 // Option configures a Cache (New) or a Semantic cache (NewSemantic). Each option's doc
-// says which it applies to; the other ignores it. The last of repeated options wins.
+// says which it applies to; the other ignores its value, but both New and NewSemantic
+// refuse an invalid one (a negative bound, a threshold outside (0, 1]), which is a mistake
+// wherever it is passed. The last of repeated options wins.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

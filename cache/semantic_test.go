@@ -276,6 +276,19 @@ func TestNewSemanticValidates(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// The exact cache ignores the semantic options' values but refuses invalid ones, as the
+// Option doc says; valid ones change nothing for it.
+func TestNewRefusesInvalidSemanticOptions(t *testing.T) {
+	m, err := cache.NewMemory(cache.MemoryConfig{})
+	require.NoError(t, err)
+	for _, o := range []cache.Option{cache.WithThreshold(0), cache.WithMaxEntries(-1), cache.WithMaxSemanticBytes(-1)} {
+		_, err := cache.New(m, o)
+		assert.Error(t, err)
+	}
+	_, err = cache.New(m, cache.WithThreshold(0.5), cache.WithMaxEntries(3), cache.WithMaxSemanticBytes(1))
+	assert.NoError(t, err)
+}
+
 func TestGuards(t *testing.T) {
 	overlap := cache.MinTermOverlap(0.5)
 	assert.True(t, overlap(refund, refundAgain))

@@ -31,8 +31,12 @@ const keyVersion = 1
 // insignificant whitespace; Extra counts by content, its keys sorted, so that 7 and 7.0
 // or a struct and the map it encodes to are one value. The key leaves out Priority and
 // Metadata, which do not reach the vendor; metadataKeys names the Metadata entries to
-// include anyway (for example a prompt version). namespace separates keys of different
-// configurations (see WithNamespace). Key is safe for concurrent use.
+// include anyway (for example a prompt version). The key holds only the Request: the
+// context's llmclient.CallOptions (their Headers, pins and exclusions) are not in it, as
+// their headers are usually per call (a trace or idempotency header); a header that
+// changes the answer, such as a vendor's beta flag, needs its own namespace or partition.
+// namespace separates keys of different configurations (see WithNamespace). Key is safe
+// for concurrent use.
 func Key(namespace, partition string, req *llmclient.Request, metadataKeys ...string) string {
 	return key(0, namespace, partition, req, metadataKeys)
 }

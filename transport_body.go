@@ -79,8 +79,13 @@ func (b *liveBody) decode() {
 	case err == io.EOF:
 		b.cm.finish(io.EOF) // the end marker: what follows passes through
 	case errors.As(err, &ve):
-		// An in-band error event: the caller reads it from the bytes, as its SDK expects.
-		b.cm.finish(err)
+		// An in-band error event: the caller reads it from the bytes, as its SDK expects —
+		// unless the attempt had ended otherwise first (a timeout expired it and the event
+		// is what was cut), or the bytes stop inside an event (the upstream cut it): then
+		// the SDK could not see an error, and Read reports the interruption.
+		if e := b.cm.finish(err); e != nil && (!errors.Is(e, err) || !b.rec.atEventEnd()) {
+			b.err = e
+		}
 	default:
 		if e := b.cm.finish(err); e != nil {
 			b.err = e
@@ -153,12 +158,27 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 type recorder struct {
 	r   io.Reader
 	buf []byte
+	// tail holds the last bytes read, for atEventEnd.
+	tail [4]byte
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.buf = append(r.buf, p[:n]...)
+	if n >= len(r.tail) {
+		copy(r.tail[:], p[n-len(r.tail):n])
+	} else if n > 0 {
+		copy(r.tail[:], r.tail[n:])
+		copy(r.tail[len(r.tail)-n:], p[:n])
+	}
 	return n, err
+}
+
+// atEventEnd reports whether the bytes read so far end with the blank line that ends a
+// server-sent event (LF LF, CR CR or CR LF CR LF).
+func (r *recorder) atEventEnd() bool {
+	t := r.tail
+	return t[3] == '\n' && (t[2] == '\n' || t[0] == '\r' && t[1] == '\n' && t[2] == '\r') || t[3] == '\r' && t[2] == '\r'
 }
 
 func (r *recorder) Close() error { return nil }

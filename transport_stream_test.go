@@ -28,6 +28,8 @@ func TestTransportStreamGuardBeforeFirstToken(t *testing.T) {
 		{"in-band error", sseStep(ev{0, roleChunk}, ev{0, `data: {"error":{"message":"The server is overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"}), llmclient.ClassOverloaded},
 		{"cut before content", sseStep(ev{0, roleChunk}), llmclient.ClassNetwork},
 		{"503 status", status(503, err503), llmclient.ClassServerError},
+		// A content event dripped a byte a second never completes: bytes are not a token.
+		{"slow drip", sseStep(append([]ev{{0, roleChunk}}, drip(chunk("Hel"), time.Second)...)...), llmclient.ClassTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +66,16 @@ func TestTransportStreamAfterFirstToken(t *testing.T) {
 	}{
 		{"idle timeout", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{-1, ""}), roleChunk + chunk("Hel"), llmclient.ErrIdleTimeout},
 		{"cut without [DONE]", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}), roleChunk + chunk("Hel"), io.ErrUnexpectedEOF},
+		// The next event dripped a byte a second from 0.5s: the idle timer counts events,
+		// not bytes; the 10 bytes read pass through, then the interruption (before, a clean
+		// EOF after them).
+		{"slow drip", sseStep(append([]ev{{0, roleChunk}, {0, chunk("Hel")}, {500 * time.Millisecond, "d"}},
+			drip(chunk("lo")[1:], time.Second)...)...),
+			roleChunk + chunk("Hel") + `data: {"id`, llmclient.ErrIdleTimeout},
+		// The upstream cut the connection inside an event: the partial event passes
+		// through, then the interruption (before, a clean EOF).
+		{"cut inside an event", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{0, `data: {"id":"s1","obj`}),
+			roleChunk + chunk("Hel") + `data: {"id":"s1","obj`, llmclient.ErrStreamInterrupted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,4 +214,13 @@ func TestTransportStreamCloseUnblocksARead(t *testing.T) {
 		assert.Equal(t, 0, c.InFlight("oai"))
 		assert.Equal(t, ct.opened.Load(), ct.closed.Load())
 	})
+}
+
+// drip sends data one byte at a time, every gap.
+func drip(data string, gap time.Duration) []ev {
+	out := make([]ev, len(data))
+	for i := range data {
+		out[i] = ev{gap, data[i : i+1]}
+	}
+	return out
 }

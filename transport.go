@@ -320,7 +320,24 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 	if lb.endedEarly {
 		cm.finish(io.EOF)
 	}
-	runtime.AddCleanup(lb, (*committed).abandon, cm)
+	runtime.AddCleanup(lb, abandonBody, droppedBody{cm, lb.raw})
+	// The committed attempt keeps the run, and so this call, alive while the upstream is
+	// read (its goroutines hold the attempt's context): the call must not hold the body
+	// or its response, or a body the caller drops without Close would never become
+	// unreachable and its cleanup would never run.
+	x.live, x.resp = nil, nil
+}
+
+// droppedBody is what a live body the caller dropped without Close leaves to settle.
+type droppedBody struct {
+	cm  *committed
+	raw io.Closer
+}
+
+// abandonBody settles the attempt of a dropped body and closes its upstream body.
+func abandonBody(d droppedBody) {
+	d.cm.abandon()
+	_ = d.raw.Close()
 }
 
 // failure answers a request whose attempts all failed; done reports that the call's

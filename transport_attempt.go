@@ -98,6 +98,12 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		return err
 	}
 	a.status = resp.StatusCode
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// An upgrade (a WebSocket): the body is the connection, the caller's from now on.
+		resp.Request = x.req
+		x.resp = resp
+		return nil
+	}
 	if resp.StatusCode >= 400 {
 		return t.errorResponse(a, tu, resp)
 	}

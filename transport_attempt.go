@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"github.com/llmclient/llmclient/internal/headers"
@@ -238,13 +239,37 @@ func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
 			defer zr.Close()
 			r, decoded = zr, true
 		case "deflate":
-			zr := flate.NewReader(resp.Body)
+			zr, ok := deflateReader(resp.Body)
+			if !ok {
+				data, err = httpx.ReadLimited(zr, httpx.MaxErrorBody)
+				return data, false, err
+			}
 			defer zr.Close()
 			r, decoded = zr, true
 		}
 	}
 	data, err = httpx.ReadLimited(r, httpx.MaxErrorBody)
 	return data, decoded, err
+}
+
+// deflateReader decodes a "deflate" body: the zlib format (RFC 9110 8.4.1.2), or raw
+// DEFLATE, which some servers send under that name, told apart by the zlib header. ok is
+// false, and rc the body as it came, when it is too short to be either.
+func deflateReader(body io.Reader) (rc io.ReadCloser, ok bool) {
+	var h [2]byte
+	n, _ := io.ReadFull(body, h[:])
+	r := io.MultiReader(bytes.NewReader(h[:n]), body)
+	if n < len(h) {
+		return io.NopCloser(r), false
+	}
+	// A zlib header: method 8, a window of at most 32 KiB, the check bits, no preset
+	// dictionary. zlib.NewReader reads just these two bytes, and accepts them.
+	if h[0]&0x0f == 8 && h[0]>>4 <= 7 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 && h[1]&0x20 == 0 {
+		if zr, err := zlib.NewReader(r); err == nil {
+			return zr, true
+		}
+	}
+	return flate.NewReader(io.MultiReader(bytes.NewReader(h[:]), body)), true
 }
 
 // keep stores a failed attempt's response as the answer to the caller should the call

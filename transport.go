@@ -373,13 +373,17 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 }
 
 // sdkRetries reads the Stainless SDKs' retry counter; fromSDK reports that the header was
-// sent (an unreadable value counts as the first try).
+// sent (an unreadable or negative value counts as the first try, a count too large for an
+// int as a retry).
 func sdkRetries(h http.Header) (n int, fromSDK bool) {
 	v := headers.Value(h, "X-Stainless-Retry-Count")
 	if v == "" {
 		return 0, false
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		return n, true // Atoi's clamp, math.MaxInt: a retry all the same
+	}
 	if err != nil || n < 0 {
 		return 0, true
 	}

@@ -99,19 +99,21 @@ func (b *liveBody) decode() {
 var errBodyClosed = errors.New("llmclient: read on closed response body")
 
 // rawEnd settles a body read raw (a one-shot body, or the rest after the end marker).
+// A read failure after the attempt settled is the settlement's answer: a clean EOF only
+// when the decoder saw the end already (what follows it does not matter), the attempt's
+// error when it ended otherwise first (a timeout, the caller's context: the body is cut).
 func (b *liveBody) rawEnd(err error) {
 	switch {
 	case err == io.EOF:
 		b.err = io.EOF
 		b.cm.finish(io.EOF)
-	case b.cm.settled.Load():
-		// The decoder saw the end already: what follows it does not matter.
-		b.err = io.EOF
 	default:
 		if e := b.cm.finish(err); e != nil {
 			b.err = e
+		} else if b.cm.closed.Load() {
+			b.err = errBodyClosed
 		} else {
-			b.err = err
+			b.err = io.EOF // settled by the end marker
 		}
 	}
 }

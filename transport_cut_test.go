@@ -30,6 +30,7 @@ func TestTransportLiveBodyCanceledMidBodyIsNoCleanEOF(t *testing.T) {
 				_, _ = io.WriteString(w, half)
 				<-r.Context().Done()
 			}},
+		{"guarded stream", "/v1/chat/completions", streamBody, sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{-1, ""})},
 		{"event stream passed through", "/v1/models", "",
 			func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")

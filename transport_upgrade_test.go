@@ -56,4 +56,3 @@ func TestTransportSwitchingProtocolsIsHandedOverUntouched(t *testing.T) {
 		require.NoError(t, resp.Body.Close())
 	})
 }
-

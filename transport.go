@@ -77,8 +77,10 @@ const (
 //     is estimated for the limiter and may fail over to the other upstreams of its model's
 //     route (WithModelGroup, or every upstream serving the model) that speak the same
 //     shape and serve the model under the same name, with the URL's scheme, host and base
-//     path and the credential header rewritten. Other paths are retried on their own
-//     upstream only, classified by status, headers and body, and cost no tokens.
+//     path and the credential header rewritten. A redirect from such an alternate
+//     upstream is its failure (ClassUnavailable), never handed to the caller's client,
+//     which would follow it with the caller's credentials. Other paths are retried on
+//     their own upstream only, classified by status, headers and body, and cost no tokens.
 //   - When the upstream has a key pool (Upstream.Keys), every attempt carries the chosen
 //     key in place of the caller's; without a pool, the caller's own credentials go to the
 //     upstream it addressed, and an alternate upstream gets its provider's configured key.

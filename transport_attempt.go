@@ -108,6 +108,13 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	if resp.StatusCode >= 400 {
 		return t.errorResponse(a, tu, resp)
 	}
+	if tu != x.match && followed(resp) {
+		// The caller's client would follow it with the caller's headers, credentials and
+		// all, to the target's host or further: this upstream cannot serve the call.
+		httpx.DrainClose(resp.Body)
+		return &Error{Class: ClassUnavailable, Status: resp.StatusCode, Err: ErrNoUpstream,
+			Message: "failover target answered with a redirect"}
+	}
 	if isEventStream(resp.Header) {
 		if x.known && x.call.Stream {
 			return t.openStream(a, tu, resp)
@@ -119,6 +126,16 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		return nil
 	}
 	return t.readResponse(a, resp)
+}
+
+// followed reports whether an http.Client follows resp: a redirect with a Location.
+func followed(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect,
+		http.StatusPermanentRedirect:
+		return headers.Value(resp.Header, "Location") != ""
+	}
+	return false
 }
 
 // outgoing builds the attempt's request from the caller's, which it never modifies. On

@@ -3,11 +3,14 @@ package llmclient_test
 import (
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"compress/zlib"
 	"context"
 	"io"
+	"net/http"
 	"strconv"
 	"testing"
+	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
 	"github.com/stretchr/testify/assert"
@@ -45,6 +48,56 @@ func TestTransportDeflateErrorBodyIsDecoded(t *testing.T) {
 			assert.Equal(t, llmclient.ClassRateLimited, attempts[0].Class)
 			require.Error(t, attempts[0].Err)
 			assert.Contains(t, attempts[0].Err.Error(), "Rate limit reached", "the classifier read the decoded body")
+		})
+	}
+}
+
+// A stream the caller asked to be compressed (Accept-Encoding: gzip, which the base
+// transport then leaves to it) is guarded all the same: the guard reads its events
+// decoded, the caller gets the bytes as they came. The decoder read the compressed bytes
+// as events, and every attempt failed as cut before its end.
+func TestTransportEncodedStreamIsGuarded(t *testing.T) {
+	const inBandError = `data: {"error":{"message":"The server is overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"
+	const good = roleChunk + "data: {\"id\":\"s1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n" + stopChunk + done
+	encoders := map[string]func(io.Writer) io.WriteCloser{
+		"gzip":    func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) },
+		"deflate": func(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) },
+	}
+	for name, enc := range encoders {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				compress := func(s string) []byte {
+					var z bytes.Buffer
+					zw := enc(&z)
+					_, _ = io.WriteString(zw, s)
+					require.NoError(t, zw.Close())
+					return z.Bytes()
+				}
+				encoded := func(data []byte) func(http.ResponseWriter, *http.Request) {
+					return func(w http.ResponseWriter, r *http.Request) {
+						w.Header().Set("Content-Type", "text/event-stream")
+						w.Header().Set("Content-Encoding", name)
+						_, _ = w.Write(data)
+					}
+				}
+				want := compress(good)
+				up := newScript(encoded(compress(roleChunk+inBandError)), encoded(want))
+				var log eventLog
+				c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithObserver(log.observe))
+				resp, err := post(t, context.Background(), c.Transport(memTransport{up}), "http://oai.test/v1/chat/completions",
+					streamBody, "Accept-Encoding", name)
+				require.NoError(t, err)
+				assert.Equal(t, name, resp.Header.Get("Content-Encoding"))
+				got, err := readBody(t, resp)
+				require.NoError(t, err)
+				assert.Equal(t, want, []byte(got), "the second stream, as it came")
+				synctest.Wait()
+				at := log.kinds(llmclient.EventAttempt)
+				require.Len(t, at, 2)
+				assert.Equal(t, llmclient.ClassOverloaded, at[0].Class, "the guard read the first stream's in-band error")
+				assert.Equal(t, llmclient.ClassNone, at[1].Class)
+				assert.Equal(t, 0, c.InFlight("oai"))
+			})
 		})
 	}
 }

@@ -341,7 +341,7 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	}
 	_ = resp.Body.Close()
 	if t.c.cost != nil {
-		a.bill.readUsage(a, data) // cost.go: what the body says the attempt cost
+		a.bill.readUsage(a, decodedUsageBody(resp, data, limit)) // cost.go: what the body says the attempt cost
 	}
 	if held == nil {
 		held = new(bufferedBody)
@@ -351,6 +351,35 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
+}
+
+// decodedUsageBody is data, a one-shot body read whole, decoded for its usage when the
+// base transport left it gzip or deflate encoded (the caller asked so): at most limit
+// bytes of it, so that a decompression bomb stays bounded; nil when it does not decode.
+func decodedUsageBody(resp *http.Response, data []byte, limit int64) []byte {
+	if resp.Uncompressed || headers.Value(resp.Header, "Content-Encoding") == "" {
+		return data
+	}
+	var zr io.Reader
+	switch strings.ToLower(strings.TrimSpace(headers.Value(resp.Header, "Content-Encoding"))) {
+	case "gzip", "x-gzip":
+		r, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil
+		}
+		zr = r
+	case "deflate":
+		zr, _ = deflateReader(bytes.NewReader(data))
+	case "identity":
+		return data
+	default:
+		return nil // br, zstd: not decoded here
+	}
+	out, err := httpx.ReadLimited(zr, limit)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // bufferedBody is a body read whole: a reader that closes, in one allocation with the

@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/pricing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -100,4 +102,29 @@ func TestTransportEncodedStreamIsGuarded(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A one-shot answer the caller asked compressed is priced from the usage in its decoded
+// body, not from an estimate: the usage was read from the compressed bytes, and missed.
+func TestTransportEncodedResponseIsPricedFromItsUsage(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = io.WriteString(zw, chatOK)
+	require.NoError(t, zw.Close())
+	up := newScript(status(200, z.String(), "Content-Encoding", "gzip"))
+	var log eventLog
+	c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithObserver(log.observe), llmclient.WithPricing(nil))
+	resp, err := post(t, context.Background(), c.Transport(memTransport{up}), "http://oai.test/v1/chat/completions",
+		`{"model":"gpt-4o","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}`, "Accept-Encoding", "gzip")
+	require.NoError(t, err)
+	got, err := readBody(t, resp)
+	require.NoError(t, err)
+	assert.Equal(t, z.String(), got, "the caller gets the bytes as they came")
+	m, ok := pricing.Default().Lookup("openai", "gpt-4o")
+	require.True(t, ok)
+	want := costOf(t, m, pricing.Tokens{Input: 5, Output: 1}, time.Now())
+	at := log.kinds(llmclient.EventAttempt)
+	require.Len(t, at, 1)
+	assert.True(t, at[0].Cost.Known)
+	assert.Equal(t, want, at[0].Cost.Amount, "priced from chatOK's usage: 5 in, 1 out")
 }

@@ -1,0 +1,82 @@
+package llmclient
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/llmclient/llmclient/internal/httpx"
+)
+
+// FuzzDecodeBodies feeds the transport's decoders of encoded bodies (an error body, a
+// one-shot body for its usage, a stream for its guard) arbitrary bytes under each
+// encoding: no panic, a decoded size within its limit, and a body that encodes data
+// decodes back to it.
+func FuzzDecodeBodies(f *testing.F) {
+	encode := func(enc string, data []byte) []byte {
+		var z bytes.Buffer
+		var w io.WriteCloser
+		switch enc {
+		case "gzip":
+			w = gzip.NewWriter(&z)
+		case "deflate":
+			w = zlib.NewWriter(&z)
+		default:
+			w, _ = flate.NewWriter(&z, flate.DefaultCompression)
+		}
+		_, _ = w.Write(data)
+		_ = w.Close()
+		return z.Bytes()
+	}
+	for _, enc := range []string{"gzip", "deflate", "raw", ""} {
+		for _, s := range []string{"", "x", `{"error":{"message":"busy"}}`, "data: {}\n\n", string(make([]byte, 5000))} {
+			f.Add(enc, []byte(s), true)
+			f.Add(enc, encode(enc, []byte(s)), false)
+		}
+	}
+	f.Add("gzip", []byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"), false)
+	f.Add("deflate", []byte("\x78\x9c"), false)
+	f.Add("deflate", []byte("\x78"), false)
+	const limit = 4 << 10
+	f.Fuzz(func(t *testing.T, enc string, data []byte, wrap bool) {
+		header := "deflate"
+		if enc == "gzip" {
+			header = "gzip"
+		}
+		body := data
+		if wrap {
+			body = encode(enc, data)
+		}
+		resp := func() *http.Response {
+			return &http.Response{Header: http.Header{"Content-Encoding": {header}}, Body: io.NopCloser(bytes.NewReader(body))}
+		}
+		got, decoded, _ := readErrorBody(resp())
+		if len(got) > httpx.MaxErrorBody {
+			t.Fatalf("error body of %d bytes", len(got))
+		}
+		usage := decodedUsageBody(resp(), body, limit)
+		if len(usage) > limit {
+			t.Fatalf("usage body of %d bytes", len(usage))
+		}
+		if wrap && (enc == header || enc == "raw") && len(data) <= limit {
+			if !decoded || !bytes.Equal(got, data) {
+				t.Fatalf("error body decoded %v to %q, want %q", decoded, got, data)
+			}
+			if !bytes.Equal(usage, data) && !(len(data) == 0 && len(usage) == 0) {
+				t.Fatalf("usage body %q, want %q", usage, data)
+			}
+		}
+		view := resp()
+		rec := &recorder{r: view.Body}
+		if err := decodeView(view, rec); err == nil {
+			out, _ := httpx.ReadLimited(view.Body, limit)
+			if wrap && (enc == header || enc == "raw") && len(data) <= limit && !bytes.Equal(out, data) && len(data) > 0 {
+				t.Fatalf("stream decoded to %q, want %q", out, data)
+			}
+		}
+	})
+}

@@ -402,16 +402,21 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 	rec := &recorder{r: resp.Body}
 	view := *resp
 	view.Body = rec
+	var decoded *tailReader
 	if !resp.Uncompressed && headers.Value(resp.Header, "Content-Encoding") != "" {
 		// The caller asked for an encoding and gets the bytes as they came; the guard
 		// reads them decoded.
-		if err := decodeView(&view, rec); err != nil {
+		var err error
+		if decoded, err = decodeView(&view, rec); err != nil {
 			_ = resp.Body.Close()
 			return err
 		}
 	}
 	ps := tu.d.NewStream(x.call.Shape, &view)
 	lb := newLiveBody(resp.Body, rec, true)
+	if decoded != nil {
+		lb.ends = &decoded.eventTail
+	}
 	for {
 		ch, err := ps.Recv()
 		if err == nil {
@@ -441,26 +446,28 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 }
 
 // decodeView makes view, a stream's response as its decoder sees it, read rec decoded
-// when it is gzip or deflate; another encoding is left as it is.
-func decodeView(view *http.Response, rec *recorder) error {
+// when it is gzip or deflate, and returns its decoded body; another encoding is left as
+// it is (nil).
+func decodeView(view *http.Response, rec *recorder) (*tailReader, error) {
 	var zr io.ReadCloser
 	switch strings.ToLower(strings.TrimSpace(headers.Value(view.Header, "Content-Encoding"))) {
 	case "gzip", "x-gzip":
 		r, err := gzip.NewReader(rec)
 		if err != nil {
-			return &Error{Class: ClassNetwork, Message: "reading the gzip stream", Err: err}
+			return nil, &Error{Class: ClassNetwork, Message: "reading the gzip stream", Err: err}
 		}
 		zr = r
 	case "deflate":
 		zr, _ = deflateReader(rec)
 	default:
-		return nil
+		return nil, nil
 	}
-	view.Body = zr
+	tr := &tailReader{ReadCloser: zr}
+	view.Body = tr
 	view.Header = view.Header.Clone()
 	view.Header.Del("Content-Encoding")
 	view.Uncompressed, view.ContentLength = true, -1
-	return nil
+	return tr, nil
 }
 
 // notePre folds what a chunk before the commit point says into the body's summary.

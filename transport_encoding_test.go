@@ -128,3 +128,32 @@ func TestTransportEncodedResponseIsPricedFromItsUsage(t *testing.T) {
 	assert.True(t, at[0].Cost.Known)
 	assert.Equal(t, want, at[0].Cost.Amount, "priced from chatOK's usage: 5 in, 1 out")
 }
+
+// An in-band error event after the first token of a compressed stream reaches the caller
+// in the bytes, as in a plain one, when the stream ends at the event's end: the end was
+// looked for in the compressed bytes, and Read failed with an interruption instead.
+func TestTransportEncodedStreamInBandErrorReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errEvent := `data: {"error":{"message":"overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		_, _ = io.WriteString(zw, chunk("Hel")+errEvent)
+		require.NoError(t, zw.Close())
+		up := newScript(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(z.Bytes())
+		})
+		var log eventLog
+		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithObserver(log.observe))
+		resp, err := post(t, context.Background(), c.Transport(memTransport{up}), "http://oai.test/v1/chat/completions",
+			streamBody, "Accept-Encoding", "gzip")
+		require.NoError(t, err)
+		body, err := readBody(t, resp)
+		require.NoError(t, err, "the SDK reads the error event itself")
+		assert.Equal(t, z.String(), body)
+		attempts := log.kinds(llmclient.EventAttempt)
+		require.Len(t, attempts, 1)
+		assert.Equal(t, llmclient.ClassStreamInterrupted, attempts[0].Class)
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,14 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 			out.Header = x.req.Header.Clone()
 		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
+		if a.call.APIKey != "" && out.URL.RawQuery != "" && queryCredential(out.URL.RawQuery) {
+			// The key set replaces one the caller put in the URL (Gemini's ?key=).
+			if out.URL == x.req.URL {
+				u := *out.URL
+				out.URL = &u
+			}
+			stripQueryCredentials(out.URL)
+		}
 		a.callerKey = false
 	} else {
 		a.callerKey = true // the caller's key goes out: redact it like a pool key (secret)
@@ -196,15 +205,41 @@ func stripCredentials(req *http.Request) {
 		}
 	}
 	if req.URL.RawQuery != "" {
-		q := req.URL.Query()
-		for name := range q {
-			switch strings.ToLower(name) {
-			case "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature":
-				q.Del(name)
-			}
-		}
-		req.URL.RawQuery = q.Encode()
+		stripQueryCredentials(req.URL)
 	}
+}
+
+// stripQueryCredentials removes the credential parameters from u's query.
+func stripQueryCredentials(u *url.URL) {
+	q := u.Query()
+	for name := range q {
+		if credentialParam(name) {
+			q.Del(name)
+		}
+	}
+	u.RawQuery = q.Encode()
+}
+
+// credentialParam reports whether a query parameter carries a credential.
+func credentialParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature":
+		return true
+	}
+	return false
+}
+
+// queryCredential reports whether a raw query has a credential parameter.
+func queryCredential(rawQuery string) bool {
+	for rawQuery != "" {
+		var kv string
+		kv, rawQuery, _ = strings.Cut(rawQuery, "&")
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil && credentialParam(n) || credentialParam(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialHeader reports whether a header may carry a credential.

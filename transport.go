@@ -90,7 +90,9 @@ const (
 //     events unchanged. A read that stalls longer than the idle timeout, or a stream cut
 //     before the vendor's end marker, then fails with a ClassStreamInterrupted *Error.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
-//     under the upstream's attempt timeout, so a cut body is retried too; a larger one is
+//     under the upstream's attempt timeout, so a cut body is retried too, and so is a
+//     recognized call's 2xx whose body is an error object (an in-band error, as
+//     OpenAI-compatible proxies send), classified like an error response; a larger one is
 //     handed over while its remainder is still read, and settles when it ends.
 //   - Limits apply as for Complete: the key's RPM, TPM (prompt estimate plus the output
 //     bound, or WithReservedOutput; none for embeddings) and concurrency, and the caller

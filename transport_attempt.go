@@ -126,7 +126,7 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		resp.Body = x.live
 		return nil
 	}
-	return t.readResponse(a, resp)
+	return t.readResponse(a, tu, resp)
 }
 
 // followed reports whether an http.Client follows resp: a redirect with a Location.
@@ -359,7 +359,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 // readResponse reads a one-shot response whole, up to the replay limit, so that the
 // attempt is settled, and a body cut short is retried, before the caller sees it. A larger
 // body is handed over with its remainder still on the wire.
-func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
+func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response) error {
 	x := a.tx
 	limit := t.cfg.maxBody
 	data, held, err := readUpTo(resp.Body, resp.ContentLength, limit)
@@ -375,6 +375,16 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 		return nil
 	}
 	_ = resp.Body.Close()
+	if x.known && inBandError(data) {
+		// An error object under a success status, as OpenAI-compatible proxies send.
+		if e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data); e != nil && e.Class != ClassNone && e.Class != ClassUnknown {
+			if e.Status == 0 {
+				e.Status = resp.StatusCode
+			}
+			x.keep(a, resp, data, false)
+			return e
+		}
+	}
 	if t.c.cost != nil {
 		a.bill.readUsage(a, decodedUsageBody(resp, data, limit)) // cost.go: what the body says the attempt cost
 	}
@@ -386,6 +396,47 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
+}
+
+// inBandError reports whether a one-shot body is an error object: a JSON object whose
+// first member is "error" holding an object or a string, or "type" or "object" holding
+// "error" (Anthropic's and vLLM's shapes). It looks at the first bytes only.
+func inBandError(data []byte) bool {
+	i := skipJSONSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipJSONSpace(data, i+1)
+	rest := data[i:]
+	var value string
+	switch {
+	case bytes.HasPrefix(rest, []byte(`"error"`)):
+		i += len(`"error"`)
+	case bytes.HasPrefix(rest, []byte(`"type"`)):
+		i, value = i+len(`"type"`), `"error"`
+	case bytes.HasPrefix(rest, []byte(`"object"`)):
+		i, value = i+len(`"object"`), `"error"`
+	default:
+		return false
+	}
+	i = skipJSONSpace(data, i)
+	if i >= len(data) || data[i] != ':' {
+		return false
+	}
+	i = skipJSONSpace(data, i+1)
+	if value != "" {
+		return bytes.HasPrefix(data[i:], []byte(value))
+	}
+	return i < len(data) && (data[i] == '{' || data[i] == '"')
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is not JSON white
+// space.
+func skipJSONSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // decodedUsageBody is data, a one-shot body read whole, decoded for its usage when the

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -77,6 +78,46 @@ func FuzzDecodeBodies(f *testing.F) {
 			if wrap && (enc == header || enc == "raw") && len(data) <= limit && !bytes.Equal(out, data) && len(data) > 0 {
 				t.Fatalf("stream decoded to %q, want %q", out, data)
 			}
+		}
+	})
+}
+
+// FuzzInBandError compares inBandError with a reading of the body's first member by
+// encoding/json, for valid JSON without escapes in its first bytes.
+func FuzzInBandError(f *testing.F) {
+	for _, s := range []string{`{"error":{"message":"x"}}`, ` { "error" : "boom" }`, `{"error":null}`, `{"type":"error","error":{}}`,
+		`{"object":"error","message":"x"}`, `{"id":"c1","error":{}}`, `[{"error":{}}]`, `{"type":"message"}`, `{"error"`, `{`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := inBandError(data)
+		if !json.Valid(data) || bytes.IndexByte(data[:min(len(data), 64)], '\\') >= 0 {
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(data))
+		want := func() bool {
+			if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+				return false
+			}
+			key, err := d.Token()
+			if err != nil {
+				return false
+			}
+			val, err := d.Token()
+			if err != nil {
+				return false
+			}
+			switch key {
+			case "error":
+				_, str := val.(string)
+				return val == json.Delim('{') || str
+			case "type", "object":
+				return val == "error"
+			}
+			return false
+		}()
+		if got != want {
+			t.Fatalf("inBandError(%q) = %v, want %v", data, got, want)
 		}
 	})
 }

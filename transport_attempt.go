@@ -2,9 +2,6 @@ package llmclient
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"errors"
 	"github.com/llmclient/llmclient/internal/headers"
@@ -276,54 +273,6 @@ func (t *Transport) errorResponse(a *attempt, tu *txUpstream, resp *http.Respons
 	return e
 }
 
-// readErrorBody reads at most httpx.MaxErrorBody of an error body, decoding gzip and
-// deflate when the base transport left them encoded (decoded reports that it did).
-func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
-	var r io.Reader = resp.Body
-	if !resp.Uncompressed {
-		switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
-		case "gzip", "x-gzip":
-			zr, zerr := gzip.NewReader(resp.Body)
-			if zerr != nil {
-				data, err = httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
-				return data, false, err
-			}
-			defer zr.Close()
-			r, decoded = zr, true
-		case "deflate":
-			zr, ok := deflateReader(resp.Body)
-			if !ok {
-				data, err = httpx.ReadLimited(zr, httpx.MaxErrorBody)
-				return data, false, err
-			}
-			defer zr.Close()
-			r, decoded = zr, true
-		}
-	}
-	data, err = httpx.ReadLimited(r, httpx.MaxErrorBody)
-	return data, decoded, err
-}
-
-// deflateReader decodes a "deflate" body: the zlib format (RFC 9110 8.4.1.2), or raw
-// DEFLATE, which some servers send under that name, told apart by the zlib header. ok is
-// false, and rc the body as it came, when it is too short to be either.
-func deflateReader(body io.Reader) (rc io.ReadCloser, ok bool) {
-	var h [2]byte
-	n, _ := io.ReadFull(body, h[:])
-	r := io.MultiReader(bytes.NewReader(h[:n]), body)
-	if n < len(h) {
-		return io.NopCloser(r), false
-	}
-	// A zlib header: method 8, a window of at most 32 KiB, the check bits, no preset
-	// dictionary. zlib.NewReader reads just these two bytes, and accepts them.
-	if h[0]&0x0f == 8 && h[0]>>4 <= 7 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 && h[1]&0x20 == 0 {
-		if zr, err := zlib.NewReader(r); err == nil {
-			return zr, true
-		}
-	}
-	return flate.NewReader(io.MultiReader(bytes.NewReader(h[:]), body)), true
-}
-
 // keep stores a failed attempt's response as the answer to the caller should the call
 // end with it: its body replaced by data (decoded when it was compressed), the attempt's
 // key redacted from the body and from every header.
@@ -439,35 +388,6 @@ func skipJSONSpace(data []byte, i int) int {
 	return i
 }
 
-// decodedUsageBody is data, a one-shot body read whole, decoded for its usage when the
-// base transport left it gzip or deflate encoded (the caller asked so): at most limit
-// bytes of it, so that a decompression bomb stays bounded; nil when it does not decode.
-func decodedUsageBody(resp *http.Response, data []byte, limit int64) []byte {
-	if resp.Uncompressed || headers.Value(resp.Header, "Content-Encoding") == "" {
-		return data
-	}
-	var zr io.Reader
-	switch strings.ToLower(strings.TrimSpace(headers.Value(resp.Header, "Content-Encoding"))) {
-	case "gzip", "x-gzip":
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil
-		}
-		zr = r
-	case "deflate":
-		zr, _ = deflateReader(bytes.NewReader(data))
-	case "identity":
-		return data
-	default:
-		return nil // br, zstd: not decoded here
-	}
-	out, err := httpx.ReadLimited(zr, limit)
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
 // bufferedBody is a body read whole: a reader that closes, in one allocation with the
 // bytes.Reader inside it.
 type bufferedBody struct{ bytes.Reader }
@@ -529,31 +449,6 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 		x.resp, x.live, x.ps = resp, lb, ps
 		return nil
 	}
-}
-
-// decodeView makes view, a stream's response as its decoder sees it, read rec decoded
-// when it is gzip or deflate, and returns its decoded body; another encoding is left as
-// it is (nil).
-func decodeView(view *http.Response, rec *recorder) (*tailReader, error) {
-	var zr io.ReadCloser
-	switch strings.ToLower(strings.TrimSpace(headers.Value(view.Header, "Content-Encoding"))) {
-	case "gzip", "x-gzip":
-		r, err := gzip.NewReader(rec)
-		if err != nil {
-			return nil, &Error{Class: ClassNetwork, Message: "reading the gzip stream", Err: err}
-		}
-		zr = r
-	case "deflate":
-		zr, _ = deflateReader(rec)
-	default:
-		return nil, nil
-	}
-	tr := &tailReader{ReadCloser: zr}
-	view.Body = tr
-	view.Header = view.Header.Clone()
-	view.Header.Del("Content-Encoding")
-	view.Uncompressed, view.ContentLength = true, -1
-	return tr, nil
 }
 
 // notePre folds what a chunk before the commit point says into the body's summary.

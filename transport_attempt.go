@@ -356,25 +356,28 @@ func inBandError(data []byte) bool {
 		return false
 	}
 	i = skipJSONSpace(data, i+1)
-	rest := data[i:]
-	var value string
-	switch {
-	case bytes.HasPrefix(rest, []byte(`"error"`)):
-		i += len(`"error"`)
-	case bytes.HasPrefix(rest, []byte(`"type"`)):
-		i, value = i+len(`"type"`), `"error"`
-	case bytes.HasPrefix(rest, []byte(`"object"`)):
-		i, value = i+len(`"object"`), `"error"`
+	if i+1 >= len(data) || data[i] != '"' || data[i+1] != 'e' && data[i+1] != 't' && data[i+1] != 'o' {
+		return false // the common case ({"id": …}), at once
+	}
+	var n int
+	value := false // the member must hold the string "error"
+	switch rest := data[i:]; {
+	case len(rest) >= 7 && string(rest[:7]) == `"error"`:
+		n = 7
+	case len(rest) >= 6 && string(rest[:6]) == `"type"`:
+		n, value = 6, true
+	case len(rest) >= 8 && string(rest[:8]) == `"object"`:
+		n, value = 8, true
 	default:
 		return false
 	}
-	i = skipJSONSpace(data, i)
+	i = skipJSONSpace(data, i+n)
 	if i >= len(data) || data[i] != ':' {
 		return false
 	}
 	i = skipJSONSpace(data, i+1)
-	if value != "" {
-		return bytes.HasPrefix(data[i:], []byte(value))
+	if value {
+		return len(data)-i >= 7 && string(data[i:i+7]) == `"error"`
 	}
 	return i < len(data) && (data[i] == '{' || data[i] == '"')
 }

@@ -77,8 +77,10 @@ const (
 //     is estimated for the limiter and may fail over to the other upstreams of its model's
 //     route (WithModelGroup, or every upstream serving the model) that speak the same
 //     shape and serve the model under the same name, with the URL's scheme, host and base
-//     path and the credential header rewritten. Other paths are retried on their own
-//     upstream only, classified by status, headers and body, and cost no tokens.
+//     path and the credential header rewritten. A redirect from such an alternate
+//     upstream is its failure (ClassUnavailable), never handed to the caller's client,
+//     which would follow it with the caller's credentials. Other paths are retried on
+//     their own upstream only, classified by status, headers and body, and cost no tokens.
 //   - When the upstream has a key pool (Upstream.Keys), every attempt carries the chosen
 //     key in place of the caller's; without a pool, the caller's own credentials go to the
 //     upstream it addressed, and an alternate upstream gets its provider's configured key.
@@ -88,7 +90,9 @@ const (
 //     events unchanged. A read that stalls longer than the idle timeout, or a stream cut
 //     before the vendor's end marker, then fails with a ClassStreamInterrupted *Error.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
-//     under the upstream's attempt timeout, so a cut body is retried too; a larger one is
+//     under the upstream's attempt timeout, so a cut body is retried too, and so is a
+//     recognized call's 2xx whose body is an error object (an in-band error, as
+//     OpenAI-compatible proxies send), classified like an error response; a larger one is
 //     handed over while its remainder is still read, and settles when it ends.
 //   - Limits apply as for Complete: the key's RPM, TPM (prompt estimate plus the output
 //     bound, or WithReservedOutput; none for embeddings) and concurrency, and the caller
@@ -373,13 +377,17 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 }
 
 // sdkRetries reads the Stainless SDKs' retry counter; fromSDK reports that the header was
-// sent (an unreadable value counts as the first try).
+// sent (an unreadable or negative value counts as the first try, a count too large for an
+// int as a retry).
 func sdkRetries(h http.Header) (n int, fromSDK bool) {
 	v := headers.Value(h, "X-Stainless-Retry-Count")
 	if v == "" {
 		return 0, false
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		return n, true // Atoi's clamp, math.MaxInt: a retry all the same
+	}
 	if err != nil || n < 0 {
 		return 0, true
 	}

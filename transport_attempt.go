@@ -2,14 +2,13 @@ package llmclient
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
 	"context"
 	"errors"
 	"github.com/llmclient/llmclient/internal/headers"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -98,8 +97,21 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		return err
 	}
 	a.status = resp.StatusCode
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// An upgrade (a WebSocket): the body is the connection, the caller's from now on.
+		resp.Request = x.req
+		x.resp = resp
+		return nil
+	}
 	if resp.StatusCode >= 400 {
 		return t.errorResponse(a, tu, resp)
+	}
+	if tu != x.match && followed(resp) {
+		// The caller's client would follow it with the caller's headers, credentials and
+		// all, to the target's host or further: this upstream cannot serve the call.
+		httpx.DrainClose(resp.Body)
+		return &Error{Class: ClassUnavailable, Status: resp.StatusCode, Err: ErrNoUpstream,
+			Message: "failover target answered with a redirect"}
 	}
 	if isEventStream(resp.Header) {
 		if x.known && x.call.Stream {
@@ -111,7 +123,17 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		resp.Body = x.live
 		return nil
 	}
-	return t.readResponse(a, resp)
+	return t.readResponse(a, tu, resp)
+}
+
+// followed reports whether an http.Client follows resp: a redirect with a Location.
+func followed(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect,
+		http.StatusPermanentRedirect:
+		return headers.Value(resp.Header, "Location") != ""
+	}
+	return false
 }
 
 // outgoing builds the attempt's request from the caller's, which it never modifies. On
@@ -146,6 +168,14 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 			out.Header = x.req.Header.Clone()
 		}
 		a.call.APIKey = tu.d.Authorize(out.Header, a.call.APIKey)
+		if a.call.APIKey != "" && out.URL.RawQuery != "" && queryCredential(out.URL.RawQuery) {
+			// The key set replaces one the caller put in the URL (Gemini's ?key=).
+			if out.URL == x.req.URL {
+				u := *out.URL
+				out.URL = &u
+			}
+			stripQueryCredentials(out.URL)
+		}
 		a.callerKey = false
 	} else {
 		a.callerKey = true // the caller's key goes out: redact it like a pool key (secret)
@@ -172,15 +202,41 @@ func stripCredentials(req *http.Request) {
 		}
 	}
 	if req.URL.RawQuery != "" {
-		q := req.URL.Query()
-		for name := range q {
-			switch strings.ToLower(name) {
-			case "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature":
-				q.Del(name)
-			}
-		}
-		req.URL.RawQuery = q.Encode()
+		stripQueryCredentials(req.URL)
 	}
+}
+
+// stripQueryCredentials removes the credential parameters from u's query.
+func stripQueryCredentials(u *url.URL) {
+	q := u.Query()
+	for name := range q {
+		if credentialParam(name) {
+			q.Del(name)
+		}
+	}
+	u.RawQuery = q.Encode()
+}
+
+// credentialParam reports whether a query parameter carries a credential.
+func credentialParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature":
+		return true
+	}
+	return false
+}
+
+// queryCredential reports whether a raw query has a credential parameter.
+func queryCredential(rawQuery string) bool {
+	for rawQuery != "" {
+		var kv string
+		kv, rawQuery, _ = strings.Cut(rawQuery, "&")
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil && credentialParam(n) || credentialParam(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialHeader reports whether a header may carry a credential.
@@ -215,30 +271,6 @@ func (t *Transport) errorResponse(a *attempt, tu *txUpstream, resp *http.Respons
 	}
 	x.keep(a, resp, data, decoded)
 	return e
-}
-
-// readErrorBody reads at most httpx.MaxErrorBody of an error body, decoding gzip and
-// deflate when the base transport left them encoded (decoded reports that it did).
-func readErrorBody(resp *http.Response) (data []byte, decoded bool, err error) {
-	var r io.Reader = resp.Body
-	if !resp.Uncompressed {
-		switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
-		case "gzip", "x-gzip":
-			zr, zerr := gzip.NewReader(resp.Body)
-			if zerr != nil {
-				data, err = httpx.ReadLimited(resp.Body, httpx.MaxErrorBody)
-				return data, false, err
-			}
-			defer zr.Close()
-			r, decoded = zr, true
-		case "deflate":
-			zr := flate.NewReader(resp.Body)
-			defer zr.Close()
-			r, decoded = zr, true
-		}
-	}
-	data, err = httpx.ReadLimited(r, httpx.MaxErrorBody)
-	return data, decoded, err
 }
 
 // keep stores a failed attempt's response as the answer to the caller should the call
@@ -276,7 +308,7 @@ func (x *txCall) keep(a *attempt, resp *http.Response, data []byte, decoded bool
 // readResponse reads a one-shot response whole, up to the replay limit, so that the
 // attempt is settled, and a body cut short is retried, before the caller sees it. A larger
 // body is handed over with its remainder still on the wire.
-func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
+func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response) error {
 	x := a.tx
 	limit := t.cfg.maxBody
 	data, held, err := readUpTo(resp.Body, resp.ContentLength, limit)
@@ -292,8 +324,18 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 		return nil
 	}
 	_ = resp.Body.Close()
+	if x.known && inBandError(data) {
+		// An error object under a success status, as OpenAI-compatible proxies send.
+		if e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data); e != nil && e.Class != ClassNone && e.Class != ClassUnknown {
+			if e.Status == 0 {
+				e.Status = resp.StatusCode
+			}
+			x.keep(a, resp, data, false)
+			return e
+		}
+	}
 	if t.c.cost != nil {
-		a.bill.readUsage(a, data) // cost.go: what the body says the attempt cost
+		a.bill.readUsage(a, decodedUsageBody(resp, data, limit)) // cost.go: what the body says the attempt cost
 	}
 	if held == nil {
 		held = new(bufferedBody)
@@ -303,6 +345,50 @@ func (t *Transport) readResponse(a *attempt, resp *http.Response) error {
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
+}
+
+// inBandError reports whether a one-shot body is an error object: a JSON object whose
+// first member is "error" holding an object or a string, or "type" or "object" holding
+// "error" (Anthropic's and vLLM's shapes). It looks at the first bytes only.
+func inBandError(data []byte) bool {
+	i := skipJSONSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipJSONSpace(data, i+1)
+	if i+1 >= len(data) || data[i] != '"' || data[i+1] != 'e' && data[i+1] != 't' && data[i+1] != 'o' {
+		return false // the common case ({"id": …}), at once
+	}
+	var n int
+	value := false // the member must hold the string "error"
+	switch rest := data[i:]; {
+	case len(rest) >= 7 && string(rest[:7]) == `"error"`:
+		n = 7
+	case len(rest) >= 6 && string(rest[:6]) == `"type"`:
+		n, value = 6, true
+	case len(rest) >= 8 && string(rest[:8]) == `"object"`:
+		n, value = 8, true
+	default:
+		return false
+	}
+	i = skipJSONSpace(data, i+n)
+	if i >= len(data) || data[i] != ':' {
+		return false
+	}
+	i = skipJSONSpace(data, i+1)
+	if value {
+		return len(data)-i >= 7 && string(data[i:i+7]) == `"error"`
+	}
+	return i < len(data) && (data[i] == '{' || data[i] == '"')
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is not JSON white
+// space.
+func skipJSONSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // bufferedBody is a body read whole: a reader that closes, in one allocation with the
@@ -325,8 +411,21 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 	rec := &recorder{r: resp.Body}
 	view := *resp
 	view.Body = rec
+	var decoded *tailReader
+	if !resp.Uncompressed && headers.Value(resp.Header, "Content-Encoding") != "" {
+		// The caller asked for an encoding and gets the bytes as they came; the guard
+		// reads them decoded.
+		var err error
+		if decoded, err = decodeView(&view, rec); err != nil {
+			_ = resp.Body.Close()
+			return err
+		}
+	}
 	ps := tu.d.NewStream(x.call.Shape, &view)
 	lb := newLiveBody(resp.Body, rec, true)
+	if decoded != nil {
+		lb.ends = &decoded.eventTail
+	}
 	for {
 		ch, err := ps.Recv()
 		if err == nil {

@@ -30,13 +30,16 @@ type liveBody struct {
 	// endedEarly: the stream ended before any content.
 	pre        Chunk
 	endedEarly bool
+	// ends follows the end of the bytes the decoder read: rec's, or, for a stream the
+	// caller asked compressed, those decoded from them.
+	ends *eventTail
 }
 
 func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
 	if rec == nil {
 		rec = &recorder{r: raw}
 	}
-	return &liveBody{raw: raw, rec: rec, decoding: decoding}
+	return &liveBody{raw: raw, rec: rec, decoding: decoding, ends: &rec.eventTail}
 }
 
 // Read delivers the bytes read so far, then reads on. A zero-length read returns at once.
@@ -83,7 +86,7 @@ func (b *liveBody) decode() {
 		// unless the attempt had ended otherwise first (a timeout expired it and the event
 		// is what was cut), or the bytes stop inside an event (the upstream cut it): then
 		// the SDK could not see an error, and Read reports the interruption.
-		if e := b.cm.finish(err); e != nil && (!errors.Is(e, err) || !b.rec.atEventEnd()) {
+		if e := b.cm.finish(err); e != nil && (!errors.Is(e, err) || !b.ends.atEventEnd()) {
 			b.err = e
 		}
 	default:
@@ -99,19 +102,21 @@ func (b *liveBody) decode() {
 var errBodyClosed = errors.New("llmclient: read on closed response body")
 
 // rawEnd settles a body read raw (a one-shot body, or the rest after the end marker).
+// A read failure after the attempt settled is the settlement's answer: a clean EOF only
+// when the decoder saw the end already (what follows it does not matter), the attempt's
+// error when it ended otherwise first (a timeout, the caller's context: the body is cut).
 func (b *liveBody) rawEnd(err error) {
 	switch {
 	case err == io.EOF:
 		b.err = io.EOF
 		b.cm.finish(io.EOF)
-	case b.cm.settled.Load():
-		// The decoder saw the end already: what follows it does not matter.
-		b.err = io.EOF
 	default:
 		if e := b.cm.finish(err); e != nil {
 			b.err = e
+		} else if b.cm.closed.Load() {
+			b.err = errBodyClosed
 		} else {
-			b.err = err
+			b.err = io.EOF // settled by the end marker
 		}
 	}
 }
@@ -158,27 +163,47 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 type recorder struct {
 	r   io.Reader
 	buf []byte
-	// tail holds the last bytes read, for atEventEnd.
-	tail [4]byte
+	eventTail
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.buf = append(r.buf, p[:n]...)
-	if n >= len(r.tail) {
-		copy(r.tail[:], p[n-len(r.tail):n])
-	} else if n > 0 {
-		copy(r.tail[:], r.tail[n:])
-		copy(r.tail[len(r.tail)-n:], p[:n])
-	}
+	r.note(p[:n])
 	return n, err
+}
+
+// eventTail holds the last bytes read, for atEventEnd.
+type eventTail struct{ tail [4]byte }
+
+// note follows the bytes p, just read.
+func (e *eventTail) note(p []byte) {
+	n := len(p)
+	if n >= len(e.tail) {
+		copy(e.tail[:], p[n-len(e.tail):])
+	} else if n > 0 {
+		copy(e.tail[:], e.tail[n:])
+		copy(e.tail[len(e.tail)-n:], p)
+	}
 }
 
 // atEventEnd reports whether the bytes read so far end with the blank line that ends a
 // server-sent event (LF LF, CR CR or CR LF CR LF).
-func (r *recorder) atEventEnd() bool {
-	t := r.tail
+func (e *eventTail) atEventEnd() bool {
+	t := e.tail
 	return t[3] == '\n' && (t[2] == '\n' || t[0] == '\r' && t[1] == '\n' && t[2] == '\r') || t[3] == '\r' && t[2] == '\r'
+}
+
+// tailReader is a reader that follows the end of what was read through it.
+type tailReader struct {
+	io.ReadCloser
+	eventTail
+}
+
+func (r *tailReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.note(p[:n])
+	return n, err
 }
 
 func (r *recorder) Close() error { return nil }

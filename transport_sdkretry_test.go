@@ -175,3 +175,43 @@ func TestTransportStainlessFirstTriesAreNotRepeats(t *testing.T) {
 		assert.Equal(t, 4, up.count(), "the SDK's header says each is a first try")
 	})
 }
+
+// The Stainless retry counter at its edges: a count too large for an int is a retry all
+// the same (it was taken for a first try, and sent the SDK's retry upstream again); a
+// negative or unreadable one is a first try.
+func TestTransportStainlessRetryCountEdges(t *testing.T) {
+	tests := []struct {
+		count string
+		sent  bool // the request reaches the upstream
+	}{
+		{"0", true},
+		{"1", false},
+		{" 2 ", false},
+		{"+3", false},
+		{"9223372036854775807", false},
+		{"9223372036854775808", false},
+		{"99999999999999999999999999999999", false},
+		{"-1", true},
+		{"-99999999999999999999999999999999", true},
+		{"one", true},
+		{"1e3", true},
+		{"NaN", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.count, func(t *testing.T) {
+			up := newScript(ok(chatOK))
+			c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"))
+			resp, err := post(t, context.Background(), c.Transport(memTransport{up}), chatURL, chatBody,
+				"X-Stainless-Retry-Count", tt.count)
+			if tt.sent {
+				require.NoError(t, err)
+				_, _ = readBody(t, resp)
+				assert.Equal(t, 1, up.count())
+				return
+			}
+			assert.ErrorIs(t, err, llmclient.ErrSDKRetry)
+			assert.Nil(t, resp)
+			assert.Zero(t, up.count(), "an SDK's retry never reaches the upstream")
+		})
+	}
+}

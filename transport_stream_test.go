@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -224,32 +223,4 @@ func drip(data string, gap time.Duration) []ev {
 		out[i] = ev{gap, data[i : i+1]}
 	}
 	return out
-}
-
-// A caller that reads a committed stream's first bytes and drops the response without
-// closing its body gives the attempt back once the body is unreachable: its slot is
-// released and the upstream request ends.
-func TestTransportDroppedStreamBodyGivesItsSlotBack(t *testing.T) {
-	up := newScript(sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{-1, ""}))
-	var log eventLog
-	c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithIdleTimeout(0),
-		llmclient.WithObserver(log.observe))
-	ct := &countingTransport{base: memTransport{up}}
-	func() {
-		resp, err := post(t, context.Background(), c.Transport(ct), "http://oai.test/v1/chat/completions", streamBody)
-		require.NoError(t, err)
-		buf := make([]byte, 16)
-		_, err = resp.Body.Read(buf)
-		require.NoError(t, err)
-	}()
-	require.Equal(t, 1, c.InFlight("oai"))
-	for i := 0; i < 200 && (c.InFlight("oai") != 0 || ct.closed.Load() != ct.opened.Load()); i++ {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond) // let the cleanup run
-	}
-	assert.Equal(t, 0, c.InFlight("oai"), "a dropped body gives its slot back")
-	assert.Equal(t, ct.opened.Load(), ct.closed.Load(), "and its upstream body is closed")
-	attempts := log.kinds(llmclient.EventAttempt)
-	require.Len(t, attempts, 1)
-	assert.Equal(t, llmclient.ClassCanceled, attempts[0].Class)
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmclient/llmclient/breaker"
 	"net/http"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
 )
 
 // attemptFunc is one layer's view of an attempt. Layers are composed once, in New, outer to
@@ -61,7 +62,11 @@ type attempt struct {
 	// lostSlow: the losing attempt of a hedged call, canceled after running longer than
 	// its upstream's slow threshold; the breaker counts it slow.
 	lostSlow bool
-	settled  bool
+	// shareBound: the attempt's time bound is the Client's share of the call's time left
+	// (limit), shorter than any bound of the upstream's own: a timeout then is the
+	// Client's choice, not the upstream's failure.
+	shareBound bool
+	settled    bool
 
 	resp   *Response
 	stream *guard
@@ -82,29 +87,6 @@ func (c *Client) chain(inner attemptFunc, guard func(attemptFunc) attemptFunc) a
 		keys = c.costLayer(keys) // pricing, context window, budgets (budget_run.go)
 	}
 	return c.breakerLayer(keys)
-}
-
-// breakerLayer takes a breaker permit, or refuses without a call.
-func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
-	return func(ctx context.Context, a *attempt) error {
-		if a.up.drained.Load() {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
-		}
-		p, err := a.up.breaker.Allow()
-		if err == nil && a.up.shared != nil && a.up.shared.open(ctx, a.begun) > 0 {
-			p.Done(breaker.Ignore)
-			err = errSharedOpen
-		}
-		if err == nil && a.up.ramp != nil && a.within >= 0 && !a.up.ramp.allow(a.begun) {
-			p.Done(breaker.Ignore)
-			err = errRamping
-		}
-		if err != nil {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
-		}
-		a.permit, a.hasPermit = p, true
-		return next(ctx, a)
-	}
 }
 
 // keyLayer picks the least-in-flight usable key of the upstream's pool. When every key is
@@ -277,6 +259,7 @@ func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
 	if a.within >= 0 { // somewhere else to go: this upstream gets half
 		if share := left / 2; own <= 0 || share < own {
 			own = share
+			a.shareBound = share < left
 		}
 	}
 	if own >= left {
@@ -410,49 +393,11 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		a.key.inFlight.Add(-1)
 	}
 	if a.hasPermit {
-		a.hasPermit = false
-		now := a.end
-		if now.IsZero() {
-			now = time.Now()
-		}
-		switch {
-		case class == ClassNone && a.slow():
-			a.permit.DoneAt(breaker.Slow, now)
-		case class == ClassNone:
-			a.permit.DoneAt(breaker.Success, now)
-		case class == ClassCanceled && a.lostSlow:
-			a.permit.DoneAt(breaker.Slow, now)
-		case a.called && a.r.c.cfg.decisions[class].Breaker:
-			a.permit.DoneAt(breaker.Failure, now)
-		default:
-			a.permit.DoneAt(breaker.Ignore, now)
-		}
-		if a.up.shared != nil {
-			a.up.shared.flush(a.up.breaker)
-		}
+		a.doneBreaker(class)
 	}
 	if cs := a.r.c.cost; cs != nil {
 		cs.settle(a, class, usage) // the attempt's cost, and the budgets reconciled
 	}
-}
-
-// slow reports whether a successful attempt was slower than its upstream's breaker
-// threshold: its time to first token for a stream, its latency for a one-shot call.
-func (a *attempt) slow() bool {
-	if a.ttft > 0 || a.stream != nil || a.tx != nil && a.tx.call.Stream {
-		return a.ttft > a.up.slowFirstToken
-	}
-	return a.latency > a.up.slowCall
-}
-
-// slowSoFar reports whether an attempt that was cut short had already run longer than its
-// upstream's slow threshold: a stream still without a first token by the time it waited
-// for one, any other as slow judges it.
-func (a *attempt) slowSoFar() bool {
-	if a.ttft == 0 && (a.stream != nil || a.streaming()) {
-		return a.latency > a.up.slowFirstToken
-	}
-	return a.slow()
 }
 
 // budget is the retry budget a retry spends: its upstream's, or for a hedge the budget

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
@@ -281,7 +280,7 @@ func (cs *costState) checkFailover(a *attempt) *Error {
 		return nil
 	case (!b.priced || !firstKnown) && f.AllowUnpriced:
 		return nil
-	case f.WhenOpen && r.first.breaker.State() != breaker.Closed:
+	case f.WhenOpen && !r.first.healthy(a.begun):
 		return nil
 	}
 	msg := "upstream " + strconv.Quote(a.up.Name)

@@ -177,7 +177,7 @@ func (r *run) hedgeAttempt() *attempt {
 	r.orderRest()
 	up, from := r.route[r.pos+1], r.route[r.pos]
 	now := time.Now()
-	if !up.healthy(now) || !from.budget.allows(now) {
+	if !r.serves(up, now) || !from.budget.allows(now) {
 		return nil
 	}
 	a := &attempt{}

@@ -2,12 +2,11 @@ package llmclient
 
 import (
 	"context"
-	"fmt"
-	"github.com/llmclient/llmclient/breaker"
-	"github.com/llmclient/llmclient/limitstore"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
 )
 
 // Client sends chat requests to its upstreams through the protection layers. Create one
@@ -65,6 +64,11 @@ type upstream struct {
 	latStats, ttftStats latencyStats
 	// drained is set while the operator drains the upstream (Client.Drain).
 	drained atomic.Bool
+	// cutStreak counts the attempts in a row cut by the Client's share of their calls'
+	// time, and demotedUntil (unix nanoseconds) is when calls may start here again
+	// (serve.go).
+	cutStreak    atomic.Int32
+	demotedUntil atomic.Int64
 	// shared links the breaker to the store's record; nil unless WithSharedBreakers.
 	shared *sharedBreaker
 	// ramp paces the upstream's calls after its breaker closed; nil without
@@ -88,12 +92,6 @@ func (up *upstream) setTunables(u Upstream, def time.Duration) {
 	}
 	up.timeout.Store(int64(t))
 	up.weight.Store(int64(u.Weight))
-}
-
-// healthy reports whether the upstream could serve now: its breaker admits and a key is
-// usable.
-func (up *upstream) healthy(now time.Time) bool {
-	return !up.drained.Load() && up.breaker.Admits() && !up.shared.seenOpen(now) && up.pool().available(now, nil)
 }
 
 // inFlight is the number of the upstream's attempts in flight.
@@ -161,66 +159,13 @@ func New(opts ...Option) (*Client, error) {
 // newUpstream builds the per-upstream state of u: its key pool, breaker and retry budget.
 func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 	cfg := &c.cfg
-	up := &upstream{Upstream: u, budget: newRetryBudget(&cfg.retry), ramp: newRecoveryRamp(cfg.recoveryRamp)}
+	up := &upstream{Upstream: u, budget: newRetryBudget(&cfg.retry)}
 	up.keys.Store(newKeyPool(u.Name, u.Keys, u.KeySources, u.Limits, &cfg.limiter))
 	up.setTunables(u, cfg.attemptTimeout)
-	bc := cfg.breaker
-	name, userHook := u.Name, cfg.breaker.OnStateChange
-	ramp := up.ramp
-	if cfg.sharesBreaker(u.Name) {
-		up.shared = &sharedBreaker{store: cfg.limiter.store.(limitstore.Breakers), name: u.Name}
+	if err := c.newBreaker(up); err != nil {
+		return nil, err
 	}
-	shared := up.shared
-	bc.OnStateChange = func(from, to breaker.State) {
-		if shared != nil {
-			shared.changed(to)
-		}
-		if to == breaker.Closed {
-			ramp.begin(time.Now())
-		}
-		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
-		if userHook != nil {
-			userHook(from, to)
-		}
-	}
-	b, err := breaker.New(bc)
-	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %w", name, err)
-	}
-	up.breaker = b
-	bcfg := b.Config()
-	up.slowCall, up.slowFirstToken = bcfg.SlowCall, bcfg.SlowFirstToken
 	return up, nil
-}
-
-// buildRoutes resolves the model groups and the fallback lists to upstreams.
-func (c *Client) buildRoutes() {
-	cfg := &c.cfg
-	c.groups.Store(c.resolveGroups(cfg.groups))
-	c.reroutes[rerouteContext] = c.lookup(cfg.contextFallback)
-	c.reroutes[rerouteContent] = c.lookup(cfg.contentFallback)
-}
-
-// resolveGroups returns the chain of each of groups, its fallback groups' members
-// appended, with the group's routing policy.
-func (c *Client) resolveGroups(groups map[string][]string) *map[string]*groupRoute {
-	out := make(map[string]*groupRoute, len(groups))
-	for g, names := range groups {
-		chain := c.lookup(names)
-		for _, fb := range c.cfg.groupFallbacks[g] {
-			chain = append(chain, c.lookup(groups[fb])...)
-		}
-		out[g] = &groupRoute{ups: dedupe(chain), policy: c.cfg.policyFor(g)}
-	}
-	return &out
-}
-
-// group returns the chain of the named model group, nil for none.
-func (c *Client) group(name string) []*upstream {
-	if g := (*c.groups.Load())[name]; g != nil {
-		return g.ups
-	}
-	return nil
 }
 
 // Complete sends req and returns the response, after whatever retries and failovers the
@@ -255,62 +200,6 @@ func (c *Client) Breaker(upstream string) *breaker.Breaker {
 	return nil
 }
 
-func (c *Client) lookup(names []string) []*upstream {
-	out := make([]*upstream, 0, len(names))
-	for _, n := range names {
-		out = append(out, c.byName[n])
-	}
-	return out
-}
-
-func dedupe(chain []*upstream) []*upstream {
-	out := chain[:0:0]
-	seen := make(map[*upstream]bool, len(chain))
-	for _, u := range chain {
-		if !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// route returns the upstream chain for a model: its group, else every upstream serving it.
-func (c *Client) route(model string) []*upstream {
-	route, _ := c.routeWith(model)
-	return route
-}
-
-// routeWith returns the upstream chain for a model, as route does, with its policy.
-func (c *Client) routeWith(model string) ([]*upstream, *routePolicy) {
-	if groups := *c.groups.Load(); len(groups) > 0 {
-		if g, ok := groups[model]; ok {
-			return g.ups, &g.policy
-		}
-	}
-	return c.ungrouped(model), &c.basePolicy
-}
-
-// ungrouped returns the chain of a model without a group: every upstream serving it.
-func (c *Client) ungrouped(model string) []*upstream {
-	if len(c.upstreams) == 1 && c.upstreams[0].Models == nil {
-		return c.upstreams // one upstream serving every model: the common case needs no lookup
-	}
-	if r, ok := c.routes.Load(model); ok {
-		return r.([]*upstream)
-	}
-	var chain []*upstream
-	for _, up := range c.upstreams {
-		if _, ok := up.model(model); ok {
-			chain = append(chain, up)
-		}
-	}
-	if len(chain) > 0 && c.routeCount.Add(1) <= maxCachedRoutes {
-		c.routes.Store(model, chain)
-	}
-	return chain
-}
-
 func checkRequest(req *Request) error {
 	switch {
 	case req == nil:
@@ -320,9 +209,6 @@ func checkRequest(req *Request) error {
 	}
 	return nil
 }
-
-// maxCachedRoutes bounds the route cache, whatever model names callers send.
-const maxCachedRoutes = 1024
 
 // InFlight reports how many attempts are in flight on the named upstream, across its keys:
 // one-shot calls not yet returned and streams not yet ended or closed.

@@ -211,7 +211,7 @@ func (r *run) observeAttempt(a *attempt, at *Attempt) {
 	if a.number == 1 {
 		e.LimiterWait += r.preWait
 	}
-	e.Local, e.Retry, e.Hedge, e.EstimatedTokens = at.Local, a.retry && a.called, at.Hedge, at.EstimatedTokens
+	e.Local, e.Retry, e.Hedge, e.EstimatedTokens = at.Local, a.retry && a.called && !a.hedge, at.Hedge, at.EstimatedTokens
 	e.InputTokens, e.OutputTokens, e.Err, e.Cost = at.Usage.InputTokens, at.Usage.OutputTokens, at.Err, at.Cost
 	if e.Time.IsZero() { // a local refusal
 		e.Time = time.Now()

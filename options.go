@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmclient/llmclient/breaker"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
 )
 
 // Option configures a Client. Options are applied in order and the last one of a kind wins;
@@ -79,67 +80,12 @@ const defaultAttemptTimeout time.Duration = 0
 // defaultWaitThreshold is the longest wait on one upstream while another could serve.
 const defaultWaitThreshold = 2 * time.Second
 
-// WithWaitThreshold sets, for requests of priority p, the longest wait a call accepts on
-// an upstream while a later upstream of its route could serve it: a Retry-After or
-// backoff before a retry, a key cooling down, the limiter's queue. A longer wait moves
-// the call on at once (the upstream gives up, see Decision.Failover); a call whose route
-// has nowhere else to go waits as long as its deadline, WithMaxWait and
-// WithMaxRetryAfter allow. d must not be negative; 0 never waits while another upstream
-// is left. Default 2s for every priority.
-func WithWaitThreshold(p Priority, d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if p < numPriorities {
-			c.waitThreshold[p] = d
-		} else {
-			c.badPriority = true
-		}
-	})
-}
-
 // WithUpstream registers an upstream. Upstreams serve requests in registration order unless
 // WithModelGroup or WithRouting says otherwise. At least one upstream is required; names
 // must be unique and non-empty. The Client keeps u's slices and maps (Keys, Models): do
 // not change them after New.
 func WithUpstream(u Upstream) Option {
 	return optionFunc(func(c *config) { c.upstreams = append(c.upstreams, u) })
-}
-
-// WithModelGroup names an ordered failover chain of upstreams for requests whose Model is
-// name. Without a group, a request goes to every upstream that serves its model, in
-// registration order. Default: no groups.
-func WithModelGroup(name string, upstreams ...string) Option {
-	return optionFunc(func(c *config) {
-		if c.groups == nil {
-			c.groups = map[string][]string{}
-		}
-		c.groups[name] = append([]string(nil), upstreams...)
-	})
-}
-
-// WithGroupFallback appends the chains of other model groups after group's own chain, for
-// when every upstream of the group has failed, within the same deadline and attempt caps.
-// The response's Upstream and Model say which one answered. Default: none.
-func WithGroupFallback(group string, fallbackGroups ...string) Option {
-	return optionFunc(func(c *config) {
-		if c.groupFallbacks == nil {
-			c.groupFallbacks = map[string][]string{}
-		}
-		c.groupFallbacks[group] = append([]string(nil), fallbackGroups...)
-	})
-}
-
-// WithContextFallback names upstreams with a larger context window, tried in order only when
-// an attempt fails with ClassContextLength, within the same deadline and attempt caps as the
-// rest of the call. Default: none, so such errors are returned.
-func WithContextFallback(upstreams ...string) Option {
-	return optionFunc(func(c *config) { c.contextFallback = append([]string(nil), upstreams...) })
-}
-
-// WithContentFallback names upstreams tried in order only when an attempt fails with
-// ClassContentFiltered, within the same deadline and attempt caps as the rest of the call.
-// Default: none.
-func WithContentFallback(upstreams ...string) Option {
-	return optionFunc(func(c *config) { c.contentFallback = append([]string(nil), upstreams...) })
 }
 
 // WithFallback sets the final fallback function, called when every upstream failed with a

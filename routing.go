@@ -402,3 +402,23 @@ func weightedOrder(ups []*upstream) {
 		}
 	}
 }
+
+// demoteSlow moves the upstreams of an ordered route that calls start elsewhere from for
+// now (upstream.demoted) behind the others, each side keeping its order.
+func (r *run) demoteSlow() {
+	out := r.own(len(r.route))
+	j := 0
+	for _, up := range r.route {
+		if !up.demoted(r.start) {
+			out[j] = up
+			j++
+		}
+	}
+	for _, up := range r.route {
+		if up.demoted(r.start) {
+			out[j] = up
+			j++
+		}
+	}
+	r.route = out
+}

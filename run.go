@@ -2,7 +2,6 @@ package llmclient
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -157,8 +156,14 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		if r.tx == nil {
 			r.hedge = pol.hedging(r.opts)
 		}
-		if s := pol.strategy(r.opts); s > RouteOrdered {
+		s := pol.strategy(r.opts)
+		if r.opts != nil && len(r.opts.Pin) > 1 && r.opts.Routing == RouteDefault {
+			s = RouteOrdered // the caller's Pin order is the order
+		}
+		if s > RouteOrdered {
 			r.order(s, keep && r.tx == nil)
+		} else if r.route[0].demoted(r.start) {
+			r.demoteSlow()
 		}
 	}
 	if len(r.route) == 0 {
@@ -232,15 +237,15 @@ func (r *run) next() *attempt {
 	} else {
 		a.begun = time.Now()
 	}
-	a.within = r.within()
+	a.within = r.within(a.begun)
 	r.waited, r.avoid, r.cur = 0, nil, a
 	return a
 }
 
 // prepare numbers a and fills in what every attempt of the call on up shares.
 func (r *run) prepare(a *attempt, up *upstream) {
-	model, ok := up.model(r.orig.Model)
-	if !ok { // a fallback upstream may not map the group's model: send it unchanged
+	model, ok := r.modelOn(up)
+	if !ok { // the first upstream of a route that serves none of the call's names
 		model = r.orig.Model
 	}
 	r.number++
@@ -250,55 +255,6 @@ func (r *run) prepare(a *attempt, up *upstream) {
 	if r.opts != nil {
 		a.call.Headers = r.opts.Headers
 	}
-}
-
-// within is the wait threshold of the call's priority when a later upstream of its route
-// could serve it (calls are left and its breaker admits), else -1: no cap of its own.
-func (r *run) within() time.Duration {
-	if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
-		return -1
-	}
-	for _, up := range r.route[r.pos+1:] {
-		if up.breaker.Admits() {
-			return r.c.cfg.waitThreshold[r.req.Priority.index()]
-		}
-	}
-	return -1
-}
-
-// advance moves the call to the next upstream of its route, reporting false when none
-// is left.
-func (r *run) advance() bool {
-	for {
-		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
-			return false
-		}
-		r.moveTo(r.pos + 1)
-		if r.onUp < r.maxAttempts() { // a hedge may have used up the upstream's cap
-			return true
-		}
-	}
-}
-
-// maxAttempts and maxTotal are the caps on upstream calls, per upstream and per call.
-func (r *run) maxAttempts() int {
-	switch {
-	case r.single:
-		return 1
-	case r.opts != nil && r.opts.MaxAttempts > 0:
-		return r.opts.MaxAttempts
-	}
-	return r.c.cfg.retry.maxAttempts
-}
-
-func (r *run) maxTotal() int {
-	switch {
-	case r.single:
-		return 1
-	case r.opts != nil && r.opts.MaxTotalAttempts > 0:
-		return r.opts.MaxTotalAttempts
-	}
-	return r.c.cfg.retry.maxTotal
 }
 
 // succeeded accounts a successful attempt: settled now for a one-shot call.
@@ -411,93 +367,14 @@ func (r *run) decision(a *attempt, e *Error) Decision {
 	d := r.c.cfg.decisions[e.Class]
 	if e.ShouldRetry != nil && a.called {
 		d.Retry = *e.ShouldRetry
+		if !d.Retry && e.Class == ClassRateLimited {
+			// The upstream says this request must not be sent again as it is (OpenAI's
+			// "Request too large" 429): the request's failure, not the key's. No other key
+			// is tried with it and none cools down for every caller.
+			d.NextKey, d.Cooldown = false, false
+		}
 	}
 	return d
-}
-
-// decide applies the decision's steps in their documented order (see Decision).
-func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan {
-	if !a.called {
-		if errors.Is(e.Err, ErrUnsupported) {
-			return plan{step: stepNext} // another vendor may take the request
-		}
-		if p, ok := r.rerouteLocal(a, e, d); ok { // budget_run.go
-			return p
-		}
-		return r.giveUp(d)
-	}
-	if d.GrowOutput && !r.grown {
-		r.grown = true
-		r.req = enlargeOutput(r.req)
-		return r.again(d, 0)
-	}
-	if k := d.reroute(&r.rerouted); k >= 0 {
-		if list := r.c.reroutes[k]; len(list) > 0 {
-			r.rerouted[k] = true
-			r.route = append(r.route[:r.pos+1:r.pos+1], list...)
-			return plan{step: stepNext}
-		}
-	}
-	if d.NextKey && a.key != nil && a.up.pool().available(time.Now(), a.key) {
-		r.avoid = a.key
-		return r.again(d, 0)
-	}
-	if d.Retry && !(d.FailoverFirst && d.Failover && r.within() >= 0) {
-		if d.NoBackoff {
-			return r.again(d, 0)
-		}
-		if w, ok := r.retryWait(ctx, e); ok {
-			return r.again(d, w)
-		}
-	}
-	return r.giveUp(d)
-}
-
-// again plans another attempt on the same upstream after wait, when the caps and the
-// upstream's retry budget allow it; otherwise the upstream gives up.
-func (r *run) again(d Decision, wait time.Duration) plan {
-	if r.onUp >= r.maxAttempts() || r.total >= r.maxTotal() {
-		return r.giveUp(d)
-	}
-	if !r.route[r.pos].budget.allows(time.Now()) {
-		r.budgetSpent = true
-		return r.giveUp(d)
-	}
-	return plan{step: stepSame, wait: wait}
-}
-
-// giveUp is what follows when the upstream gives up: the next upstream, or the end.
-func (r *run) giveUp(d Decision) plan {
-	if d.Failover && (r.opts == nil || !r.opts.NoFailover) {
-		return plan{step: stepNext}
-	}
-	return plan{step: stepStop}
-}
-
-// retryWait is the wait before retrying the same upstream after e: the upstream's
-// Retry-After with jitter, or the backoff. ok is false when the wait is longer than
-// WithMaxRetryAfter or would not end before the context's deadline.
-//
-// With another upstream to go to, a wait beyond the wait threshold (WithWaitThreshold)
-// does not fit either.
-func (r *run) retryWait(ctx context.Context, e *Error) (time.Duration, bool) {
-	rc := &r.c.cfg.retry
-	var w time.Duration
-	if e.RetryAfter > 0 {
-		if e.RetryAfter > rc.maxRetryAfter {
-			return 0, false
-		}
-		w = retryAfterWait(e.RetryAfter)
-	} else {
-		if r.bo == nil {
-			r.bo = rc.newBackOff()
-		}
-		w = r.bo.NextBackOff()
-	}
-	if within := r.within(); within >= 0 && w > within {
-		return 0, false
-	}
-	return w, fits(ctx, w)
 }
 
 // enlargeOutput returns a copy of req with twice the output budget (4096 when unset),

@@ -48,6 +48,8 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 		LatencyP99:  rec.p99,
 		Keys:        make([]health.Key, 0, len(pool.keys)),
 	}
+	av := up.availability(now)
+	h.Serving, h.Refusal, h.RefusedUntil = av.serves(), av.why.String(), av.until
 	if rec.attempts > 0 {
 		h.ErrorRate = float64(rec.errors) / float64(rec.attempts)
 	}

@@ -325,8 +325,10 @@ type Breaker struct {
 	openUntil time.Time
 	trips     int // trips since the breaker last closed; the open time doubles with each
 
-	// forced holds the state an operator forced (ForceOpen, ForceClosed) until Reset.
-	forced bool
+	// forced holds the state an operator forced (ForceOpen, ForceClosed) until Reset;
+	// heldClosed mirrors forced && state == Closed for readers that do not lock.
+	forced     bool
+	heldClosed atomic.Bool
 
 	// Half-open.
 	probes         int // probes of the current generation in flight
@@ -524,6 +526,53 @@ func (b *Breaker) Admits() bool {
 	return true
 }
 
+// Admission is whether a breaker admits a request at one moment, and if not, until when.
+type Admission struct {
+	// Admits is true when Allow would give a permit: closed, half-open with a free probe
+	// slot, or open past its open time.
+	Admits bool
+	// Forced is true while an operator holds the state (ForceOpen, ForceClosed).
+	Forced bool
+	// Until is when a refusing breaker may admit again: the end of its open time. It is
+	// zero while admitting, while forced open (until Reset), and while half-open with
+	// every probe out (until a probe ends).
+	Until time.Time
+}
+
+// AdmissionAt reports whether the breaker admits a request at now, without taking a
+// permit, and until when it refuses. A closed breaker answers with one atomic load.
+func (b *Breaker) AdmissionAt(now time.Time) Admission {
+	if b == nil {
+		return Admission{Admits: true}
+	}
+	if b.closedGen.Load() != 0 {
+		return Admission{Admits: true, Forced: b.heldClosed.Load()}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := Admission{Forced: b.forced}
+	switch b.state {
+	case Open:
+		if b.forced {
+			return a
+		}
+		if !now.Before(b.openUntil) {
+			a.Admits = true
+			return a
+		}
+		a.Until = b.openUntil
+	case HalfOpen:
+		a.Admits = b.probes < b.cfg.HalfOpenProbes
+	default:
+		a.Admits = true
+	}
+	return a
+}
+
+// HeldClosed reports whether an operator holds the breaker closed (ForceClosed, until
+// Reset). It costs one atomic load.
+func (b *Breaker) HeldClosed() bool { return b != nil && b.heldClosed.Load() }
+
 // State returns the breaker's state now. An open breaker whose open time has passed turns
 // half-open here.
 func (b *Breaker) State() State {
@@ -643,6 +692,7 @@ func (b *Breaker) Reset() {
 	now := time.Now()
 	b.mu.Lock()
 	b.forced = false
+	b.heldClosed.Store(false)
 	if b.state != Closed {
 		b.setState(Closed, now)
 	} else {
@@ -666,6 +716,7 @@ func (b *Breaker) force(to State) {
 		b.setState(to, now)
 	}
 	b.forced = true
+	b.heldClosed.Store(to == Closed)
 	deliver := b.claimDelivery()
 	b.mu.Unlock()
 	if deliver {

@@ -77,6 +77,16 @@ type Upstream struct {
 	Adapter string `json:"adapter"`
 	// Drained is true while the operator drains the upstream (llmclient.Client.Drain).
 	Drained bool `json:"drained,omitempty"`
+	// Serving is true when the upstream can serve a call now: the same answer routing,
+	// failover and hedging use. Otherwise Refusal says why — "drained", "forced_open"
+	// (an operator holds the breaker open), "breaker_open" (open, or half-open with every
+	// probe out), "shared_trip" (another replica tripped the shared breaker), "no_key"
+	// (every key cooling down, evicted or paused after a rate limit) — and RefusedUntil
+	// when it ends at the earliest (zero when not known: a drain, a forced state, probes
+	// out, keys evicted).
+	Serving      bool      `json:"serving"`
+	Refusal      string    `json:"refusal,omitempty"`
+	RefusedUntil time.Time `json:"refused_until,omitzero"`
 	// Breaker is the circuit breaker's state and counters. In JSON its State is a word
 	// ("closed", "open", "half-open") and OpenRemaining a duration string.
 	Breaker breaker.Snapshot `json:"breaker"`

@@ -1,0 +1,345 @@
+package llmclient_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// withOpts attaches CallOptions to ctx.
+func withOpts(ctx context.Context, o llmclient.CallOptions) context.Context {
+	return llmclient.WithCallOptions(ctx, o)
+}
+
+// A call with NoFailover cannot move: the rules for a call that could move (the wait
+// threshold, retry-or-fail-over-first for a timeout, half the time left per attempt) do
+// not apply to it, whatever other upstreams its route has.
+func TestNoFailoverWaitsAndRetriesOnItsUpstream(t *testing.T) {
+	backupOf := func() *fake.Provider { return fake.New(fake.Reply("backup").Forever()) }
+	cases := map[string]struct {
+		primary *fake.Provider
+		opts    []llmclient.Option
+		want    time.Duration // the call's duration
+	}{
+		"retry-after over the wait threshold": {
+			primary: fake.New(fake.Fail(429).RetryAfter(3*time.Second).Code("rate_limit_exceeded"), fake.Reply("primary")),
+			want:    3 * time.Second, // plus jitter, checked below
+		},
+		"attempt timeout": {
+			primary: fake.New(fake.Reply("late").Latency(time.Hour), fake.Reply("primary")),
+			opts:    []llmclient.Option{llmclient.WithAttemptTimeout(time.Second)},
+			want:    time.Second,
+		},
+		"slower than half the deadline": {
+			primary: fake.New(fake.Reply("primary").Latency(6 * time.Second)),
+			want:    6 * time.Second,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				backup := backupOf()
+				c := newClient(t, append(tc.opts, up("primary", tc.primary), up("backup", backup))...)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var resp *llmclient.Response
+				var err error
+				d := elapsed(func() {
+					resp, err = c.Complete(withOpts(ctx, llmclient.CallOptions{NoFailover: true}), chatReq("m"))
+				})
+				require.NoError(t, err)
+				assert.Equal(t, "primary", resp.Text)
+				assert.GreaterOrEqual(t, d, tc.want)
+				assert.Less(t, d, tc.want+2*time.Second)
+				assert.Zero(t, backup.Calls())
+			})
+		})
+	}
+}
+
+// A backup that cannot serve is not somewhere to go: a primary 429 with a long
+// Retry-After, a primary timeout, or a primary slower than half the deadline stays on the
+// primary when the backup is drained, has every key evicted, or was tripped by another
+// Client sharing the store — as it does when the backup's breaker is open.
+func TestBackupThatCannotServeIsNotSomewhereToGo(t *testing.T) {
+	type setup func(t *testing.T, c *llmclient.Client, other *llmclient.Client)
+	backups := map[string]setup{
+		"drained": func(t *testing.T, c, _ *llmclient.Client) { require.NoError(t, c.Drain("backup", true)) },
+		"keys evicted": func(t *testing.T, c, _ *llmclient.Client) {
+			require.NoError(t, c.EvictKey("backup", "key#1"))
+			require.NoError(t, c.EvictKey("backup", "key#2"))
+		},
+		"breaker open": func(t *testing.T, c, _ *llmclient.Client) { require.NoError(t, c.ForceBreakerOpen("backup")) },
+		"tripped by another replica": func(t *testing.T, c, other *llmclient.Client) {
+			for range 10 { // the other replica's calls open its breaker, recorded in the store
+				_, _ = other.Complete(context.Background(), chatReq("m"))
+			}
+			require.Equal(t, breaker.Open, other.Breaker("backup").State())
+			// This replica learns of the trip on its next attempt there.
+			_, err := c.Complete(withOpts(context.Background(), llmclient.CallOptions{Pin: []string{"backup"}}), chatReq("m"))
+			require.ErrorIs(t, err, llmclient.ErrCircuitOpen)
+		},
+	}
+	primaries := map[string]struct {
+		script func() *fake.Provider
+		opts   []llmclient.Option
+	}{
+		"429 retry-after 5s": {script: func() *fake.Provider {
+			return fake.New(fake.Fail(429).RetryAfter(5*time.Second).Code("rate_limit_exceeded"), fake.Reply("primary"))
+		}},
+		"timeout": {script: func() *fake.Provider {
+			return fake.New(fake.Reply("late").Latency(time.Hour), fake.Reply("primary"))
+		}, opts: []llmclient.Option{llmclient.WithAttemptTimeout(2 * time.Second)}},
+		"slower than half the deadline": {script: func() *fake.Provider {
+			return fake.New(fake.Reply("primary").Latency(12 * time.Second))
+		}},
+	}
+	for bname, prepare := range backups {
+		for pname, p := range primaries {
+			t.Run(bname+"/"+pname, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					store := limitstore.NewMemory()
+					primary := p.script()
+					backupFails := fake.New(fake.Fail(500).Forever())
+					backup := llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: fake.New(fake.Reply("backup").Forever()), Keys: []string{"k1", "k2"}})
+					opts := append([]llmclient.Option{up("primary", primary), backup,
+						llmclient.WithLimitStore(store), llmclient.WithSharedBreakers("backup")}, p.opts...)
+					c := newClient(t, opts...)
+					other := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: backupFails, Keys: []string{"k1", "k2"}}),
+						llmclient.WithLimitStore(store), llmclient.WithSharedBreakers("backup"))
+					prepare(t, c, other)
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					resp, err := c.Complete(ctx, chatReq("m"))
+					require.NoError(t, err)
+					assert.Equal(t, "primary", resp.Text)
+					assert.Equal(t, llmclient.ClassNone, resp.Attempts[len(resp.Attempts)-1].Class)
+				})
+			})
+		}
+	}
+}
+
+// The recovery ramp paces only calls that have somewhere else to go: with the only other
+// upstream drained, every call after the breaker closes is admitted.
+func TestRecoveryRampAdmitsCallsWithNowhereElseToGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, up("primary", fake.New(fake.Reply("ok").Forever())), up("backup", fake.New(fake.Reply("b").Forever())),
+			llmclient.WithRecoveryRamp(10*time.Second))
+		require.NoError(t, c.Drain("backup", true))
+		require.NoError(t, c.ForceBreakerOpen("primary"))
+		require.NoError(t, c.ResetBreaker("primary")) // closes: the ramp begins
+		for i := range 3 {
+			resp, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err, "call %d", i)
+			assert.Equal(t, "ok", resp.Text)
+		}
+	})
+}
+
+// A fallback upstream that maps only its own group's name (or only one model) is asked
+// for that model, never for the caller's group name.
+func TestFallbacksAreAskedForTheirOwnModel(t *testing.T) {
+	newPrimary := func(f *fake.FailStep) llmclient.Option {
+		return llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(f.Forever()),
+			Models: map[string]string{"chat": "gpt-a"}})
+	}
+	t.Run("group fallback", func(t *testing.T) {
+		b := fake.New(fake.Reply("from b").Forever())
+		c := newClient(t, newPrimary(fake.Fail(500)),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: b, Models: map[string]string{"backup": "claude-b"}}),
+			llmclient.WithModelGroup("chat", "a"), llmclient.WithModelGroup("backup", "b"),
+			llmclient.WithGroupFallback("chat", "backup"), llmclient.WithMaxAttempts(1))
+		resp, err := c.Complete(context.Background(), chatReq("chat"))
+		require.NoError(t, err)
+		assert.Equal(t, "from b", resp.Text)
+		require.Equal(t, 1, b.Calls())
+		assert.Equal(t, "claude-b", b.Requests()[0].Model)
+	})
+	t.Run("context fallback", func(t *testing.T) {
+		big := fake.New(fake.Reply("from big").Forever())
+		c := newClient(t, newPrimary(fake.FailClass(llmclient.ClassContextLength)),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "big", Provider: big, Models: map[string]string{"long": "gpt-big"}}),
+			llmclient.WithModelGroup("chat", "a"), llmclient.WithContextFallback("big"))
+		resp, err := c.Complete(context.Background(), chatReq("chat"))
+		require.NoError(t, err)
+		assert.Equal(t, "from big", resp.Text)
+		require.Equal(t, 1, big.Calls())
+		assert.Equal(t, "gpt-big", big.Requests()[0].Model)
+	})
+}
+
+// Only what the upstream did counts against its breaker: callers whose deadlines pass
+// mid-stream, and attempts cut by the Client's share of the call's time, do not open it.
+func TestBreakerCountsOnlyWhatTheUpstreamDid(t *testing.T) {
+	t.Run("caller deadline mid-stream", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := fake.New(fake.Stream("a", "b", "c", "d", "e").ChunkDelay(time.Second).Forever())
+			c := newClient(t, up("p", p))
+			var wg sync.WaitGroup
+			for range 12 {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+					defer cancel()
+					s, err := c.Stream(ctx, chatReq("m"))
+					if err != nil {
+						return
+					}
+					for s.Next() {
+					}
+					assert.Error(t, s.Err())
+					s.Close()
+				})
+			}
+			wg.Wait()
+			assert.Equal(t, breaker.Closed, c.Breaker("p").State())
+			assert.Zero(t, c.Breaker("p").Snapshot().Failures)
+		})
+	})
+	t.Run("cut by half the time left", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			slow := fake.New(fake.Reply("slow").Latency(6 * time.Second).Forever())
+			c := newClient(t, up("slow", slow), up("fast", fake.New(fake.Reply("fast").Forever())))
+			for range 12 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				resp, err := c.Complete(withOpts(ctx, llmclient.CallOptions{Pin: []string{"slow", "fast"}}), chatReq("m"))
+				cancel()
+				require.NoError(t, err)
+				assert.Equal(t, "fast", resp.Text)
+			}
+			s := c.Breaker("slow").Snapshot()
+			assert.Equal(t, breaker.Closed, s.State)
+			assert.Zero(t, s.Failures)
+		})
+	})
+}
+
+// An upstream whose attempts keep being cut by the Client's share stops receiving first
+// attempts after a few calls, and is tried first again later.
+func TestSlowMemberStopsGettingFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := fake.New(fake.Reply("slow").Latency(6 * time.Second).Forever())
+		fast := fake.New(fake.Reply("fast").Latency(300 * time.Millisecond).Forever())
+		c := newClient(t, up("slow", slow), up("fast", fast))
+		call := func() time.Duration {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var err error
+			d := elapsed(func() { _, err = c.Complete(ctx, chatReq("m")) })
+			require.NoError(t, err)
+			return d
+		}
+		for range 20 {
+			call()
+		}
+		assert.LessOrEqual(t, slow.Calls(), 10, "first attempts stop within about ten calls")
+		assert.Equal(t, 300*time.Millisecond, call(), "a call starts on the fast member")
+		snap := c.Snapshot()
+		assert.False(t, snap.Upstreams[0].Serving)
+		assert.Equal(t, "slow", snap.Upstreams[0].Refusal)
+		time.Sleep(time.Minute)
+		before := slow.Calls()
+		call()
+		assert.Equal(t, before+1, slow.Calls(), "tried first again once the demotion ends")
+	})
+}
+
+// A hedge is not a retry in the events.
+func TestHedgeIsNotARetryInEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log eventLog
+		c := newClient(t, up("a", fake.New(fake.Reply("a").Latency(time.Second).Forever())),
+			up("b", fake.New(fake.Reply("b").Latency(100*time.Millisecond).Forever())),
+			llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: 200 * time.Millisecond}),
+			llmclient.WithObserver(log.observe))
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		var hedges int
+		for _, e := range log.kinds(llmclient.EventAttempt) {
+			if e.Hedge {
+				hedges++
+				assert.False(t, e.Retry, "a hedge is reported as a retry")
+			}
+		}
+		assert.Equal(t, 1, hedges)
+	})
+}
+
+// x-should-retry: false on a 429 (OpenAI's "Request too large") is the request's failure:
+// no other key of the pool is tried with it, and none cools down.
+func TestShouldRetryFalseDoesNotCoolThePool(t *testing.T) {
+	p := fake.New(fake.Fail(429).Code("rate_limit_exceeded").ShouldRetry(false).RetryAfter(time.Minute), fake.Reply("ok").Forever())
+	c := newClient(t, up("p", p, "k1", "k2", "k3"))
+	_, err := c.Complete(context.Background(), chatReq("m"))
+	require.Error(t, err)
+	assert.Equal(t, 1, p.Calls())
+	for _, k := range c.Snapshot().Upstreams[0].Keys {
+		assert.Equal(t, "ready", string(k.State), k.Label)
+	}
+	_, err = c.Complete(context.Background(), chatReq("m"))
+	require.NoError(t, err)
+}
+
+// ForceBreakerClosed holds under WithSharedBreakers: another Client's trip does not refuse
+// the forced Client's calls.
+func TestForceBreakerClosedHoldsOverASharedTrip(t *testing.T) {
+	store := limitstore.NewMemory()
+	c := newClient(t, up("p", fake.New(fake.Reply("ok").Forever())), llmclient.WithLimitStore(store), llmclient.WithSharedBreakers())
+	require.NoError(t, c.ForceBreakerClosed("p"))
+	failing := newClient(t, up("p", fake.New(fake.Fail(500).Forever())), llmclient.WithLimitStore(store),
+		llmclient.WithSharedBreakers(), llmclient.WithMaxAttempts(1))
+	for range 10 { // another Client trips the shared breaker after the force
+		_, _ = failing.Complete(context.Background(), chatReq("m"))
+	}
+	require.Equal(t, breaker.Open, failing.Breaker("p").State())
+	for range 3 {
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp.Text)
+	}
+	snap := c.Snapshot().Upstreams[0]
+	assert.True(t, snap.Breaker.Forced)
+	assert.True(t, snap.Serving)
+}
+
+// A Pin's order holds on groups with a routing strategy.
+func TestPinOrderHoldsUnderRouting(t *testing.T) {
+	for _, s := range []llmclient.Routing{llmclient.RouteWeighted, llmclient.RouteLeastInFlight, llmclient.RouteLatency} {
+		c := newClient(t, up("a", fake.New(fake.Reply("a").Forever())), up("b", fake.New(fake.Reply("b").Forever())),
+			llmclient.WithModelGroup("chat", "a", "b"), llmclient.WithRouting("chat", s))
+		for range 20 {
+			resp, err := c.Complete(withOpts(context.Background(), llmclient.CallOptions{Pin: []string{"b", "a"}}), chatReq("chat"))
+			require.NoError(t, err)
+			require.Equal(t, "b", resp.Upstream, "strategy %d", s)
+		}
+	}
+}
+
+// Snapshot tells why an upstream cannot serve, and until when.
+func TestSnapshotSaysWhyAnUpstreamCannotServe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, up("drained", fake.New()), up("forced", fake.New()), up("cooling", fake.New(fake.Fail(429).RetryAfter(30*time.Second).Forever()), "k1"),
+			up("ok", fake.New()))
+		require.NoError(t, c.Drain("drained", true))
+		require.NoError(t, c.ForceBreakerOpen("forced"))
+		_, _ = c.Complete(withOpts(context.Background(), llmclient.CallOptions{Pin: []string{"cooling"}, NoFailover: true, MaxAttempts: 1}), chatReq("m"))
+		got := map[string]string{}
+		for _, u := range c.Snapshot().Upstreams {
+			got[u.Name] = u.Refusal
+			assert.Equal(t, u.Refusal == "", u.Serving, u.Name)
+			if u.Name == "cooling" {
+				assert.Equal(t, time.Now().Add(30*time.Second), u.RefusedUntil)
+			}
+		}
+		assert.Equal(t, map[string]string{"drained": "drained", "forced": "forced_open", "cooling": "no_key", "ok": ""}, got)
+	})
+}

@@ -247,25 +247,34 @@ func (a *attempt) timeout() time.Duration {
 }
 
 // limit is how long the attempt's upstream call may take: at most own (0: no bound of its
-// own), and, when the context has a deadline and another upstream of the route could
-// serve, at most half of the time left, so the rest of the route stays reachable. It is 0
-// when the caller's deadline bounds the call first.
+// own), and, when the call has a deadline — its context's, else its time budget
+// (WithCallBudget, budgetCtx) — and another upstream of the route could serve, at most half
+// of the time left, so the rest of the route stays reachable. It is 0 when the context's
+// deadline bounds the call first; the time budget, which no context enforces, bounds it
+// here, budgetMargin before its end.
 func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return own
 	}
+	budget := !a.r.budgetEnd.IsZero() && dl.Equal(a.r.budgetEnd)
 	left := time.Until(dl)
+	if budget {
+		left -= budgetMargin
+	}
 	if a.within >= 0 { // somewhere else to go: this upstream gets half
 		if share := left / 2; own <= 0 || share < own {
 			own = share
 			a.shareBound = share < left
 		}
 	}
-	if own >= left {
+	switch {
+	case own > 0 && own < left:
+		return own
+	case !budget:
 		return 0
 	}
-	return own
+	return max(left, time.Nanosecond)
 }
 
 // classifyLayer makes the upstream call: it spends the upstream's retry budget, times the

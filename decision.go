@@ -91,7 +91,7 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	overloaded         yes    no        yes       yes
 //	server_error       yes    no        yes       yes
 //	timeout            last   no        first     yes                failover first, no backoff
-//	network            yes    no        yes       yes
+//	network            last   no        first     yes                failover first
 //	bad_request        no     no        no        no
 //	context_length     no     no        no        no                 WithContextFallback
 //	content_filtered   no     no        no        no                 WithContentFallback
@@ -113,7 +113,11 @@ func DefaultDecision(c Class) Decision {
 	case ClassTimeout:
 		// A hang or a stall is not overload: move on at once, and retry only the last.
 		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
-	case ClassOverloaded, ClassServerError, ClassNetwork:
+	case ClassNetwork:
+		// A reset or refused connection: move to a peer that can serve at once rather
+		// than back off on a failing upstream; retry (with backoff) only the last.
+		return Decision{Retry: true, FailoverFirst: true, Failover: true, Breaker: true}
+	case ClassOverloaded, ClassServerError:
 		return Decision{Retry: true, Failover: true, Breaker: true}
 	case ClassContextLength:
 		return Decision{ContextFallback: true}

@@ -29,7 +29,7 @@ func (r *run) within(now time.Time) time.Duration {
 // is left.
 func (r *run) advance() bool {
 	for {
-		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() {
+		if r.pos+1 >= len(r.route) || r.total >= r.maxTotal() || r.outOfTime() {
 			return false
 		}
 		r.moveTo(r.pos + 1)
@@ -333,3 +333,47 @@ func (c *Client) fallbackModel(up *upstream, model string) (string, bool) {
 	}
 	return only, only != ""
 }
+
+// defaultCallBudget is WithCallBudget's default: the longest that vendors themselves let a
+// request run.
+const defaultCallBudget = 10 * time.Minute
+
+// maxCallBudget bounds WithCallBudget.
+const maxCallBudget = 24 * time.Hour
+
+// WithCallBudget bounds a call whose context has no deadline (an HTTP handler's
+// r.Context(), context.Background()) as if its context had one d after the call starts:
+// its waits, retries and failovers end by then, and each attempt gets a share of the time
+// left as under a deadline (half of it while another upstream of the route could serve).
+// For a stream it bounds the time to its first token: a committed stream is never cut by
+// it. A call whose context has a deadline is bounded by that deadline alone. d must be
+// within [0, 24h]; 0 turns the budget off, leaving such calls bounded only by the attempt
+// caps and the per-attempt bounds (WithAttemptTimeout, WithFirstTokenTimeout). Default 10m.
+func WithCallBudget(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.callBudget = d })
+}
+
+// outOfTime reports whether the call's time budget (WithCallBudget) has ended: no
+// further attempt starts then. Without a budget it is false.
+func (r *run) outOfTime() bool {
+	return !r.budgetEnd.IsZero() && !time.Now().Before(r.budgetEnd.Add(-budgetMargin))
+}
+
+// budgetCtx is the context a call's attempts see while its time budget (WithCallBudget)
+// stands in for a deadline its own context lacks: it reports the budget's end as its
+// deadline, so that every wait (Retry-After, backoff, a cooling key, the limiter) is sized
+// to end before it and every attempt gets its share of the time left, and it is done only
+// when the caller's context is. Nothing cancels at the budget's end: attempt.limit bounds
+// each attempt by a timer of its own (ending budgetMargin early), and a committed stream
+// runs on.
+type budgetCtx struct {
+	context.Context
+	end time.Time
+}
+
+func (c *budgetCtx) Deadline() (time.Time, bool) { return c.end, true }
+
+// budgetMargin is how much earlier than the budget's end an attempt's own timer ends: a
+// timer asked for at or after a parent's deadline is not started (context.WithDeadline
+// relies on the parent), and the budget's end is a deadline that no timer enforces.
+const budgetMargin = 100 * time.Millisecond

@@ -871,9 +871,11 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 	if sc.mode != modeTransport && res.err != nil && llmclient.ClassOf(res.err) != final && !(sc.closeEarly && final == llmclient.ClassCanceled) {
 		return fmt.Errorf("returned class %v, call event %v", llmclient.ClassOf(res.err), final)
 	}
-	// A call that could still move on did so, unless it ran out of calls or time.
+	// A call that could still move on did so, unless it ran out of calls or time: its
+	// context's deadline, or without one its time budget (WithCallBudget's default).
 	d := sc.decision(last.Class)
-	if final != llmclient.ClassNone && !atDeadline && last.Class != llmclient.ClassStreamInterrupted && d.Failover &&
+	outOfBudget := sc.deadline == 0 && elapsed >= defaultCallBudget-time.Second
+	if final != llmclient.ClassNone && !atDeadline && !outOfBudget && last.Class != llmclient.ClassStreamInterrupted && d.Failover &&
 		sc.routing <= llmclient.RouteOrdered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
 		// Moving to the upstream a hedge already called is a retry there, which its retry
 		// budget may refuse.
@@ -882,6 +884,10 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 	}
 	return nil
 }
+
+// defaultCallBudget is WithCallBudget's documented default, which bounds the scenarios'
+// calls without a deadline.
+const defaultCallBudget = 10 * time.Minute
 
 // checkCooldowns verifies that no key was called while a Retry-After cooldown or an
 // eviction blocked it.

@@ -36,6 +36,8 @@ type config struct {
 	observer        func(context.Context, Event)
 	middleware      []Middleware
 	attemptTimeout  time.Duration
+	// callBudget bounds calls whose context has no deadline (WithCallBudget).
+	callBudget time.Duration
 	// waitThreshold is, per Priority, the longest wait a call accepts on an upstream
 	// while another one of its route could serve it.
 	waitThreshold [numPriorities]time.Duration
@@ -61,6 +63,7 @@ func defaultConfig() config {
 	return config{
 		decisions:      defaultDecisionTable(),
 		attemptTimeout: defaultAttemptTimeout,
+		callBudget:     defaultCallBudget,
 		waitThreshold:  [numPriorities]time.Duration{defaultWaitThreshold, defaultWaitThreshold},
 		retry:          defaultRetryConfig(),
 		breaker:        breaker.DefaultConfig(),
@@ -187,6 +190,9 @@ func (c *config) validate() error {
 	}
 	checkNames("WithContextFallback", c.contextFallback)
 	checkNames("WithContentFallback", c.contentFallback)
+	if c.callBudget < 0 || c.callBudget > maxCallBudget {
+		errs = append(errs, fmt.Errorf("WithCallBudget(%v): outside [0, %v]", c.callBudget, maxCallBudget))
+	}
 	if c.attemptTimeout < 0 {
 		errs = append(errs, errors.New("negative attempt timeout"))
 	}

@@ -85,6 +85,9 @@ type run struct {
 	tx *txCall
 	// bill is the call's pricing state across attempts (budget_run.go).
 	bill runBill
+	// budgetEnd is the end of the call's time budget when its context has no deadline
+	// (WithCallBudget); zero otherwise. Its attempts then see a budgetCtx.
+	budgetEnd time.Time
 	// emb is the embedding batch of a Client.Embed call (embed_run.go), handed to every
 	// attempt; nil for other calls.
 	emb *embedBatch
@@ -138,6 +141,11 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		}
 	}
 	r.c, r.req, r.orig, r.start, r.ctx = c, req, req, time.Now(), ctx
+	if b := c.cfg.callBudget; b > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			r.budgetEnd = r.start.Add(b)
+		}
+	}
 	if c.observer != nil {
 		r.id = c.calls.Add(1)
 	}
@@ -177,6 +185,10 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 // successful attempt is returned settled for a one-shot call and unsettled (keep) for a
 // stream, which settles it when it ends. Every error it returns is an *Error.
 func (r *run) exec(ctx context.Context) (*attempt, error) {
+	if !r.budgetEnd.IsZero() {
+		// Its own allocation: timers and streams that outlive a pooled run refer to it.
+		ctx = &budgetCtx{Context: ctx, end: r.budgetEnd}
+	}
 	for {
 		var a *attempt
 		var err error
@@ -204,6 +216,9 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 			r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos].Name,
 				Model: a.call.Model, Class: e.Class, Err: e})
 		case stepSame:
+			if r.outOfTime() {
+				return nil, r.lastErr
+			}
 			if err := sleep(ctx, p.wait); err != nil {
 				return nil, r.canceled(ctx)
 			}

@@ -343,3 +343,108 @@ func TestSnapshotSaysWhyAnUpstreamCannotServe(t *testing.T) {
 		assert.Equal(t, map[string]string{"drained": "drained", "forced": "forced_open", "cooling": "no_key", "ok": ""}, got)
 	})
 }
+
+// With no context deadline, a call is bounded by its time budget (WithCallBudget, 10m by
+// default): a hung upstream with nowhere else to go ends the call at the budget, and one
+// with a healthy peer gets half of it before the call moves on.
+func TestCallWithoutDeadlineIsBoundedByDefault(t *testing.T) {
+	t.Run("alone", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, up("hung", fake.New(fake.Reply("late").Latency(24*time.Hour).Forever())))
+			var err error
+			d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
+			require.Error(t, err)
+			assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+			assert.InDelta(t, 10*time.Minute, d, float64(time.Second))
+		})
+	})
+	t.Run("with a peer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, up("hung", fake.New(fake.Reply("late").Latency(24*time.Hour).Forever())),
+				up("peer", fake.New(fake.Reply("ok").Forever())))
+			var resp *llmclient.Response
+			var err error
+			d := elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
+			require.NoError(t, err)
+			assert.Equal(t, "peer", resp.Upstream)
+			assert.InDelta(t, 5*time.Minute, d, float64(time.Second))
+		})
+	})
+	t.Run("own budget", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, up("hung", fake.New(fake.Reply("late").Latency(24*time.Hour).Forever())),
+				llmclient.WithCallBudget(30*time.Second))
+			var err error
+			d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
+			require.Error(t, err)
+			assert.InDelta(t, 30*time.Second, d, float64(time.Second))
+		})
+	})
+	t.Run("a committed stream is not cut", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, up("p", fake.New(fake.Stream("a", "b", "c").ChunkDelay(40*time.Second).Forever())),
+				llmclient.WithCallBudget(time.Minute), llmclient.WithIdleTimeout(0))
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			defer s.Close()
+			for s.Next() {
+			}
+			require.NoError(t, s.Err())
+			assert.Equal(t, "abc", s.Response().Text)
+		})
+	})
+}
+
+// WithCallBudget's bounds.
+func TestWithCallBudgetBounds(t *testing.T) {
+	p := fake.New()
+	for _, d := range []time.Duration{-1, 24*time.Hour + 1, time.Duration(1<<63 - 1)} {
+		_, err := llmclient.New(up("p", p), llmclient.WithCallBudget(d))
+		assert.ErrorContains(t, err, "WithCallBudget", "%v", d)
+	}
+	for _, d := range []time.Duration{0, 24 * time.Hour} {
+		_, err := llmclient.New(up("p", p), llmclient.WithCallBudget(d))
+		assert.NoError(t, err, "%v", d)
+	}
+}
+
+// A silent upstream (no first token) fails over after the default first-token timeout,
+// with no context deadline and no option set.
+func TestSilentStreamFailsOverByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		silent := fake.New(fake.Stream("late").StallFirst(24 * time.Hour).Forever())
+		c := newClient(t, up("silent", silent), up("peer", fake.New(fake.Stream("o", "k").Forever())))
+		var s *llmclient.Stream
+		var err error
+		d := elapsed(func() { s, err = c.Stream(context.Background(), chatReq("m")) })
+		require.NoError(t, err)
+		defer s.Close()
+		for s.Next() {
+		}
+		require.NoError(t, s.Err())
+		assert.Equal(t, "peer", s.Response().Upstream)
+		assert.Equal(t, time.Minute, d)
+		assert.Equal(t, 1, silent.Calls(), "a silent upstream is not retried while a peer can serve")
+	})
+}
+
+// A connection reset moves to a healthy peer at once, without a backoff on the failing
+// upstream; alone, the upstream is retried with backoff.
+func TestConnectionResetMovesToPeerAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failing := fake.New(fake.FailClass(llmclient.ClassNetwork).Forever())
+		c := newClient(t, up("failing", failing), up("peer", fake.New(fake.Reply("ok").Forever())))
+		var resp *llmclient.Response
+		var err error
+		d := elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
+		require.NoError(t, err)
+		assert.Equal(t, "peer", resp.Upstream)
+		assert.Zero(t, d)
+		assert.Equal(t, 1, failing.Calls())
+
+		alone := newClient(t, up("failing", fake.New(fake.FailClass(llmclient.ClassNetwork).Times(1), fake.Reply("ok"))))
+		d = elapsed(func() { resp, err = alone.Complete(context.Background(), chatReq("m")) })
+		require.NoError(t, err)
+		assert.Positive(t, d, "backoff before retrying the only upstream")
+	})
+}

@@ -64,7 +64,8 @@ func TestFastCallsNeverCountAsSlow(t *testing.T) {
 func TestSlowStreamsOpenTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		primary := fake.New(fake.Stream("late").StallFirst(70 * time.Second).Forever())
-		c := newClient(t, up("primary", primary), llmclient.WithBreaker(breaker.Config{MinRequests: 3}))
+		c := newClient(t, up("primary", primary), llmclient.WithBreaker(breaker.Config{MinRequests: 3}),
+			llmclient.WithFirstTokenTimeout(2*time.Minute))
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {

@@ -13,10 +13,11 @@ import (
 
 // Stream-guard defaults.
 const (
-	// defaultFirstTokenTimeout bounds the wait for a stream's first content token. Reasoning
-	// models that stream no reasoning can think for minutes before their first token; lower
-	// it for chat-style models.
-	defaultFirstTokenTimeout = 2 * time.Minute
+	// defaultFirstTokenTimeout bounds the wait for a stream's first content token: a
+	// silent upstream fails over after it, long before the vendor's own 10-minute limit.
+	// Chat models start within seconds; a reasoning model that streams no reasoning and
+	// thinks longer than this needs WithFirstTokenTimeout raised.
+	defaultFirstTokenTimeout = time.Minute
 	// defaultIdleTimeout bounds the upstream's silence once a stream is committed.
 	defaultIdleTimeout = time.Minute
 )
@@ -45,7 +46,7 @@ func (c *streamConfig) validate() error {
 // (text, reasoning, refusal or tool call; role-only chunks and keep-alives do not count).
 // A stream that times out is retried or failed over like any failure before the first
 // token. It applies with or without a context deadline (the earlier one wins). 0
-// disables it; it must not be negative. Default 2m.
+// disables it; it must not be negative. Default 1m.
 func WithFirstTokenTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.firstToken = d })
 }

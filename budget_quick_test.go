@@ -57,7 +57,7 @@ func quickVersusLoop(t *testing.T, w budget.Window, limit pricing.Money) {
 	var clients [2]*llmclient.Client
 	for i := range clients {
 		clients[i] = newClient(t, pricedUp("a", fake.New(steps()...), m), llmclient.WithObserver(logs[i].observe),
-			llmclient.WithMaxAttempts(1),
+			llmclient.WithMaxAttempts(1), llmclient.WithCallBudget(0), // calls of up to 2h
 			llmclient.WithBudget(budget.Budget{Name: "b", Window: w, Cap: limit, Soft: []float64{0.5, 0.8}}))
 	}
 	if !llmclient.BudgetQuickPath(clients[0], false) || !llmclient.BudgetQuickPath(clients[1], true) ||

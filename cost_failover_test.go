@@ -159,3 +159,36 @@ func TestContextTrim(t *testing.T) {
 		t.Fatalf("sent %d messages (caller's %d), hook saw %d, want 1, 2, %d", len(sent.Messages), len(long.Messages), gotMax, window)
 	}
 }
+
+// WhenOpen lets a call move to a costlier upstream whenever the first upstream cannot
+// serve — drained by the operator or tripped by another replica, not only open here.
+func TestCostFailoverWhenFirstCannotServe(t *testing.T) {
+	mini := priced(t, "mini", pricing.Dollar/10, pricing.Dollar/10*4, 0)
+	flagship := priced(t, "flagship", 3*pricing.Dollar, 12*pricing.Dollar, 0)
+	for _, state := range []string{"drained", "forced open"} {
+		t.Run(state, func(t *testing.T) {
+			first := fake.New(fake.Reply("mini").Forever())
+			second := fake.New(fake.Reply("ok").Usage(10, 10).Forever())
+			c := newClient(t,
+				llmclient.WithUpstream(llmclient.Upstream{Name: "mini", Provider: first, Models: map[string]string{"chat": "mini"},
+					Prices: map[string]*pricing.Model{"": mini}}),
+				llmclient.WithUpstream(llmclient.Upstream{Name: "flagship", Provider: second, Models: map[string]string{"chat": "flagship"},
+					Prices: map[string]*pricing.Model{"": flagship}}),
+				llmclient.WithModelGroup("chat", "mini", "flagship"),
+				llmclient.WithCostFailover("chat", budget.Failover{MaxRatio: 3, WhenOpen: true}))
+			if state == "drained" {
+				if err := c.Drain("mini", true); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := c.ForceBreakerOpen("mini"); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				resp, err := c.Complete(context.Background(), chatReq("chat"))
+				if err != nil || resp.Upstream != "flagship" {
+					t.Fatalf("got %v, %v; want an answer from flagship while mini cannot serve", resp, err)
+				}
+			}
+		})
+	}
+}

@@ -163,7 +163,9 @@ func TestLimiterExtremeHeaders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := overflowClient(t, fake.New(fake.Reply("ok").Usage(12, 3).RateLimits(tc.rl).Forever()), overflowLimits)
+				// No time budget: the calls wait as long as the headers say (a day's window).
+				c := overflowClient(t, fake.New(fake.Reply("ok").Usage(12, 3).RateLimits(tc.rl).Forever()), overflowLimits,
+					llmclient.WithCallBudget(0))
 				began := time.Now()
 				for range 200 {
 					resp, err := c.Complete(context.Background(), smallReq())

@@ -127,22 +127,24 @@ func (r *run) giveUp(d Decision) plan {
 // WithMaxRetryAfter or would not end before the context's deadline.
 //
 // With another upstream to go to, a wait beyond the wait threshold (WithWaitThreshold)
-// does not fit either.
+// does not fit either; a Retry-After is held against the threshold as the upstream said
+// it, before its jitter (a Retry-After of 2 s fits the default threshold of 2 s).
 func (r *run) retryWait(ctx context.Context, e *Error) (time.Duration, bool) {
 	rc := &r.c.cfg.retry
-	var w time.Duration
+	var w, asked time.Duration
 	if e.RetryAfter > 0 {
 		if e.RetryAfter > rc.maxRetryAfter {
 			return 0, false
 		}
-		w = retryAfterWait(e.RetryAfter)
+		asked, w = e.RetryAfter, retryAfterWait(e.RetryAfter)
 	} else {
 		if r.bo == nil {
 			r.bo = rc.newBackOff()
 		}
 		w = r.bo.NextBackOff()
+		asked = w
 	}
-	if within := r.within(time.Now()); within >= 0 && w > within {
+	if within := r.within(time.Now()); within >= 0 && asked > within {
 		return 0, false
 	}
 	return w, fits(ctx, w)

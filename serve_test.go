@@ -448,3 +448,20 @@ func TestConnectionResetMovesToPeerAtOnce(t *testing.T) {
 		assert.Positive(t, d, "backoff before retrying the only upstream")
 	})
 }
+
+// A Retry-After equal to the wait threshold is waited for on the same upstream, whatever
+// the jitter added to it; one longer moves to the peer.
+func TestRetryAfterAtTheWaitThresholdIsWaited(t *testing.T) {
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{{2 * time.Second, "primary"}, {2*time.Second + time.Millisecond, "peer"}} {
+		synctest.Test(t, func(t *testing.T) {
+			primary := fake.New(fake.Fail(429).RetryAfter(tc.after).Code("rate_limit_exceeded"), fake.Reply("primary"))
+			c := newClient(t, up("primary", primary), up("peer", fake.New(fake.Reply("peer").Forever())))
+			resp, err := c.Complete(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, resp.Text, "Retry-After %v", tc.after)
+		})
+	}
+}

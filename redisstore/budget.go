@@ -56,7 +56,9 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 		soft:   soft,
 		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
 		held:   make(map[heldKey]int),
-		taken:  make(map[heldKey][]string),
+		taken:  make(map[heldKey][]takenRes),
+		id:     newID(),
+		memo:   make(map[string]*keyMemo),
 	}
 }
 
@@ -96,11 +98,21 @@ type ledger struct {
 	held map[heldKey]int
 	// taken are the tokens of the reservations taken in Redis and not yet settled, by key,
 	// slice and amount: a Settle ends one of them (of the same amount, any one will do).
-	taken map[heldKey][]string
+	taken map[heldKey][]takenRes
 	// pending are settles of Redis reservations that could not reach it, and cancels of
 	// Reserves whose answer was lost.
 	pending []pendingSettle
+
+	// id names this ledger among the replicas that restore a lost hash (see restore).
+	id string
+	// memo is what the ledger knows of each key's hash in Redis (see keyMemo).
+	memo        map[string]*keyMemo
+	memoSweepAt int
 }
+
+// takenRes is a reservation taken in Redis: its token, and the incarnation of the key's
+// hash it was taken in.
+type takenRes struct{ token, inc string }
 
 type heldKey struct {
 	key           string
@@ -111,10 +123,11 @@ type pendingSettle struct {
 	key                    string
 	p                      limitstore.BudgetPeriod
 	slice, reserved, spent int64
-	// token names the reservation in Redis ("" for none); cancel takes back the one a
-	// Reserve whose answer was lost may have taken, instead of settling.
-	token  string
-	cancel bool
+	// token names the reservation in Redis ("" for none), taken in incarnation inc of the
+	// key's hash ("" when unknown); cancel takes back the one a Reserve whose answer was
+	// lost may have taken, instead of settling.
+	token, inc string
+	cancel     bool
 }
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
@@ -138,9 +151,8 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	if amount > 0 {
 		token = strconv.FormatUint(rand.Uint64(), 36)
 	}
-	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
 	sent := ctx.Err() == nil // else run returns at once, without calling Redis
-	v, err := l.s.run(ctx, budgetReserveScript, l.keys(key), args...)
+	v, err := l.run(ctx, budgetReserveScript, key, p, strconv.FormatInt(amount, 10), o, l.cap, token)
 	res, ok := reserveResult(v)
 	if err == nil && !ok {
 		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
@@ -153,24 +165,26 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 		}
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
+	inc := replyInc(v, 6)
+	l.mu.Lock()
+	l.saw(key, p, inc, res)
 	if res.OK && token != "" {
 		k := heldKey{key, p.Slice, amount}
-		l.mu.Lock()
-		l.taken[k] = append(l.taken[k], token)
-		l.mu.Unlock()
+		l.taken[k] = append(l.taken[k], takenRes{token, inc})
 	}
+	l.mu.Unlock()
 	return res, nil
 }
 
 // takeToken returns the token of a reservation of reserved taken in Redis in key's
-// slice, and forgets it; "" when none is known.
-func (l *ledger) takeToken(key string, slice, reserved int64) string {
+// slice, and the incarnation it was taken in, and forgets it; zero when none is known.
+func (l *ledger) takeToken(key string, slice, reserved int64) takenRes {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := heldKey{key, slice, reserved}
 	ts := l.taken[k]
 	if len(ts) == 0 {
-		return ""
+		return takenRes{}
 	}
 	t := ts[len(ts)-1]
 	if len(ts) == 1 {
@@ -185,7 +199,7 @@ func (l *ledger) takeToken(key string, slice, reserved int64) string {
 // return.
 func reserveResult(v any) (res limitstore.BudgetResult, ok bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
+	if !ok || len(a) != 7 {
 		return res, false
 	}
 	okN, e1 := replyInt(a[0])
@@ -212,7 +226,13 @@ func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.Bu
 	if l.s.cfg.mode == FailClosed || ctx.Err() != nil {
 		return limitstore.BudgetResult{}, err
 	}
+	l.mu.Lock()
+	l.chargeLocal(ctx, key, p)
+	l.mu.Unlock()
 	res, lerr := l.local.Reserve(ctx, key, p, amount, over)
+	l.mu.Lock()
+	res = l.localView(key, res)
+	l.mu.Unlock()
 	if lerr != nil || !res.OK {
 		return res, lerr
 	}
@@ -229,8 +249,11 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	reserved, spent = max(reserved, 0), max(spent, 0)
 	if l.takeLocal(key, slice, reserved) {
 		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
+		l.mu.Lock()
+		res = l.localView(key, res)
+		l.mu.Unlock()
 		if spent > 0 { // the shared spend, when Redis answers again by now
-			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, "", false); rerr == nil {
+			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, takenRes{}, false); rerr == nil {
 				// The thresholds the shared window reached with it are this settle's to
 				// report (Redis marked them reached), and so are the local ledger's.
 				shared.Fired |= res.Fired
@@ -239,11 +262,11 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		}
 		return res, err
 	}
-	token := l.takeToken(key, slice, reserved)
+	tr := l.takeToken(key, slice, reserved)
 	l.flush(ctx)
-	res, err := l.settle(ctx, key, p, slice, reserved, spent, token, false)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent, tr, false)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
-		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: token})
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc})
 	}
 	return res, err
 }
@@ -271,18 +294,17 @@ func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 
 var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
 
-// settle runs the settle script: a settle of the reservation token names (or of none),
-// or with cancel the take-back of the reservation a lost Reserve may have made.
+// settle runs the settle script: a settle of the reservation tr names (or of none), or
+// with cancel the take-back of the reservation a lost Reserve may have made.
 func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64,
-	token string, cancel bool) (limitstore.BudgetResult, error) {
+	tr takenRes, cancel bool) (limitstore.BudgetResult, error) {
 	mode := "settle"
 	if cancel {
 		mode = "cancel"
 	}
-	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
-		token, mode)
-	args = append(args, l.soft...)
-	v, err := l.s.run(ctx, budgetSettleScript, l.keys(key), args...)
+	args := append([]any{strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
+		tr.token, mode, tr.inc}, l.soft...)
+	v, err := l.run(ctx, budgetSettleScript, key, p, args...)
 	if err != nil {
 		return limitstore.BudgetResult{}, err
 	}
@@ -290,6 +312,12 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if !ok {
 		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
 	}
+	l.mu.Lock()
+	l.saw(key, p, replyInc(v, 3), res)
+	if !cancel && slice >= p.Oldest {
+		l.spentHere(key, slice, spent)
+	}
+	l.mu.Unlock()
 	return res, nil
 }
 
@@ -297,7 +325,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 // return.
 func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 3 {
+	if !ok || len(a) != 4 {
 		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])
@@ -331,7 +359,7 @@ func (l *ledger) flush(ctx context.Context) {
 	l.pending = nil
 	l.mu.Unlock()
 	for i, ps := range todo {
-		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, ps.token, ps.cancel); err != nil {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, takenRes{ps.token, ps.inc}, ps.cancel); err != nil {
 			if errors.Is(err, errBadBudgetReply) {
 				continue
 			}

@@ -227,7 +227,7 @@ func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
 		t.Fatalf("%d tokens of reservations in flight left, %v", n, err)
 	}
 	fields, err := rdb.HKeys(ctx(t), "{phantom:budget:1:b}:").Result()
-	if err != nil || len(fields) != 5 {
-		t.Fatalf("the budget's hash holds %v, %v; want s1, r1, e, f, h", fields, err)
+	if err != nil || len(fields) != 6 {
+		t.Fatalf("the budget's hash holds %v, %v; want s1, r1, e, f, h and i (its incarnation)", fields, err)
 	}
 }

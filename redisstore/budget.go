@@ -99,7 +99,8 @@ type ledger struct {
 	// taken are the tokens of the reservations taken in Redis and not yet settled, by key,
 	// slice and amount: a Settle ends one of them (of the same amount, any one will do).
 	taken map[heldKey][]takenRes
-	// pending are settles of Redis reservations that could not reach it, and cancels of
+	// pending are settles of Redis reservations that could not reach it, spends against
+	// local reservations not yet counted there, and cancels of
 	// Reserves whose answer was lost.
 	pending []pendingSettle
 
@@ -124,10 +125,9 @@ type pendingSettle struct {
 	p                      limitstore.BudgetPeriod
 	slice, reserved, spent int64
 	// token names the reservation in Redis ("" for none), taken in incarnation inc of the
-	// key's hash ("" when unknown); cancel takes back the one a Reserve whose answer was
-	// lost may have taken, instead of settling.
-	token, inc string
-	cancel     bool
+	// key's hash ("" when unknown), or the spend of modeSpend; mode is the settle
+	// script's.
+	token, inc, mode string
 }
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
@@ -161,7 +161,7 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 		if sent && err != errDown && token != "" {
 			// The script may have run (or may yet run): take its reservation back, if
 			// it took one, once Redis answers.
-			l.keep(pendingSettle{key: key, p: p, token: token, cancel: true})
+			l.keep(pendingSettle{key: key, p: p, token: token, mode: modeCancel})
 		}
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
@@ -253,20 +253,28 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		res = l.localView(key, res)
 		l.mu.Unlock()
 		if spent > 0 { // the shared spend, when Redis answers again by now
-			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, takenRes{}, false); rerr == nil {
+			// Sent once: the script counts a spend of a token once, however often it
+			// comes (a lost answer may hide one that ran).
+			tr := takenRes{token: newID()}
+			shared, rerr := l.settle(ctx, key, p, slice, 0, spent, tr, modeSpend)
+			if rerr == nil {
 				// The thresholds the shared window reached with it are this settle's to
 				// report (Redis marked them reached), and so are the local ledger's.
 				shared.Fired |= res.Fired
 				return shared, err
+			}
+			if !errors.Is(rerr, errBadBudgetReply) && ctx.Err() == nil {
+				l.keep(pendingSettle{key: key, p: p, slice: slice, spent: spent, token: tr.token, mode: modeSpend})
 			}
 		}
 		return res, err
 	}
 	tr := l.takeToken(key, slice, reserved)
 	l.flush(ctx)
-	res, err := l.settle(ctx, key, p, slice, reserved, spent, tr, false)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent, tr, modeSettle)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
-		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc})
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc,
+			mode: modeSettle})
 	}
 	return res, err
 }
@@ -294,14 +302,19 @@ func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 
 var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
 
-// settle runs the settle script: a settle of the reservation tr names (or of none), or
-// with cancel the take-back of the reservation a lost Reserve may have made.
+// The settle script's modes.
+const (
+	// modeSettle ends the reservation a token names (or one of the amount, without one).
+	modeSettle = "settle"
+	// modeCancel takes back the reservation a Reserve whose answer was lost may have made.
+	modeCancel = "cancel"
+	// modeSpend counts a spend made against the FailOpen ledger, once per token.
+	modeSpend = "spend"
+)
+
+// settle runs the settle script in mode for the reservation tr names (or none).
 func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64,
-	tr takenRes, cancel bool) (limitstore.BudgetResult, error) {
-	mode := "settle"
-	if cancel {
-		mode = "cancel"
-	}
+	tr takenRes, mode string) (limitstore.BudgetResult, error) {
 	args := append([]any{strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
 		tr.token, mode, tr.inc}, l.soft...)
 	v, err := l.run(ctx, budgetSettleScript, key, p, args...)
@@ -314,7 +327,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	}
 	l.mu.Lock()
 	l.saw(key, p, replyInc(v, 3), res)
-	if !cancel && slice >= p.Oldest {
+	if mode != modeCancel && slice >= p.Oldest {
 		l.spentHere(key, slice, spent)
 	}
 	l.mu.Unlock()
@@ -359,7 +372,7 @@ func (l *ledger) flush(ctx context.Context) {
 	l.pending = nil
 	l.mu.Unlock()
 	for i, ps := range todo {
-		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, takenRes{ps.token, ps.inc}, ps.cancel); err != nil {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, takenRes{ps.token, ps.inc}, ps.mode); err != nil {
 			if errors.Is(err, errBadBudgetReply) {
 				continue
 			}

@@ -190,14 +190,19 @@ return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc}
 // token ("" for none), the mode, the incarnation the reservation was taken in ("" when
 // unknown), then the soft thresholds ascending. Mode "settle" gives reserved back and
 // counts spent; mode "cancel" takes back the reservation the token names, if it was taken
-// (a Reserve whose answer was lost), and counts nothing. A reservation taken in another
+// (a Reserve whose answer was lost), and counts nothing; mode "spend" counts spent (a
+// spend against the FailOpen ledger) once per token, which it keeps as ":<token>" in the
+// tokens' hash. A reservation taken in another
 // incarnation of the hash was lost with it: nothing is given back for it. It returns
 // {spent, reserved, fired, incarnation}, the amounts as strings, or {"lost",
 // incarnation}.
 var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
 local atS, bS, xS = ARGV[7], ARGV[8], ARGV[9]
 local tok = ARGV[10]
-if tok ~= nil and tok ~= '' then
+if ARGV[11] == 'spend' then
+  bS = '0'
+  if tok == '' or redis.call('HSETNX', tokens, ':' .. tok, '1') == 0 then xS = '0' end
+elseif tok ~= nil and tok ~= '' then
   local q = redis.call('HGET', tokens, tok)
   if q then redis.call('HDEL', tokens, tok) end
   if ARGV[11] == 'cancel' then

@@ -207,7 +207,8 @@ func TestBudgetReplicasShareTheCap(t *testing.T) {
 
 // TestBudgetRedisAway: while Redis cannot be reached, FailClosed refuses with
 // ErrUnavailable; FailOpen admits against the local share of what was left of the cap,
-// and a settle that could not reach Redis is sent when it answers again.
+// and settles that could not reach Redis, local ones included, are sent when it answers
+// again.
 func TestBudgetRedisAway(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.BudgetSpec{Cap: 100}
@@ -249,20 +250,20 @@ func TestBudgetRedisAway(t *testing.T) {
 	}
 
 	srv.start()
-	// The queued settle reaches Redis before the next call; the local spend does not
-	// (it was settled while Redis was away).
+	// The queued settle reaches Redis before the next call, and so does the spend settled
+	// locally while Redis was away.
 	deadline := time.Now().Add(time.Minute)
 	for {
 		r, err := open.Reserve(ctx(t), "", p, 0, true)
-		if err == nil && r.Spent == 25 && r.Reserved == 0 {
+		if err == nil && r.Spent == 55 && r.Reserved == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after Redis came back: %+v, %v; want the queued settle (25 spent, nothing reserved)", r, err)
+			t.Fatalf("after Redis came back: %+v, %v; want the queued settles (25 + 30 spent, nothing reserved)", r, err)
 		}
 		time.Sleep(50 * time.Millisecond) // the store probes Redis again on its own interval
 	}
-	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 25 {
+	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 55 {
 		t.Fatalf("another replica sees %+v, %v", r, err)
 	}
 }

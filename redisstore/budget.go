@@ -26,15 +26,26 @@ import (
 // While Redis cannot be reached (or answers what the store cannot use), under FailClosed
 // Reserve and Settle return an error wrapping ErrUnavailable (a Client then refuses the
 // attempt, class unavailable); under FailOpen Reserve admits against a ledger in this
-// process whose cap and soft thresholds are the budget's times WithLocalShare, and the
-// Settle of such a reservation is counted there, and in Redis when it answers by then
-// (reporting the soft thresholds either reached). A Settle of a reservation taken in
-// Redis that cannot reach it is kept (at most MaxPendingSettles per Store; the oldest
-// beyond are dropped) and sent again before the ledger's next call to Redis. A Reserve
-// whose answer is lost (a timeout, an unusable reply) may still have run in Redis: the
-// ledger takes back the reservation it may have taken there, if it did, in the same way.
-// A process that stops with attempts in flight leaves their reservations in Redis until
-// their slice leaves the window (for a calendar window, its end).
+// process whose cap and soft thresholds are the budget's times WithLocalShare, charged
+// with that share of what the window had spent and reserved when Redis last answered: the
+// share applies to what was left of the cap. The Settle of such a reservation is counted
+// there, and in Redis: at once when it answers by then (reporting the soft thresholds
+// either reached), else later, once. A Settle of a reservation taken in Redis that cannot
+// reach it, and the Redis side of a local one, are kept (at most MaxPendingSettles per
+// ledger; the oldest beyond are dropped) and sent again before the ledger's next call to
+// Redis. A Reserve whose answer is lost (a timeout, an unusable reply) may still have run
+// in Redis: the ledger takes back the reservation it may have taken there, if it did, in
+// the same way. A process that stops with attempts in flight leaves their reservations in
+// Redis until their slice leaves the window (for a calendar window, its end).
+//
+// A key's hash that Redis loses while its window runs (a restart without persistence, a
+// failover to a replica that never had it, an eviction, a flush) is detected by each
+// ledger that knows spend of its own in the window, at its next call for the key: before
+// that call runs, the ledger restores its own spend in each slice of the window and the
+// window's total it last read (the hash counts the larger of the sum of the replicas' own
+// spend and the largest total restored). Each ledger keeps, per key in use, the slices of
+// the window it spent in. BUDGETS.md states what survives each fault, and the overspend
+// bound in each case.
 func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
 	spec.Cap = max(spec.Cap, 0)
 	soft := make([]any, 0, len(spec.Soft))
@@ -73,8 +84,8 @@ func (s *Store) localShareOf(amount int64) int64 {
 
 var _ limitstore.BudgetStore = (*Store)(nil)
 
-// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a Store keeps
-// per ledger for Redis to come back.
+// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a ledger
+// keeps for Redis to come back.
 const MaxPendingSettles = 10_000
 
 // maxBudgetSoft is the most soft thresholds a ledger reports (limitstore.BudgetSpec).

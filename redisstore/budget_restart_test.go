@@ -276,3 +276,36 @@ func TestBudgetFailOpenShareOfWhatIsLeft(t *testing.T) {
 		read(t, b, p)
 	}
 }
+
+// TestBudgetLostRollingWindow: in a rolling window each replica restores its own spend in
+// the slices it was made in, and they leave the window with them; the total a replica
+// last read counts in the slice it was read in, so it leaves the window with that slice:
+// later than the spend it stands for, never earlier.
+func TestBudgetLostRollingWindow(t *testing.T) {
+	srv := startRedis(t)
+	spec := limitstore.BudgetSpec{Cap: 1000}
+	a := srv.store(redisstore.WithPrefix("rolling")).OpenBudget("b", spec)
+	b := srv.store(redisstore.WithPrefix("rolling")).OpenBudget("b", spec)
+	spend(t, a, rollingPeriod(100, 4), 10)
+	spend(t, a, rollingPeriod(101, 4), 20)
+	spend(t, b, rollingPeriod(101, 4), 5)
+	read(t, a, rollingPeriod(101, 4))
+	read(t, b, rollingPeriod(101, 4))
+	if err := srv.client().FlushAll(ctx(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		slice, want int64
+		why         string
+	}{
+		{102, 35, "every slice still in the window"},
+		{104, 35, "slice 100 left, but the total read in slice 101 (35) is larger than the 25 restored in slices 101 on"},
+		{105, 0, "slice 101 left, and the total read in it"},
+	} {
+		for _, l := range []limitstore.Ledger{a, b} {
+			if r := read(t, l, rollingPeriod(tc.slice, 4)); r.Spent != tc.want {
+				t.Fatalf("slice %d: %+v; want %d spent: %s", tc.slice, r, tc.want, tc.why)
+			}
+		}
+	}
+}

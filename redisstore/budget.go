@@ -338,7 +338,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	}
 	l.mu.Lock()
 	l.saw(key, p, replyInc(v, 3), res)
-	if mode != modeCancel && slice >= p.Oldest {
+	if a := v.([]any); a[4] == int64(1) { // settleResult checked the shape
 		l.spentHere(key, slice, spent)
 	}
 	l.mu.Unlock()
@@ -349,7 +349,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 // return.
 func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 4 {
+	if !ok || len(a) != 5 {
 		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])

@@ -192,16 +192,18 @@ return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc}
 // counts spent; mode "cancel" takes back the reservation the token names, if it was taken
 // (a Reserve whose answer was lost), and counts nothing; mode "spend" counts spent (a
 // spend against the FailOpen ledger) once per token, which it keeps as ":<token>" in the
-// tokens' hash. A reservation taken in another
-// incarnation of the hash was lost with it: nothing is given back for it. It returns
-// {spent, reserved, fired, incarnation}, the amounts as strings, or {"lost",
-// incarnation}.
+// tokens' hash. A reservation taken in another incarnation of the hash was lost with it:
+// nothing is given back for it. It returns {spent, reserved, fired, incarnation,
+// counted}, the amounts as strings, counted 1 when spent was counted (0 for a cancel, a
+// slice that left the window, a spend already counted), or {"lost", incarnation}.
 var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
 local atS, bS, xS = ARGV[7], ARGV[8], ARGV[9]
 local tok = ARGV[10]
+local counted = 1
+if ARGV[11] == 'cancel' then counted = 0 end
 if ARGV[11] == 'spend' then
   bS = '0'
-  if tok == '' or redis.call('HSETNX', tokens, ':' .. tok, '1') == 0 then xS = '0' end
+  if tok == '' or redis.call('HSETNX', tokens, ':' .. tok, '1') == 0 then xS, counted = '0', 0 end
 elseif tok ~= nil and tok ~= '' then
   local q = redis.call('HGET', tokens, tok)
   if q then redis.call('HDEL', tokens, tok) end
@@ -212,6 +214,7 @@ elseif tok ~= nil and tok ~= '' then
 end
 if ARGV[12] ~= '' and ARGV[12] ~= inc then bS = '0' end
 local at = tonumber(atS)
+if at == nil or at < oldest then counted = 0 end
 if at ~= nil and at >= oldest then
   local bH, bL = parse(bS)
   local xH, xL = parse(xS)
@@ -237,7 +240,7 @@ for i = 13, last do
 end
 if fired > 0 then redis.call('HSET', key, 'f', string.format('%.0f', f)) end
 keep()
-return {str(spH, spL), str(rsH, rsL), fired, inc}
+return {str(spH, spL), str(rsH, rsL), fired, inc, counted}
 `)
 
 // budgetRestoreScript gives a hash that was lost (see above) the spend a replica knows

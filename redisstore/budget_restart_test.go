@@ -309,3 +309,33 @@ func TestBudgetLostRollingWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetSettleDuringFreezeCountsOnce: a Settle sent to a frozen Redis times out and
+// is kept to be sent again, but the frozen server runs it when it wakes up: sent again,
+// it must not count the spend a second time.
+func TestBudgetSettleDuringFreezeCountsOnce(t *testing.T) {
+	srv := startRedis(t)
+	spec := limitstore.BudgetSpec{Cap: 1000}
+	p := limitstore.BudgetPeriod{Slice: 3, Oldest: 3, Epoch: 3, TTL: time.Hour}
+	s := awayStore(srv, "twice-settled")
+	l := s.OpenBudget("b", spec)
+	check := srv.store(redisstore.WithPrefix("twice-settled")).OpenBudget("b", spec)
+	spend(t, l, p, 5) // connected, and the scripts loaded: what the frozen server receives, it runs
+	if r, err := l.Reserve(ctx(t), "", p, 30, false); err != nil || !r.OK {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	srv.freeze()
+	_, err := l.Settle(ctx(t), "", p, p.Slice, 30, 25) // times out: kept
+	srv.thaw()
+	if !errors.Is(err, redisstore.ErrUnavailable) {
+		t.Fatalf("a settle while Redis does not answer: %v", err)
+	}
+	waitBack(t, s)
+	if got := read(t, check, p); got.Spent != 30 {
+		t.Skipf("the frozen server did not run the timed-out settle (%+v): nothing sent twice", got)
+	}
+	read(t, l, p) // the ledger's next call sends the kept settle again
+	if got := read(t, check, p); got.Spent != 30 || got.Reserved != 0 {
+		t.Fatalf("after the settle was sent again: %+v; want 5 + 25 spent, each once, nothing reserved", got)
+	}
+}

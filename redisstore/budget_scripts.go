@@ -192,8 +192,10 @@ return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc}
 // counts spent; mode "cancel" takes back the reservation the token names, if it was taken
 // (a Reserve whose answer was lost), and counts nothing; mode "spend" counts spent (a
 // spend against the FailOpen ledger) once per token, which it keeps as ":<token>" in the
-// tokens' hash. A reservation taken in another incarnation of the hash was lost with it:
-// nothing is given back for it. It returns {spent, reserved, fired, incarnation,
+// tokens' hash. A settle whose token is no longer in the tokens' hash, in the incarnation
+// its reservation was taken in, ran already (its answer was lost, and it was sent again):
+// it counts nothing. A reservation taken in another incarnation of the hash was lost with
+// it: nothing is given back for it, and its spend is counted. It returns {spent, reserved, fired, incarnation,
 // counted}, the amounts as strings, counted 1 when spent was counted (0 for a cancel, a
 // slice that left the window, a spend already counted), or {"lost", incarnation}.
 var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
@@ -210,6 +212,9 @@ elseif tok ~= nil and tok ~= '' then
   if ARGV[11] == 'cancel' then
     atS, bS, xS = nil, '0', '0'
     if q then atS, bS = string.match(q, '^(%-?%d+):(%d+)$') end
+  elseif not q and ARGV[12] ~= '' and ARGV[12] == inc then
+    -- settled already (a settle sent again after its answer was lost): count nothing
+    bS, xS, counted = '0', '0', 0
   end
 end
 if ARGV[12] ~= '' and ARGV[12] ~= inc then bS = '0' end

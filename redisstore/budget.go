@@ -39,8 +39,10 @@ import (
 // Redis until their slice leaves the window (for a calendar window, its end).
 //
 // A key's hash that Redis loses while its window runs (a restart without persistence, a
-// failover to a replica that never had it, an eviction, a flush) is detected by each
-// ledger that knows spend of its own in the window, at its next call for the key: before
+// failover to a replica that never had it, an eviction, a flush) or rolls back (a restart
+// from a snapshot, a failover to a replica that lagged) is detected by each ledger that
+// knows spend in the window (and, for a rollback, saw a later write), at its next call
+// for the key: before
 // that call runs, the ledger restores its own spend in each slice of the window and the
 // window's total it last read (the hash counts the larger of the sum of the replicas' own
 // spend and the largest total restored). Each ledger keeps, per key in use, the slices of
@@ -178,7 +180,7 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	}
 	inc := replyInc(v, 6)
 	l.mu.Lock()
-	l.saw(key, p, inc, res)
+	l.saw(key, p, inc, replyVersion(v, 7), res)
 	if res.OK && token != "" {
 		k := heldKey{key, p.Slice, amount}
 		l.taken[k] = append(l.taken[k], takenRes{token, inc})
@@ -210,7 +212,7 @@ func (l *ledger) takeToken(key string, slice, reserved int64) takenRes {
 // return.
 func reserveResult(v any) (res limitstore.BudgetResult, ok bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 7 {
+	if !ok || len(a) != 8 {
 		return res, false
 	}
 	okN, e1 := replyInt(a[0])
@@ -337,7 +339,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
 	}
 	l.mu.Lock()
-	l.saw(key, p, replyInc(v, 3), res)
+	l.saw(key, p, replyInc(v, 3), replyVersion(v, 5), res)
 	if a := v.([]any); a[4] == int64(1) { // settleResult checked the shape
 		l.spentHere(key, slice, spent)
 	}
@@ -349,7 +351,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 // return.
 func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 5 {
+	if !ok || len(a) != 6 {
 		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])

@@ -16,12 +16,13 @@ import (
 // carries an incarnation, a random id written when the hash is created, and each ledger
 // remembers, per key (keyMemo), the incarnation it last saw, the spend it settled there
 // itself in each slice of the window, and the window's totals it last read. A script
-// called with the remembered incarnation (while the ledger knows spend of its own in the
-// window) changes nothing when the hash holds another, or none, and answers "lost": the
-// ledger then restores what it knows into the new hash (its own spend in each slice, and
-// the largest total it read: the hash counts the larger of the sum of the replicas' own
-// and the largest total any of them read), once per incarnation, and calls again. See
-// BUDGETS.md for what survives what.
+// called with the remembered incarnation (while the ledger knows spend in the window)
+// changes nothing when the hash holds another, or none, and answers "lost"; a hash rolled
+// back (fewer writes of spend than the ledger saw) is replaced by a new incarnation that
+// counts what it held. The ledger then restores what it knows into the new hash (its own
+// spend in each slice, and the largest total it read: the hash counts the larger of the
+// sum of the replicas' own and the largest total any of them read), once per
+// incarnation, and calls again. See BUDGETS.md for what survives what.
 
 // maxRestores bounds the restores one call makes before it gives up: a hash that keeps
 // changing under it.
@@ -33,8 +34,10 @@ var errRestoring error = &unavailableError{msg: "redisstore: redis unavailable: 
 
 // keyMemo is what a ledger knows of one key's hash in Redis.
 type keyMemo struct {
-	// inc is the incarnation of the hash last seen.
+	// inc is the incarnation of the hash last seen, and v the largest count of its
+	// writes of spend seen in it (see budgetSettleScript).
 	inc string
+	v   int64
 	// mine is what this ledger settled in Redis itself, by slice, ascending: the spend it
 	// restores into a hash that was lost. Slices that left the window are dropped.
 	mine []sliceSpend
@@ -90,12 +93,13 @@ func (l *ledger) expect(key string, p limitstore.BudgetPeriod) string {
 	if m == nil || m.inc == "" {
 		return ""
 	}
+	expect := m.inc + ":" + strconv.FormatInt(m.v, 10)
 	if m.known > 0 && m.knownAt >= p.Oldest {
-		return m.inc
+		return expect
 	}
 	for _, s := range m.mine {
 		if s.id >= p.Oldest && s.spent > 0 {
-			return m.inc
+			return expect
 		}
 	}
 	return ""
@@ -135,7 +139,7 @@ func (l *ledger) restore(ctx context.Context, key string, p limitstore.BudgetPer
 	case "ok":
 		l.mu.Lock()
 		if m := l.memo[key]; m != nil {
-			m.inc = inc
+			m.inc, m.v = inc, 0 // the replies of its calls tell v
 		}
 		l.mu.Unlock()
 		return nil
@@ -145,11 +149,16 @@ func (l *ledger) restore(ctx context.Context, key string, p limitstore.BudgetPer
 	return l.s.badReply(v)
 }
 
-// saw records an answer from key's hash in incarnation inc, in period p. l.mu is held.
-func (l *ledger) saw(key string, p limitstore.BudgetPeriod, inc string, res limitstore.BudgetResult) {
+// saw records an answer from key's hash in incarnation inc, whose count of writes of
+// spend was v, in period p. l.mu is held.
+func (l *ledger) saw(key string, p limitstore.BudgetPeriod, inc string, v int64, res limitstore.BudgetResult) {
 	m := l.memoOf(key, p)
-	if inc != "" {
-		m.inc = inc
+	switch {
+	case inc == "":
+	case inc != m.inc:
+		m.inc, m.v = inc, v
+	default:
+		m.v = max(m.v, v)
 	}
 	m.known, m.used, m.knownAt = res.Spent, satAdd(res.Spent, res.Reserved), p.Slice
 }
@@ -255,6 +264,15 @@ func replyInc(v any, i int) string {
 		return s
 	}
 	return ""
+}
+
+// replyVersion returns the count of writes at index i of a script's reply, 0 if none.
+func replyVersion(v any, i int) int64 {
+	if a, ok := v.([]any); ok && i < len(a) {
+		n, _ := replyInt(a[i])
+		return n
+	}
+	return 0
 }
 
 // newID returns a random id: an incarnation, or a ledger's name among replicas.

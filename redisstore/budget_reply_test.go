@@ -229,7 +229,7 @@ func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
 		t.Fatalf("tokens left: %q, %v; want the local spend's mark only", toks, err)
 	}
 	fields, err := rdb.HKeys(ctx(t), "{phantom:budget:1:b}:").Result()
-	if err != nil || len(fields) != 6 {
-		t.Fatalf("the budget's hash holds %v, %v; want s1, r1, e, f, h and i (its incarnation)", fields, err)
+	if err != nil || len(fields) != 7 {
+		t.Fatalf("the budget's hash holds %v, %v; want s1, r1, e, f, h, i and v (its incarnation and count of writes)", fields, err)
 	}
 }

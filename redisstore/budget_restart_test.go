@@ -39,12 +39,13 @@ func read(t *testing.T, l limitstore.Ledger, p limitstore.BudgetPeriod) limitsto
 
 // TestBudgetSurvivesLostRedisState: two replicas spent 90 of a cap of 100; then Redis
 // loses the budget's hash — restarted empty (no persistence, as a failover to an empty
-// replica), flushed, or the key evicted. The replicas detect it at their next call and
-// restore what they know before admitting: the window reads 90 again, and together they
-// spend only the 10 left. A lost Redis used to read 0 and let them spend the whole cap
-// again.
+// replica), flushed, or the key evicted — or rolls it back (restarted from a snapshot
+// taken after the first 60, as a failover to a replica that lagged). The replicas detect
+// it at their next call and restore what they know before admitting: the window reads 90
+// again, and together they spend only the 10 left. A lost Redis used to read 0 (or 60)
+// and let them spend the whole cap again.
 func TestBudgetSurvivesLostRedisState(t *testing.T) {
-	for _, how := range []string{"restart", "flushall", "evicted"} {
+	for _, how := range []string{"restart", "flushall", "evicted", "snapshot"} {
 		t.Run(how, func(t *testing.T) {
 			srv := startRedis(t)
 			spec := limitstore.BudgetSpec{Cap: 100}
@@ -52,12 +53,17 @@ func TestBudgetSurvivesLostRedisState(t *testing.T) {
 			a := srv.store(redisstore.WithPrefix("lost")).OpenBudget("b", spec)
 			b := srv.store(redisstore.WithPrefix("lost")).OpenBudget("b", spec)
 			spend(t, a, p, 60)
+			if how == "snapshot" {
+				if err := srv.client().Save(ctx(t)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			spend(t, b, p, 30)
 			if r := read(t, a, p); r.Spent != 90 {
 				t.Fatalf("before the loss: %+v", r)
 			}
 			switch how {
-			case "restart":
+			case "restart", "snapshot":
 				srv.stop()
 				srv.start()
 			case "flushall":

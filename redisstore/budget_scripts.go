@@ -14,6 +14,9 @@ import "github.com/redis/go-redis/v9"
 //	        hash that vanished (a restart, a failover to an empty replica, an eviction)
 //	        comes back with another
 //	k<rid>  replica rid restored its spend into this incarnation
+//	v       how many settles and restores counted spend in this incarnation: a hash
+//	        rolled back (restored from a snapshot, or by a failover to a replica that
+//	        lagged) holds fewer than a replica saw
 //	e       the epoch the flags below belong to
 //	f       the soft thresholds reached in the epoch, one bit each
 //	h       1 once a reservation was refused in the epoch
@@ -24,11 +27,13 @@ import "github.com/redis/go-redis/v9"
 //
 // A window's spend is the sum of its slices' s<id>, plus the restored spend: the larger
 // of the sum of its c<id> and m (while slice n is in the window). Every script takes, as
-// ARGV[5], the incarnation its caller last saw while it knows spend of its own in the
-// window ("" when it knows none, or nothing yet): when the hash holds another, or none,
-// the script changes nothing and answers {"lost", incarnation or ""}; the caller restores
-// what it knows (budgetRestoreScript) and calls again. ARGV[6] is the incarnation to
-// write when the hash has none.
+// ARGV[5], "<incarnation>:<v>", the incarnation and the largest v its caller saw while it
+// knows spend in the window ("" when it knows none, or nothing yet): when the hash holds
+// another incarnation, or none, the script changes nothing and answers {"lost",
+// incarnation or ""}; when it holds a smaller v (it was rolled back), the script replaces
+// it with a new incarnation whose m is what the old one counted, and answers {"lost",
+// new incarnation}. The caller restores what it knows (budgetRestoreScript) and calls
+// again. ARGV[6] is the incarnation to write when the hash has none.
 //
 // Amounts are the caller's int64 money (picodollars), passed and stored as decimal
 // strings. A Lua number (a double) holds integers exactly only to 2^53, about $9,007 in
@@ -77,7 +82,7 @@ local slice, oldest, epoch, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber
 local all = redis.call('HGETALL', key)
 local ids, sp, rs, cc = {}, {}, {}, {}
 local e, f, hard = nil, 0, 0
-local inc, mS, n = nil, nil, nil
+local inc, mS, n, ver = nil, nil, nil, 0
 local gone = {}
 for i = 1, #all, 2 do
   local k, v = all[i], all[i + 1]
@@ -88,6 +93,7 @@ for i = 1, #all, 2 do
   elseif k == 'i' then inc = v
   elseif k == 'm' then mS = v
   elseif k == 'n' then n = tonumber(v)
+  elseif k == 'v' then ver = tonumber(v) or 0
   elseif c == 's' or c == 'r' or c == 'c' then
     local id = tonumber(string.sub(k, 2))
     if id == nil or id < oldest then
@@ -99,7 +105,12 @@ for i = 1, #all, 2 do
     end
   end
 end
-if ARGV[5] ~= '' and inc ~= ARGV[5] then return {'lost', inc or ''} end
+local expInc, expVer = ARGV[5], nil
+if expInc ~= '' then
+  local ei, ev = string.match(expInc, '^([^:]*):(%d+)$')
+  if ei ~= nil then expInc, expVer = ei, tonumber(ev) end
+  if inc ~= expInc then return {'lost', inc or ''} end
+end
 if inc == nil then
   inc = ARGV[6]
   redis.call('HSET', key, 'i', inc)
@@ -134,13 +145,23 @@ end
 local function slot(id)
   if sp[id] == nil then ids[#ids + 1] = id; sp[id] = {0, 0}; rs[id] = {0, 0}; cc[id] = {0, 0} end
 end
+if expVer ~= nil and ver < expVer then
+  -- rolled back (a restart from a snapshot, a failover to a replica that lagged): start a
+  -- new incarnation that counts what this one holds as restored spend, for the replicas
+  -- to restore their own into
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'i', ARGV[6], 'm', str(spH, spL), 'n', ARGV[1], 'e', string.format('%.0f', e),
+    'f', string.format('%.0f', f), 'h', string.format('%.0f', hard))
+  keep()
+  return {'lost', ARGV[6]}
+end
 `
 
 // budgetReserveScript takes a reservation: ARGV = slice, oldest, epoch, TTL (ms), the
 // incarnation expected and the one to write, amount, over ("1" admits past the cap), cap,
 // token ("" for none); KEYS = the budget key's hash, its tokens' hash. A reservation
 // taken is recorded under its token. It returns {ok, spent, reserved, firedHard,
-// freeAfter, never, incarnation}, the amounts and freeAfter as strings, or {"lost",
+// freeAfter, never, incarnation, v}, the amounts and freeAfter as strings, or {"lost",
 // incarnation}.
 var budgetReserveScript = redis.NewScript(luaBudgetPrelude + `
 local aH, aL = parse(ARGV[7])
@@ -172,7 +193,7 @@ if not over and (never or less(roomH, roomL, uH, uL)) then
   keep()
   local nv = 0
   if never then nv = 1 end
-  return {0, str(spH, spL), str(rsH, rsL), firedHard, string.format('%.0f', freeAfter), nv, inc}
+  return {0, str(spH, spL), str(rsH, rsL), firedHard, string.format('%.0f', freeAfter), nv, inc, ver}
 end
 slot(slice)
 local rH, rL = add(rs[slice][1], rs[slice][2], aH, aL)
@@ -182,7 +203,7 @@ if ARGV[10] ~= nil and ARGV[10] ~= '' then
 end
 rsH, rsL = add(rsH, rsL, aH, aL)
 keep()
-return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc}
+return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc, ver}
 `)
 
 // budgetSettleScript ends a reservation: ARGV = slice, oldest, epoch, TTL (ms), the
@@ -195,9 +216,10 @@ return {1, str(spH, spL), str(rsH, rsL), 0, '0', 0, inc}
 // tokens' hash. A settle whose token is no longer in the tokens' hash, in the incarnation
 // its reservation was taken in, ran already (its answer was lost, and it was sent again):
 // it counts nothing. A reservation taken in another incarnation of the hash was lost with
-// it: nothing is given back for it, and its spend is counted. It returns {spent, reserved, fired, incarnation,
-// counted}, the amounts as strings, counted 1 when spent was counted (0 for a cancel, a
-// slice that left the window, a spend already counted), or {"lost", incarnation}.
+// it: nothing is given back for it, and its spend is counted. It returns {spent,
+// reserved, fired, incarnation, counted, v}, the amounts as strings, counted 1 when spent
+// was counted (0 for a cancel, a slice that left the window, a spend already counted), or
+// {"lost", incarnation}.
 var budgetSettleScript = redis.NewScript(luaBudgetPrelude + `
 local atS, bS, xS = ARGV[7], ARGV[8], ARGV[9]
 local tok = ARGV[10]
@@ -244,8 +266,9 @@ for i = 13, last do
   end
 end
 if fired > 0 then redis.call('HSET', key, 'f', string.format('%.0f', f)) end
+if counted == 1 then ver = redis.call('HINCRBY', key, 'v', 1) end
 keep()
-return {str(spH, spL), str(rsH, rsL), fired, inc, counted}
+return {str(spH, spL), str(rsH, rsL), fired, inc, counted, ver}
 `)
 
 // budgetRestoreScript gives a hash that was lost (see above) the spend a replica knows
@@ -281,6 +304,7 @@ if at ~= nil and at >= oldest then
   end
 end
 redis.call('HSET', key, 'k' .. ARGV[7], '1')
+redis.call('HINCRBY', key, 'v', 1)
 keep()
 return {'ok', inc}
 `)

@@ -115,14 +115,15 @@ func (l *ledger) restore(ctx context.Context, key string, p limitstore.BudgetPer
 		if m.knownAt >= p.Oldest {
 			floor, at = strconv.FormatInt(m.known, 10), strconv.FormatInt(m.knownAt, 10)
 		}
-		args = append(args, floor, at)
+		args = append(args, floor, at, len(l.soft))
+		args = append(args, l.soft...)
 		for _, s := range m.mine {
 			if s.id >= p.Oldest && s.spent > 0 {
 				args = append(args, strconv.FormatInt(s.id, 10), strconv.FormatInt(s.spent, 10))
 			}
 		}
 	} else {
-		args = append(args, floor, at)
+		args = append(args, floor, at, 0)
 	}
 	l.mu.Unlock()
 	v, err := l.s.run(ctx, budgetRestoreScript, l.keys(key), args...)

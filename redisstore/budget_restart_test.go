@@ -48,7 +48,7 @@ func TestBudgetSurvivesLostRedisState(t *testing.T) {
 	for _, how := range []string{"restart", "flushall", "evicted", "snapshot"} {
 		t.Run(how, func(t *testing.T) {
 			srv := startRedis(t)
-			spec := limitstore.BudgetSpec{Cap: 100}
+			spec := limitstore.BudgetSpec{Cap: 100, Soft: []int64{50, 95}}
 			p := limitstore.BudgetPeriod{Slice: 1000, Oldest: 1000, Epoch: 1000, TTL: time.Hour}
 			a := srv.store(redisstore.WithPrefix("lost")).OpenBudget("b", spec)
 			b := srv.store(redisstore.WithPrefix("lost")).OpenBudget("b", spec)
@@ -83,15 +83,21 @@ func TestBudgetSurvivesLostRedisState(t *testing.T) {
 				t.Fatalf("after the loss and both replicas' next call, the window reads %+v; want 90 spent", r)
 			}
 			var took int64
+			var fired uint32
 			for _, l := range []limitstore.Ledger{a, b, a, b} {
 				if r, err := l.Reserve(ctx(t), "", p, 5, false); err != nil {
 					t.Fatal(err)
 				} else if r.OK {
 					took += 5
-					if _, err := l.Settle(ctx(t), "", p, p.Slice, 5, 5); err != nil {
+					r, err := l.Settle(ctx(t), "", p, p.Slice, 5, 5)
+					if err != nil {
 						t.Fatal(err)
 					}
+					fired |= r.Fired
 				}
+			}
+			if fired != 0b10 {
+				t.Fatalf("soft thresholds fired after the loss: %b; want only the second (95), the first fired before", fired)
 			}
 			if took != 10 {
 				t.Fatalf("the replicas spent %d after the loss; want the 10 left", took)

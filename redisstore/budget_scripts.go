@@ -274,22 +274,27 @@ return {str(spH, spL), str(rsH, rsL), fired, inc, counted, ver}
 // budgetRestoreScript gives a hash that was lost (see above) the spend a replica knows
 // of: ARGV = slice, oldest, epoch, TTL (ms), the incarnation the replica was told ("" for
 // none: the hash was gone) and the one to write, the replica's id, the largest window
-// total it last read and the slice it read it in, then pairs of a slice and what the
-// replica itself spent there. A replica restores into an incarnation once (k<id>): its
-// spend is added to the c<id>, and its total raises m. It returns {"ok", incarnation},
+// total it last read and the slice it read it in, the number of soft thresholds and the
+// thresholds, then pairs of a slice and what the replica itself spent there. A replica
+// restores into an incarnation once (k<id>): its spend is added to the c<id>, its total
+// raises m, and the soft thresholds the window's spend then reaches are marked reached
+// (they fired in the lost hash). It returns {"ok", incarnation},
 // or {"lost", incarnation} when the hash changed again.
 var budgetRestoreScript = redis.NewScript(luaBudgetPrelude + `
 if redis.call('HEXISTS', key, 'k' .. ARGV[7]) == 1 then
   keep()
   return {'ok', inc}
 end
-for i = 10, #ARGV - 1, 2 do
+local nSoft = tonumber(ARGV[10]) or 0
+local cH, cL = ccH, ccL
+for i = 11 + nSoft, #ARGV - 1, 2 do
   local id = tonumber(ARGV[i])
   if id ~= nil and id >= oldest then
     slot(id)
     local aH, aL = parse(ARGV[i + 1])
     local h, l = add(cc[id][1], cc[id][2], aH, aL)
     cc[id] = {h, l}
+    cH, cL = add(cH, cL, aH, aL)
     redis.call('HSET', key, 'c' .. string.format('%.0f', id), str(h, l))
   end
 end
@@ -297,12 +302,25 @@ local at = tonumber(ARGV[9])
 if at ~= nil and at >= oldest then
   local fH, fL = parse(ARGV[8])
   if less(mH, mL, fH, fL) then
+    mH, mL = fH, fL
     redis.call('HSET', key, 'm', str(fH, fL))
   end
   if n == nil or n < at then
     redis.call('HSET', key, 'n', string.format('%.0f', at))
   end
 end
+-- the soft thresholds the restored spend reaches were reached in the lost hash: they
+-- fired there
+local tH, tL = 0, 0
+for _, id in ipairs(ids) do tH, tL = add(tH, tL, sp[id][1], sp[id][2]) end
+if less(cH, cL, mH, mL) then tH, tL = add(tH, tL, mH, mL) else tH, tL = add(tH, tL, cH, cL) end
+local f0 = f
+for j = 1, nSoft do
+  local bit_j = 2 ^ (j - 1)
+  local sH, sL = parse(ARGV[10 + j])
+  if not less(tH, tL, sH, sL) and math.floor(f / bit_j) % 2 == 0 then f = f + bit_j end
+end
+if f ~= f0 then redis.call('HSET', key, 'f', string.format('%.0f', f)) end
 redis.call('HSET', key, 'k' .. ARGV[7], '1')
 redis.call('HINCRBY', key, 'v', 1)
 keep()

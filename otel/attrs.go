@@ -1,8 +1,10 @@
 package otel
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -143,8 +145,8 @@ func newSetEntry(kvs []attribute.KeyValue, tokens bool) *setEntry {
 	o := metric.WithAttributeSet(set)
 	e := &setEntry{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}, set: set}
 	if tokens {
-		e.in = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, keyTokenType.String(tokenInput))...))}
-		e.out = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, keyTokenType.String(tokenOutput))...))}
+		e.in = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, str(keyTokenType, tokenInput))...))}
+		e.out = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, str(keyTokenType, tokenOutput))...))}
 	}
 	return e
 }
@@ -156,9 +158,9 @@ func (t *Telemetry) withAttemptSpan(e *setEntry, op, upstream, model string) *se
 	if upstream == "" {
 		e.name = "attempt"
 	}
-	e.span = []attribute.KeyValue{keyOperation.String(op), keyProvider.String(t.providerName(upstream)), keyUpstream.String(upstream)}
+	e.span = []attribute.KeyValue{str(keyOperation, op), str(keyProvider, t.providerName(upstream)), str(keyUpstream, upstream)}
 	if model != "" {
-		e.span = append(e.span, keyRequestModel.String(model))
+		e.span = append(e.span, str(keyRequestModel, model))
 	}
 	return e
 }
@@ -187,7 +189,7 @@ func (c *setCache) lookup(k *setKey) *setEntry {
 	if e := last.Load(); e != nil && e.key == *k {
 		return e
 	}
-	if e, ok := c.m.load(*k); ok {
+	if e, ok := c.m.load(k.hash(), *k); ok {
 		last.Store(e)
 		return e
 	}
@@ -218,7 +220,7 @@ func (c *setCache) lastCall(op string, e *llmclient.Event) *setEntry {
 // add keeps e as the set of *k (unless the cache is full) and returns it.
 func (c *setCache) add(k *setKey, e *setEntry) *setEntry {
 	e.key = *k
-	c.m.store(*k, e, maxCachedSets)
+	c.m.store(k.hash(), *k, e, maxCachedSets)
 	return e
 }
 
@@ -230,16 +232,31 @@ func (c *setCache) reset() {
 	}
 }
 
-// cowMap is a copy-on-write map: a load takes no lock and allocates nothing; a store
-// copies the map under a lock, unless it already holds max entries (then the value is
-// not kept). It is safe for concurrent use.
+// cowMap is a map split into cowShards copy-on-write shards by a hash of the key that
+// the caller passes: a load takes no lock and allocates nothing; a store copies only its
+// shard's map, under the shard's lock, so a new entry costs the same however many the
+// map holds. Beyond max entries in all, a value is not kept. It is safe for concurrent
+// use.
 type cowMap[K comparable, V any] struct {
+	n      atomic.Int64 // entries, over every shard
+	shards [cowShards]cowShard[K, V]
+}
+
+type cowShard[K comparable, V any] struct {
 	mu sync.Mutex
 	m  atomic.Pointer[map[K]V]
 }
 
-func (c *cowMap[K, V]) load(k K) (V, bool) {
-	if m := c.m.Load(); m != nil {
+// cowShards is how many shards a cowMap has: with maxCachedSets entries, a store copies
+// about 16.
+const cowShards = 256
+
+func (c *cowMap[K, V]) shard(h uint64) *cowShard[K, V] {
+	return &c.shards[(h*0x9E3779B97F4A7C15)>>56] // the top 8 bits of a Fibonacci hash
+}
+
+func (c *cowMap[K, V]) load(h uint64, k K) (V, bool) {
+	if m := c.shard(h).m.Load(); m != nil {
 		v, ok := (*m)[k]
 		return v, ok
 	}
@@ -247,16 +264,26 @@ func (c *cowMap[K, V]) load(k K) (V, bool) {
 	return zero, false
 }
 
-func (c *cowMap[K, V]) store(k K, v V, max int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.m.Load()
+func (c *cowMap[K, V]) store(h uint64, k K, v V, max int) {
+	sh := c.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	old := sh.m.Load()
 	n := 0
 	if old != nil {
 		n = len(*old)
+		if _, ok := (*old)[k]; ok {
+			return // another caller kept one first
+		}
 	}
-	if n >= max {
-		return
+	for {
+		total := c.n.Load()
+		if total >= int64(max) {
+			return
+		}
+		if c.n.CompareAndSwap(total, total+1) {
+			break
+		}
 	}
 	m := make(map[K]V, n+1)
 	if old != nil {
@@ -265,13 +292,30 @@ func (c *cowMap[K, V]) store(k K, v V, max int) {
 		}
 	}
 	m[k] = v
-	c.m.Store(&m)
+	sh.m.Store(&m)
 }
 
 func (c *cowMap[K, V]) reset() {
-	c.mu.Lock()
-	c.m.Store(nil)
-	c.mu.Unlock()
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		if old := sh.m.Load(); old != nil {
+			c.n.Add(-int64(len(*old)))
+			sh.m.Store(nil)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// hashSeed seeds the hashes that pick a cowMap's shard.
+var hashSeed = maphash.MakeSeed()
+
+// hash picks k's shard: the strings a caller can vary (models) are hashed, the other
+// fields mixed in.
+func (k *setKey) hash() uint64 {
+	h := maphash.String(hashSeed, k.model) ^ 3*maphash.String(hashSeed, k.respModel) ^ 5*maphash.String(hashSeed, k.upstream)
+	return h ^ uint64(k.kind) ^ uint64(k.class)<<8 ^ uint64(k.status)<<16 ^ uint64(len(k.key))<<32 ^ uint64(len(k.aux))<<40 ^
+		uint64(len(k.op))<<48
 }
 
 // The gen_ai.response.finish_reasons of the finish reasons llmclient names, made once:
@@ -302,5 +346,32 @@ func finishReasons(r llmclient.FinishReason) attribute.KeyValue {
 	case llmclient.FinishOther:
 		return finishOther
 	}
-	return keyFinishReasons.StringSlice([]string{string(r)})
+	return keyFinishReasons.StringSlice([]string{clampValue(string(r))})
 }
+
+// MaxValueLen is the most bytes of a string attribute value, and of the model in a call
+// span's name, that a Telemetry records: model names, upstream names, partitions, key
+// labels and the like come from callers (a gateway passes its clients' model names on),
+// and each distinct value is kept for the process's life, in the Telemetry's attribute
+// sets and in the metric SDK's. A longer value is cut, at a rune boundary, to at most
+// MaxValueLen bytes ending with "…"; values that differ only beyond the cut share their
+// metrics.
+const MaxValueLen = 256
+
+// clampValue returns s cut to MaxValueLen bytes as MaxValueLen says: s itself when it is
+// no longer, else a copy (a substring would keep the whole value alive).
+func clampValue(s string) string {
+	if len(s) <= MaxValueLen {
+		return s
+	}
+	n := MaxValueLen - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}
+
+const ellipsis = "…"
+
+// str is the attribute k with the value v clamped (see MaxValueLen).
+func str(k attribute.Key, v string) attribute.KeyValue { return k.String(clampValue(v)) }

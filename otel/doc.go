@@ -52,7 +52,17 @@
 // client) are children of the call span, not of the attempt. Spans need Middleware (typed
 // calls) or Transport (transport mode): Observe alone records metrics only.
 //
-// No span, event or metric holds prompt or completion text.
+// No span, event or metric holds prompt or completion text. A failed span's status
+// description names the failure from fields that hold none ("llmclient: bad_request:
+// upstream "a": status 422: invalid_value", with the cause when it is a sentinel, context
+// or network error): the vendor's message and the start of an error or malformed body,
+// which can quote the prompt or the completion, are left out unless WithErrorMessages
+// opts in.
+//
+// String attribute values and the model in a call span's name are cut to MaxValueLen
+// (256) bytes, at a rune boundary, ending with "…": model names come from callers, and
+// each distinct value is kept for the process's life. At most 4,096 attribute sets are
+// cached (beyond, a set is built for each use); adding one copies a 256th of the cache.
 //
 // # Metrics
 //

@@ -168,9 +168,9 @@ func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
 	}
 	k := setKey{kind: setCacheOp, aux: layer, key: result}
 	s := t.sets.get(k, func() *setEntry {
-		kvs := []attribute.KeyValue{keyCacheLayer.String(k.aux)}
+		kvs := []attribute.KeyValue{str(keyCacheLayer, k.aux)}
 		if k.key != "" {
-			kvs = append(kvs, keyCacheResult.String(k.key))
+			kvs = append(kvs, str(keyCacheResult, k.key))
 		}
 		return newSetEntry(kvs, false)
 	})
@@ -184,17 +184,17 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 	m := &t.m
 	var attempt *setEntry
 	if e.Local {
-		k := setKey{kind: setRefusal, upstream: e.Upstream, class: e.Class, aux: refusalReason(e.Err)}
+		k := setKey{kind: setRefusal, upstream: clampValue(e.Upstream), class: e.Class, aux: refusalReason(e.Err)}
 		s := t.sets.get(k, func() *setEntry {
-			return newSetEntry([]attribute.KeyValue{keyUpstream.String(k.upstream),
-				keyErrorType.String(errorType(k.class)), keyReason.String(k.aux)}, false)
+			return newSetEntry([]attribute.KeyValue{str(keyUpstream, k.upstream),
+				str(keyErrorType, errorType(k.class)), str(keyReason, k.aux)}, false)
 		})
 		m.refusals.Add(ctx, 1, s.add...)
 	} else {
 		op := opFor(c, e)
 		s := t.sets.lastAttempt(op, e)
 		if s == nil {
-			k := setKey{kind: setAttempt, op: op, upstream: e.Upstream, model: e.Model, class: e.Class, status: e.Status}
+			k := setKey{kind: setAttempt, op: op, upstream: clampValue(e.Upstream), model: clampValue(e.Model), class: e.Class, status: e.Status}
 			if s = t.sets.lookup(&k); s == nil {
 				s = t.sets.add(&k, t.attemptSet(&k))
 			}
@@ -205,11 +205,11 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 	if e.LimiterWait <= 0 {
 		return attempt
 	}
-	k := setKey{kind: setWait, upstream: e.Upstream, key: e.Key}
+	k := setKey{kind: setWait, upstream: clampValue(e.Upstream), key: clampValue(e.Key)}
 	s := t.sets.get(k, func() *setEntry {
-		kvs := []attribute.KeyValue{keyUpstream.String(k.upstream)}
+		kvs := []attribute.KeyValue{str(keyUpstream, k.upstream)}
 		if k.key != "" {
-			kvs = append(kvs, keyKey.String(k.key))
+			kvs = append(kvs, str(keyKey, k.key))
 		}
 		return newSetEntry(kvs, false)
 	})
@@ -219,13 +219,13 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 
 // attemptSet makes the set of the upstream calls of k, an attempt's key.
 func (t *Telemetry) attemptSet(k *setKey) *setEntry {
-	kvs := []attribute.KeyValue{keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)),
-		keyUpstream.String(k.upstream)}
+	kvs := []attribute.KeyValue{str(keyOperation, k.op), str(keyProvider, t.providerName(k.upstream)),
+		str(keyUpstream, k.upstream)}
 	if k.model != "" {
-		kvs = append(kvs, keyRequestModel.String(k.model))
+		kvs = append(kvs, str(keyRequestModel, k.model))
 	}
 	if et := errorType(k.class); et != "" {
-		kvs = append(kvs, keyErrorType.String(et))
+		kvs = append(kvs, str(keyErrorType, et))
 	}
 	if k.status != 0 {
 		kvs = append(kvs, keyStatus.Int(k.status))
@@ -261,7 +261,7 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 	op := opFor(c, e)
 	s := t.sets.lastCall(op, e)
 	if s == nil {
-		k := setKey{kind: setCall, op: op, upstream: e.Upstream, model: e.Model, respModel: e.ResponseModel, class: e.Class}
+		k := setKey{kind: setCall, op: op, upstream: clampValue(e.Upstream), model: clampValue(e.Model), respModel: clampValue(e.ResponseModel), class: e.Class}
 		if s = t.sets.lookup(&k); s == nil {
 			s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
 		}
@@ -292,10 +292,10 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 func (t *Telemetry) withCallSpan(e *setEntry, k *setKey) *setEntry {
 	e.span = make([]attribute.KeyValue, 0, 3)
 	if k.upstream != "" {
-		e.span = append(e.span, keyProvider.String(t.providerName(k.upstream)), keyUpstream.String(k.upstream))
+		e.span = append(e.span, str(keyProvider, t.providerName(k.upstream)), str(keyUpstream, k.upstream))
 	}
 	if k.respModel != "" {
-		e.span = append(e.span, keyResponseModel.String(k.respModel))
+		e.span = append(e.span, str(keyResponseModel, k.respModel))
 	}
 	return e
 }
@@ -303,18 +303,18 @@ func (t *Telemetry) withCallSpan(e *setEntry, k *setKey) *setEntry {
 // callAttrs are the attributes of the GenAI call metrics.
 func (t *Telemetry) callAttrs(k *setKey) []attribute.KeyValue {
 	kvs := make([]attribute.KeyValue, 0, 7)
-	kvs = append(kvs, keyOperation.String(k.op), keyProvider.String(t.providerName(k.upstream)))
+	kvs = append(kvs, str(keyOperation, k.op), str(keyProvider, t.providerName(k.upstream)))
 	if k.upstream != "" {
-		kvs = append(kvs, keyUpstream.String(k.upstream))
+		kvs = append(kvs, str(keyUpstream, k.upstream))
 	}
 	if k.model != "" {
-		kvs = append(kvs, keyRequestModel.String(k.model))
+		kvs = append(kvs, str(keyRequestModel, k.model))
 	}
 	if k.respModel != "" {
-		kvs = append(kvs, keyResponseModel.String(k.respModel))
+		kvs = append(kvs, str(keyResponseModel, k.respModel))
 	}
 	if et := errorType(k.class); et != "" {
-		kvs = append(kvs, keyErrorType.String(et))
+		kvs = append(kvs, str(keyErrorType, et))
 	}
 	return kvs
 }
@@ -322,13 +322,13 @@ func (t *Telemetry) callAttrs(k *setKey) []attribute.KeyValue {
 // recordDecision counts failovers, fallbacks, breaker changes, key cooldowns, evictions
 // and alerts.
 func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
-	k := setKey{kind: setDecision, upstream: e.Upstream, key: e.Key, class: e.Class, status: int(e.Kind)}
+	k := setKey{kind: setDecision, upstream: clampValue(e.Upstream), key: clampValue(e.Key), class: e.Class, status: int(e.Kind)}
 	var ctr metric.Int64Counter
 	switch e.Kind {
 	case llmclient.EventFailover:
-		ctr, k.aux = t.m.failovers, e.Target
+		ctr, k.aux = t.m.failovers, clampValue(e.Target)
 	case llmclient.EventHedge:
-		ctr, k.aux = t.m.hedges, e.Target
+		ctr, k.aux = t.m.hedges, clampValue(e.Target)
 	case llmclient.EventFallback:
 		ctr = t.m.fallbacks
 	case llmclient.EventBreaker:
@@ -345,19 +345,19 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 	s := t.sets.get(k, func() *setEntry {
 		var kvs []attribute.KeyValue
 		if k.upstream != "" {
-			kvs = append(kvs, keyUpstream.String(k.upstream))
+			kvs = append(kvs, str(keyUpstream, k.upstream))
 		}
 		if k.key != "" {
-			kvs = append(kvs, keyKey.String(k.key))
+			kvs = append(kvs, str(keyKey, k.key))
 		}
 		if et := errorType(k.class); et != "" {
-			kvs = append(kvs, keyErrorType.String(et))
+			kvs = append(kvs, str(keyErrorType, et))
 		}
 		switch e.Kind {
 		case llmclient.EventFailover, llmclient.EventHedge:
-			kvs = append(kvs, keyTarget.String(k.aux))
+			kvs = append(kvs, str(keyTarget, k.aux))
 		case llmclient.EventBreaker:
-			kvs = append(kvs, keyBreakerState.String(k.aux))
+			kvs = append(kvs, str(keyBreakerState, k.aux))
 		}
 		return newSetEntry(kvs, false)
 	})
@@ -370,5 +370,5 @@ func (t *Telemetry) recordBudget(ctx context.Context, e *llmclient.Event) {
 	if e.Budget == nil {
 		return
 	}
-	t.m.budgetEvents.Add(ctx, 1, metric.WithAttributes(keyBudget.String(e.Budget.Name), keyBudgetHard.Bool(e.Budget.Hard)))
+	t.m.budgetEvents.Add(ctx, 1, metric.WithAttributes(str(keyBudget, e.Budget.Name), keyBudgetHard.Bool(e.Budget.Hard)))
 }

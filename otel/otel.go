@@ -28,6 +28,8 @@ type Telemetry struct {
 	adapters atomic.Pointer[map[string]string]
 	sets     setCache
 	starts   startCache
+	// errorMessages is WithErrorMessages.
+	errorMessages bool
 }
 
 // Option configures New.
@@ -43,6 +45,7 @@ type config struct {
 	tp       trace.TracerProvider
 	mp       metric.MeterProvider
 	provider func(string) string
+	errors   bool
 }
 
 // WithTracerProvider sets where spans go. Default: the global provider
@@ -68,6 +71,18 @@ func WithProviderName(f func(upstream string) string) Option {
 	return optionFunc(func(c *config) { c.provider = f })
 }
 
+// WithErrorMessages sets whether a failed span's status description is the error's whole
+// text. An error's text holds the vendor's message, or the start of an error or malformed
+// body, which can quote the request's prompt (a 400 or 422 that repeats the offending
+// input) or the completion (a 2xx body cut short): opt in only where spans may hold
+// prompts and completions. Default false: the description names the failure from what
+// holds no text of the call, as "llmclient: bad_request: upstream "a": status 422:
+// invalid_value", with the cause when it is one of llmclient's sentinel errors, a context
+// error or a network error.
+func WithErrorMessages(on bool) Option {
+	return optionFunc(func(c *config) { c.errors = on })
+}
+
 // New returns a Telemetry with its instruments created. It fails only when the meter
 // refuses an instrument.
 func New(opts ...Option) (*Telemetry, error) {
@@ -87,6 +102,8 @@ func New(opts ...Option) (*Telemetry, error) {
 		tracer:   cfg.tp.Tracer(ScopeName),
 		meter:    cfg.mp.Meter(ScopeName),
 		provider: cfg.provider,
+
+		errorMessages: cfg.errors,
 	}
 	if err := t.m.init(t.meter); err != nil {
 		return nil, errors.Join(errors.New("llmclient/otel: creating instruments"), err)

@@ -3,7 +3,9 @@ package otel
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -217,7 +219,7 @@ func (c *call) ensure(model string) {
 	if c.span != nil {
 		return
 	}
-	st := c.t.starts.get(&startKey{op: c.op, model: model})
+	st := c.t.starts.get(&startKey{op: c.op, model: clampValue(model)})
 	opts := append(append(c.startOpts[:0], st.opts...), trace.WithTimestamp(c.start))
 	c.parent, c.span = c.t.tracer.Start(c.Context, st.name, opts...)
 	c.recording = c.span.IsRecording()
@@ -237,7 +239,7 @@ func (c *call) attempt(e *llmclient.Event, s *setEntry) {
 	}
 	t := c.t
 	if s == nil || s.name == "" || s.key.op != c.op {
-		k := setKey{kind: setAttemptSpan, op: c.op, upstream: e.Upstream, model: e.Model}
+		k := setKey{kind: setAttemptSpan, op: c.op, upstream: clampValue(e.Upstream), model: clampValue(e.Model)}
 		s = t.sets.get(k, func() *setEntry { return t.withAttemptSpan(&setEntry{}, k.op, k.upstream, k.model) })
 	}
 	start, end := e.Start, e.Time
@@ -253,7 +255,7 @@ func (c *call) attempt(e *llmclient.Event, s *setEntry) {
 	attrs := append(c.buf[:0], s.span...)
 	attrs = append(attrs, keyAttempt.Int(e.Attempt))
 	if e.Key != "" {
-		attrs = append(attrs, keyKey.String(e.Key))
+		attrs = append(attrs, str(keyKey, e.Key))
 	}
 	if e.Status != 0 {
 		attrs = append(attrs, keyStatus.Int(e.Status))
@@ -287,8 +289,8 @@ func (c *call) attempt(e *llmclient.Event, s *setEntry) {
 		attrs = append(attrs, keyTTFC.Float64(e.TimeToFirstToken.Seconds()))
 	}
 	if et := errorType(e.Class); et != "" {
-		attrs = append(attrs, keyErrorType.String(et))
-		span.SetStatus(codes.Error, errText(e.Err, et))
+		attrs = append(attrs, str(keyErrorType, et))
+		span.SetStatus(codes.Error, t.errText(e.Err, et))
 	}
 	span.SetAttributes(attrs...)
 	c.endOpts[0] = endAt
@@ -311,21 +313,21 @@ func (c *call) decision(e *llmclient.Event) {
 	}
 	attrs := c.buf[:0]
 	if e.Upstream != "" {
-		attrs = append(attrs, keyUpstream.String(e.Upstream))
+		attrs = append(attrs, str(keyUpstream, e.Upstream))
 	}
 	if e.Key != "" {
-		attrs = append(attrs, keyKey.String(e.Key))
+		attrs = append(attrs, str(keyKey, e.Key))
 	}
 	if et := errorType(e.Class); et != "" {
-		attrs = append(attrs, keyErrorType.String(et))
+		attrs = append(attrs, str(keyErrorType, et))
 	}
 	switch e.Kind {
 	case llmclient.EventFailover, llmclient.EventHedge:
-		attrs = append(attrs, keyTarget.String(e.Target))
+		attrs = append(attrs, str(keyTarget, e.Target))
 	case llmclient.EventFallback:
 		c.span.SetAttributes(keyFallback.Bool(true))
 	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
-		attrs = append(attrs, keyUntil.String(e.Until.UTC().Format(time.RFC3339Nano)))
+		attrs = append(attrs, str(keyUntil, e.Until.UTC().Format(time.RFC3339Nano)))
 	}
 	opts := []trace.EventOption{trace.WithAttributes(attrs...)}
 	if !e.Time.IsZero() {
@@ -364,14 +366,14 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 		attrs = append(attrs, keyCallID.Int64(int64(e.CallID)))
 	}
 	if e.Partition != "" {
-		attrs = append(attrs, keyPartition.String(e.Partition))
+		attrs = append(attrs, str(keyPartition, e.Partition))
 	}
 	if e.Chunks > 0 { // a stream that got its first chunk
 		attrs = append(attrs, keyTTFC.Float64(e.TimeToFirstToken.Seconds()), keyChunks.Int(e.Chunks))
 	}
 	if et := errorType(e.Class); et != "" {
-		attrs = append(attrs, keyErrorType.String(et))
-		c.span.SetStatus(codes.Error, errText(e.Err, et))
+		attrs = append(attrs, str(keyErrorType, et))
+		c.span.SetStatus(codes.Error, c.t.errText(e.Err, et))
 	}
 	c.span.SetAttributes(attrs...)
 	if e.Time.IsZero() {
@@ -412,14 +414,14 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	switch {
 	case err != nil:
 		et := llmclient.ClassOf(err).String()
-		attrs = append(attrs, keyErrorType.String(et))
-		c.span.SetStatus(codes.Error, errText(err, et))
+		attrs = append(attrs, str(keyErrorType, et))
+		c.span.SetStatus(codes.Error, c.t.errText(err, et))
 	case resp != nil:
 		if resp.Upstream != "" {
-			attrs = append(attrs, keyProvider.String(c.t.providerName(resp.Upstream)), keyUpstream.String(resp.Upstream))
+			attrs = append(attrs, str(keyProvider, c.t.providerName(resp.Upstream)), str(keyUpstream, resp.Upstream))
 		}
 		if resp.Model != "" {
-			attrs = append(attrs, keyResponseModel.String(resp.Model))
+			attrs = append(attrs, str(keyResponseModel, resp.Model))
 		}
 		if resp.FinishReason != llmclient.FinishNone {
 			attrs = append(attrs, finishReasons(resp.FinishReason))
@@ -434,11 +436,75 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	c.span.End()
 }
 
-// errText is the span status of a failure: the error's message (the Client's errors
-// never hold a key), else its class.
-func errText(err error, class string) string {
+// errText is the span status description of a failure of class: without
+// WithErrorMessages, the failure named from the fields of the Client's error that hold no
+// text of the call (see statusText); with it, the error's whole text. The Client's errors
+// never hold a key.
+func (t *Telemetry) errText(err error, class string) string {
 	if err == nil {
 		return class
 	}
-	return err.Error()
+	if t.errorMessages {
+		return err.Error()
+	}
+	return statusText(err, class)
 }
+
+// statusText names a failure of class without the vendor's message or a body snippet:
+// "llmclient: <class>: upstream "<name>": status <n>: <code or type>", then the cause
+// when it is a sentinel of llmclient, a context error or a network error. An error that
+// is no *llmclient.Error is named by its class, or by its text when it is a context
+// error.
+func statusText(err error, class string) string {
+	var e *llmclient.Error
+	if !errors.As(err, &e) {
+		if safeCause(err) {
+			return err.Error()
+		}
+		return class
+	}
+	var b strings.Builder
+	b.WriteString("llmclient: ")
+	b.WriteString(e.Class.String())
+	if e.Upstream != "" {
+		b.WriteString(": upstream ")
+		b.WriteString(strconv.Quote(clampValue(e.Upstream)))
+	}
+	if e.Status != 0 {
+		b.WriteString(": status ")
+		b.WriteString(strconv.Itoa(e.Status))
+	}
+	if code := e.Code; code != "" || e.Type != "" {
+		if code == "" {
+			code = e.Type
+		}
+		b.WriteString(": ")
+		b.WriteString(clampValue(code))
+	}
+	if e.Err != nil && safeCause(e.Err) {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "llmclient: "))
+	}
+	return b.String()
+}
+
+// safeCause reports whether err's text holds nothing of a call's content: one of
+// llmclient's sentinel errors, a context error or a network error.
+func safeCause(err error) bool {
+	for _, s := range sentinels {
+		if err == s {
+			return true
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// sentinels are llmclient's sentinel errors: their text is fixed.
+var sentinels = [...]error{llmclient.ErrCircuitOpen, llmclient.ErrRateLimited, llmclient.ErrNoKey,
+	llmclient.ErrNoUpstream, llmclient.ErrRetryBudget, llmclient.ErrAttemptTimeout, llmclient.ErrFirstTokenTimeout,
+	llmclient.ErrIdleTimeout, llmclient.ErrStreamInterrupted, llmclient.ErrStreamTimeout, llmclient.ErrUnsupported,
+	llmclient.ErrContextWindow}

@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"hash/maphash"
 	"math"
 	"sync/atomic"
 
@@ -19,13 +20,18 @@ type startKey struct {
 	hasTemperature, hasTP bool
 }
 
+// hash picks k's shard of the cache.
+func (k *startKey) hash() uint64 {
+	return maphash.String(hashSeed, k.model) ^ uint64(len(k.op)) ^ uint64(k.maxTokens)<<8 ^ k.temperature ^ k.topP<<1
+}
+
 // startKeyOf is the startKey of a typed request.
 func startKeyOf(op string, req *llmclient.Request) startKey {
 	k := startKey{op: op}
 	if req == nil {
 		return k
 	}
-	k.model = req.Model
+	k.model = clampValue(req.Model)
 	if req.MaxTokens > 0 {
 		k.maxTokens = req.MaxTokens
 	}
@@ -53,10 +59,10 @@ type startEntry struct {
 
 func newStartEntry(k startKey) *startEntry {
 	attrs := make([]attribute.KeyValue, 0, 2)
-	attrs = append(attrs, keyOperation.String(k.op))
+	attrs = append(attrs, str(keyOperation, k.op))
 	name := k.op
 	if k.model != "" {
-		attrs = append(attrs, keyRequestModel.String(k.model))
+		attrs = append(attrs, str(keyRequestModel, k.model))
 		name = k.op + " " + k.model
 	}
 	var params []attribute.KeyValue
@@ -100,10 +106,11 @@ func (c *startCache) get(k *startKey) *startEntry {
 	if e := c.last.Load(); e != nil && e.key == *k {
 		return e
 	}
-	e, ok := c.m.load(*k)
+	h := k.hash()
+	e, ok := c.m.load(h, *k)
 	if !ok {
 		e = newStartEntry(*k)
-		c.m.store(*k, e, maxCachedStarts)
+		c.m.store(h, *k, e, maxCachedStarts)
 	}
 	c.last.Store(e)
 	return e

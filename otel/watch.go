@@ -48,23 +48,23 @@ func (t *Telemetry) observeSnapshot(o metric.Observer, s health.Snapshot) {
 		if cs.Semantic {
 			layer = "semantic"
 		}
-		attrs := metric.WithAttributes(keyCacheName.String(cs.Name), keyCacheLayer.String(layer))
+		attrs := metric.WithAttributes(str(keyCacheName, cs.Name), str(keyCacheLayer, layer))
 		o.ObserveInt64(m.cacheBytes, cs.Bytes, attrs)
 		o.ObserveInt64(m.cacheEntries, cs.Entries, attrs)
 		o.ObserveFloat64(m.cacheHitRate, cs.HitRate, attrs)
 		o.ObserveInt64(m.cacheEvictions, int64(min(cs.Evictions, uint64(math.MaxInt64))), attrs)
 	}
 	for _, u := range s.Upstreams {
-		up := keyUpstream.String(u.Name)
+		up := str(keyUpstream, u.Name)
 		for _, st := range breakerStates {
 			o.ObserveInt64(m.breakerState, b2i(u.Breaker.State == st),
-				metric.WithAttributes(up, keyBreakerState.String(st.String())))
+				metric.WithAttributes(up, str(keyBreakerState, st.String())))
 		}
 		o.ObserveInt64(m.upstreamInFlight, int64(u.InFlight), metric.WithAttributes(up))
 		for _, k := range u.Keys {
-			key := keyKey.String(k.Label)
+			key := str(keyKey, k.Label)
 			for _, st := range keyStates {
-				o.ObserveInt64(m.keyState, b2i(k.State == st), metric.WithAttributes(up, key, keyKeyState.String(string(st))))
+				o.ObserveInt64(m.keyState, b2i(k.State == st), metric.WithAttributes(up, key, str(keyKeyState, string(st))))
 			}
 			for _, l := range [...]struct {
 				dim string
@@ -73,7 +73,7 @@ func (t *Telemetry) observeSnapshot(o metric.Observer, s health.Snapshot) {
 				if l.l == nil {
 					continue
 				}
-				attrs := metric.WithAttributes(up, key, keyDimension.String(l.dim))
+				attrs := metric.WithAttributes(up, key, str(keyDimension, l.dim))
 				o.ObserveFloat64(m.limiterRemaining, l.l.Remaining, attrs)
 				o.ObserveFloat64(m.limiterCapacity, l.l.Capacity, attrs)
 				o.ObserveInt64(m.limiterLimit, l.l.Limit, attrs)
@@ -86,7 +86,7 @@ func (t *Telemetry) observeSnapshot(o metric.Observer, s health.Snapshot) {
 					if l.l == nil {
 						continue
 					}
-					attrs := metric.WithAttributes(up, key, keyDimension.String(l.dim))
+					attrs := metric.WithAttributes(up, key, str(keyDimension, l.dim))
 					o.ObserveFloat64(m.reportedRemaining, l.l.Remaining, attrs)
 					o.ObserveInt64(m.reportedLimit, l.l.Limit, attrs)
 				}

@@ -26,15 +26,28 @@ import (
 // While Redis cannot be reached (or answers what the store cannot use), under FailClosed
 // Reserve and Settle return an error wrapping ErrUnavailable (a Client then refuses the
 // attempt, class unavailable); under FailOpen Reserve admits against a ledger in this
-// process whose cap and soft thresholds are the budget's times WithLocalShare, and the
-// Settle of such a reservation is counted there, and in Redis when it answers by then
-// (reporting the soft thresholds either reached). A Settle of a reservation taken in
-// Redis that cannot reach it is kept (at most MaxPendingSettles per Store; the oldest
-// beyond are dropped) and sent again before the ledger's next call to Redis. A Reserve
-// whose answer is lost (a timeout, an unusable reply) may still have run in Redis: the
-// ledger takes back the reservation it may have taken there, if it did, in the same way.
-// A process that stops with attempts in flight leaves their reservations in Redis until
-// their slice leaves the window (for a calendar window, its end).
+// process whose cap and soft thresholds are the budget's times WithLocalShare, charged
+// with that share of what the window had spent and reserved when Redis last answered: the
+// share applies to what was left of the cap. The Settle of such a reservation is counted
+// there, and in Redis: at once when it answers by then (reporting the soft thresholds
+// either reached), else later, once. A Settle of a reservation taken in Redis that cannot
+// reach it, and the Redis side of a local one, are kept (at most MaxPendingSettles per
+// ledger; the oldest beyond are dropped) and sent again before the ledger's next call to
+// Redis. A Reserve whose answer is lost (a timeout, an unusable reply) may still have run
+// in Redis: the ledger takes back the reservation it may have taken there, if it did, in
+// the same way. A process that stops with attempts in flight leaves their reservations in
+// Redis until their slice leaves the window (for a calendar window, its end).
+//
+// A key's hash that Redis loses while its window runs (a restart without persistence, a
+// failover to a replica that never had it, an eviction, a flush) or rolls back (a restart
+// from a snapshot, a failover to a replica that lagged) is detected by each ledger that
+// knows spend in the window (and, for a rollback, saw a later write), at its next call
+// for the key: before
+// that call runs, the ledger restores its own spend in each slice of the window and the
+// window's total it last read (the hash counts the larger of the sum of the replicas' own
+// spend and the largest total restored). Each ledger keeps, per key in use, the slices of
+// the window it spent in. BUDGETS.md states what survives each fault, and the overspend
+// bound in each case.
 func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.Ledger {
 	spec.Cap = max(spec.Cap, 0)
 	soft := make([]any, 0, len(spec.Soft))
@@ -56,7 +69,9 @@ func (s *Store) OpenBudget(name string, spec limitstore.BudgetSpec) limitstore.L
 		soft:   soft,
 		local:  limitstore.NewLedger(limitstore.BudgetSpec{Cap: s.localShareOf(spec.Cap), Soft: localSoft}),
 		held:   make(map[heldKey]int),
-		taken:  make(map[heldKey][]string),
+		taken:  make(map[heldKey][]takenRes),
+		id:     newID(),
+		memo:   make(map[string]*keyMemo),
 	}
 }
 
@@ -71,8 +86,8 @@ func (s *Store) localShareOf(amount int64) int64 {
 
 var _ limitstore.BudgetStore = (*Store)(nil)
 
-// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a Store keeps
-// per ledger for Redis to come back.
+// MaxPendingSettles bounds the settles (and take-backs of lost reservations) a ledger
+// keeps for Redis to come back.
 const MaxPendingSettles = 10_000
 
 // maxBudgetSoft is the most soft thresholds a ledger reports (limitstore.BudgetSpec).
@@ -96,11 +111,22 @@ type ledger struct {
 	held map[heldKey]int
 	// taken are the tokens of the reservations taken in Redis and not yet settled, by key,
 	// slice and amount: a Settle ends one of them (of the same amount, any one will do).
-	taken map[heldKey][]string
-	// pending are settles of Redis reservations that could not reach it, and cancels of
+	taken map[heldKey][]takenRes
+	// pending are settles of Redis reservations that could not reach it, spends against
+	// local reservations not yet counted there, and cancels of
 	// Reserves whose answer was lost.
 	pending []pendingSettle
+
+	// id names this ledger among the replicas that restore a lost hash (see restore).
+	id string
+	// memo is what the ledger knows of each key's hash in Redis (see keyMemo).
+	memo        map[string]*keyMemo
+	memoSweepAt int
 }
+
+// takenRes is a reservation taken in Redis: its token, and the incarnation of the key's
+// hash it was taken in.
+type takenRes struct{ token, inc string }
 
 type heldKey struct {
 	key           string
@@ -111,10 +137,10 @@ type pendingSettle struct {
 	key                    string
 	p                      limitstore.BudgetPeriod
 	slice, reserved, spent int64
-	// token names the reservation in Redis ("" for none); cancel takes back the one a
-	// Reserve whose answer was lost may have taken, instead of settling.
-	token  string
-	cancel bool
+	// token names the reservation in Redis ("" for none), taken in incarnation inc of the
+	// key's hash ("" when unknown), or the spend of modeSpend; mode is the settle
+	// script's.
+	token, inc, mode string
 }
 
 // periodArgs returns the script arguments of period p: slice, oldest, epoch, TTL in ms.
@@ -138,9 +164,8 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 	if amount > 0 {
 		token = strconv.FormatUint(rand.Uint64(), 36)
 	}
-	args := append(periodArgs(p), strconv.FormatInt(amount, 10), o, l.cap, token)
 	sent := ctx.Err() == nil // else run returns at once, without calling Redis
-	v, err := l.s.run(ctx, budgetReserveScript, l.keys(key), args...)
+	v, err := l.run(ctx, budgetReserveScript, key, p, strconv.FormatInt(amount, 10), o, l.cap, token)
 	res, ok := reserveResult(v)
 	if err == nil && !ok {
 		err = l.s.badReply(v) // an answer the store cannot use is a failure of Redis
@@ -149,28 +174,30 @@ func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPer
 		if sent && err != errDown && token != "" {
 			// The script may have run (or may yet run): take its reservation back, if
 			// it took one, once Redis answers.
-			l.keep(pendingSettle{key: key, p: p, token: token, cancel: true})
+			l.keep(pendingSettle{key: key, p: p, token: token, mode: modeCancel})
 		}
 		return l.reserveLocally(ctx, key, p, amount, over, err)
 	}
+	inc := replyInc(v, 6)
+	l.mu.Lock()
+	l.saw(key, p, inc, replyVersion(v, 7), res)
 	if res.OK && token != "" {
 		k := heldKey{key, p.Slice, amount}
-		l.mu.Lock()
-		l.taken[k] = append(l.taken[k], token)
-		l.mu.Unlock()
+		l.taken[k] = append(l.taken[k], takenRes{token, inc})
 	}
+	l.mu.Unlock()
 	return res, nil
 }
 
 // takeToken returns the token of a reservation of reserved taken in Redis in key's
-// slice, and forgets it; "" when none is known.
-func (l *ledger) takeToken(key string, slice, reserved int64) string {
+// slice, and the incarnation it was taken in, and forgets it; zero when none is known.
+func (l *ledger) takeToken(key string, slice, reserved int64) takenRes {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := heldKey{key, slice, reserved}
 	ts := l.taken[k]
 	if len(ts) == 0 {
-		return ""
+		return takenRes{}
 	}
 	t := ts[len(ts)-1]
 	if len(ts) == 1 {
@@ -185,7 +212,7 @@ func (l *ledger) takeToken(key string, slice, reserved int64) string {
 // return.
 func reserveResult(v any) (res limitstore.BudgetResult, ok bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
+	if !ok || len(a) != 8 {
 		return res, false
 	}
 	okN, e1 := replyInt(a[0])
@@ -212,7 +239,13 @@ func (l *ledger) reserveLocally(ctx context.Context, key string, p limitstore.Bu
 	if l.s.cfg.mode == FailClosed || ctx.Err() != nil {
 		return limitstore.BudgetResult{}, err
 	}
+	l.mu.Lock()
+	l.chargeLocal(ctx, key, p)
+	l.mu.Unlock()
 	res, lerr := l.local.Reserve(ctx, key, p, amount, over)
+	l.mu.Lock()
+	res = l.localView(key, res)
+	l.mu.Unlock()
 	if lerr != nil || !res.OK {
 		return res, lerr
 	}
@@ -229,21 +262,32 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	reserved, spent = max(reserved, 0), max(spent, 0)
 	if l.takeLocal(key, slice, reserved) {
 		res, err := l.local.Settle(ctx, key, p, slice, reserved, spent)
+		l.mu.Lock()
+		res = l.localView(key, res)
+		l.mu.Unlock()
 		if spent > 0 { // the shared spend, when Redis answers again by now
-			if shared, rerr := l.settle(ctx, key, p, slice, 0, spent, "", false); rerr == nil {
+			// Sent once: the script counts a spend of a token once, however often it
+			// comes (a lost answer may hide one that ran).
+			tr := takenRes{token: newID()}
+			shared, rerr := l.settle(ctx, key, p, slice, 0, spent, tr, modeSpend)
+			if rerr == nil {
 				// The thresholds the shared window reached with it are this settle's to
 				// report (Redis marked them reached), and so are the local ledger's.
 				shared.Fired |= res.Fired
 				return shared, err
 			}
+			if !errors.Is(rerr, errBadBudgetReply) && ctx.Err() == nil {
+				l.keep(pendingSettle{key: key, p: p, slice: slice, spent: spent, token: tr.token, mode: modeSpend})
+			}
 		}
 		return res, err
 	}
-	token := l.takeToken(key, slice, reserved)
+	tr := l.takeToken(key, slice, reserved)
 	l.flush(ctx)
-	res, err := l.settle(ctx, key, p, slice, reserved, spent, token, false)
+	res, err := l.settle(ctx, key, p, slice, reserved, spent, tr, modeSettle)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
-		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: token})
+		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc,
+			mode: modeSettle})
 	}
 	return res, err
 }
@@ -271,18 +315,22 @@ func (l *ledger) takeLocal(key string, slice, reserved int64) bool {
 
 var errBadBudgetReply = errors.New("redisstore: unexpected budget reply")
 
-// settle runs the settle script: a settle of the reservation token names (or of none),
-// or with cancel the take-back of the reservation a lost Reserve may have made.
+// The settle script's modes.
+const (
+	// modeSettle ends the reservation a token names (or one of the amount, without one).
+	modeSettle = "settle"
+	// modeCancel takes back the reservation a Reserve whose answer was lost may have made.
+	modeCancel = "cancel"
+	// modeSpend counts a spend made against the FailOpen ledger, once per token.
+	modeSpend = "spend"
+)
+
+// settle runs the settle script in mode for the reservation tr names (or none).
 func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, reserved, spent int64,
-	token string, cancel bool) (limitstore.BudgetResult, error) {
-	mode := "settle"
-	if cancel {
-		mode = "cancel"
-	}
-	args := append(periodArgs(p), strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
-		token, mode)
-	args = append(args, l.soft...)
-	v, err := l.s.run(ctx, budgetSettleScript, l.keys(key), args...)
+	tr takenRes, mode string) (limitstore.BudgetResult, error) {
+	args := append([]any{strconv.FormatInt(slice, 10), strconv.FormatInt(reserved, 10), strconv.FormatInt(spent, 10),
+		tr.token, mode, tr.inc}, l.soft...)
+	v, err := l.run(ctx, budgetSettleScript, key, p, args...)
 	if err != nil {
 		return limitstore.BudgetResult{}, err
 	}
@@ -290,6 +338,12 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if !ok {
 		return limitstore.BudgetResult{}, errors.Join(errBadBudgetReply, l.s.badReply(v))
 	}
+	l.mu.Lock()
+	l.saw(key, p, replyInc(v, 3), replyVersion(v, 5), res)
+	if a := v.([]any); a[4] == int64(1) { // settleResult checked the shape
+		l.spentHere(key, slice, spent)
+	}
+	l.mu.Unlock()
 	return res, nil
 }
 
@@ -297,7 +351,7 @@ func (l *ledger) settle(ctx context.Context, key string, p limitstore.BudgetPeri
 // return.
 func settleResult(v any) (limitstore.BudgetResult, bool) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 3 {
+	if !ok || len(a) != 6 {
 		return limitstore.BudgetResult{}, false
 	}
 	sp, e1 := replyInt(a[0])
@@ -331,7 +385,7 @@ func (l *ledger) flush(ctx context.Context) {
 	l.pending = nil
 	l.mu.Unlock()
 	for i, ps := range todo {
-		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, ps.token, ps.cancel); err != nil {
+		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, takenRes{ps.token, ps.inc}, ps.mode); err != nil {
 			if errors.Is(err, errBadBudgetReply) {
 				continue
 			}

@@ -206,8 +206,9 @@ func TestBudgetReplicasShareTheCap(t *testing.T) {
 }
 
 // TestBudgetRedisAway: while Redis cannot be reached, FailClosed refuses with
-// ErrUnavailable; FailOpen admits against the local share of the cap, and a settle that
-// could not reach Redis is sent when it answers again.
+// ErrUnavailable; FailOpen admits against the local share of what was left of the cap,
+// and settles that could not reach Redis, local ones included, are sent when it answers
+// again.
 func TestBudgetRedisAway(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.BudgetSpec{Cap: 100}
@@ -232,15 +233,16 @@ func TestBudgetRedisAway(t *testing.T) {
 	if _, err := open.Settle(ctx(t), "", p, 1, 30, 25); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Fatalf("a settle in Redis while it is away: %v", err)
 	}
-	// FailOpen: the local ledger holds half the cap.
-	if r, err := open.Reserve(ctx(t), "", p, 50, false); err != nil || !r.OK {
+	// FailOpen: the local ledger holds half of what was left of the cap when Redis last
+	// answered (100 - 30 held).
+	if r, err := open.Reserve(ctx(t), "", p, 35, false); err != nil || !r.OK {
 		t.Fatalf("FailOpen within the local share: %+v, %v", r, err)
 	}
 	if r, err := open.Reserve(ctx(t), "", p, 1, false); err != nil || r.OK {
 		t.Fatalf("FailOpen beyond the local share: %+v, %v", r, err)
 	}
-	if r, err := open.Settle(ctx(t), "", p, 1, 50, 40); err != nil || r.Spent != 40 || r.Reserved != 0 {
-		t.Fatalf("a local settle: %+v, %v", r, err)
+	if r, err := open.Settle(ctx(t), "", p, 1, 35, 30); err != nil || r.Spent != 30 || r.Reserved != 0 {
+		t.Fatalf("a local settle: %+v, %v; want the spend last read from Redis (0) and the local spend", r, err)
 	}
 	// The local share of a cap of MaxInt64 is the whole of it, not an overflow.
 	if r, err := huge.Reserve(ctx(t), "", p, math.MaxInt64, false); err != nil || !r.OK {
@@ -248,20 +250,20 @@ func TestBudgetRedisAway(t *testing.T) {
 	}
 
 	srv.start()
-	// The queued settle reaches Redis before the next call; the local spend does not
-	// (it was settled while Redis was away).
+	// The queued settle reaches Redis before the next call, and so does the spend settled
+	// locally while Redis was away.
 	deadline := time.Now().Add(time.Minute)
 	for {
 		r, err := open.Reserve(ctx(t), "", p, 0, true)
-		if err == nil && r.Spent == 25 && r.Reserved == 0 {
+		if err == nil && r.Spent == 55 && r.Reserved == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after Redis came back: %+v, %v; want the queued settle (25 spent, nothing reserved)", r, err)
+			t.Fatalf("after Redis came back: %+v, %v; want the queued settles (25 + 30 spent, nothing reserved)", r, err)
 		}
 		time.Sleep(50 * time.Millisecond) // the store probes Redis again on its own interval
 	}
-	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 25 {
+	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 55 {
 		t.Fatalf("another replica sees %+v, %v", r, err)
 	}
 }

@@ -38,6 +38,9 @@ type config struct {
 	attemptTimeout  time.Duration
 	// callBudget bounds calls whose context has no deadline (WithCallBudget).
 	callBudget time.Duration
+	// learnFirstToken: WithFirstTokenTimeout is not set, so each stream's first-token
+	// limit is learned per upstream and model (learned.go).
+	learnFirstToken bool
 	// waitThreshold is, per Priority, the longest wait a call accepts on an upstream
 	// while another one of its route could serve it.
 	waitThreshold [numPriorities]time.Duration
@@ -61,15 +64,16 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		decisions:      defaultDecisionTable(),
-		attemptTimeout: defaultAttemptTimeout,
-		callBudget:     defaultCallBudget,
-		waitThreshold:  [numPriorities]time.Duration{defaultWaitThreshold, defaultWaitThreshold},
-		retry:          defaultRetryConfig(),
-		breaker:        breaker.DefaultConfig(),
-		limiter:        defaultLimiterConfig(),
-		stream:         defaultStreamConfig(),
-		keys:           defaultKeyConfig(),
+		decisions:       defaultDecisionTable(),
+		attemptTimeout:  defaultAttemptTimeout,
+		callBudget:      defaultCallBudget,
+		learnFirstToken: true,
+		waitThreshold:   [numPriorities]time.Duration{defaultWaitThreshold, defaultWaitThreshold},
+		retry:           defaultRetryConfig(),
+		breaker:         breaker.DefaultConfig(),
+		limiter:         defaultLimiterConfig(),
+		stream:          defaultStreamConfig(),
+		keys:            defaultKeyConfig(),
 	}
 }
 

@@ -275,6 +275,9 @@ func (r *run) prepare(a *attempt, up *upstream) {
 // succeeded accounts a successful attempt: settled now for a one-shot call.
 func (r *run) succeeded(a *attempt) {
 	r.countCall(a)
+	if a.ttft > 0 && r.c.cfg.learnFirstToken {
+		a.up.learned.record(a.call.Model, a.ttft)
+	}
 	if r.c.needStats.Load() {
 		r.noteLatency(a)
 	}

@@ -465,3 +465,66 @@ func TestRetryAfterAtTheWaitThresholdIsWaited(t *testing.T) {
 		})
 	}
 }
+
+// Without WithFirstTokenTimeout, the first-token limit is learned per upstream and model:
+// an upstream whose streams start in half a second fails over after the floor (10 s) once
+// it has 20 streams behind it; one whose streams start in 40 s keeps a limit above a
+// minute (here a 90 s start is waited for); another model of the same upstream still has
+// the default minute.
+func TestFirstTokenLimitIsLearned(t *testing.T) {
+	open := func(c *llmclient.Client, model string) (*llmclient.Stream, time.Duration, error) {
+		var s *llmclient.Stream
+		var err error
+		d := elapsed(func() { s, err = c.Stream(context.Background(), chatReq(model)) })
+		if err == nil {
+			for s.Next() {
+			}
+			err = s.Err()
+			s.Close()
+		}
+		return s, d, err
+	}
+	t.Run("fast model", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := fake.New(fake.Stream("a").StallFirst(500*time.Millisecond).Times(20), fake.Stream("late").StallFirst(time.Hour).Forever())
+			c := newClient(t, up("p", p), up("peer", fake.New(fake.Stream("ok").Forever())))
+			for range 20 {
+				_, _, err := open(c, "m")
+				require.NoError(t, err)
+			}
+			s, d, err := open(c, "m")
+			require.NoError(t, err)
+			assert.Equal(t, "peer", s.Response().Upstream)
+			assert.Equal(t, 10*time.Second, d, "the learned floor")
+			_, d, err = open(c, "other")
+			require.NoError(t, err)
+			assert.Equal(t, time.Minute, d, "another model: the default until learned")
+		})
+	})
+	t.Run("slow starter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := fake.New(fake.Stream("a").StallFirst(40*time.Second).Times(20), fake.Stream("b").StallFirst(90*time.Second))
+			c := newClient(t, up("p", p), up("peer", fake.New(fake.Stream("ok").Forever())))
+			for range 20 {
+				_, _, err := open(c, "m")
+				require.NoError(t, err)
+			}
+			s, d, err := open(c, "m")
+			require.NoError(t, err)
+			assert.Equal(t, "p", s.Response().Upstream)
+			assert.Equal(t, 90*time.Second, d)
+		})
+	})
+	t.Run("set explicitly", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := fake.New(fake.Stream("a").StallFirst(40 * time.Second).Forever())
+			c := newClient(t, up("p", p), up("peer", fake.New(fake.Stream("ok").Forever())), llmclient.WithFirstTokenTimeout(30*time.Second))
+			for range 5 { // (ten such timeouts in a row would open p's breaker)
+				s, d, err := open(c, "m")
+				require.NoError(t, err)
+				assert.Equal(t, "peer", s.Response().Upstream)
+				assert.Equal(t, 30*time.Second, d)
+			}
+		})
+	})
+}

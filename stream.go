@@ -46,9 +46,12 @@ func (c *streamConfig) validate() error {
 // (text, reasoning, refusal or tool call; role-only chunks and keep-alives do not count).
 // A stream that times out is retried or failed over like any failure before the first
 // token. It applies with or without a context deadline (the earlier one wins). 0
-// disables it; it must not be negative. Default 1m.
+// disables it; it must not be negative. Default: learned per upstream and model — four
+// times the 95th percentile of the time to first token of that upstream's recent streams
+// of that model, within [10s, 2m], once it has seen 20 — and 1m until then. Setting it
+// turns the learning off: d applies to every stream.
 func WithFirstTokenTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.stream.firstToken = d })
+	return optionFunc(func(c *config) { c.stream.firstToken, c.learnFirstToken = d, false })
 }
 
 // WithIdleTimeout bounds how long a committed stream may wait on its upstream for the
@@ -104,7 +107,7 @@ func (c *Client) guardLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		sctx, cancel := context.WithCancelCause(ctx)
 		var t *time.Timer
-		if ft := a.limit(ctx, c.cfg.stream.firstToken); ft > 0 {
+		if ft := a.limit(ctx, a.firstTokenLimit()); ft > 0 {
 			t = time.AfterFunc(ft, func() { cancel(ErrFirstTokenTimeout) })
 		}
 		err := next(sctx, a)

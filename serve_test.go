@@ -9,7 +9,9 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -527,4 +529,26 @@ func TestFirstTokenLimitIsLearned(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A budget's Reroute group is asked for its own model: an economy upstream that maps only
+// the economy group's name gets that mapping, not the caller's group name.
+func TestBudgetRerouteAsksForTheEconomyModel(t *testing.T) {
+	flagship := priced(t, "big", 10*pricing.Dollar, 40*pricing.Dollar, 0)
+	economy := priced(t, "small", pricing.Dollar/10, pricing.Dollar/10*4, 0)
+	small := fake.New(exactUsage().Forever())
+	c := newClient(t,
+		llmclient.WithUpstream(llmclient.Upstream{Name: "big", Provider: fake.New(exactUsage().Forever()),
+			Models: map[string]string{"m": "big-model"}, Prices: map[string]*pricing.Model{"": flagship}}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "small", Provider: small,
+			Models: map[string]string{"economy": "small-model"}, Prices: map[string]*pricing.Model{"": economy}}),
+		llmclient.WithModelGroup("m", "big"), llmclient.WithModelGroup("economy", "small"),
+		llmclient.WithBudget(budget.Budget{Name: "flagship", Scope: budget.Client(), Cap: pricing.Dollar / 1000, Reroute: "economy"}))
+	for range 3 {
+		_, _ = c.Complete(context.Background(), budgetReq())
+	}
+	require.NotZero(t, small.Calls(), "the reroute reached the economy group")
+	for _, r := range small.Requests() {
+		assert.Equal(t, "small-model", r.Model)
+	}
 }

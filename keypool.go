@@ -225,6 +225,18 @@ func (p *keyPool) available(now time.Time, except *poolKey) bool {
 	return false
 }
 
+// outUntil returns when k comes back into use, zero when it is usable at now: the end of
+// its cooldown or eviction in the pool or of the pause its limiter holds after a rate
+// limit, whichever is later; evicted says whether it is evicted.
+func (k *poolKey) outUntil(now time.Time) (until time.Time, evicted bool) {
+	n := now.UnixNano()
+	blocked, paused := k.blockedUntil.Load(), k.pausedUntil.Load()
+	if blocked <= n && paused <= n {
+		return time.Time{}, false
+	}
+	return time.Unix(0, max(blocked, paused)), blocked > n && k.evicted.Load()
+}
+
 // blocked reports whether k is cooling down or evicted at now.
 func (k *poolKey) blocked(now time.Time) bool { return k.blockedUntil.Load() > now.UnixNano() }
 

@@ -144,6 +144,17 @@ type Event struct {
 	From, To breaker.State
 	// Action is what an operator control did, for EventControl.
 	Action string
+	// Changed names each piece of state an operator control changed, for EventControl, in
+	// the order it changed them; empty when there was nothing to change (restoring a key
+	// that was ready, draining a drained upstream). The names: "breaker" (this Client's
+	// breaker), "shared_breaker" (the trip recorded in the store for every Client that
+	// shares it, WithSharedBreakers), "drain", "pool_cooldown" and "pool_eviction" (the
+	// key's state in this Client's pool), "limiter_pause" (the pause after a rate limit
+	// that holds the key's limiter, in this Client or, with WithLimitStore, in the store
+	// for every Client that shares it), "store_eviction" (the key's eviction in the limit
+	// store, for every Client that shares it), and for Client.Update "<upstream>.<field>"
+	// or "group:<name>" for each setting that took a new value. It must not be modified.
+	Changed []string
 	// Until ends a cooldown or eviction.
 	Until time.Time
 	// Embed marks the events of an embedding call (Client.Embed): each of its batches is

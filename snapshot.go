@@ -65,11 +65,11 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 func (k *poolKey) snapshot(now time.Time, limits Limits) health.Key {
 	hk := health.Key{Label: k.label, State: health.KeyReady, InFlight: max(int(k.inFlight.Load()), 0)}
 	if hk.Label == "" {
-		hk.Label = "default"
+		hk.Label = defaultKeyLabel
 	}
-	if until := k.blockedUntil.Load(); until > now.UnixNano() {
-		hk.State, hk.Until = health.KeyCooling, time.Unix(0, until)
-		if k.evicted.Load() {
+	if until, evicted := k.outUntil(now); !until.IsZero() {
+		hk.State, hk.Until = health.KeyCooling, until
+		if evicted {
 			hk.State = health.KeyEvicted
 		}
 	}

@@ -591,6 +591,14 @@ func (s *memState) Evict(_ context.Context, d time.Duration) error {
 	return nil
 }
 
+// Unblock ends the scope's pause and eviction at once (an operator restored the key).
+func (s *memState) Unblock(context.Context) error {
+	s.mu.Lock()
+	s.pausedUntil, s.evictedUntil = 0, 0
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *memState) Blocked(context.Context) (Block, error) {
 	now := s.now()
 	s.mu.Lock()

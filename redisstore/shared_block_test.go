@@ -97,3 +97,51 @@ func TestSharedBlocksWithoutLimits(t *testing.T) {
 		})
 	}
 }
+
+// RestoreKey lifts a key's pause and eviction in the store: the replica that restored it
+// and a replica created afterwards both call with it again.
+func TestRestoreKeyLiftsSharedBlock(t *testing.T) {
+	srv := startRedis(t)
+	for _, tc := range []struct {
+		name string
+		err  *llmclient.Error
+	}{
+		{"pause", &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RetryAfter: 10 * time.Minute}},
+		{"eviction", &llmclient.Error{Class: llmclient.ClassAuth, Status: 401}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "sk-restored-" + tc.name
+			p := &refusesKey{key: key, err: tc.err, n: map[string]int{}}
+			newClient := func() *llmclient.Client {
+				c, err := llmclient.New(
+					llmclient.WithUpstream(llmclient.Upstream{Name: "vendor", Provider: p, Keys: []string{key}}),
+					llmclient.WithLimitStore(srv.store()),
+					llmclient.WithLimiterMode(llmclient.LimiterFailFast),
+					llmclient.WithDecision(llmclient.ClassRateLimited, llmclient.Decision{Cooldown: true}),
+				)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			a := newClient()
+			if _, err := a.Complete(ctx(t), hello()); llmclient.ClassOf(err) != tc.err.Class {
+				t.Fatalf("first call: %v, want the upstream's %v", err, tc.err.Class)
+			}
+			if _, err := newClient().Complete(ctx(t), hello()); !errors.Is(err, llmclient.ErrNoKey) && !errors.Is(err, llmclient.ErrRateLimited) {
+				t.Fatalf("a new replica before the restore: %v, want a local refusal", err)
+			}
+			if err := a.RestoreKey("vendor", "key#1"); err != nil {
+				t.Fatal(err)
+			}
+			p.mu.Lock()
+			p.key = "" // the upstream answers the key from now on
+			p.mu.Unlock()
+			for i, c := range []*llmclient.Client{a, newClient()} {
+				if _, err := c.Complete(ctx(t), hello()); err != nil {
+					t.Fatalf("replica %d after the restore: %v", i, err)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // state is one scope's limitstore.State in Redis. It holds only what it derives from the
@@ -293,6 +294,25 @@ func (st *state) Pause(ctx context.Context, d time.Duration) error {
 // scope without limits. It lasts at most WaitHorizon.
 func (st *state) Evict(ctx context.Context, d time.Duration) error {
 	return st.block(ctx, "x", micros(d, horizonMicros), min(d, WaitHorizon))
+}
+
+// unblockScript ends a scope's pause and eviction.
+var unblockScript = redis.NewScript(`redis.call('HDEL', KEYS[1], 'p', 'x')
+return 1
+`)
+
+// Unblock ends the scope's pause and eviction at once, for every replica (an operator
+// restored the key), and in the local state FailOpen falls back to.
+func (st *state) Unblock(ctx context.Context) error {
+	if loc, ok := st.localState().(interface{ Unblock(context.Context) error }); ok {
+		_ = loc.Unblock(ctx)
+	}
+	if _, err := st.s.run(ctx, unblockScript, st.bucket); err != nil {
+		if loc, err := st.fallback(err); loc == nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (st *state) block(ctx context.Context, kind string, us int64, d time.Duration) error {

@@ -27,6 +27,7 @@ const (
 	actionKeyRestore    = "key_restore"
 	actionDrain         = "drain"
 	actionUndrain       = "undrain"
+	actionUpdate        = "update"
 )
 
 // errDrained is the cause of a local refusal by a drained upstream.

@@ -109,6 +109,9 @@ type keyPool struct {
 	retired []*poolKey
 	// service is what the upstream's calls take, kept across Client.Update.
 	service *serviceTimes
+	// lastLabel is the highest N of a label "key#N" the pool ever gave: Client.Update
+	// labels a new key above it, so that no label names two secrets.
+	lastLabel int
 }
 
 // newKeyPool builds the pool of the named upstream: its static keys, then its key
@@ -133,6 +136,7 @@ func newKeyPool(upstream string, secrets []string, sources []KeySource, limits L
 	for i, src := range sources {
 		p.keys = append(p.keys, newSourceKey(upstream, src, i+1, len(p.keys)+1, limits, lc))
 	}
+	p.lastLabel = len(p.keys)
 	return p
 }
 

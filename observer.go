@@ -42,8 +42,9 @@ const (
 	EventHedge
 	// EventControl: an operator control acted on Upstream (and Key): Action is
 	// "breaker_reset", "breaker_force_open", "breaker_force_closed", "key_evict" (Until
-	// ends it), "key_restore", "drain" or "undrain". See Client.Drain and the methods
-	// beside it.
+	// ends it), "key_restore", "drain" or "undrain" (see Client.Drain and the methods
+	// beside it), or "update" for Client.Update (Upstream empty); Changed names what it
+	// changed.
 	EventControl
 	// EventCacheHit: cache middleware answered a call from a stored answer, without an
 	// upstream call (Semantic for the semantic cache, with the matched question's

@@ -28,8 +28,10 @@ type pendingUpdate struct {
 	regroup bool                 // some group changes
 }
 
-// SetLimits replaces the limits of every key of the upstream. Each key keeps its
-// cooldown or eviction and its calls in flight; its limiter is retuned (see Update).
+// SetLimits replaces the whole Limits of every key of the upstream: a field left zero
+// removes that limit (SetLimits(u, Limits{RPM: 100}) also removes TPM and MaxConcurrent).
+// To change some fields and keep the others, use PatchLimits. Each key keeps its cooldown
+// or eviction and its calls in flight; its limiter is retuned (see Update).
 func SetLimits(upstream string, l Limits) Change {
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].Limits = l
@@ -37,10 +39,37 @@ func SetLimits(upstream string, l Limits) Change {
 	}}
 }
 
+// PatchLimits changes only the fields of the upstream's Limits that l sets: each field of
+// l that is not zero replaces the upstream's, each zero field keeps the upstream's value
+// (PatchLimits(u, Limits{RPM: 100}) lowers RPM and keeps TPM, MaxConcurrent and the
+// rest). A field cannot be set back to zero (no limit, or MeterAdmission) this way: use
+// SetLimits with the whole Limits. Changes apply in order, so several PatchLimits of one
+// upstream in one Update combine. The result is checked as New checks Limits (no negative
+// field, no burst above its rate); MaxInt is accepted and limits nothing in practice.
+func PatchLimits(upstream string, l Limits) Change {
+	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
+		cur := &p.ups[upstream].Limits
+		for _, f := range [...]struct{ to, from *int }{{&cur.RPM, &l.RPM}, {&cur.TPM, &l.TPM}, {&cur.RPD, &l.RPD},
+			{&cur.TPD, &l.TPD}, {&cur.MaxConcurrent, &l.MaxConcurrent}, {&cur.RequestBurst, &l.RequestBurst},
+			{&cur.TokenBurst, &l.TokenBurst}} {
+			if *f.from != 0 {
+				*f.to = *f.from
+			}
+		}
+		if l.Metering != 0 {
+			cur.Metering = l.Metering
+		}
+		p.touched[upstream] = true
+	}}
+}
+
 // SetKeys replaces the upstream's static keys. A key already in the pool keeps its label,
-// cooldown, eviction and limiter state; a new key gets the next free label; a removed
-// key finishes the calls it has in flight and takes no new ones. The upstream's key
-// sources stay. Keys must not be empty strings.
+// cooldown, eviction and limiter state; a new key gets a label never used before in the
+// upstream's pool (a removed key's label is not reused, so no two secrets ever share
+// one); a removed key finishes the calls it has in flight and takes no new ones. The
+// upstream's key sources stay. Keys must not be empty strings, and an Update that leaves
+// an upstream with keys or key sources with neither is refused (its calls would go out
+// with no credential); an upstream created with neither keeps its adapter's own key.
 func SetKeys(upstream string, keys ...string) Change {
 	keys = slices.Clone(keys)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
@@ -50,8 +79,9 @@ func SetKeys(upstream string, keys ...string) Change {
 }
 
 // SetKeySources replaces the upstream's key sources: each new source is a new key of the
-// pool (with the next free label), whose credential is fetched on its first call; the
-// removed ones finish their calls in flight. The static keys stay.
+// pool (with a label never used before in the pool), whose credential is fetched on its
+// first call; the removed ones finish their calls in flight. The static keys stay. As
+// with SetKeys, an Update that leaves the upstream with no key at all is refused.
 func SetKeySources(upstream string, sources ...KeySource) Change {
 	sources = slices.Clone(sources)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
@@ -80,8 +110,12 @@ func SetGroup(group string, upstreams ...string) Change {
 }
 
 // Update applies changes while calls are in flight: all of them or, when any is invalid
-// (an unknown upstream or group, a value New would refuse), none, with an error that
-// names each problem. Attempts that begin after Update returns use the new settings;
+// (an unknown upstream or group, a value New would refuse, an upstream left with no key),
+// none, with an error that names each problem. Changes apply in order: a later change of
+// the same setting wins. An applied Update is announced by one EventControl with Action
+// "update" whose Changed names each setting that took a new value ("<upstream>.Keys",
+// "<upstream>.KeySources", "<upstream>.Limits.RPM" and the other Limits fields,
+// "<upstream>.Timeout", "<upstream>.Weight", "group:<name>"), never a key's value. Attempts that begin after Update returns use the new settings;
 // attempts under way finish with what they began with. What a change does not touch keeps
 // its state: breakers, retry budgets, latency statistics, and each remaining key's
 // cooldown, eviction and limiter.
@@ -123,8 +157,11 @@ func (c *Client) Update(changes ...Change) error {
 		}
 		ch.apply(p)
 	}
-	for _, u := range p.ups {
+	for name, u := range p.ups {
 		errs = append(errs, u.validateTunables()...)
+		if p.touched[name] && len(u.Keys) == 0 && len(u.KeySources) == 0 && !c.byName[name].pool().adapterKey() {
+			errs = append(errs, fmt.Errorf("upstream %q: no keys and no key sources left (its calls would have no credential)", name))
+		}
 	}
 	for g, members := range p.groups {
 		if !p.regroup {
@@ -142,6 +179,7 @@ func (c *Client) Update(changes ...Change) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("llmclient: update refused, nothing changed: %w", errors.Join(errs...))
 	}
+	changed := p.changes(c)
 	for name, u := range p.ups {
 		up := c.byName[name]
 		if p.touched[name] {
@@ -157,8 +195,58 @@ func (c *Client) Update(changes ...Change) error {
 		c.cfg.groups = p.groups
 		c.groups.Store(c.resolveGroups(p.groups))
 	}
+	c.observe(Event{Kind: EventControl, Action: actionUpdate, Changed: changed})
 	return nil
 }
+
+// changes names each setting p changes, for EventControl.Changed: by upstream name, then
+// the groups by name.
+func (p *pendingUpdate) changes(c *Client) []string {
+	var out []string
+	names := make([]string, 0, len(p.ups))
+	for name := range p.ups {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		was, now := c.byName[name].current(), p.ups[name]
+		if !slices.Equal(was.Keys, now.Keys) {
+			out = append(out, name+".Keys")
+		}
+		if !slices.EqualFunc(was.KeySources, now.KeySources, sameSource) {
+			out = append(out, name+".KeySources")
+		}
+		wl, nl := reflect.ValueOf(was.Limits), reflect.ValueOf(now.Limits)
+		for i := range wl.NumField() {
+			if !wl.Field(i).Equal(nl.Field(i)) {
+				out = append(out, name+".Limits."+wl.Type().Field(i).Name)
+			}
+		}
+		if was.Timeout != now.Timeout {
+			out = append(out, name+".Timeout")
+		}
+		if was.Weight != now.Weight {
+			out = append(out, name+".Weight")
+		}
+	}
+	if p.regroup {
+		groups := make([]string, 0, len(p.groups))
+		for g := range p.groups {
+			groups = append(groups, g)
+		}
+		slices.Sort(groups)
+		for _, g := range groups {
+			if !slices.Equal(c.cfg.groups[g], p.groups[g]) {
+				out = append(out, "group:"+g)
+			}
+		}
+	}
+	return out
+}
+
+// adapterKey reports whether the pool is the adapter's own key alone (an upstream
+// created with no keys and no key sources).
+func (p *keyPool) adapterKey() bool { return len(p.keys) == 1 && p.keys[0].label == "" }
 
 // current returns the upstream's settings as Update last left them.
 func (up *upstream) current() Upstream {
@@ -186,15 +274,18 @@ func (p *keyPool) update(upstream string, secrets []string, sources []KeySource,
 	}
 	next := &keyPool{limits: limits, service: p.service}
 	byValue := map[string]*poolKey{}
-	label := 0 // the highest label number in use
+	label := p.lastLabel // the highest label number ever given in the pool
 	for _, k := range p.keys {
 		if k.source == nil && k.secret != "" {
 			byValue[k.secret] = k
 		}
+	}
+	for _, k := range slices.Concat(p.keys, p.retired) {
 		if n, err := strconv.Atoi(strings.TrimPrefix(k.label, "key#")); err == nil {
 			label = max(label, n)
 		}
 	}
+	defer func() { next.lastLabel = label }()
 	keep := func(k *poolKey) {
 		if retune {
 			k.retune(upstream, p.limits, limits, lc)

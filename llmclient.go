@@ -2,6 +2,9 @@ package llmclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +40,10 @@ type Client struct {
 	partitions *partitionLimiter
 	// cost prices calls and enforces budgets; nil without pricing (cost.go).
 	cost *costState
+
+	// closed is set by Close; closeOnce runs Close's work once.
+	closed    atomic.Bool
+	closeOnce sync.Once
 
 	completeChain attemptFunc
 	streamChain   attemptFunc
@@ -221,4 +228,67 @@ func (c *Client) InFlight(upstream string) int {
 		return 0
 	}
 	return int(up.inFlight())
+}
+
+// ErrClosed is wrapped by the error of a call that begins after Client.Close.
+var ErrClosed = errors.New("llmclient: the client is closed")
+
+// closeFlushTimeout bounds how long Close waits for the stores it flushes.
+const closeFlushTimeout = 5 * time.Second
+
+// flusher is a store that buffers writes (a ledger that queues its settles while its
+// backend is away): Close flushes it.
+type flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Close stops the Client. Every call that begins afterwards — Complete, Stream, Embed, a
+// Transport's request — fails at once with ClassUnavailable wrapping ErrClosed, without
+// an upstream call. Calls in flight are not interrupted: they finish with their own
+// deadlines, retries and failovers, and open Streams read to their end as before (the
+// caller still Closes them). Operator controls, Update and Snapshot keep working.
+//
+// The Client starts no goroutine of its own that outlives a call (key sources refresh on
+// the calling goroutine, limiter and breaker timers belong to their calls), so there is
+// nothing else to stop. Close then records the breaker trips and resets still pending
+// for the Clients that share breakers (WithSharedBreakers) and flushes each store given
+// to the Client that buffers writes (the limit store and each budget's ledger, when they
+// have a method Flush(context.Context) error), waiting at most 5 s for them; their
+// errors are returned, joined. It does not close those stores: their owner does, after
+// Close. Close is idempotent and safe for concurrent use: later calls return nil at once.
+func (c *Client) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		for _, up := range c.upstreams {
+			up.shared.flush(up.breaker)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+		defer cancel()
+		var errs []error
+		flush := func(what string, v any) {
+			if f, ok := v.(flusher); ok {
+				if err := f.Flush(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("llmclient: flushing %s: %w", what, err))
+				}
+			}
+		}
+		flush("the limit store", c.cfg.limiter.store)
+		if c.cost != nil {
+			for _, br := range c.cost.budgets {
+				flush("the ledger of budget "+strconv.Quote(br.b.Name), br.ledger)
+			}
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// closedError is the error of a call that begins after Close.
+func closedError(req *Request) *Error {
+	e := &Error{Class: ClassUnavailable, Err: ErrClosed, Message: "the client is closed"}
+	if req != nil {
+		e.Model = req.Model
+	}
+	return e
 }

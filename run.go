@@ -131,6 +131,9 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 }
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
+	if c.closed.Load() {
+		return closedError(req)
+	}
 	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
 			return err

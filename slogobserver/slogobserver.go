@@ -18,6 +18,7 @@ package slogobserver
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -57,6 +58,23 @@ type config struct {
 	group     string
 	attrs     []slog.Attr
 	metadata  []string
+	// refusalEvery spaces the records of refused calls per upstream (WithRefusalInterval).
+	refusalEvery time.Duration
+}
+
+// defaultRefusalInterval is WithRefusalInterval's default.
+const defaultRefusalInterval = 10 * time.Second
+
+// WithRefusalInterval sets how often a refused call — one that ended with class
+// unavailable (an open or forced breaker, a drained upstream, every key out), refused
+// without an upstream call — is logged at the call's failed level, per upstream: the first
+// refusal, then at most one per interval, carrying refused_unlogged, the number of
+// refused calls logged at DEBUG since the last one at its level. 0 or a negative interval
+// logs every refused call at the failed level. Default 10s. The breaker's own change of
+// state is always logged, once; an attempt refused locally logs at the attempt's success
+// level (DEBUG by default), as its call's record says what happened.
+func WithRefusalInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.refusalEvery = d })
 }
 
 // defaultLevels are the levels New starts from; kinds it does not list log at INFO, or
@@ -146,7 +164,7 @@ func WithMetadata(keys ...string) Option {
 //     estimated_tokens, input_tokens, output_tokens;
 //   - call: attempts, class, status, latency (the whole call), time_to_first_token,
 //     chunks and time_per_chunk (streams), input_tokens, output_tokens, finish_reason,
-//     response_model;
+//     response_model, refused_unlogged (see WithRefusalInterval);
 //   - breaker: from, to; key_cooldown and key_evicted: class, until; failover: target,
 //     class; alert and fallback: class, status; control: action (what an operator did),
 //     until (a key eviction's end).
@@ -154,7 +172,7 @@ func WithMetadata(keys ...string) Option {
 // Zero counts and durations, and false flags, are left out, except an attempt's or a
 // call's latency.
 func New(logger *slog.Logger, opts ...Option) func(context.Context, llmclient.Event) {
-	cfg := config{levels: make(map[llmclient.EventKind]levels, len(defaultLevels))}
+	cfg := config{levels: make(map[llmclient.EventKind]levels, len(defaultLevels)), refusalEvery: defaultRefusalInterval}
 	for k, l := range defaultLevels {
 		cfg.levels[k] = l
 	}
@@ -176,13 +194,46 @@ func New(logger *slog.Logger, opts ...Option) func(context.Context, llmclient.Ev
 	if cfg.group != "" {
 		logger = logger.WithGroup(cfg.group)
 	}
-	o := &observer{logger: logger, cfg: cfg}
+	o := &observer{logger: logger, cfg: cfg, refusals: map[string]*refusals{}}
 	return o.observe
 }
 
 type observer struct {
 	logger *slog.Logger
 	cfg    config
+
+	mu       sync.Mutex
+	refusals map[string]*refusals // by upstream
+}
+
+// refusals is what the observer logged of one upstream's refused calls.
+type refusals struct {
+	last     time.Time // the last one logged at the failed level
+	unlogged int       // refused calls logged at DEBUG since
+}
+
+// maxRefusalUpstreams bounds the refusal map, whatever upstream names events carry.
+const maxRefusalUpstreams = 1024
+
+// refused reports whether a refused call's record is due at its failed level, with the
+// number of refused calls of the upstream logged below it since the last one.
+func (o *observer) refused(upstream string, now time.Time) (due bool, unlogged int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.refusals[upstream]
+	if r == nil {
+		if len(o.refusals) >= maxRefusalUpstreams {
+			clear(o.refusals)
+		}
+		r = &refusals{}
+		o.refusals[upstream] = r
+	}
+	if !r.last.IsZero() && now.Sub(r.last) < o.cfg.refusalEvery {
+		r.unlogged++
+		return false, 0
+	}
+	unlogged, r.last, r.unlogged = r.unlogged, now, 0
+	return true, unlogged
 }
 
 // failed reports whether e reports a failure, for its level.
@@ -199,6 +250,14 @@ func failed(e *llmclient.Event) bool {
 	return e.Err != nil || e.Class != llmclient.ClassNone
 }
 
+// levelOK is the level of e's kind when it succeeds.
+func (o *observer) levelOK(e *llmclient.Event) slog.Level {
+	if l, ok := o.cfg.levels[e.Kind]; ok {
+		return l.ok
+	}
+	return unknownKind.ok
+}
+
 func (o *observer) level(e *llmclient.Event) slog.Level {
 	l, ok := o.cfg.levels[e.Kind]
 	if !ok {
@@ -212,6 +271,16 @@ func (o *observer) level(e *llmclient.Event) slog.Level {
 
 func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 	level := o.level(&e)
+	unlogged := 0
+	switch {
+	case e.Kind == llmclient.EventAttempt && e.Local && failed(&e):
+		level = o.levelOK(&e)
+	case e.Kind == llmclient.EventCall && e.Class == llmclient.ClassUnavailable && o.cfg.refusalEvery > 0:
+		var due bool
+		if due, unlogged = o.refused(e.Upstream, e.Time); !due {
+			level = slog.LevelDebug
+		}
+	}
 	if !o.logger.Enabled(ctx, level) {
 		return
 	}
@@ -255,6 +324,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = str(a, "finish_reason", string(e.FinishReason))
 		a = str(a, "response_model", e.ResponseModel)
 		a = flag(a, "embed", e.Embed)
+		a = num(a, "refused_unlogged", unlogged)
 		a = cost(a, &e)
 	case llmclient.EventBudget:
 		a = append(a, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()))

@@ -304,3 +304,29 @@ func TestControl(t *testing.T) {
 		assert.NotContains(t, b.String(), "sk-secret-1")
 	})
 }
+
+// While a breaker is open, its refusals do not flood the log: the state change is logged
+// once, local refusals at DEBUG, and refused calls once per interval per upstream, the
+// next one counting those left out.
+func TestRefusalsAreNotLoggedPerCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b logBuf
+		p := fake.New(fake.Reply("ok").Forever())
+		c := newClient(t, p, slogobserver.New(newLogger(&b, slog.LevelInfo)))
+		require.NoError(t, c.ForceBreakerOpen("a"))
+		for range 300 { // 6 s of calls
+			_, err := c.Complete(context.Background(), req())
+			require.Error(t, err)
+			time.Sleep(20 * time.Millisecond)
+		}
+		recs := b.records(t)
+		assert.Equal(t, []string{"WARN llmclient breaker", "INFO llmclient control", "WARN llmclient call"}, levelsOf(recs))
+		time.Sleep(5 * time.Second)
+		_, err := c.Complete(context.Background(), req())
+		require.Error(t, err)
+		recs = b.records(t)
+		require.Len(t, recs, 4)
+		assert.Equal(t, "WARN llmclient call", levelsOf(recs)[3])
+		assert.Equal(t, 299.0, recs[3]["refused_unlogged"])
+	})
+}

@@ -241,11 +241,16 @@ const maxCachedRoutes = 1024
 
 // WithModelGroup names an ordered failover chain of upstreams for requests whose Model is
 // name. Without a group, a request goes to every upstream that serves its model, in
-// registration order. Default: no groups.
+// registration order. New refuses a name given twice, and a group none of whose
+// upstreams serves name (each needs Models nil or a Models entry for name). Default: no
+// groups.
 func WithModelGroup(name string, upstreams ...string) Option {
 	return optionFunc(func(c *config) {
 		if c.groups == nil {
 			c.groups = map[string][]string{}
+		}
+		if _, dup := c.groups[name]; dup {
+			c.dupGroups = append(c.dupGroups, name)
 		}
 		c.groups[name] = append([]string(nil), upstreams...)
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,6 +290,52 @@ func closedError(req *Request) *Error {
 	e := &Error{Class: ClassUnavailable, Err: ErrClosed, Message: "the client is closed"}
 	if req != nil {
 		e.Model = req.Model
+	}
+	return e
+}
+
+// checkGroupServed refuses a model group none of whose upstreams serves its name: each
+// would be sent a model it does not map, and the group could never fail over.
+func (c *config) checkGroupServed(group string, members []string) []error {
+	known := false
+	for _, n := range members {
+		for i := range c.upstreams {
+			if u := &c.upstreams[i]; u.Name == n {
+				known = true
+				if _, ok := u.model(group); ok {
+					return nil
+				}
+			}
+		}
+	}
+	if !known {
+		return nil // reported as unknown upstreams
+	}
+	return []error{fmt.Errorf("model group %q: none of its upstreams serves model %q (give each a Models entry for it)", group, group)}
+}
+
+// noRouteError is the error of a call whose route is empty: no upstream serves its model,
+// or its CallOptions pinned upstreams that are unknown or not on the route, or excluded
+// every one.
+func (c *Client) noRouteError(model string, o *CallOptions) *Error {
+	e := &Error{Class: ClassNotFound, Model: model, Err: ErrNoUpstream,
+		Message: "no upstream serves model " + strconv.Quote(model)}
+	if o == nil || len(o.Pin) == 0 && len(o.Exclude) == 0 {
+		return e
+	}
+	var unknown []string
+	for _, n := range o.Pin {
+		if c.byName[n] == nil {
+			unknown = append(unknown, strconv.Quote(n))
+		}
+	}
+	switch {
+	case len(unknown) > 0:
+		e.Message = "CallOptions.Pin names no upstream of the client: " + strings.Join(unknown, ", ")
+	case len(o.Pin) > 0:
+		e.Message = "no pinned upstream (CallOptions.Pin) serves model " + strconv.Quote(model)
+	default:
+		e.Message = "CallOptions.Exclude leaves no upstream serving model " + strconv.Quote(model)
 	}
 	return e
 }

@@ -28,6 +28,7 @@ type FallbackFunc func(ctx context.Context, req *Request, err error) (*Response,
 type config struct {
 	upstreams       []Upstream
 	groups          map[string][]string
+	dupGroups       []string // groups WithModelGroup named more than once
 	groupFallbacks  map[string][]string
 	contextFallback []string
 	contentFallback []string
@@ -124,9 +125,17 @@ func WithDecision(class Class, d Decision) Option {
 // a dropped stream, on a timer's; it must be safe for concurrent use and should return
 // quickly. A panic in it propagates to that goroutine (the Client's state is already
 // consistent). Default: none. Package slogobserver adapts a *slog.Logger; package
-// otel (a module of its own) emits OpenTelemetry traces and metrics.
+// otel (a module of its own) emits OpenTelemetry traces and metrics. Each WithObserver
+// adds an observer: every one receives every event, in the order they were given (a nil
+// f adds none).
 func WithObserver(f func(ctx context.Context, e Event)) Option {
-	return optionFunc(func(c *config) { c.observer = f })
+	return optionFunc(func(c *config) {
+		if prev := c.observer; prev != nil && f != nil {
+			c.observer = func(ctx context.Context, e Event) { prev(ctx, e); f(ctx, e) }
+		} else if f != nil {
+			c.observer = f
+		}
+	})
 }
 
 // WithMiddleware adds a middleware around Complete and Stream. The first one added is the
@@ -176,11 +185,15 @@ func (c *config) validate() error {
 			}
 		}
 	}
+	for _, g := range c.dupGroups {
+		errs = append(errs, fmt.Errorf("model group %q is declared more than once", g))
+	}
 	for g, list := range c.groups {
 		if len(list) == 0 {
 			errs = append(errs, fmt.Errorf("model group %q is empty", g))
 		}
 		checkNames(fmt.Sprintf("model group %q", g), list)
+		errs = append(errs, c.checkGroupServed(g, list)...)
 	}
 	for g, fbs := range c.groupFallbacks {
 		if _, ok := c.groups[g]; !ok {

@@ -2,7 +2,6 @@ package llmclient
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -178,8 +177,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		}
 	}
 	if len(r.route) == 0 {
-		return &Error{Class: ClassNotFound, Model: req.Model, Err: ErrNoUpstream,
-			Message: "no upstream serves model " + strconv.Quote(req.Model)}
+		return c.noRouteError(req.Model, r.opts)
 	}
 	return r.admitPartition(ctx)
 }

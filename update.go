@@ -175,6 +175,9 @@ func (c *Client) Update(changes ...Change) error {
 				errs = append(errs, fmt.Errorf("model group %q names unknown upstream %q", g, n))
 			}
 		}
+		if !slices.Equal(members, c.cfg.groups[g]) {
+			errs = append(errs, c.cfg.checkGroupServed(g, members)...)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("llmclient: update refused, nothing changed: %w", errors.Join(errs...))

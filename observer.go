@@ -100,8 +100,16 @@ type Event struct {
 	Upstream  string
 	// Target is the upstream a failover moves to (EventFailover).
 	Target string
-	Model  string
-	Key    string
+	// Model is the model name the upstream was sent (its Upstream.Models entry for the
+	// requested name, or the requested name itself): for the events of one attempt, that
+	// attempt's; for EventCall, the last attempt's (the one that served the call, when it
+	// succeeded). Events of a call before any attempt, and the cache's events, carry the
+	// requested name, as RequestedModel does.
+	Model string
+	// RequestedModel is the model name the caller asked for (Request.Model: a model
+	// group's name, say), on every event of a call.
+	RequestedModel string
+	Key            string
 	// Attempt is the attempt number within the call, from 1.
 	Attempt int
 	Class   Class
@@ -200,7 +208,7 @@ func (r *run) observe(e Event) {
 }
 
 // fill sets in e what every event of the run's call carries: its call ID, metadata,
-// partition and, when e names none, model.
+// partition, requested model and, when e names none, model.
 //
 // The Client's two events of every call, EventAttempt and EventCall, are built in a local
 // Event, filled and handed to the observer, which copies them once; an Event is some 400
@@ -208,6 +216,7 @@ func (r *run) observe(e Event) {
 // call) costs one more copy.
 func (r *run) fill(e *Event) {
 	e.CallID, e.Metadata, e.Partition, e.Embed = r.id, r.orig.Metadata, r.partitionName, r.emb != nil
+	e.RequestedModel = r.orig.Model
 	if e.Model == "" {
 		e.Model = r.orig.Model
 	}

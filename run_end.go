@@ -286,6 +286,9 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 		ev.Cost = traceCost(r.trace)
 	}
 	ev.Time = r.start.Add(ev.Latency)
+	if n := len(r.trace); n > 0 {
+		ev.Model = r.trace[n-1].Model // what the upstream was sent, as on its attempts
+	}
 	if resp != nil {
 		ev.Upstream, ev.ResponseModel, ev.FinishReason = resp.Upstream, resp.Model, resp.FinishReason
 		ev.InputTokens, ev.OutputTokens, ev.Status = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Status

@@ -62,3 +62,24 @@ func TestPinTypoIsNamed(t *testing.T) {
 	require.ErrorIs(t, err, llmclient.ErrNoUpstream)
 	assert.Contains(t, err.Error(), "CallOptions.Exclude leaves no upstream")
 }
+
+// Event.Model is what the upstream was sent, on attempts and on the call alike;
+// RequestedModel is the caller's name.
+func TestEventModelIsWhatTheUpstreamWasSent(t *testing.T) {
+	var log eventLog
+	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Fail(500).Forever()),
+		Models: map[string]string{"chat": "gpt-4o-mini"}}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: fake.New(fake.Reply("ok").Forever()),
+			Models: map[string]string{"chat": "claude-haiku"}}),
+		llmclient.WithModelGroup("chat", "a", "b"), llmclient.WithObserver(log.observe), llmclient.WithMaxAttempts(1))
+	_, err := c.Complete(context.Background(), chatReq("chat"))
+	require.NoError(t, err)
+	var got []string
+	for _, k := range []llmclient.EventKind{llmclient.EventAttempt, llmclient.EventFailover, llmclient.EventCall} {
+		for _, e := range log.kinds(k) {
+			got = append(got, k.String()+" "+e.Model+" "+e.RequestedModel)
+		}
+	}
+	assert.Equal(t, []string{"attempt gpt-4o-mini chat", "attempt claude-haiku chat", "failover gpt-4o-mini chat",
+		"call claude-haiku chat"}, got)
+}

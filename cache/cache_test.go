@@ -263,10 +263,11 @@ func TestNotStorableAnswers(t *testing.T) {
 		calls++
 		return &llmclient.Response{Text: "x", FinishReason: llmclient.FinishStop, Fallback: true, Upstream: "b"}, nil
 	}})
-	for range 2 {
+	for i := range 2 {
 		r, err := h.Complete(context.Background(), chat("hi"))
 		require.NoError(t, err)
-		assert.True(t, r.Fallback)
+		assert.Equal(t, i == 0, r.Fallback, "the call that failed over is a fallback; the cache hit is not")
+		assert.Equal(t, i == 1, r.Cached)
 	}
 	assert.Equal(t, 1, calls)
 }

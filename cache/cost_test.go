@@ -131,7 +131,7 @@ func TestHitKeepsEveryFieldOfTheAnswer(t *testing.T) {
 		Cost: pricing.Cost{Amount: pricing.Dollar, Known: true}}
 	// The call's own fields, and the ones a stored answer cannot have.
 	callFields := map[string]bool{"RateLimits": true, "Attempts": true, "Cost": true, "Cached": true,
-		"Refusal": true, "Degraded": true}
+		"Refusal": true, "Degraded": true, "Fallback": true}
 	rv := reflect.ValueOf(answer)
 	for i := range rv.NumField() {
 		f := rv.Type().Field(i)
@@ -149,6 +149,6 @@ func TestHitKeepsEveryFieldOfTheAnswer(t *testing.T) {
 	hit, err := h.Complete(context.Background(), chat("hi"))
 	require.NoError(t, err)
 	want := answer
-	want.RateLimits, want.Attempts, want.Cost, want.Cached = nil, nil, pricing.Cost{Known: true}, true
+	want.RateLimits, want.Attempts, want.Cost, want.Cached, want.Fallback = nil, nil, pricing.Cost{Known: true}, true, false
 	assert.Equal(t, &want, hit)
 }

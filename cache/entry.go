@@ -76,10 +76,11 @@ func newEntry(resp *llmclient.Response, chunks []llmclient.Chunk, now time.Time)
 }
 
 // response returns a copy of the entry's response for one caller, who may modify it,
-// marked Cached: no upstream call was made for it, so it cost a known $0.
+// marked Cached: no upstream call was made for it, so it cost a known $0, and no
+// failover served it (Fallback false, whatever the stored call did).
 func (e *Entry) response() *llmclient.Response {
 	r := e.Response
-	r.Cached = true
+	r.Cached, r.Fallback = true, false
 	r.Cost = pricing.Cost{Known: true}
 	r.ToolCalls = slices.Clone(r.ToolCalls)
 	return &r

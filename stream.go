@@ -28,10 +28,14 @@ type streamConfig struct {
 	total           time.Duration
 	keepAliveCounts bool
 	accumulate      bool
+	// continuation: Client.Stream continues a broken committed stream (continue.go);
+	// prefill overrides, per upstream name, whether its models accept a prefill.
+	continuation bool
+	prefill      map[string]bool
 }
 
 func defaultStreamConfig() streamConfig {
-	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true}
+	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true, continuation: true}
 }
 
 func (c *streamConfig) validate() error {

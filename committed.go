@@ -69,6 +69,8 @@ type committed struct {
 	// the call on another attempt; callHeld is set while one is held.
 	holdCall bool
 	callHeld atomic.Bool
+	// quiet: the attempt's end, whatever its class, is not the call's (see Stream.diverge).
+	quiet atomic.Bool
 
 	usage    atomic.Pointer[Usage] // the last usage the upstream reported
 	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
@@ -435,7 +437,7 @@ func (cm *committed) settle(class Class, e *Error) {
 				e.Cost = traceCost(r.trace)
 			}
 		}
-		if cm.holdCall && e != nil && e.Class == ClassStreamInterrupted {
+		if cm.holdCall && e != nil && (e.Class == ClassStreamInterrupted || cm.quiet.Load()) {
 			cm.callHeld.Store(true) // the Stream may continue the call
 			return
 		}

@@ -293,8 +293,10 @@ func runRetry(tg *Target, sc *Scenario) []string {
 	}
 	defer e.close()
 	name := upstreamName(tg)
-	// A key pool of one: the Client passes the key with every Call.
-	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: e.provider, Keys: []string{apiKey}}))
+	// A key pool of one: the Client passes the key with every Call. Stream continuation,
+	// which restarts a broken stream with a different scripted answer, is tested at the root.
+	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: e.provider, Keys: []string{apiKey}}),
+		llmclient.WithStreamContinuation(false))
 	if err != nil {
 		return []string{"llmclient.New: " + err.Error()}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +162,10 @@ func (cm *committed) noteRead(ch *Chunk, err error, timed bool) (skip bool) {
 	}
 	return false
 }
+
+// skipper is what a ProviderStream that skips malformed events reports: how many it
+// skipped. The count goes to the attempt's Notes (Attempt.Notes, EventAttempt).
+type skipper interface{ SkippedEvents() int }
 
 // aheadItem is a read made by readAhead, waiting for the caller.
 type aheadItem struct {
@@ -430,6 +435,11 @@ func (cm *committed) settle(class Class, e *Error) {
 		cm.err = e
 		cm.settled.Store(true)
 		cm.final = usage
+		if sk, ok := cm.ps.(skipper); ok {
+			if n := sk.SkippedEvents(); n > 0 {
+				a.call.Notes = append(a.call.Notes, "skipped "+strconv.Itoa(n)+" malformed stream events")
+			}
+		}
 		r.record(a, e, usage)
 		if e != nil {
 			e.Attempts = r.trace

@@ -296,3 +296,32 @@ func TestContinuationClosedByTheCaller(t *testing.T) {
 		assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
 	})
 }
+
+// prefillFake is a fake provider whose models accept a prefill (llmclient.Prefiller).
+type prefillFake struct{ *fake.Provider }
+
+func (prefillFake) AcceptsPrefill(string) bool { return true }
+
+// The provider says whether its model accepts a prefill; WithPrefill overrides it.
+func TestContinuationAsksTheProviderForPrefill(t *testing.T) {
+	for _, override := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			a := fake.New(fake.Stream("one ", "two ", "three").CutAfter(2))
+			b := fake.New(fake.Stream("one ", "two ", "three"))
+			opts := []llmclient.Option{up("a", a), up("b", prefillFake{b})}
+			if override {
+				opts = append(opts, llmclient.WithPrefill("b", false))
+			}
+			c := newClient(t, opts...)
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			require.NoError(t, err)
+			defer s.Close()
+			_, _ = readAll(s)
+			want := llmclient.RoleAssistant
+			if override {
+				want = llmclient.RoleUser
+			}
+			assert.Equal(t, want, lastRole(b, 0))
+		})
+	}
+}

@@ -483,9 +483,10 @@ func (s *Stream) finish(err error) {
 func (s *Stream) Current() Chunk { return s.cur }
 
 // Err returns the error that ended the stream: nil after a clean end and after the
-// caller's own Close. A stream cut after its first token ends with a
-// ClassStreamInterrupted *Error whose Partial holds the output so far;
-// ContinuationRequest builds the request that continues it.
+// caller's own Close. A stream cut after its first token is continued on its route by
+// default (WithStreamContinuation); when it is not, or the continuation fails, it ends
+// with an *Error (ClassStreamInterrupted, or the last attempt's class) whose Partial holds
+// the output the caller received; ContinuationRequest builds a request that continues it.
 func (s *Stream) Err() error { return s.err }
 
 // All returns an iterator over the remaining chunks; a final non-nil error, if any, is

@@ -123,9 +123,11 @@ func accumulate(chunks []Chunk) *Response {
 
 // ContinuationRequest returns a copy of req that continues an interrupted stream: the
 // partial output is appended as an assistant message (text and the tool calls whose
-// arguments are complete JSON objects). Vendors that continue a trailing assistant message
-// (Anthropic prefill, DeepSeek and others' prefix completion) pick up where the stream
-// broke; for others, append a user message asking to continue. It returns nil when err
+// arguments are complete JSON objects). Models that continue a trailing assistant message
+// (a prefill: earlier Claude models, DeepSeek's prefix completion) pick up where the stream
+// broke; others answer it with a 400 (current Claude models) or start over. Client.Stream
+// continues a broken stream by itself (WithStreamContinuation), with this request only
+// where the target accepts a prefill (Prefiller, WithPrefill). It returns nil when err
 // carries no partial output.
 func ContinuationRequest(req *Request, err error) *Request {
 	var e *Error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,14 @@ import (
 // the stream, the caller's Close, the idle or total timeout, the caller's context, or the
 // caller dropping the stream without closing it.
 //
-// The idle timeout counts only the time spent waiting on the upstream (inside recv), never
-// the caller's own time between reads. The timers settle in the background, so a stream
-// the caller stops reading still frees its leases when they fire.
+// The idle timeout counts only the time spent waiting on the upstream, never the caller's
+// own time between reads. While the caller is away from a typed stream for a whole idle
+// period, the committed attempt reads ahead in the background (readAhead), so the
+// upstream's silence is timed whether or not the caller reads: an upstream that stalls
+// is cut, one that finishes is settled and gives its leases back, and a caller that
+// leaves a full read-ahead buffer unread for another idle period ends the stream. The
+// timers settle in the background, so a stream the caller stops reading still frees its
+// leases when they fire.
 //
 // recv and readRaw must not be called concurrently with each other; the other methods are
 // safe for concurrent use.
@@ -48,6 +54,24 @@ type committed struct {
 	// readAt is 1 + the nanoseconds since base at which the wait for the upstream's next
 	// data event began; 0 when no such wait is under way.
 	readAt atomic.Int64
+
+	// readMu is held by whoever reads the upstream: the caller's recv or readAhead.
+	// ahead holds what readAhead read and the caller has not yet received (aheadBytes of
+	// output, aheadEnd once it holds the stream's end); both are guarded by readMu.
+	readMu     sync.Mutex
+	ahead      []aheadItem
+	aheadBytes int
+	aheadEnd   bool
+	// reading: readAhead runs; wantRead: the caller waits for readMu; fullAt is 1 + the
+	// nanoseconds since base at which readAhead stopped on a full buffer (0: not full).
+	reading, wantRead atomic.Bool
+	fullAt            atomic.Int64
+	// holdCall: an interruption's EventCall is left to the Stream, which may continue
+	// the call on another attempt; callHeld is set while one is held.
+	holdCall bool
+	callHeld atomic.Bool
+	// quiet: the attempt's end, whatever its class, is not the call's (see Stream.diverge).
+	quiet atomic.Bool
 
 	usage    atomic.Pointer[Usage] // the last usage the upstream reported
 	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
@@ -89,31 +113,130 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 // and the output's size; the caller decides what the chunk or error means to its reader.
 func (cm *committed) recv() (Chunk, error) {
 	timed := cm.idle > 0
-	if timed && cm.readAt.Load() == 0 {
-		cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+	if timed {
+		cm.wantRead.Store(true)
+		cm.readMu.Lock()
+		cm.wantRead.Store(false)
+		defer cm.readMu.Unlock()
+		if len(cm.ahead) > 0 {
+			it := cm.ahead[0]
+			cm.ahead[0] = aheadItem{}
+			cm.ahead = cm.ahead[1:]
+			cm.aheadBytes -= it.size
+			cm.fullAt.Store(0)
+			return it.ch, it.err
+		}
+		if cm.aheadEnd {
+			return Chunk{}, io.EOF // unreachable: the end is the last item ahead
+		}
+		if cm.readAt.Load() == 0 {
+			cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+		}
 	}
 	for {
 		ch, err := cm.ps.Recv()
-		switch {
-		case err == io.EOF:
-			cm.ended.Store(true)
-		case err != nil:
-		case ch.KeepAlive:
-			if timed && cm.keepAliveIdle {
-				cm.readAt.Store(int64(time.Since(cm.base)) + 1)
-			}
-			if !cm.keepAlives {
-				continue
-			}
-			return ch, nil // the wait for data goes on
-		default:
-			cm.note(&ch)
+		if cm.noteRead(&ch, err, timed) {
+			continue
 		}
 		if timed {
 			cm.readAt.Store(0)
 		}
 		return ch, err
 	}
+}
+
+// noteRead records what a read from the upstream returned; it reports true for a
+// keep-alive its reader skips.
+func (cm *committed) noteRead(ch *Chunk, err error, timed bool) (skip bool) {
+	switch {
+	case err == io.EOF:
+		cm.ended.Store(true)
+	case err != nil:
+	case ch.KeepAlive:
+		if timed && cm.keepAliveIdle {
+			cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+		}
+		return !cm.keepAlives // the transport's body delivers their bytes; the wait goes on
+	default:
+		cm.note(ch)
+	}
+	return false
+}
+
+// skipper is what a ProviderStream that skips malformed events reports: how many it
+// skipped. The count goes to the attempt's Notes (Attempt.Notes, EventAttempt).
+type skipper interface{ SkippedEvents() int }
+
+// aheadItem is a read made by readAhead, waiting for the caller.
+type aheadItem struct {
+	ch   Chunk
+	err  error
+	size int
+}
+
+// Read-ahead bounds: what a stream the caller does not read may hold for it.
+const (
+	maxAheadBytes  = 1 << 20
+	maxAheadChunks = 4096
+)
+
+// readAhead reads the upstream while the caller is away, so that the idle timeout times
+// the upstream and a stream that ends settles at once. It stops when the caller comes
+// back to recv, at the stream's end, or on a full buffer (fullAt). It runs for typed
+// streams with an idle timeout only.
+func (cm *committed) readAhead() {
+	defer cm.reading.Store(false)
+	for !cm.wantRead.Load() && !cm.settled.Load() {
+		if !cm.readMu.TryLock() {
+			return // the caller reads
+		}
+		if cm.aheadEnd {
+			cm.readMu.Unlock()
+			return
+		}
+		if cm.aheadBytes >= maxAheadBytes || len(cm.ahead) >= maxAheadChunks {
+			if cm.fullAt.Load() == 0 {
+				cm.fullAt.Store(int64(time.Since(cm.base)) + 1)
+			}
+			cm.readMu.Unlock()
+			return
+		}
+		if cm.readAt.Load() == 0 { // a keep-alive before does not restart the wait
+			cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+		}
+		ch, err := cm.ps.Recv()
+		skip := cm.noteRead(&ch, err, true)
+		if !skip {
+			cm.readAt.Store(0)
+			size := len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal) + 64
+			for i := range ch.ToolCalls {
+				size += len(ch.ToolCalls[i].Arguments)
+			}
+			cm.ahead = append(cm.ahead, aheadItem{ch: ch, err: err, size: size})
+			cm.aheadBytes += size
+			cm.aheadEnd = err != nil
+		}
+		cm.readMu.Unlock()
+		if err != nil {
+			cm.settleAhead(err)
+			return
+		}
+	}
+}
+
+// settleAhead settles the attempt when readAhead read its end: the caller receives the
+// chunks and the end later, the Client gets its leases back now.
+func (cm *committed) settleAhead(err error) {
+	if err != io.EOF {
+		cm.finish(err)
+		return
+	}
+	if f := cm.finishReason.Load(); f != nil && (FinishReason(*f) == FinishContentFilter || FinishReason(*f) == FinishRefusal) {
+		cm.settle(ClassContentFiltered, &Error{Class: ClassContentFiltered, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+			Status: cm.a.status, Message: "response blocked by the vendor's content policy"})
+		return
+	}
+	cm.settle(ClassNone, nil)
 }
 
 // note records what a data chunk says about the attempt.
@@ -150,9 +273,16 @@ func (cm *committed) watch() {
 		cm.mu.Unlock()
 		return
 	}
-	next := cm.idle // the caller's own time does not count
+	next := cm.idle
+	now := time.Since(cm.base)
+	away := false
 	if at := cm.readAt.Load(); at != 0 {
-		next = time.Duration(at-1) + cm.idle - time.Since(cm.base)
+		next = time.Duration(at-1) + cm.idle - now
+	} else if full := cm.fullAt.Load(); full != 0 {
+		// The caller left a full read-ahead buffer unread: its own time counts now.
+		next = time.Duration(full-1) + cm.idle - now
+	} else {
+		away = cm.ps != nil && !cm.keepAlives
 	}
 	if next > 0 {
 		cm.watchdog.Reset(next)
@@ -160,6 +290,10 @@ func (cm *committed) watch() {
 	cm.mu.Unlock()
 	if next <= 0 {
 		cm.expire(ErrIdleTimeout)
+		return
+	}
+	if away && cm.reading.CompareAndSwap(false, true) {
+		go cm.readAhead() // nobody waits on the upstream: time it without the caller
 	}
 }
 
@@ -287,9 +421,11 @@ func (cm *committed) settle(class Class, e *Error) {
 		if m := cm.model.Load(); m != nil {
 			a.bill.model = *m // the model the stream named, for its price
 		}
+		// The upstream request ends before its slot is given back: another call admitted
+		// on that slot never finds more requests open upstream than the limit.
+		cm.closeUpstream()
 		a.settle(class, usage)
 		r.releasePartition(usage)
-		cm.closeUpstream()
 		if !cm.keepAlives {
 			// A typed stream is done with its contexts. A transport body keeps them until
 			// the caller closes it: the bytes after the end marker still come through them.
@@ -299,12 +435,21 @@ func (cm *committed) settle(class Class, e *Error) {
 		cm.err = e
 		cm.settled.Store(true)
 		cm.final = usage
+		if sk, ok := cm.ps.(skipper); ok {
+			if n := sk.SkippedEvents(); n > 0 {
+				a.call.Notes = append(a.call.Notes, "skipped "+strconv.Itoa(n)+" malformed stream events")
+			}
+		}
 		r.record(a, e, usage)
 		if e != nil {
 			e.Attempts = r.trace
 			if r.c.cost != nil {
 				e.Cost = traceCost(r.trace)
 			}
+		}
+		if cm.holdCall && e != nil && (e.Class == ClassStreamInterrupted || cm.quiet.Load()) {
+			cm.callHeld.Store(true) // the Stream may continue the call
+			return
 		}
 		r.called(cm.summary(), e, cm)
 	})

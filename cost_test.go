@@ -198,7 +198,7 @@ func TestCostOnErrors(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := fake.New(fake.Stream("a", "b", "c").Usage(20, 3).CutAfter(2))
 			var log eventLog
-			c := newClient(t, pricedUp("a", p, m), llmclient.WithObserver(log.observe))
+			c := newClient(t, pricedUp("a", p, m), llmclient.WithObserver(log.observe), llmclient.WithStreamContinuation(false))
 			s, err := c.Stream(context.Background(), chatReq("m"))
 			if err != nil {
 				t.Fatal(err)

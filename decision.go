@@ -100,7 +100,7 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	not_found          no     no        no        no
 //	empty_output       no     no        no        no                 grow output, once
 //	canceled           no     no        no        no
-//	stream_interrupted no     no        no        yes
+//	stream_interrupted last   no        first     yes                continues a committed stream
 //	unavailable        no     no        yes       no
 //	budget_exceeded    no     no        yes       no                 a budget's Reroute group
 //	unknown            no     no        no        no
@@ -128,7 +128,8 @@ func DefaultDecision(c Class) Decision {
 	case ClassEmptyOutput:
 		return Decision{GrowOutput: true}
 	case ClassStreamInterrupted:
-		return Decision{Breaker: true}
+		// A committed stream continues (WithStreamContinuation): elsewhere first, at once.
+		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
 	case ClassUnavailable, ClassBudgetExceeded:
 		// A budget refusal may fit on a cheaper upstream, or one outside the budget's scope.
 		return Decision{Failover: true}

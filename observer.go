@@ -65,10 +65,14 @@ const (
 	// Budget describes; Upstream, Model and Attempt name the attempt whose settling or
 	// refusal it was.
 	EventBudget
+	// EventContinuation: a committed stream broke on Upstream (Class, Err) and the call
+	// continues it on Target (see WithStreamContinuation); Action is "prefill" when the
+	// partial answer was sent as a prefill, "restart" when the new answer is spliced.
+	EventContinuation
 )
 
 var eventKindNames = [...]string{"", "attempt", "breaker", "key_cooldown", "key_evicted", "alert", "fallback", "failover", "call", "hedge",
-	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored", "budget"}
+	"control", "cache_hit", "cache_miss", "cache_guard_rejected", "cache_stored", "budget", "continuation"}
 
 // String returns the kind's snake_case name.
 func (k EventKind) String() string {

@@ -29,10 +29,14 @@ type streamConfig struct {
 	total           time.Duration
 	keepAliveCounts bool
 	accumulate      bool
+	// continuation: Client.Stream continues a broken committed stream (continue.go);
+	// prefill overrides, per upstream name, whether its models accept a prefill.
+	continuation bool
+	prefill      map[string]bool
 }
 
 func defaultStreamConfig() streamConfig {
-	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true}
+	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true, continuation: true}
 }
 
 func (c *streamConfig) validate() error {
@@ -56,10 +60,14 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 
 // WithIdleTimeout bounds how long a committed stream may wait on its upstream for the
 // next data event; a longer silence ends the stream with a ClassStreamInterrupted error
-// wrapping ErrIdleTimeout and gives back every lease it holds, even when the caller is not
-// reading. Only the waits on the upstream count, never the caller's own time between
-// reads. It applies with or without a context deadline. 0 disables it; it must not be
-// negative. Default 1m.
+// wrapping ErrIdleTimeout (continued on the route, see WithStreamContinuation) and gives
+// back every lease it holds, even when the caller is not reading: a stream whose caller
+// is away for an idle period is read ahead in the background (at most 1 MiB or 4096
+// chunks), so an upstream that stalls is cut and one that finishes settles at once; a
+// caller that leaves that buffer full and unread for another idle period ends the stream
+// too. Otherwise only the waits on the upstream count, never the caller's own time
+// between reads. It applies with or without a context deadline. 0 disables it (and the
+// read-ahead); it must not be negative. Default 1m.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.idle = d })
 }
@@ -205,18 +213,26 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 	if t := c.cfg.stream.total; t > 0 {
 		ctx, cancelTotal = context.WithTimeoutCause(ctx, t, ErrStreamTimeout)
 	}
+	// A continued stream's attempts run under one context, canceled at its end.
+	cont := c.cfg.stream.continuation && c.cfg.stream.accumulate
+	cancelCont := context.CancelFunc(func() {})
+	if cont {
+		ctx, cancelCont = context.WithCancel(ctx)
+	}
 	r := &run{}
 	defer r.cleanup() // a panicking hook leaves nothing held
 	route, pol := c.routeOf(req)
 	if err := c.begin(ctx, r, req, route, pol, c.streamChain, true); err != nil {
+		cancelCont()
 		cancelTotal()
 		return nil, err
 	}
 	a, err := r.exec(ctx)
 	if err != nil {
 		r.releasePartition(nil)
-		cancelTotal()
 		resp, ferr := r.fail(ctx, err)
+		cancelCont()
+		cancelTotal()
 		r.ended(resp, ferr, nil)
 		if ferr != nil {
 			return nil, ferr
@@ -225,11 +241,17 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 	}
 	g := a.stream
 	s := &Stream{pending: g.pending, ended: g.ended, keep: c.cfg.stream.accumulate}
-	s.cm = c.commit(r, a, g.ps, g.ctx, g.cancel, caller, cancelTotal)
+	cmTotal := cancelTotal
+	if cont {
+		cmTotal = func() {} // the stream's end stops it: a continuation runs under it
+	}
+	s.cm = c.commit(r, a, g.ps, g.ctx, g.cancel, caller, cmTotal)
+	s.cm.holdCall = cont
 	for i := range s.pending {
 		s.cm.note(&s.pending[i])
 	}
-	runtime.AddCleanup(s, (*committed).abandon, s.cm)
+	s.link = &streamLink{cm: s.cm, ctx: ctx, cancel: func() { cancelCont(); cancelTotal() }}
+	runtime.AddCleanup(s, (*streamLink).abandon, s.link)
 	return s, nil
 }
 
@@ -260,6 +282,16 @@ type Stream struct {
 
 	taps    []streamTap
 	tapOnce sync.Once
+
+	// link is shared with Close and the cleanup (continue.go); splice filters a restarted
+	// continuation; prior is the usage of the attempts before the one being read;
+	// continued is set once a continuation is read; contErr is the error a failed
+	// continuation or a divergence ended the stream with.
+	link      *streamLink
+	splice    *splicer
+	prior     Usage
+	continued bool
+	contErr   *Error
 }
 
 // streamTap is a pair of Tap callbacks.
@@ -271,31 +303,71 @@ type streamTap struct {
 // Next advances to the next chunk. It returns false at the end of the stream, on error or
 // after Close; Err then tells which.
 func (s *Stream) Next() bool {
-	if s.done {
-		return false
-	}
-	if s.cm != nil && s.cm.closed.Load() {
-		s.done = true
-		return false
-	}
-	for len(s.pending) > 0 {
-		ch := s.pending[0]
-		s.pending = s.pending[1:]
-		if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
-			s.deliver(ch)
-			return true
+	for {
+		if s.done {
+			return false
 		}
+		if s.cm != nil && s.cm.closed.Load() {
+			s.done = true
+			return false
+		}
+		for len(s.pending) > 0 {
+			ch := s.pending[0]
+			s.pending = s.pending[1:]
+			if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
+				if s.continued && !s.adjust(&ch) {
+					if s.done {
+						return false
+					}
+					continue
+				}
+				s.deliver(ch)
+				return true
+			}
+		}
+		if s.ended || s.cm == nil {
+			s.end(io.EOF)
+			return false
+		}
+		ch, err := s.cm.recv()
+		if err != nil {
+			if s.resume(err) {
+				continue
+			}
+			s.end(err)
+			return false
+		}
+		if s.continued && !s.adjust(&ch) {
+			if s.done {
+				return false
+			}
+			continue
+		}
+		s.deliver(ch)
+		return true
 	}
-	if s.ended || s.cm == nil {
-		s.end(io.EOF)
-		return false
+}
+
+// adjust fits a continuation's chunk to what the caller already has: spliced, with the
+// usage summed over the attempts. It reports false for a chunk left with nothing to
+// deliver; on a divergence it ends the stream.
+func (s *Stream) adjust(ch *Chunk) bool {
+	if s.splice != nil {
+		out, keep, err := s.splice.filter(*ch)
+		if err != nil {
+			s.diverge(err.(*DivergedError))
+			s.end(err)
+			return false
+		}
+		if !keep {
+			return false
+		}
+		*ch = out
 	}
-	ch, err := s.cm.recv()
-	if err != nil {
-		s.end(err)
-		return false
+	if ch.Usage != nil {
+		u := addUsage(s.prior, ch.Usage)
+		ch.Usage = &u
 	}
-	s.deliver(ch)
 	return true
 }
 
@@ -345,6 +417,9 @@ func (s *Stream) outputError(resp *Response) *Error {
 func (s *Stream) end(err error) {
 	s.done = true
 	s.finish(err)
+	if s.link != nil {
+		s.link.cancel()
+	}
 	if len(s.taps) == 0 {
 		return
 	}
@@ -373,17 +448,28 @@ func (s *Stream) finish(err error) {
 	if s.cm == nil { // made by StreamOf
 		return
 	}
+	if err == io.EOF && s.splice != nil && s.splice.pending() && s.contErr == nil {
+		s.diverge(s.splice.diverged()) // the restarted answer is shorter than the one delivered
+	}
+	if s.contErr != nil {
+		s.err = s.contErr
+		return
+	}
 	resp := s.acc.response()
 	if err == io.EOF {
 		if e := s.outputError(resp); e != nil {
 			e.Upstream, e.Model, e.Status = s.cm.a.up.Name, s.cm.a.call.Model, s.cm.a.status
 			s.cm.settle(e.Class, e)
-			s.err = s.cm.err
+			if s.cm.err != e { // settled before, as the upstream's end was read ahead
+				e.Attempts = s.cm.r.trace
+			}
+			s.err = e
 			return
 		}
 	}
 	if e := s.cm.finish(err); e != nil {
 		e.Partial = resp
+		s.cm.releaseCall(nil)
 		s.err = e
 		return
 	}
@@ -391,7 +477,7 @@ func (s *Stream) finish(err error) {
 		return
 	}
 	if s.cm.final != nil {
-		resp.Usage = *s.cm.final
+		resp.Usage = addUsage(s.prior, s.cm.final)
 	}
 	resp.Status = s.cm.a.status
 	s.resp = s.cm.r.succeed(s.cm.a, resp)
@@ -401,9 +487,10 @@ func (s *Stream) finish(err error) {
 func (s *Stream) Current() Chunk { return s.cur }
 
 // Err returns the error that ended the stream: nil after a clean end and after the
-// caller's own Close. A stream cut after its first token ends with a
-// ClassStreamInterrupted *Error whose Partial holds the output so far;
-// ContinuationRequest builds the request that continues it.
+// caller's own Close. A stream cut after its first token is continued on its route by
+// default (WithStreamContinuation); when it is not, or the continuation fails, it ends
+// with an *Error (ClassStreamInterrupted, or the last attempt's class) whose Partial holds
+// the output the caller received; ContinuationRequest builds a request that continues it.
 func (s *Stream) Err() error { return s.err }
 
 // All returns an iterator over the remaining chunks; a final non-nil error, if any, is
@@ -439,8 +526,8 @@ func (s *Stream) Response() *Response {
 // far reconciles the limiter either way. It is idempotent, safe to call concurrently with
 // Next, and always returns nil.
 func (s *Stream) Close() error {
-	if s.cm != nil {
-		s.cm.close()
+	if s.link != nil {
+		s.link.close()
 	}
 	if len(s.taps) > 0 && !s.cmEnded() {
 		s.tapEnd(nil, context.Canceled)
@@ -450,7 +537,13 @@ func (s *Stream) Close() error {
 
 // cmEnded reports whether the stream's attempt had settled with a result the reader saw:
 // a Close after it tells the taps nothing new.
-func (s *Stream) cmEnded() bool { return s.cm != nil && s.cm.settled.Load() && !s.cm.closed.Load() }
+func (s *Stream) cmEnded() bool {
+	if s.link == nil {
+		return false
+	}
+	cm := s.link.current()
+	return cm.settled.Load() && !cm.closed.Load()
+}
 
 // Tap registers callbacks for middleware that watches a stream pass (a cache, a logger):
 // chunk is called from Next for every chunk the stream delivers, in order, on the

@@ -88,7 +88,7 @@ func TestStreamInBandErrorBeforeFirstTokenIsRetried(t *testing.T) {
 func TestStreamCutAfterKChunksIsInterruptedWithPartial(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := fake.New(fake.Stream("one ", "two ", "three ", "four").CutAfter(2), fake.Stream("never"))
-		c := newClient(t, up("a", p))
+		c := newClient(t, up("a", p), llmclient.WithStreamContinuation(false))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		defer s.Close()
@@ -103,7 +103,7 @@ func TestStreamCutAfterKChunksIsInterruptedWithPartial(t *testing.T) {
 		require.NotNil(t, e.Partial)
 		assert.Equal(t, "one two ", e.Partial.Text)
 		assert.Equal(t, "a", e.Upstream)
-		assert.Equal(t, 1, p.Calls(), "a stream is never restarted after its first token")
+		assert.Equal(t, 1, p.Calls(), "without continuation a stream is never restarted after its first token")
 
 		cont := llmclient.ContinuationRequest(chatReq("m"), err)
 		require.NotNil(t, cont)
@@ -116,7 +116,7 @@ func TestStreamCutAfterKChunksIsInterruptedWithPartial(t *testing.T) {
 func TestStreamIdleGapIsInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := fake.New(fake.Stream("a", "b", "c").StallAfter(1, 5*time.Minute).KeepAlive(5 * time.Second))
-		c := newClient(t, up("a", p), llmclient.WithIdleTimeout(30*time.Second))
+		c := newClient(t, up("a", p), llmclient.WithIdleTimeout(30*time.Second), llmclient.WithStreamContinuation(false))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		defer s.Close()
@@ -191,7 +191,7 @@ func TestStreamContextCancelMidStream(t *testing.T) {
 func TestStreamIteratorForm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := fake.New(fake.Stream("x", "y", "z").CutAfter(2))
-		c := newClient(t, up("a", p))
+		c := newClient(t, up("a", p), llmclient.WithStreamContinuation(false))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		defer s.Close()

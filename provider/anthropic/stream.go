@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,3 +298,21 @@ func toolInput(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
+
+// AcceptsPrefill reports whether model continues a trailing assistant message (a
+// prefill) rather than rejecting it, for llmclient's stream continuation
+// (llmclient.Prefiller): the Claude 3 family and the first Claude 4 models (Sonnet 4,
+// Opus 4 and 4.1) do; later models answer a prefill with a 400, and so are assumed to for
+// any name not listed. llmclient.WithPrefill overrides it per upstream.
+func (p *Provider) AcceptsPrefill(model string) bool {
+	for _, prefix := range prefillModels {
+		if strings.HasPrefix(model, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefillModels are the model-name prefixes of the Claude models known to accept a prefill.
+var prefillModels = []string{"claude-3", "claude-sonnet-4-0", "claude-sonnet-4-2025", "claude-opus-4-0",
+	"claude-opus-4-1", "claude-opus-4-2025"}

@@ -293,8 +293,10 @@ func runRetry(tg *Target, sc *Scenario) []string {
 	}
 	defer e.close()
 	name := upstreamName(tg)
-	// A key pool of one: the Client passes the key with every Call.
-	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: e.provider, Keys: []string{apiKey}}))
+	// A key pool of one: the Client passes the key with every Call. Stream continuation,
+	// which restarts a broken stream with a different scripted answer, is tested at the root.
+	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: e.provider, Keys: []string{apiKey}}),
+		llmclient.WithStreamContinuation(false))
 	if err != nil {
 		return []string{"llmclient.New: " + err.Error()}
 	}
@@ -343,10 +345,12 @@ func clientClass(w *Want) llmclient.Class {
 }
 
 // retryable reports whether the default decisions retry w's failure on a single-key
-// upstream: auth retries only on another key, and nothing is retried after the first token.
+// upstream: auth retries only on another key, and nothing is retried after the first token
+// (a broken stream's decision applies to its continuation, off here).
 func retryable(w *Want) bool {
 	c := clientClass(w)
-	return llmclient.DefaultDecision(c).Retry && c != llmclient.ClassAuth && c != llmclient.ClassQuotaExhausted
+	return llmclient.DefaultDecision(c).Retry && c != llmclient.ClassAuth && c != llmclient.ClassQuotaExhausted &&
+		c != llmclient.ClassStreamInterrupted
 }
 
 // resolve turns w into the expectation for the call answered by log[i].

@@ -250,8 +250,9 @@ func TestChunkStreamErrors(t *testing.T) {
 			in:   ev(helloChunk) + `data: {"id":"chatcmpl-123","choices":[{"delta":{"content":"He`,
 			n:    1,
 			check: func(t *testing.T, err error) {
-				// The partial line is a malformed chunk: the stream never ends as a clean EOF.
-				if llmclient.ClassOf(err) != llmclient.ClassServerError {
+				// The partial line is skipped as a malformed event, but it hid the end: the
+				// stream never ends as a clean EOF.
+				if !errors.Is(err, io.ErrUnexpectedEOF) {
 					t.Fatalf("error %v (class %v)", err, llmclient.ClassOf(err))
 				}
 			},
@@ -339,14 +340,36 @@ func TestChunkStreamErrors(t *testing.T) {
 			},
 		},
 		{
-			name: "malformed JSON",
-			in:   ev(helloChunk) + ev(`{"choices":[{"delta":{"content":"x"}]}`) + done,
-			n:    1,
+			name: "malformed event in a healthy stream is skipped",
+			in:   ev(helloChunk) + ev(`{"choices":[{"delta":{"content":"x"}]}`) + ev(stopChunk) + done,
+			n:    2,
+			check: func(t *testing.T, err error) {
+				if err != io.EOF {
+					t.Fatalf("error %v, want io.EOF", err)
+				}
+			},
+		},
+		{
+			name: "malformed JSON before any chunk",
+			in:   ev(`{"choices":[{"delta":{"content":"x"}]}`) + ev(helloChunk) + done,
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
 				var se *jsonscan.SyntaxError
 				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || !errors.As(err, &se) ||
 					!strings.Contains(e.Message, "openai: malformed stream chunk") {
+					t.Fatalf("error %v", err)
+				}
+			},
+		},
+		{
+			name: "malformed JSON past the bound",
+			in:   ev(helloChunk) + strings.Repeat(ev(`{"choices":[{"delta":{"content":"x"}]}`), 9) + done,
+			n:    1,
+			check: func(t *testing.T, err error) {
+				var e *llmclient.Error
+				var se *jsonscan.SyntaxError
+				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || !errors.As(err, &se) ||
+					!strings.Contains(e.Message, "openai: malformed stream chunk") || !strings.Contains(e.Message, "8 malformed events skipped") {
 					t.Fatalf("error %v", err)
 				}
 			},

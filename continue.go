@@ -1,0 +1,414 @@
+package llmclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// WithStreamContinuation sets whether Client.Stream continues a committed stream that
+// breaks — cut, stalled past its idle timeout (WithIdleTimeout), or ended by an in-band
+// error event — on its route, so that the caller's Stream goes on from where it stopped:
+// one stream, and one final Response whose text is whole and whose usage and cost are
+// summed over the attempts. Default true.
+//
+// The continuation is an attempt like any other: on the next upstream of the route (the
+// same one when none is left), within the call's attempt caps, the upstream's retry
+// budget for the same upstream, the stream's total timeout, the context's deadline and
+// the cost rules; its trace entries and an EventContinuation show it. Where the target
+// accepts a prefill (see Prefiller and WithPrefill), the partial answer is sent as a
+// trailing assistant message and the new text follows the old. Elsewhere the request is
+// sent again as it was and the new answer is spliced: what the caller already received
+// is skipped when the new answer begins with it (its reasoning, before the new answer's
+// text, is skipped too); when it does not, the stream ends with a ClassStreamInterrupted
+// error wrapping a *DivergedError, never with duplicated or mixed text. Tool calls keep
+// their index and the first attempt's ID across the splice. A continuation that fails
+// ends the stream with the original interruption, its cause joined with the
+// continuation's error.
+//
+// Continuation needs the delivered content: with WithStreamAccumulate(false) it is off. A
+// stream ended by the caller's context, by its total timeout, or after its finish reason
+// is never continued.
+func WithStreamContinuation(on bool) Option {
+	return optionFunc(func(c *config) { c.stream.continuation = on })
+}
+
+// Prefiller is an optional capability of a Provider: whether a model continues a
+// trailing assistant message (a prefill) rather than rejecting it. Stream continuation
+// asks it before sending a partial answer as a prefill; a Provider without it is
+// assumed not to accept one. provider/anthropic implements it (earlier Claude models
+// accept a prefill; current ones answer it with a 400). Implementations must be safe for
+// concurrent use.
+type Prefiller interface {
+	AcceptsPrefill(model string) bool
+}
+
+// WithPrefill overrides, for every model of the named upstream, whether it accepts a
+// prefill (see Prefiller). Default: the upstream's Provider says, or false.
+func WithPrefill(upstream string, accepts bool) Option {
+	return optionFunc(func(c *config) {
+		if c.stream.prefill == nil {
+			c.stream.prefill = make(map[string]bool)
+		}
+		c.stream.prefill[upstream] = accepts
+	})
+}
+
+// ErrContinuationDiverged is matched by errors.Is for a stream whose restarted answer
+// differs from what its caller already received; see DivergedError.
+var ErrContinuationDiverged = errors.New("llmclient: the continued answer diverges from the text already delivered")
+
+// DivergedError is the cause of a stream that ended because the restarted answer does not
+// begin with what the caller already received. Delivered is that text (the caller has
+// it), Restarted the new answer's text up to the point where it differed (inclusive of
+// the differing part received). Its message holds neither.
+type DivergedError struct {
+	Delivered string
+	Restarted string
+	// At is the byte offset, in Delivered, of the first difference.
+	At int
+}
+
+func (d *DivergedError) Error() string {
+	return fmt.Sprintf("%s at byte %d", ErrContinuationDiverged.Error(), d.At)
+}
+
+// Unwrap returns ErrContinuationDiverged.
+func (d *DivergedError) Unwrap() error { return ErrContinuationDiverged }
+
+// streamLink is what a Stream's Close, its cleanup and its continuation share: the
+// committed attempt being read, whether the caller closed the stream, and the cancel of
+// the contexts the continuations run under.
+type streamLink struct {
+	mu     sync.Mutex
+	cm     *committed
+	closed bool
+	cancel context.CancelFunc // the stream's total timeout and the continuations' context
+	ctx    context.Context
+}
+
+func (l *streamLink) current() *committed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cm
+}
+
+// swap makes cm the committed attempt being read, or reports false when the caller closed
+// the stream meanwhile.
+func (l *streamLink) swap(cm *committed) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.cm = cm
+	return true
+}
+
+func (l *streamLink) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// close is the caller's Close.
+func (l *streamLink) close() {
+	l.mu.Lock()
+	l.closed = true
+	cm := l.cm
+	l.mu.Unlock()
+	cm.close()
+	cm.releaseCall(nil)
+	l.cancel()
+}
+
+// abandon runs when the caller's handle became unreachable without Close.
+func (l *streamLink) abandon() {
+	l.mu.Lock()
+	l.closed = true
+	cm := l.cm
+	l.mu.Unlock()
+	cm.abandon()
+	cm.releaseCall(nil)
+	l.cancel()
+}
+
+// releaseCall tells the observer of the call's end that settle left to the Stream, with
+// e instead of the attempt's own error when e is not nil. It does nothing when no call is
+// held.
+func (cm *committed) releaseCall(e *Error) {
+	if !cm.callHeld.CompareAndSwap(true, false) {
+		return
+	}
+	if e == nil {
+		e = cm.err
+	}
+	cm.r.called(cm.summary(), e, cm)
+}
+
+// takeCall drops the call's end that settle left to the Stream: the call goes on.
+func (cm *committed) takeCall() { cm.callHeld.Store(false) }
+
+// resume continues the stream after its upstream read failed with err, when continuation
+// is on and the break is one it continues. It reports true when a new attempt is being
+// read; false leaves the stream to end, with s.err set when the continuation itself was
+// tried and failed.
+func (s *Stream) resume(err error) bool {
+	cm := s.cm
+	if s.link == nil || !s.keep || !cm.holdCall || cm.closed.Load() {
+		return false
+	}
+	e := cm.finish(err)
+	if e == nil || e.Class != ClassStreamInterrupted || errors.Is(e.Err, ErrStreamTimeout) ||
+		s.acc.finish != FinishNone || s.link.ctx.Err() != nil {
+		return false
+	}
+	r, c := cm.r, cm.c
+	partial := s.acc.response()
+	if !r.continueOn(r.decision(cm.a, e)) {
+		return false
+	}
+	cm.takeCall()
+	r.setLast(e)
+	r.lastErr = e
+	s.prior = addUsage(s.prior, cm.final)
+	target := r.route[r.pos]
+	model, ok := target.model(r.orig.Model)
+	if !ok {
+		model = r.orig.Model
+	}
+	prefill := partial.Text != "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
+	action := "restart"
+	r.req = r.orig
+	if prefill {
+		action = "prefill"
+		pe := *e
+		pe.Partial = partial
+		r.req = ContinuationRequest(r.orig, &pe)
+	}
+	r.observe(Event{Kind: EventContinuation, Upstream: cm.a.up.Name, Target: target.Name, Model: cm.a.call.Model,
+		Class: e.Class, Err: e, Action: action})
+	a, xerr := r.exec(s.link.ctx)
+	if xerr != nil && prefill {
+		var pe *Error
+		if errors.As(xerr, &pe) && pe.Class == ClassBadRequest && r.continueSame() && r.route[r.pos] == target {
+			// The target rejected the prefill after all: restart there instead, so that its
+			// 400 never stands for the stream's real failure.
+			prefill, r.req = false, r.orig
+			a, xerr = r.exec(s.link.ctx)
+		}
+	}
+	r.req = r.orig
+	if xerr != nil {
+		if !s.link.isClosed() {
+			s.failContinuation(cm, e, xerr)
+		}
+		return false
+	}
+	g := a.stream
+	next := c.commit(r, a, g.ps, g.ctx, g.cancel, cm.caller, func() {})
+	next.holdCall = true
+	if !s.link.swap(next) {
+		next.close()
+		return false
+	}
+	s.cm, s.continued = next, true
+	s.pending, s.ended = g.pending, g.ended
+	for i := range s.pending {
+		next.note(&s.pending[i])
+	}
+	s.splice = nil
+	if !prefill {
+		s.splice = newSplicer(partial)
+	}
+	return true
+}
+
+// failContinuation ends the stream after the continuation of its interruption e failed
+// with xerr. As for any call, the final error is the last attempt's, with the trace of
+// every attempt; its cause names the interruption too, and Partial holds what the caller
+// received.
+func (s *Stream) failContinuation(cm *committed, e *Error, xerr error) {
+	r := cm.r
+	final := r.final(xerr)
+	if !errors.Is(final.Err, e) {
+		final.Err = fmt.Errorf("%w; continuing a stream that broke: %w", final.Err, e)
+	}
+	final.Partial = s.acc.response()
+	s.contErr = final
+	cm.callHeld.Store(true)
+	cm.releaseCall(final)
+}
+
+// continueOn moves the run to where a broken stream continues, as the decision for its
+// class allows: the next upstream of the route (Failover), or the same one (Retry) when
+// none is left and its caps allow another call.
+func (r *run) continueOn(d Decision) bool {
+	r.hedgeSent = true // a continuation is not hedged
+	if d.Failover && (r.opts == nil || !r.opts.NoFailover) && r.advance() {
+		return true
+	}
+	return d.Retry && r.continueSame()
+}
+
+// continueSame reports whether the caps allow another call on the current upstream.
+func (r *run) continueSame() bool {
+	return r.onUp < r.maxAttempts() && r.total < r.maxTotal()
+}
+
+// acceptsPrefill reports whether up's model accepts a prefill: WithPrefill, else the
+// provider's Prefiller, else false.
+func (c *Client) acceptsPrefill(up *upstream, model string) bool {
+	if v, ok := c.cfg.stream.prefill[up.Name]; ok {
+		return v
+	}
+	if p, ok := up.Provider.(Prefiller); ok {
+		return p.AcceptsPrefill(model)
+	}
+	return false
+}
+
+// addUsage returns sum plus u (nil: nothing).
+func addUsage(sum Usage, u *Usage) Usage {
+	if u == nil {
+		return sum
+	}
+	sum.InputTokens = satAdd(sum.InputTokens, u.InputTokens)
+	sum.OutputTokens = satAdd(sum.OutputTokens, u.OutputTokens)
+	sum.TotalTokens = satAdd(sum.TotalTokens, u.TotalTokens)
+	sum.CachedInputTokens = satAdd(sum.CachedInputTokens, u.CachedInputTokens)
+	sum.CacheWriteTokens = satAdd(sum.CacheWriteTokens, u.CacheWriteTokens)
+	sum.ReasoningTokens = satAdd(sum.ReasoningTokens, u.ReasoningTokens)
+	sum.Estimated = sum.Estimated || u.Estimated
+	return sum
+}
+
+// splicer filters a restarted stream so that the caller receives only what follows what
+// it already has: the text and each tool call's arguments are matched against what was
+// delivered and skipped while they agree; the restart's reasoning before its first text
+// or tool call is skipped; tool calls keep the first attempt's IDs.
+type splicer struct {
+	have      string // delivered text not yet matched by the restart
+	delivered string // all the delivered text, for a DivergedError
+	matched   int
+	got       strings.Builder // the restart's text, while matching
+	started   bool            // the restart's answer began: its reasoning passes from now on
+	tools     map[int]*toolSplice
+}
+
+type toolSplice struct {
+	id, name string
+	have     string
+}
+
+func newSplicer(p *Response) *splicer {
+	sp := &splicer{have: p.Text, delivered: p.Text}
+	for i, tc := range p.ToolCalls {
+		if sp.tools == nil {
+			sp.tools = make(map[int]*toolSplice, len(p.ToolCalls))
+		}
+		sp.tools[i] = &toolSplice{id: tc.ID, name: tc.Name, have: tc.Arguments}
+	}
+	return sp
+}
+
+// filter returns what of ch the caller has not received yet, whether anything is left to
+// deliver, and a *DivergedError when the restart differs from what was delivered.
+func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
+	if ch.Text != "" || len(ch.ToolCalls) > 0 {
+		sp.started = true
+	} else if !sp.started {
+		ch.Reasoning = ""
+	}
+	if sp.have != "" && ch.Text != "" {
+		t := ch.Text
+		n := min(len(t), len(sp.have))
+		if i := firstDiff(t[:n], sp.have[:n]); i >= 0 {
+			sp.got.WriteString(t)
+			return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched + i}
+		}
+		sp.got.WriteString(t[:n])
+		sp.have, sp.matched, ch.Text = sp.have[n:], sp.matched+n, t[n:]
+	}
+	if len(ch.ToolCalls) > 0 && sp.tools != nil {
+		out := ch.ToolCalls[:0:0]
+		for _, d := range ch.ToolCalls {
+			ts, ok := sp.tools[d.Index]
+			if !ok {
+				out = append(out, d)
+				continue
+			}
+			if d.Name != "" && ts.name != "" && d.Name != ts.name {
+				return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+			}
+			d.ID, d.Name = "", ""
+			if ts.have != "" && d.Arguments != "" {
+				n := min(len(d.Arguments), len(ts.have))
+				if d.Arguments[:n] != ts.have[:n] {
+					return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+				}
+				ts.have, d.Arguments = ts.have[n:], d.Arguments[n:]
+			}
+			if d.Arguments != "" {
+				out = append(out, d)
+			}
+		}
+		ch.ToolCalls = out
+	}
+	keep := ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil
+	return ch, keep, nil
+}
+
+// pending reports whether delivered content is still unmatched: a restart that ends here
+// is shorter than what the caller has.
+func (sp *splicer) pending() bool {
+	if sp.have != "" {
+		return true
+	}
+	for _, ts := range sp.tools {
+		if ts.have != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (sp *splicer) diverged() *DivergedError {
+	return &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+}
+
+// diverge ends the stream because the restart differs from what the caller has: the
+// restart's attempt is settled as canceled (its upstream did nothing wrong) and the call
+// ends with a ClassStreamInterrupted error wrapping de.
+func (s *Stream) diverge(de *DivergedError) {
+	cm := s.cm
+	a, r := cm.a, cm.r
+	cm.quiet.Store(true)
+	cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
+		Err: de, Message: "the restarted answer was dropped"})
+	e := &Error{Class: ClassStreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: de,
+		Message: "the stream broke and its restarted answer differs from the text already delivered"}
+	e.Attempts = r.trace
+	if r.c.cost != nil {
+		e.Cost = traceCost(r.trace)
+	}
+	e.Partial = s.acc.response()
+	s.contErr = e
+	cm.releaseCall(e)
+}
+
+// firstDiff returns the index of the first byte where a and b (of equal length) differ,
+// or -1.
+func firstDiff(a, b string) int {
+	if a == b {
+		return -1
+	}
+	for i := 0; i < len(a); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}

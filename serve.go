@@ -92,21 +92,17 @@ func (up *upstream) availability(now time.Time) availability {
 // paused after a rate limit — and otherwise when the first one comes back (zero when every
 // key is evicted for good or the pool is empty).
 func (p *keyPool) free(now time.Time) (bool, time.Time) {
-	n := now.UnixNano()
-	var soonest int64
+	var soonest time.Time
 	for _, k := range p.keys {
-		until := max(k.blockedUntil.Load(), k.pausedUntil.Load())
-		if until <= n {
+		until, evicted := k.outUntil(now) // the key's own answer, as Snapshot shows it
+		if until.IsZero() {
 			return true, time.Time{}
 		}
-		if !k.evicted.Load() && (soonest == 0 || until < soonest) {
+		if !evicted && (soonest.IsZero() || until.Before(soonest)) {
 			soonest = until
 		}
 	}
-	if soonest == 0 {
-		return false, time.Time{}
-	}
-	return false, time.Unix(0, soonest)
+	return false, soonest
 }
 
 // healthy reports whether the upstream can serve now (availability).

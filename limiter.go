@@ -104,6 +104,10 @@ type admission struct {
 	// never needs it.
 	service time.Duration
 	svc     *serviceTimes
+	// stale is service decayed by the staleness of its samples; probe is set once the
+	// request is admitted as the upstream's probe on it (see serviceTimes).
+	stale time.Duration
+	probe bool
 	// streaming and svcOut pick svc's estimate: a stream's, and the reserved output.
 	streaming bool
 	svcOut    int
@@ -322,7 +326,17 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 		lim = max(adm.within-waited, 0)
 	}
 	if hasDeadline && (adm.service > 0 || margin > 0) {
-		left := until - 1 - adm.service
+		service := adm.service
+		if adm.probe {
+			service = adm.stale
+		}
+		left := until - 1 - service
+		if left < 0 && adm.stale < service && until-1-adm.stale >= 0 && adm.svc != nil &&
+			adm.svc.probe(adm.deadline.Add(-until).UnixNano(), until) {
+			// Only a stale estimate refuses it: let it try the estimate.
+			adm.probe, service = true, adm.stale
+			left = until - 1 - service
+		}
 		if left < 0 {
 			return 0, l.noTime(adm.service)
 		}
@@ -512,9 +526,10 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 }
 
-// expectService sets adm.service from its upstream's service times while it is unknown (0).
+// expectService sets adm.service, and adm.stale, from its upstream's service times while
+// it is unknown (0).
 func (adm *admission) expectService() {
 	if adm.svc != nil && adm.service == 0 {
-		adm.service = adm.svc.expect(adm.streaming, adm.svcOut)
+		adm.service, adm.stale = adm.svc.expect(adm.streaming, adm.svcOut, time.Now().UnixNano())
 	}
 }

@@ -543,9 +543,13 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 }
 
 // expectService sets adm.service, and adm.stale, from its upstream's service times while
-// it is unknown (0).
+// it is unknown (0), at the caller's reading of the clock when it has one.
 func (adm *admission) expectService() {
 	if adm.svc != nil && adm.service == 0 {
-		adm.service, adm.stale = adm.svc.expect(adm.streaming, adm.svcOut, time.Now().UnixNano())
+		now := adm.now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		adm.service, adm.stale = adm.svc.expect(adm.streaming, adm.svcOut, now.UnixNano())
 	}
 }

@@ -27,6 +27,7 @@ type keyLimiter struct {
 	limited, gate atomic.Bool
 	inFlight      atomic.Int64
 	sizes         sizeQuantile
+	queue         queueWatch
 	sync          headerSync
 }
 
@@ -63,6 +64,7 @@ func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig
 		metering:  l.Metering,
 		slots:     l.MaxConcurrent > 0,
 	}
+	k.queue.target = cfg.queueTarget
 	k.sync.init(spec, !k.shared, cfg)
 	k.apply(spec)
 	return k
@@ -104,6 +106,10 @@ type admission struct {
 	// never needs it.
 	service time.Duration
 	svc     *serviceTimes
+	// stale is service decayed by the staleness of its samples; probe is set once the
+	// request is admitted as the upstream's probe on it (see serviceTimes).
+	stale time.Duration
+	probe bool
 	// streaming and svcOut pick svc's estimate: a stream's, and the reserved output.
 	streaming bool
 	svcOut    int
@@ -237,14 +243,23 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 // time. On failure nothing stays charged on that lane.
 func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission) (time.Duration, error) {
 	var margin time.Duration
-	if adm.hasDeadline { // the margin only bounds a deadline's wait
-		margin = l.sizes.margin(ls.cost, l.sync.tokNanos.Load())
+	var ns int64
+	if adm.hasDeadline { // the margin and the queue's bound only bound a deadline's wait
+		ns = l.sync.tokNanos.Load()
+		margin = l.sizes.margin(ls.cost, ns)
 	}
 	lim := adm.lim0
 	if waited != 0 || !adm.haveLim0 {
 		var err error
 		if lim, err = l.limit(ctx, waited, adm, margin); err != nil {
 			return 0, err
+		}
+	}
+	if ns > 0 && l.queue.target > 0 {
+		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(ls.cost))); b >= 0 {
+			if b = max(b-waited-margin, 0); lim < 0 || b < lim {
+				lim = b
+			}
 		}
 	}
 	// The grant goes to the lease in place: the main lane's is kept for a report; the
@@ -259,6 +274,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	if err := l.reserveTo(ctx, r, g); err != nil {
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
+	}
+	if ns > 0 && lane == limitstore.LaneMain && l.queue.target > 0 {
+		// The queue ahead: the wait less the time the bucket takes to refill the cost.
+		own := time.Duration(min(float64(ls.cost)*float64(ns), float64(time.Hour)))
+		l.queue.note(g.Wait-own, time.Now().UnixNano())
 	}
 	if !g.OK {
 		e := l.rateLimited(g.Wait)
@@ -322,7 +342,17 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 		lim = max(adm.within-waited, 0)
 	}
 	if hasDeadline && (adm.service > 0 || margin > 0) {
-		left := until - 1 - adm.service
+		service := adm.service
+		if adm.probe {
+			service = adm.stale
+		}
+		left := until - 1 - service
+		if left < 0 && adm.stale < service && until-1-adm.stale >= 0 && adm.svc != nil &&
+			adm.svc.probe(adm.deadline.Add(-until).UnixNano(), until) {
+			// Only a stale estimate refuses it: let it try the estimate.
+			adm.probe, service = true, adm.stale
+			left = until - 1 - service
+		}
 		if left < 0 {
 			return 0, l.noTime(adm.service)
 		}
@@ -512,9 +542,14 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 }
 
-// expectService sets adm.service from its upstream's service times while it is unknown (0).
+// expectService sets adm.service, and adm.stale, from its upstream's service times while
+// it is unknown (0), at the caller's reading of the clock when it has one.
 func (adm *admission) expectService() {
 	if adm.svc != nil && adm.service == 0 {
-		adm.service = adm.svc.expect(adm.streaming, adm.svcOut)
+		now := adm.now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		adm.service, adm.stale = adm.svc.expect(adm.streaming, adm.svcOut, now.UnixNano())
 	}
 }

@@ -161,6 +161,7 @@ type limiterConfig struct {
 	ratioMemo     *ratioCache
 	mode          LimiterMode
 	maxWait       time.Duration
+	queueTarget   time.Duration
 	batchShare    float64
 	burstFraction float64
 	store         limitstore.Store
@@ -190,6 +191,9 @@ func (c *limiterConfig) validate() error {
 	}
 	if c.maxWait < 0 {
 		errs = append(errs, errors.New("limiter: negative max wait"))
+	}
+	if c.queueTarget < 0 || c.queueTarget > time.Hour {
+		errs = append(errs, fmt.Errorf("limiter: queue target %v is outside [0, 1h]", c.queueTarget))
 	}
 	if !(c.batchShare > 0 && c.batchShare <= 1) {
 		errs = append(errs, fmt.Errorf("limiter: batch share %v is outside (0, 1]", c.batchShare))
@@ -256,6 +260,22 @@ func WithLimiterMode(m LimiterMode) Option {
 // Default 0: only the deadline bounds the wait.
 func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.limiter.maxWait = d })
+}
+
+// WithQueueTarget bounds the queueing delay under sustained overload: once the requests
+// with a deadline have met a queue of reservations longer than d ahead of them for a
+// second (or one meets a queue longer than a second), a request whose queue would be
+// longer than d is refused at once with ErrRateLimited (a local refusal: it fails over, or
+// returns), until no request has met a queue longer than d for a second. The requests
+// admitted then see about the unloaded latency, the upstream's quota is used as before,
+// and a large prompt is refused by the same test as a small one (by the queue ahead of
+// it, not by its own size). Requests without a deadline are never refused by it. Default
+// 0: off (a request waits while its wait and the upstream's expected service time fit
+// before its deadline), which suits a few workers that each send their next request once
+// the last is answered, which a refusal would only make send again at once. 100ms suits
+// calls that take about a second. d must be in [0, 1h].
+func WithQueueTarget(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.limiter.queueTarget = d })
 }
 
 // WithBatchShare sets the share, in (0, 1], of each bucket's rate and size and of the

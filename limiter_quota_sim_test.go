@@ -2,6 +2,9 @@ package llmclient_test
 
 import (
 	"path/filepath"
+	"time"
+
+	"github.com/llmclient/llmclient"
 	"strings"
 	"testing"
 
@@ -63,5 +66,18 @@ func TestLimiterQuotaSimulationOvercount(t *testing.T) {
 				quotasim.Run(t, simCorpus, m, false, d, quotasim.IssueThresholds)
 			})
 		}
+	}
+}
+
+// TestLimiterOverloadLatency: with WithQueueTarget(100ms), under sustained overload
+// (arrivals at twice the key's TPM) the requests the limiter admits see about the
+// unloaded latency, the upstream answers almost no 429s, the goodput is at least that of
+// a peer sending every request straight to the upstream, and the largest prompts keep
+// their share: one process, and four replicas on one memory store.
+func TestLimiterOverloadLatency(t *testing.T) {
+	for _, d := range []quotasim.Deployment{quotasim.Deployments[0], quotasim.Deployments[2]} {
+		t.Run(strings.ReplaceAll(d.Name, " ", "_"), func(t *testing.T) {
+			quotasim.RunOverload(t, simCorpus, d, llmclient.WithQueueTarget(100*time.Millisecond))
+		})
 	}
 }

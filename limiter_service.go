@@ -21,10 +21,47 @@ import (
 // it. So one-shot calls with a reported output also fit the time as a line in the output
 // tokens (outputFit), and a call is expected to take at most that line at its reserved
 // output, plus four deviations of the calls about it, when that is more than its class's
-// estimate.
+// estimate. The line is not taken beyond twice the largest output the calls recently
+// produced: the time per token of short answers says nothing of a call a hundred times
+// as long, which the upstream has not been seen to produce.
+//
+// The client must not shut an upstream out on an estimate nothing confirms: a refused
+// call makes no sample. So every estimate decays once no call has confirmed it for
+// serviceFresh (it halves every serviceHalfLife after that, and the next sample finds it
+// decayed), and a call that fits only the decayed estimate is admitted as a probe, one at
+// a time per upstream (probe): its outcome is the sample that confirms the estimate (a
+// timeout) or brings it down.
 type serviceTimes struct {
 	oneShot, stream serviceKind
 	perToken        outputFit
+	// probeUntil is when the probe in flight, if any, ends at the latest (its deadline; unix
+	// nanoseconds): no other probe is admitted before, unless a sample comes first.
+	probeUntil atomic.Int64
+}
+
+const (
+	// serviceFresh is how long a sample confirms an estimate in full.
+	serviceFresh = 10 * time.Second
+	// serviceHalfLife is how fast an estimate no sample confirms decays after that.
+	serviceHalfLife = 10 * time.Second
+)
+
+// staleness is the factor an estimate last confirmed at the unix nanosecond at is worth
+// at now: 1 while fresh, then halving every serviceHalfLife.
+func staleness(at, now int64) float64 {
+	age := now - at
+	if at == 0 || age <= int64(serviceFresh) {
+		return 1
+	}
+	return math.Exp2(-float64(age-int64(serviceFresh)) / float64(serviceHalfLife))
+}
+
+// decayed returns d worth f.
+func decayed(d time.Duration, f float64) time.Duration {
+	if f >= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
 }
 
 // serviceClasses is the number of output classes: up to 2^23 tokens and beyond.
@@ -34,7 +71,9 @@ const serviceClasses = 24
 // was estimated at (it only grows: a bound for the classes not yet known).
 type serviceKind struct {
 	classes [serviceClasses]serviceTime
-	slowest atomic.Int64
+	// slowest decays as an estimate does, from slowestAt (unix nanoseconds), when no
+	// class raises it again.
+	slowest, slowestAt atomic.Int64
 }
 
 // serviceClass returns the class of a reserved output.
@@ -47,22 +86,26 @@ const serviceMinCalls = 3
 
 // expect returns what a call of reserved output out is expected to take at most, 0 when
 // unknown: its class's estimate, or while the class has too few calls, the slowest
-// class's (a class that has not been seen could be as slow as any).
-func (k *serviceKind) expect(out int) time.Duration {
+// class's (a class that has not been seen could be as slow as any); and that estimate
+// decayed by its staleness at now (unix nanoseconds).
+func (k *serviceKind) expect(out int, now int64) (full, stale time.Duration) {
 	if c := &k.classes[serviceClass(out)]; c.calls.Load() >= serviceMinCalls {
-		return c.expect()
+		return c.expect(now)
 	}
-	return time.Duration(k.slowest.Load())
+	full = time.Duration(k.slowest.Load())
+	return full, decayed(full, staleness(k.slowestAt.Load(), now))
 }
 
-func (k *serviceKind) add(out int, d time.Duration, lowerBound bool) {
+func (k *serviceKind) add(out int, d time.Duration, lowerBound bool, now int64) {
 	c := &k.classes[serviceClass(out)]
-	c.add(d, lowerBound)
-	for e := int64(c.expect()); ; {
-		cur := k.slowest.Load()
-		if e <= cur || k.slowest.CompareAndSwap(cur, e) {
-			break
-		}
+	c.add(d, lowerBound, now)
+	e, _ := c.expect(now)
+	// Raise the slowest when the class's estimate passes its decayed value. (Two adds at
+	// once may leave the lower of the two: the bound is an estimate either way.)
+	cur := time.Duration(k.slowest.Load())
+	if e > decayed(cur, staleness(k.slowestAt.Load(), now)) {
+		k.slowest.Store(int64(e))
+		k.slowestAt.Store(now)
 	}
 }
 
@@ -70,26 +113,34 @@ func (k *serviceKind) add(out int, d time.Duration, lowerBound bool) {
 // trip (RFC 6298), a smoothed mean and mean deviation, expecting the mean plus four
 // deviations; and at least the recent peak, which each sample brings a 256th of the way
 // back to the mean (the smoothed deviation shrinks after a run of alike calls, which a
-// deadline must not trust). It is 0 until the first sample.
+// deadline must not trust). It is 0 until the first sample. A sample after a pause finds
+// the state decayed by its staleness.
 type serviceTime struct {
 	mu              sync.Mutex
 	mean, dev, peak float64 // nanoseconds
 	calls           atomic.Int64
 	expected        atomic.Int64
+	at              atomic.Int64 // the last sample's time, unix nanoseconds
 }
 
 // maxService bounds a sample and the expectation.
 const maxService = time.Hour
 
-// add records a call's duration; with lowerBound, the call was cut short (a timeout) and
-// its duration only raises the estimate.
-func (s *serviceTime) add(d time.Duration, lowerBound bool) {
+// add records a call's duration at now (unix nanoseconds); with lowerBound, the call was
+// cut short (a timeout) and its duration only raises the estimate (it confirms it
+// either way).
+func (s *serviceTime) add(d time.Duration, lowerBound bool, now int64) {
 	x := float64(min(max(d, 0), maxService))
 	// Every value here is finite and not negative, so plain comparisons stand in for the
 	// float min and max (whose NaN and signed-zero cases cost a dozen instructions each),
 	// and nothing between Lock and Unlock can panic: no defer.
 	s.mu.Lock()
 	n := s.calls.Load()
+	if f := staleness(s.at.Load(), now); f < 1 {
+		s.mean, s.dev, s.peak = s.mean*f, s.dev*f, s.peak*f
+		s.expected.Store(int64(float64(s.expected.Load()) * f))
+	}
+	s.at.Store(now)
 	switch {
 	case lowerBound && (n == 0 || x <= s.mean):
 		s.mu.Unlock()
@@ -121,16 +172,29 @@ func (s *serviceTime) add(d time.Duration, lowerBound bool) {
 	s.mu.Unlock()
 }
 
-// expect returns what a call is expected to take at most, 0 when unknown.
-func (s *serviceTime) expect() time.Duration { return time.Duration(s.expected.Load()) }
+// expect returns what a call is expected to take at most, 0 when unknown, and that
+// decayed by its staleness at now.
+func (s *serviceTime) expect(now int64) (full, stale time.Duration) {
+	full = time.Duration(s.expected.Load())
+	return full, decayed(full, staleness(s.at.Load(), now))
+}
 
 // expect returns the expected service time of a call of the given kind and reserved
-// output.
-func (s *serviceTimes) expect(streaming bool, out int) time.Duration {
+// output, and what it is worth at now (unix nanoseconds) by the staleness of its samples.
+func (s *serviceTimes) expect(streaming bool, out int, now int64) (full, stale time.Duration) {
 	if streaming {
-		return s.stream.expect(out)
+		return s.stream.expect(out, now)
 	}
-	return max(s.oneShot.expect(out), s.perToken.expect(out))
+	full, stale = s.oneShot.expect(out, now)
+	pf, ps := s.perToken.expect(out, now)
+	return max(full, pf), max(stale, ps)
+}
+
+// probe reports whether a call that fits only the decayed estimate may be let through
+// now to try it, until: when no other probe is in flight. A sample ends the probe early.
+func (s *serviceTimes) probe(now int64, until time.Duration) bool {
+	cur := s.probeUntil.Load()
+	return cur <= now && s.probeUntil.CompareAndSwap(cur, now+int64(max(until, 0)))
 }
 
 // observe records a settled attempt of class class: a complete answer's duration (a
@@ -155,12 +219,15 @@ func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 		if streaming && a.ttft <= 0 {
 			return // a stream that sent no token
 		}
-		kind.add(out, d, false)
+		now := time.Now().UnixNano()
+		kind.add(out, d, false, now)
 		if !streaming && usage != nil && !usage.Estimated && usage.OutputTokens >= 0 {
-			s.perToken.add(usage.OutputTokens, d)
+			s.perToken.add(usage.OutputTokens, d, now)
 		}
+		s.probeUntil.Store(0)
 	case ClassTimeout:
-		kind.add(out, d, true)
+		kind.add(out, d, true, time.Now().UnixNano())
+		s.probeUntil.Store(0)
 	}
 }
 
@@ -169,12 +236,18 @@ func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 // publishes the line and the deviation of the calls about it for expect. While the calls'
 // outputs are too alike to tell the slope (their spread under a twentieth of their mean),
 // the slope is the mean duration per token, which bounds the true one from above since
-// the line's intercept is not negative. It is safe for concurrent use.
+// the line's intercept is not negative. The line is taken at most at twice the largest
+// output recently produced (a peak that each call brings a 256th of the way back to the
+// mean output). A call after a pause finds the durations decayed by their staleness. It
+// is safe for concurrent use.
 type outputFit struct {
 	mu                          sync.Mutex
 	w, o, d, oo, od, dd         float64 // weighted sums: weight, outputs, durations, products
+	peak                        float64 // the recent largest output
 	calls                       int64
 	intercept, slope, deviation atomic.Uint64 // float64 bits, nanoseconds (per token)
+	reach                       atomic.Uint64 // float64 bits: the largest output the line is taken at
+	at                          atomic.Int64  // the last call's time, unix nanoseconds
 	ready                       atomic.Bool
 }
 
@@ -185,10 +258,15 @@ const (
 	outputMinCalls = serviceMinCalls
 )
 
-func (f *outputFit) add(out int, d time.Duration) {
+func (f *outputFit) add(out int, d time.Duration, now int64) {
 	o, x := float64(min(max(out, 0), maxCost)), float64(min(max(d, 0), maxService))
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if k := staleness(f.at.Load(), now); k < 1 {
+		// The calls are remembered as if they had taken k times as long.
+		f.d, f.od, f.dd = f.d*k, f.od*k, f.dd*k*k
+	}
+	f.at.Store(now)
 	f.w = f.w*outputForget + 1
 	f.o = f.o*outputForget + o
 	f.d = f.d*outputForget + x
@@ -216,17 +294,26 @@ func (f *outputFit) add(out int, d time.Duration) {
 	f.intercept.Store(math.Float64bits(intercept))
 	f.slope.Store(math.Float64bits(slope))
 	f.deviation.Store(math.Float64bits(math.Sqrt(resid)))
+	if p := f.peak - (f.peak-mo)/256; p > o {
+		f.peak = p
+	} else {
+		f.peak = o
+	}
+	f.reach.Store(math.Float64bits(2 * max(f.peak, 1)))
 	f.ready.Store(f.calls >= outputMinCalls)
 }
 
 // expect returns what a call of reserved output out is expected to take at most by the
-// fit: the line at out plus four deviations; 0 until the fit has outputMinCalls calls.
-func (f *outputFit) expect(out int) time.Duration {
+// fit: the line at out (at most at twice the recent largest output) plus four deviations,
+// 0 until the fit has outputMinCalls calls; and that decayed by its staleness at now.
+func (f *outputFit) expect(out int, now int64) (full, stale time.Duration) {
 	if !f.ready.Load() {
-		return 0
+		return 0, 0
 	}
 	a := math.Float64frombits(f.intercept.Load())
 	b := math.Float64frombits(f.slope.Load())
 	sd := math.Float64frombits(f.deviation.Load())
-	return time.Duration(min(math.Ceil(a+b*float64(min(max(out, 0), maxCost))+4*sd), float64(maxService)))
+	o := min(float64(min(max(out, 0), maxCost)), math.Float64frombits(f.reach.Load()))
+	full = time.Duration(min(math.Ceil(a+b*o+4*sd), float64(maxService)))
+	return full, decayed(full, staleness(f.at.Load(), now))
 }

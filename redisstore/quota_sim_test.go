@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/quotasim"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
@@ -36,9 +37,30 @@ func (r simReplica) Close() error {
 // same virtual clock (WithClock), since the server's own would not follow it. Each run
 // uses a fresh prefix, so no state carries over between runs.
 func TestLimiterQuotaSimulationRedis(t *testing.T) {
+	d := redisDeployment(t)
+	// The overcount models check the scripts' fit as the in-memory store's
+	// (TestLimiterQuotaSimulationOvercount): its multiplier comes down to an upstream
+	// that counts much less than the estimates.
+	for _, m := range append(quotasim.ChargeModels[:len(quotasim.ChargeModels):len(quotasim.ChargeModels)], quotasim.OvercountModels...) {
+		t.Run(strings.ReplaceAll(m.Name, " ", "_"), func(t *testing.T) {
+			quotasim.Run(t, filepath.Join("..", "testdata", "corpus"), m, false, d, quotasim.IssueThresholds)
+		})
+	}
+}
+
+// TestLimiterOverloadLatencyRedis is the overload simulation (quotasim.RunOverload) for
+// four replicas on one real redis-server, with WithQueueTarget(100ms).
+func TestLimiterOverloadLatencyRedis(t *testing.T) {
+	quotasim.RunOverload(t, filepath.Join("..", "testdata", "corpus"), redisDeployment(t),
+		llmclient.WithQueueTarget(100*time.Millisecond))
+}
+
+// redisDeployment is four replicas, each with its own Store on one redis-server started
+// for the test, a fresh prefix per run.
+func redisDeployment(t *testing.T) quotasim.Deployment {
 	srv := startRedis(t)
 	runs := 0
-	d := quotasim.Deployment{Name: "4 replicas, redisstore", Replicas: 4, Store: func() func(int) limitstore.Store {
+	return quotasim.Deployment{Name: "4 replicas, redisstore", Replicas: 4, Store: func() func(int) limitstore.Store {
 		runs++
 		prefix := "sim" + strings.Repeat("x", runs) // distinct per run
 		stores := make(map[int]limitstore.Store)
@@ -57,12 +79,4 @@ func TestLimiterQuotaSimulationRedis(t *testing.T) {
 			return stores[i]
 		}
 	}}
-	// The overcount models check the scripts' fit as the in-memory store's
-	// (TestLimiterQuotaSimulationOvercount): its multiplier comes down to an upstream
-	// that counts much less than the estimates.
-	for _, m := range append(quotasim.ChargeModels[:len(quotasim.ChargeModels):len(quotasim.ChargeModels)], quotasim.OvercountModels...) {
-		t.Run(strings.ReplaceAll(m.Name, " ", "_"), func(t *testing.T) {
-			quotasim.Run(t, filepath.Join("..", "testdata", "corpus"), m, false, d, quotasim.IssueThresholds)
-		})
-	}
 }

@@ -283,16 +283,22 @@ type simResult struct {
 	quotaUse                                   float64
 	maxRefusal                                 time.Duration
 	refusals                                   int
-	served, bigServed                          float64 // shares of all requests, of the largest quarter
-	chargeRatio                                float64 // the charged/estimated ratio of the last call to end
-	trueRatio                                  float64 // what the upstream counts against the estimates
+	served, bigServed                          float64       // shares of all requests, of the largest quarter
+	chargeRatio                                float64       // the charged/estimated ratio of the last call to end
+	trueRatio                                  float64       // what the upstream counts against the estimates
+	p50                                        time.Duration // the median latency of the requests served
+	goodput                                    float64       // the upstream's charge for the requests served, a share of what it could admit
+	bigGoodput                                 float64       // the same for the largest quarter, a share of the largest quarter's charge
+	allGoodput                                 float64       // the charge of the requests served, a share of all requests' charge
 }
 
 func (r simResult) String() string {
 	return fmt.Sprintf("%d requests, %d upstream calls, %d 429s (%.2f%% of calls), quota used %.1f%%, %d charged then failed at the deadline, "+
-		"%d refusals (slowest %v), served %.1f%%, largest quarter %.1f%% (%.2f of the overall rate), charge/estimate %.2f (the upstream's %.2f)",
+		"%d refusals (slowest %v), served %.1f%%, largest quarter %.1f%% (%.2f of the overall rate), charge/estimate %.2f (the upstream's %.2f), "+
+		"p50 served %v, goodput %.1f%% of the quota (largest quarter %.2f of the overall)",
 		r.requests, r.calls, r.rejected, 100*float64(r.rejected)/float64(max(r.calls, 1)), 100*r.quotaUse, r.chargedThenLate,
-		r.refusals, r.maxRefusal, 100*r.served, 100*r.bigServed, r.bigServed/r.served, r.chargeRatio, r.trueRatio)
+		r.refusals, r.maxRefusal, 100*r.served, 100*r.bigServed, r.bigServed/r.served, r.chargeRatio, r.trueRatio,
+		r.p50.Round(time.Millisecond), 100*r.goodput, r.bigGoodput/max(r.allGoodput, 1e-9))
 }
 
 // Deployment says how many Clients share the key and where each keeps its limits: nil
@@ -325,6 +331,15 @@ var Deployments = []Deployment{
 // runQuotaSim runs one simulation in its own bubble.
 func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool, replicas int,
 	stores func() func(int) limitstore.Store, duration time.Duration, seed uint64) simResult {
+	return runLoad(t, prompts, model, minute, replicas, stores, duration, seed, 2, false, nil)
+}
+
+// runLoad is runQuotaSim with arrivals at load times the key's TPM and extra options for
+// every Client; with peer, the requests go to the upstream directly, as a gateway without
+// a limiter sends them, with no retry.
+func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool, replicas int,
+	stores func() func(int) limitstore.Store, duration time.Duration, seed uint64, load float64, peer bool,
+	extra []llmclient.Option) simResult {
 	var res simResult
 	synctest.Test(t, func(t *testing.T) {
 		store := stores()
@@ -342,6 +357,7 @@ func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute b
 		for i := range clients {
 			opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
 				Name: "sim", Provider: up, Limits: llmclient.Limits{RPM: rpm, TPM: tpm}})}
+			opts = append(opts, extra...)
 			if s := store(i); s != nil {
 				opts = append(opts, llmclient.WithLimitStore(s))
 				if c, ok := s.(io.Closer); ok && !slices.Contains(closers, c) {
@@ -360,7 +376,7 @@ func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute b
 			counted += model.charge(p)
 			estimated += float64(p.estimate + p.req.MaxTokens)
 		}
-		perSecond := 2 * tpm / 60 / mean // arrivals at twice the TPM
+		perSecond := load * tpm / 60 / mean // arrivals at load times the TPM
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var mu sync.Mutex
 		var outcomes []simOutcome
@@ -376,7 +392,13 @@ func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute b
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				began := time.Now()
-				resp, err := c.Complete(ctx, p.req)
+				var resp *llmclient.Response
+				var err error
+				if peer {
+					resp, err = up.Complete(ctx, &llmclient.Call{Request: p.req, Model: p.req.Model})
+				} else {
+					resp, err = c.Complete(ctx, p.req)
+				}
 				o := simOutcome{size: model.charge(p), ok: err == nil, elapsed: time.Since(began)}
 				var trace []llmclient.Attempt
 				if err != nil {
@@ -412,14 +434,21 @@ func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute b
 		}
 		slices.SortFunc(outcomes, func(a, b simOutcome) int { return int(a.size - b.size) })
 		var served, big, bigServed float64
+		var all, allOK, bigAll, bigOK float64
+		var lat []time.Duration
 		for i, o := range outcomes {
+			all += o.size
 			if o.ok {
 				served++
+				allOK += o.size
+				lat = append(lat, o.elapsed)
 			}
 			if i >= len(outcomes)*3/4 {
 				big++
+				bigAll += o.size
 				if o.ok {
 					bigServed++
+					bigOK += o.size
 				}
 			}
 			if o.refusal {
@@ -428,6 +457,12 @@ func runQuotaSim(t *testing.T, prompts []*simPrompt, model ChargeModel, minute b
 			}
 		}
 		res.served, res.bigServed = served/float64(len(outcomes)), bigServed/big
+		if len(lat) > 0 {
+			slices.Sort(lat)
+			res.p50 = lat[len(lat)/2]
+		}
+		res.goodput = allOK / up.couldAdmit(duration)
+		res.allGoodput, res.bigGoodput = allOK/max(all, 1), bigOK/max(bigAll, 1)
 	})
 	return res
 }
@@ -460,6 +495,10 @@ func (r *simResult) add(o simResult, runs int) {
 	r.bigServed += o.bigServed / float64(runs)
 	r.chargeRatio = o.chargeRatio
 	r.trueRatio = o.trueRatio
+	r.p50 += o.p50 / time.Duration(runs)
+	r.goodput += o.goodput / float64(runs)
+	r.allGoodput += o.allGoodput / float64(runs)
+	r.bigGoodput += o.bigGoodput / float64(runs)
 }
 
 // checkQuotaSim applies th to the sum of a configuration's runs; no run may take any time
@@ -529,4 +568,52 @@ func Run(t *testing.T, corpus string, model ChargeModel, minute bool, d Deployme
 		th.calibrated = false
 	}
 	checkQuotaSim(t, sum, th)
+}
+
+// Overload thresholds (see RunOverload).
+const (
+	overloadLatency = 2     // the p50 of the requests served, at most this times the unloaded one
+	overloadRejects = 0.005 // upstream 429s, at most this share of the calls
+	overloadBig     = 0.75  // the largest quarter's goodput, at least this share of the overall
+)
+
+// RunOverload runs d, its Clients configured with opts, under sustained overload
+// (arrivals at twice the key's TPM, the upstream counting exact prompts) against the same
+// d unloaded (half the TPM) and a peer
+// that sends every request to the upstream directly (no limiter, no retry), with every
+// seed: the requests served must see at most twice the unloaded median latency, at most
+// half a percent of the calls may be 429s, the goodput (the upstream's charge for the
+// requests served, a share of what it could admit) must be at least the peer's, and the
+// largest quarter of the prompts must be served at least at three quarters of the
+// overall goodput (each a share of its own offered charge).
+func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Option) {
+	duration, seeds := simSettings(t)
+	model := ChargeModels[1]
+	var unloaded, loaded, peer simResult
+	for _, seed := range seeds {
+		prompts := quotaPrompts(t, corpus, 120, rand.New(rand.NewPCG(seed, 2)))
+		u := runLoad(t, prompts, model, false, d.Replicas, d.Store, duration, seed, 0.5, false, opts)
+		l := runLoad(t, prompts, model, false, d.Replicas, d.Store, duration, seed, 2, false, opts)
+		p := runLoad(t, prompts, model, false, d.Replicas, d.Store, duration, seed, 2, true, nil)
+		t.Logf("seed %d unloaded: %v", seed, u)
+		t.Logf("seed %d 2x: %v", seed, l)
+		t.Logf("seed %d peer 2x: %v", seed, p)
+		unloaded.add(u, len(seeds))
+		loaded.add(l, len(seeds))
+		peer.add(p, len(seeds))
+	}
+	t.Logf("all seeds: unloaded p50 %v; 2x: %v; peer: %v", unloaded.p50, loaded, peer)
+	if loaded.p50 > overloadLatency*unloaded.p50 {
+		t.Errorf("p50 latency %v under 2x overload, more than %dx the unloaded %v", loaded.p50, overloadLatency, unloaded.p50)
+	}
+	if float64(loaded.rejected) > overloadRejects*float64(max(loaded.calls, 1)) {
+		t.Errorf("%d upstream 429s for %d calls: more than %.1f%%", loaded.rejected, loaded.calls, 100*overloadRejects)
+	}
+	if loaded.goodput < peer.goodput {
+		t.Errorf("goodput %.1f%% of the quota, less than the peer's %.1f%%", 100*loaded.goodput, 100*peer.goodput)
+	}
+	if loaded.bigGoodput < overloadBig*loaded.allGoodput {
+		t.Errorf("the largest quarter's goodput %.1f%%, less than %.0f%% of the overall %.1f%%",
+			100*loaded.bigGoodput, 100*overloadBig, 100*loaded.allGoodput)
+	}
 }

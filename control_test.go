@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 15, item 3: operator controls, each announced by an event.
+// Operator controls, each announced by an event.
 
 func controls(log *eventLog) []string {
 	var out []string

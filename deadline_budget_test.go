@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 18: a slow, hung or cooling upstream never eats the caller's deadline.
+// A slow, hung or cooling upstream never eats the caller's deadline.
 
 // A primary that hangs, a healthy secondary, a 10 s deadline and default options: every
 // call is answered, within the primary's half of the budget plus the secondary's

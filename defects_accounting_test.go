@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 11, accounting, hooks, options and numbers: defects 10–15.
+// Accounting, hooks, options and numbers: edge cases.
 
-// Defect 10: a panicking observer leaves nothing held: the panic reaches the caller after
+// A panicking observer leaves nothing held: the panic reaches the caller after
 // the Client's state is settled.
 func TestDefect10PanickingObserverLeaksNothing(t *testing.T) {
 	panicking := true
@@ -56,7 +56,7 @@ func TestDefect10PanickingObserverLeaksNothing(t *testing.T) {
 	require.NoError(t, err, "the slot, the key and the partition's lease came back")
 }
 
-// Defect 11: the partition's wait is Waited, not Latency; a stream's Latency is the whole
+// The partition's wait is Waited, not Latency; a stream's Latency is the whole
 // stream and its time to first token is recorded apart; a 200 is recorded as such on
 // success and on interruption; Usage.Estimated marks the Client's own estimate;
 // ContinuationRequest sees through wrapping.
@@ -128,7 +128,7 @@ func TestDefect11Accounting(t *testing.T) {
 	})
 }
 
-// Defect 12: numeric options are checked in New or clamped as documented; none panics,
+// Numeric options are checked in New or clamped as documented; none panics,
 // overflows or silently changes behaviour.
 func TestDefect12NumericOptions(t *testing.T) {
 	p := fake.New(fake.Reply("ok").Forever())
@@ -183,7 +183,7 @@ func TestDefect12NumericOptions(t *testing.T) {
 	}
 }
 
-// Defect 12, transport: WithMaxReplayBody(MaxInt64) is clamped; the body arrives whole.
+// In transport mode, WithMaxReplayBody(MaxInt64) is clamped; the body arrives whole.
 func TestDefect12MaxReplayBodyClamped(t *testing.T) {
 	up := newScript(ok(chatOK))
 	c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"))
@@ -207,7 +207,7 @@ func openaiOver(t *testing.T, name string, h http.Handler, keys ...string) llmcl
 	return llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p, Keys: keys})
 }
 
-// Defect 13: key blocks saturate instead of overflowing, and a cooldown never outlasts the
+// Key blocks saturate instead of overflowing, and a cooldown never outlasts the
 // key eviction time, whatever Retry-After the upstream sends.
 func TestDefect13KeyBlocksSaturateAndAreCapped(t *testing.T) {
 	t.Run("eviction of MaxInt64", func(t *testing.T) {
@@ -268,7 +268,7 @@ func TestDefect13KeyBlocksSaturateAndAreCapped(t *testing.T) {
 	}
 }
 
-// Defect 14: distinct partition names do not grow memory without bound.
+// Distinct partition names do not grow memory without bound.
 func TestDefect14PartitionsAreBounded(t *testing.T) {
 	c := newClient(t, up("a", noopProvider{}), llmclient.WithPartitionLimits("tenant",
 		llmclient.Limits{RPM: 600, TPM: 100_000, MaxConcurrent: 4}))
@@ -288,7 +288,7 @@ func TestDefect14PartitionsAreBounded(t *testing.T) {
 	runtime.KeepAlive(c)
 }
 
-// Defect 15: tool-call arguments accumulate in linear time and memory; an oversized 2xx
+// Tool-call arguments accumulate in linear time and memory; an oversized 2xx
 // body or stream event is the upstream's fault (retried, failed over), not unknown.
 func TestDefect15LargeOutputs(t *testing.T) {
 	t.Run("many tool-call deltas", func(t *testing.T) {

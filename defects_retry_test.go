@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 11, retry and failover defects 1–4, each through the public API.
+// Retry and failover edge cases, each through the public API.
 
 // limited registers an upstream with a request limit of 6 per minute and a burst of 1:
 // after one call, the next is admitted only 10 s later.
@@ -22,7 +22,7 @@ func limited(name string, p llmclient.Provider) llmclient.Option {
 		Limits: llmclient.Limits{RPM: 6, RequestBurst: 1}})
 }
 
-// Defect 1: fail-fast and WithMaxWait refuse at once without a deadline, move on to the
+// Fail-fast and WithMaxWait refuse at once without a deadline, move on to the
 // next upstream at once, and a local refusal is never an upstream Retry-After.
 func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
 	modes := map[string]llmclient.Option{
@@ -65,7 +65,7 @@ func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
 	}
 }
 
-// Defect 2: a class whose decision says Failover: false never reaches a second upstream,
+// A class whose decision says Failover: false never reaches a second upstream,
 // not even once its attempts on the first run out.
 func TestDefect02FailoverFalseNeverLeavesTheUpstream(t *testing.T) {
 	t.Run("retry without failover", func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestDefect02FailoverFalseNeverLeavesTheUpstream(t *testing.T) {
 	})
 }
 
-// Defect 3: a spent retry budget returns at once, without sleeping the backoff first.
+// A spent retry budget returns at once, without sleeping the backoff first.
 func TestDefect03SpentBudgetDoesNotSleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.Fail(503).Forever())
@@ -110,7 +110,7 @@ func TestDefect03SpentBudgetDoesNotSleep(t *testing.T) {
 	})
 }
 
-// Defect 4: every key cooling is a local refusal of class unavailable that moves on to a
+// Every key cooling is a local refusal of class unavailable that moves on to a
 // healthy upstream at once, and every failover raises an event.
 func TestDefect04EveryKeyCoolingFailsOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

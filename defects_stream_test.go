@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 11, stream defects 5–9, through the public API: Client.Stream and the transport's
+// Stream edge cases, through the public API: Client.Stream and the transport's
 // body share one committed-attempt type.
 
-// Defect 5: the idle timeout counts only the waits on the upstream, never the consumer's
+// The idle timeout counts only the waits on the upstream, never the consumer's
 // own time; a slow reader is neither cut nor counted against the breaker.
 func TestDefect05SlowReaderIsNotIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestDefect05SlowReaderIsNotIdle(t *testing.T) {
 	})
 }
 
-// Defect 6: Close after the finish chunk keeps the usage already received, and Err after
+// Close after the finish chunk keeps the usage already received, and Err after
 // the caller's own Close is nil.
 func TestDefect06CloseKeepsUsageAndIsNotAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestCloseBeforeTheEndIsCanceled(t *testing.T) {
 	})
 }
 
-// Defect 7: a stream the caller neither reads nor closes gives back its concurrency slot
+// A stream the caller neither reads nor closes gives back its concurrency slot
 // and its half-open probe when its total timeout fires; a stream dropped without Close
 // gives them back once it is unreachable.
 func TestDefect07AbandonedStreamGivesEverythingBack(t *testing.T) {
@@ -137,7 +137,7 @@ func TestDefect07AbandonedStreamGivesEverythingBack(t *testing.T) {
 	})
 }
 
-// Defect 8: a transport body closed after the stream's end marker, as openai-go does at
+// A transport body closed after the stream's end marker, as openai-go does at
 // [DONE], is a success, even when the end arrived in the same read as the last chunk.
 func TestDefect08BodyClosedAfterEndMarkerIsSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestDefect08BodyClosedAfterEndMarkerIsSuccess(t *testing.T) {
 	})
 }
 
-// Defect 9: Client.Stream keeps no per-chunk state: a long stream retains only its text.
+// Client.Stream keeps no per-chunk state: a long stream retains only its text.
 func TestDefect09StreamMemoryDoesNotGrowWithChunks(t *testing.T) {
 	const n = 20_000
 	texts := make([]string, n)
@@ -196,7 +196,7 @@ func TestDefect09StreamMemoryDoesNotGrowWithChunks(t *testing.T) {
 	}
 }
 
-// Defect 9, transport: a stream that sends endless keep-alives before its first content
+// In transport mode, a stream that sends endless keep-alives before its first content
 // is handed over once its prefix passes 1 MiB, instead of being buffered without bound;
 // Read with an empty buffer returns at once without draining the stream.
 func TestDefect09TransportPrefixIsBounded(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 11, transport and secrets: defects 16–18.
+// Transport and secrets: credentials across failover, key leaks, body handling.
 
 const (
 	poolKey   = "sk-pool-0123456789abcdefghijklmnopqrstuv"
@@ -40,7 +40,7 @@ func openaiAt(t *testing.T, name, baseURL, key string, keys ...string) llmclient
 	return llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p, Keys: keys})
 }
 
-// Defect 16: when failover changes the host, the caller's credentials stay behind; the
+// When failover changes the host, the caller's credentials stay behind; the
 // target gets only its own upstream's credential.
 func TestDefect16CredentialsStayBehindOnAnotherHost(t *testing.T) {
 	a := newScript(status(503, err503))
@@ -67,7 +67,7 @@ func TestDefect16CredentialsStayBehindOnAnotherHost(t *testing.T) {
 	assert.Contains(t, got.Query, "trace=1")
 }
 
-// Defect 17: no key leaks — not a failover target's own key in the body or events, not a
+// No key leaks — not a failover target's own key in the body or events, not a
 // pool key echoed in a header, not a key cut short by truncation, not any formatted struct.
 func TestDefect17NoKeyLeaks(t *testing.T) {
 	t.Run("failover target's own key, echoed in body and header", func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestDefect17NoKeyLeaks(t *testing.T) {
 // minCutLeak is the part of a key that must not survive truncation.
 const minCutLeak = 12
 
-// Defect 18: a non-replayable body is closed once; a replayed error body matches its
+// A non-replayable body is closed once; a replayed error body matches its
 // headers; an explicit Host override is kept on the caller's own upstream.
 func TestDefect18TransportBodiesAndHost(t *testing.T) {
 	t.Run("non-replayable body closed once", func(t *testing.T) {

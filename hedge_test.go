@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 18, item 5: hedged requests.
+// Hedged requests.
 
 func hedging(d time.Duration) llmclient.Option {
 	return llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: d})

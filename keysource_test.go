@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 15, item 2: credentials from a source, refreshed before they expire, never shown.
+// Credentials from a source, refreshed before they expire, never shown.
 
 // tokenSource hands out "tok-1", "tok-2", … each valid for life; fail makes it fail.
 type tokenSource struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
-// Every overflow input of issue 12, through the Client: a request whose MaxTokens is huge,
+// Every overflow input, through the Client: a request whose MaxTokens is huge,
 // a usage report of huge size, headers at the limits of int64. None may switch the limiter
 // off (admit everything at once, or report a negative wait), lock the key for hours, or
 // turn a cost into 0. The key allows 60k TPM with a 10k bucket: 1000 tokens a second.

@@ -11,16 +11,16 @@ import (
 	"github.com/llmclient/llmclient/internal/quotasim"
 )
 
-// The acceptance simulation of issue 12 is in internal/quotasim, which redisstore's tests
+// The limiter's acceptance simulation is in internal/quotasim, which redisstore's tests
 // run too, on a real redis-server. LLMCLIENT_SIM_MINUTES and LLMCLIENT_SIM_SEEDS set the
 // simulated minutes (default 3) and the seeds each configuration runs with (default 3).
 
 // simCorpus is the directory of the corpora the simulation's prompts are cut from.
 var simCorpus = filepath.Join("testdata", "corpus")
 
-// TestLimiterQuotaSimulation is the acceptance simulation of issue 12: every charging
+// TestLimiterQuotaSimulation is the limiter's acceptance simulation: every charging
 // model and deployment, the upstream reporting its quantum's level as remaining (what it
-// enforces), held to the issue's thresholds. Processes that share the key through its
+// enforces), held to the acceptance thresholds. Processes that share the key through its
 // headers alone learn each other only through the upstream's level, late and lumpy, and
 // each one's share of a 6-second quantum is barely larger than the largest prompts (a
 // quarter of 60k tokens against prompts of up to 9k): they meet the 429 threshold by the

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 18, item 7: after its breaker closes, an upstream takes its traffic back gradually.
+// After its breaker closes, an upstream takes its traffic back gradually.
 func TestRecoveryRamp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		primary := fake.New(fake.Fail(500).Times(3), fake.Reply("primary").Forever())

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 15, item 4: breaker state shared by the Clients that share a store.
+// Breaker state shared by the Clients that share a store.
 
 // replica is one Client of a service: its own view of the primary and a backup.
 func replica(t *testing.T, store limitstore.Store, primary *fake.Provider, extra ...llmclient.Option) *llmclient.Client {

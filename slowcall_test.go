@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 18, item 4: slow calls count. Seed 003 degrades an upstream whose P95 latency
-// passes 10 s over 30 s: the breaker's slow-call rule says the same, separately from
+// Slow calls count. An upstream whose P95 latency passes 10 s over 30 s is degraded:
+// the breaker's slow-call rule says the same, separately from
 // its error ratio, and the group's next upstream takes over.
 func TestSlowCallsOpenTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 18 in transport mode: the same promises for requests made through Client.Transport.
+// Deadlines in transport mode: the same promises for requests made through Client.Transport.
 
 // hang answers only when the client goes away.
 func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 15, item 1: live updates of keys, limits, timeouts, weights and groups.
+// Live updates of keys, limits, timeouts, weights and groups.
 
 func keysUsed(p *fake.Provider) []string {
 	var out []string

@@ -166,7 +166,7 @@ type Config struct {
 	SuccessesToClose int
 	// SlowCallRatio, in (0, 1], is the share of slow outcomes in the window (MinRequests
 	// at least) that trips the breaker, separately from FailureRatio. Default
-	// DefaultSlowCallRatio (0.8). Seed 003's "P95 latency above 10 s over 30 s" is Window
+	// DefaultSlowCallRatio (0.8). The rule "P95 latency above 10 s over 30 s" is Window
 	// 30s, SlowCall 10s, SlowCallRatio 0.05.
 	SlowCallRatio float64
 	// SlowCall and SlowFirstToken are the thresholds above which llmclient reports an

@@ -30,8 +30,8 @@ func hello() *llmclient.Request {
 		{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.TextPart("hi")}}}}
 }
 
-// TestFailClosedRefusalsThroughClient reproduces issue 11 (defect 18): with FailClosed,
-// every refusal a Client returns while Redis is away must wrap both ErrUnavailable and
+// TestFailClosedRefusalsThroughClient: with FailClosed, every refusal a Client returns
+// while Redis is away must wrap both ErrUnavailable and
 // llmclient.ErrRateLimited — the first one, which waited for a real failure, and every
 // later one, whether the store skips Redis after the failure (a long probe interval) or
 // probes it on every call. The store used to wrap ErrRateLimited itself, which made the

@@ -29,9 +29,9 @@ func (r simReplica) Close() error {
 	return r.rdb.Close()
 }
 
-// TestLimiterQuotaSimulationRedis is issue 12's acceptance simulation (internal/quotasim)
+// TestLimiterQuotaSimulationRedis is the limiter's acceptance simulation (internal/quotasim)
 // for four replicas that each keep their limits in their own Store on one real
-// redis-server, with every charging model and the overcount ones, against the issue's
+// redis-server, with every charging model and the overcount ones, against the acceptance
 // thresholds. The upstream
 // and the Clients run in virtual time; the scripts run on the server and compute with the
 // same virtual clock (WithClock), since the server's own would not follow it. Each run

@@ -4,6 +4,10 @@
 // With OPENAI_API_KEY set it sends one real request to OpenAI instead.
 //
 //	go run ./examples/quickstart
+//
+// Every scenario prints the settings it changes from the defaults (README.md lists them
+// all); everything it does not name runs at its default. The first scenario and the real
+// request change nothing.
 package main
 
 import (
@@ -27,6 +31,7 @@ func main() {
 	tl := &timeline{start: start}
 
 	fmt.Println("1. One call meets a 429 with Retry-After, then a 503, then succeeds.")
+	fmt.Println("   settings: all defaults (every scenario adds only the observer that prints this timeline)")
 	sim := newSimUpstream(
 		reply429(1), // "Retry-After: 1", OpenAI's rate_limit_exceeded body and x-ratelimit-* headers
 		reply503(),  // server_is_overloaded
@@ -40,6 +45,8 @@ func main() {
 	report(tl, resp, err)
 
 	fmt.Println("\n2. The primary is down: its breaker opens and traffic fails over without calling it.")
+	fmt.Println("   changed from the defaults: WithMaxAttempts(1) (default 3 per upstream);")
+	fmt.Println("   breaker opens after 3 failures in a row (default 10) for 1m (default 15s)")
 	down := newSimUpstream(reply500())
 	defer down.Close()
 	backup := newSimUpstream(replyOK("Hello from the backup upstream."))
@@ -57,6 +64,8 @@ func main() {
 	fmt.Printf("   the primary saw %d requests out of 5: the rest never left the process.\n", down.Calls())
 
 	fmt.Println("\n3. A stream stalls before its first token (keep-alives only): the caller never notices.")
+	fmt.Println("   changed from the defaults: WithMaxAttempts(1) (default 3 per upstream);")
+	fmt.Println("   WithFirstTokenTimeout(2s) (default 2m)")
 	stalled := newSimUpstream(stallStream(time.Minute))
 	defer stalled.Close()
 	healthy := newSimUpstream(streamOK("Streaming ", "from ", "the ", "backup."))

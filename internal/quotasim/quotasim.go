@@ -1,4 +1,4 @@
-// Package quotasim is the acceptance simulation of issue 12, shared by the limiter's
+// Package quotasim is the limiter's acceptance simulation, shared by the limiter's
 // tests (limiter_quota_sim_test.go, in memory) and redisstore's (on a real redis-server):
 // an OpenAI-like upstream in virtual time (testing/synctest) and the runs and checks of
 // Clients against it. It is for tests only.
@@ -26,7 +26,7 @@ import (
 	"github.com/llmclient/llmclient/tokenizer/tiktoken"
 )
 
-// The acceptance simulation of issue 12: an OpenAI-like upstream that enforces its TPM
+// The acceptance simulation: an OpenAI-like upstream that enforces its TPM
 // and RPM over a 6-second quantum, charges each request its prompt (by one of three
 // charging models) plus its max_tokens at admission and gives nothing back, and sends
 // x-ratelimit-{limit,remaining,reset}-{requests,tokens} on every answer; Poisson arrivals
@@ -478,7 +478,7 @@ type Thresholds struct {
 	calibrated bool
 }
 
-// IssueThresholds are issue 12's acceptance thresholds, and the calibration of the
+// IssueThresholds are the limiter's acceptance thresholds, and the calibration of the
 // charge (for every deployment but one of Clients sharing the key privately).
 var IssueThresholds = Thresholds{rejected: 0.005, quota: 0.95, big: 0.75, calibrated: true}
 

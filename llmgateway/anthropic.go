@@ -259,15 +259,14 @@ func anMessages(m anMessage) ([]llmclient.Message, error) {
 // The answer.
 
 type anResponse struct {
-	ID           string          `json:"id"`
-	Type         string          `json:"type"`
-	Role         string          `json:"role"`
-	Model        string          `json:"model"`
-	Content      []anOutBlock    `json:"content"`
-	StopReason   string          `json:"stop_reason"`
-	StopSequence *string         `json:"stop_sequence"`
-	Usage        anUsage         `json:"usage"`
-	Container    json.RawMessage `json:"container,omitempty"`
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []anOutBlock `json:"content"`
+	StopReason   string       `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"`
+	Usage        anUsage      `json:"usage"`
 }
 
 type anOutBlock struct {

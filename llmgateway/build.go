@@ -169,7 +169,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // clientOptions turns the configuration into the Client's options, its upstreams'
 // providers wrapped by wrap. The options that need a live object (stores, the
 // observer, middleware) are added by the caller.
-func (c *Config) clientOptions(hc *http.Client, wrap func(llmclient.Provider) llmclient.Provider) ([]llmclient.Option, error) {
+func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Provider) llmclient.Provider) ([]llmclient.Option, error) {
 	var opts []llmclient.Option
 	var errs []error
 	for i := range c.Upstreams {
@@ -180,7 +180,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(llmclient.Provider) ll
 			continue
 		}
 		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{
-			Name: u.Name, Provider: wrap(p), Keys: slices.Clone(u.keys), Models: u.Models,
+			Name: u.Name, Provider: wrap(u.Name, p), Keys: slices.Clone(u.keys), Models: u.Models,
 			Limits: u.Limits.limits(), Timeout: u.Timeout.D(), Weight: u.Weight,
 			PriceProvider: u.priceProvider(),
 		}))

@@ -38,19 +38,19 @@ type Config struct {
 	Groups    []GroupConfig    `yaml:"groups"`
 	Tenants   []TenantConfig   `yaml:"tenants"`
 	// TenantLimits are the limits of every tenant without its own Limits. Default none.
-	TenantLimits *LimitsConfig   `yaml:"tenant_limits"`
-	Budgets      []BudgetConfig  `yaml:"budgets"`
-	Retry        RetryConfig     `yaml:"retry"`
-	Timeouts     TimeoutConfig   `yaml:"timeouts"`
-	Limiter      LimiterConfig   `yaml:"limiter"`
-	Breaker      *BreakerConfig  `yaml:"breaker"`
-	Fallbacks    FallbackConfig  `yaml:"fallbacks"`
-	Pricing      PricingConfig   `yaml:"pricing"`
-	Cache        CacheConfig     `yaml:"cache"`
-	Redis        *RedisConfig    `yaml:"redis"`
-	Metrics      MetricsConfig   `yaml:"metrics"`
-	Headers      HeadersConfig   `yaml:"headers"`
-	source       string          // the file it was read from
+	TenantLimits *LimitsConfig  `yaml:"tenant_limits"`
+	Budgets      []BudgetConfig `yaml:"budgets"`
+	Retry        RetryConfig    `yaml:"retry"`
+	Timeouts     TimeoutConfig  `yaml:"timeouts"`
+	Limiter      LimiterConfig  `yaml:"limiter"`
+	Breaker      *BreakerConfig `yaml:"breaker"`
+	Fallbacks    FallbackConfig `yaml:"fallbacks"`
+	Pricing      PricingConfig  `yaml:"pricing"`
+	Cache        CacheConfig    `yaml:"cache"`
+	Redis        *RedisConfig   `yaml:"redis"`
+	Metrics      MetricsConfig  `yaml:"metrics"`
+	Headers      HeadersConfig  `yaml:"headers"`
+	source       string         // the file it was read from
 	env          func(string) (string, bool)
 }
 

@@ -177,6 +177,9 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		if tel != nil {
 			tel(ctx, e)
 		}
+		if e.Kind == llmclient.EventAttempt {
+			clockOf(ctx).attempt(e.Waited)
+		}
 		g.observe(e)
 	}))
 	copts = append(copts, o.extra...)
@@ -382,9 +385,11 @@ func waited(as []llmclient.Attempt) time.Duration {
 	return w
 }
 
-// overheadNow is the request's overhead so far.
+// overheadNow is the request's overhead so far: its time less the upstream calls and
+// the waits before them (the attempts' own record when the call has ended, else what
+// the attempts that ended so far reported).
 func (rec *record) overheadNow(clock *upstreamClock) time.Duration {
-	return max(time.Since(rec.start)-clock.total()-rec.waited, 0)
+	return max(time.Since(rec.start)-clock.total()-max(rec.waited, clock.waited()), 0)
 }
 
 func overheadHeader(d time.Duration) string {
@@ -516,7 +521,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		rec.overhead = rec.overheadNow(clock)
 		g.writeOK(w, rec, out)
 	default:
-		g.serveStream(ctx, w, r, rec, req, d, incl, created, clock, fail)
+		g.serveStream(ctx, w, rec, req, d, incl, created, clock, fail)
 	}
 }
 
@@ -571,7 +576,7 @@ func (g *Gateway) callHeaders(h http.Header, rec *record) {
 	}
 }
 
-func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *record, req *llmclient.Request,
+func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *record, req *llmclient.Request,
 	d dialect, includeUsage bool, created int64, clock *upstreamClock, fail func(*apiError)) {
 	s, err := g.client.Stream(ctx, req)
 	if err != nil {
@@ -598,6 +603,12 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, r *htt
 	if first.Model != "" {
 		model = first.Model
 	}
+	// The committed attempt has not ended: its upstream is the one whose stream gave
+	// the first chunk, and the attempts before it have reported.
+	if p := clock.served.Load(); p != nil {
+		rec.upstream = *p
+	}
+	rec.attempts = int(clock.attempts.Load()) + 1
 	h := w.Header()
 	h.Set("content-type", "text/event-stream")
 	h.Set("cache-control", "no-cache")
@@ -665,7 +676,6 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, r *htt
 		_ = rc.Flush()
 	}
 	rec.overhead = rec.overheadNow(clock)
-	_ = r
 }
 
 // Serve serves the API on api and, when admin is not nil, the admin API on admin,

@@ -232,13 +232,13 @@ func (m oaMessage) message() (llmclient.Message, error) {
 // The answer types.
 
 type oaChatResponse struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []oaChoice   `json:"choices"`
-	Usage             *oaUsage     `json:"usage,omitempty"`
-	SystemFingerprint *string      `json:"system_fingerprint"`
+	ID                string     `json:"id"`
+	Object            string     `json:"object"`
+	Created           int64      `json:"created"`
+	Model             string     `json:"model"`
+	Choices           []oaChoice `json:"choices"`
+	Usage             *oaUsage   `json:"usage,omitempty"`
+	SystemFingerprint *string    `json:"system_fingerprint"`
 }
 
 type oaChoice struct {
@@ -257,10 +257,10 @@ type oaOutMessage struct {
 }
 
 type oaUsage struct {
-	PromptTokens            int `json:"prompt_tokens"`
-	CompletionTokens        int `json:"completion_tokens"`
-	TotalTokens             int `json:"total_tokens"`
-	PromptTokensDetails     *struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *struct {

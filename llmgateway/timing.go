@@ -11,7 +11,30 @@ import (
 // upstreamClock accumulates the time a request spends inside its upstreams' adapters:
 // waiting for response headers, for a one-shot body, and for each stream chunk. The
 // gateway's overhead is the request's time minus this (and minus deliberate waits).
-type upstreamClock struct{ ns atomic.Int64 }
+type upstreamClock struct {
+	ns atomic.Int64
+	// waitedNS and attempts sum the Client's EventAttempt events so far: the time
+	// attempts spent waiting before their calls, and how many ended.
+	waitedNS atomic.Int64
+	attempts atomic.Int32
+	// served is the upstream whose stream delivered the first content chunk.
+	served atomic.Pointer[string]
+}
+
+// attempt records an ended attempt's wait.
+func (c *upstreamClock) attempt(waited time.Duration) {
+	if c != nil {
+		c.waitedNS.Add(int64(waited))
+		c.attempts.Add(1)
+	}
+}
+
+func (c *upstreamClock) waited() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return time.Duration(c.waitedNS.Load())
+}
 
 type clockKey struct{}
 
@@ -40,7 +63,10 @@ func (c *upstreamClock) total() time.Duration {
 // timed wraps a Provider to time its calls on the request's clock. It keeps the
 // Provider's optional capabilities (Dialect, Embedder, UsageReader) visible to the
 // Client by the variants below.
-type timed struct{ p llmclient.Provider }
+type timed struct {
+	name string
+	p    llmclient.Provider
+}
 
 func (t *timed) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
 	c, start := clockOf(ctx), time.Now()
@@ -55,18 +81,25 @@ func (t *timed) Stream(ctx context.Context, call *llmclient.Call) (llmclient.Pro
 	if err != nil || c == nil {
 		return s, err
 	}
-	return &timedStream{s: s, c: c}, nil
+	return &timedStream{s: s, c: c, name: &t.name}, nil
 }
 
 type timedStream struct {
-	s llmclient.ProviderStream
-	c *upstreamClock
+	s    llmclient.ProviderStream
+	c    *upstreamClock
+	name *string
+	seen bool
 }
 
 func (t *timedStream) Recv() (llmclient.Chunk, error) {
 	start := time.Now()
-	defer t.c.since(start)
-	return t.s.Recv()
+	ch, err := t.s.Recv()
+	t.c.since(start)
+	if !t.seen && err == nil && ch.HasContent() {
+		t.seen = true
+		t.c.served.CompareAndSwap(nil, t.name)
+	}
+	return ch, err
 }
 
 func (t *timedStream) Close() error { return t.s.Close() }
@@ -104,9 +137,10 @@ type timedDialectEmbedUsage struct {
 	llmclient.UsageReader
 }
 
-// timeProvider wraps p so that its calls are timed, keeping its capabilities.
-func timeProvider(p llmclient.Provider) llmclient.Provider {
-	t := &timed{p: p}
+// timeProvider wraps p, the upstream called name, so that its calls are timed,
+// keeping its capabilities.
+func timeProvider(name string, p llmclient.Provider) llmclient.Provider {
+	t := &timed{name: name, p: p}
 	d, isD := p.(llmclient.Dialect)
 	e, isE := p.(llmclient.Embedder)
 	u, isU := p.(llmclient.UsageReader)

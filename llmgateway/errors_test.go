@@ -1,11 +1,14 @@
 package llmgateway_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/llmclient/llmclient/llmgateway"
 )
 
 // upstreamError answers every request with status and body (and headers kv).
@@ -205,5 +208,50 @@ func TestGatewayRefusalsAreVendorShaped(t *testing.T) {
 	}
 	if strings.Contains(g.logs.String(), "nope") || strings.Contains(g.logs.String(), "gw-key") {
 		t.Fatal("a caller key was logged")
+	}
+}
+
+func TestTenantBudgetsAreIsolated(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, `
+budgets:
+  - {name: each, scope: each_tenant, cap_usd: 0.0002}
+`))
+	refused := false
+	for i := 0; i < 10 && !refused; i++ {
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+		switch resp.StatusCode {
+		case 200:
+		case 429:
+			refused = at(decode(t, body), "error", "code") == "budget_exceeded"
+		default:
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	if !refused {
+		t.Fatal("tenant a was never refused by its budget")
+	}
+	calls := oa.count()
+	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-b", `{"model":"gpt-4o-mini","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || oa.count() != calls+1 {
+		t.Fatalf("tenant b paid for tenant a: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestSampleConfigLoads(t *testing.T) {
+	cfg, err := llmgateway.LoadFile("sample.yaml", env("OPENAI_API_KEY", "sk-1", "ANTHROPIC_API_KEY", "sk-2",
+		"LLMGATEWAY_TEAM_KEY", "gw-team", "LLMGATEWAY_ADMIN_TOKEN", "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := llmgateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llmgateway.LoadFile("sample.yaml", env()); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY is not set") {
+		t.Fatalf("without the environment: %v", err)
 	}
 }

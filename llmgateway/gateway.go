@@ -138,13 +138,20 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 			g.log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
 		}
 	}
-	g.hc = o.hc
-	if g.hc == nil {
+	base := o.hc
+	if base == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
-		g.hc = &http.Client{Transport: tr}
+		base = &http.Client{Transport: tr}
 		g.closers = append(g.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
+	// The upstream exchanges are timed on the wire, for the overhead.
+	hc := *base
+	if hc.Transport == nil {
+		hc.Transport = http.DefaultTransport
+	}
+	hc.Transport = &timingTransport{base: hc.Transport}
+	g.hc = &hc
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	g.idPrefix = hex.EncodeToString(b[:]) + "-"

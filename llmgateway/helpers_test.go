@@ -31,7 +31,7 @@ type vendor struct {
 	handle func(w http.ResponseWriter, r *http.Request, n int) bool
 }
 
-func newVendor(t *testing.T, kind string) *vendor {
+func newVendor(t testing.TB, kind string) *vendor {
 	t.Helper()
 	v := &vendor{kind: kind}
 	v.Server = httptest.NewServer(http.HandlerFunc(v.serve))
@@ -211,6 +211,26 @@ func (s *syncBuffer) String() string {
 
 func startGateway(t *testing.T, yaml string, kv ...string) *gw {
 	t.Helper()
+	g := newGW(t, yaml, kv...)
+	t.Cleanup(g.close)
+	return g
+}
+
+func startGatewayB(b *testing.B, yaml string, kv ...string) *gw {
+	b.Helper()
+	g := newGW(b, yaml, kv...)
+	b.Cleanup(g.close)
+	return g
+}
+
+func (g *gw) close() {
+	g.api.Close()
+	g.admin.Close()
+	_ = g.Shutdown(context.Background())
+}
+
+func newGW(t testing.TB, yaml string, kv ...string) *gw {
+	t.Helper()
 	cfg, err := llmgateway.Parse([]byte(yaml), env(append(append([]string{}, baseEnv...), kv...)...))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -223,11 +243,6 @@ func startGateway(t *testing.T, yaml string, kv ...string) *gw {
 	out := &gw{Gateway: g, logs: logs}
 	out.api = httptest.NewServer(g.Handler())
 	out.admin = httptest.NewServer(g.AdminHandler())
-	t.Cleanup(func() {
-		out.api.Close()
-		out.admin.Close()
-		_ = g.Shutdown(context.Background())
-	})
 	return out
 }
 

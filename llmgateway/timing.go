@@ -2,15 +2,19 @@ package llmgateway
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient"
 )
 
-// upstreamClock accumulates the time a request spends inside its upstreams' adapters:
-// waiting for response headers, for a one-shot body, and for each stream chunk. The
-// gateway's overhead is the request's time minus this (and minus deliberate waits).
+// upstreamClock accumulates the time a request's upstream HTTP exchanges take on the
+// wire: sending the request and waiting for the response headers, then each read of
+// the body (a one-shot answer, each stream chunk). The adapters' encoding and decoding
+// is not in it. The gateway's overhead is the request's time minus this (and minus
+// deliberate waits).
 type upstreamClock struct {
 	ns atomic.Int64
 	// waitedNS and attempts sum the Client's EventAttempt events so far: the time
@@ -60,7 +64,8 @@ func (c *upstreamClock) total() time.Duration {
 	return time.Duration(c.ns.Load())
 }
 
-// timed wraps a Provider to time its calls on the request's clock. It keeps the
+// timed wraps a Provider to note, on the request's clock, which upstream's stream gave
+// the first content chunk (the Client says so only when the stream ends). It keeps the
 // Provider's optional capabilities (Dialect, Embedder, UsageReader) visible to the
 // Client by the variants below.
 type timed struct {
@@ -69,15 +74,12 @@ type timed struct {
 }
 
 func (t *timed) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
-	c, start := clockOf(ctx), time.Now()
-	defer c.since(start)
 	return t.p.Complete(ctx, call)
 }
 
 func (t *timed) Stream(ctx context.Context, call *llmclient.Call) (llmclient.ProviderStream, error) {
-	c, start := clockOf(ctx), time.Now()
+	c := clockOf(ctx)
 	s, err := t.p.Stream(ctx, call)
-	c.since(start)
 	if err != nil || c == nil {
 		return s, err
 	}
@@ -92,9 +94,7 @@ type timedStream struct {
 }
 
 func (t *timedStream) Recv() (llmclient.Chunk, error) {
-	start := time.Now()
 	ch, err := t.s.Recv()
-	t.c.since(start)
 	if !t.seen && err == nil && ch.HasContent() {
 		t.seen = true
 		t.c.served.CompareAndSwap(nil, t.name)
@@ -110,8 +110,6 @@ type timedEmbed struct {
 }
 
 func (t *timedEmbed) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmclient.EmbedResponse, error) {
-	c, start := clockOf(ctx), time.Now()
-	defer c.since(start)
 	return t.e.Embed(ctx, call)
 }
 
@@ -137,8 +135,7 @@ type timedDialectEmbedUsage struct {
 	llmclient.UsageReader
 }
 
-// timeProvider wraps p, the upstream called name, so that its calls are timed,
-// keeping its capabilities.
+// timeProvider wraps p, the upstream called name, keeping its capabilities.
 func timeProvider(name string, p llmclient.Provider) llmclient.Provider {
 	t := &timed{name: name, p: p}
 	d, isD := p.(llmclient.Dialect)
@@ -158,3 +155,35 @@ func timeProvider(name string, p llmclient.Provider) llmclient.Provider {
 	}
 	return t
 }
+
+// timingTransport times the upstream HTTP exchanges of the requests whose context
+// carries a clock.
+type timingTransport struct{ base http.RoundTripper }
+
+func (t *timingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := clockOf(req.Context())
+	if c == nil {
+		return t.base.RoundTrip(req)
+	}
+	start := time.Now()
+	resp, err := t.base.RoundTrip(req)
+	c.since(start)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &timedBody{rc: resp.Body, c: c}
+	}
+	return resp, err
+}
+
+type timedBody struct {
+	rc io.ReadCloser
+	c  *upstreamClock
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := b.rc.Read(p)
+	b.c.since(start)
+	return n, err
+}
+
+func (b *timedBody) Close() error { return b.rc.Close() }

@@ -51,6 +51,7 @@ type Config struct {
 	Metrics      MetricsConfig  `yaml:"metrics"`
 	Headers      HeadersConfig  `yaml:"headers"`
 	source       string         // the file it was read from
+	raw          []byte         // its contents
 	env          func(string) (string, bool)
 }
 
@@ -305,7 +306,7 @@ func LoadFile(file string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmgateway: %s: %w", file, err)
 	}
-	c.source = file
+	c.source, c.raw = file, data
 	return c, nil
 }
 

@@ -122,7 +122,7 @@ func restartPart(c *Config) Config {
 	x.Timeouts.Request = 0
 	x.Admin.TokenEnv, x.Admin.token = "", ""
 	x.Tenants = nil
-	x.env, x.source = nil, ""
+	x.env, x.source, x.raw = nil, "", nil
 	x.Upstreams = slices.Clone(c.Upstreams)
 	for i := range x.Upstreams {
 		u := &x.Upstreams[i]
@@ -142,7 +142,11 @@ func (g *Gateway) WatchFile(ctx context.Context, file string, interval time.Dura
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	last, _ := os.ReadFile(file)
+	// A change made since the running configuration was read counts too.
+	last := g.state.Load().cfg.raw
+	if g.state.Load().cfg.source != file {
+		last, _ = os.ReadFile(file)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

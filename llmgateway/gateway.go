@@ -686,7 +686,9 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 }
 
 // Serve serves the API on api and, when admin is not nil, the admin API on admin,
-// until Shutdown. It returns the first listener's error other than http.ErrServerClosed.
+// until Shutdown. It returns the first listener's error other than
+// http.ErrServerClosed, or nil as soon as Shutdown begins: the requests in flight are
+// drained when Shutdown returns.
 func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.srvMu.Lock()
 	apiSrv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}

@@ -62,6 +62,7 @@ func run() error {
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	drained := make(chan error, 1)
 	go func() {
 		for {
 			select {
@@ -73,7 +74,7 @@ func run() error {
 					continue
 				}
 				stop()
-				_ = g.Shutdown(context.Background())
+				drained <- g.Shutdown(context.Background())
 				return
 			}
 		}
@@ -86,5 +87,13 @@ func run() error {
 		fmt.Fprintf(os.Stderr, ", admin on %s", admin.Addr())
 	}
 	fmt.Fprintln(os.Stderr)
-	return g.Serve(api, admin)
+	// Serve returns as soon as shutdown begins; the drain of the requests in flight
+	// ends when Shutdown returns.
+	err = g.Serve(api, admin)
+	if ctx.Err() != nil {
+		if derr := <-drained; derr != nil {
+			fmt.Fprintln(os.Stderr, "llmgateway: shutdown:", derr)
+		}
+	}
+	return err
 }

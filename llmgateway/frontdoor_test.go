@@ -196,3 +196,38 @@ func TestEmbeddingsFloatAndBase64(t *testing.T) {
 		t.Fatalf("base64 embedding: %s", body)
 	}
 }
+
+func TestModelsListsWhatTheKeyMayCall(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, ""))
+	get := func(key string) (int, map[string]any) {
+		req, _ := http.NewRequest("GET", g.api.URL+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return resp.StatusCode, nil
+		}
+		return resp.StatusCode, decode(t, string(b))
+	}
+	ids := func(m map[string]any) []string {
+		var out []string
+		for _, d := range at(m, "data").([]any) {
+			out = append(out, at(d, "id").(string))
+		}
+		return out
+	}
+	if _, m := get("gw-key-b"); strings.Join(ids(m), ",") != "gpt-4o-mini" {
+		t.Fatalf("tenant b: %v", ids(m))
+	}
+	if _, m := get("gw-key-a"); len(ids(m)) != 6 || ids(m)[0] != "both" {
+		t.Fatalf("tenant a: %v", ids(m))
+	}
+	if code, _ := get("nope"); code != 401 {
+		t.Fatalf("unknown key: %d", code)
+	}
+}

@@ -277,6 +277,8 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("POST "+p+"/embeddings", func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, routeEmbed) })
 		mux.HandleFunc("POST "+p+"/messages", func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, routeMessages) })
 	}
+	mux.HandleFunc("GET /v1/models", g.serveModels)
+	mux.HandleFunc("GET /models", g.serveModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d := dialectOpenAI
 		if r.Header.Get("anthropic-version") != "" {
@@ -290,6 +292,50 @@ func (g *Gateway) Handler() http.Handler {
 		e.write(w, d, g.requestID(r, st.cfg.Headers.RequestID))
 	})
 	return mux
+}
+
+// serveModels lists, in OpenAI's shape, the model and group names the caller's key
+// may call: the groups and the names the upstreams map (an upstream without a map
+// serves any name and adds none).
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	st := g.state.Load()
+	var tn *tenant
+	if key := callerKey(r); key != "" {
+		tn = st.tenants[sha256.Sum256([]byte(key))]
+	}
+	if tn == nil {
+		if !st.cfg.Open {
+			localError(http.StatusUnauthorized, "invalid gateway API key").write(w, dialectOpenAI, g.requestID(r, st.cfg.Headers.RequestID))
+			return
+		}
+		tn = &tenant{all: true}
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	seen := map[string]bool{}
+	add := func(name, owner string) {
+		if !seen[name] && tn.allows(name) {
+			seen[name] = true
+			out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: owner})
+		}
+	}
+	for _, gr := range st.cfg.Groups {
+		add(gr.Name, "llmgateway")
+	}
+	for _, u := range st.cfg.Upstreams {
+		for _, name := range sortedKeys(u.Models) {
+			add(name, u.Vendor)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 type route uint8

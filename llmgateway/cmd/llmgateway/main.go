@@ -2,7 +2,7 @@
 // of llmclient: limits, retries, breakers, failover, stream guards, budgets and a
 // cache for services in any language. See docs/gateway.md.
 //
-//	go install github.com/llmclient/llmclient/llmgateway/cmd/llmgateway@latest
+//	cd llmgateway && go install ./cmd/llmgateway
 //	llmgateway -config sample.yaml
 //
 // SIGHUP and any change of the file reload the configuration (an invalid one is

@@ -1,0 +1,434 @@
+package llmgateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/llmclient/llmclient"
+)
+
+// The Anthropic Messages wire types the front door reads and writes.
+
+type anRequest struct {
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	Messages      []anMessage     `json:"messages"`
+	System        json.RawMessage `json:"system"`
+	Tools         []anTool        `json:"tools"`
+	ToolChoice    *anToolChoice   `json:"tool_choice"`
+	Temperature   *float64        `json:"temperature"`
+	TopP          *float64        `json:"top_p"`
+	StopSequences []string        `json:"stop_sequences"`
+	Stream        bool            `json:"stream"`
+}
+
+type anMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anBlock struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	Source       *anSource       `json:"source"`
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	CacheControl *anCache        `json:"cache_control"`
+}
+
+type anSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+type anCache struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl"`
+}
+
+type anTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *anCache        `json:"cache_control"`
+}
+
+type anToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+func (c *anCache) control() (*llmclient.CacheControl, error) {
+	if c == nil {
+		return nil, nil
+	}
+	out := &llmclient.CacheControl{}
+	switch c.TTL {
+	case "":
+	case "5m":
+		out.TTL = 5 * 60e9
+	case "1h":
+		out.TTL = 3600e9
+	default:
+		return nil, fmt.Errorf("cache_control.ttl %q is not 5m or 1h", c.TTL)
+	}
+	return out, nil
+}
+
+// blocks reads content that is a string or an array of blocks.
+func blocks(raw json.RawMessage) ([]anBlock, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []anBlock{{Type: "text", Text: s}}, nil
+	}
+	var bs []anBlock
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		return nil, fmt.Errorf("a string or an array of content blocks")
+	}
+	return bs, nil
+}
+
+func decodeAnthropic(body []byte) (*llmclient.Request, bool, error) {
+	var in anRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, false, fmt.Errorf("the body is not a JSON messages request: %v", err)
+	}
+	if in.Model == "" {
+		return nil, false, fmt.Errorf("model: Field required")
+	}
+	if in.MaxTokens < 0 {
+		return nil, false, fmt.Errorf("max_tokens: must not be negative")
+	}
+	if len(in.Messages) == 0 {
+		return nil, false, fmt.Errorf("messages: at least one message is required")
+	}
+	req := &llmclient.Request{Model: in.Model, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
+	sys, err := blocks(in.System)
+	if err != nil {
+		return nil, false, fmt.Errorf("system: %v", err)
+	}
+	if len(sys) > 0 {
+		m := llmclient.Message{Role: llmclient.RoleSystem}
+		for i, b := range sys {
+			if b.Type != "text" {
+				return nil, false, fmt.Errorf("system[%d]: only text blocks", i)
+			}
+			p := llmclient.TextPart(b.Text)
+			if p.Cache, err = b.CacheControl.control(); err != nil {
+				return nil, false, fmt.Errorf("system[%d]: %v", i, err)
+			}
+			m.Content = append(m.Content, p)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	for i, m := range in.Messages {
+		msgs, err := anMessages(m)
+		if err != nil {
+			return nil, false, fmt.Errorf("messages[%d]: %v", i, err)
+		}
+		req.Messages = append(req.Messages, msgs...)
+	}
+	for i, t := range in.Tools {
+		if t.Name == "" {
+			return nil, false, fmt.Errorf("tools[%d]: name: Field required", i)
+		}
+		tool := llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: nullToNil(t.InputSchema)}
+		if tool.Cache, err = t.CacheControl.control(); err != nil {
+			return nil, false, fmt.Errorf("tools[%d]: %v", i, err)
+		}
+		req.Tools = append(req.Tools, tool)
+	}
+	if tc := in.ToolChoice; tc != nil {
+		switch tc.Type {
+		case "auto":
+			req.ToolChoice = &llmclient.ToolChoice{Mode: llmclient.ToolChoiceAuto}
+		case "any":
+			req.ToolChoice = &llmclient.ToolChoice{Mode: llmclient.ToolChoiceRequired}
+		case "none":
+			req.ToolChoice = &llmclient.ToolChoice{Mode: llmclient.ToolChoiceNone}
+		case "tool":
+			req.ToolChoice = &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool, Name: tc.Name}
+		default:
+			return nil, false, fmt.Errorf("tool_choice: type %q is not auto, any, none or tool", tc.Type)
+		}
+	}
+	return req, in.Stream, nil
+}
+
+// anMessages turns one Messages turn into common messages: tool_result blocks become
+// tool messages of their own, ahead of the turn's other content.
+func anMessages(m anMessage) ([]llmclient.Message, error) {
+	var role llmclient.Role
+	switch m.Role {
+	case "user":
+		role = llmclient.RoleUser
+	case "assistant":
+		role = llmclient.RoleAssistant
+	default:
+		return nil, fmt.Errorf("role %q is not user or assistant", m.Role)
+	}
+	bs, err := blocks(m.Content)
+	if err != nil {
+		return nil, fmt.Errorf("content: %v", err)
+	}
+	var out []llmclient.Message
+	msg := llmclient.Message{Role: role}
+	for i, b := range bs {
+		cc, err := b.CacheControl.control()
+		if err != nil {
+			return nil, fmt.Errorf("content[%d]: %v", i, err)
+		}
+		switch b.Type {
+		case "text":
+			p := llmclient.TextPart(b.Text)
+			p.Cache = cc
+			msg.Content = append(msg.Content, p)
+		case "image":
+			if b.Source == nil {
+				return nil, fmt.Errorf("content[%d]: source: Field required", i)
+			}
+			var p llmclient.Part
+			switch b.Source.Type {
+			case "base64":
+				data, err := base64.StdEncoding.DecodeString(b.Source.Data)
+				if err != nil {
+					return nil, fmt.Errorf("content[%d]: source.data is not base64", i)
+				}
+				p = llmclient.ImageDataPart(b.Source.MediaType, data)
+			case "url":
+				p = llmclient.ImageURLPart(b.Source.URL)
+			default:
+				return nil, fmt.Errorf("content[%d]: source.type %q is not base64 or url", i, b.Source.Type)
+			}
+			p.Cache = cc
+			msg.Content = append(msg.Content, p)
+		case "tool_use":
+			if role != llmclient.RoleAssistant {
+				return nil, fmt.Errorf("content[%d]: tool_use in a user turn", i)
+			}
+			args := string(bytes.TrimSpace(b.Input))
+			if args == "" || args == "null" {
+				args = "{}"
+			}
+			msg.ToolCalls = append(msg.ToolCalls, llmclient.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		case "tool_result":
+			if role != llmclient.RoleUser {
+				return nil, fmt.Errorf("content[%d]: tool_result in an assistant turn", i)
+			}
+			inner, err := blocks(b.Content)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d].content: %v", i, err)
+			}
+			var text strings.Builder
+			for _, ib := range inner {
+				if ib.Type == "text" {
+					text.WriteString(ib.Text)
+				}
+			}
+			tm := llmclient.ToolResultMessage(b.ToolUseID, text.String())
+			tm.Cache = cc
+			out = append(out, tm)
+		case "thinking", "redacted_thinking":
+			// Thinking blocks carry a vendor signature the common request cannot hold;
+			// they are dropped.
+		default:
+			return nil, fmt.Errorf("content[%d]: block type %q is not supported", i, b.Type)
+		}
+	}
+	if len(msg.Content) > 0 || len(msg.ToolCalls) > 0 || len(out) == 0 {
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// The answer.
+
+type anResponse struct {
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []anOutBlock `json:"content"`
+	StopReason   string       `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"`
+	Usage        anUsage      `json:"usage"`
+}
+
+type anOutBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+type anUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// anUsageOf reports u as Anthropic does: input_tokens without the cache's reads and
+// writes, which it counts apart.
+func anUsageOf(u llmclient.Usage) anUsage {
+	return anUsage{
+		InputTokens:  max(u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens, 0),
+		OutputTokens: u.OutputTokens, CacheCreationInputTokens: u.CacheWriteTokens, CacheReadInputTokens: u.CachedInputTokens,
+	}
+}
+
+func anStop(f llmclient.FinishReason, raw string) string {
+	switch f {
+	case llmclient.FinishLength:
+		return "max_tokens"
+	case llmclient.FinishToolCalls:
+		return "tool_use"
+	case llmclient.FinishRefusal, llmclient.FinishContentFilter:
+		return "refusal"
+	}
+	if raw == "stop_sequence" {
+		return raw
+	}
+	return "end_turn"
+}
+
+// toolInput is a tool call's arguments as a JSON object ({} when they are not one).
+func toolInput(args string) json.RawMessage {
+	a := bytes.TrimSpace([]byte(args))
+	if len(a) > 0 && a[0] == '{' && json.Valid(a) {
+		return a
+	}
+	return json.RawMessage("{}")
+}
+
+func encodeAnthropic(resp *llmclient.Response, id, model string) []byte {
+	out := anResponse{ID: id, Type: "message", Role: "assistant", Model: model, Content: []anOutBlock{},
+		StopReason: anStop(resp.FinishReason, resp.RawFinishReason), Usage: anUsageOf(resp.Usage)}
+	text := resp.Text
+	if text == "" && resp.Refusal != "" {
+		text = resp.Refusal
+	}
+	if text != "" {
+		out.Content = append(out.Content, anOutBlock{Type: "text", Text: &text})
+	}
+	for _, tc := range resp.ToolCalls {
+		out.Content = append(out.Content, anOutBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// anStreamWriter renders Chunks as Messages SSE events: message_start, one content
+// block per text run or tool call, message_delta with the stop reason and usage,
+// message_stop.
+type anStreamWriter struct {
+	id, model string
+	started   bool
+	open      bool   // a content block is open
+	kind      string // "text" or "tool_use"
+	toolIndex int    // the open tool block's Chunk tool index
+	index     int    // the next block's index
+	buf       bytes.Buffer
+}
+
+func (s *anStreamWriter) event(name string, v any) {
+	s.buf.WriteString("event: ")
+	s.buf.WriteString(name)
+	s.buf.WriteString("\ndata: ")
+	enc := json.NewEncoder(&s.buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	s.buf.Truncate(s.buf.Len() - 1)
+	s.buf.WriteString("\n\n")
+}
+
+type jsonObject = map[string]any
+
+func (s *anStreamWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	s.event("message_start", jsonObject{"type": "message_start", "message": jsonObject{
+		"id": s.id, "type": "message", "role": "assistant", "model": s.model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": anUsage{},
+	}})
+}
+
+func (s *anStreamWriter) closeBlock() {
+	if s.open {
+		s.event("content_block_stop", jsonObject{"type": "content_block_stop", "index": s.index - 1})
+		s.open = false
+	}
+}
+
+func (s *anStreamWriter) openBlock(kind string, block jsonObject) {
+	s.closeBlock()
+	s.event("content_block_start", jsonObject{"type": "content_block_start", "index": s.index, "content_block": block})
+	s.open, s.kind = true, kind
+	s.index++
+}
+
+// chunk renders c; the bytes are valid until the next call.
+func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
+	s.buf.Reset()
+	s.start()
+	text := c.Text
+	if text == "" {
+		text = c.Refusal
+	}
+	if text != "" {
+		if !s.open || s.kind != "text" {
+			s.openBlock("text", jsonObject{"type": "text", "text": ""})
+		}
+		s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
+			"delta": jsonObject{"type": "text_delta", "text": text}})
+	}
+	for _, tc := range c.ToolCalls {
+		if !s.open || s.kind != "tool_use" || s.toolIndex != tc.Index {
+			s.openBlock("tool_use", jsonObject{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": jsonObject{}})
+			s.toolIndex = tc.Index
+		}
+		if tc.Arguments != "" {
+			s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
+				"delta": jsonObject{"type": "input_json_delta", "partial_json": tc.Arguments}})
+		}
+	}
+	return s.buf.Bytes()
+}
+
+// end closes the message after a clean end.
+func (s *anStreamWriter) end(resp *llmclient.Response) []byte {
+	s.buf.Reset()
+	s.start()
+	s.closeBlock()
+	u := anUsageOf(resp.Usage)
+	s.event("message_delta", jsonObject{"type": "message_delta",
+		"delta": jsonObject{"stop_reason": anStop(resp.FinishReason, resp.RawFinishReason), "stop_sequence": nil},
+		"usage": u})
+	s.event("message_stop", jsonObject{"type": "message_stop"})
+	return s.buf.Bytes()
+}
+
+// fail renders an in-band error event, as Anthropic sends one after HTTP 200.
+func (s *anStreamWriter) fail(e *apiError) []byte {
+	s.buf.Reset()
+	s.event("error", anErrorBody{Type: "error", Error: anErrorObject{Type: e.anType, Message: e.message}})
+	return s.buf.Bytes()
+}

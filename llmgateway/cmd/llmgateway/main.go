@@ -1,0 +1,99 @@
+// Command llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front
+// of llmclient: limits, retries, breakers, failover, stream guards, budgets and a
+// cache for services in any language. See docs/gateway.md.
+//
+//	cd llmgateway && go install ./cmd/llmgateway
+//	llmgateway -config sample.yaml
+//
+// SIGHUP and any change of the file reload the configuration (an invalid one is
+// refused and the running one kept); SIGINT and SIGTERM shut down gracefully,
+// waiting for requests in flight, open streams included.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/llmclient/llmclient/llmgateway"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	file := flag.String("config", "llmgateway.yaml", "configuration file (YAML or JSON)")
+	check := flag.Bool("check", false, "validate the configuration and exit")
+	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP)")
+	flag.Parse()
+	cfg, err := llmgateway.LoadFile(*file, nil)
+	if err != nil {
+		return err
+	}
+	if *check {
+		fmt.Println("configuration ok")
+		return nil
+	}
+	g, err := llmgateway.New(cfg)
+	if err != nil {
+		return err
+	}
+	api, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	var admin net.Listener
+	if cfg.Admin.Listen != "" {
+		if admin, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+			return err
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	drained := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-sig:
+				if s == syscall.SIGHUP {
+					_ = g.ReloadFile(*file)
+					continue
+				}
+				stop()
+				drained <- g.Shutdown(context.Background())
+				return
+			}
+		}
+	}()
+	if *watch > 0 {
+		go g.WatchFile(ctx, *file, *watch)
+	}
+	fmt.Fprintf(os.Stderr, "llmgateway: serving on %s", api.Addr())
+	if admin != nil {
+		fmt.Fprintf(os.Stderr, ", admin on %s", admin.Addr())
+	}
+	fmt.Fprintln(os.Stderr)
+	// Serve returns as soon as shutdown begins; the drain of the requests in flight
+	// ends when Shutdown returns.
+	err = g.Serve(api, admin)
+	if ctx.Err() != nil {
+		if derr := <-drained; derr != nil {
+			fmt.Fprintln(os.Stderr, "llmgateway: shutdown:", derr)
+		}
+	}
+	return err
+}

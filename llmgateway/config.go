@@ -1,0 +1,631 @@
+package llmgateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the gateway's configuration file, in YAML or JSON (JSON is read as YAML).
+// Secrets never appear in it: API keys, tenant keys, the admin token and the Redis
+// password are named by environment variables, read when the file is loaded. See
+// sample.yaml for every field with its default. Unknown fields are errors.
+type Config struct {
+	// Listen is the address of the API listener. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// MaxRequestBytes bounds a request body; a larger one is refused with 413.
+	// Default 4 MiB.
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
+	// ShutdownGrace is how long a shutdown waits for requests in flight, open streams
+	// included, before it cuts them. Default 30s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Open serves requests without a tenant key, as the tenant "" with every model
+	// allowed. Default false: Tenants is required.
+	Open bool `yaml:"open"`
+
+	Admin     AdminConfig      `yaml:"admin"`
+	Log       LogConfig        `yaml:"log"`
+	Upstreams []UpstreamConfig `yaml:"upstreams"`
+	Groups    []GroupConfig    `yaml:"groups"`
+	Tenants   []TenantConfig   `yaml:"tenants"`
+	// TenantLimits are the limits of every tenant without its own Limits. Default none.
+	TenantLimits *LimitsConfig  `yaml:"tenant_limits"`
+	Budgets      []BudgetConfig `yaml:"budgets"`
+	Retry        RetryConfig    `yaml:"retry"`
+	Timeouts     TimeoutConfig  `yaml:"timeouts"`
+	Limiter      LimiterConfig  `yaml:"limiter"`
+	Breaker      *BreakerConfig `yaml:"breaker"`
+	Fallbacks    FallbackConfig `yaml:"fallbacks"`
+	Pricing      PricingConfig  `yaml:"pricing"`
+	Cache        CacheConfig    `yaml:"cache"`
+	Redis        *RedisConfig   `yaml:"redis"`
+	Metrics      MetricsConfig  `yaml:"metrics"`
+	Headers      HeadersConfig  `yaml:"headers"`
+	source       string         // the file it was read from
+	raw          []byte         // its contents
+	env          func(string) (string, bool)
+}
+
+// AdminConfig configures the admin listener.
+type AdminConfig struct {
+	// Listen is the admin listener's address; "" serves no admin API (and no /metrics).
+	Listen string `yaml:"listen"`
+	// TokenEnv names the environment variable that holds the admin bearer token.
+	// Required with Listen.
+	TokenEnv string `yaml:"token_env"`
+	token    string
+}
+
+// LogConfig configures the access log.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is json or text. Default json.
+	Format string `yaml:"format"`
+}
+
+// UpstreamConfig is one upstream: a vendor endpoint with its keys and limits.
+type UpstreamConfig struct {
+	Name string `yaml:"name"`
+	// Vendor is openai (also any OpenAI-compatible server, by BaseURL), azure,
+	// anthropic or gemini.
+	Vendor string `yaml:"vendor"`
+	// BaseURL overrides the vendor's API base URL.
+	BaseURL string `yaml:"base_url"`
+	// KeysEnv names the environment variables holding the upstream's API keys, pooled
+	// in order. Each must be set and not empty.
+	KeysEnv []string `yaml:"keys_env"`
+	// Models maps a request's model name to the upstream's; empty serves every model
+	// under its own name.
+	Models map[string]string `yaml:"models"`
+	Limits *LimitsConfig     `yaml:"limits"`
+	// Timeout bounds each one-shot attempt; 0 uses timeouts.attempt.
+	Timeout Duration `yaml:"timeout"`
+	// Weight is the share under weighted routing; 0 counts as 1.
+	Weight int `yaml:"weight"`
+	// PriceProvider names the provider in the price table ("openai", "deepseek").
+	PriceProvider string `yaml:"price_provider"`
+	// Headers are sent with every request to the upstream (no credentials here).
+	Headers map[string]string `yaml:"headers"`
+	// Azure: the resource endpoint and API version (vendor azure).
+	AzureEndpoint   string `yaml:"azure_endpoint"`
+	AzureAPIVersion string `yaml:"azure_api_version"`
+	// MaxTokensField is openai's name for the output bound: max_tokens or
+	// max_completion_tokens (the default).
+	MaxTokensField string `yaml:"max_tokens_field"`
+	// StreamUsage asks OpenAI-compatible upstreams for the usage chunk. Default true.
+	StreamUsage *bool `yaml:"stream_usage"`
+	keys        []string
+}
+
+// LimitsConfig is llmclient.Limits in the file.
+type LimitsConfig struct {
+	RPM           int    `yaml:"rpm"`
+	TPM           int    `yaml:"tpm"`
+	RPD           int    `yaml:"rpd"`
+	TPD           int    `yaml:"tpd"`
+	MaxConcurrent int    `yaml:"max_concurrent"`
+	RequestBurst  int    `yaml:"request_burst"`
+	TokenBurst    int    `yaml:"token_burst"`
+	Metering      string `yaml:"metering"`
+}
+
+// GroupConfig is a model group: a name requests use, served by upstreams in order.
+type GroupConfig struct {
+	Name      string   `yaml:"name"`
+	Upstreams []string `yaml:"upstreams"`
+	// Routing is ordered (default), weighted, least_in_flight or latency.
+	Routing string `yaml:"routing"`
+	// Fallback names groups tried after this one's upstreams.
+	Fallback []string `yaml:"fallback"`
+	// Hedge sends a second attempt to the next upstream after this delay; "auto" uses
+	// the observed 95th percentile. Default off.
+	Hedge string `yaml:"hedge"`
+}
+
+// TenantConfig maps gateway API keys to a tenant: a partition with its own limits
+// and budgets, and the models it may call.
+type TenantConfig struct {
+	Name string `yaml:"name"`
+	// KeysEnv names the environment variables holding the tenant's gateway keys.
+	KeysEnv []string `yaml:"keys_env"`
+	// Models are the model or group names the tenant may call; a pattern of path.Match
+	// ("gpt-4o*") or "*" for every one. Required.
+	Models []string `yaml:"models"`
+	// Limits replace tenant_limits for this tenant; all zero exempts it.
+	Limits *LimitsConfig `yaml:"limits"`
+	keys   []string
+}
+
+// BudgetConfig is one spend cap (package budget).
+type BudgetConfig struct {
+	Name string `yaml:"name"`
+	// Scope is client (default), each_tenant, tenant:NAME, upstream:NAME or model:NAME.
+	Scope string `yaml:"scope"`
+	// Window is hourly, daily (default), monthly or rolling:DURATION ("rolling:1h").
+	Window string `yaml:"window"`
+	// TimeZone is the calendar windows' IANA zone. Default UTC.
+	TimeZone string `yaml:"time_zone"`
+	// CapUSD is the hard cap per window in US dollars; required, positive.
+	CapUSD float64 `yaml:"cap_usd"`
+	// Soft are fractions of the cap that emit an alert when reached.
+	Soft []float64 `yaml:"soft"`
+	// Reroute names the group refused calls move to instead of failing.
+	Reroute string `yaml:"reroute"`
+	// UnpricedUSD charges this much for each call whose model has no price; 0 refuses
+	// such calls.
+	UnpricedUSD float64 `yaml:"unpriced_usd"`
+}
+
+// RetryConfig bounds retries.
+type RetryConfig struct {
+	MaxAttempts      int      `yaml:"max_attempts"`
+	MaxTotalAttempts int      `yaml:"max_total_attempts"`
+	BackoffInitial   Duration `yaml:"backoff_initial"`
+	BackoffMax       Duration `yaml:"backoff_max"`
+	MaxRetryAfter    Duration `yaml:"max_retry_after"`
+	// BudgetRatio, BudgetFloor and BudgetWindow set the retry budget (all three, or none).
+	BudgetRatio  *float64 `yaml:"budget_ratio"`
+	BudgetFloor  int      `yaml:"budget_floor"`
+	BudgetWindow Duration `yaml:"budget_window"`
+	KeyCooldown  Duration `yaml:"key_cooldown"`
+	KeyEviction  Duration `yaml:"key_eviction"`
+}
+
+// TimeoutConfig sets the call's timeouts; 0 keeps the library's default.
+type TimeoutConfig struct {
+	// Request bounds a whole request (the context deadline the gateway gives each call).
+	Request    Duration `yaml:"request"`
+	Attempt    Duration `yaml:"attempt"`
+	FirstToken Duration `yaml:"first_token"`
+	Idle       Duration `yaml:"idle"`
+	Stream     Duration `yaml:"stream"`
+}
+
+// LimiterConfig sets how the limiters wait.
+type LimiterConfig struct {
+	// Mode is wait (default) or fail_fast.
+	Mode           string   `yaml:"mode"`
+	MaxWait        Duration `yaml:"max_wait"`
+	BurstFraction  float64  `yaml:"burst_fraction"`
+	ReservedOutput int      `yaml:"reserved_output"`
+}
+
+// BreakerConfig is breaker.Config in the file; a zero field keeps its default.
+type BreakerConfig struct {
+	Window              Duration `yaml:"window"`
+	MinRequests         int      `yaml:"min_requests"`
+	FailureRatio        float64  `yaml:"failure_ratio"`
+	ConsecutiveFailures int      `yaml:"consecutive_failures"`
+	OpenTimeout         Duration `yaml:"open_timeout"`
+	MaxOpenTimeout      Duration `yaml:"max_open_timeout"`
+	HalfOpenProbes      int      `yaml:"half_open_probes"`
+	// Shared names the upstreams whose breakers replicas share through redis
+	// (["*"] for every one).
+	Shared []string `yaml:"shared"`
+}
+
+// FallbackConfig names the upstreams tried for the classes no ordinary failover serves.
+type FallbackConfig struct {
+	// Context are larger-context upstreams for a prompt too long for its route.
+	Context []string `yaml:"context"`
+	// Content are upstreams tried after a content filter.
+	Content []string `yaml:"content"`
+}
+
+// PricingConfig points at a price table file (pricing.LoadFile); empty uses the
+// embedded table.
+type PricingConfig struct {
+	File string `yaml:"file"`
+}
+
+// CacheConfig configures the exact response cache.
+type CacheConfig struct {
+	Enabled    bool     `yaml:"enabled"`
+	TTL        Duration `yaml:"ttl"`
+	MaxBytes   int64    `yaml:"max_bytes"`
+	MaxEntries int      `yaml:"max_entries"`
+	// Dedup joins identical requests in flight. Default false.
+	Dedup bool `yaml:"dedup"`
+	// Redis keeps entries in redis (rediscache) instead of memory.
+	Redis bool `yaml:"redis"`
+}
+
+// RedisConfig connects the replicas' shared state: limits, key pauses, budgets,
+// breakers (breaker.shared) and the cache (cache.redis).
+type RedisConfig struct {
+	Addr        string `yaml:"addr"`
+	PasswordEnv string `yaml:"password_env"`
+	DB          int    `yaml:"db"`
+	Prefix      string `yaml:"prefix"`
+	// FailMode is open (default: admit on local limits while redis is down) or closed.
+	FailMode string   `yaml:"fail_mode"`
+	Timeout  Duration `yaml:"timeout"`
+	password string
+}
+
+// MetricsConfig configures /metrics on the admin listener.
+type MetricsConfig struct {
+	// Disabled turns /metrics off.
+	Disabled bool `yaml:"disabled"`
+}
+
+// HeadersConfig names what the gateway reads from requests.
+type HeadersConfig struct {
+	// RequestID is the header carrying the caller's request id, echoed back; a new id
+	// is made when it is absent. Default "x-request-id".
+	RequestID string `yaml:"request_id"`
+}
+
+// Duration is a time.Duration written as "1.5s", "200ms" or "2m" (or a number of
+// seconds).
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration string or a number of seconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a duration must be a string such as \"1.5s\"", n.Line)
+	}
+	s := strings.TrimSpace(n.Value)
+	if s == "" || s == "0" {
+		*d = 0
+		return nil
+	}
+	if v, err := time.ParseDuration(s); err == nil {
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if _, err := fmt.Sscanf(s, "%g", &f); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e9 {
+		*d = Duration(f * float64(time.Second))
+		return nil
+	}
+	return fmt.Errorf("line %d: %q is not a duration", n.Line, s)
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadFile reads, resolves and validates the configuration file at path, reading
+// secrets with env (nil means os.LookupEnv). It reports every problem in one error.
+func LoadFile(file string, env func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("llmgateway: %w", err)
+	}
+	c, err := Parse(data, env)
+	if err != nil {
+		return nil, fmt.Errorf("llmgateway: %s: %w", file, err)
+	}
+	c.source, c.raw = file, data
+	return c, nil
+}
+
+// Parse reads a configuration from YAML or JSON, resolves its secrets with env (nil
+// means os.LookupEnv) and validates it as a whole: the error lists every problem.
+func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	c := &Config{}
+	if err := dec.Decode(c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the configuration is empty")
+		}
+		return nil, err
+	}
+	c.env = env
+	c.defaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) defaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 4 << 20
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = Duration(30 * time.Second)
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+	if c.Headers.RequestID == "" {
+		c.Headers.RequestID = "x-request-id"
+	}
+}
+
+// problems collects every validation problem.
+type problems []string
+
+func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
+
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d problem(s):\n  - %s", len(p), strings.Join(p, "\n  - "))
+}
+
+func (c *Config) secret(p *problems, what, name string) string {
+	if name == "" {
+		p.add("%s: an environment variable name is required", what)
+		return ""
+	}
+	v, ok := c.env(name)
+	if !ok || v == "" {
+		p.add("%s: environment variable %s is not set", what, name)
+		return ""
+	}
+	return v
+}
+
+func (c *Config) validate() error {
+	var p problems
+	if c.MaxRequestBytes < 0 {
+		p.add("max_request_bytes: must not be negative")
+	}
+	if c.ShutdownGrace < 0 {
+		p.add("shutdown_grace: must not be negative")
+	}
+	if c.Admin.Listen != "" {
+		c.Admin.token = c.secret(&p, "admin.token_env", c.Admin.TokenEnv)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		p.add("log.level: %q is not debug, info, warn or error", c.Log.Level)
+	}
+	if c.Log.Format != "json" && c.Log.Format != "text" {
+		p.add("log.format: %q is not json or text", c.Log.Format)
+	}
+	ups := map[string]bool{}
+	if len(c.Upstreams) == 0 {
+		p.add("upstreams: at least one is required")
+	}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		w := fmt.Sprintf("upstreams[%d]", i)
+		if u.Name != "" {
+			w = fmt.Sprintf("upstream %q", u.Name)
+		}
+		switch {
+		case u.Name == "":
+			p.add("%s: name is required", w)
+		case ups[u.Name]:
+			p.add("%s: the name is used twice", w)
+		}
+		ups[u.Name] = true
+		switch u.Vendor {
+		case "openai", "anthropic", "gemini":
+		case "azure":
+			if u.AzureEndpoint == "" || u.AzureAPIVersion == "" {
+				p.add("%s: vendor azure needs azure_endpoint and azure_api_version", w)
+			}
+		case "":
+			p.add("%s: vendor is required (openai, azure, anthropic or gemini)", w)
+		default:
+			p.add("%s: vendor %q is not openai, azure, anthropic or gemini", w, u.Vendor)
+		}
+		if u.MaxTokensField != "" && u.MaxTokensField != "max_tokens" && u.MaxTokensField != "max_completion_tokens" {
+			p.add("%s: max_tokens_field %q is not max_tokens or max_completion_tokens", w, u.MaxTokensField)
+		}
+		u.keys = u.keys[:0]
+		for _, k := range u.KeysEnv {
+			if v := c.secret(&p, w+": keys_env", k); v != "" {
+				u.keys = append(u.keys, v)
+			}
+		}
+		if u.Timeout < 0 {
+			p.add("%s: timeout must not be negative", w)
+		}
+		if u.Weight < 0 {
+			p.add("%s: weight must not be negative", w)
+		}
+		for k, v := range u.Models {
+			if k == "" || v == "" {
+				p.add("%s: models: empty model name", w)
+			}
+		}
+		u.Limits.check(&p, w+": limits")
+	}
+	groups := map[string]bool{}
+	for i, g := range c.Groups {
+		w := fmt.Sprintf("group %q", g.Name)
+		switch {
+		case g.Name == "":
+			w = fmt.Sprintf("groups[%d]", i)
+			p.add("%s: name is required", w)
+		case groups[g.Name]:
+			p.add("%s: the name is used twice", w)
+		}
+		groups[g.Name] = true
+		if len(g.Upstreams) == 0 {
+			p.add("%s: upstreams: at least one is required", w)
+		}
+		for _, n := range g.Upstreams {
+			if !ups[n] {
+				p.add("%s: unknown upstream %q", w, n)
+			}
+		}
+		if _, ok := routings[g.Routing]; !ok {
+			p.add("%s: routing %q is not ordered, weighted, least_in_flight or latency", w, g.Routing)
+		}
+		if g.Hedge != "" && g.Hedge != "auto" {
+			if d, err := time.ParseDuration(g.Hedge); err != nil || d <= 0 {
+				p.add("%s: hedge %q is not auto or a positive duration", w, g.Hedge)
+			}
+		}
+	}
+	for _, g := range c.Groups {
+		for _, f := range g.Fallback {
+			if !groups[f] {
+				p.add("group %q: fallback: unknown group %q", g.Name, f)
+			}
+		}
+	}
+	if !c.Open && len(c.Tenants) == 0 {
+		p.add("tenants: at least one is required (or open: true to serve without keys)")
+	}
+	tenants := map[string]bool{}
+	keyOwner := map[string]string{}
+	for i := range c.Tenants {
+		t := &c.Tenants[i]
+		w := fmt.Sprintf("tenant %q", t.Name)
+		switch {
+		case t.Name == "":
+			w = fmt.Sprintf("tenants[%d]", i)
+			p.add("%s: name is required", w)
+		case tenants[t.Name]:
+			p.add("%s: the name is used twice", w)
+		}
+		tenants[t.Name] = true
+		if len(t.KeysEnv) == 0 {
+			p.add("%s: keys_env: at least one is required", w)
+		}
+		t.keys = t.keys[:0]
+		for _, k := range t.KeysEnv {
+			v := c.secret(&p, w+": keys_env", k)
+			if v == "" {
+				continue
+			}
+			if o, dup := keyOwner[v]; dup {
+				p.add("%s: keys_env %s holds a key of tenant %q too", w, k, o)
+			}
+			keyOwner[v] = t.Name
+			t.keys = append(t.keys, v)
+		}
+		if len(t.Models) == 0 {
+			p.add("%s: models: at least one pattern is required (\"*\" for every model)", w)
+		}
+		for _, m := range t.Models {
+			if _, err := path.Match(m, ""); err != nil || m == "" {
+				p.add("%s: models: %q is not a pattern", w, m)
+			}
+		}
+		t.Limits.check(&p, w+": limits")
+	}
+	c.TenantLimits.check(&p, "tenant_limits")
+	budgets := map[string]bool{}
+	for i, b := range c.Budgets {
+		w := fmt.Sprintf("budget %q", b.Name)
+		switch {
+		case b.Name == "":
+			w = fmt.Sprintf("budgets[%d]", i)
+			p.add("%s: name is required", w)
+		case budgets[b.Name]:
+			p.add("%s: the name is used twice", w)
+		}
+		budgets[b.Name] = true
+		if _, err := b.build(); err != nil {
+			p.add("%s: %v", w, err)
+		}
+		kind, name, _ := strings.Cut(b.Scope, ":")
+		switch kind {
+		case "upstream":
+			if !ups[name] {
+				p.add("%s: scope: unknown upstream %q", w, name)
+			}
+		case "tenant":
+			if !tenants[name] {
+				p.add("%s: scope: unknown tenant %q", w, name)
+			}
+		}
+		if b.Reroute != "" && !groups[b.Reroute] {
+			p.add("%s: reroute: unknown group %q", w, b.Reroute)
+		}
+	}
+	r := c.Retry
+	if r.MaxAttempts < 0 || r.MaxTotalAttempts < 0 {
+		p.add("retry: max_attempts and max_total_attempts must not be negative")
+	}
+	if r.BackoffInitial < 0 || r.BackoffMax < 0 || r.MaxRetryAfter < 0 || r.KeyCooldown < 0 || r.KeyEviction < 0 {
+		p.add("retry: durations must not be negative")
+	}
+	if (r.BackoffInitial == 0) != (r.BackoffMax == 0) {
+		p.add("retry: backoff_initial and backoff_max go together")
+	}
+	if r.BudgetRatio != nil && (math.IsNaN(*r.BudgetRatio) || *r.BudgetRatio < 0 || r.BudgetWindow <= 0 || r.BudgetFloor < 0) {
+		p.add("retry: budget_ratio needs a ratio ≥ 0, budget_floor ≥ 0 and a positive budget_window")
+	}
+	t := c.Timeouts
+	if t.Request < 0 || t.Attempt < 0 || t.FirstToken < 0 || t.Idle < 0 || t.Stream < 0 {
+		p.add("timeouts: must not be negative")
+	}
+	switch c.Limiter.Mode {
+	case "", "wait", "fail_fast":
+	default:
+		p.add("limiter.mode: %q is not wait or fail_fast", c.Limiter.Mode)
+	}
+	if c.Limiter.MaxWait < 0 || c.Limiter.ReservedOutput < 0 || math.IsNaN(c.Limiter.BurstFraction) || c.Limiter.BurstFraction < 0 || c.Limiter.BurstFraction > 1 {
+		p.add("limiter: max_wait and reserved_output must not be negative, burst_fraction in [0, 1]")
+	}
+	if b := c.Breaker; b != nil {
+		if _, err := b.build(); err != nil {
+			p.add("breaker: %v", err)
+		}
+		for _, n := range b.Shared {
+			if n != "*" && !ups[n] {
+				p.add("breaker.shared: unknown upstream %q", n)
+			}
+		}
+		if len(b.Shared) > 0 && c.Redis == nil {
+			p.add("breaker.shared: needs redis")
+		}
+	}
+	for _, n := range append(slices.Clone(c.Fallbacks.Context), c.Fallbacks.Content...) {
+		if !ups[n] {
+			p.add("fallbacks: unknown upstream %q", n)
+		}
+	}
+	if c.Cache.TTL < 0 || c.Cache.MaxBytes < 0 || c.Cache.MaxEntries < 0 {
+		p.add("cache: must not be negative")
+	}
+	if c.Cache.Redis && c.Redis == nil {
+		p.add("cache.redis: needs redis")
+	}
+	if rc := c.Redis; rc != nil {
+		if rc.Addr == "" {
+			p.add("redis.addr: required")
+		}
+		if rc.PasswordEnv != "" {
+			rc.password = c.secret(&p, "redis.password_env", rc.PasswordEnv)
+		}
+		if rc.FailMode != "" && rc.FailMode != "open" && rc.FailMode != "closed" {
+			p.add("redis.fail_mode: %q is not open or closed", rc.FailMode)
+		}
+		if rc.DB < 0 || rc.Timeout < 0 {
+			p.add("redis: db and timeout must not be negative")
+		}
+	}
+	return p.err()
+}
+
+func (l *LimitsConfig) check(p *problems, what string) {
+	if l == nil {
+		return
+	}
+	if l.RPM < 0 || l.TPM < 0 || l.RPD < 0 || l.TPD < 0 || l.MaxConcurrent < 0 || l.RequestBurst < 0 || l.TokenBurst < 0 {
+		p.add("%s: must not be negative", what)
+	}
+	if _, ok := meterings[l.Metering]; !ok {
+		p.add("%s: metering %q is not admission or usage", what, l.Metering)
+	}
+}

@@ -1,0 +1,797 @@
+package llmgateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmclient/llmclient"
+)
+
+// Gateway is an OpenAI- and Anthropic-compatible HTTP server in front of one
+// llmclient.Client: every request it accepts is a call of that Client, under its
+// limiter, retry, breaker, failover, stream guard, budgets and cache. Create one with
+// New, serve Handler (and AdminHandler) or call Serve, and Shutdown it. A Gateway is
+// safe for concurrent use.
+type Gateway struct {
+	client  *llmclient.Client
+	log     *slog.Logger
+	level   *slog.LevelVar
+	hc      *http.Client
+	state   atomic.Pointer[state]
+	metrics *metrics
+	closers []func() error
+
+	reloadMu sync.Mutex
+	closing  atomic.Bool
+	idPrefix string
+	idSeq    atomic.Uint64
+
+	srvMu   sync.Mutex
+	servers []*http.Server
+}
+
+// state is what a configuration decides that a reload may swap at once.
+type state struct {
+	cfg        *Config
+	tenants    map[[32]byte]*tenant
+	adminToken [32]byte
+	vendors    map[string]string // upstream name → vendor
+}
+
+type tenant struct {
+	name   string
+	models []string
+	all    bool
+}
+
+func (t *tenant) allows(model string) bool {
+	if t.all {
+		return true
+	}
+	for _, p := range t.models {
+		if ok, _ := path.Match(p, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func newState(cfg *Config) *state {
+	st := &state{cfg: cfg, tenants: map[[32]byte]*tenant{}, vendors: map[string]string{}}
+	for _, t := range cfg.Tenants {
+		tn := &tenant{name: t.Name, models: t.Models}
+		for _, m := range t.Models {
+			if m == "*" {
+				tn.all = true
+			}
+		}
+		for _, k := range t.keys {
+			st.tenants[sha256.Sum256([]byte(k))] = tn
+		}
+	}
+	if cfg.Admin.token != "" {
+		st.adminToken = sha256.Sum256([]byte(cfg.Admin.token))
+	}
+	for _, u := range cfg.Upstreams {
+		st.vendors[u.Name] = u.Vendor
+	}
+	return st
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+	hc     *http.Client
+	extra  []llmclient.Option
+}
+
+// WithLogger sets the logger of the access log and the gateway's events. Default: a
+// JSON or text handler on stderr, as the configuration's log section says; the
+// level follows the configuration on reload only for the default logger.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithUpstreamHTTPClient sets the HTTP client the upstreams' adapters send through.
+// Default: one with a pooled transport sized for a gateway.
+func WithUpstreamHTTPClient(hc *http.Client) Option { return func(o *options) { o.hc = hc } }
+
+// WithClientOptions adds options to the Client after the configuration's (the
+// last one wins): for what the file cannot say, such as a FallbackFunc.
+func WithClientOptions(opts ...llmclient.Option) Option {
+	return func(o *options) { o.extra = append(o.extra, opts...) }
+}
+
+// New builds the Gateway of cfg (from LoadFile or Parse): its upstreams, the Client,
+// stores, cache and metrics. It connects to nothing until a request needs it.
+func New(cfg *Config, opts ...Option) (*Gateway, error) {
+	if cfg == nil || cfg.env == nil {
+		return nil, errors.New("llmgateway: the configuration must come from LoadFile or Parse")
+	}
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	g := &Gateway{level: new(slog.LevelVar)}
+	g.level.Set(parseLevel(cfg.Log.Level))
+	g.log = o.logger
+	if g.log == nil {
+		hopts := &slog.HandlerOptions{Level: g.level}
+		if cfg.Log.Format == "text" {
+			g.log = slog.New(slog.NewTextHandler(os.Stderr, hopts))
+		} else {
+			g.log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
+		}
+	}
+	base := o.hc
+	if base == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+		base = &http.Client{Transport: tr}
+		g.closers = append(g.closers, func() error { tr.CloseIdleConnections(); return nil })
+	}
+	// The upstream exchanges are timed on the wire, for the overhead.
+	hc := *base
+	if hc.Transport == nil {
+		hc.Transport = http.DefaultTransport
+	}
+	hc.Transport = &timingTransport{base: hc.Transport}
+	g.hc = &hc
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	g.idPrefix = hex.EncodeToString(b[:]) + "-"
+
+	copts, err := cfg.clientOptions(g.hc, timeProvider)
+	if err != nil {
+		return nil, fmt.Errorf("llmgateway: %w", err)
+	}
+	st := newState(cfg)
+	var tel func(context.Context, llmclient.Event)
+	if !cfg.Metrics.Disabled {
+		m, mopts, err := newMetrics(st.vendors)
+		if err != nil {
+			return nil, fmt.Errorf("llmgateway: metrics: %w", err)
+		}
+		g.metrics = m
+		copts = append(copts, mopts...)
+		tel = m.tel.Observe
+		g.closers = append(g.closers, m.close)
+	}
+	sopts, closers, err := cfg.storeOptions()
+	if err != nil {
+		g.close()
+		return nil, fmt.Errorf("llmgateway: %w", err)
+	}
+	copts = append(copts, sopts...)
+	// The stores close after the Client's last call: closers run in reverse.
+	g.closers = append(closers, g.closers...)
+	copts = append(copts, llmclient.WithObserver(func(ctx context.Context, e llmclient.Event) {
+		if tel != nil {
+			tel(ctx, e)
+		}
+		if e.Kind == llmclient.EventAttempt {
+			clockOf(ctx).attempt(e.Waited)
+		}
+		g.observe(e)
+	}))
+	copts = append(copts, o.extra...)
+	client, err := llmclient.New(copts...)
+	if err != nil {
+		g.close()
+		return nil, fmt.Errorf("llmgateway: %w", err)
+	}
+	g.client = client
+	if g.metrics != nil {
+		if err := g.metrics.watch(client); err != nil {
+			g.close()
+			return nil, fmt.Errorf("llmgateway: metrics: %w", err)
+		}
+	}
+	g.state.Store(st)
+	return g, nil
+}
+
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(s))
+	return l
+}
+
+// Client returns the Gateway's Client, for embedding programs.
+func (g *Gateway) Client() *llmclient.Client { return g.client }
+
+// observe logs the Client's events an operator must see; keys are labels, never keys.
+func (g *Gateway) observe(e llmclient.Event) {
+	switch e.Kind {
+	case llmclient.EventBreaker:
+		g.log.Warn("breaker", "upstream", e.Upstream, "from", e.From.String(), "to", e.To.String())
+	case llmclient.EventKeyEvicted:
+		g.log.Warn("key evicted", "upstream", e.Upstream, "key", e.Key, "until", e.Until, "class", e.Class.String())
+	case llmclient.EventAlert:
+		msg := ""
+		if e.Err != nil {
+			msg = e.Err.Error()
+		}
+		g.log.Error("alert", "upstream", e.Upstream, "key", e.Key, "class", e.Class.String(), "err", msg)
+	case llmclient.EventBudget:
+		if e.Budget != nil {
+			g.log.Warn("budget", "budget", e.Budget.Name, "tenant", e.Budget.Partition, "fraction", e.Budget.Fraction,
+				"spent_usd", e.Budget.Spent.Dollars(), "cap_usd", e.Budget.Cap.Dollars(), "hard", e.Budget.Hard)
+		}
+	case llmclient.EventControl:
+		g.log.Info("control", "upstream", e.Upstream, "key", e.Key, "action", e.Action)
+	}
+}
+
+func (g *Gateway) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		_ = g.closers[i]()
+	}
+	g.closers = nil
+}
+
+// requestID returns the caller's id from the configured header, or a new one.
+func (g *Gateway) requestID(r *http.Request, header string) string {
+	if id := r.Header.Get(header); id != "" && len(id) <= 128 {
+		return id
+	}
+	return g.idPrefix + strconv.FormatUint(g.idSeq.Add(1), 36)
+}
+
+// callerKey is the gateway key of a request: a bearer token, or x-api-key, or
+// api-key.
+func callerKey(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		if k, ok := strings.CutPrefix(a, "Bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+		return ""
+	}
+	if k := r.Header.Get("x-api-key"); k != "" {
+		return k
+	}
+	return r.Header.Get("api-key")
+}
+
+// Handler returns the API handler: POST /v1/chat/completions, /v1/embeddings and
+// /v1/messages (also without the /v1 prefix).
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+p+"/chat/completions", func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, routeChat) })
+		mux.HandleFunc("POST "+p+"/embeddings", func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, routeEmbed) })
+		mux.HandleFunc("POST "+p+"/messages", func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, routeMessages) })
+	}
+	mux.HandleFunc("GET /v1/models", g.serveModels)
+	mux.HandleFunc("GET /models", g.serveModels)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		d := dialectOpenAI
+		if r.Header.Get("anthropic-version") != "" {
+			d = dialectAnthropic
+		}
+		st := g.state.Load()
+		e := localError(http.StatusNotFound, fmt.Sprintf("unknown path %s %s", r.Method, r.URL.Path))
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/embeddings") || strings.HasSuffix(r.URL.Path, "/messages") {
+			e = localError(http.StatusMethodNotAllowed, "use POST")
+		}
+		e.write(w, d, g.requestID(r, st.cfg.Headers.RequestID))
+	})
+	return mux
+}
+
+// serveModels lists, in OpenAI's shape, the model and group names the caller's key
+// may call: the groups and the names the upstreams map (an upstream without a map
+// serves any name and adds none).
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	st := g.state.Load()
+	var tn *tenant
+	if key := callerKey(r); key != "" {
+		tn = st.tenants[sha256.Sum256([]byte(key))]
+	}
+	if tn == nil {
+		if !st.cfg.Open {
+			localError(http.StatusUnauthorized, "invalid gateway API key").write(w, dialectOpenAI, g.requestID(r, st.cfg.Headers.RequestID))
+			return
+		}
+		tn = &tenant{all: true}
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	seen := map[string]bool{}
+	add := func(name, owner string) {
+		if !seen[name] && tn.allows(name) {
+			seen[name] = true
+			out.Data = append(out.Data, model{ID: name, Object: "model", OwnedBy: owner})
+		}
+	}
+	for _, gr := range st.cfg.Groups {
+		add(gr.Name, "llmgateway")
+	}
+	for _, u := range st.cfg.Upstreams {
+		for _, name := range sortedKeys(u.Models) {
+			add(name, u.Vendor)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type route uint8
+
+const (
+	routeChat route = iota
+	routeEmbed
+	routeMessages
+)
+
+func (r route) String() string {
+	return [...]string{"openai.chat", "openai.embeddings", "anthropic.messages"}[r]
+}
+
+// record is one request's access log line.
+type record struct {
+	start     time.Time
+	id        string
+	route     route
+	tenant    string
+	model     string
+	stream    bool
+	status    int
+	upstream  string
+	attempts  int
+	fallback  bool
+	class     llmclient.Class
+	waited    time.Duration
+	upstreamT time.Duration
+	input     int
+	output    int
+	cost      float64
+	costKnown bool
+	cached    bool
+	// overhead is the time spent in the gateway and the engine: the request's time
+	// less the upstream calls and the deliberate waits (backoff, Retry-After, limits).
+	overhead time.Duration
+}
+
+func (g *Gateway) logAccess(rec *record) {
+	d := time.Since(rec.start)
+	attrs := []slog.Attr{
+		slog.String("request_id", rec.id), slog.String("route", rec.route.String()),
+		slog.String("tenant", rec.tenant), slog.String("model", rec.model), slog.Bool("stream", rec.stream),
+		slog.Int("status", rec.status), slog.String("upstream", rec.upstream), slog.Int("attempts", rec.attempts),
+		slog.Float64("duration_ms", ms(d)), slog.Float64("overhead_ms", ms(rec.overhead)),
+	}
+	if rec.class != llmclient.ClassNone {
+		attrs = append(attrs, slog.String("class", rec.class.String()))
+	}
+	if rec.fallback {
+		attrs = append(attrs, slog.Bool("fallback", true))
+	}
+	if rec.cached {
+		attrs = append(attrs, slog.Bool("cached", true))
+	}
+	if rec.waited > 0 {
+		attrs = append(attrs, slog.Float64("waited_ms", ms(rec.waited)))
+	}
+	if rec.input > 0 || rec.output > 0 {
+		attrs = append(attrs, slog.Int("input_tokens", rec.input), slog.Int("output_tokens", rec.output))
+	}
+	if rec.costKnown {
+		attrs = append(attrs, slog.Float64("cost_usd", rec.cost))
+	}
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	if g.metrics != nil {
+		g.metrics.request(rec, d)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// fromResponse fills the record's call fields.
+func (rec *record) fromResponse(resp *llmclient.Response) {
+	if resp == nil {
+		return
+	}
+	rec.upstream, rec.attempts, rec.fallback, rec.cached = resp.Upstream, len(resp.Attempts), resp.Fallback, resp.Cached
+	rec.input, rec.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
+	rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
+	rec.waited = waited(resp.Attempts)
+}
+
+func (rec *record) fromError(err error) {
+	var le *llmclient.Error
+	rec.class = llmclient.ClassOf(err)
+	if errors.As(err, &le) {
+		rec.upstream, rec.attempts = le.Upstream, len(le.Attempts)
+		rec.waited = waited(le.Attempts)
+		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
+	}
+}
+
+func waited(as []llmclient.Attempt) time.Duration {
+	var w time.Duration
+	for _, a := range as {
+		w += a.Waited
+	}
+	return w
+}
+
+// overheadNow is the request's overhead so far: its time less the upstream calls and
+// the waits before them (the attempts' own record when the call has ended, else what
+// the attempts that ended so far reported).
+func (rec *record) overheadNow(clock *upstreamClock) time.Duration {
+	return max(time.Since(rec.start)-clock.total()-max(rec.waited, clock.waited()), 0)
+}
+
+func overheadHeader(d time.Duration) string {
+	return strconv.FormatFloat(ms(d), 'f', 3, 64)
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	rec := &record{start: time.Now(), route: rt}
+	st := g.state.Load()
+	cfg := st.cfg
+	d := dialectOpenAI
+	if rt == routeMessages {
+		d = dialectAnthropic
+	}
+	rec.id = g.requestID(r, cfg.Headers.RequestID)
+	w.Header().Set(cfg.Headers.RequestID, rec.id)
+	defer g.logAccess(rec)
+	fail := func(e *apiError) {
+		rec.status = e.status
+		if rec.class == llmclient.ClassNone {
+			rec.class = e.class
+		}
+		w.Header().Set("x-llmclient-overhead-ms", overheadHeader(rec.overhead))
+		e.write(w, d, rec.id)
+	}
+	if g.closing.Load() {
+		fail(localError(http.StatusServiceUnavailable, "the gateway is shutting down"))
+		return
+	}
+	var tn *tenant
+	if key := callerKey(r); key != "" {
+		tn = st.tenants[sha256.Sum256([]byte(key))]
+	}
+	if tn == nil {
+		if !cfg.Open {
+			fail(localError(http.StatusUnauthorized, "invalid gateway API key"))
+			return
+		}
+		tn = &tenant{all: true}
+	}
+	rec.tenant = tn.name
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, cfg.MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			fail(localError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", cfg.MaxRequestBytes)))
+		} else {
+			fail(localError(http.StatusBadRequest, "could not read the request body"))
+		}
+		return
+	}
+	var (
+		req          *llmclient.Request
+		ereq         *llmclient.EmbedRequest
+		stream, incl bool
+		b64          bool
+	)
+	switch rt {
+	case routeChat:
+		req, stream, incl, err = decodeOpenAIChat(body)
+	case routeMessages:
+		req, stream, err = decodeAnthropic(body)
+	case routeEmbed:
+		ereq, b64, err = decodeOpenAIEmbed(body)
+	}
+	if err != nil {
+		fail(localError(http.StatusBadRequest, err.Error()))
+		return
+	}
+	model := ""
+	if req != nil {
+		model = req.Model
+	} else {
+		model = ereq.Model
+	}
+	rec.model, rec.stream = model, stream
+	if !tn.allows(model) {
+		fail(localError(http.StatusForbidden, fmt.Sprintf("model %q is not allowed for this key", model)))
+		return
+	}
+	clock := &upstreamClock{}
+	ctx := withClock(llmclient.WithPartition(r.Context(), tn.name), clock)
+	if t := cfg.Timeouts.Request.D(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	created := time.Now().Unix()
+	switch {
+	case ereq != nil:
+		resp, err := g.client.Embed(ctx, ereq)
+		if err != nil {
+			rec.fromError(err)
+			rec.overhead = rec.overheadNow(clock)
+			fail(fromError(err))
+			return
+		}
+		rec.upstream, rec.attempts, rec.fallback = resp.Upstream, len(resp.Attempts), resp.Fallback
+		rec.input, rec.waited = resp.Usage.InputTokens, waited(resp.Attempts)
+		rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
+		out := encodeOpenAIEmbed(resp, model, b64)
+		rec.overhead = rec.overheadNow(clock)
+		g.writeOK(w, rec, out)
+	case !stream:
+		resp, err := g.client.Complete(ctx, req)
+		if err != nil {
+			if p := partialAnswer(err); p != nil {
+				rec.fromError(err)
+				resp = p
+			} else {
+				rec.fromError(err)
+				rec.overhead = rec.overheadNow(clock)
+				fail(fromError(err))
+				return
+			}
+		} else {
+			rec.fromResponse(resp)
+		}
+		m := model
+		if resp.Model != "" {
+			m = resp.Model
+		}
+		var out []byte
+		if rt == routeMessages {
+			out = encodeAnthropic(resp, msgID(resp.ID, rec.id), m)
+		} else {
+			out = encodeOpenAIChat(resp, chatID(resp.ID, rec.id), m, created)
+		}
+		rec.overhead = rec.overheadNow(clock)
+		g.writeOK(w, rec, out)
+	default:
+		g.serveStream(ctx, w, rec, req, d, incl, created, clock, fail)
+	}
+}
+
+// partialAnswer is the answer a vendor gives as a 200 that the Client reports as an
+// error: a content filter or a refusal, and reasoning with no content.
+func partialAnswer(err error) *llmclient.Response {
+	var le *llmclient.Error
+	if !errors.As(err, &le) || le.Partial == nil {
+		return nil
+	}
+	if le.Class == llmclient.ClassContentFiltered || le.Class == llmclient.ClassEmptyOutput {
+		p := *le.Partial
+		if p.Upstream == "" {
+			p.Upstream = le.Upstream
+		}
+		p.Attempts = le.Attempts
+		return &p
+	}
+	return nil
+}
+
+func chatID(id, rid string) string {
+	if id != "" {
+		return id
+	}
+	return "chatcmpl-" + rid
+}
+
+func msgID(id, rid string) string {
+	if strings.HasPrefix(id, "msg_") {
+		return id
+	}
+	return "msg_" + rid
+}
+
+func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
+	h := w.Header()
+	h.Set("content-type", "application/json")
+	g.callHeaders(h, rec)
+	rec.status = http.StatusOK
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (g *Gateway) callHeaders(h http.Header, rec *record) {
+	h.Set("x-llmclient-overhead-ms", overheadHeader(rec.overhead))
+	if rec.upstream != "" {
+		h.Set("x-llmclient-upstream", rec.upstream)
+	}
+	if rec.attempts > 0 {
+		h.Set("x-llmclient-attempts", strconv.Itoa(rec.attempts))
+	}
+}
+
+func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *record, req *llmclient.Request,
+	d dialect, includeUsage bool, created int64, clock *upstreamClock, fail func(*apiError)) {
+	s, err := g.client.Stream(ctx, req)
+	if err != nil {
+		rec.fromError(err)
+		rec.overhead = rec.overheadNow(clock)
+		fail(fromError(err))
+		return
+	}
+	defer s.Close()
+	// The stream is committed: its first chunk is there. Read it before the status
+	// line, so that a stream that ends at once still gets a proper error status.
+	if !s.Next() {
+		err := s.Err()
+		if err == nil {
+			err = &llmclient.Error{Class: llmclient.ClassStreamInterrupted, Message: "the stream ended without content"}
+		}
+		rec.fromError(err)
+		rec.overhead = rec.overheadNow(clock)
+		fail(fromError(err))
+		return
+	}
+	first := s.Current()
+	model := req.Model
+	if first.Model != "" {
+		model = first.Model
+	}
+	// The committed attempt has not ended: its upstream is the one whose stream gave
+	// the first chunk, and the attempts before it have reported.
+	if p := clock.served.Load(); p != nil {
+		rec.upstream = *p
+	}
+	rec.attempts = int(clock.attempts.Load()) + 1
+	h := w.Header()
+	h.Set("content-type", "text/event-stream")
+	h.Set("cache-control", "no-cache")
+	h.Set("x-accel-buffering", "no")
+	rec.overhead = rec.overheadNow(clock)
+	g.callHeaders(h, rec)
+	rec.status = http.StatusOK
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var (
+		oa      *oaStreamWriter
+		an      *anStreamWriter
+		written error
+	)
+	if d == dialectAnthropic {
+		an = &anStreamWriter{id: msgID(first.ID, rec.id), model: model}
+	} else {
+		oa = &oaStreamWriter{id: chatID(first.ID, rec.id), model: model, created: created}
+	}
+	emit := func(c llmclient.Chunk) {
+		var b []byte
+		if an != nil {
+			b = an.chunk(c)
+		} else {
+			b = oa.chunk(c)
+		}
+		if len(b) == 0 || written != nil {
+			return
+		}
+		if _, written = w.Write(b); written == nil {
+			written = rc.Flush()
+		}
+	}
+	emit(first)
+	for written == nil && s.Next() {
+		emit(s.Current())
+	}
+	if written != nil {
+		// The caller went away: closing the stream cancels the upstream call.
+		rec.class = llmclient.ClassCanceled
+		rec.fromResponse(s.Response())
+		return
+	}
+	resp := s.Response()
+	rec.fromResponse(resp)
+	var tail []byte
+	if err := s.Err(); err != nil {
+		rec.fromError(err)
+		e := fromError(err)
+		if an != nil {
+			tail = an.fail(e)
+		} else {
+			tail = oa.event(oaErrorBody{Error: oaErrorObject{Message: e.message, Type: e.oaType, Param: strOrNil(e.param), Code: strOrNil(e.oaCode)}})
+		}
+	} else if an != nil {
+		tail = an.end(resp)
+	} else {
+		tail = nil
+		if includeUsage {
+			tail = append(tail, oa.usage(resp.Usage)...)
+		}
+		tail = append(tail, oaDone...)
+	}
+	if _, err := w.Write(tail); err == nil {
+		_ = rc.Flush()
+	}
+	rec.overhead = rec.overheadNow(clock)
+}
+
+// Serve serves the API on api and, when admin is not nil, the admin API on admin,
+// until Shutdown. It returns the first listener's error other than
+// http.ErrServerClosed, or nil as soon as Shutdown begins: the requests in flight are
+// drained when Shutdown returns.
+func (g *Gateway) Serve(api, admin net.Listener) error {
+	g.srvMu.Lock()
+	apiSrv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	g.servers = append(g.servers, apiSrv)
+	var adminSrv *http.Server
+	if admin != nil {
+		adminSrv = &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 30 * time.Second}
+		g.servers = append(g.servers, adminSrv)
+	}
+	g.srvMu.Unlock()
+	errc := make(chan error, 2)
+	go func() { errc <- apiSrv.Serve(api) }()
+	n := 1
+	if adminSrv != nil {
+		n++
+		go func() { errc <- adminSrv.Serve(admin) }()
+	}
+	var first error
+	for range n {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && first == nil {
+			first = err
+			go g.Shutdown(context.Background())
+		}
+	}
+	return first
+}
+
+// Shutdown stops accepting requests (readiness turns false, new requests get 503),
+// waits for the requests in flight, open streams included, until ctx ends or the
+// configured shutdown_grace passes, then cuts those left, and releases the Client's
+// stores. It is safe to call more than once.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	if !g.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	grace := g.state.Load().cfg.ShutdownGrace.D()
+	ctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	g.srvMu.Lock()
+	servers := g.servers
+	g.srvMu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Shutdown(ctx); err != nil {
+				_ = s.Close()
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	g.close()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,81 @@
+package llmgateway
+
+import (
+	"fmt"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/rediscache"
+	"github.com/llmclient/llmclient/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// storeOptions makes the shared stores the configuration asks for (redis for limits,
+// key pauses, budgets and breakers; the response cache) and returns the Client's
+// options for them and what closes them, in the order they were made.
+func (c *Config) storeOptions() ([]llmclient.Option, []func() error, error) {
+	var (
+		opts    []llmclient.Option
+		closers []func() error
+		rdb     *redis.Client
+	)
+	if rc := c.Redis; rc != nil {
+		rdb = redis.NewClient(&redis.Options{Addr: rc.Addr, Password: rc.password, DB: rc.DB, ContextTimeoutEnabled: true})
+		closers = append(closers, rdb.Close)
+		var sopts []redisstore.Option
+		if rc.Prefix != "" {
+			sopts = append(sopts, redisstore.WithPrefix(rc.Prefix))
+		}
+		if rc.FailMode == "closed" {
+			sopts = append(sopts, redisstore.WithFailMode(redisstore.FailClosed))
+		}
+		if rc.Timeout > 0 {
+			sopts = append(sopts, redisstore.WithTimeout(rc.Timeout.D()))
+		}
+		st, err := redisstore.New(rdb, sopts...)
+		if err != nil {
+			return nil, closers, fmt.Errorf("redis: %w", err)
+		}
+		closers = append(closers, st.Close)
+		opts = append(opts, llmclient.WithLimitStore(st))
+		if b := c.Breaker; b != nil && len(b.Shared) > 0 {
+			var names []string
+			for _, n := range b.Shared {
+				if n != "*" {
+					names = append(names, n)
+				}
+			}
+			opts = append(opts, llmclient.WithSharedBreakers(names...))
+		}
+	}
+	if cc := c.Cache; cc.Enabled {
+		var store cache.Store
+		if cc.Redis {
+			var ropts []rediscache.Option
+			if c.Redis.Prefix != "" {
+				ropts = append(ropts, rediscache.WithPrefix(c.Redis.Prefix+":cache:"))
+			}
+			rs, err := rediscache.New(rdb, ropts...)
+			if err != nil {
+				return nil, closers, fmt.Errorf("cache: %w", err)
+			}
+			store = rs
+		} else {
+			ms, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: cc.MaxBytes, MaxEntries: cc.MaxEntries})
+			if err != nil {
+				return nil, closers, fmt.Errorf("cache: %w", err)
+			}
+			store = ms
+		}
+		copts := []cache.Option{cache.WithDedup(cc.Dedup)}
+		if cc.TTL > 0 {
+			copts = append(copts, cache.WithTTL(cc.TTL.D()))
+		}
+		ca, err := cache.New(store, copts...)
+		if err != nil {
+			return nil, closers, fmt.Errorf("cache: %w", err)
+		}
+		opts = append(opts, llmclient.WithMiddleware(ca.Middleware()), llmclient.WithCacheStats("responses", ca.Health))
+	}
+	return opts, closers, nil
+}

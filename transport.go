@@ -437,16 +437,35 @@ func (t *Transport) cost(call *APICall) int {
 	return max(n, 0)
 }
 
-// route is the upstreams a call may use: the one its URL names first, then, for a
-// recognized shape, the other upstreams of its model's route that speak the same shape
-// and serve the model under the same name.
+// route is the upstreams a call may use. For a recognized shape whose model names a
+// model group, or a model the addressed upstream does not serve, it is the model's route
+// (the group, in its order) restricted to the upstreams that speak the same shape, each
+// reached under its own name for the model; otherwise the upstream the URL names first,
+// then the other upstreams of the model's route that speak the same shape.
 func (t *Transport) route(x *txCall) []*upstream {
 	model := x.call.Request.Model
 	if !x.known || model == "" {
 		return x.match.self
 	}
+	full := t.c.route(model)
+	_, grouped := (*t.c.groups.Load())[model]
+	if _, ok := x.match.up.model(model); grouped || !ok {
+		var route []*upstream
+		for _, up := range full {
+			if t.serves(up, x) {
+				if route == nil {
+					route = make([]*upstream, 0, len(full))
+				}
+				route = append(route, up)
+			}
+		}
+		if route != nil {
+			return route
+		}
+		return x.match.self
+	}
 	var route []*upstream
-	for _, up := range t.c.route(model) {
+	for _, up := range full {
 		if up != x.match.up && t.serves(up, x) {
 			if route == nil {
 				route = append(make([]*upstream, 0, 4), x.match.up)
@@ -460,7 +479,9 @@ func (t *Transport) route(x *txCall) []*upstream {
 	return route
 }
 
-// serves reports whether up can take the call x through the transport.
+// serves reports whether up can take the call x through the transport: the upstream the
+// URL names always, another one when it speaks the call's shape and serves its model
+// (under any name: the attempt renames it).
 func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if up == x.match.up {
 		return true
@@ -469,8 +490,7 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if tu == nil || !x.known {
 		return false
 	}
-	model := x.call.Request.Model
-	if m, ok := up.model(model); !ok || m != model {
+	if _, ok := up.model(x.call.Request.Model); !ok {
 		return false
 	}
 	c, ok := tu.d.Inspect(x.req.Method, x.rel, nil)

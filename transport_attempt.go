@@ -88,6 +88,9 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	if body == nil {
 		out.Body = nil
 	}
+	if x.known && a.call.Model != x.call.Request.Model && a.call.Model != "" {
+		renameAttempt(out, x, a.call.Model)
+	}
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		if errors.Is(err, io.EOF) {

@@ -46,7 +46,7 @@ func TestTransportFailsOverAcrossBaseURLs(t *testing.T) {
 	})
 }
 
-func TestTransportFailoverNeedsTheSameModelName(t *testing.T) {
+func TestTransportFailoverRenamesTheModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newScript(status(503, err503))
 		b := newScript(ok(chatOK))
@@ -59,8 +59,11 @@ func TestTransportFailoverNeedsTheSameModelName(t *testing.T) {
 		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", chatBody)
 		require.NoError(t, err)
 		_, _ = readBody(t, resp)
-		assert.Equal(t, 503, resp.StatusCode)
-		assert.Equal(t, 0, b.count(), "the body names gpt-4o: b would need a rewrite")
+		assert.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, 1, b.count())
+		assert.JSONEq(t, strings.Replace(chatBody, `"gpt-4o"`, `"other-model"`, 1), b.requests()[0].Body,
+			"b gets the request under its own name for the model")
+		assert.Equal(t, chatBody, a.requests()[0].Body, "a serves the name as it is")
 	})
 }
 

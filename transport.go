@@ -76,8 +76,11 @@ const (
 //     embeddings; Anthropic messages; Gemini generateContent and streamGenerateContent)
 //     is estimated for the limiter and may fail over to the other upstreams of its model's
 //     route (WithModelGroup, or every upstream serving the model) that speak the same
-//     shape and serve the model under the same name, with the URL's scheme, host and base
-//     path and the credential header rewritten. A redirect from such an alternate
+//     shape, with the URL's scheme, host and base path and the credential header
+//     rewritten. A model that names a model group, or that the addressed upstream does not
+//     serve, takes the group's route in its order. Each upstream gets the model under its
+//     own name (Upstream.Models): the body's top-level "model" member, or Gemini's path
+//     segment, is rewritten, and nothing else. A redirect from such an alternate
 //     upstream is its failure (ClassUnavailable), never handed to the caller's client,
 //     which would follow it with the caller's credentials. Other paths are retried on
 //     their own upstream only, classified by status, headers and body, and cost no tokens.
@@ -101,10 +104,16 @@ const (
 //   - When every attempt failed, the caller gets the last upstream error response (its
 //     body replayed, at most 1 MiB, with "X-Should-Retry: false" added so that SDKs do
 //     not retry it again; for a stream that failed with an in-band error event, the 200
-//     response with the events up to that one, so the SDK reports the vendor's error),
-//     or, when the last attempt got no response, the final *Error, which carries the
-//     whole attempt trace. The Client's WithFallback function is not used in transport
-//     mode.
+//     response with the events up to that one, so the SDK reports the vendor's error).
+//     A call the Client refused itself, without an upstream response (an open breaker,
+//     keys cooling or evicted, the limiter, a budget), gets an error response in the
+//     addressed upstream's error format, so the SDK reports its own error type: 429 for
+//     ClassRateLimited and ClassBudgetExceeded, 503 for ClassUnavailable, with
+//     Retry-After when the Client knows when the refusal ends, "X-Should-Retry: false"
+//     and "X-Llmclient-Class" naming the class. When the last attempt got no response
+//     (a network failure, a timeout, the caller's context), the round trip fails with
+//     the final *Error, which carries the whole attempt trace. The Client's WithFallback
+//     function is not used in transport mode.
 //
 // One retry layer: the transport reads the X-Stainless-Retry-Count header of openai-go
 // and anthropic-sdk-go. A request with a count above zero is the SDK retrying a failure
@@ -232,12 +241,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if fromSDK {
 		fp = t.fingerprint(req, body, x.callerKey())
 		if count > 0 {
-			return nil, t.sdkRetry(fp, m)
+			return t.answer(m, req, t.sdkRetry(fp, m))
 		}
 	} else if prior, fp = t.repeatOf(x); prior != nil {
 		var ok bool
 		if callCtx, ok = t.resume(caller, prior, x); !ok {
-			return t.answerRepeat(caller, prior, x)
+			if t.repeats.replay(prior) {
+				return t.answerRepeat(caller, prior, x)
+			}
+			// It answered its share of repeats: this one is a new call.
+			t.repeats.forget(fp)
+			prior, callCtx = nil, caller
 		}
 	}
 
@@ -253,7 +267,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := t.c.begin(ctx, r, &x.call.Request, t.route(x), nil, t.chain, true); err != nil {
 		cancelTotal()
-		return nil, err
+		return t.answer(m, req, err)
 	}
 	// A successful round trip hands no trace to anyone: its first entries stay in the
 	// pooled call (copied out below when an error takes them along).
@@ -365,7 +379,16 @@ func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK boo
 	} else {
 		t.remember(x, fp, prior, final, nil)
 	}
-	return nil, final
+	return t.answer(x.match, x.req, final)
+}
+
+// answer returns err as the round trip's answer: a local refusal as the dialect's error
+// response (transport_refusal.go), any other error as it is.
+func (t *Transport) answer(m *txUpstream, req *http.Request, err error) (*http.Response, error) {
+	if resp, ok := t.refusal(m, req, err); ok {
+		return resp, nil
+	}
+	return nil, err
 }
 
 // sdkRetry answers an SDK's retry of a request the transport already retried.

@@ -99,10 +99,12 @@ func TestTransportKeyPoolRewritesAuthAndNeverLeaks(t *testing.T) {
 		}
 
 		// Both keys evicted: the next call fails without a request, and says so.
-		_, err = post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
-		require.Error(t, err)
-		assert.ErrorIs(t, err, llmclient.ErrNoKey)
-		assert.NotContains(t, err.Error(), "sk-")
+		resp, err = post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
+		require.NoError(t, err)
+		body, _ = readBody(t, resp)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a local refusal, in the vendor's error format")
+		assert.Equal(t, "unavailable", resp.Header.Get("X-Llmclient-Class"))
+		assert.NotContains(t, body, "sk-")
 		assert.Equal(t, 2, up.count())
 	})
 }
@@ -272,7 +274,13 @@ func TestTransportErrorTraceOutlivesTheCall(t *testing.T) {
 		var want [][]llmclient.Attempt
 		for i := range 20 { // distinct bodies: not taken for an SDK's retries of one request
 			body := strings.Replace(chatBody, "Say hello", fmt.Sprintf("Say hello %d", i), 1)
-			_, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			if resp != nil { // the breaker opened: a local refusal, answered as a response
+				_, _ = readBody(t, resp)
+				require.Equal(t, "unavailable", resp.Header.Get("X-Llmclient-Class"))
+				require.NotEmpty(t, errs)
+				break
+			}
 			var e *llmclient.Error
 			require.ErrorAs(t, err, &e)
 			require.NotEmpty(t, e.Attempts, "%v", err)

@@ -17,6 +17,7 @@ type txUpstream struct {
 	host   string // lower case, default port removed
 	path   string // decoded base path, no trailing slash
 	raw    string // escaped base path, no trailing slash
+	flavor refusalFlavor
 }
 
 func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
@@ -33,6 +34,7 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 		host:   canonicalHost(scheme, u.Host),
 		path:   strings.TrimRight(u.Path, "/"),
 		raw:    strings.TrimRight(u.EscapedPath(), "/"),
+		flavor: flavorOf(d),
 	}, true
 }
 

@@ -108,7 +108,8 @@ const (
 //     A call the Client refused itself, without an upstream response (an open breaker,
 //     keys cooling or evicted, the limiter, a budget), gets an error response in the
 //     addressed upstream's error format, so the SDK reports its own error type: 429 for
-//     ClassRateLimited and ClassBudgetExceeded, 503 for ClassUnavailable, with
+//     ClassRateLimited, ClassBudgetExceeded and keys cooling down after the upstream's
+//     429s, 503 for the rest of ClassUnavailable, with
 //     Retry-After when the Client knows when the refusal ends, "X-Should-Retry: false"
 //     and "X-Llmclient-Class" naming the class. When the last attempt got no response
 //     (a network failure, a timeout, the caller's context), the round trip fails with

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -20,7 +21,8 @@ import (
 //   - 429 for a refusal by the Client's limits (ClassRateLimited) or a budget
 //     (ClassBudgetExceeded);
 //   - 503 for an upstream that cannot be tried now (ClassUnavailable: breakers open,
-//     keys evicted, no upstream of the route speaks the request's shape).
+//     keys evicted, no upstream of the route speaks the request's shape), except 429 when
+//     every key is cooling down after the upstream's rate limits.
 //
 // It carries Retry-After (whole seconds, rounded up) when the Client knows when the
 // refusal ends (the limiter's admission time, a cooling key's Retry-After, the breaker's
@@ -79,8 +81,12 @@ func (t *Transport) refusal(m *txUpstream, req *http.Request, err error) (*http.
 	case ClassBudgetExceeded:
 		status, kind = http.StatusTooManyRequests, "budget_exceeded"
 	default:
-		if errors.Is(e, ErrCircuitOpen) {
+		switch {
+		case errors.Is(e, ErrCircuitOpen):
 			kind = "circuit_open"
+		case errors.Is(e, ErrNoKey) && strings.Contains(e.Message, "cooling down"):
+			// Every key is cooling down after the upstream's 429s: a rate limit.
+			status, kind = http.StatusTooManyRequests, "keys_cooling"
 		}
 	}
 	msg := "llmclient: " + e.Class.String() + ": request refused locally"

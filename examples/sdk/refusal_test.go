@@ -56,7 +56,8 @@ func TestOpenAIGoLocalRateLimitIsAnOpenAIError(t *testing.T) {
 	_, err = oai.Chat.Completions.New(ctx, chatParams())
 	require.ErrorAs(t, err, &apiErr, "a local refusal keeps the SDK's error type")
 	assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
-	assert.Equal(t, "rate_limited", apiErr.Response.Header.Get("X-Llmclient-Class"))
+	assert.Equal(t, "keys_cooling", apiErr.Code)
+	assert.Equal(t, "unavailable", apiErr.Response.Header.Get("X-Llmclient-Class"))
 	assert.NotEmpty(t, apiErr.Response.Header.Get("Retry-After"))
 	assert.Equal(t, 1, up.count())
 }

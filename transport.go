@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +45,16 @@ func (f transportOptionFunc) applyTransport(c *transportConfig) { f(c) }
 type transportConfig struct {
 	maxBody      int64
 	repeatWindow time.Duration
+	strict       bool
+}
+
+// WithStrictMatch makes the transport refuse, without sending it, a request that matches
+// no upstream's base URL (see Transport.RoundTrip's matching): the round trip fails with
+// an *Error of ClassUnavailable wrapping ErrNoUpstream. Default false: such a request is
+// passed to the base transport unprotected, counted (Transport.Unmatched) and reported
+// once per scheme and host by an EventAlert with Action "transport_unmatched".
+func WithStrictMatch(strict bool) TransportOption {
+	return transportOptionFunc(func(c *transportConfig) { c.strict = strict })
 }
 
 // WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
@@ -140,6 +152,42 @@ type Transport struct {
 	recent *recentFailures
 	// repeats remembers failures for retries that carry no SDK header (transport_sdkretry.go).
 	repeats *repeats
+	// unmatched counts the requests that matched no upstream; reported holds the
+	// scheme://host of those already reported, at most maxReportedHosts of them.
+	unmatched atomic.Uint64
+	reported  sync.Map
+	reportedN atomic.Int32
+}
+
+// maxReportedHosts bounds the hosts a Transport reports unmatched requests for.
+const maxReportedHosts = 256
+
+// Unmatched returns how many requests matched no upstream's base URL since the Transport
+// was made: passed through unprotected, or refused under WithStrictMatch. Safe for
+// concurrent use.
+func (t *Transport) Unmatched() uint64 { return t.unmatched.Load() }
+
+// errUnmatched is the cause reported for a request that matches no upstream.
+var errUnmatched = fmt.Errorf("%w: the request's URL lies under no upstream's base URL", ErrNoUpstream)
+
+// passUnmatched counts and reports a request that matches no upstream, then refuses it
+// (WithStrictMatch) or passes it to the base transport.
+func (t *Transport) passUnmatched(req *http.Request) (*http.Response, error) {
+	t.unmatched.Add(1)
+	if c := t.c; c.observer != nil && req.URL != nil && t.reportedN.Load() < maxReportedHosts {
+		origin := strings.ToLower(req.URL.Scheme) + "://" + strings.ToLower(req.URL.Host)
+		if _, loaded := t.reported.LoadOrStore(origin, struct{}{}); !loaded {
+			t.reportedN.Add(1)
+			now := time.Now()
+			c.observer(req.Context(), Event{Kind: EventAlert, Time: now, Start: now, Action: "transport_unmatched",
+				Target: origin, Local: t.cfg.strict, Err: errUnmatched})
+		}
+	}
+	if t.cfg.strict {
+		return nil, &Error{Class: ClassUnavailable, Err: errUnmatched,
+			Message: "request refused: it matches no upstream (WithStrictMatch)"}
+	}
+	return t.base.RoundTrip(req)
 }
 
 // Transport returns an http.RoundTripper that sends requests through base (nil means
@@ -219,9 +267,9 @@ type txCall struct {
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	m := t.match(req.URL)
+	m, rel := t.match(req.URL, req.Method)
 	if m == nil {
-		return t.base.RoundTrip(req)
+		return t.passUnmatched(req)
 	}
 	caller := req.Context()
 	tr := txRuns.Get().(*txRun)
@@ -232,7 +280,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	defer body.close()
 	x := &tr.x // zero: pooled calls are cleared on release
-	x.t, x.req, x.match, x.rel, x.body = t, req, m, m.rel(req.URL), body
+	x.t, x.req, x.match, x.rel, x.body = t, req, m, rel, body
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
 	count, fromSDK := sdkRetries(req.Header)

@@ -151,10 +151,10 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 	// then they are replaced, never modified in place.
 	out := x.req.WithContext(ctx)
 	if tu != x.match {
-		out.URL = target(x.req.URL, x.match, tu)
+		out.URL = target(x.req.URL, x.rel, x.match, tu)
 		out.Host = ""
 		out.Header = x.req.Header.Clone()
-		if tu.host != x.match.host {
+		if tu.key != x.match.key {
 			stripCredentials(out)
 		}
 	}

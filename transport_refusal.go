@@ -42,8 +42,10 @@ const (
 
 // flavorOf tells a dialect's error format by the API paths it recognizes.
 func flavorOf(d Dialect) refusalFlavor {
-	if _, ok := d.Inspect(http.MethodPost, "/messages", nil); ok {
-		return flavorAnthropic
+	for _, p := range [...]string{"/v1/messages", "/messages"} {
+		if _, ok := d.Inspect(http.MethodPost, p, nil); ok {
+			return flavorAnthropic
+		}
 	}
 	if _, ok := d.Inspect(http.MethodPost, "/models/m:generateContent", nil); ok {
 		return flavorGemini

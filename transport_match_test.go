@@ -20,7 +20,7 @@ func TestTransportMatchesEquivalentBaseURLs(t *testing.T) {
 		"http://localhost:8080/v1/chat/completions",
 		"http://LOCALHOST.:8080/v1/chat/completions",
 		"http://[::1]:8080/v1/chat/completions",
-		"http://127.0.0.1:8080/chat/completions",    // no /v1
+		"http://127.0.0.1:8080/chat/completions",       // no /v1
 		"http://127.0.0.1:8080/v1/v1/chat/completions", // an extra /v1
 	} {
 		t.Run(url, func(t *testing.T) {

@@ -78,8 +78,13 @@ const (
 // same upstreams together.
 //
 // A request is protected when its URL lies under the BaseURL of an upstream whose Provider
-// implements Dialect (the longest match wins); any other request is passed to the base
-// transport untouched. For a protected request:
+// implements Dialect (the longest match wins). Hosts compare by what they resolve to
+// without DNS: case, a default port, a trailing dot, "localhost" against a loopback
+// address and IP literal spellings do not matter; and a base path's "/v1" missing from
+// the URL, or repeated in it, does not matter when the Dialect recognizes the rest as an
+// API call. Any other request is passed to the base transport untouched, counted
+// (Unmatched) and reported once per host (EventAlert, Action "transport_unmatched"), or
+// refused under WithStrictMatch. For a protected request:
 //
 //   - The body is buffered once (up to WithMaxReplayBody) and replayed on every attempt;
 //     the caller's request is never modified. A body that is too large and has no GetBody

@@ -46,6 +46,32 @@ type transportConfig struct {
 	maxBody      int64
 	repeatWindow time.Duration
 	strict       bool
+	passUnpriced bool
+}
+
+// WithPassUnpriced sets what the budgets (WithBudget) do with a request whose API shape
+// the upstream's Dialect does not recognize (OpenAI's legacy completions, images, audio;
+// any path Inspect reports false for) and whose method can create work (any but GET,
+// HEAD, OPTIONS and DELETE): such a request has no model or tokens to price, so by
+// default each budget that counts it applies its Unpriced policy, as for an attempt on an
+// unpriced model (budget.UnpricedRefuse, the default, refuses it before any call; the SDK
+// gets a 429 in the vendor's error format). pass true sends such requests uncounted by
+// every budget. Default false. Reads are never counted.
+func WithPassUnpriced(pass bool) TransportOption {
+	return transportOptionFunc(func(c *transportConfig) { c.passUnpriced = pass })
+}
+
+// unbudgeted reports whether the budgets let the call pass uncounted: a path the dialect
+// does not know, read only or passed by WithPassUnpriced.
+func (x *txCall) unbudgeted() bool {
+	if x.known {
+		return false
+	}
+	switch x.req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return true
+	}
+	return x.t.cfg.passUnpriced
 }
 
 // WithStrictMatch makes the transport refuse, without sending it, a request that matches

@@ -596,8 +596,8 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if _, ok := up.model(x.call.Request.Model); !ok {
 		return false
 	}
-	c, ok := tu.d.Inspect(x.req.Method, x.rel, nil)
-	return ok && c.Shape == x.call.Shape
+	shape, ok := tu.shapeOf(x.req.Method, x.rel)
+	return ok && shape == x.call.Shape
 }
 
 // compatible fails an attempt, without a call, on an upstream that cannot take the call

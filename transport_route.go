@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/llmclient/llmclient/internal/headers"
 )
@@ -23,6 +24,52 @@ type txUpstream struct {
 	// key is the host as it resolves without DNS (hostKey): what a request's host is
 	// compared with when it is not written the same way.
 	key string
+	// shapes remembers what the Dialect answered for a method and path without a body
+	// (shapeOf): copied on write, at most maxShapes entries.
+	shapes atomic.Pointer[map[shapeKey]shapeAnswer]
+}
+
+// maxShapes bounds the paths a txUpstream remembers the shape of.
+const maxShapes = 64
+
+type shapeKey struct{ method, rel string }
+
+type shapeAnswer struct {
+	shape Shape
+	ok    bool
+}
+
+// shapeOf returns the shape the Dialect gives a request by method and path alone, as
+// Inspect without a body does: remembered, since a failover upstream is asked on every
+// call that could reach it. Safe for concurrent use.
+func (tu *txUpstream) shapeOf(method, rel string) (Shape, bool) {
+	k := shapeKey{method, rel}
+	m := tu.shapes.Load()
+	if m != nil {
+		if a, hit := (*m)[k]; hit {
+			return a.shape, a.ok
+		}
+	}
+	c, ok := tu.d.Inspect(method, rel, nil)
+	a := shapeAnswer{c.Shape, ok}
+	if m == nil || len(*m) < maxShapes {
+		next := make(map[shapeKey]shapeAnswer, 1+lenOf(m))
+		if m != nil {
+			for k, v := range *m {
+				next[k] = v
+			}
+		}
+		next[shapeKey{strings.Clone(method), strings.Clone(rel)}] = a
+		tu.shapes.CompareAndSwap(m, &next) // a lost race leaves the other's copy
+	}
+	return a.shape, a.ok
+}
+
+func lenOf(m *map[shapeKey]shapeAnswer) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {

@@ -294,6 +294,8 @@ type txCall struct {
 	failedNum int                     // the attempt number failed belongs to
 	// failedBody is failed's body, as the caller gets it.
 	failedBody []byte
+	// routeBuf holds a short route (route), in the pooled call that outlives the run.
+	routeBuf [4]*upstream
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -557,7 +559,7 @@ func (t *Transport) route(x *txCall) []*upstream {
 		for _, up := range full {
 			if t.serves(up, x) {
 				if route == nil {
-					route = make([]*upstream, 0, len(full))
+					route = x.routeBuf[:0]
 				}
 				route = append(route, up)
 			}
@@ -571,7 +573,7 @@ func (t *Transport) route(x *txCall) []*upstream {
 	for _, up := range full {
 		if up != x.match.up && t.serves(up, x) {
 			if route == nil {
-				route = append(make([]*upstream, 0, 4), x.match.up)
+				route = append(x.routeBuf[:0], x.match.up)
 			}
 			route = append(route, up)
 		}

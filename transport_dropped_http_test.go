@@ -72,11 +72,9 @@ func TestTransportDroppedHTTPProbeFreesTheBreaker(t *testing.T) {
 		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond}))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	rt := c.Transport(base)
-	// One failure opens the breaker: a request to a path the upstream answers 404 for is
-	// not enough, so the base fails the first round trip.
+	// The base fails the first round trip (a network error): the breaker opens.
 	fail := true
-	rt = c.Transport(rtFunc(func(r *http.Request) (*http.Response, error) {
+	rt := c.Transport(rtFunc(func(r *http.Request) (*http.Response, error) {
 		if fail {
 			fail = false
 			return nil, io.ErrUnexpectedEOF

@@ -181,8 +181,8 @@ func (r *run) callPartition() string {
 func (c *Client) costLayer(next attemptFunc) attemptFunc {
 	cs := c.cost
 	return func(ctx context.Context, a *attempt) error {
-		if a.tx != nil && !a.tx.known {
-			return next(ctx, a) // a path the dialect does not know: no model, no tokens
+		if a.tx != nil && a.tx.unbudgeted() {
+			return next(ctx, a) // a path the dialect does not know, passed uncounted (transport.go)
 		}
 		if e := cs.admit(ctx, a); e != nil {
 			return e

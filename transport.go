@@ -3,6 +3,7 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +45,42 @@ func (f transportOptionFunc) applyTransport(c *transportConfig) { f(c) }
 type transportConfig struct {
 	maxBody      int64
 	repeatWindow time.Duration
+	strict       bool
+	passUnpriced bool
+}
+
+// WithPassUnpriced sets what the budgets (WithBudget) do with a request whose API shape
+// the upstream's Dialect does not recognize (OpenAI's legacy completions, images, audio;
+// any path Inspect reports false for) and whose method can create work (any but GET,
+// HEAD, OPTIONS and DELETE): such a request has no model or tokens to price, so by
+// default each budget that counts it applies its Unpriced policy, as for an attempt on an
+// unpriced model (budget.UnpricedRefuse, the default, refuses it before any call; the SDK
+// gets a 429 in the vendor's error format). pass true sends such requests uncounted by
+// every budget. Default false. Reads are never counted.
+func WithPassUnpriced(pass bool) TransportOption {
+	return transportOptionFunc(func(c *transportConfig) { c.passUnpriced = pass })
+}
+
+// unbudgeted reports whether the budgets let the call pass uncounted: a path the dialect
+// does not know, read only or passed by WithPassUnpriced.
+func (x *txCall) unbudgeted() bool {
+	if x.known {
+		return false
+	}
+	switch x.req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return true
+	}
+	return x.t.cfg.passUnpriced
+}
+
+// WithStrictMatch makes the transport refuse, without sending it, a request that matches
+// no upstream's base URL (see Transport.RoundTrip's matching): the round trip fails with
+// an *Error of ClassUnavailable wrapping ErrNoUpstream. Default false: such a request is
+// passed to the base transport unprotected, counted (Transport.Unmatched) and reported
+// once per scheme and host by an EventAlert with Action "transport_unmatched".
+func WithStrictMatch(strict bool) TransportOption {
+	return transportOptionFunc(func(c *transportConfig) { c.strict = strict })
 }
 
 // WithMaxReplayBody sets how large a request body the transport buffers for replay, and how
@@ -66,8 +104,13 @@ const (
 // same upstreams together.
 //
 // A request is protected when its URL lies under the BaseURL of an upstream whose Provider
-// implements Dialect (the longest match wins); any other request is passed to the base
-// transport untouched. For a protected request:
+// implements Dialect (the longest match wins). Hosts compare by what they resolve to
+// without DNS: case, a default port, a trailing dot, "localhost" against a loopback
+// address and IP literal spellings do not matter; and a base path's "/v1" missing from
+// the URL, or repeated in it, does not matter when the Dialect recognizes the rest as an
+// API call. Any other request is passed to the base transport untouched, counted
+// (Unmatched) and reported once per host (EventAlert, Action "transport_unmatched"), or
+// refused under WithStrictMatch. For a protected request:
 //
 //   - The body is buffered once (up to WithMaxReplayBody) and replayed on every attempt;
 //     the caller's request is never modified. A body that is too large and has no GetBody
@@ -76,8 +119,11 @@ const (
 //     embeddings; Anthropic messages; Gemini generateContent and streamGenerateContent)
 //     is estimated for the limiter and may fail over to the other upstreams of its model's
 //     route (WithModelGroup, or every upstream serving the model) that speak the same
-//     shape and serve the model under the same name, with the URL's scheme, host and base
-//     path and the credential header rewritten. A redirect from such an alternate
+//     shape, with the URL's scheme, host and base path and the credential header
+//     rewritten. A model that names a model group, or that the addressed upstream does not
+//     serve, takes the group's route in its order. Each upstream gets the model under its
+//     own name (Upstream.Models): the body's top-level "model" member, or Gemini's path
+//     segment, is rewritten, and nothing else. A redirect from such an alternate
 //     upstream is its failure (ClassUnavailable), never handed to the caller's client,
 //     which would follow it with the caller's credentials. Other paths are retried on
 //     their own upstream only, classified by status, headers and body, and cost no tokens.
@@ -101,10 +147,17 @@ const (
 //   - When every attempt failed, the caller gets the last upstream error response (its
 //     body replayed, at most 1 MiB, with "X-Should-Retry: false" added so that SDKs do
 //     not retry it again; for a stream that failed with an in-band error event, the 200
-//     response with the events up to that one, so the SDK reports the vendor's error),
-//     or, when the last attempt got no response, the final *Error, which carries the
-//     whole attempt trace. The Client's WithFallback function is not used in transport
-//     mode.
+//     response with the events up to that one, so the SDK reports the vendor's error).
+//     A call the Client refused itself, without an upstream response (an open breaker,
+//     keys cooling or evicted, the limiter, a budget), gets an error response in the
+//     addressed upstream's error format, so the SDK reports its own error type: 429 for
+//     ClassRateLimited, ClassBudgetExceeded and keys cooling down after the upstream's
+//     429s, 503 for the rest of ClassUnavailable, with
+//     Retry-After when the Client knows when the refusal ends, "X-Should-Retry: false"
+//     and "X-Llmclient-Class" naming the class. When the last attempt got no response
+//     (a network failure, a timeout, the caller's context), the round trip fails with
+//     the final *Error, which carries the whole attempt trace. The Client's WithFallback
+//     function is not used in transport mode.
 //
 // One retry layer: the transport reads the X-Stainless-Retry-Count header of openai-go
 // and anthropic-sdk-go. A request with a count above zero is the SDK retrying a failure
@@ -130,6 +183,42 @@ type Transport struct {
 	recent *recentFailures
 	// repeats remembers failures for retries that carry no SDK header (transport_sdkretry.go).
 	repeats *repeats
+	// unmatched counts the requests that matched no upstream; reported holds the
+	// scheme://host of those already reported, at most maxReportedHosts of them.
+	unmatched atomic.Uint64
+	reported  sync.Map
+	reportedN atomic.Int32
+}
+
+// maxReportedHosts bounds the hosts a Transport reports unmatched requests for.
+const maxReportedHosts = 256
+
+// Unmatched returns how many requests matched no upstream's base URL since the Transport
+// was made: passed through unprotected, or refused under WithStrictMatch. Safe for
+// concurrent use.
+func (t *Transport) Unmatched() uint64 { return t.unmatched.Load() }
+
+// errUnmatched is the cause reported for a request that matches no upstream.
+var errUnmatched = fmt.Errorf("%w: the request's URL lies under no upstream's base URL", ErrNoUpstream)
+
+// passUnmatched counts and reports a request that matches no upstream, then refuses it
+// (WithStrictMatch) or passes it to the base transport.
+func (t *Transport) passUnmatched(req *http.Request) (*http.Response, error) {
+	t.unmatched.Add(1)
+	if c := t.c; c.observer != nil && req.URL != nil && t.reportedN.Load() < maxReportedHosts {
+		origin := strings.ToLower(req.URL.Scheme) + "://" + strings.ToLower(req.URL.Host)
+		if _, loaded := t.reported.LoadOrStore(origin, struct{}{}); !loaded {
+			t.reportedN.Add(1)
+			now := time.Now()
+			c.observer(req.Context(), Event{Kind: EventAlert, Time: now, Start: now, Action: "transport_unmatched",
+				Target: origin, Local: t.cfg.strict, Err: errUnmatched})
+		}
+	}
+	if t.cfg.strict {
+		return nil, &Error{Class: ClassUnavailable, Err: errUnmatched,
+			Message: "request refused: it matches no upstream (WithStrictMatch)"}
+	}
+	return t.base.RoundTrip(req)
 }
 
 // Transport returns an http.RoundTripper that sends requests through base (nil means
@@ -205,13 +294,15 @@ type txCall struct {
 	failedNum int                     // the attempt number failed belongs to
 	// failedBody is failed's body, as the caller gets it.
 	failedBody []byte
+	// routeBuf holds a short route (route), in the pooled call that outlives the run.
+	routeBuf [4]*upstream
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	m := t.match(req.URL)
+	m, rel := t.match(req.URL, req.Method)
 	if m == nil {
-		return t.base.RoundTrip(req)
+		return t.passUnmatched(req)
 	}
 	caller := req.Context()
 	tr := txRuns.Get().(*txRun)
@@ -222,7 +313,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	defer body.close()
 	x := &tr.x // zero: pooled calls are cleared on release
-	x.t, x.req, x.match, x.rel, x.body = t, req, m, m.rel(req.URL), body
+	x.t, x.req, x.match, x.rel, x.body = t, req, m, rel, body
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
 
 	count, fromSDK := sdkRetries(req.Header)
@@ -232,12 +323,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if fromSDK {
 		fp = t.fingerprint(req, body, x.callerKey())
 		if count > 0 {
-			return nil, t.sdkRetry(fp, m)
+			return t.answer(m, req, t.sdkRetry(fp, m))
 		}
 	} else if prior, fp = t.repeatOf(x); prior != nil {
 		var ok bool
 		if callCtx, ok = t.resume(caller, prior, x); !ok {
-			return t.answerRepeat(caller, prior, x)
+			if t.repeats.replay(prior) {
+				return t.answerRepeat(caller, prior, x)
+			}
+			// It answered its share of repeats: this one is a new call.
+			t.repeats.forget(fp)
+			prior, callCtx = nil, caller
 		}
 	}
 
@@ -253,7 +349,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := t.c.begin(ctx, r, &x.call.Request, t.route(x), nil, t.chain, true); err != nil {
 		cancelTotal()
-		return nil, err
+		return t.answer(m, req, err)
 	}
 	// A successful round trip hands no trace to anyone: its first entries stay in the
 	// pooled call (copied out below when an error takes them along).
@@ -365,7 +461,16 @@ func (t *Transport) failure(done bool, r *run, x *txCall, err error, fromSDK boo
 	} else {
 		t.remember(x, fp, prior, final, nil)
 	}
-	return nil, final
+	return t.answer(x.match, x.req, final)
+}
+
+// answer returns err as the round trip's answer: a local refusal as the dialect's error
+// response (transport_refusal.go), any other error as it is.
+func (t *Transport) answer(m *txUpstream, req *http.Request, err error) (*http.Response, error) {
+	if resp, ok := t.refusal(m, req, err); ok {
+		return resp, nil
+	}
+	return nil, err
 }
 
 // sdkRetry answers an SDK's retry of a request the transport already retried.
@@ -437,19 +542,38 @@ func (t *Transport) cost(call *APICall) int {
 	return max(n, 0)
 }
 
-// route is the upstreams a call may use: the one its URL names first, then, for a
-// recognized shape, the other upstreams of its model's route that speak the same shape
-// and serve the model under the same name.
+// route is the upstreams a call may use. For a recognized shape whose model names a
+// model group, or a model the addressed upstream does not serve, it is the model's route
+// (the group, in its order) restricted to the upstreams that speak the same shape, each
+// reached under its own name for the model; otherwise the upstream the URL names first,
+// then the other upstreams of the model's route that speak the same shape.
 func (t *Transport) route(x *txCall) []*upstream {
 	model := x.call.Request.Model
 	if !x.known || model == "" {
 		return x.match.self
 	}
+	full := t.c.route(model)
+	_, grouped := (*t.c.groups.Load())[model]
+	if _, ok := x.match.up.model(model); grouped || !ok {
+		var route []*upstream
+		for _, up := range full {
+			if t.serves(up, x) {
+				if route == nil {
+					route = x.routeBuf[:0]
+				}
+				route = append(route, up)
+			}
+		}
+		if route != nil {
+			return route
+		}
+		return x.match.self
+	}
 	var route []*upstream
-	for _, up := range t.c.route(model) {
+	for _, up := range full {
 		if up != x.match.up && t.serves(up, x) {
 			if route == nil {
-				route = append(make([]*upstream, 0, 4), x.match.up)
+				route = append(x.routeBuf[:0], x.match.up)
 			}
 			route = append(route, up)
 		}
@@ -460,7 +584,9 @@ func (t *Transport) route(x *txCall) []*upstream {
 	return route
 }
 
-// serves reports whether up can take the call x through the transport.
+// serves reports whether up can take the call x through the transport: the upstream the
+// URL names always, another one when it speaks the call's shape and serves its model
+// (under any name: the attempt renames it).
 func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if up == x.match.up {
 		return true
@@ -469,12 +595,11 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if tu == nil || !x.known {
 		return false
 	}
-	model := x.call.Request.Model
-	if m, ok := up.model(model); !ok || m != model {
+	if _, ok := up.model(x.call.Request.Model); !ok {
 		return false
 	}
-	c, ok := tu.d.Inspect(x.req.Method, x.rel, nil)
-	return ok && c.Shape == x.call.Shape
+	shape, ok := tu.shapeOf(x.req.Method, x.rel)
+	return ok && shape == x.call.Shape
 }
 
 // compatible fails an attempt, without a call, on an upstream that cannot take the call

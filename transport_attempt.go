@@ -88,6 +88,9 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	if body == nil {
 		out.Body = nil
 	}
+	if x.known && a.call.Model != x.call.Request.Model && a.call.Model != "" {
+		renameAttempt(out, x, a.call.Model)
+	}
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -117,10 +120,8 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		if x.known && x.call.Stream {
 			return t.openStream(a, tu, resp)
 		}
-		resp.Request = x.req
-		x.resp = resp
 		x.live = newLiveBody(resp.Body, nil, false)
-		resp.Body = x.live
+		x.resp = handOver(resp, x.req, x.live)
 		return nil
 	}
 	return t.readResponse(a, tu, resp)
@@ -148,10 +149,10 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 	// then they are replaced, never modified in place.
 	out := x.req.WithContext(ctx)
 	if tu != x.match {
-		out.URL = target(x.req.URL, x.match, tu)
+		out.URL = target(x.req.URL, x.rel, x.match, tu)
 		out.Host = ""
 		out.Header = x.req.Header.Clone()
-		if tu.host != x.match.host {
+		if tu.key != x.match.key {
 			stripCredentials(out)
 		}
 	}
@@ -316,13 +317,12 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 		httpx.DrainClose(resp.Body)
 		return err
 	}
-	resp.Request = x.req
 	if int64(len(data)) > limit {
 		x.live = newLiveBody(resp.Body, &recorder{r: resp.Body, buf: data}, false)
-		resp.Body = x.live
-		x.resp = resp
+		x.resp = handOver(resp, x.req, x.live)
 		return nil
 	}
+	resp.Request = x.req
 	_ = resp.Body.Close()
 	if x.known && inBandError(data) {
 		// An error object under a success status, as OpenAI-compatible proxies send.
@@ -447,11 +447,20 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 			}
 			return err
 		}
-		resp.Request = x.req
-		resp.Body = lb
-		x.resp, x.live, x.ps = resp, lb, ps
+		x.resp, x.live, x.ps = handOver(resp, x.req, lb), lb, ps
 		return nil
 	}
+}
+
+// handOver returns the response the caller gets for a live body: a copy of the base
+// transport's, so that what the base transport keeps while the body is open (net/http's
+// connection loop holds its response until the body ends) never holds the live body,
+// whose cleanup must run once the caller drops it.
+func handOver(resp *http.Response, req *http.Request, lb *liveBody) *http.Response {
+	out := new(http.Response)
+	*out = *resp
+	out.Request, out.Body = req, lb
+	return out
 }
 
 // notePre folds what a chunk before the commit point says into the body's summary.

@@ -46,7 +46,7 @@ func TestTransportFailsOverAcrossBaseURLs(t *testing.T) {
 	})
 }
 
-func TestTransportFailoverNeedsTheSameModelName(t *testing.T) {
+func TestTransportFailoverRenamesTheModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newScript(status(503, err503))
 		b := newScript(ok(chatOK))
@@ -59,8 +59,11 @@ func TestTransportFailoverNeedsTheSameModelName(t *testing.T) {
 		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", chatBody)
 		require.NoError(t, err)
 		_, _ = readBody(t, resp)
-		assert.Equal(t, 503, resp.StatusCode)
-		assert.Equal(t, 0, b.count(), "the body names gpt-4o: b would need a rewrite")
+		assert.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, 1, b.count())
+		assert.JSONEq(t, strings.Replace(chatBody, `"gpt-4o"`, `"other-model"`, 1), b.requests()[0].Body,
+			"b gets the request under its own name for the model")
+		assert.Equal(t, chatBody, a.requests()[0].Body, "a serves the name as it is")
 	})
 }
 
@@ -96,10 +99,12 @@ func TestTransportKeyPoolRewritesAuthAndNeverLeaks(t *testing.T) {
 		}
 
 		// Both keys evicted: the next call fails without a request, and says so.
-		_, err = post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
-		require.Error(t, err)
-		assert.ErrorIs(t, err, llmclient.ErrNoKey)
-		assert.NotContains(t, err.Error(), "sk-")
+		resp, err = post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody, "Authorization", "Bearer sk-caller")
+		require.NoError(t, err)
+		body, _ = readBody(t, resp)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a local refusal, in the vendor's error format")
+		assert.Equal(t, "unavailable", resp.Header.Get("X-Llmclient-Class"))
+		assert.NotContains(t, body, "sk-")
 		assert.Equal(t, 2, up.count())
 	})
 }
@@ -269,7 +274,13 @@ func TestTransportErrorTraceOutlivesTheCall(t *testing.T) {
 		var want [][]llmclient.Attempt
 		for i := range 20 { // distinct bodies: not taken for an SDK's retries of one request
 			body := strings.Replace(chatBody, "Say hello", fmt.Sprintf("Say hello %d", i), 1)
-			_, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", body)
+			if resp != nil { // the breaker opened: a local refusal, answered as a response
+				_, _ = readBody(t, resp)
+				require.Equal(t, "unavailable", resp.Header.Get("X-Llmclient-Class"))
+				require.NotEmpty(t, errs)
+				break
+			}
 			var e *llmclient.Error
 			require.ErrorAs(t, err, &e)
 			require.NotEmpty(t, e.Attempts, "%v", err)

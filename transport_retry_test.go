@@ -140,10 +140,13 @@ func TestTransportBreakerOpens(t *testing.T) {
 		}
 		assert.Equal(t, breaker.Open, c.Breaker("oai").State())
 		resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", chatBody)
-		require.Error(t, err)
-		assert.Nil(t, resp)
-		assert.ErrorIs(t, err, llmclient.ErrCircuitOpen)
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		require.NoError(t, err, "a local refusal is answered in the vendor's error format")
+		body, _ := readBody(t, resp)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Equal(t, "60", resp.Header.Get("Retry-After"), "the breaker's remaining open time")
+		assert.Equal(t, "false", resp.Header.Get("X-Should-Retry"))
+		assert.Equal(t, "unavailable", resp.Header.Get("X-Llmclient-Class"))
+		assert.JSONEq(t, `{"error":{"message":"llmclient: unavailable: request refused locally (upstream oai)","type":"server_error","param":null,"code":"circuit_open"}}`, body)
 		assert.Equal(t, 3, up.count(), "an open breaker sends nothing")
 	})
 }

@@ -30,6 +30,9 @@ const (
 	// repeatBodyMax bounds the error body remembered with each failure, to answer a
 	// repeat with; a larger one is not kept, and the repeat gets the final *Error.
 	repeatBodyMax = 16 << 10
+	// maxRepeatReplays bounds how many repeats one failure answers without an upstream
+	// call; the next one is sent as a new call.
+	maxRepeatReplays = 10
 )
 
 // WithRepeatWindow sets how soon after the transport answered a request with a failure
@@ -43,7 +46,9 @@ const (
 // multiply the upstream calls, whatever they are set to. A success forgets the request.
 //
 // The Transport remembers at most 512 failures, each with at most 16 KiB of error body,
-// the oldest dropped first, each for the window after its latest try. A caller that
+// the oldest dropped first, each for the window after the upstream call that failed:
+// repeats answered from memory do not extend it, and one failure answers at most 10
+// repeats, after which the next identical request is sent as a new call. A caller that
 // repeats an identical request on purpose within the window is treated the same way. d <=
 // 0 turns this off; values above 1h are clamped to 1h. Default 65s: genai's longest
 // default delay between two tries (60s, plus 1s of jitter), with margin.
@@ -75,6 +80,8 @@ type repeat struct {
 	status int
 	header http.Header
 	body   []byte
+	// replays counts the repeats answered from this failure (repeats.mu).
+	replays int
 }
 
 type upstreamUse struct {
@@ -116,11 +123,16 @@ func (m *repeats) put(key uint64, p *repeat, now time.Time) {
 	m.n.Store(int32(len(m.byKey)))
 }
 
-// touch restarts p's window: the SDK tried again.
-func (m *repeats) touch(p *repeat, now time.Time) {
+// replay counts one more repeat answered from p, reporting false, without counting it,
+// when p answered its share already.
+func (m *repeats) replay(p *repeat) bool {
 	m.mu.Lock()
-	p.expires = now.Add(m.window)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if p.replays >= maxRepeatReplays {
+		return false
+	}
+	p.replays++
+	return true
 }
 
 // forget drops key: the request succeeded.
@@ -203,7 +215,6 @@ func (p *repeat) usedOn(name string) int {
 // joined with ErrSDKRetry. The observer hears of the call (EventCall, no attempts).
 func (t *Transport) answerRepeat(ctx context.Context, p *repeat, x *txCall) (*http.Response, error) {
 	now := time.Now()
-	t.repeats.touch(p, now)
 	resp, err := p.answer(x.req)
 	if c := t.c; c.observer != nil {
 		ev := Event{Kind: EventCall, CallID: c.calls.Add(1), Time: now, Start: now, Model: x.call.Request.Model,
@@ -213,6 +224,11 @@ func (t *Transport) answerRepeat(ctx context.Context, p *repeat, x *txCall) (*ht
 			ev.Err = err
 		}
 		c.observer(ctx, ev)
+	}
+	if err != nil {
+		if resp, ok := t.refusal(x.match, x.req, p.err); ok {
+			return resp, nil // the refusal's answer again
+		}
 	}
 	return resp, err
 }

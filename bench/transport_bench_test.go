@@ -34,17 +34,28 @@ func (static) RoundTrip(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader(chatOK)), ContentLength: int64(len(chatOK)), Request: req}, nil
 }
 
-// BenchmarkTransport measures what each contender adds above its base RoundTripper for a
-// one-shot chat request: llmclient's transport with its retry, breaker, limiter (RPM and
-// TPM, so the body is inspected and estimated) and an attempt timeout, against
-// failsafehttp with retry, circuit breaker, rate limiter and timeout.
-func BenchmarkTransport(b *testing.B) {
+// transportContenders returns the round trippers BenchmarkTransport and
+// BenchmarkTransportParallel compare: the base alone, llmclient's transport over one
+// upstream and over a group of two (a failover upstream that is never needed: the first
+// answers), and failsafehttp.
+func transportContenders(b *testing.B) []contender {
 	p, err := llmopenai.New(llmopenai.WithBaseURL("http://api.test/v1"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p,
-		Limits: llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50}}), llmclient.WithAttemptTimeout(10*time.Minute))
+	lim := llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50}
+	c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Limits: lim}),
+		llmclient.WithAttemptTimeout(10*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	backup, err := llmopenai.New(llmopenai.WithBaseURL("http://backup.test/v1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c2, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Limits: lim}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: backup, Limits: lim}),
+		llmclient.WithModelGroup("gpt-4o-mini", "oai", "backup"), llmclient.WithAttemptTimeout(10*time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,26 +63,56 @@ func BenchmarkTransport(b *testing.B) {
 	cb := circuitbreaker.NewBuilder[*http.Response]().WithFailureThresholdRatio(10, 20).WithDelay(15 * time.Second).Build()
 	rl := ratelimiter.NewBursty[*http.Response](1<<31, time.Second)
 	to := timeout.New[*http.Response](10 * time.Minute)
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{
+	return []contender{
 		{"base", static{}},
 		{"llmclient", c.Transport(static{})},
+		{"llmclient-failover", c2.Transport(static{})},
 		{"failsafehttp", failsafehttp.NewRoundTripper(static{}, rp, cb, rl, to)},
-	} {
+	}
+}
+
+type contender struct {
+	name string
+	rt   http.RoundTripper
+}
+
+// roundTrip sends one chat request through rt and reads its answer.
+func roundTrip(b *testing.B, rt http.RoundTripper) {
+	req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/chat/completions", strings.NewReader(chatBody))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+}
+
+// BenchmarkTransport measures what each contender adds above its base RoundTripper for a
+// one-shot chat request: llmclient's transport with its retry, breaker, limiter (RPM and
+// TPM, so the body is inspected and estimated) and an attempt timeout, against
+// failsafehttp with retry, circuit breaker, rate limiter and timeout.
+func BenchmarkTransport(b *testing.B) {
+	for _, tc := range transportContenders(b) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/chat/completions", strings.NewReader(chatBody))
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := tc.rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
+				roundTrip(b, tc.rt)
 			}
+		})
+	}
+}
+
+// BenchmarkTransportParallel is BenchmarkTransport from GOMAXPROCS goroutines at once.
+func BenchmarkTransportParallel(b *testing.B) {
+	for _, tc := range transportContenders(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					roundTrip(b, tc.rt)
+				}
+			})
 		})
 	}
 }

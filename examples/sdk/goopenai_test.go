@@ -93,6 +93,9 @@ func TestGoOpenAIBreakerOpens(t *testing.T) {
 		require.Error(t, err)
 	}
 	_, err := cl.CreateChatCompletion(context.Background(), goRequest())
-	assert.ErrorIs(t, err, llmclient.ErrCircuitOpen)
+	var apiErr *goopenai.APIError
+	require.ErrorAs(t, err, &apiErr, "the breaker answers in the vendor's format")
+	assert.Equal(t, 503, apiErr.HTTPStatusCode)
+	assert.Equal(t, "circuit_open", apiErr.Code)
 	assert.Equal(t, 2, up.count())
 }

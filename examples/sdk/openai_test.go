@@ -134,9 +134,10 @@ func TestOpenAIGoBreakerOpens(t *testing.T) {
 		assert.Equal(t, 500, apiErr.StatusCode)
 	}
 	_, err := oai.Chat.Completions.New(context.Background(), chatParams())
-	require.Error(t, err)
-	assert.ErrorIs(t, err, llmclient.ErrCircuitOpen, "the breaker answers, the upstream is spared")
-	assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr, "the breaker answers in the vendor's format, the upstream is spared")
+	assert.Equal(t, 503, apiErr.StatusCode)
+	assert.Equal(t, "unavailable", apiErr.Response.Header.Get("X-Llmclient-Class"))
 	assert.Equal(t, 3, up.count())
 	assert.Equal(t, breaker.Open, c.Breaker("openai").State())
 }

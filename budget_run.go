@@ -495,7 +495,11 @@ func (cs *costState) settle(a *attempt, class Class, usage *Usage) {
 }
 
 // settleHold replaces the reservation h by the attempt's cost, or by nothing when no call
-// was made.
+// was made. Spend counts in the slice where it is settled, which is where it stays in the
+// window longest: an attempt that ends in a later slice than it reserved in (a call
+// longer than a slice, or than the whole window, whose reservation has then left it)
+// counts its cost in the current slice first, then gives its reservation back, so that
+// the ledger never holds less than the attempt between the two.
 func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n int64) {
 	spent := int64(0)
 	if called {
@@ -508,12 +512,22 @@ func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n in
 	if n < cp.from || n >= cp.to {
 		cp = h.br.periodAt(now, n)
 	}
+	if cp.lp.Slice != h.cp.lp.Slice && spent > 0 {
+		b.ledgerSettle(h, cp, n, cp.lp.Slice, 0, spent)
+		spent = 0
+	}
+	b.ledgerSettle(h, cp, n, h.cp.lp.Slice, h.amount, spent)
+}
+
+// ledgerSettle settles reserved and spent in slice of h's ledger at period cp, and keeps
+// the soft thresholds that reached.
+func (b *attemptBill) ledgerSettle(h *budgetHold, cp *cachedPeriod, n, slice, reserved, spent int64) {
 	var res limitstore.BudgetResult
 	if h.key == "" && h.br.quick != nil {
-		res = h.br.quick.SettleQuick(cp.at(n), h.cp.lp.Slice, h.amount, spent)
+		res = h.br.quick.SettleQuick(cp.at(n), slice, reserved, spent)
 	} else {
 		var err error
-		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), h.cp.lp.Slice, h.amount, spent); err != nil {
+		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), slice, reserved, spent); err != nil {
 			return
 		}
 	}

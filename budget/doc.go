@@ -48,8 +48,9 @@
 //     the window before they ended, so other calls were admitted in its place;
 //   - what calls a budget's Reroute admits past its cap cost.
 //
-// A timeout or cancellation after the request was sent counts its reservation, and an
-// attempt that made no call counts nothing. Each attempt is settled once, in every budget
+// A timeout or cancellation after the request was sent counts its estimated cost (the
+// prompt, plus for a one-shot call the largest output allowed), an attempt whose cost is
+// unknown counts its reservation, and an attempt that made no call counts nothing. Each attempt is settled once, in every budget
 // that counts it: a hedge is an attempt of its own, an answer served from a cache or
 // shared by de-duplication made no attempt and counts nothing, and a dedup follower's
 // Response.Cost is the leader's call, counted once.

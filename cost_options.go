@@ -115,7 +115,10 @@ func WithPricing(t *pricing.Table) Option {
 // estimated cost before the call and is charged its real cost after it; an attempt that
 // does not fit is refused before any call with ClassBudgetExceeded and an error wrapping
 // budget.ErrExceeded whose AdmitAfter says when the window leaves room, or moves to the
-// budget's Reroute group. Soft thresholds and the first refusal of a window are reported
+// budget's Reroute group. An attempt whose model has no price is refused with
+// ClassUnpriced and budget.ErrNoPrice under the default budget.UnpricedRefuse (see
+// Budget.Unpriced). An attempt's cost counts in the window it ends in (see package
+// budget for how far spend can pass a cap). Soft thresholds and the first refusal of a window are reported
 // as EventBudget. Budgets are kept in the limit store (WithLimitStore) when it implements
 // limitstore.BudgetStore — the in-memory store and redisstore's do, so Clients sharing one
 // share their budgets — else in memory, private to the Client. Budgets are checked in the

@@ -13,6 +13,8 @@
 // (WithPartition, PartitionByMetadata): tenants never share an answer. Only successful
 // answers are stored: not a degraded one (WithFallback's), not a filtered or refused one,
 // not a stream that was cut, failed, closed early or grew past WithMaxEntryBytes. A
+// stream's answer is stored with the content the caller read, also when the Client keeps
+// none in the stream's Response (llmclient.WithStreamAccumulate(false)). A
 // fallback to another upstream (Response.Fallback) is a real answer and is stored.
 //
 // A hit returns a copy of the stored Response marked Cached, with no Attempts (no upstream

@@ -141,6 +141,41 @@ func TestOwnPricesWinForEveryNameAnswered(t *testing.T) {
 	}
 }
 
+// embedAnsweredAs is an embedding upstream that answers under another model name than
+// the one sent.
+type embedAnsweredAs struct {
+	*fake.Provider
+	model string
+}
+
+func (p embedAnsweredAs) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmclient.EmbedResponse, error) {
+	resp, err := p.Provider.Embed(ctx, call)
+	if resp != nil {
+		resp.Model = p.model
+	}
+	return resp, err
+}
+
+// TestEmbedOwnPricesWinForTheNameAnswered: Embed prices by the same rule: the
+// upstream's own price for the model sent, not the table's for the dated name answered.
+func TestEmbedOwnPricesWinForTheNameAnswered(t *testing.T) {
+	if _, ok := pricing.Default().Lookup("openai", "text-embedding-3-small"); !ok {
+		t.Fatal("text-embedding-3-small is not in the snapshot")
+	}
+	own := priced(t, "text-embedding-3-small", 7*pricing.Dollar, 0, 0)
+	p := embedAnsweredAs{fake.New(fake.Embedding(8).Usage(1000).Forever()), "text-embedding-3-small"}
+	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "emb", Provider: p, PriceProvider: "openai",
+		Prices: map[string]*pricing.Model{"my-embedder": own}}))
+	resp, err := c.Embed(context.Background(), &llmclient.EmbedRequest{Model: "my-embedder", Input: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := costOf(t, own, pricing.Tokens{Input: 1000}, time.Now())
+	if !resp.Cost.Known || resp.Cost.Amount != want || resp.Cost.Model != own {
+		t.Fatalf("cost %+v, want %v at the own price", resp.Cost, want)
+	}
+}
+
 // TestBudgetCountsOwnPricesOfRenamedAnswers: a budget sized for four calls at the
 // upstream's own rate admits four, not the seven that list price would let through.
 func TestBudgetCountsOwnPricesOfRenamedAnswers(t *testing.T) {

@@ -3,7 +3,9 @@ package llmclient_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -21,13 +23,15 @@ import (
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/provider/openai"
 )
 
 // The money invariant: random scenarios — one or two replicas sharing a limit store and
 // one budget (a calendar day, or a rolling minute), upstreams priced apart (their own
 // rates, a self-hosted $0, one the budget cannot price, some answering under a dated
 // model name), answers, failures, hangs and calls longer than the window, hedges, an
-// exact cache with or without de-duplication, one-shot and stream calls, some concurrent
+// exact cache with or without de-duplication, one-shot, stream and transport (OpenAI
+// chat completion) calls, some concurrent
 // — each run in virtual time and checked (see moneyScenario.check):
 //
 //   - every call an upstream received is one attempt of the trace, priced by the one price
@@ -124,9 +128,16 @@ type moneyUp struct {
 	weights [numMoneyOutcomes]int
 }
 
+// Modes of a money scenario's calls.
+const (
+	moneyComplete = iota
+	moneyStream
+	moneyTransport
+)
+
 type moneyScenario struct {
 	seed       uint64
-	stream     bool
+	mode       int
 	replicas   int
 	ups        []moneyUp
 	calls      int // per replica
@@ -146,13 +157,18 @@ type moneyScenario struct {
 
 func newMoneyScenario(seed uint64) *moneyScenario {
 	rng := rand.New(rand.NewPCG(seed, 0x5ec))
-	sc := &moneyScenario{seed: seed, stream: rng.IntN(2) == 0, replicas: 1 + rng.IntN(2), calls: 1 + rng.IntN(6),
+	sc := &moneyScenario{seed: seed, mode: rng.IntN(3), replicas: 1 + rng.IntN(2), calls: 1 + rng.IntN(6),
 		concurrent: rng.IntN(3) == 0, spacing: time.Duration(rng.IntN(25)) * time.Second, rolling: rng.IntN(2) == 0,
 		prompts: 1 + rng.IntN(3), maxTokens: 100 + rng.IntN(900), attempt: time.Duration(20+rng.IntN(130)) * time.Second}
 	unpricedUp := rng.IntN(4) == 0
 	for i := range 1 + rng.IntN(3) {
 		u := moneyUp{name: "u" + strconv.Itoa(i), renamed: rng.IntN(2) == 0, in: 1 + rng.IntN(40), out: 1 + rng.IntN(sc.maxTokens+200),
 			latency: time.Duration(rng.IntN(4)) * time.Second, byName: rng.IntN(2) == 0}
+		if sc.mode == moneyTransport {
+			// The reservation of a transport call is estimated from its body: a one-token
+			// prompt keeps the answer within it, and the check's bound exact enough.
+			u.in = 1
+		}
 		switch {
 		case unpricedUp && i == 0:
 			u.renamed = false
@@ -173,7 +189,7 @@ func newMoneyScenario(seed uint64) *moneyScenario {
 	if rng.IntN(3) == 0 {
 		sc.hedge = time.Duration(1+rng.IntN(20)) * 500 * time.Millisecond
 	}
-	sc.cache = rng.IntN(2) == 0
+	sc.cache = rng.IntN(2) == 0 && sc.mode != moneyTransport
 	sc.dedup = sc.cache && rng.IntN(2) == 0
 	return sc
 }
@@ -189,8 +205,8 @@ func moneyPrice(in, out pricing.Money) *pricing.Model {
 
 func (sc *moneyScenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "money scenario %d: stream %v, %d replicas × %d calls (concurrent %v, spacing %v), rolling %v, cap %v, unpriced %v/%v\n",
-		sc.seed, sc.stream, sc.replicas, sc.calls, sc.concurrent, sc.spacing, sc.rolling, sc.cap, sc.unpriced, sc.charge)
+	fmt.Fprintf(&b, "money scenario %d: mode %d, %d replicas × %d calls (concurrent %v, spacing %v), rolling %v, cap %v, unpriced %v/%v\n",
+		sc.seed, sc.mode, sc.replicas, sc.calls, sc.concurrent, sc.spacing, sc.rolling, sc.cap, sc.unpriced, sc.charge)
 	fmt.Fprintf(&b, "  hedge %v, cache %v, dedup %v, prompts %d, maxTokens %d, attempt timeout %v\n",
 		sc.hedge, sc.cache, sc.dedup, sc.prompts, sc.maxTokens, sc.attempt)
 	for _, u := range sc.ups {
@@ -209,6 +225,7 @@ func (sc *moneyScenario) window() budget.Window {
 // moneyEvent is an observer event and the replica that emitted it.
 type moneyEvent struct {
 	replica int
+	call    string // the label of the call whose context it came with
 	llmclient.Event
 }
 
@@ -223,12 +240,13 @@ type moneyWorld struct {
 }
 
 func (w *moneyWorld) observe(replica int) func(context.Context, llmclient.Event) {
-	return func(_ context.Context, e llmclient.Event) {
+	return func(ctx context.Context, e llmclient.Event) {
 		if e.Kind != llmclient.EventAttempt && e.Kind != llmclient.EventCall {
 			return
 		}
+		call, _ := ctx.Value(callKey{}).(string)
 		w.mu.Lock()
-		w.events = append(w.events, moneyEvent{replica, e})
+		w.events = append(w.events, moneyEvent{replica, call, e})
 		w.mu.Unlock()
 	}
 }
@@ -264,7 +282,7 @@ func (w *moneyWorld) step(i int) fake.Step {
 	u := &w.sc.ups[i]
 	return fake.Func(func(call *llmclient.Call) fake.Step {
 		o := w.pick(i, call.Request.Metadata["call"])
-		if !w.sc.stream && o == mCut {
+		if w.sc.mode != moneyStream && o == mCut {
 			o = m5xx
 		}
 		latency := u.latency
@@ -282,7 +300,7 @@ func (w *moneyWorld) step(i int) fake.Step {
 		case mCut:
 			return fake.Stream("a", "b").CutAfter(1)
 		}
-		if w.sc.stream {
+		if w.sc.mode == moneyStream {
 			return fake.Stream("a", "b").StallFirst(latency).Usage(u.in, u.out)
 		}
 		return fake.Reply("ok").Latency(latency).Usage(u.in, u.out)
@@ -296,10 +314,64 @@ type moneyEntry struct {
 	name string
 }
 
-func (p moneyEntry) enter(call *llmclient.Call) {
-	p.w.mu.Lock()
-	p.w.entries[call.Request.Metadata["call"]+"|"+p.name]++
-	p.w.mu.Unlock()
+func (p moneyEntry) enter(call *llmclient.Call) { p.w.enter(call.Request.Metadata["call"], p.name) }
+
+func (w *moneyWorld) enter(call, upstream string) {
+	w.mu.Lock()
+	w.entries[call+"|"+upstream]++
+	w.mu.Unlock()
+}
+
+// handler is upstream i's HTTP server, for transport calls: an OpenAI chat completion.
+func (w *moneyWorld) handler(i int) http.HandlerFunc {
+	u := &w.sc.ups[i]
+	return func(rw http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		id := r.Header.Get("X-Call")
+		w.enter(id, u.name)
+		o := w.pick(i, id)
+		wait := func(d time.Duration) bool {
+			select {
+			case <-time.After(d):
+				return true
+			case <-r.Context().Done():
+				return false
+			}
+		}
+		reply := func(code int, body string, kv ...string) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				rw.Header().Set(kv[i], kv[i+1])
+			}
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(code)
+			_, _ = io.WriteString(rw, body)
+		}
+		latency := u.latency
+		switch o {
+		case m5xx, mCut:
+			reply(500, `{"error":{"message":"boom","type":"server_error","code":null}}`)
+			return
+		case m429:
+			reply(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "Retry-After-Ms", "2000")
+			return
+		case mSlow:
+			latency = 70 * time.Second
+		case mHang:
+			latency = time.Hour
+		}
+		if !wait(latency) {
+			return
+		}
+		model := "gpt-4o"
+		switch {
+		case u.price == nil:
+			model = "zz-no-price-anywhere" // the name it was sent
+		case u.renamed:
+			model = "gpt-4o-2024-08-06"
+		}
+		reply(200, `{"id":"c1","object":"chat.completion","model":"`+model+`","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},`+
+			`"finish_reason":"stop"}],"usage":{"prompt_tokens":`+strconv.Itoa(u.in)+`,"completion_tokens":`+strconv.Itoa(u.out)+`}}`)
+	}
 }
 
 func (p moneyEntry) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
@@ -329,6 +401,10 @@ func (sc *moneyScenario) run() error {
 		}
 	}
 	clients := make([]*llmclient.Client, sc.replicas)
+	mux := hostMux{}
+	for i, u := range sc.ups {
+		mux[u.name+".test"] = w.handler(i)
+	}
 	for r := range clients {
 		opts := []llmclient.Option{llmclient.WithObserver(w.observe(r)), llmclient.WithLimitStore(store),
 			llmclient.WithBudget(budget.Budget{Name: "money", Window: sc.window(), Cap: sc.cap, Unpriced: sc.unpriced, UnpricedCost: sc.charge}),
@@ -348,7 +424,15 @@ func (sc *moneyScenario) run() error {
 			if u.renamed {
 				p = answeredAs{p, "gpt-4o-2024-08-06"}
 			}
-			up := llmclient.Upstream{Name: u.name, Provider: moneyEntry{p, w, u.name}}
+			p = moneyEntry{p, w, u.name}
+			if sc.mode == moneyTransport {
+				op, err := openai.New(openai.WithBaseURL("http://" + u.name + ".test/v1"))
+				if err != nil {
+					return err
+				}
+				p = op
+			}
+			up := llmclient.Upstream{Name: u.name, Provider: p}
 			if u.price != nil {
 				key := ""
 				if u.byName {
@@ -368,14 +452,15 @@ func (sc *moneyScenario) run() error {
 	}
 	var wg sync.WaitGroup
 	for r, c := range clients {
+		rt := c.Transport(memTransport{mux})
 		wg.Go(func() {
 			var inner sync.WaitGroup
 			for i := range sc.calls {
 				label := "r" + strconv.Itoa(r) + "c" + strconv.Itoa(i)
 				if sc.concurrent {
-					inner.Go(func() { sc.call(w, c, label, i) })
+					inner.Go(func() { sc.call(w, c, rt, label, i) })
 				} else {
-					sc.call(w, c, label, i)
+					sc.call(w, c, rt, label, i)
 					time.Sleep(sc.spacing)
 				}
 			}
@@ -387,12 +472,23 @@ func (sc *moneyScenario) run() error {
 	return sc.check(w, clients[0])
 }
 
-func (sc *moneyScenario) call(w *moneyWorld, c *llmclient.Client, label string, i int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+func (sc *moneyScenario) call(w *moneyWorld, c *llmclient.Client, rt http.RoundTripper, label string, i int) {
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callKey{}, label), 5*time.Minute)
 	defer cancel()
 	req := sc.request(label, i)
 	var resp *llmclient.Response
-	if sc.stream {
+	switch sc.mode {
+	case moneyTransport:
+		body := `{"model":"gpt-4o","user":"` + label + `","max_tokens":` + strconv.Itoa(sc.maxTokens) +
+			`,"messages":[{"role":"user","content":"` + req.Messages[0].Content[0].Text + `"}]}`
+		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+sc.ups[0].name+".test/v1/chat/completions", strings.NewReader(body))
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("X-Call", label)
+		if r, err := rt.RoundTrip(hr); err == nil {
+			_, _ = io.ReadAll(r.Body)
+			_ = r.Body.Close()
+		}
+	case moneyStream:
 		s, err := c.Stream(ctx, req)
 		if err != nil {
 			return
@@ -403,7 +499,7 @@ func (sc *moneyScenario) call(w *moneyWorld, c *llmclient.Client, label string, 
 		if s.Err() == nil {
 			resp = s.Response()
 		}
-	} else {
+	default:
 		resp, _ = c.Complete(ctx, req)
 	}
 	if resp != nil && resp.Cached {
@@ -453,7 +549,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 			}
 			continue
 		}
-		made[e.Metadata["call"]+"|"+e.Upstream]++
+		made[e.call+"|"+e.Upstream]++
 		if e.Hedge {
 			moneyStats.hedges.Add(1)
 		}
@@ -463,7 +559,10 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 				moneyStats.long.Add(1)
 			}
 		}
-		in := llmclient.EstimatePromptTokens(nil, sc.request("", promptOf(e.Metadata["call"])))
+		in := llmclient.EstimatePromptTokens(nil, sc.request("", promptOf(e.call)))
+		if sc.mode == moneyTransport {
+			in = 1 // at most the estimate of the body, which counts more than its prompt
+		}
 		var counted, reserved pricing.Money
 		if u.price != nil {
 			if !e.Cost.Known || e.Cost.Model != u.price {
@@ -500,7 +599,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 			sum = pricing.Cost{Known: true}
 		}
 		if sum.Known != e.Cost.Known || sum.Amount != e.Cost.Amount {
-			return fmt.Errorf("call %s (%v) cost %+v, its attempts %+v", e.Metadata["call"], e.Class, e.Cost, sum)
+			return fmt.Errorf("call %s (%v) cost %+v, its attempts %+v", e.call, e.Class, e.Cost, sum)
 		}
 	}
 	moneyStats.cached.Add(int64(len(w.cached)))

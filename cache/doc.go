@@ -39,7 +39,10 @@
 // llmclient does not offer (StreamOf replays a finished recording), and holding followers
 // until the leader's stream ends would cost them all their time to first token; the
 // leader's pace and early Close would also decide theirs. A stream repeated after its
-// first copy ended is served from the cache.
+// first copy ended is served from the cache. Every caller of a shared call gets a copy of
+// its Response, Attempts and Cost included: the cost of the one upstream call, which the
+// Client's budgets count once. A caller that adds up Response.Cost across its calls
+// counts a shared call once per caller; EventShared marks the followers.
 //
 // # Idempotency keys
 //

@@ -30,7 +30,7 @@ import (
 // one budget (a calendar day, or a rolling minute), upstreams priced apart (their own
 // rates, a self-hosted $0, one the budget cannot price, some answering under a dated
 // model name), answers, failures, hangs and calls longer than the window, hedges, an
-// exact cache with or without de-duplication, one-shot, stream and transport (OpenAI
+// exact cache with or without de-duplication, a semantic cache, one-shot, stream and transport (OpenAI
 // chat completion) calls, some concurrent
 // — each run in virtual time and checked (see moneyScenario.check):
 //
@@ -150,6 +150,7 @@ type moneyScenario struct {
 	hedge      time.Duration // > 0: hedging
 	cache      bool
 	dedup      bool
+	semantic   bool // a semantic cache (one shared by the replicas)
 	prompts    int
 	maxTokens  int
 	attempt    time.Duration // WithAttemptTimeout
@@ -191,6 +192,7 @@ func newMoneyScenario(seed uint64) *moneyScenario {
 	}
 	sc.cache = rng.IntN(2) == 0 && sc.mode != moneyTransport
 	sc.dedup = sc.cache && rng.IntN(2) == 0
+	sc.semantic = sc.mode != moneyTransport && rng.IntN(3) == 0
 	return sc
 }
 
@@ -207,8 +209,8 @@ func (sc *moneyScenario) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "money scenario %d: mode %d, %d replicas × %d calls (concurrent %v, spacing %v), rolling %v, cap %v, unpriced %v/%v\n",
 		sc.seed, sc.mode, sc.replicas, sc.calls, sc.concurrent, sc.spacing, sc.rolling, sc.cap, sc.unpriced, sc.charge)
-	fmt.Fprintf(&b, "  hedge %v, cache %v, dedup %v, prompts %d, maxTokens %d, attempt timeout %v\n",
-		sc.hedge, sc.cache, sc.dedup, sc.prompts, sc.maxTokens, sc.attempt)
+	fmt.Fprintf(&b, "  hedge %v, cache %v, dedup %v, semantic %v, prompts %d, maxTokens %d, attempt timeout %v\n",
+		sc.hedge, sc.cache, sc.dedup, sc.semantic, sc.prompts, sc.maxTokens, sc.attempt)
 	for _, u := range sc.ups {
 		fmt.Fprintf(&b, "  %s: price %v (by name %v), renamed %v, usage %d/%d, latency %v, weights %v\n", u.name, u.price, u.byName, u.renamed, u.in, u.out, u.latency, u.weights)
 	}
@@ -400,6 +402,28 @@ func (sc *moneyScenario) run() error {
 			return err
 		}
 	}
+	var sem *cache.Semantic
+	if sc.semantic {
+		// Each prompt's own direction: a question is similar only to itself.
+		emb := cache.EmbedderFunc(func(_ context.Context, texts []string) ([][]float32, error) {
+			out := make([][]float32, len(texts))
+			for i, text := range texts {
+				v := make([]float32, 8)
+				v[len(text)%8] = 1
+				for _, c := range text {
+					if c >= '0' && c <= '9' {
+						v[int(c-'0')%8] += 2
+					}
+				}
+				out[i] = v
+			}
+			return out, nil
+		})
+		var err error
+		if sem, err = cache.NewSemantic(emb); err != nil {
+			return err
+		}
+	}
 	clients := make([]*llmclient.Client, sc.replicas)
 	mux := hostMux{}
 	for i, u := range sc.ups {
@@ -418,6 +442,9 @@ func (sc *moneyScenario) run() error {
 				return err
 			}
 			opts = append(opts, llmclient.WithMiddleware(c.Middleware()))
+		}
+		if sem != nil {
+			opts = append(opts, llmclient.WithMiddleware(sem.Middleware()))
 		}
 		for i, u := range sc.ups {
 			var p llmclient.Provider = fake.New(w.step(i))

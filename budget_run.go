@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,55 @@ type budgetRun struct {
 	quick  limitstore.QuickLedger
 	soft   []pricing.Money
 	cached atomic.Pointer[cachedPeriod]
+	// refusing are the keys whose last reservation the budget refused at its cap, for
+	// Budget's Hard.
+	refusing refusals
+}
+
+// refusals are the keys of a budget whose last reservation was refused at the cap, each
+// with the epoch it was refused in. It is safe for concurrent use; admissions read one
+// atomic while no key is refusing.
+type refusals struct {
+	n    atomic.Int32 // len(keys)
+	mu   sync.Mutex
+	keys map[string]int64
+}
+
+// maxRefusals bounds the keys kept refusing; beyond it they are forgotten, and Budget
+// reports them Hard only when their window is full.
+const maxRefusals = 4096
+
+// refused notes that key's reservation was refused at the cap in epoch.
+func (r *refusals) refused(key string, epoch int64) {
+	r.mu.Lock()
+	if r.keys == nil || len(r.keys) >= maxRefusals {
+		r.keys = make(map[string]int64)
+	}
+	r.keys[key] = epoch
+	r.n.Store(int32(len(r.keys)))
+	r.mu.Unlock()
+}
+
+// admitted notes that key's reservation was taken under the cap.
+func (r *refusals) admitted(key string) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	delete(r.keys, key)
+	r.n.Store(int32(len(r.keys)))
+	r.mu.Unlock()
+}
+
+// at reports whether key's last reservation in epoch was refused.
+func (r *refusals) at(key string, epoch int64) bool {
+	if r.n.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	e, ok := r.keys[key]
+	r.mu.Unlock()
+	return ok && e == epoch
 }
 
 // cachedPeriod is a period and the span of time it holds for: a window's period changes
@@ -354,9 +404,12 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		// cached period holds and the reservation is taken; otherwise the loop, which
 		// finds the same budget, period and amount (ReserveQuick refused took nothing).
 		cp := br.cached.Load()
-		if cp != nil && n >= cp.from && n < cp.to && br.quick.ReserveQuick(cp.lp, int64(b.est), a.r.bill.exempt&br.bit != 0) { // no TTL: see QuickLedger
+		if over := a.r.bill.exempt&br.bit != 0; cp != nil && n >= cp.from && n < cp.to && br.quick.ReserveQuick(cp.lp, int64(b.est), over) { // no TTL: see QuickLedger
 			b.holds[0] = budgetHold{br: br, cp: cp, amount: int64(b.est)}
 			b.nHolds = 1
+			if !over {
+				br.refusing.admitted("")
+			}
 			return nil
 		}
 	}
@@ -376,7 +429,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 				amount = br.b.UnpricedCost
 			default:
 				cs.release(a)
-				return &Error{Class: ClassBudgetExceeded, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrNoPrice,
+				return &Error{Class: ClassUnpriced, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrNoPrice,
 					Message: "budget " + strconv.Quote(br.b.Name) + " cannot price model " + strconv.Quote(a.call.Model) +
 						" on upstream " + strconv.Quote(a.up.Name) + " (price it with Upstream.Prices, or set the budget's Unpriced)"}
 			}
@@ -385,6 +438,9 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		over := a.r.bill.exempt&br.bit != 0
 		if key == "" && br.quick != nil && br.quick.ReserveQuick(cp.at(n), int64(amount), over) {
 			b.hold(budgetHold{br: br, cp: cp, amount: int64(amount)})
+			if !over {
+				br.refusing.admitted(key)
+			}
 			continue
 		}
 		res, err := br.ledger.Reserve(ctx, key, cp.at(n), int64(amount), over)
@@ -395,6 +451,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		}
 		if !res.OK {
 			cs.release(a)
+			br.refusing.refused(key, cp.lp.Epoch)
 			if res.FiredHard {
 				b.events = append(b.events, budgetEvent{br: br, key: key, p: cp.p, res: res, fraction: 1, hard: true})
 			}
@@ -404,6 +461,9 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 			return br.exceeded(a, key, cp.p, amount, res)
 		}
 		b.hold(budgetHold{br: br, key: key, cp: cp, amount: int64(amount)})
+		if !over {
+			br.refusing.admitted(key)
+		}
 	}
 	return nil
 }
@@ -495,7 +555,11 @@ func (cs *costState) settle(a *attempt, class Class, usage *Usage) {
 }
 
 // settleHold replaces the reservation h by the attempt's cost, or by nothing when no call
-// was made.
+// was made. Spend counts in the slice where it is settled, which is where it stays in the
+// window longest: an attempt that ends in a later slice than it reserved in (a call
+// longer than a slice, or than the whole window, whose reservation has then left it)
+// counts its cost in the current slice first, then gives its reservation back, so that
+// the ledger never holds less than the attempt between the two.
 func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n int64) {
 	spent := int64(0)
 	if called {
@@ -508,12 +572,22 @@ func (b *attemptBill) settleHold(h *budgetHold, called bool, now time.Time, n in
 	if n < cp.from || n >= cp.to {
 		cp = h.br.periodAt(now, n)
 	}
+	if cp.lp.Slice != h.cp.lp.Slice && spent > 0 {
+		b.ledgerSettle(h, cp, n, cp.lp.Slice, 0, spent)
+		spent = 0
+	}
+	b.ledgerSettle(h, cp, n, h.cp.lp.Slice, h.amount, spent)
+}
+
+// ledgerSettle settles reserved and spent in slice of h's ledger at period cp, and keeps
+// the soft thresholds that reached.
+func (b *attemptBill) ledgerSettle(h *budgetHold, cp *cachedPeriod, n, slice, reserved, spent int64) {
 	var res limitstore.BudgetResult
 	if h.key == "" && h.br.quick != nil {
-		res = h.br.quick.SettleQuick(cp.at(n), h.cp.lp.Slice, h.amount, spent)
+		res = h.br.quick.SettleQuick(cp.at(n), slice, reserved, spent)
 	} else {
 		var err error
-		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), h.cp.lp.Slice, h.amount, spent); err != nil {
+		if res, err = h.br.ledger.Settle(context.Background(), h.key, cp.at(n), slice, reserved, spent); err != nil {
 			return
 		}
 	}
@@ -583,9 +657,13 @@ func (r *run) rerouteLocal(a *attempt, e *Error, d Decision) (plan, bool) {
 
 // Budget returns the state of the budget called name in its current window: what it has
 // spent and holds reserved, across every Client that shares its store; partition names
-// the partition for a budget of each partition ("" otherwise). It reads the store (a
-// round trip for redisstore) and reserves nothing. It fails for an unknown budget and
-// with the store's error.
+// the partition for a budget of each partition ("" otherwise). Hard is true while the
+// budget refuses calls at its cap: this Client's last reservation under it in the
+// window was refused, or the window's spend and reservations fill the cap (which also
+// covers refusals by other Clients sharing the store); Fraction is then 1, else the
+// largest soft fraction the window's spend has reached (0 for none). It reads the store
+// (a round trip for redisstore) and reserves nothing. It fails for an unknown budget and
+// with the store's error. It is safe for concurrent use.
 func (c *Client) Budget(ctx context.Context, name, partition string) (budget.Status, error) {
 	if c.cost != nil {
 		for _, br := range c.cost.budgets {
@@ -599,8 +677,20 @@ func (c *Client) Budget(ctx context.Context, name, partition string) (budget.Sta
 			if err != nil {
 				return budget.Status{}, err
 			}
-			return budget.Status{Name: name, Partition: partition, Cap: br.b.Cap, Spent: pricing.Money(res.Spent),
-				Reserved: pricing.Money(res.Reserved), Start: cp.p.Start, End: cp.p.End}, nil
+			st := budget.Status{Name: name, Partition: partition, Cap: br.b.Cap, Spent: pricing.Money(res.Spent),
+				Reserved: pricing.Money(res.Reserved), Start: cp.p.Start, End: cp.p.End}
+			st.Hard = br.refusing.at(partition, cp.lp.Epoch) || pricing.Money(res.Spent) >= br.b.Cap-min(pricing.Money(res.Reserved), br.b.Cap)
+			if st.Hard {
+				st.Fraction = 1
+				st.Reroute = br.b.Reroute
+			} else {
+				for _, t := range br.soft {
+					if st.Spent >= t {
+						st.Fraction = br.b.FractionOf(t)
+					}
+				}
+			}
+			return st, nil
 		}
 	}
 	return budget.Status{}, fmt.Errorf("llmclient: no budget %q", name)

@@ -268,7 +268,11 @@ func TestBudgetUnpriced(t *testing.T) {
 					if tc.policy == budget.UnpricedRefuse {
 						wantErr = budget.ErrNoPrice
 					}
-					if !errors.Is(err, wantErr) || llmclient.ClassOf(err) != llmclient.ClassBudgetExceeded {
+					wantClass := llmclient.ClassBudgetExceeded
+					if tc.policy == budget.UnpricedRefuse {
+						wantClass = llmclient.ClassUnpriced
+					}
+					if !errors.Is(err, wantErr) || llmclient.ClassOf(err) != wantClass {
 						t.Fatalf("call %d: %v, want %v", i, err, wantErr)
 					}
 					continue

@@ -35,6 +35,7 @@ const (
 	ClassStreamInterrupted              // a stream broke after its first token
 	ClassUnavailable                    // no upstream could be tried: breakers open, keys cooling or evicted
 	ClassBudgetExceeded                 // a budget's cap (WithBudget) left no room for the call: no call made
+	ClassUnpriced                       // a budget (WithBudget) cannot price the call's model: no call made
 	numClasses
 )
 
@@ -58,6 +59,7 @@ var classNames = [numClasses]string{
 	ClassStreamInterrupted: "stream_interrupted",
 	ClassUnavailable:       "unavailable",
 	ClassBudgetExceeded:    "budget_exceeded",
+	ClassUnpriced:          "unpriced",
 }
 
 // String returns the class's snake_case name, such as "rate_limited".

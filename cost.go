@@ -68,18 +68,54 @@ func (c *Client) newCostState() *costState {
 	return cs
 }
 
-// priceOf returns the price of model on up: the upstream's own price for it, else its
-// own default, else the table's under the upstream's provider; nil when none is known.
+// priceOf returns the price, before any answer, of a call of model on up: priceFor
+// with no name answered.
 func (cs *costState) priceOf(up *upstream, model string) *pricing.Model {
+	return cs.priceFor(up, model, "")
+}
+
+// priceFor is the one rule that prices a call on up, the same for Complete, Stream, the
+// transport, Embed, budgets and the cost bound on failover. sent is the model the call
+// named to the upstream (after Upstream.Models) and answered the model its response
+// named ("" before the answer, or when it named none):
+//
+//  1. the upstream's own prices (Upstream.Prices) first: the name answered, else the
+//     name sent, else its own default (the key ""). An upstream with its own price for
+//     the call keeps it whatever name it answers with (OpenAI answers "gpt-4o" as
+//     "gpt-4o-2024-08-06");
+//  2. else the price table under the upstream's provider: the name answered, else the
+//     name sent.
+//
+// It returns nil when neither knows the call: its cost is unknown, never $0.
+func (cs *costState) priceFor(up *upstream, sent, answered string) *pricing.Model {
 	p := &up.price
+	if answered == sent {
+		answered = ""
+	}
 	if p.own != nil {
-		if m, ok := p.own[model]; ok && m != nil {
+		if answered != "" {
+			if m := p.own[answered]; m != nil {
+				return m
+			}
+		}
+		if m := p.own[sent]; m != nil {
 			return m
 		}
 		if p.fallback != nil {
 			return p.fallback
 		}
 	}
+	if answered != "" {
+		if m := cs.tableLookup(p, answered); m != nil {
+			return m
+		}
+	}
+	return cs.tableLookup(p, sent)
+}
+
+// tableLookup returns the table's price of model under the upstream's provider, nil for
+// none.
+func (cs *costState) tableLookup(p *upstreamPrice, model string) *pricing.Model {
 	if model == "" {
 		return nil
 	}
@@ -160,8 +196,9 @@ func (a *attempt) streaming() bool {
 // attemptCost is what an ended attempt cost, from its usage (nil when it reported none):
 //
 //   - no upstream call was made (a local refusal): a known $0;
-//   - a usage report, or the Client's estimate of one: priced at the model the response
-//     named, else the model the request named; estimated usage gives an estimated cost;
+//   - a usage report, or the Client's estimate of one: priced by priceFor, from the
+//     model sent and the model the response named; estimated usage gives an estimated
+//     cost;
 //   - an error response (status 400 and above): a known $0, vendors do not bill them;
 //   - a timeout or cancellation after the request was sent: the upstream may have gone on
 //     generating, and bills it, so the estimate is the prompt plus, for a one-shot call,
@@ -178,18 +215,18 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 	if usage == nil {
 		usage = b.partial
 	}
-	m := b.price
-	if !b.looked {
-		m = cs.priceOf(a.up, a.call.Model)
-	}
 	model := b.model
 	if a.resp != nil && a.resp.Model != "" {
 		model = a.resp.Model
 	}
-	if model != "" && model != a.call.Model {
-		if named := cs.priceOf(a.up, model); named != nil {
-			m = named
-		}
+	var m *pricing.Model
+	switch {
+	case model != "" && model != a.call.Model:
+		m = cs.priceFor(a.up, a.call.Model, model)
+	case b.looked:
+		m = b.price // priceFor(a.up, a.call.Model, ""), looked up at admission
+	default:
+		m = cs.priceOf(a.up, a.call.Model)
 	}
 	if m == nil {
 		return pricing.Cost{}

@@ -83,10 +83,19 @@ func (c *config) validateCost() []error {
 // embedded snapshot of the genai-prices database, parsed in New (15–20 ms, once per
 // process). Each attempt's cost is then on Attempt.Cost and EventAttempt, and the call's
 // on Response.Cost, Error.Cost and EventCall (see pricing.Cost for what is known and what
-// is estimated). A model is looked up in the upstream's own prices (Upstream.Prices)
-// first, then in t under the upstream's provider (Upstream.PriceProvider), by the name
-// the response gave, else the name sent. A model the table does not know has an unknown
-// cost, never $0.
+// is estimated). One rule prices every attempt — of Complete, Stream, the transport and
+// Embed, and the estimates of budgets and WithCostFailover alike:
+//
+//  1. the upstream's own prices (Upstream.Prices): the model name the response gave,
+//     else the name sent (after Upstream.Models), else the map's default (key ""). An
+//     upstream with an own price for the call keeps it whatever name it answers with:
+//     OpenAI answers "gpt-4o" as "gpt-4o-2024-08-06", and a negotiated rate or a
+//     self-hosted $0 still applies;
+//  2. else t under the upstream's provider (Upstream.PriceProvider): the name the
+//     response gave, else the name sent.
+//
+// Before the answer (a budget's reservation, a failover bound) there is no response name
+// yet, so the name sent decides. A model neither knows has an unknown cost, never $0.
 //
 // With pricing on, an attempt whose prompt estimate (plus MaxTokens, when set) exceeds
 // its model's known context window by more than a tenth is refused before any call, as a
@@ -106,7 +115,10 @@ func WithPricing(t *pricing.Table) Option {
 // estimated cost before the call and is charged its real cost after it; an attempt that
 // does not fit is refused before any call with ClassBudgetExceeded and an error wrapping
 // budget.ErrExceeded whose AdmitAfter says when the window leaves room, or moves to the
-// budget's Reroute group. Soft thresholds and the first refusal of a window are reported
+// budget's Reroute group. An attempt whose model has no price is refused with
+// ClassUnpriced and budget.ErrNoPrice under the default budget.UnpricedRefuse (see
+// Budget.Unpriced). An attempt's cost counts in the window it ends in (see package
+// budget for how far spend can pass a cap). Soft thresholds and the first refusal of a window are reported
 // as EventBudget. Budgets are kept in the limit store (WithLimitStore) when it implements
 // limitstore.BudgetStore — the in-memory store and redisstore's do, so Clients sharing one
 // share their budgets — else in memory, private to the Client. Budgets are checked in the

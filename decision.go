@@ -103,6 +103,7 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	stream_interrupted last   no        first     yes                continues a committed stream
 //	unavailable        no     no        yes       no
 //	budget_exceeded    no     no        yes       no                 a budget's Reroute group
+//	unpriced           no     no        yes       no
 //	unknown            no     no        no        no
 func DefaultDecision(c Class) Decision {
 	switch c {
@@ -130,8 +131,9 @@ func DefaultDecision(c Class) Decision {
 	case ClassStreamInterrupted:
 		// A committed stream continues (WithStreamContinuation): elsewhere first, at once.
 		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
-	case ClassUnavailable, ClassBudgetExceeded:
-		// A budget refusal may fit on a cheaper upstream, or one outside the budget's scope.
+	case ClassUnavailable, ClassBudgetExceeded, ClassUnpriced:
+		// A budget refusal may fit on a cheaper upstream, or one outside the budget's
+		// scope; an unpriced model may have a price on another upstream.
 		return Decision{Failover: true}
 	}
 	return Decision{}

@@ -51,10 +51,12 @@ const MaxSoft = 8
 type Unpriced uint8
 
 const (
-	// UnpricedRefuse refuses the attempt, before any call, with ClassBudgetExceeded and
-	// an error wrapping ErrNoPrice that names the model: a budget that cannot count a call
-	// does not let it through unnoticed. Price the model (llmclient.Upstream.Prices, or a
-	// newer price file) or choose another policy.
+	// UnpricedRefuse refuses the attempt, before any call, with llmclient.ClassUnpriced
+	// (not ClassBudgetExceeded: no money was spent, a model without a price was called)
+	// and an error wrapping ErrNoPrice that names the model: a budget that cannot count a
+	// call does not let it through unnoticed. The call fails over, by default, to an
+	// upstream that prices it. Price the model (llmclient.Upstream.Prices, or a newer
+	// price file) or choose another policy.
 	UnpricedRefuse Unpriced = iota
 	// UnpricedAllow admits the attempt and counts nothing for it: the budget then does not
 	// bound what such calls spend.

@@ -15,7 +15,7 @@ var (
 	// have left room for it, 0 when it never will (its estimate exceeds the cap).
 	ErrExceeded = errors.New("llmclient: budget exceeded")
 	// ErrNoPrice: a budget with UnpricedRefuse could not price the attempt's model (class
-	// budget_exceeded).
+	// unpriced).
 	ErrNoPrice = errors.New("llmclient: no price for the model")
 	// ErrCostlyFailover: a Failover rule refused to move the call to a costlier upstream
 	// (class unavailable).
@@ -30,10 +30,14 @@ type Status struct {
 	// Cap, Spent and Reserved are the window's cap, what its attempts have cost, and what
 	// attempts in flight hold reserved, across every Client that shares the budget.
 	Cap, Spent, Reserved pricing.Money
-	// Fraction is the soft fraction that was reached, or 1 for the hard cap.
+	// Fraction is the soft fraction that was reached, or 1 for the hard cap. In
+	// llmclient.Client.Budget's answer it is the largest soft fraction the window's spend
+	// has reached (0 for none), or 1 while Hard.
 	Fraction float64
-	// Hard is true when an attempt was refused at the cap: the first refusal of the window
-	// (of the epoch, for a rolling window) across the Clients that share the budget.
+	// Hard is, in an EventBudget, true when an attempt was refused at the cap: the first
+	// refusal of the window (of the epoch, for a rolling window) across the Clients that
+	// share the budget. In llmclient.Client.Budget's answer it is true while the budget
+	// refuses calls at its cap.
 	Hard bool
 	// Reroute is the model group a refused call moves to, for a budget with Reroute.
 	Reroute string

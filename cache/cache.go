@@ -180,7 +180,10 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 		e = newEntry(resp, chunks, time.Now())
 		e.Fingerprint = cl.key
 		// A stream's whole entry, not its chunks alone (the recorder's bound).
-		if chunks != nil && e.Size() > c.cfg.maxEntry {
+		switch {
+		case !storable(&e.Response): // a refusal read from the chunks
+			why = ErrNotStorable
+		case chunks != nil && e.Size() > c.cfg.maxEntry:
 			why = ErrTooLarge
 		}
 	}

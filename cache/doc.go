@@ -13,6 +13,8 @@
 // (WithPartition, PartitionByMetadata): tenants never share an answer. Only successful
 // answers are stored: not a degraded one (WithFallback's), not a filtered or refused one,
 // not a stream that was cut, failed, closed early or grew past WithMaxEntryBytes. A
+// stream's answer is stored with the content the caller read, also when the Client keeps
+// none in the stream's Response (llmclient.WithStreamAccumulate(false)). A
 // fallback to another upstream (Response.Fallback) is a real answer and is stored.
 //
 // A hit returns a copy of the stored Response marked Cached, with no Attempts (no upstream
@@ -37,7 +39,10 @@
 // llmclient does not offer (StreamOf replays a finished recording), and holding followers
 // until the leader's stream ends would cost them all their time to first token; the
 // leader's pace and early Close would also decide theirs. A stream repeated after its
-// first copy ended is served from the cache.
+// first copy ended is served from the cache. Every caller of a shared call gets a copy of
+// its Response, Attempts and Cost included: the cost of the one upstream call, which the
+// Client's budgets count once. A caller that adds up Response.Cost across its calls
+// counts a shared call once per caller; EventShared marks the followers.
 //
 // # Idempotency keys
 //

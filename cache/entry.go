@@ -65,14 +65,38 @@ func chunkSize(c *llmclient.Chunk) int {
 
 // newEntry makes the entry of an answer: the response without what belongs to its call
 // (Attempts, RateLimits, Cost). It copies the fields one by one rather than the whole
-// Response, which would also keep the call's trace held inside it.
+// Response, which would also keep the call's trace held inside it. A stream's Response
+// holds no content when the Client keeps none (llmclient.WithStreamAccumulate(false)):
+// the content is then assembled from the recorded chunks, so that the entry holds the
+// answer the caller read, for a Complete served from it as much as for a Stream.
 func newEntry(resp *llmclient.Response, chunks []llmclient.Chunk, now time.Time) *Entry {
+	text, reasoning, refusal, calls := resp.Text, resp.Reasoning, resp.Refusal, resp.ToolCalls
+	if !hasContent(resp) && chunksHaveContent(chunks) {
+		acc := llmclient.StreamOf(chunks, nil).Response() // assembles; reads nothing
+		text, reasoning, refusal, calls = acc.Text, acc.Reasoning, acc.Refusal, acc.ToolCalls
+	}
 	return &Entry{Chunks: chunks, Created: now, Response: llmclient.Response{
-		ID: resp.ID, Model: resp.Model, Text: resp.Text, Reasoning: resp.Reasoning,
-		ToolCalls: slices.Clone(resp.ToolCalls), FinishReason: resp.FinishReason,
-		RawFinishReason: resp.RawFinishReason, Refusal: resp.Refusal, Usage: resp.Usage,
+		ID: resp.ID, Model: resp.Model, Text: text, Reasoning: reasoning,
+		ToolCalls: slices.Clone(calls), FinishReason: resp.FinishReason,
+		RawFinishReason: resp.RawFinishReason, Refusal: refusal, Usage: resp.Usage,
 		Status: resp.Status, Upstream: resp.Upstream, Fallback: resp.Fallback, Degraded: resp.Degraded,
 	}}
+}
+
+// hasContent reports whether r holds any content: text, reasoning, a refusal or a tool
+// call.
+func hasContent(r *llmclient.Response) bool {
+	return r.Text != "" || r.Reasoning != "" || r.Refusal != "" || len(r.ToolCalls) > 0
+}
+
+// chunksHaveContent reports whether any of chunks carries content.
+func chunksHaveContent(chunks []llmclient.Chunk) bool {
+	for i := range chunks {
+		if chunks[i].HasContent() {
+			return true
+		}
+	}
+	return false
 }
 
 // response returns a copy of the entry's response for one caller, who may modify it,

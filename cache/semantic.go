@@ -328,7 +328,9 @@ func (s *Semantic) save(ctx context.Context, sc *semCall, req *llmclient.Request
 	var it *semItem
 	if why == nil {
 		e := newEntry(resp, chunks, time.Now())
-		if e.Size() > s.cfg.maxEntry {
+		if !storable(&e.Response) { // a refusal read from the chunks
+			why = ErrNotStorable
+		} else if e.Size() > s.cfg.maxEntry {
 			why = ErrTooLarge
 		} else if it = s.newItem(sc, e); it.size > s.cfg.maxBytes {
 			why = fmt.Errorf("%w: question, answer and embedding hold %d bytes, more than WithMaxSemanticBytes", ErrTooLarge, it.size)

@@ -226,7 +226,7 @@ func budgets(paris *time.Location, mini, flagship llmclient.Provider) (*llmclien
 		llmclient.WithModelGroup("chat", "mini", "flagship"),
 		llmclient.WithCostFailover("chat", budget.Failover{
 			MaxRatio: 3,    // fail over only to upstreams at most 3× the first's price for this call
-			WhenOpen: true, // costlier ones only while the first upstream's breaker is open
+			WhenOpen: true, // costlier ones only while the first upstream cannot serve (open, drained, tripped elsewhere)
 		}),
 	)
 }

@@ -20,6 +20,8 @@ import (
 //
 //   - 429 for a refusal by the Client's limits (ClassRateLimited) or a budget
 //     (ClassBudgetExceeded);
+//   - 403 for a request a budget cannot price and refuses by its Unpriced policy
+//     (ClassUnpriced): a policy, not a load, so no SDK retries it;
 //   - 503 for an upstream that cannot be tried now (ClassUnavailable: breakers open,
 //     keys evicted, no upstream of the route speaks the request's shape), except 429 when
 //     every key is cooling down after the upstream's rate limits.
@@ -62,7 +64,7 @@ func localRefusal(e *Error) bool {
 		return false
 	}
 	switch e.Class {
-	case ClassRateLimited, ClassBudgetExceeded, ClassUnavailable:
+	case ClassRateLimited, ClassBudgetExceeded, ClassUnpriced, ClassUnavailable:
 	default:
 		return false
 	}
@@ -82,6 +84,8 @@ func (t *Transport) refusal(m *txUpstream, req *http.Request, err error) (*http.
 		status, kind = http.StatusTooManyRequests, "rate_limited"
 	case ClassBudgetExceeded:
 		status, kind = http.StatusTooManyRequests, "budget_exceeded"
+	case ClassUnpriced:
+		status, kind = http.StatusForbidden, "unpriced"
 	default:
 		switch {
 		case errors.Is(e, ErrCircuitOpen):
@@ -132,20 +136,29 @@ func refusalBody(f refusalFlavor, status int, kind, msg string) []byte {
 	switch f {
 	case flavorAnthropic:
 		typ := "overloaded_error"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			typ = "rate_limit_error"
+		case http.StatusForbidden:
+			typ = "permission_error"
 		}
 		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
 	case flavorGemini:
 		st := "UNAVAILABLE"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			st = "RESOURCE_EXHAUSTED"
+		case http.StatusForbidden:
+			st = "PERMISSION_DENIED"
 		}
 		v = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": st}}
 	default:
 		typ := "server_error"
-		if status == http.StatusTooManyRequests {
+		switch status {
+		case http.StatusTooManyRequests:
 			typ = "rate_limit_error"
+		case http.StatusForbidden:
+			typ = "permission_error"
 		}
 		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": kind}}
 	}

@@ -28,8 +28,8 @@ func TestTransportUnknownShapesAreBudgetedAsUnpriced(t *testing.T) {
 			resp, err := post(t, context.Background(), rt, "http://oai.test"+path, `{"model":"gpt-3.5-turbo-instruct","prompt":"hi"}`)
 			require.NoError(t, err)
 			_, _ = readBody(t, resp)
-			assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, path)
-			assert.Equal(t, "budget_exceeded", resp.Header.Get("X-Llmclient-Class"), path)
+			assert.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+			assert.Equal(t, "unpriced", resp.Header.Get("X-Llmclient-Class"), path)
 		}
 		assert.Zero(t, up.count(), "refused without a call")
 

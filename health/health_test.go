@@ -30,7 +30,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"a","adapter":"openai","in_flight":0,"attempts":0,"errors":0,"rate_limited":0,"error_rate":0,` +
+	want := `{"name":"a","adapter":"openai","serving":false,"in_flight":0,"attempts":0,"errors":0,"rate_limited":0,"error_rate":0,` +
 		`"keys":[{"label":"key#1","state":"ready","in_flight":0,"tokens":{"limit":60000,"remaining":-250.5,"capacity":10000},` +
 		`"reported":{"at":"2026-01-02T03:04:05Z","requests":{"limit":60,"remaining":7,"reset":"2s"}}},` +
 		`{"label":"key#2","state":"cooling","until":"2026-01-02T03:04:05Z","in_flight":0}],` +

@@ -88,6 +88,10 @@ func fromError(err error) *apiError {
 		if e.retryAfter <= 0 {
 			e.noRetry = true
 		}
+	case llmclient.ClassUnpriced:
+		// A budget cannot price the model: a policy refusal, which no retry changes.
+		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 403, "invalid_request_error", "model_unpriced", "permission_error", true
+		e.retryAfter = 0
 	case llmclient.ClassOverloaded:
 		e.status, e.oaType, e.oaCode, e.anType = 503, "service_unavailable_error", "server_is_overloaded", "overloaded_error"
 	case llmclient.ClassServerError, llmclient.ClassNetwork, llmclient.ClassUnknown, llmclient.ClassStreamInterrupted, llmclient.ClassEmptyOutput:

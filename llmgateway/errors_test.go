@@ -255,3 +255,49 @@ func TestSampleConfigLoads(t *testing.T) {
 		t.Fatalf("without the environment: %v", err)
 	}
 }
+
+func TestFailoverBenchConfigLoads(t *testing.T) {
+	cfg, err := llmgateway.LoadFile("failoverbench.yaml", env("FB_WALL_KEY", "wall", "FB_TENANT_KEY", "bench",
+		"FB_ADMIN_TOKEN", "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every scenario model is a group, primary then fallback, and the fallback serves it
+	// as the bench's fallback model.
+	want := map[string]string{
+		"fb-s01-429-retry-after": "fb-ok", "fb-s02-429-persistent": "fb-ok", "fb-s03-500-then-200": "fb-ok",
+		"fb-s04-503-persistent": "fb-ok", "fb-s05-reset": "fb-ok", "fb-s06-no-response": "fb-ok",
+		"fb-s07-slow-ttft": "fb-ok", "fb-s08-stream-cut": "fb-ok", "fb-s09-stream-stall": "fb-ok",
+		"fb-s10-malformed-chunk": "fb-ok", "fb-s11-no-done": "fb-ok", "fb-s12-context-length": "fb-ok",
+		"fb-s13-content-filter": "fb-ok", "fb-s14-stream-cut": "fb-ok-noprefill", "fb-s15-flap": "fb-ok",
+		"fb-s16-503-persistent": "fb-ok",
+	}
+	groups := map[string][]string{}
+	for _, g := range cfg.Groups {
+		groups[g.Name] = g.Upstreams
+	}
+	var fallback map[string]string
+	for _, u := range cfg.Upstreams {
+		if u.Name == "fallback" {
+			fallback = u.Models
+		}
+	}
+	if len(groups) != len(want) || len(fallback) != len(want) {
+		t.Fatalf("%d groups and %d fallback models, want %d", len(groups), len(fallback), len(want))
+	}
+	for model, fb := range want {
+		if got := groups[model]; len(got) != 2 || got[0] != "primary" || got[1] != "fallback" {
+			t.Errorf("group %s: %v", model, got)
+		}
+		if fallback[model] != fb {
+			t.Errorf("fallback serves %s as %q, want %q", model, fallback[model], fb)
+		}
+	}
+	g, err := llmgateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -72,6 +72,28 @@ func BenchmarkComplete(b *testing.B) {
 			}
 		}
 	})
+	b.Run("llmclient-with-deadline", func(b *testing.B) {
+		// The caller's context has a deadline: no time budget of the Client's own.
+		c := newLLMClient(b, noop{})
+		dctx, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Complete(dctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("llmclient-no-budget", func(b *testing.B) {
+		// WithCallBudget(0): a call without a deadline is bounded by nothing of the Client's.
+		c := newLLMClient(b, noop{}, llmclient.WithCallBudget(0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Complete(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("llmclient-with-attempt-timeout", func(b *testing.B) {
 		c := newLLMClient(b, noop{}, llmclient.WithAttemptTimeout(10*time.Minute))
 		b.ReportAllocs()

@@ -53,7 +53,9 @@ func FuzzStream(f *testing.F) {
 		s := newStream(&http.Response{Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}},
 			func() {}, "key")
 		_, err := providertest.FuzzRecv(t, s, len(body)+1)
-		if err == io.EOF && !strings.Contains(body, "message_stop") && !strings.Contains(body, "stop_reason") {
+		// JSON keys match case-insensitively: "stop_reAson" is a stop_reason.
+		low := strings.ToLower(body)
+		if err == io.EOF && !strings.Contains(low, "message_stop") && !strings.Contains(low, "stop_reason") {
 			t.Fatal("io.EOF without message_stop or a stop_reason")
 		}
 	})

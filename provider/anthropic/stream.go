@@ -63,9 +63,11 @@ type stream struct {
 	header http.Header
 	key    string
 
-	start  wireUsage // usage from message_start
-	tool   openTool  // the tool_use block being streamed, if any
-	err    error     // sticky: io.EOF after message_stop, or the failure
+	start  wireUsage     // usage from message_start
+	tool   openTool      // the tool_use block being streamed, if any
+	stop   bool          // a message_delta carried a stop_reason
+	skips  adapter.Skips // malformed events skipped, once a good event was read
+	err    error         // sticky: io.EOF after message_stop, or the failure
 	closed atomic.Bool
 	once   sync.Once
 }
@@ -95,7 +97,15 @@ func (s *stream) Format(f fmt.State, _ rune) {
 // and an error wrapping io.ErrUnexpectedEOF when the stream ends before message_stop. An
 // event whose data is empty is read from its name alone ("event: ping" with an empty data
 // line is a keep-alive, not a broken stream). An event whose data is not valid JSON is an
-// *llmclient.Error of class server_error. A tool_use block that streams no input (a tool
+// *llmclient.Error of class server_error. Once a good event was read (message_start, a
+// content block event or message_delta), an event whose data starts as a JSON object but
+// does not parse (a proxy or CDN rewrote it) is skipped instead, up to
+// adapter.MaxSkippedEvents (8) per stream (SkippedEvents counts them), unless it is named
+// message_start, message_delta, message_stop or error, which carry the start, the end or a
+// failure; the next one fails the stream, its message saying how many were skipped. A
+// skipped event never hides the end: without message_stop the stream is still cut, and a
+// message_stop after skipped events but without a stop_reason is an error wrapping
+// io.ErrUnexpectedEOF, not a clean end. A tool_use block that streams no input (a tool
 // without parameters) gets its start's input, "{}", as arguments at its
 // content_block_stop, as a one-shot response has them. A one-shot body sent instead of
 // events is answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent
@@ -159,12 +169,19 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 	var ev streamEvent
 	if len(bytes.TrimSpace(data)) > 0 { // an event with an empty data line is its name alone
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return c, false, s.malformed(data, fmt.Errorf("malformed %q event: %w", name, err))
+			if skippable(name) && adapter.StartsObject(data) && s.skips.Skip() {
+				return c, false, nil // a proxy or CDN rewrote it: the stream goes on
+			}
+			return c, false, s.skips.Note(s.malformed(data, fmt.Errorf("malformed %q event: %w", name, err)))
 		}
 	}
 	typ := ev.Type
 	if typ == "" {
 		typ = name
+	}
+	switch typ {
+	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta":
+		s.skips.Good()
 	}
 	switch typ {
 	case "ping":
@@ -220,6 +237,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		}
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			s.stop = true
 			c.RawFinishReason = ev.Delta.StopReason
 			c.FinishReason = finishReason(ev.Delta.StopReason)
 		}
@@ -230,10 +248,28 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, c.FinishReason != "" || c.Usage != nil, nil
 	case "message_stop":
 		s.err = io.EOF
+		if n := s.skips.Count(); n > 0 && !s.stop {
+			// A skipped event may have been the message_delta: the end is not known.
+			s.err = fmt.Errorf("anthropic: message_stop without a stop_reason after %d malformed events skipped: %w", n, io.ErrUnexpectedEOF)
+		}
 		return c, false, nil
 	}
 	return c, c.HasContent(), nil
 }
+
+// skippable reports whether a malformed event named name may be skipped: not one that
+// carries the start, the end or a failure.
+func skippable(name string) bool {
+	switch name {
+	case "message_start", "message_delta", "message_stop", "error":
+		return false
+	}
+	return true
+}
+
+// SkippedEvents returns the number of malformed events skipped so far. It is safe for
+// concurrent use.
+func (s *stream) SkippedEvents() int { return s.skips.Count() }
 
 // wholeBody answers a bare JSON value found instead of an event: a server or proxy that
 // ignored "stream": true and sent a one-shot body, whatever its Content-Type. A Message is

@@ -46,6 +46,8 @@ type stream struct {
 	idBase   int  // the request history's tool calls: made-up IDs are numbered after them
 	usage    wireUsage
 	hasUsage bool
+	skips    adapter.Skips // malformed events skipped, once a good chunk was read
+	event    bool          // the data being handled is a "data:" event's (not a bare JSON value)
 
 	err    error // sticky
 	closed atomic.Bool
@@ -92,8 +94,14 @@ func (s *stream) Format(f fmt.State, _ rune) {
 // end of one that did not, an *llmclient.Error for an error line (classified like an error
 // response; server_error when it says nothing known) or a blocked prompt
 // (content_filtered), and an *llmclient.Error of class server_error for a chunk that is not
-// valid JSON or a JSON-mode body over 32 MiB. Errors are sticky. Recv is not safe for concurrent use with itself; Close may
-// be called at any time.
+// valid JSON or a JSON-mode body over 32 MiB. Once a good chunk was read, an event whose
+// data ("data:" lines; not a bare JSON value, the form of an in-band error) starts as a
+// JSON object but does not parse (a proxy or CDN rewrote it) is skipped
+// instead, up to adapter.MaxSkippedEvents (8) per stream (SkippedEvents counts them); the
+// next one fails the stream, its message saying how many were skipped. A skipped event
+// never hides the end: without a finish reason the stream is still cut. Errors are
+// sticky. Recv is not safe for concurrent use with itself; Close may be called at any
+// time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
 	for s.err == nil {
 		data, comment, err := s.next()
@@ -108,6 +116,9 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 			continue
 		}
 		c, err := s.handle(data)
+		if errors.Is(err, errSkipped) {
+			continue // a proxy or CDN rewrote it: the stream goes on
+		}
 		if err != nil {
 			s.err = err
 			break
@@ -121,6 +132,7 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 
 // next returns the next data payload, or a comment.
 func (s *stream) next() (data []byte, comment bool, err error) {
+	s.event = false
 	if s.dec != nil && len(s.queue) > 0 { // the elements of a bare JSON array
 		data, s.queue = s.queue[0], s.queue[1:]
 		return data, false, nil
@@ -148,6 +160,7 @@ func (s *stream) next() (data []byte, comment bool, err error) {
 		data, s.queue = s.queue[0], s.queue[1:]
 		return data, false, nil
 	}
+	s.event = err == nil && !ev.Raw
 	return ev.Data, ev.Comment, err
 }
 
@@ -175,15 +188,19 @@ func (s *stream) handle(data []byte) (llmclient.Chunk, error) {
 	var c llmclient.Chunk
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
+		if s.event && adapter.StartsObject(data) && s.skips.Skip() {
+			return c, errSkipped
+		}
 		e := malformed(s.status, data, fmt.Errorf("malformed stream chunk: %w", err))
 		e.Redact(s.key) // the message quotes the start of the chunk
-		return c, e
+		return c, s.skips.Note(e)
 	}
 	if w.Error != nil {
 		e := inBandError(s.status, w.Error)
 		e.Redact(s.key)
 		return c, e
 	}
+	s.skips.Good()
 	if !s.sentID && (w.ResponseID != "" || w.ModelVersion != "") {
 		c.ID, c.Model, s.sentID = w.ResponseID, w.ModelVersion, true
 	}
@@ -235,6 +252,13 @@ func (s *stream) candidate(cand *wireCandidate, c *llmclient.Chunk) {
 		s.finished = true
 	}
 }
+
+// errSkipped is handle's answer to a malformed event that Recv skips.
+var errSkipped = errors.New("gemini: malformed event skipped")
+
+// SkippedEvents returns the number of malformed events skipped so far. It is safe for
+// concurrent use.
+func (s *stream) SkippedEvents() int { return s.skips.Count() }
 
 // Close releases the connection. It is idempotent and unblocks a concurrent Recv.
 func (s *stream) Close() error {

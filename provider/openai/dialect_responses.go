@@ -44,6 +44,14 @@ import (
 // one-shot Response body sent instead of events is returned as one chunk, then io.EOF, or
 // as its classified error (see wholeBody).
 //
+// An event whose data is not JSON is an *llmclient.Error of class server_error ("openai:
+// malformed stream event"). Once an event was decoded, one whose data starts as a JSON
+// object but does not parse (a proxy or CDN rewrote it) is skipped instead, up to
+// adapter.MaxSkippedEvents (8) per stream (SkippedEvents counts them), unless it is named
+// "error" or "response.failed"; the next one fails the stream, its message saying how many
+// were skipped. A skipped event never hides the end: without response.completed or
+// response.incomplete the stream is still cut.
+//
 // Recv is not safe for concurrent use with itself; Close may be called at any time.
 type responsesStream struct {
 	body   io.ReadCloser
@@ -54,6 +62,7 @@ type responsesStream struct {
 	key    string
 	calls  bool // a function call item was seen
 	refuse bool // a refusal delta was seen
+	skips  adapter.Skips
 	err    error
 
 	closed    atomic.Bool
@@ -135,10 +144,14 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		}
 		var e respEvent
 		if err := json.Unmarshal(data, &e); err != nil {
-			s.err = &llmclient.Error{Class: llmclient.ClassServerError, Status: s.status,
-				Message: "openai: malformed stream event", RequestID: requestID(s.header), Err: err}
+			if ev.Type != "error" && ev.Type != "response.failed" && adapter.StartsObject(data) && s.skips.Skip() {
+				continue // a proxy or CDN rewrote it: the stream goes on
+			}
+			s.err = s.skips.Note(&llmclient.Error{Class: llmclient.ClassServerError, Status: s.status,
+				Message: "openai: malformed stream event", RequestID: requestID(s.header), Err: err})
 			return llmclient.Chunk{}, s.err
 		}
+		s.skips.Good()
 		typ := e.Type
 		if typ == "" {
 			typ = ev.Type
@@ -151,6 +164,10 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 		return c, nil
 	}
 }
+
+// SkippedEvents returns the number of malformed events skipped so far. It is safe for
+// concurrent use.
+func (s *responsesStream) SkippedEvents() int { return s.skips.Count() }
 
 // event interprets one event.
 func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclient.Chunk, error) {

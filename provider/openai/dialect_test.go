@@ -248,7 +248,8 @@ func TestDialectResponsesStreamErrors(t *testing.T) {
 		{"nested error event", created + sseEvent("error", `{"type":"error","error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota"}}`), llmclient.ClassQuotaExhausted, false},
 		{"response.failed", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"boom"}}}`), llmclient.ClassServerError, false},
 		{"response.failed without error", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":null}}`), llmclient.ClassServerError, false},
-		{"malformed", created + "data: {nope\n\n", llmclient.ClassServerError, false},
+		{"malformed", "data: {nope\n\n" + created, llmclient.ClassServerError, false},
+		{"malformed, skipped, hides the end", created + "data: {nope\n\n", llmclient.ClassNone, true},
 		{"cut", created + sseEvent("response.output_text.delta", `{"type":"response.output_text.delta","delta":"Hi"}`), llmclient.ClassNone, true},
 	}
 	for _, tt := range tests {

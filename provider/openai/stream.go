@@ -34,13 +34,12 @@ type chunkStream struct {
 	sc     jsonscan.Scanner
 	data   []byte // the event being decoded, for in-band errors and raw arguments
 
-	id, model string       // the previous chunk's values, reused when equal so they do not allocate
-	refused   bool         // a refusal delta was seen: a later "stop" is reported as FinishRefusal
-	finished  bool         // a finish reason was seen: the end of the body is then a clean end
-	healthy   bool         // a chunk was decoded: later malformed events may be skipped
-	skipped   atomic.Int32 // malformed events skipped
-	key       string       // the call's API key, redacted from in-band error messages
-	err       error        // sticky: io.EOF after [DONE], or the failure
+	id, model string        // the previous chunk's values, reused when equal so they do not allocate
+	refused   bool          // a refusal delta was seen: a later "stop" is reported as FinishRefusal
+	finished  bool          // a finish reason was seen: the end of the body is then a clean end
+	skips     adapter.Skips // malformed events skipped, once a chunk was decoded
+	key       string        // the call's API key, redacted from in-band error messages
+	err       error         // sticky: io.EOF after [DONE], or the failure
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -73,7 +72,7 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 //     with the message "openai: malformed stream chunk: <start of the line>", wrapping the
 //     *jsonscan.SyntaxError (the same decision parseResponse makes for a garbage body).
 //     Once a chunk was decoded, a data line that starts as a JSON object but does not
-//     parse (a proxy or CDN rewrote it) is skipped instead, up to maxSkippedEvents per
+//     parse (a proxy or CDN rewrote it) is skipped instead, up to adapter.MaxSkippedEvents (8) per
 //     stream (SkippedEvents counts them); the next one fails the stream. A skipped event
 //     never hides the end: without [DONE] or a finish reason the stream is still cut.
 //
@@ -154,19 +153,13 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		c, err := s.decode(data)
 		if err != nil {
 			var se *jsonscan.SyntaxError
-			if s.healthy && s.skipped.Load() < maxSkippedEvents && errors.As(err, &se) {
-				s.skipped.Add(1) // a proxy or CDN rewrote it: the stream goes on
-				continue
+			if errors.As(err, &se) && s.skips.Skip() {
+				continue // a proxy or CDN rewrote it: the stream goes on
 			}
-			if n := s.skipped.Load(); n > 0 {
-				if e, ok := err.(*llmclient.Error); ok {
-					e.Message += fmt.Sprintf(" (after %d malformed events skipped)", n)
-				}
-			}
-			s.err = err
+			s.err = s.skips.Note(err)
 			return llmclient.Chunk{}, err
 		}
-		s.healthy = true
+		s.skips.Good()
 		if c.Refusal != "" {
 			s.refused = true
 		}
@@ -183,13 +176,9 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 	}
 }
 
-// maxSkippedEvents is the number of malformed events a healthy stream may skip; the next
-// one fails it.
-const maxSkippedEvents = 8
-
 // SkippedEvents returns the number of malformed events skipped so far. It is safe for
 // concurrent use.
-func (s *chunkStream) SkippedEvents() int { return int(s.skipped.Load()) }
+func (s *chunkStream) SkippedEvents() int { return s.skips.Count() }
 
 // Close closes the response body. It is idempotent and safe to call concurrently with Recv.
 func (s *chunkStream) Close() error {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,51 +48,12 @@ import (
 // LLMCLIENT_SEED_BASE=<b> starts elsewhere (default 1).
 
 func TestMoneyInvariants(t *testing.T) {
-	if s := os.Getenv("LLMCLIENT_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := newMoneyScenario(seed)
-		t.Log(sc)
-		synctest.Test(t, func(t *testing.T) {
-			if err := sc.run(); err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-		})
-		return
-	}
-	n := 2_000
-	if s := os.Getenv("LLMCLIENT_SCENARIOS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := uint64(1)
-	if s := os.Getenv("LLMCLIENT_SEED_BASE"); s != "" {
-		base, _ = strconv.ParseUint(s, 10, 64)
-	}
-	workers := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() {
-		t.Logf("over %d scenarios: %d attempts answered (%d settled a window after they began), %d refused by the budget, %d unpriced, %d hedges, %d cache hits",
-			n, moneyStats.answered.Load(), moneyStats.long.Load(), moneyStats.refused.Load(), moneyStats.unpriced.Load(),
+		t.Logf("%d attempts answered (%d settled a window after they began), %d refused by the budget, %d unpriced, %d hedges, %d cache hits",
+			moneyStats.answered.Load(), moneyStats.long.Load(), moneyStats.refused.Load(), moneyStats.unpriced.Load(),
 			moneyStats.hedges.Load(), moneyStats.cached.Load())
 	})
-	for w := range workers {
-		t.Run("worker"+strconv.Itoa(w), func(t *testing.T) {
-			t.Parallel()
-			for i := w; i < n; i += workers {
-				seed := base + uint64(i)
-				var err error
-				synctest.Test(t, func(t *testing.T) { err = newMoneyScenario(seed).run() })
-				if err != nil {
-					t.Fatalf("scenario %d failed: %v\nreplay: LLMCLIENT_SEED=%d go test -run 'TestMoneyInvariants$' -v .\n%s",
-						seed, err, seed, newMoneyScenario(seed))
-				}
-			}
-		})
-	}
+	sweep(t, "TestMoneyInvariants", 2_000, func(seed uint64) scenarioRun { return newMoneyScenario(seed) })
 }
 
 // moneyStats counts what the scenarios exercised, for the test's log.

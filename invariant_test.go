@@ -34,12 +34,27 @@ import (
 // replays it, and LLMCLIENT_SCENARIOS=<n> runs more (default 10,000).
 
 func TestInvariants(t *testing.T) {
+	sweep(t, "TestInvariants", 10_000, func(seed uint64) scenarioRun { return newScenario(seed) })
+}
+
+// scenarioRun is one random scenario of an invariant sweep: it runs in virtual time and
+// says how it failed; printed, it describes itself for a replay.
+type scenarioRun interface {
+	run() error
+	String() string
+}
+
+// sweep runs the scenarios of one invariant test: LLMCLIENT_SEED=<seed> replays one,
+// LLMCLIENT_SCENARIOS=<n> runs n (default def) from LLMCLIENT_SEED_BASE (default 1), spread
+// over GOMAXPROCS parallel workers. A failure names the seed and the command that replays
+// it.
+func sweep(t *testing.T, name string, def int, scenario func(seed uint64) scenarioRun) {
 	if s := os.Getenv("LLMCLIENT_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := newScenario(seed)
+		sc := scenario(seed)
 		t.Log(sc)
 		synctest.Test(t, func(t *testing.T) {
 			if err := sc.run(); err != nil {
@@ -48,7 +63,7 @@ func TestInvariants(t *testing.T) {
 		})
 		return
 	}
-	n := 10_000
+	n := def
 	if s := os.Getenv("LLMCLIENT_SCENARIOS"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil {
@@ -66,10 +81,10 @@ func TestInvariants(t *testing.T) {
 			for i := w; i < n; i += workers {
 				seed := base + uint64(i)
 				var err error
-				synctest.Test(t, func(t *testing.T) { err = newScenario(seed).run() })
+				synctest.Test(t, func(t *testing.T) { err = scenario(seed).run() })
 				if err != nil {
-					t.Fatalf("scenario %d failed: %v\nreplay: LLMCLIENT_SEED=%d go test -run 'TestInvariants$' -v .\n%s",
-						seed, err, seed, newScenario(seed))
+					t.Fatalf("scenario %d failed: %v\nreplay: LLMCLIENT_SEED=%d go test -run '%s$' -v .\n%s",
+						seed, err, seed, name, scenario(seed))
 				}
 			}
 		})

@@ -359,6 +359,22 @@ type problems []string
 
 func (p *problems) add(format string, a ...any) { *p = append(*p, fmt.Sprintf(format, a...)) }
 
+// named checks the name of entry i of the list called list ("upstreams", "groups", …),
+// whose names must be given and unique (seen holds those met so far), and returns how the
+// problems of that entry begin: `group "chat"`, or `groups[2]` for one without a name.
+func (p *problems) named(seen map[string]bool, list string, i int, name string) string {
+	w := fmt.Sprintf("%s %q", strings.TrimSuffix(list, "s"), name)
+	switch {
+	case name == "":
+		w = fmt.Sprintf("%s[%d]", list, i)
+		p.add("%s: name is required", w)
+	case seen[name]:
+		p.add("%s: the name is used twice", w)
+	}
+	seen[name] = true
+	return w
+}
+
 func (p problems) err() error {
 	if len(p) == 0 {
 		return nil
@@ -402,17 +418,7 @@ func (c *Config) validate() error {
 	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
-		w := fmt.Sprintf("upstreams[%d]", i)
-		if u.Name != "" {
-			w = fmt.Sprintf("upstream %q", u.Name)
-		}
-		switch {
-		case u.Name == "":
-			p.add("%s: name is required", w)
-		case ups[u.Name]:
-			p.add("%s: the name is used twice", w)
-		}
-		ups[u.Name] = true
+		w := p.named(ups, "upstreams", i, u.Name)
 		switch u.Vendor {
 		case "openai", "anthropic", "gemini":
 		case "azure":
@@ -448,15 +454,7 @@ func (c *Config) validate() error {
 	}
 	groups := map[string]bool{}
 	for i, g := range c.Groups {
-		w := fmt.Sprintf("group %q", g.Name)
-		switch {
-		case g.Name == "":
-			w = fmt.Sprintf("groups[%d]", i)
-			p.add("%s: name is required", w)
-		case groups[g.Name]:
-			p.add("%s: the name is used twice", w)
-		}
-		groups[g.Name] = true
+		w := p.named(groups, "groups", i, g.Name)
 		if len(g.Upstreams) == 0 {
 			p.add("%s: upstreams: at least one is required", w)
 		}
@@ -488,15 +486,7 @@ func (c *Config) validate() error {
 	keyOwner := map[string]string{}
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
-		w := fmt.Sprintf("tenant %q", t.Name)
-		switch {
-		case t.Name == "":
-			w = fmt.Sprintf("tenants[%d]", i)
-			p.add("%s: name is required", w)
-		case tenants[t.Name]:
-			p.add("%s: the name is used twice", w)
-		}
-		tenants[t.Name] = true
+		w := p.named(tenants, "tenants", i, t.Name)
 		if len(t.KeysEnv) == 0 {
 			p.add("%s: keys_env: at least one is required", w)
 		}
@@ -525,15 +515,7 @@ func (c *Config) validate() error {
 	c.TenantLimits.check(&p, "tenant_limits")
 	budgets := map[string]bool{}
 	for i, b := range c.Budgets {
-		w := fmt.Sprintf("budget %q", b.Name)
-		switch {
-		case b.Name == "":
-			w = fmt.Sprintf("budgets[%d]", i)
-			p.add("%s: name is required", w)
-		case budgets[b.Name]:
-			p.add("%s: the name is used twice", w)
-		}
-		budgets[b.Name] = true
+		w := p.named(budgets, "budgets", i, b.Name)
 		if _, err := b.build(); err != nil {
 			p.add("%s: %v", w, err)
 		}

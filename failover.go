@@ -353,11 +353,21 @@ const maxCallBudget = 24 * time.Hour
 // its waits, retries and failovers end by then, and each attempt gets a share of the time
 // left as under a deadline (half of it while another upstream of the route could serve).
 // For a stream it bounds the time to its first token: a committed stream is never cut by
-// it. A call whose context has a deadline is bounded by that deadline alone. d must be
-// within [0, 24h]; 0 turns the budget off, leaving such calls bounded only by the attempt
-// caps and the per-attempt bounds (WithAttemptTimeout, WithFirstTokenTimeout). Default 10m.
+// it, and the continuation of a broken stream (WithStreamContinuation) gets it anew. A
+// call whose context has a deadline is bounded by that deadline alone. d must be within
+// [0, 24h]; 0 turns the budget off, leaving such calls bounded only by the attempt caps
+// and the per-attempt bounds (WithAttemptTimeout, WithFirstTokenTimeout). Default 10m.
 func WithCallBudget(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callBudget = d })
+}
+
+// renewBudget gives a call without a context deadline its time budget anew from now: a
+// broken stream's continuation is a new way to a first token, however long the stream
+// ran before it broke.
+func (r *run) renewBudget() {
+	if !r.budgetEnd.IsZero() {
+		r.budgetEnd = time.Now().Add(r.c.cfg.callBudget)
+	}
 }
 
 // outOfTime reports whether the call's time budget (WithCallBudget) has ended: no

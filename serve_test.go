@@ -552,3 +552,21 @@ func TestBudgetRerouteAsksForTheEconomyModel(t *testing.T) {
 		assert.Equal(t, "small-model", r.Model)
 	}
 }
+
+// A stream that breaks after running longer than the time budget is still continued: its
+// continuation gets the budget anew.
+func TestContinuationAfterALongStreamGetsTheBudgetAnew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Stream("a", "b", "c", "d").ChunkDelay(4 * time.Minute).CutAfter(3))
+		peer := fake.New(fake.Stream("a", "b", "c", "d").Forever())
+		c := newClient(t, up("primary", primary), up("peer", peer), llmclient.WithIdleTimeout(10*time.Minute))
+		s, err := c.Stream(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		defer s.Close()
+		for s.Next() {
+		}
+		require.NoError(t, s.Err())
+		assert.Equal(t, "abcd", s.Response().Text)
+		assert.Equal(t, 1, peer.Calls())
+	})
+}

@@ -247,6 +247,7 @@ func (s *Stream) failContinuation(cm *committed, e *Error, xerr error) {
 // none is left and its caps allow another call.
 func (r *run) continueOn(d Decision) bool {
 	r.hedgeSent = true // a continuation is not hedged
+	r.renewBudget()
 	if d.Failover && (r.opts == nil || !r.opts.NoFailover) && r.advance() {
 		return true
 	}

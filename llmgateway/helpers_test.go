@@ -166,12 +166,12 @@ upstreams:
     vendor: openai
     base_url: %s/v1
     keys_env: [UP_KEY]
-    models: {gpt-4o: gpt-4o, gpt-4o-mini: gpt-4o-mini, text-embedding-3-small: text-embedding-3-small, any: gpt-4o}
+    models: {gpt-4o: gpt-4o, gpt-4o-mini: gpt-4o-mini, text-embedding-3-small: text-embedding-3-small, any: gpt-4o, both: gpt-4o}
   - name: an
     vendor: anthropic
     base_url: %s
     keys_env: [UP_KEY]
-    models: {claude-sonnet: claude-sonnet-4-5, any: claude-sonnet-4-5}
+    models: {claude-sonnet: claude-sonnet-4-5, any: claude-sonnet-4-5, both: claude-sonnet-4-5}
 groups:
   - name: both
     upstreams: [oa, an]

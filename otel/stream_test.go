@@ -72,7 +72,8 @@ func TestStreamInterruption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		p := fake.New(fake.Stream("a", "b", "c").CutAfter(1), fake.Stream("x", "y", "z").ChunkDelay(time.Second))
-		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}))
+		// Continuation off: the cut is the stream's end, as the span must show.
+		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}), llmclient.WithStreamContinuation(false))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		for s.Next() {

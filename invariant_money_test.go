@@ -291,22 +291,8 @@ func (w *moneyWorld) handler(i int) http.HandlerFunc {
 		id := r.Header.Get("X-Call")
 		w.enter(id, u.name)
 		o := w.pick(i, id)
-		wait := func(d time.Duration) bool {
-			select {
-			case <-time.After(d):
-				return true
-			case <-r.Context().Done():
-				return false
-			}
-		}
-		reply := func(code int, body string, kv ...string) {
-			for i := 0; i+1 < len(kv); i += 2 {
-				rw.Header().Set(kv[i], kv[i+1])
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			rw.WriteHeader(code)
-			_, _ = io.WriteString(rw, body)
-		}
+		wait := func(d time.Duration) bool { return waitOrGone(r, d) }
+		reply := func(code int, body string, kv ...string) { writeJSON(rw, code, body, kv...) }
 		latency := u.latency
 		switch o {
 		case m5xx, mCut:

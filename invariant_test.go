@@ -420,22 +420,8 @@ func (w *world) handler(i int) http.HandlerFunc {
 		u := &w.sc.ups[i]
 		w.log(arrival{call: id, up: u.name, key: keyLabel(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")),
 			at: time.Now(), outcome: o, ra: ra})
-		wait := func(d time.Duration) bool {
-			select {
-			case <-time.After(d):
-				return true
-			case <-r.Context().Done():
-				return false
-			}
-		}
-		fail := func(code int, body string, kv ...string) {
-			for i := 0; i+1 < len(kv); i += 2 {
-				rw.Header().Set(kv[i], kv[i+1])
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			rw.WriteHeader(code)
-			_, _ = io.WriteString(rw, body)
-		}
+		wait := func(d time.Duration) bool { return waitOrGone(r, d) }
+		fail := func(code int, body string, kv ...string) { writeJSON(rw, code, body, kv...) }
 		sse := func() { rw.Header().Set("Content-Type", "text/event-stream"); rw.WriteHeader(200) }
 		const rl = `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
 		switch o {
@@ -984,4 +970,25 @@ func (sc *scenario) checkBudget(w *world, results []result) error {
 		}
 	}
 	return nil
+}
+
+// waitOrGone waits d, reporting false when the request's context ends first (the client
+// gave up): the scenarios' upstreams use it to hold an answer back.
+func waitOrGone(r *http.Request, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// writeJSON answers with status code, a JSON body and the header pairs kv.
+func writeJSON(rw http.ResponseWriter, code int, body string, kv ...string) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		rw.Header().Set(kv[i], kv[i+1])
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(code)
+	_, _ = io.WriteString(rw, body)
 }

@@ -398,6 +398,9 @@ func (a *attempt) settle(class Class, usage *Usage) {
 		a.lease.releaseUsage(usage, used)
 	}
 	a.up.pool().service.observe(a, class, usage)
+	if a.req == a.r.req {
+		a.r.cal.learn(usage) // the model family's calibration
+	}
 	if a.key != nil {
 		a.key.inFlight.Add(-1)
 	}

@@ -162,7 +162,8 @@ func clampTokens(t pricing.Tokens) pricing.Tokens {
 func (r *run) estimate(req *Request) (in, out int) {
 	lc := &r.c.cfg.limiter
 	if r.prompt == 0 {
-		r.prompt = lc.promptTokens(r.req) + 1
+		r.prompt, r.cal = lc.promptEstimate(r.req)
+		r.prompt++
 	}
 	in = r.prompt - 1
 	if req != r.req { // a shortened request (WithContextTrim)

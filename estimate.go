@@ -2,7 +2,6 @@ package llmclient
 
 import (
 	"github.com/llmclient/llmclient/estimate"
-	"math"
 	"strings"
 )
 
@@ -96,55 +95,50 @@ func EstimatePromptTokens(e Estimator, req *Request) int {
 	return n
 }
 
-// tokenRatio corrects the estimate for models whose text matches: their tokenizers count
-// ratio times the tokens of o200k_base for the same text.
+// tokenRatio corrects the estimate for models whose name contains match: their tokenizers
+// count ratio times the tokens of o200k_base for the same text (WithTokenRatio).
 type tokenRatio struct {
 	match string
 	ratio float64
 }
 
-// defaultTokenRatios are the built-in corrections. Both are estimates, not measurements of
-// ours: neither vendor publishes its tokenizer.
-//   - Claude: published comparisons of Claude 3.5 Sonnet with GPT-4o on the same inputs
-//     found 16% more tokens for English prose, 21% for maths and 30% for Python code
-//     (VentureBeat, "Hidden costs in AI deployment: Why Claude models may be 20-30% more
-//     expensive than GPT in enterprise settings", May 2025); 1.25 sits between prose and
-//     code.
-//   - Gemini: Google's rule of thumb is about 4 characters per token, where o200k_base
-//     averages about 4.6 bytes per token on English prose (BENCHMARKS.md): 1.15.
-var defaultTokenRatios = [...]tokenRatio{{"claude", 1.25}, {"gemini", 1.15}}
-
-// ratioFor returns the correction for model: the longest matching user ratio (the later
-// one on a tie), else the longest matching built-in one, else 1; remembered per model
-// name (ratioCache).
+// ratioFor returns the correction for model (see info).
 func (c *limiterConfig) ratioFor(model string) float64 {
-	if r, ok := c.ratioMemo.get(model); ok {
-		return r
+	return c.info(model).ratio
+}
+
+// info returns what the limiter needs of model: its family (see defaultFamilies) and its
+// correction, the longest matching WithTokenRatio (the later one on a tie), else its
+// family's ratio; remembered per model name (ratioCache).
+func (c *limiterConfig) info(model string) *modelInfo {
+	if m := c.ratioMemo.get(model); m != nil {
+		return m
 	}
-	r := c.matchRatio(model)
-	c.ratioMemo.put(model, r)
-	return r
+	m := c.matchInfo(model)
+	c.ratioMemo.put(m)
+	return m
+}
+
+// matchInfo is info without the cache.
+func (c *limiterConfig) matchInfo(model string) *modelInfo {
+	m := &modelInfo{model: model}
+	m.family, m.ratio = c.matchFamily(model)
+	if c.familySet != nil {
+		m.fam = c.familySet.get(m.family)
+	}
+	best := -1
+	for i := range c.ratios {
+		r := &c.ratios[i]
+		if len(r.match) >= best && len(r.match) <= len(model) && strings.Contains(model, r.match) {
+			best, m.ratio = len(r.match), r.ratio
+		}
+	}
+	return m
 }
 
 // matchRatio is ratioFor without the cache.
 func (c *limiterConfig) matchRatio(model string) float64 {
-	best, ratio := -1, 1.0
-	for i := range c.ratios {
-		r := &c.ratios[i]
-		if len(r.match) >= best && len(r.match) <= len(model) && strings.Contains(model, r.match) {
-			best, ratio = len(r.match), r.ratio
-		}
-	}
-	if best >= 0 {
-		return ratio
-	}
-	for i := range defaultTokenRatios {
-		r := &defaultTokenRatios[i]
-		if len(r.match) > best && len(r.match) <= len(model) && strings.Contains(model, r.match) {
-			best, ratio = len(r.match), r.ratio
-		}
-	}
-	return ratio
+	return c.matchInfo(model).ratio
 }
 
 // cost returns what a request is charged against a tokens-per-minute bucket: its prompt
@@ -174,13 +168,23 @@ func (c *limiterConfig) output(req *Request) int {
 // maxCost is the largest charge of one request, in tokens.
 const maxCost = 1 << 40
 
-// promptTokens is the estimate of req's prompt, corrected for the model's vendor.
+// promptTokens is the estimate of req's prompt, corrected for the model's family and
+// calibrated by what its upstreams reported of the family's prompts in req's script.
 func (c *limiterConfig) promptTokens(req *Request) int {
-	prompt := EstimatePromptTokens(c.estimator, req)
-	if r := c.ratioFor(req.Model); r != 1 {
-		prompt = int(min(math.Ceil(float64(prompt)*r), float64(maxInt/2)))
-	}
+	prompt, _ := c.promptEstimate(req)
 	return prompt
+}
+
+// promptEstimate is promptTokens, with the calibration the request's usage teaches.
+func (c *limiterConfig) promptEstimate(req *Request) (int, calibration) {
+	prompt := EstimatePromptTokens(c.estimator, req)
+	m := c.info(req.Model)
+	prompt = correct(prompt, m.ratio)
+	if m.fam == nil {
+		return prompt, calibration{}
+	}
+	cell := &m.fam.cells[scriptOf(req)]
+	return correct(prompt, cell.get()), calibration{cell: cell, raw: prompt}
 }
 
 // defaultReservedOutput is the output a request without MaxTokens is charged for before
@@ -204,10 +208,10 @@ func WithReservedOutput(n int) Option {
 }
 
 // WithTokenRatio corrects prompt estimates for models whose name contains match: their
-// tokenizer counts ratio times what o200k_base counts for the same text. It adds to the
-// built-in corrections (claude 1.25, gemini 1.15; see BENCHMARKS.md) and overrides them
-// for the models it matches; when several match, the longest match wins. The ratio must
-// be between 0.1 and 10.
+// tokenizer counts ratio times what o200k_base counts for the same text. It overrides the
+// ratio of the model's family (claude 1.25, claude-4.7 1.69, gemini 1.15, others 1; see
+// WithModelFamily and BENCHMARKS.md) for the models it matches; when several match, the
+// longest match wins. The ratio must be between 0.1 and 10.
 func WithTokenRatio(match string, ratio float64) Option {
 	return optionFunc(func(c *config) {
 		c.limiter.ratios = append(c.limiter.ratios, tokenRatio{match: match, ratio: ratio})

@@ -448,11 +448,9 @@ func (ls *limitLease) undo(main bool) {
 }
 
 // releaseUsage settles the lease with the attempt's reported usage (nil when none), as
-// release does, and calibrates the charge ratio with the prompt the upstream counted.
+// release does. The prompt's estimate is calibrated from the usage per model family, not
+// per key (family.go): a key serves several families, whose ratios differ.
 func (ls *limitLease) releaseUsage(u *Usage, used bool) {
-	if ls.l != nil && used && u != nil && !u.Estimated {
-		ls.l.sync.usage(ls.prompt, u.InputTokens)
-	}
 	ls.release(u.billable(), used)
 }
 

@@ -157,8 +157,11 @@ type limiterConfig struct {
 	estimator      Estimator
 	reservedOutput int
 	ratios         []tokenRatio
-	// ratioMemo remembers ratioFor's answers (set by New; nil: none).
+	families       []familyRule // WithModelFamily
+	// ratioMemo remembers info's answers, familySet the families' calibrations (set by
+	// New; nil: none).
 	ratioMemo     *ratioCache
+	familySet     *familySet
 	mode          LimiterMode
 	maxWait       time.Duration
 	queueTarget   time.Duration
@@ -186,6 +189,7 @@ func (c *limiterConfig) validate() error {
 			errs = append(errs, fmt.Errorf("limiter: token ratio %v for %q is outside [0.1, 10]", r.ratio, r.match))
 		}
 	}
+	errs = append(errs, c.validateFamilies()...)
 	if c.mode > LimiterFailFast {
 		errs = append(errs, fmt.Errorf("limiter: unknown mode %d", c.mode))
 	}

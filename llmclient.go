@@ -130,7 +130,7 @@ func New(opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.limiter.ratioMemo = new(ratioCache)
+	cfg.limiter.ratioMemo, cfg.limiter.familySet = new(ratioCache), new(familySet)
 	c := &Client{
 		cfg:      cfg,
 		byName:   make(map[string]*upstream, len(cfg.upstreams)),

@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestRatioCacheMatchesTheRules: with its cache, ratioFor answers what matching the
-// corrections answers, for names that share slots (each replacing the other), names too
+// TestRatioCacheMatchesTheRules: with its cache, info answers what matching the rules
+// answers (the ratio and the family), for names that share slots (each replacing the other), names too
 // long to keep, the empty name, and many goroutines at once.
 func TestRatioCacheMatchesTheRules(t *testing.T) {
 	lc := limiterConfig{ratios: []tokenRatio{{"gpt-4o", 1.1}, {"mini", 0.9}, {"claude-3-haiku", 2}},
-		ratioMemo: new(ratioCache)}
+		ratioMemo: new(ratioCache), familySet: new(familySet)}
 	names := []string{"", "m", "gpt-4o", "gpt-4o-mini", "claude-sonnet-4-5", "claude-3-haiku-20240307",
 		"gemini-2.5-pro", "x-gemini-claude", strings.Repeat("c", 200) + "claude", strings.Repeat("g", 129)}
 	for i := range 300 { // far more names than slots: every slot is shared and replaced
@@ -25,8 +25,9 @@ func TestRatioCacheMatchesTheRules(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 5_000 {
 				name := names[rng.IntN(len(names))]
-				if got, want := lc.ratioFor(name), lc.matchRatio(name); got != want {
-					t.Errorf("ratioFor(%q) = %v, want %v", name, got, want)
+				got, want := lc.info(name), lc.matchInfo(name)
+				if got.ratio != want.ratio || got.family != want.family || got.fam != want.fam {
+					t.Errorf("info(%q) = %+v, want %+v", name, got, want)
 					return
 				}
 			}

@@ -21,8 +21,10 @@ type run struct {
 	req           *Request // as sent: a copy with a larger output budget after GrowOutput
 	orig          *Request // the caller's request
 	cost          int
-	// prompt is 1 + the prompt's estimate once computed (0: not yet).
+	// prompt is 1 + the prompt's estimate once computed (0: not yet); cal what its
+	// usage teaches the estimate of its model family.
 	prompt int
+	cal    calibration
 	// chain is the attempt layers of the run's front door; keep leaves a successful
 	// attempt unsettled, for a stream to settle when it ends.
 	chain attemptFunc
@@ -138,7 +140,8 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 			return err
 		}
 		if c.needCost.Load() {
-			r.prompt = c.cfg.limiter.promptTokens(req) + 1
+			r.prompt, r.cal = c.cfg.limiter.promptEstimate(req)
+			r.prompt++
 			r.cost = c.cfg.limiter.costWith(req, r.prompt-1)
 		}
 	}

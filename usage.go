@@ -5,7 +5,8 @@ package llmclient
 // output is not kept for counting; CJK text is undercounted by this rule).
 func (c *Client) estimatedUsage(r *run, outBytes int) Usage {
 	if r.prompt == 0 { // not computed yet (the limiter needs no cost)
-		r.prompt = c.cfg.limiter.promptTokens(r.req) + 1
+		r.prompt, r.cal = c.cfg.limiter.promptEstimate(r.req)
+		r.prompt++
 	}
 	in := r.prompt - 1
 	out := (max(outBytes, 0) + 3) / 4

@@ -209,6 +209,11 @@ type Request struct {
 	Metadata map[string]string
 	// Priority selects the admission share under limits. Default PriorityInteractive.
 	Priority Priority
+	// PromptCacheKey groups requests that share a long prompt prefix for the vendor's
+	// prompt cache: OpenAI's adapter sends it as prompt_cache_key (Chat Completions and
+	// Responses), the other adapters do not send it. With WithCacheAffinity it also keys
+	// the choice of upstream and key in place of the prompt's prefix. Empty: none.
+	PromptCacheKey string
 	// Extra holds vendor fields the common type lacks. Adapters merge it into the top level
 	// of the JSON request body, overriding fields they set themselves.
 	Extra map[string]any

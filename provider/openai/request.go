@@ -28,6 +28,7 @@ type reqBody struct {
 	ResponseFormat      *reqResponseFormat `json:"response_format,omitempty"`
 	Stream              bool               `json:"stream,omitempty"`
 	StreamOptions       *reqStreamOptions  `json:"stream_options,omitempty"`
+	PromptCacheKey      string             `json:"prompt_cache_key,omitempty"`
 }
 
 type reqMessage struct {
@@ -115,7 +116,8 @@ const (
 
 // buildBody encodes req as a Chat Completions body for model, recording how it
 // translated the request in notes. maxField is the JSON name of the output bound.
-// Request.Metadata and Request.Priority are never sent. Request.Extra is merged into the
+// Request.Metadata and Request.Priority are never sent; Request.PromptCacheKey is
+// prompt_cache_key. Request.Extra is merged into the
 // top level and overrides the adapter's fields, except "stream", which the adapter owns
 // (Complete must not receive an event stream, nor Stream a single JSON body).
 func buildBody(req *llmclient.Request, model, maxField string, stream, includeUsage bool, notes *adapter.Notes) ([]byte, error) {
@@ -123,9 +125,10 @@ func buildBody(req *llmclient.Request, model, maxField string, stream, includeUs
 		return nil, errors.New("openai: request has no messages")
 	}
 	body := reqBody{
-		Model:  model,
-		Stop:   adapter.LimitStops(notes, req.Stop, maxStop),
-		Stream: stream,
+		Model:          model,
+		Stop:           adapter.LimitStops(notes, req.Stop, maxStop),
+		Stream:         stream,
+		PromptCacheKey: req.PromptCacheKey,
 	}
 	var err error
 	if body.Temperature, err = adapter.Clamp(notes, "temperature", req.Temperature, 0, maxTemperature); err != nil {

@@ -43,6 +43,14 @@ func TestRequestGolden(t *testing.T) {
 			},
 		},
 		{
+			name: "prompt_cache_key",
+			req: &llmclient.Request{
+				Model:          "gpt-4o",
+				Messages:       []llmclient.Message{llmclient.SystemMessage("A long shared preamble."), llmclient.UserMessage("Hello")},
+				PromptCacheKey: "tenant-42/support-v3",
+			},
+		},
+		{
 			name: "plain_max_completion_tokens",
 			opts: []openai.Option{openai.WithMaxTokensField(openai.FieldMaxCompletionTokens)},
 			req: &llmclient.Request{

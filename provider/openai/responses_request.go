@@ -35,6 +35,7 @@ type respBody struct {
 	Text            *respText      `json:"text,omitempty"`
 	Reasoning       *respReasoning `json:"reasoning,omitempty"`
 	Stream          bool           `json:"stream,omitempty"`
+	PromptCacheKey  string         `json:"prompt_cache_key,omitempty"`
 }
 
 // respMessage is EasyInputMessage: content is a string or a list of input parts.
@@ -105,7 +106,8 @@ func buildResponsesBody(req *llmclient.Request, model string, stream bool, notes
 	if len(req.Stop) > 0 {
 		return nil, adapter.Unsupported("openai", model, "the Responses API has no stop sequences")
 	}
-	body := respBody{Model: model, MaxOutputTokens: req.MaxTokens, Stream: stream, Input: []any{}}
+	body := respBody{Model: model, MaxOutputTokens: req.MaxTokens, Stream: stream, Input: []any{},
+		PromptCacheKey: req.PromptCacheKey}
 	var err error
 	if body.Temperature, err = adapter.Clamp(notes, "temperature", req.Temperature, 0, maxTemperature); err != nil {
 		return nil, errors.New("openai: " + err.Error())

@@ -41,6 +41,9 @@ func TestResponsesRequestGolden(t *testing.T) {
 		{name: "plain", req: &llmclient.Request{Model: "o4-mini", Messages: []llmclient.Message{
 			llmclient.SystemMessage("You are terse."), llmclient.UserMessage("Hello")},
 			MaxTokens: 256, Extra: map[string]any{"reasoning_effort": "low", "store": false}}},
+		{name: "prompt_cache_key", req: &llmclient.Request{Model: "gpt-4.1", Messages: []llmclient.Message{
+			llmclient.SystemMessage("A long shared preamble."), llmclient.UserMessage("Hello")},
+			PromptCacheKey: "tenant-42/support-v3"}},
 		{name: "conversation", stream: true, req: &llmclient.Request{Model: "gpt-4.1",
 			Messages: []llmclient.Message{
 				llmclient.SystemMessage("Use tools."),

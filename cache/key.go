@@ -30,7 +30,8 @@ const keyVersion = 1
 // pointer and a zero value differ). Tool parameters and schemas count without their
 // insignificant whitespace; Extra counts by content, its keys sorted, so that 7 and 7.0
 // or a struct and the map it encodes to are one value. The key leaves out Priority and
-// Metadata, which do not reach the vendor; metadataKeys names the Metadata entries to
+// Metadata, which do not reach the vendor, and PromptCacheKey, which says where the
+// vendor looks up its prompt cache, not what it answers; metadataKeys names the Metadata entries to
 // include anyway (for example a prompt version). The key holds only the Request: the
 // context's llmclient.CallOptions (their Headers, pins and exclusions) are not in it, as
 // their headers are usually per call (a trace or idempotency header); a header that

@@ -107,6 +107,7 @@ var changesKey = []keyCase{
 var keepsKey = []keyCase{
 	{"Request.Metadata", "metadata", func(r *llmclient.Request) { r.Metadata = map[string]string{"tenant": "t2"} }},
 	{"Request.Priority", "priority", func(r *llmclient.Request) { r.Priority = llmclient.PriorityBatch }},
+	{"Request.PromptCacheKey", "prompt cache key", func(r *llmclient.Request) { r.PromptCacheKey = "tenant-7" }},
 	{"Tool.Parameters", "parameters spacing", func(r *llmclient.Request) {
 		r.Tools[0].Parameters = json.RawMessage("{\"type\": \"object\",\n\t\"properties\": {\"q\": {\"type\": \"integer\"}}}")
 	}},

@@ -97,7 +97,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 		now := a.begun
 		var srcErr error // the last key source that failed
 		for repicks := 0; ; {
-			k, soonest := a.up.pool().pick(now, a.avoid)
+			k, soonest := a.up.pool().pickFor(now, a.avoid, a.r.affinity)
 			if k != nil {
 				secret, err := k.credential(ctx, now)
 				if err != nil {

@@ -64,6 +64,8 @@ type poolKey struct {
 	source   *keySource // nil for a static key
 	sourceN  int        // the source's number among the upstream's sources
 	inFlight atomic.Int32
+	// hrwID is the key's identity in prompt-cache affinity (affinityID); 0 until computed.
+	hrwID atomic.Uint64
 	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
 	blockedUntil atomic.Int64
 	evicted      atomic.Bool

@@ -61,6 +61,8 @@ type config struct {
 	sharedBreakerNames []string
 	// caches are the cache statistics Snapshot reports (WithCacheStats).
 	caches []cacheStats
+	// affinity is WithCacheAffinity's prefix in bytes; 0: off.
+	affinity int
 }
 
 func defaultConfig() config {
@@ -225,6 +227,7 @@ func (c *config) validate() error {
 		errs = append(errs, errors.New("WithWaitThreshold: unknown priority"))
 	}
 	errs = append(errs, c.validateRouting()...)
+	errs = append(errs, c.validateAffinity()...)
 	errs = append(errs, c.validateSharedBreakers()...)
 	errs = append(errs, c.validateCost()...)
 	errs = append(errs, c.validateCaches()...)

@@ -79,6 +79,8 @@ type run struct {
 	// RouteDefault for none.
 	routeOwned bool
 	restBy     Routing
+	// affinity is the call's prompt-cache affinity hash (affinity.go); 0: none.
+	affinity uint64
 	// single allows one upstream call only: a transport request whose body cannot be
 	// replayed.
 	single bool
@@ -162,6 +164,9 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		}
 		r.applyCallOptions(o)
 	}
+	if n := c.cfg.affinity; n > 0 && r.tx == nil && r.emb == nil {
+		r.affinity = affinityOf(req, n)
+	}
 	if len(r.route) > 1 {
 		if pol == nil {
 			pol = c.policyOf(req.Model)
@@ -173,9 +178,12 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		if r.opts != nil && len(r.opts.Pin) > 1 && r.opts.Routing == RouteDefault {
 			s = RouteOrdered // the caller's Pin order is the order
 		}
-		if s > RouteOrdered {
+		switch {
+		case s > RouteOrdered && r.affinity != 0 && r.affine(s):
+			// the call starts where its prompt's prefix is cached (affinity.go)
+		case s > RouteOrdered:
 			r.order(s, keep && r.tx == nil)
-		} else if r.route[0].demoted(r.start) {
+		case r.route[0].demoted(r.start):
 			r.demoteSlow()
 		}
 	}

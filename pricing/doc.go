@@ -37,11 +37,13 @@
 //     compared in UTC (DeepSeek's standard rate from 00:30 to 16:30 UTC; its default price is
 //     the off-peak discount).
 //   - Cached reads and writes and reasoning tokens are parts of Tokens.Input and
-//     Tokens.Output; without their own rate they bill at the rate of their total.
+//     Tokens.Output, and Anthropic's one-hour cache writes part of Tokens.CacheWrite
+//     (cache_write_1h_mtok); without their own rate they bill at the rate of their total.
 //
 // Not priced: audio, image and video tokens (billed as text), web searches and other tool
-// fees, and Anthropic's one-hour cache writes (billed at the five-minute rate). A model the
-// data prices only in such units (whisper-1, OCR pages) reports ErrNotPerToken.
+// fees, and the storage of Gemini's explicit context caches (per token-hour, not per
+// call). A model the data prices only in such units (whisper-1, OCR pages) reports
+// ErrNotPerToken.
 //
 // # Tables
 //

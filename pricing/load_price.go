@@ -45,7 +45,7 @@ func parsePrices(v any) ([]conditional, error) {
 }
 
 // rateKeys are the per-token price keys this package prices.
-var rateKeys = []string{"input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok", "output_reasoning_mtok"}
+var rateKeys = []string{"input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok", "output_reasoning_mtok"}
 
 // parsePrice reads one price object. Its errors start with the key at fault.
 func parsePrice(obj map[string]any) (price, error) {
@@ -67,6 +67,8 @@ func parsePrice(obj map[string]any) (price, error) {
 			p.cacheRead = r
 		case "cache_write_mtok":
 			p.cacheWrite = r
+		case "cache_write_1h_mtok":
+			p.cacheWrite1h = r
 		case "output_mtok":
 			p.output = r
 		case "output_reasoning_mtok":

@@ -62,6 +62,7 @@ func (r Rate) Tiers() []Tier { return slices.Clone(r.tiers) }
 
 // Price is one set of rates of a model. An unset rate falls back as the genai-prices data
 // defines it: unset CacheRead and CacheWrite bill those tokens at the Input rate, unset
+// CacheWrite1h bills one-hour writes at the CacheWrite rate (else the Input rate), unset
 // Reasoning bills reasoning at the Output rate, and unset Input or Output do not charge
 // those tokens at all (an embedding model has no output rate). Set every rate to PerMTok(0)
 // for a free model; a Price with no rate set and no PerRequest fee is rejected by NewModel,
@@ -72,8 +73,11 @@ type Price struct {
 	// CacheRead is the rate of prompt tokens read from the vendor's cache.
 	CacheRead Rate
 	// CacheWrite is the rate of prompt tokens written to the vendor's cache (Anthropic's
-	// five-minute cache; genai-prices' cache_write_1h_mtok is not used).
+	// five-minute cache: 1.25 times the input rate).
 	CacheWrite Rate
+	// CacheWrite1h is the rate of prompt tokens written to Anthropic's one-hour cache (twice
+	// the input rate; genai-prices' cache_write_1h_mtok).
+	CacheWrite1h Rate
 	// Output is the rate of generated tokens.
 	Output Rate
 	// Reasoning is the rate of reasoning tokens, where a model has its own.
@@ -128,8 +132,8 @@ func (r *rate) export() Rate {
 
 // price is a Price compiled for pricing.
 type price struct {
-	input, cacheRead, cacheWrite, output, reasoning rate
-	perRequest                                      Money
+	input, cacheRead, cacheWrite, cacheWrite1h, output, reasoning rate
+	perRequest                                                    Money
 	// perToken is false for a price that the data gives only in other units (audio hours,
 	// document pages, messages): such a model has no token cost this package can compute.
 	perToken bool
@@ -181,9 +185,15 @@ func (p *price) cost(t Tokens) Money {
 		c = mulTokens(t.CacheRead, p.cacheRead.at(prompt))
 		uncached -= t.CacheRead
 	}
-	if t.CacheWrite != 0 && p.cacheWrite.set {
-		c = addCost(c, mulTokens(t.CacheWrite, p.cacheWrite.at(prompt)))
-		uncached -= t.CacheWrite
+	writes := t.CacheWrite // those not billed at a rate of their own yet
+	if t.CacheWrite1h != 0 && p.cacheWrite1h.set {
+		c = addCost(c, mulTokens(t.CacheWrite1h, p.cacheWrite1h.at(prompt)))
+		writes -= t.CacheWrite1h
+		uncached -= t.CacheWrite1h
+	}
+	if writes != 0 && p.cacheWrite.set {
+		c = addCost(c, mulTokens(writes, p.cacheWrite.at(prompt)))
+		uncached -= writes
 	}
 	if uncached != 0 && p.input.set {
 		c = addCost(c, mulTokens(uncached, p.input.at(prompt)))
@@ -201,12 +211,13 @@ func (p *price) cost(t Tokens) Money {
 
 func (p *price) export() Price {
 	return Price{
-		Input:      p.input.export(),
-		CacheRead:  p.cacheRead.export(),
-		CacheWrite: p.cacheWrite.export(),
-		Output:     p.output.export(),
-		Reasoning:  p.reasoning.export(),
-		PerRequest: p.perRequest,
+		Input:        p.input.export(),
+		CacheRead:    p.cacheRead.export(),
+		CacheWrite:   p.cacheWrite.export(),
+		CacheWrite1h: p.cacheWrite1h.export(),
+		Output:       p.output.export(),
+		Reasoning:    p.reasoning.export(),
+		PerRequest:   p.perRequest,
 	}
 }
 
@@ -221,6 +232,7 @@ func compilePrice(p Price) (price, error) {
 		{"Input", p.Input, &out.input},
 		{"CacheRead", p.CacheRead, &out.cacheRead},
 		{"CacheWrite", p.CacheWrite, &out.cacheWrite},
+		{"CacheWrite1h", p.CacheWrite1h, &out.cacheWrite1h},
 		{"Output", p.Output, &out.output},
 		{"Reasoning", p.Reasoning, &out.reasoning},
 	}

@@ -281,6 +281,7 @@ func addUsage(sum Usage, u *Usage) Usage {
 	sum.TotalTokens = satAdd(sum.TotalTokens, u.TotalTokens)
 	sum.CachedInputTokens = satAdd(sum.CachedInputTokens, u.CachedInputTokens)
 	sum.CacheWriteTokens = satAdd(sum.CacheWriteTokens, u.CacheWriteTokens)
+	sum.CacheWrite1hTokens = satAdd(sum.CacheWrite1hTokens, u.CacheWrite1hTokens)
 	sum.ReasoningTokens = satAdd(sum.ReasoningTokens, u.ReasoningTokens)
 	sum.Estimated = sum.Estimated || u.Estimated
 	return sum

@@ -133,23 +133,26 @@ func (cs *costState) tableLookup(p *upstreamPrice, model string) *pricing.Model 
 // usageTokens is a usage report's counts, as they are; clampTokens makes them priceable.
 func usageTokens(u *Usage) pricing.Tokens {
 	return pricing.Tokens{Input: u.InputTokens, CacheRead: u.CachedInputTokens, CacheWrite: u.CacheWriteTokens,
-		Output: u.OutputTokens, Reasoning: u.ReasoningTokens}
+		CacheWrite1h: u.CacheWrite1hTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens}
 }
 
 // plainTokens reports whether t, a usage report's counts, has no parts and no negative
 // count: the common report, which clampTokens would leave unchanged.
 func plainTokens(t pricing.Tokens) bool {
-	return t.CacheRead|t.CacheWrite|t.Reasoning == 0 && t.Input|t.Output >= 0
+	return t.CacheRead|t.CacheWrite|t.CacheWrite1h|t.Reasoning == 0 && t.Input|t.Output >= 0
 }
 
 // clampTokens turns a usage report's counts into counts to price, clamped so that the
 // report cannot fail the pricing: negative counts are 0, and parts larger than their
-// totals are cut to them (cache reads first, then cache writes; reasoning to the output).
+// totals are cut to them (cache reads first, then cache writes, of which the one-hour
+// writes; reasoning to the output).
 func clampTokens(t pricing.Tokens) pricing.Tokens {
 	t.Input, t.CacheRead, t.CacheWrite = max(t.Input, 0), max(t.CacheRead, 0), max(t.CacheWrite, 0)
+	t.CacheWrite1h = max(t.CacheWrite1h, 0)
 	t.Output, t.Reasoning = max(t.Output, 0), max(t.Reasoning, 0)
 	t.CacheRead = min(t.CacheRead, t.Input)
 	t.CacheWrite = min(t.CacheWrite, t.Input-t.CacheRead)
+	t.CacheWrite1h = min(t.CacheWrite1h, t.CacheWrite)
 	t.Reasoning = min(t.Reasoning, t.Output)
 	return t
 }

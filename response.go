@@ -38,6 +38,10 @@ type Usage struct {
 	// this request (Anthropic cache_creation_input_tokens); 0 for vendors that do not
 	// charge cache writes apart.
 	CacheWriteTokens int
+	// CacheWrite1hTokens is the part of CacheWriteTokens written to Anthropic's one-hour
+	// cache (cache_creation.ephemeral_1h_input_tokens), billed at twice the input rate
+	// where the five-minute writes bill at 1.25 times.
+	CacheWrite1hTokens int
 	// ReasoningTokens is the part of OutputTokens spent on hidden reasoning.
 	ReasoningTokens int
 	// Estimated is true when the vendor reported no usage and the numbers are the Client's

@@ -36,6 +36,14 @@ type wireUsage struct {
 	OutputTokens             int  `json:"output_tokens"`
 	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	// CacheCreation splits the cache writes by time to live.
+	CacheCreation *wireCacheCreation `json:"cache_creation"`
+}
+
+// wireCacheCreation is the Usage's cache_creation: the writes of the 5-minute and the
+// 1-hour cache.
+type wireCacheCreation struct {
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
 }
 
 // parseResponse decodes a one-shot response body.
@@ -69,8 +77,9 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 // usage converts Anthropic usage to the common form. InputTokens includes the cache reads
 // and cache writes, which Anthropic counts apart from input_tokens, so that it is the whole
 // prompt as llmclient.Usage documents; CachedInputTokens is the cache reads and
-// CacheWriteTokens the cache writes. start, when not nil, supplies the input counts a
-// stream's message_delta leaves out.
+// CacheWriteTokens the cache writes, of which CacheWrite1hTokens went to the one-hour
+// cache. start, when not nil, supplies the input counts a stream's message_delta leaves
+// out.
 func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 	in := pick(u.InputTokens, start, func(s *wireUsage) *int { return s.InputTokens })
 	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *int { return s.CacheReadInputTokens })
@@ -80,6 +89,13 @@ func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 		OutputTokens:      u.OutputTokens,
 		CachedInputTokens: read,
 		CacheWriteTokens:  created,
+	}
+	cc := u.CacheCreation
+	if cc == nil && start != nil {
+		cc = start.CacheCreation
+	}
+	if cc != nil {
+		out.CacheWrite1hTokens = min(max(cc.Ephemeral1h, 0), created)
 	}
 	out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	return out

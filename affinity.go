@@ -3,6 +3,7 @@ package llmclient
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -55,38 +56,42 @@ func (c *config) validateAffinity() []error {
 	return nil
 }
 
-// FNV-1a, 64 bits.
+// FNV-1a, 64 bits, for names.
 const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
 )
 
-// prefixHash hashes the bytes of a request's prefix until it holds want bytes.
+// wordPrime is the multiplier of prefixHash's word steps (2^64 over the golden ratio).
+const wordPrime = 0x9e3779b97f4a7c15
+
+// prefixHash hashes the bytes of a request's prefix until it holds want bytes: eight
+// bytes a step (a multiply and a rotation), the same in every process.
 type prefixHash struct {
 	h    uint64
 	left int
 }
 
-// add hashes s, or as much of it as the prefix still takes, and a separator byte.
-func (p *prefixHash) add(s string) {
-	n := min(len(s), p.left)
-	h := p.h
-	for i := 0; i < n; i++ {
-		h = (h ^ uint64(s[i])) * fnvPrime
-	}
-	p.h = (h ^ 0xff) * fnvPrime
-	p.left -= n
-}
+// add hashes s, or as much of it as the prefix still takes, and a separator.
+func (p *prefixHash) add(s string) { p.h, p.left = hashPrefix(p.h, p.left, s) }
 
 // addBytes is add for a byte slice.
-func (p *prefixHash) addBytes(b []byte) {
-	n := min(len(b), p.left)
-	h := p.h
-	for i := 0; i < n; i++ {
-		h = (h ^ uint64(b[i])) * fnvPrime
+func (p *prefixHash) addBytes(b []byte) { p.h, p.left = hashPrefix(p.h, p.left, b) }
+
+// hashPrefix hashes up to left bytes of s into h, then the count hashed as a separator
+// of the parts, and returns the hash and what is left.
+func hashPrefix[T string | []byte](h uint64, left int, s T) (uint64, int) {
+	n := min(len(s), left)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		h = bits.RotateLeft64((h^x)*wordPrime, 31)
 	}
-	p.h = (h ^ 0xff) * fnvPrime
-	p.left -= n
+	for ; i < n; i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return bits.RotateLeft64((h^uint64(n))*wordPrime, 31), left - n
 }
 
 // hashString is FNV-1a of s.

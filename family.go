@@ -68,12 +68,15 @@ const (
 
 // WithModelFamily declares that the models whose name contains match belong to family: they
 // share a tokenizer, so their prompt estimates are corrected by one ratio and calibrated
-// together from their usage reports, apart from other families (see the family rules in
-// the package documentation of Estimator). ratio is the family's correction against
-// o200k_base, between 0.1 and 10, or 0 for the built-in family's ratio (1 for a new
-// family). It adds to the built-in families (claude, claude-4.7, gemini, openai-o200k,
-// openai-cl100k) and overrides them for the names it matches; WithTokenRatio still
-// overrides the ratio per model name. match and family must not be empty.
+// together from their usage reports (per script: mostly ASCII, mostly CJK, other), apart
+// from other families. ratio is the family's correction against o200k_base, between 0.1
+// and 10, or 0 for the built-in family's ratio (1 for a new family). The longest match
+// wins, the later one on a tie. It adds to the built-in families — claude (1.25),
+// claude-4.7 (claude-opus-4-7, 1.25 × 1.35), gemini (1.15), openai-o200k and openai-cl100k
+// (OpenAI's names by encoding, 1), and else the name's first word (1) — and overrides them
+// for the names it matches; WithTokenRatio still overrides the ratio per model name. match
+// and family must not be empty. The calibrations are the Client's, safe for concurrent
+// use, and start anew with each Client.
 func WithModelFamily(match, family string, ratio float64) Option {
 	return optionFunc(func(c *config) {
 		c.limiter.families = append(c.limiter.families, familyRule{match: match, family: family, ratio: ratio})

@@ -95,7 +95,7 @@ func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 		cc = start.CacheCreation
 	}
 	if cc != nil {
-		out.CacheWrite1hTokens = min(max(cc.Ephemeral1h, 0), created)
+		out.CacheWrite1hTokens = min(max(cc.Ephemeral1h, 0), max(created, 0))
 	}
 	out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	return out

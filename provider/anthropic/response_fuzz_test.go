@@ -11,6 +11,8 @@ func FuzzParseResponse(f *testing.F) {
 		`{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807,"output_tokens":9223372036854775807}}`,
 		`{"usage":{"input_tokens":-9223372036854775808,"output_tokens":-1}}`,
 		`{"content":null,"usage":null}`,
+		`{"usage":{"input_tokens":1,"cache_creation_input_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":100,"ephemeral_1h_input_tokens":200},"output_tokens":2}}`,
+		`{"usage":{"cache_creation_input_tokens":-5,"cache_creation":{"ephemeral_1h_input_tokens":9223372036854775807}}}`,
 		`<html>`,
 		``,
 	} {
@@ -24,7 +26,8 @@ func FuzzParseResponse(f *testing.F) {
 		if resp == nil {
 			return
 		}
-		if u := resp.Usage; u.InputTokens < 0 || u.TotalTokens < 0 || u.TotalTokens < u.InputTokens {
+		if u := resp.Usage; u.InputTokens < 0 || u.TotalTokens < 0 || u.TotalTokens < u.InputTokens ||
+			u.CacheWrite1hTokens < 0 || u.CacheWrite1hTokens > max(u.CacheWriteTokens, 0) {
 			t.Fatalf("usage %+v", u)
 		}
 	})

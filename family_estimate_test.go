@@ -34,14 +34,20 @@ func familyReq(model, text string) *llmclient.Request {
 		Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat(text, 40))}}
 }
 
-// promptCharged returns the prompt part of what the limiter estimated for req.
+// promptCharged returns the prompt part of what the key's limiter charged for req (the
+// Client's estimate, times what the key learned), checking that the Client's estimate is
+// the same (the upstream sends no rate-limit headers to calibrate the charge).
 func promptCharged(t *testing.T, c *llmclient.Client, req *llmclient.Request) int {
 	t.Helper()
 	resp, err := c.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Attempts[0].EstimatedTokens - req.MaxTokens
+	a := resp.Attempts[0]
+	if a.ChargedTokens != a.EstimatedTokens {
+		t.Errorf("%s: charged %d, estimated %d: the key scaled the estimate", req.Model, a.ChargedTokens, a.EstimatedTokens)
+	}
+	return a.ChargedTokens - req.MaxTokens
 }
 
 // TestEstimateCalibratedPerModelFamily: one key serves Claude Opus 4.7, whose tokenizer

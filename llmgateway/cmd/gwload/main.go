@@ -34,7 +34,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -245,7 +244,7 @@ func sweep(args []string) error {
 			}
 		}
 	}
-	printTables(all, ts, rates)
+	printTables(all, ts)
 	return nil
 }
 
@@ -313,7 +312,6 @@ func step(t *target, stream bool, rate int, warm, dur, timeout time.Duration, mo
 	var cpuErr error
 	var measuredStart, lastSent time.Time
 	start := time.Now()
-	var inflight atomic.Int64
 	for i := -nWarm; i < n; i++ {
 		due := start.Add(time.Duration(i+nWarm) * interval)
 		if d := time.Until(due); d > 0 {
@@ -326,10 +324,8 @@ func step(t *target, stream bool, rate int, warm, dur, timeout time.Duration, mo
 			}
 		}
 		wg.Add(1)
-		inflight.Add(1)
 		go func(i int, due time.Time) {
 			defer wg.Done()
-			defer inflight.Add(-1)
 			s := send(hc, url, body, t.headers, stream, due)
 			if i >= 0 {
 				samples[i] = s
@@ -338,14 +334,12 @@ func step(t *target, stream bool, rate int, warm, dur, timeout time.Duration, mo
 	}
 	lastSent = time.Now()
 	wg.Wait()
-	end := time.Now()
 	if t.pid > 0 && cpuErr == nil {
 		cpu1, cpuErr = cpuTicks(t.pid)
 	}
 	if cpuErr != nil {
 		return result{}, fmt.Errorf("%s: cpu: %w", t.name, cpuErr)
 	}
-	_ = end
 	r := result{Target: t.name, Stream: stream, Rate: rate, Sent: n, LoadAvg: loadavg()}
 	r.Achieved = float64(n) / lastSent.Sub(measuredStart).Seconds()
 	var tot, first, late []float64
@@ -450,7 +444,7 @@ func pct(v []float64, p float64) float64 {
 }
 
 // printTables writes the markdown tables of BENCHMARKS.md to stdout.
-func printTables(all []result, ts []*target, rates []int) {
+func printTables(all []result, ts []*target) {
 	for _, stream := range []bool{false, true} {
 		mode := "one-shot"
 		if stream {
@@ -504,5 +498,4 @@ func printTables(all []result, ts []*target, rates []int) {
 			fmt.Printf("\n%s, %s: highest rate with p99 overhead under 5 ms and no error (at it and every lower rate): %d/s\n", t.name, mode, best)
 		}
 	}
-	_ = rates
 }

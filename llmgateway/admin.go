@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 )
@@ -23,8 +24,9 @@ import (
 //	POST /admin/upstreams/{name}/keys/{label}/evict    take a key ("key#2") out
 //	POST /admin/upstreams/{name}/keys/{label}/restore  put it back
 //	POST /admin/reload                             reload the configuration file
+//	GET  /debug/pprof/...                          Go's profiles (net/http/pprof)
 //
-// Every /admin/ path needs "Authorization: Bearer <token>", the token named by
+// Every /admin/ and /debug/pprof/ path needs "Authorization: Bearer <token>", the token named by
 // admin.token_env. Answers are JSON; a control answers {"ok":true} or an error.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -101,6 +103,11 @@ func (g *Gateway) AdminHandler() http.Handler {
 		}
 		return nil, g.ReloadFile(src)
 	})
+	// Profiles of the running gateway, behind the same token: go tool pprof with
+	// -http_header or curl -H "Authorization: Bearer $TOKEN" .../debug/pprof/profile?seconds=30.
+	mux.HandleFunc("GET /debug/pprof/", g.adminOnly(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", g.adminOnly(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/trace", g.adminOnly(pprof.Trace))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown admin path"})
 	})
@@ -110,6 +117,17 @@ func (g *Gateway) AdminHandler() http.Handler {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// adminOnly serves h only with the admin token.
+func (g *Gateway) adminOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !g.adminAuthorized(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "admin token required"})
+			return
+		}
+		h(w, r)
+	}
+}
 
 func (g *Gateway) adminAuthorized(r *http.Request) bool {
 	st := g.state.Load()

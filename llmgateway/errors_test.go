@@ -293,6 +293,16 @@ func TestFailoverBenchConfigLoads(t *testing.T) {
 			t.Errorf("fallback serves %s as %q, want %q", model, fallback[model], fb)
 		}
 	}
+	// The bench runs with the sample's timeouts, retry, limiter and breaker settings:
+	// nothing is tuned for it beyond the wall's upstreams and its models.
+	sample, err := llmgateway.LoadFile("sample.yaml", env("OPENAI_API_KEY", "sk-1", "ANTHROPIC_API_KEY", "sk-2",
+		"LLMGATEWAY_TEAM_KEY", "gw-team", "LLMGATEWAY_ADMIN_TOKEN", "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Timeouts != sample.Timeouts || cfg.Retry.BackoffInitial != 0 || cfg.Retry.MaxRetryAfter != 0 || cfg.Limiter.Mode != "" || cfg.Breaker != nil || cfg.Timeouts.FirstToken <= 0 {
+		t.Fatalf("the bench's settings differ from the sample's: %+v %+v", cfg.Timeouts, sample.Timeouts)
+	}
 	g, err := llmgateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,8 @@ type Gateway struct {
 	state   atomic.Pointer[state]
 	metrics *metrics
 	closers []func() error
+	// logFlush writes out the default logger's buffered lines; it runs after closers.
+	logFlush func() error
 
 	reloadMu sync.Mutex
 	closing  atomic.Bool
@@ -103,7 +105,8 @@ type options struct {
 }
 
 // WithLogger sets the logger of the access log and the gateway's events. Default: a
-// JSON or text handler on stderr, as the configuration's log section says; the
+// JSON or text handler on stderr, as the configuration's log section says, whose lines
+// are written in batches (at most 100 ms after they are logged, and at Shutdown); the
 // level follows the configuration on reload only for the default logger.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
@@ -132,10 +135,13 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 	g.log = o.logger
 	if g.log == nil {
 		hopts := &slog.HandlerOptions{Level: g.level}
+		// Lines reach stderr in batches (at most 100 ms late), not one write each.
+		lb := newLogBuffer(os.Stderr)
+		g.logFlush = lb.close
 		if cfg.Log.Format == "text" {
-			g.log = slog.New(slog.NewTextHandler(os.Stderr, hopts))
+			g.log = slog.New(slog.NewTextHandler(lb, hopts))
 		} else {
-			g.log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
+			g.log = slog.New(slog.NewJSONHandler(lb, hopts))
 		}
 	}
 	base := o.hc
@@ -203,6 +209,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		}
 	}
 	g.state.Store(st)
+	warmFrontDoors()
 	return g, nil
 }
 
@@ -243,6 +250,9 @@ func (g *Gateway) close() {
 		_ = g.closers[i]()
 	}
 	g.closers = nil
+	if g.logFlush != nil {
+		_ = g.logFlush()
+	}
 }
 
 // requestID returns the caller's id from the configured header, or a new one.
@@ -377,6 +387,12 @@ type record struct {
 
 func (g *Gateway) logAccess(rec *record) {
 	d := time.Since(rec.start)
+	if g.metrics != nil {
+		g.metrics.request(rec, d)
+	}
+	if !g.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
 	attrs := []slog.Attr{
 		slog.String("request_id", rec.id), slog.String("route", rec.route.String()),
 		slog.String("tenant", rec.tenant), slog.String("model", rec.model), slog.Bool("stream", rec.stream),
@@ -402,9 +418,6 @@ func (g *Gateway) logAccess(rec *record) {
 		attrs = append(attrs, slog.Float64("cost_usd", rec.cost))
 	}
 	g.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
-	if g.metrics != nil {
-		g.metrics.request(rec, d)
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -794,4 +807,22 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	g.close()
 	return errors.Join(errs...)
+}
+
+// warmFrontDoors runs the front doors' decoders and encoders once on samples, in New,
+// so that the first requests do not pay for building encoding/json's per-type caches.
+func warmFrontDoors() {
+	_, _, _, _ = decodeOpenAIChat([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":1,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`))
+	_, _, _ = decodeAnthropic([]byte(`{"model":"m","max_tokens":1,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true}`))
+	_, _, _ = decodeOpenAIEmbed([]byte(`{"model":"m","input":["hi"]}`))
+	resp := &llmclient.Response{Text: "hello", FinishReason: llmclient.FinishStop, Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1}}
+	_ = encodeOpenAIChat(resp, "chatcmpl-warm", "m", 0)
+	_ = encodeAnthropic(resp, "msg_warm", "m")
+	oa := &oaStreamWriter{id: "chatcmpl-warm", model: "m"}
+	_ = oa.chunk(llmclient.Chunk{Text: "hello"})
+	_ = oa.chunk(llmclient.Chunk{FinishReason: llmclient.FinishStop})
+	_ = oa.usage(resp.Usage)
+	an := &anStreamWriter{id: "msg_warm", model: "m"}
+	_ = an.chunk(llmclient.Chunk{Text: "hello"})
+	_ = an.end(resp)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -26,6 +27,9 @@ type metrics struct {
 	requests metric.Int64Counter
 	overhead metric.Float64Histogram
 	duration metric.Float64Histogram
+
+	requestSets  sync.Map // requestKey → metric.MeasurementOption
+	overheadSets sync.Map // overheadKey → metric.MeasurementOption
 }
 
 // providerNames maps a vendor to its gen_ai.provider.name.
@@ -66,13 +70,37 @@ func (m *metrics) watch(c *llmclient.Client) error {
 	return err
 }
 
+// requestKey and overheadKey name the attribute sets of the gateway's own
+// instruments; the sets are built once each (their number is bounded by the routes,
+// the configured tenants and the status codes), not per request.
+type requestKey struct {
+	route  route
+	tenant string
+	status int
+}
+
+type overheadKey struct {
+	route  route
+	stream bool
+}
+
 func (m *metrics) request(rec *record, d time.Duration) {
-	set := metric.WithAttributes(attribute.String("route", rec.route.String()), attribute.String("tenant", rec.tenant),
-		attribute.String("status", strconv.Itoa(rec.status)))
 	ctx := context.Background()
-	m.requests.Add(ctx, 1, set)
-	m.overhead.Record(ctx, rec.overhead.Seconds(), metric.WithAttributes(attribute.String("route", rec.route.String()), attribute.Bool("stream", rec.stream)))
-	m.duration.Record(ctx, d.Seconds(), set)
+	rk := requestKey{rec.route, rec.tenant, rec.status}
+	set, ok := m.requestSets.Load(rk)
+	if !ok {
+		set, _ = m.requestSets.LoadOrStore(rk, metric.WithAttributeSet(attribute.NewSet(attribute.String("route", rec.route.String()),
+			attribute.String("tenant", rec.tenant), attribute.String("status", strconv.Itoa(rec.status)))))
+	}
+	ok2 := overheadKey{rec.route, rec.stream}
+	oset, ok := m.overheadSets.Load(ok2)
+	if !ok {
+		oset, _ = m.overheadSets.LoadOrStore(ok2, metric.WithAttributeSet(attribute.NewSet(attribute.String("route", rec.route.String()),
+			attribute.Bool("stream", rec.stream))))
+	}
+	m.requests.Add(ctx, 1, set.(metric.MeasurementOption))
+	m.overhead.Record(ctx, rec.overhead.Seconds(), oset.(metric.MeasurementOption))
+	m.duration.Record(ctx, d.Seconds(), set.(metric.MeasurementOption))
 }
 
 func (m *metrics) close() error {

@@ -18,7 +18,9 @@ const DefaultMaxEventSize = 4 << 20
 var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
 
 // readBufSize is the decoder's initial read buffer; it grows only for lines longer than it.
-const readBufSize = 32 << 10
+// Streamed chunks are a few hundred bytes and net/http hands a body over in reads of at
+// most 4 KiB, so a larger first buffer only costs each stream an allocation to clear.
+const readBufSize = 4 << 10
 
 // maxEmptyReads is how many (0, nil) reads in a row the decoder tolerates before failing
 // with io.ErrNoProgress, like bufio.

@@ -405,7 +405,26 @@ func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
 
 // observe feeds one report of the upstream's quota to the limiter (see headerSync.observe).
 func (l *keyLimiter) observe(rl *RateLimits, ls *limitLease, charged bool) {
-	if l != nil && rl != nil {
+	if l == nil || rl == nil {
+		return
+	}
+	if !l.extra && l.qty == qtyTotal {
 		l.sync.observe(l, rl, ls, charged)
+		return
+	}
+	// Each quantity learns from its own window (limiter_quantity.go), and each scope the
+	// request passed from the windows of its model.
+	if v := l.view(rl); v != (RateLimits{}) {
+		l.sync.observe(l, &v, ls, charged)
+	}
+	for i := range len(l.parts) + len(l.scopes) {
+		var pl *limitLease
+		if ls != nil && ls.l == l && i < len(ls.more) {
+			pl = &ls.more[i]
+		}
+		if i >= len(l.parts) && (pl == nil || pl.l == nil) {
+			continue // a scope the request did not pass
+		}
+		l.partAt(i).observe(rl, pl, charged)
 	}
 }

@@ -80,3 +80,19 @@ func redisDeployment(t *testing.T) quotasim.Deployment {
 		}
 	}}
 }
+
+// TestLimiterQuotaSimulationVendorsRedis is the vendor simulation (quotasim.RunVendor) for
+// four replicas on one real redis-server: a Gemini-like project shared by three keys, and
+// an Anthropic-like model class bound by its input tokens per minute, each a quota scope
+// kept in the store.
+func TestLimiterQuotaSimulationVendorsRedis(t *testing.T) {
+	d := redisDeployment(t)
+	for _, c := range []struct {
+		v     quotasim.Vendor
+		quota float64
+	}{{quotasim.Vendors[2], 0.95}, {quotasim.Vendors[0], 0.9}} {
+		t.Run(strings.ReplaceAll(c.v.Name, " ", "_"), func(t *testing.T) {
+			quotasim.RunVendor(t, filepath.Join("..", "testdata", "corpus"), c.v, d, c.quota)
+		})
+	}
+}

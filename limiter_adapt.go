@@ -117,6 +117,10 @@ type headerSync struct {
 type syncConfig struct {
 	base                      limitstore.Spec // from Limits
 	private                   bool
+	// noisy: single charges are far off what the upstream counts by nature (cache reads
+	// that are free, which no estimate sees coming), so that one observation does not
+	// say the key is shared (see knownLocked).
+	noisy bool
 	burstFraction, batchShare float64
 }
 
@@ -325,8 +329,8 @@ func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW RateWindow, charged
 // the level), so that realigning the whole level at each report would import their
 // lumps; each process correcting its share corrects the whole between them.
 func (s *headerSync) gainLocked() float64 {
-	if !s.cfg.private || !s.knownLocked() {
-		return 1
+	if !s.cfg.private || s.cfg.noisy || !s.knownLocked() {
+		return 1 // a noisy quantity's multiplier cannot tell other consumers from its noise
 	}
 	n := s.k / s.prior()
 	if n < sharedAbove {
@@ -381,7 +385,7 @@ func (s *headerSync) knownLocked() bool {
 	if f.Known() {
 		return true
 	}
-	return s.cfg.private && f.Reports >= 1 && f.Estimated >= 1 && f.Ratio() > sharedAbove*s.prior()
+	return s.cfg.private && !s.cfg.noisy && f.Reports >= 1 && f.Estimated >= 1 && f.Ratio() > sharedAbove*s.prior()
 }
 
 // calibrateLocked takes what the correction c says of the charges: the state's fit

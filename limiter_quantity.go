@@ -181,6 +181,7 @@ func (c *limiterConfig) scope(name string, rule QuotaRule) *keyLimiter {
 			l := newScopeLimiter("quota:"+name, d.Limits, c)
 			c.withParts(l, "quota:"+name, d.Limits, rule)
 			l.models = d.Models
+			l.refresh()
 			qs.lims[name] = l
 			return l
 		}
@@ -268,8 +269,10 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule Quo
 		}
 		p := newScopeLimiter(pname, pl, c)
 		p.qty, p.rule = q, rule
+		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
 		k.parts = append(k.parts, p)
 	}
+	k.sync.cfg.noisy = rule.CacheReadsFree
 }
 
 // retuneParts gives k the parts of l, retuning the states of old's parts of the same
@@ -293,6 +296,7 @@ func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, ru
 			p = newScopeLimiter("", pl, c)
 		}
 		p.qty, p.rule = q, rule
+		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
 		k.parts = append(k.parts, p)
 	}
 }

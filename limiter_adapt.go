@@ -115,12 +115,12 @@ type headerSync struct {
 
 // syncConfig is what a headerSync needs of its limiter's configuration.
 type syncConfig struct {
-	base                      limitstore.Spec // from Limits
-	private                   bool
+	base    limitstore.Spec // from Limits
+	private bool
 	// noisy: single charges are far off what the upstream counts by nature (cache reads
 	// that are free, which no estimate sees coming), so that one observation does not
 	// say the key is shared (see knownLocked).
-	noisy bool
+	noisy                     bool
 	burstFraction, batchShare float64
 }
 

@@ -128,7 +128,7 @@ func newKeyPool(upstream string, secrets []string, sources []KeySource, limits L
 	p := &keyPool{limits: limits, service: &serviceTimes{}}
 	if len(secrets) == 0 && len(sources) == 0 {
 		k := &poolKey{}
-		k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+		k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 		p.keys = []*poolKey{k}
 		return p
 	}
@@ -145,14 +145,14 @@ func newKeyPool(upstream string, secrets []string, sources []KeySource, limits L
 // newStaticKey returns the pool key of a static secret labelled key#n.
 func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConfig) *poolKey {
 	k := &poolKey{label: "key#" + strconv.Itoa(n), secret: secret}
-	k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 	return k
 }
 
 // newSourceKey returns the pool key of the i-th key source, labelled key#n.
 func newSourceKey(upstream string, src KeySource, i, n int, limits Limits, lc *limiterConfig) *poolKey {
 	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
-	k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 	return k
 }
 

@@ -29,6 +29,18 @@ type keyLimiter struct {
 	sizes         sizeQuantile
 	queue         queueWatch
 	sync          headerSync
+	// qty is the quantity its token buckets meter, and rule how its vendor meters it
+	// (limiter_quantity.go). parts are its limiters of the other quantities its Limits set
+	// (ITPM, OTPM), scopes the quota scopes its upstream names; extra is set when it has
+	// either. models are the models a scope covers (empty: all). hideInput: a part meters
+	// the input-token window, which the tokens window must not stand for.
+	qty       quantity
+	rule      QuotaRule
+	parts     []*keyLimiter
+	scopes    []*keyLimiter
+	models    []string
+	extra     bool
+	hideInput bool
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -42,7 +54,10 @@ func newNamedKeyLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 	if l.zero() {
 		return nil
 	}
-	return newScopeLimiter(name, l, cfg)
+	k := newScopeLimiter(name, l, cfg)
+	cfg.withParts(k, name, l, QuotaRule{})
+	k.refresh()
+	return k
 }
 
 // newScopeLimiter returns the limiter of the scope name with limits l, even when l limits
@@ -73,7 +88,7 @@ func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig
 // apply records what spec, the state's buckets now, limits.
 func (l *keyLimiter) apply(spec limitstore.Spec) {
 	perMinute := spec.Requests.Limited() || spec.Tokens.Limited()
-	l.limited.Store(l.slots || perMinute || spec.DailyRequests.Limited() || spec.DailyTokens.Limited())
+	l.limited.Store(l.extra || l.slots || perMinute || spec.DailyRequests.Limited() || spec.DailyTokens.Limited())
 	l.gate.Store(perMinute && l.sync.cfg.batchShare < 1)
 	var ns int64
 	if spec.Tokens.Limited() {
@@ -124,6 +139,11 @@ type admission struct {
 	// says whether it has one.
 	deadline    time.Time
 	hasDeadline bool
+	// model is the upstream's model name, which picks the quota scopes that cover it.
+	model string
+	// noSleep: reserve returns the wait it was granted without sleeping it (a request
+	// admitted by several limiters sleeps once, the longest of their waits).
+	noSleep bool
 }
 
 // limitLease is what an admitted request holds until its attempt is settled. The zero
@@ -131,7 +151,7 @@ type admission struct {
 type limitLease struct {
 	l *keyLimiter
 	// cost is the charge taken from the token buckets: estimate, the prompt estimate
-	// times the usage ratio plus the reserved output, times the charge multiplier; prompt
+	// (calibrated per model family) plus the reserved output, times the charge multiplier; prompt
 	// is the prompt estimate.
 	cost, estimate, prompt int
 	slot                   limitstore.SlotLease
@@ -142,6 +162,9 @@ type limitLease struct {
 	// res is the reservation being made (kept here so that it need not be allocated
 	// for the call through keyLimiter.reserveTo).
 	res limitstore.Reservation
+	// more are the leases of l's parts and scopes, in l.partAt order (a zero lease for a
+	// scope that does not cover the model); nil when l has none.
+	more []limitLease
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -164,28 +187,47 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		*ls = limitLease{}
 		return 0, nil
 	}
-	return l.admit(ctx, adm, ls)
+	if !l.extra {
+		return l.admit(ctx, adm, ls, 0)
+	}
+	// Every limiter reserves first, without sleeping, so that a wait that does not fit
+	// in one refuses at once; then the request sleeps the longest of their waits.
+	adm.noSleep = true
+	wait, err := l.admit(ctx, adm, ls, 0)
+	if err == nil {
+		wait, err = l.admitParts(ctx, adm, ls, wait)
+	}
+	adm.noSleep = false
+	if err != nil || wait <= 0 {
+		return 0, err
+	}
+	if err := sleepFor(ctx, wait); err != nil {
+		ls.release(0, false)
+		*ls = limitLease{}
+		return wait, err
+	}
+	return wait, nil
 }
 
-// admit is acquireInto once the limiter limits something.
-func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) (time.Duration, error) {
-	prompt, out := max(adm.prompt, 0), max(adm.out, 0)
+// admit is acquireInto once the limiter limits something, on l's own buckets, for a
+// request that has waited so far (in the limiters before it): it returns the whole wait.
+func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	prompt, out := l.costOf(adm)
 	est := l.sync.estimate(prompt, out)
 	// Field by field: the grant is written whole by the reservation.
 	ls.l, ls.prompt, ls.estimate, ls.cost = l, prompt, est, l.sync.charge(est)
-	ls.slot, ls.held, ls.batch = limitstore.SlotLease{}, false, false
+	ls.slot, ls.held, ls.batch, ls.more = limitstore.SlotLease{}, false, false, nil
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
 		adm.expectService()
 	}
-	var waited time.Duration
 	if l.slots {
 		lim, err := l.limit(ctx, 0, adm, 0)
 		if err != nil {
 			*ls = limitLease{}
 			return 0, err
 		}
-		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline
+		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline && waited == 0
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
 		waited += w
 		if err != nil {
@@ -211,7 +253,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease) 
 		return waited, err
 	}
 	waited += w
-	if w > 0 {
+	if w > 0 && !adm.noSleep {
 		// A 429 may have paused the scope while this request slept.
 		for {
 			b, err := l.state.Blocked(ctx)
@@ -298,6 +340,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	}
 	if g.Wait <= 0 {
 		return 0, nil
+	}
+	if adm.noSleep {
+		return g.Wait, nil // the caller sleeps, once every limiter of the request said when
 	}
 	if err := sleepFor(ctx, g.Wait); err != nil {
 		ls.giveBack(lane)
@@ -451,7 +496,12 @@ func (ls *limitLease) undo(main bool) {
 // release does. The prompt's estimate is calibrated from the usage per model family, not
 // per key (family.go): a key serves several families, whose ratios differ.
 func (ls *limitLease) releaseUsage(u *Usage, used bool) {
-	ls.release(u.billable(), used)
+	for i := range ls.more {
+		ls.more[i].releaseUsage(u, used)
+	}
+	if l := ls.l; l != nil {
+		ls.settle(l.counted(u), used)
+	}
 }
 
 // release settles the lease once the attempt's outcome is known. used is false when the
@@ -462,6 +512,14 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 // upstream counted instead. The concurrency slot is always released. It must be called
 // exactly once.
 func (ls *limitLease) release(actualTokens int, used bool) {
+	for i := range ls.more {
+		ls.more[i].release(0, used)
+	}
+	ls.settle(actualTokens, used)
+}
+
+// settle is release for the lease's own buckets (not its parts').
+func (ls *limitLease) settle(actualTokens int, used bool) {
 	l := ls.l
 	if l == nil {
 		return
@@ -532,7 +590,7 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 		out = min(reserved, a.cost)
 	}
 	*adm = admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
-		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved}
+		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved, model: a.call.Model}
 	if a.layerWait == 0 && a.key.source == nil {
 		// Nothing waited since the attempt read the clock (a key source's fetch may
 		// take long): the reservation is made at that reading.

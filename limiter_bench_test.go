@@ -22,6 +22,9 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 		{"rpm+tpm", Limits{RPM: lots, TPM: lots}, PriorityInteractive},
 		{"rpm+tpm+concurrency", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityInteractive},
 		{"rpm+tpm+concurrency/batch", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityBatch},
+		// Input and output tokens apart: each a part of its own (limiter_quantity.go).
+		{"rpm+itpm+otpm", Limits{RPM: lots, ITPM: lots, OTPM: lots}, PriorityInteractive},
+		{"rpm+tpm+itpm+otpm", Limits{RPM: lots, TPM: lots, ITPM: lots, OTPM: lots}, PriorityInteractive},
 	} {
 		cfg := defaultLimiterConfig()
 		ctx := context.Background()

@@ -34,6 +34,16 @@ type Limits struct {
 	// TPM is the tokens per minute, prompt and output together. A request is charged its
 	// prompt estimate plus its MaxTokens (see WithReservedOutput) before it is sent.
 	TPM int
+	// ITPM and OTPM are the input and the output tokens per minute, for vendors that meter
+	// them apart (Anthropic), each its own token bucket beside TPM's, sized like it (the
+	// burst fraction of its quota), learning its window and level from the upstream's
+	// input- and output-token headers. How each is charged follows the Provider's
+	// QuotaRule: ITPM is charged the prompt estimate (scaled by the learned ratio of the
+	// input the upstream counts, less cache reads where they are free) and reconciled by
+	// Metering; OTPM is charged the reserved output where the vendor charges the
+	// reservation, else the expected output, reconciled with the output reported. 0: no
+	// limit. They apply to keys, partitions and quota scopes.
+	ITPM, OTPM int
 	// RPD and TPD are the requests and tokens per day, for keys with a daily quota (free
 	// tiers, some vendors' per-day limits). Each is a bucket that holds the whole day's
 	// quota and refills continuously over the day; a request waits for it like for the
@@ -70,7 +80,7 @@ const (
 )
 
 func (l Limits) zero() bool {
-	return l.RPM == 0 && l.TPM == 0 && l.RPD == 0 && l.TPD == 0 && l.MaxConcurrent == 0
+	return l.RPM == 0 && l.TPM == 0 && l.ITPM == 0 && l.OTPM == 0 && l.RPD == 0 && l.TPD == 0 && l.MaxConcurrent == 0
 }
 
 func (l Limits) validate() error {
@@ -78,7 +88,7 @@ func (l Limits) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"RPM", l.RPM}, {"TPM", l.TPM}, {"RPD", l.RPD}, {"TPD", l.TPD}, {"MaxConcurrent", l.MaxConcurrent},
+	}{{"RPM", l.RPM}, {"TPM", l.TPM}, {"ITPM", l.ITPM}, {"OTPM", l.OTPM}, {"RPD", l.RPD}, {"TPD", l.TPD}, {"MaxConcurrent", l.MaxConcurrent},
 		{"RequestBurst", l.RequestBurst}, {"TokenBurst", l.TokenBurst}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("limits: negative %s %d", f.name, f.v))
@@ -169,6 +179,10 @@ type limiterConfig struct {
 	burstFraction float64
 	store         limitstore.Store
 	partitions    partitionConfig
+	// scopeDecls are the quota scopes WithQuotaScope declared; scopes their limiters and
+	// the upstreams' rules and references, set by validation.
+	scopeDecls []QuotaScope
+	scopes     *quotaScopes
 }
 
 func defaultLimiterConfig() limiterConfig {
@@ -215,7 +229,12 @@ func (c *limiterConfig) validate() error {
 // engine estimate each request's cost. A key that learns a token limit from its
 // upstream's headers estimates its requests' cost itself (see Client.admission).
 func (c *limiterConfig) enabled(cfg *config) bool {
-	tokens := func(l Limits) bool { return l.TPM > 0 || l.TPD > 0 }
+	tokens := func(l Limits) bool { return l.TPM > 0 || l.TPD > 0 || l.ITPM > 0 || l.OTPM > 0 }
+	for _, s := range c.scopeDecls {
+		if tokens(s.Limits) {
+			return true
+		}
+	}
 	for i := range cfg.upstreams {
 		if tokens(cfg.upstreams[i].Limits) {
 			return true
@@ -275,8 +294,13 @@ func WithMaxWait(d time.Duration) Option {
 // and a large prompt is refused by the same test as a small one (by the queue ahead of
 // it, not by its own size). Requests without a deadline are never refused by it. Default
 // 0: off (a request waits while its wait and the upstream's expected service time fit
-// before its deadline), which suits a few workers that each send their next request once
-// the last is answered, which a refusal would only make send again at once. 100ms suits
+// before its deadline). It is off by default because the limiter cannot tell open-loop
+// traffic (a server's requests, which a refusal sends elsewhere or answers early) from a
+// few workers that each send their next request once the last is answered: their queue is
+// bounded by their number, and a refusal only makes them send again at once, a busy loop
+// for as long as the overload lasts, where the default blocks them. Turn it on for
+// open-loop traffic: under 2× overload it keeps the median latency of the calls served
+// within 2× the unloaded one with no 429s and full goodput (BENCHMARKS.md). 100ms suits
 // calls that take about a second. d must be in [0, 1h].
 func WithQueueTarget(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.limiter.queueTarget = d })

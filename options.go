@@ -231,6 +231,7 @@ func (c *config) validate() error {
 	errs = append(errs, c.validateSharedBreakers()...)
 	errs = append(errs, c.validateCost()...)
 	errs = append(errs, c.validateCaches()...)
+	errs = append(errs, c.validateQuota()...)
 	for _, sub := range []interface{ validate() error }{&c.retry, &c.limiter, &c.stream, &c.keys} {
 		if err := sub.validate(); err != nil {
 			errs = append(errs, err)

@@ -370,9 +370,9 @@ func sameSource(a, b KeySource) (same bool) {
 func (k *poolKey) retune(upstream string, old, limits Limits, lc *limiterConfig) {
 	cur := k.limiter()
 	if cur == nil || old.MaxConcurrent != limits.MaxConcurrent {
-		k.lim.Store(newScopeLimiter(k.scope(upstream), limits, lc))
+		k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 		return
 	}
 	_ = cur.state.Retune(context.Background(), limits.spec(lc)) // a store that cannot answer keeps the old limits there
-	k.lim.Store(limiterOn(cur.state, cur.shared, limits, lc))
+	k.lim.Store(retunedKeyLimiterOf(upstream, cur, limits, lc))
 }

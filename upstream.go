@@ -26,6 +26,11 @@ type Upstream struct {
 	// Limits bounds each key's requests per minute, tokens per minute and concurrency.
 	// The zero value sets no limits.
 	Limits Limits
+	// QuotaScopes names quota scopes declared with WithQuotaScope that every key of the
+	// upstream draws from too, besides its own Limits: a quota of the project or
+	// organization the keys belong to, shared with the other upstreams that name it, for
+	// the models each scope covers. Nil: none.
+	QuotaScopes []string
 	// Timeout bounds each one-shot attempt on this upstream. Zero uses WithAttemptTimeout's value.
 	Timeout time.Duration
 	// Weight is the upstream's share of the calls under RouteWeighted, relative to the

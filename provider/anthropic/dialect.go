@@ -69,3 +69,10 @@ func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
 func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
 	return newStream(resp, func() {}, "")
 }
+
+// QuotaRule is how Anthropic meters its token quotas: output tokens per minute count the
+// output generated (max_tokens does not factor in), and prompt-cache reads do not count
+// toward input tokens per minute (docs.anthropic.com, rate limits; true for most models).
+func (p *Provider) QuotaRule() llmclient.QuotaRule {
+	return llmclient.QuotaRule{OutputOnUsage: true, CacheReadsFree: true}
+}

@@ -146,3 +146,11 @@ func (p *Provider) RateLimits(http.Header) *llmclient.RateLimits { return nil }
 func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
 	return newStream(resp, func() {}, "")
 }
+
+// QuotaRule is how the Gemini API meters its token quotas: tokens per minute count input
+// tokens only (ai.google.dev/gemini-api/docs/rate-limits: "Tokens per minute (input)").
+// Its limits apply per project, not per API key: name a quota scope for the project's
+// keys (Upstream.QuotaScopes).
+func (p *Provider) QuotaRule() llmclient.QuotaRule {
+	return llmclient.QuotaRule{InputOnly: true}
+}

@@ -1,0 +1,124 @@
+package llmclient_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/provider/anthropic"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/provider/gemini"
+)
+
+// TestQuotaScopeValidation: New names every problem of the quota scopes and the
+// per-quantity limits: an upstream naming an undeclared scope, a scope without a name or
+// declared twice, an empty model pattern, negative ITPM and OTPM, on keys and scopes.
+func TestQuotaScopeValidation(t *testing.T) {
+	up := func(l llmclient.Limits, scopes ...string) llmclient.Option {
+		return llmclient.WithUpstream(llmclient.Upstream{Name: "u", Provider: fake.New(), Limits: l, QuotaScopes: scopes})
+	}
+	for _, c := range []struct {
+		name string
+		opts []llmclient.Option
+		want string
+	}{
+		{"unknown scope", []llmclient.Option{up(llmclient.Limits{}, "project")}, `unknown quota scope "project"`},
+		{"scope named twice", []llmclient.Option{up(llmclient.Limits{}, "p", "p"),
+			llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p"})}, `quota scope "p" named twice`},
+		{"empty name", []llmclient.Option{up(llmclient.Limits{}), llmclient.WithQuotaScope(llmclient.QuotaScope{})}, "quota scope: empty name"},
+		{"declared twice", []llmclient.Option{up(llmclient.Limits{}), llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p"}),
+			llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p"})}, `quota scope "p": declared twice`},
+		{"empty model", []llmclient.Option{up(llmclient.Limits{}), llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p", Models: []string{""}})}, "empty model pattern"},
+		{"negative ITPM", []llmclient.Option{up(llmclient.Limits{ITPM: -1})}, "negative ITPM -1"},
+		{"negative OTPM", []llmclient.Option{up(llmclient.Limits{OTPM: -5})}, "negative OTPM -5"},
+		{"scope limits", []llmclient.Option{up(llmclient.Limits{}, "p"),
+			llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p", Limits: llmclient.Limits{ITPM: -2}})}, `quota scope "p": limits: negative ITPM -2`},
+	} {
+		_, err := llmclient.New(c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if _, err := llmclient.New(up(llmclient.Limits{ITPM: 1 << 40, OTPM: 1}, "p"),
+		llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "p", Models: []string{"claude-opus-4*"}, Limits: llmclient.Limits{RPM: 5, OTPM: 8_000}})); err != nil {
+		t.Errorf("valid scope and quantities: %v", err)
+	}
+}
+
+// TestProviderQuotaRules: the adapters say how their vendor meters its token quotas.
+func TestProviderQuotaRules(t *testing.T) {
+	a, err := anthropic.New(anthropic.WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gemini.New(gemini.WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.QuotaRule(); !r.OutputOnUsage || !r.CacheReadsFree || r.InputOnly {
+		t.Errorf("anthropic: %+v", r)
+	}
+	if r := g.QuotaRule(); !r.InputOnly || r.OutputOnUsage || r.CacheReadsFree {
+		t.Errorf("gemini: %+v", r)
+	}
+}
+
+// ruled is a fake provider whose vendor meters by rule.
+type ruled struct {
+	*fake.Provider
+	rule llmclient.QuotaRule
+}
+
+func (p ruled) QuotaRule() llmclient.QuotaRule { return p.rule }
+
+// TestOutputQuotaMeteredOnUsage: an output quota (Limits.OTPM) holds each call's reserved
+// output while it is in flight; where the vendor counts output as generated
+// (QuotaRule.OutputOnUsage) the unused part comes back when the call ends, so calls that
+// reserve a whole bucket but generate little follow each other at once, and where it
+// charges the reservation (the zero rule) each one waits for the bucket to refill.
+// Likewise an input quota (Limits.ITPM) charges cache reads only where the vendor counts
+// them.
+func TestOutputQuotaMeteredOnUsage(t *testing.T) {
+	run := func(t *testing.T, rule llmclient.QuotaRule, l llmclient.Limits, u llmclient.Usage, req *llmclient.Request) time.Duration {
+		var took time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			p := ruled{fake.New(fake.Reply("ok").ReportUsage(u).Forever()), rule}
+			c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "u", Provider: p, Limits: l}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			for range 5 {
+				if _, err := c.Complete(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			took = time.Since(start)
+		})
+		return took
+	}
+	out := &llmclient.Request{Model: "m", MaxTokens: 1000, Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
+	l := llmclient.Limits{OTPM: 6_000} // a bucket of 1,000 output tokens, refilled at 100 a second
+	small := llmclient.Usage{InputTokens: 10, OutputTokens: 10, TotalTokens: 20}
+	if d := run(t, llmclient.QuotaRule{OutputOnUsage: true}, l, small, out); d > time.Second {
+		t.Errorf("output counted as generated: five calls took %v, want no wait", d)
+	}
+	if d := run(t, llmclient.QuotaRule{}, l, small, out); d < 30*time.Second {
+		t.Errorf("output reservation charged: five calls took %v, want about 40s of waits", d)
+	}
+
+	// Prompts of about 2,000 tokens, 95% read from the cache, against 3,000 input tokens
+	// per minute (a bucket of 500): counted, each leaves a debt; free, they pass.
+	in := &llmclient.Request{Model: "m", MaxTokens: 10, Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat("word ", 2000))}}
+	li := llmclient.Limits{ITPM: 3_000, Metering: llmclient.MeterUsage}
+	cached := llmclient.Usage{InputTokens: 2000, CachedInputTokens: 1900, OutputTokens: 10, TotalTokens: 2010}
+	free := run(t, llmclient.QuotaRule{CacheReadsFree: true}, li, cached, in)
+	counted := run(t, llmclient.QuotaRule{}, li, cached, in)
+	t.Logf("cached prompts: %v free, %v counted", free, counted)
+	if !(free < counted/2) {
+		t.Errorf("five cached prompts took %v with cache reads free, %v with them counted: want far less", free, counted)
+	}
+}

@@ -151,7 +151,7 @@ type admission struct {
 type limitLease struct {
 	l *keyLimiter
 	// cost is the charge taken from the token buckets: estimate, the prompt estimate
-	// (calibrated per model family) plus the reserved output, times the charge multiplier; prompt
+	// (calibrated per model family) times the key's usage ratio plus the reserved output, times the charge multiplier; prompt
 	// is the prompt estimate.
 	cost, estimate, prompt int
 	slot                   limitstore.SlotLease
@@ -493,15 +493,21 @@ func (ls *limitLease) undo(main bool) {
 }
 
 // releaseUsage settles the lease with the attempt's reported usage (nil when none), as
-// release does. The prompt's estimate is calibrated from the usage per model family, not
-// per key (family.go): a key serves several families, whose ratios differ.
+// release does, and feeds the key's usage ratio where the key does not count all of a
+// prompt's input (free cache reads): the estimate is already the model family's
+// calibrated one (family.go).
 func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	for i := range ls.more {
 		ls.more[i].releaseUsage(u, used)
 	}
-	if l := ls.l; l != nil {
-		ls.settle(l.counted(u), used)
+	l := ls.l
+	if l == nil {
+		return
 	}
+	if used && u != nil && !u.Estimated {
+		l.learn(u)
+	}
+	ls.settle(l.counted(u), used)
 }
 
 // release settles the lease once the attempt's outcome is known. used is false when the

@@ -36,8 +36,8 @@ import (
 //     processes use too counts their consumption in: its multiplier grows to about one
 //     over its share, and its bucket then holds its share of the key's rate and burst,
 //     whatever the number of processes. Such a state corrects only its share of each
-//     error (see gainLocked). Before the headers say anything, the prompt estimate is the
-//     model family's calibrated one (family.go), learned from the usage of every key.
+//     error (see gainLocked). Before the headers say anything, the ratio of the usage's
+//     prompt tokens to the estimate scales the prompt part of the charge.
 //     A private state takes its key for shared as soon as one observation says so (see
 //     knownLocked): processes that start together each admit a whole bucket until then.
 //  4. The reserve. The charges admitted and not yet seen by the upstream (queued or in
@@ -72,19 +72,25 @@ const (
 	// the estimate, or a key shared by up to 32 processes.
 	minScale = 0.25
 	maxScale = 32
-	// sharedAbove is the multiplier above which a private state
+	// sharedAbove is the multiplier, against the usage ratio, above which a private state
 	// takes its key for shared with other processes (see gainLocked).
 	sharedAbove = 1.5
+	// minRatio and maxRatio bound the usage ratio.
+	minRatio = 0.25
+	maxRatio = 4
 	// hiddenRecovery and hiddenGrowth: a hidden window's burst grows back by a tenth
 	// each half minute without a refusal that the reported window does not explain.
 	hiddenRecovery = 30 * time.Second
 	hiddenGrowth   = 1.1
+	// usageAfter is the number of usage reports after which their ratio is used.
+	usageAfter = 3
 )
 
 // headerSync is what a key's limiter learns from its upstream's headers. The hot path
 // reads only its atomics; reports update the rest under mu. It is safe for concurrent use.
 type headerSync struct {
 	scale       atomic.Uint64 // float64 bits of the charge multiplier; 0: 1
+	ratio       atomic.Uint64 // float64 bits of the usage ratio of prompts; 0: 1
 	tokNanos    atomic.Int64  // the token bucket's nanoseconds per token; 0: no token bucket
 	dailyTokens atomic.Bool   // a daily token bucket is in force
 	calibrated  atomic.Bool   // the headers calibrate the charge
@@ -98,6 +104,8 @@ type headerSync struct {
 	// what the last report left pending.
 	margin  float64
 	pending limitstore.Totals
+	usageN  float64
+	usageR  float64
 	applied limitstore.Spec // what the state enforces now
 	// hidden is the token burst a hidden window allows (0: none seen), since hiddenAt
 	// (see refusedLocked).
@@ -130,9 +138,12 @@ func factor(a *atomic.Uint64) float64 {
 	return 1
 }
 
-// estimate is a request's charge before the charge multiplier: its prompt estimate (already
-// calibrated for the model family, family.go) plus its reserved output, saturating at maxCost.
+// estimate is a request's charge before the charge multiplier: its prompt estimate
+// times the usage ratio, plus its reserved output, saturating at maxCost.
 func (s *headerSync) estimate(prompt, out int) int {
+	if prompt > 0 && s.ratio.Load() != 0 {
+		prompt = int(min(math.Ceil(float64(prompt)*factor(&s.ratio)), maxCost))
+	}
 	return min(satAdd(prompt, out), maxCost)
 }
 
@@ -157,6 +168,29 @@ func (s *headerSync) capacities() (requests, tokens float64) {
 		tokens = r.Size()
 	}
 	return requests, tokens
+}
+
+// prior is the usage ratio, 1 until known.
+func (s *headerSync) prior() float64 {
+	if s.usageN < usageAfter {
+		return 1
+	}
+	return s.usageR
+}
+
+// usage learns the share of a prompt that counts: the input the key counted against the
+// input the upstream reported.
+func (s *headerSync) usage(prompt, input int) {
+	if prompt < 50 || input <= 0 {
+		return // too small to say anything of the ratio
+	}
+	r := min(max(float64(input)/float64(prompt), minRatio), maxRatio)
+	s.mu.Lock()
+	s.usageN++
+	s.usageR += (r - s.usageR) / min(s.usageN, 20)
+	ratio := s.usageR
+	s.mu.Unlock()
+	s.ratio.Store(math.Float64bits(ratio))
 }
 
 // observe learns from one report of the upstream's quota: rl, read from the answer to the
@@ -289,7 +323,7 @@ func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW RateWindow, charged
 
 // gainLocked is the part of each error a report corrects. A state that sees every
 // consumer of its key (a shared store, or a private state whose multiplier says it is
-// alone: within half again of 1) corrects all of it. A private state whose
+// alone: within half again of the usage ratio) corrects all of it. A private state whose
 // multiplier says that about n processes share the key corrects an nth: its bucket is
 // already its share of the key's rate and burst, and the upstream's level also holds the
 // others' savings (a process waiting to send a large prompt holds more than its share of
@@ -299,7 +333,7 @@ func (s *headerSync) gainLocked() float64 {
 	if !s.cfg.private || s.cfg.noisy || !s.knownLocked() {
 		return 1 // a noisy quantity's multiplier cannot tell other consumers from its noise
 	}
-	n := s.k
+	n := s.k / s.prior()
 	if n < sharedAbove {
 		return 1
 	}
@@ -344,7 +378,7 @@ func (s *headerSync) marginLocked() float64 {
 
 // knownLocked reports whether the fit's multiplier is used: once the fit is known, and
 // for a private state as soon as one observation says its key is shared (a multiplier
-// above sharedAbove): until the fit would be known, several
+// above sharedAbove times the usage ratio): until the fit would be known, several
 // processes starting on one key would each admit the whole of the upstream's level.
 // A multiplier that high from one observation errs towards admitting too little.
 func (s *headerSync) knownLocked() bool {
@@ -352,7 +386,7 @@ func (s *headerSync) knownLocked() bool {
 	if f.Known() {
 		return true
 	}
-	return s.cfg.private && !s.cfg.noisy && f.Reports >= 1 && f.Estimated >= 1 && f.Ratio() > sharedAbove
+	return s.cfg.private && !s.cfg.noisy && f.Reports >= 1 && f.Estimated >= 1 && f.Ratio() > sharedAbove*s.prior()
 }
 
 // calibrateLocked takes what the correction c says of the charges: the state's fit

@@ -359,6 +359,16 @@ func (k *keyLimiter) input(u *Usage) int {
 	return in
 }
 
+// learn feeds u to the usage ratio of k's charges where k does not count all of a
+// prompt's input: the share it counts (less than 1 where cache reads are free). The
+// tokenizer's part of the error is the model family's calibration (family.go), already in
+// the estimate; an output quantity has no prompt.
+func (k *keyLimiter) learn(u *Usage) {
+	if k.qty != qtyOutput && k.rule.CacheReadsFree {
+		k.sync.usage(max(u.InputTokens, 0), k.input(u))
+	}
+}
+
 // view is the part of rl that k's buckets meter: the requests and tokens windows for a
 // key (the input-token window standing for the tokens one only when no part meters
 // input), the input or the output window for a part. An output quantity metered on usage

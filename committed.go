@@ -19,7 +19,10 @@ import (
 // caller dropping the stream without closing it.
 //
 // The idle timeout counts only the time spent waiting on the upstream, never the caller's
-// own time between reads. While the caller is away from a typed stream for a whole idle
+// own time between reads. Its limit depends on the stream's phase: after a reasoning delta
+// (the reasoning phase) a longer silence is allowed than while the answer streams (the
+// content phase); see WithIdleTimeout. The longest wait of each phase is noted, and a
+// stream that ends cleanly teaches its upstream's learned idle limits (learned.go). While the caller is away from a typed stream for a whole idle
 // period, the committed attempt reads ahead in the background (readAhead), so the
 // upstream's silence is timed whether or not the caller reads: an upstream that stalls
 // is cut, one that finishes is settled and gives its leases back, and a caller that
@@ -45,8 +48,16 @@ type committed struct {
 	watchdog  *time.Timer
 	stopWatch func() bool // stops the context.AfterFunc
 
-	idle          time.Duration
-	keepAliveIdle bool
+	// idle and idleReasoning are the idle limits of the content and reasoning phases
+	// (idleReasoning >= idle); thinking is set while the stream is in its reasoning
+	// phase: its last data chunk carried reasoning and no content.
+	idle, idleReasoning time.Duration
+	thinking            atomic.Bool
+	// learnGaps: the longest waits of each phase (gapContent, gapReasoning, in
+	// nanoseconds) teach the upstream's learned idle limits.
+	learnGaps                bool
+	gapContent, gapReasoning atomic.Int64
+	keepAliveIdle            bool
 	// keepAlives makes recv return keep-alives too: the transport's body delivers their
 	// bytes as they come.
 	keepAlives bool
@@ -99,8 +110,9 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 	r.cur, r.handedOver = nil, true
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
-	if idle := c.cfg.stream.idle; idle > 0 && ps != nil {
-		cm.idle, cm.base = idle, time.Now()
+	if idle, reasoning := a.idleLimits(); idle > 0 && ps != nil {
+		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
+		cm.learnGaps = c.cfg.stream.learnIdle
 		cm.watchdog = time.AfterFunc(idle, cm.watch)
 	}
 	cm.stopWatch = context.AfterFunc(ctx, cm.ctxDone)
@@ -158,9 +170,36 @@ func (cm *committed) noteRead(ch *Chunk, err error, timed bool) (skip bool) {
 		}
 		return !cm.keepAlives // the transport's body delivers their bytes; the wait goes on
 	default:
+		if timed && cm.learnGaps {
+			cm.noteGap()
+		}
 		cm.note(ch)
 	}
 	return false
+}
+
+// noteGap notes the wait for the data event that just arrived as one of its phase.
+func (cm *committed) noteGap() {
+	at := cm.readAt.Load()
+	if at == 0 {
+		return
+	}
+	gap := int64(time.Since(cm.base)) - (at - 1)
+	longest := &cm.gapContent
+	if cm.thinking.Load() {
+		longest = &cm.gapReasoning
+	}
+	if gap > longest.Load() {
+		longest.Store(gap) // one reader writes them
+	}
+}
+
+// idleLimit is the idle limit of the stream's current phase.
+func (cm *committed) idleLimit() time.Duration {
+	if cm.thinking.Load() {
+		return cm.idleReasoning
+	}
+	return cm.idle
 }
 
 // skipper is what a ProviderStream that skips malformed events reports: how many it
@@ -242,6 +281,13 @@ func (cm *committed) settleAhead(err error) {
 // note records what a data chunk says about the attempt.
 func (cm *committed) note(ch *Chunk) {
 	cm.chunks.Add(1)
+	if ch.Text != "" || ch.Refusal != "" || len(ch.ToolCalls) > 0 {
+		if cm.thinking.Load() {
+			cm.thinking.Store(false)
+		}
+	} else if ch.Reasoning != "" && !cm.thinking.Load() {
+		cm.thinking.Store(true)
+	}
 	if ch.Usage != nil {
 		u := *ch.Usage
 		cm.usage.Store(&u)
@@ -265,8 +311,9 @@ func (cm *committed) note(ch *Chunk) {
 	}
 }
 
-// watch is the idle watchdog: it fires every idle period and expires the attempt when a
-// read from the upstream has been under way for the whole idle timeout.
+// watch is the idle watchdog: it fires at least every content-phase idle period and
+// expires the attempt when a read from the upstream has been under way for the whole idle
+// limit of the stream's phase.
 func (cm *committed) watch() {
 	cm.mu.Lock()
 	if cm.settled.Load() {
@@ -277,7 +324,7 @@ func (cm *committed) watch() {
 	now := time.Since(cm.base)
 	away := false
 	if at := cm.readAt.Load(); at != 0 {
-		next = time.Duration(at-1) + cm.idle - now
+		next = time.Duration(at-1) + cm.idleLimit() - now
 	} else if full := cm.fullAt.Load(); full != 0 {
 		// The caller left a full read-ahead buffer unread: its own time counts now.
 		next = time.Duration(full-1) + cm.idle - now
@@ -285,7 +332,7 @@ func (cm *committed) watch() {
 		away = cm.ps != nil && !cm.keepAlives
 	}
 	if next > 0 {
-		cm.watchdog.Reset(next)
+		cm.watchdog.Reset(min(next, cm.idle)) // a phase may end: look again within idle
 	}
 	cm.mu.Unlock()
 	if next <= 0 {
@@ -426,6 +473,9 @@ func (cm *committed) settle(class Class, e *Error) {
 		cm.closeUpstream()
 		a.settle(class, usage)
 		r.releasePartition(usage)
+		if class == ClassNone && cm.learnGaps {
+			a.up.learned.recordGaps(a.call.Model, time.Duration(cm.gapContent.Load()), time.Duration(cm.gapReasoning.Load()))
+		}
 		if !cm.keepAlives {
 			// A typed stream is done with its contexts. A transport body keeps them until
 			// the caller closes it: the bytes after the end marker still come through them.

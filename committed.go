@@ -91,6 +91,14 @@ type committed struct {
 	// finish and model are the last finish reason and model the stream named.
 	finishReason, model atomic.Pointer[string]
 
+	// prior, priorChunks and firstToken are, for a continuation (continue.go), the usage
+	// and chunks of the stream's committed attempts before this one and when the first
+	// of them got its first token; nil, 0 and zero for a stream's first attempt. They are
+	// set under mu before any timer can settle the attempt.
+	prior       *Usage
+	priorChunks int64
+	firstToken  time.Time
+
 	settleOnce sync.Once
 	settled    atomic.Bool
 	closed     atomic.Bool // the caller closed it

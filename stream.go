@@ -130,9 +130,11 @@ func WithIdleTimeout(d time.Duration) Option {
 // produced tokensPerSecond × over tokens, or at its end: for a stream at R ≥
 // tokensPerSecond tokens per second that is (tokensPerSecond/R) × over after its first
 // token, at most over. The held chunks are then delivered at once. So that a stream
-// that cannot be replaced is not held, the floor applies only while the call has another
-// upstream it may fail over to (the last upstream of a route is never cut), and a held
-// stream that reaches 1 MiB or 4096 chunks is committed at once.
+// that cannot be replaced is not held, the floor applies only while the call may still
+// fail over — another upstream of its route can serve it and its attempt caps allow
+// another attempt (the last upstream of a route is never cut) — and a held stream that
+// reaches 1 MiB or 4096 chunks is committed at once. It applies to a continuation's
+// attempt too (see WithStreamContinuation), whose chunks the caller has not seen either.
 //
 // Default 0, 0: off. tokensPerSecond must be within [0, 100000] and finite, over within
 // [0, 2m], and both 0 or both positive; New fails otherwise.

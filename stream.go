@@ -226,24 +226,28 @@ func (c *Client) holdFloor(ctx, sctx context.Context, cancel context.CancelCause
 	}
 	need := int64(math.Ceil(sc.floorRate * sc.floorWindow.Seconds()))
 	t := time.AfterFunc(sc.floorWindow-(time.Since(a.sent)-a.ttft), func() { cancel(ErrThroughputFloor) })
-	defer t.Stop()
 	var held heldOutput
 	for i := range g.pending {
 		held.add(&g.pending[i])
 	}
 	for held.tokens() < need && held.bytes < maxAheadBytes && len(g.pending) < maxAheadChunks {
 		ch, err := g.ps.Recv()
-		switch {
-		case err == io.EOF:
+		if err == io.EOF {
 			g.ended = true
-			return nil
-		case err != nil:
-			return c.floorFailed(ctx, sctx, a, err)
-		case ch.KeepAlive:
-			continue
+			break
 		}
-		held.add(&ch)
-		g.pending = append(g.pending, ch)
+		if err != nil {
+			t.Stop()
+			return c.floorFailed(ctx, sctx, a, err)
+		}
+		if !ch.KeepAlive {
+			held.add(&ch)
+			g.pending = append(g.pending, ch)
+		}
+	}
+	if !t.Stop() {
+		// The window passed as the floor was met: the stream's context is gone with it.
+		return c.floorFailed(ctx, sctx, a, context.Cause(sctx))
 	}
 	return nil
 }

@@ -135,18 +135,19 @@ func (cm *committed) recv() (Chunk, error) {
 	timed := cm.idle > 0
 	if timed {
 		cm.wantRead.Store(true)
-		cm.readMu.Lock()
+		cm.readMu.Lock() // unlocked at each return: a defer costs every chunk
 		cm.wantRead.Store(false)
-		defer cm.readMu.Unlock()
 		if len(cm.ahead) > 0 {
 			it := cm.ahead[0]
 			cm.ahead[0] = aheadItem{}
 			cm.ahead = cm.ahead[1:]
 			cm.aheadBytes -= it.size
 			cm.fullAt.Store(0)
+			cm.readMu.Unlock()
 			return it.ch, it.err
 		}
 		if cm.aheadEnd {
+			cm.readMu.Unlock()
 			return Chunk{}, io.EOF // unreachable: the end is the last item ahead
 		}
 		if cm.readAt.Load() == 0 {
@@ -155,11 +156,14 @@ func (cm *committed) recv() (Chunk, error) {
 	}
 	for {
 		ch, err := cm.ps.Recv()
-		if cm.noteRead(&ch, err, timed) {
+		if err == nil && !ch.KeepAlive { // the common case, without a call
+			cm.note(&ch)
+		} else if cm.noteRead(&ch, err, timed) {
 			continue
 		}
 		if timed {
 			cm.readAt.Store(0)
+			cm.readMu.Unlock()
 		}
 		return ch, err
 	}
@@ -178,28 +182,9 @@ func (cm *committed) noteRead(ch *Chunk, err error, timed bool) (skip bool) {
 		}
 		return !cm.keepAlives // the transport's body delivers their bytes; the wait goes on
 	default:
-		if timed && cm.learnGaps {
-			cm.noteGap()
-		}
 		cm.note(ch)
 	}
 	return false
-}
-
-// noteGap notes the wait for the data event that just arrived as one of its phase.
-func (cm *committed) noteGap() {
-	at := cm.readAt.Load()
-	if at == 0 {
-		return
-	}
-	gap := int64(time.Since(cm.base)) - (at - 1)
-	longest := &cm.gapContent
-	if cm.thinking.Load() {
-		longest = &cm.gapReasoning
-	}
-	if gap > longest.Load() {
-		longest.Store(gap) // one reader writes them
-	}
 }
 
 // idleLimit is the idle limit of the stream's current phase.
@@ -286,14 +271,27 @@ func (cm *committed) settleAhead(err error) {
 	cm.settle(ClassNone, nil)
 }
 
-// note records what a data chunk says about the attempt.
+// note records what a data chunk says about the attempt: when it arrived from the
+// upstream (readAt is then the start of the wait for it), the wait is one of the phase
+// the stream was in, and the chunk may change the phase.
 func (cm *committed) note(ch *Chunk) {
 	cm.chunks.Add(1)
+	thinking := cm.thinking.Load()
+	if at := cm.readAt.Load(); at != 0 && cm.learnGaps {
+		gap := int64(time.Since(cm.base)) - (at - 1)
+		longest := &cm.gapContent
+		if thinking {
+			longest = &cm.gapReasoning
+		}
+		if gap > longest.Load() {
+			longest.Store(gap) // one reader writes them
+		}
+	}
 	if ch.Text != "" || ch.Refusal != "" || len(ch.ToolCalls) > 0 {
-		if cm.thinking.Load() {
+		if thinking {
 			cm.thinking.Store(false)
 		}
-	} else if ch.Reasoning != "" && !cm.thinking.Load() {
+	} else if ch.Reasoning != "" && !thinking {
 		cm.thinking.Store(true)
 	}
 	if ch.Usage != nil {

@@ -466,7 +466,10 @@ func (s *Stream) Next() bool {
 			ch := s.pending[0]
 			s.pending = s.pending[1:]
 			if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
-				if s.continued && !s.adjust(&ch) {
+				if s.continued {
+					if s.deliverContinued(ch) {
+						return true
+					}
 					if s.done {
 						return false
 					}
@@ -488,7 +491,10 @@ func (s *Stream) Next() bool {
 			s.end(err)
 			return false
 		}
-		if s.continued && !s.adjust(&ch) {
+		if s.continued {
+			if s.deliverContinued(ch) {
+				return true
+			}
 			if s.done {
 				return false
 			}
@@ -497,6 +503,17 @@ func (s *Stream) Next() bool {
 		s.deliver(ch)
 		return true
 	}
+}
+
+// deliverContinued delivers a continuation's chunk as adjust fits it, and reports whether
+// anything was delivered. (Apart from Next, so that Next never takes a chunk's address:
+// its reads of a stream that was not continued copy no chunk more.)
+func (s *Stream) deliverContinued(ch Chunk) bool {
+	if !s.adjust(&ch) {
+		return false
+	}
+	s.deliver(ch)
+	return true
 }
 
 // adjust fits a continuation's chunk to what the caller already has: spliced, with the

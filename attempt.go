@@ -63,8 +63,9 @@ type attempt struct {
 	// its upstream's slow threshold; the breaker counts it slow.
 	lostSlow bool
 	// shareBound: the attempt's time bound is the Client's share of the call's time left
-	// (limit), shorter than any bound of the upstream's own: a timeout then is the
-	// Client's choice, not the upstream's failure.
+	// (limit), shorter than any bound of the upstream's own, or its stream was cut by the
+	// throughput floor (holdFloor): a timeout then is the Client's choice, not the
+	// upstream's failure (the breaker counts it slow).
 	shareBound bool
 	settled    bool
 

@@ -19,7 +19,10 @@ import (
 // caller dropping the stream without closing it.
 //
 // The idle timeout counts only the time spent waiting on the upstream, never the caller's
-// own time between reads. While the caller is away from a typed stream for a whole idle
+// own time between reads. Its limit depends on the stream's phase: after a reasoning delta
+// (the reasoning phase) a longer silence is allowed than while the answer streams (the
+// content phase); see WithIdleTimeout. The longest wait of each phase is noted, and a
+// stream that ends cleanly teaches its upstream's learned idle limits (learned.go). While the caller is away from a typed stream for a whole idle
 // period, the committed attempt reads ahead in the background (readAhead), so the
 // upstream's silence is timed whether or not the caller reads: an upstream that stalls
 // is cut, one that finishes is settled and gives its leases back, and a caller that
@@ -45,8 +48,16 @@ type committed struct {
 	watchdog  *time.Timer
 	stopWatch func() bool // stops the context.AfterFunc
 
-	idle          time.Duration
-	keepAliveIdle bool
+	// idle and idleReasoning are the idle limits of the content and reasoning phases
+	// (idleReasoning >= idle); thinking is set while the stream is in its reasoning
+	// phase: its last data chunk carried reasoning and no content.
+	idle, idleReasoning time.Duration
+	thinking            atomic.Bool
+	// learnGaps: the longest waits of each phase (gapContent, gapReasoning, in
+	// nanoseconds) teach the upstream's learned idle limits.
+	learnGaps                bool
+	gapContent, gapReasoning atomic.Int64
+	keepAliveIdle            bool
 	// keepAlives makes recv return keep-alives too: the transport's body delivers their
 	// bytes as they come.
 	keepAlives bool
@@ -80,6 +91,14 @@ type committed struct {
 	// finish and model are the last finish reason and model the stream named.
 	finishReason, model atomic.Pointer[string]
 
+	// prior, priorChunks and firstToken are, for a continuation (continue.go), the usage
+	// and chunks of the stream's committed attempts before this one and when the first
+	// of them got its first token; nil, 0 and zero for a stream's first attempt. They are
+	// set under mu before any timer can settle the attempt.
+	prior       *Usage
+	priorChunks int64
+	firstToken  time.Time
+
 	settleOnce sync.Once
 	settled    atomic.Bool
 	closed     atomic.Bool // the caller closed it
@@ -99,8 +118,9 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 	r.cur, r.handedOver = nil, true
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
-	if idle := c.cfg.stream.idle; idle > 0 && ps != nil {
-		cm.idle, cm.base = idle, time.Now()
+	if idle, reasoning := a.idleLimits(); idle > 0 && ps != nil {
+		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
+		cm.learnGaps = c.cfg.stream.learnIdle
 		cm.watchdog = time.AfterFunc(idle, cm.watch)
 	}
 	cm.stopWatch = context.AfterFunc(ctx, cm.ctxDone)
@@ -115,18 +135,19 @@ func (cm *committed) recv() (Chunk, error) {
 	timed := cm.idle > 0
 	if timed {
 		cm.wantRead.Store(true)
-		cm.readMu.Lock()
+		cm.readMu.Lock() // unlocked at each return: a defer costs every chunk
 		cm.wantRead.Store(false)
-		defer cm.readMu.Unlock()
 		if len(cm.ahead) > 0 {
 			it := cm.ahead[0]
 			cm.ahead[0] = aheadItem{}
 			cm.ahead = cm.ahead[1:]
 			cm.aheadBytes -= it.size
 			cm.fullAt.Store(0)
+			cm.readMu.Unlock()
 			return it.ch, it.err
 		}
 		if cm.aheadEnd {
+			cm.readMu.Unlock()
 			return Chunk{}, io.EOF // unreachable: the end is the last item ahead
 		}
 		if cm.readAt.Load() == 0 {
@@ -135,11 +156,14 @@ func (cm *committed) recv() (Chunk, error) {
 	}
 	for {
 		ch, err := cm.ps.Recv()
-		if cm.noteRead(&ch, err, timed) {
+		if err == nil && !ch.KeepAlive { // the common case, without a call
+			cm.note(&ch)
+		} else if cm.noteRead(&ch, err, timed) {
 			continue
 		}
 		if timed {
 			cm.readAt.Store(0)
+			cm.readMu.Unlock()
 		}
 		return ch, err
 	}
@@ -161,6 +185,14 @@ func (cm *committed) noteRead(ch *Chunk, err error, timed bool) (skip bool) {
 		cm.note(ch)
 	}
 	return false
+}
+
+// idleLimit is the idle limit of the stream's current phase.
+func (cm *committed) idleLimit() time.Duration {
+	if cm.thinking.Load() {
+		return cm.idleReasoning
+	}
+	return cm.idle
 }
 
 // skipper is what a ProviderStream that skips malformed events reports: how many it
@@ -239,9 +271,29 @@ func (cm *committed) settleAhead(err error) {
 	cm.settle(ClassNone, nil)
 }
 
-// note records what a data chunk says about the attempt.
+// note records what a data chunk says about the attempt: when it arrived from the
+// upstream (readAt is then the start of the wait for it), the wait is one of the phase
+// the stream was in, and the chunk may change the phase.
 func (cm *committed) note(ch *Chunk) {
 	cm.chunks.Add(1)
+	thinking := cm.thinking.Load()
+	if at := cm.readAt.Load(); at != 0 && cm.learnGaps {
+		gap := int64(time.Since(cm.base)) - (at - 1)
+		longest := &cm.gapContent
+		if thinking {
+			longest = &cm.gapReasoning
+		}
+		if gap > longest.Load() {
+			longest.Store(gap) // one reader writes them
+		}
+	}
+	if ch.Text != "" || ch.Refusal != "" || len(ch.ToolCalls) > 0 {
+		if thinking {
+			cm.thinking.Store(false)
+		}
+	} else if ch.Reasoning != "" && !thinking {
+		cm.thinking.Store(true)
+	}
 	if ch.Usage != nil {
 		u := *ch.Usage
 		cm.usage.Store(&u)
@@ -265,8 +317,9 @@ func (cm *committed) note(ch *Chunk) {
 	}
 }
 
-// watch is the idle watchdog: it fires every idle period and expires the attempt when a
-// read from the upstream has been under way for the whole idle timeout.
+// watch is the idle watchdog: it fires at least every content-phase idle period and
+// expires the attempt when a read from the upstream has been under way for the whole idle
+// limit of the stream's phase.
 func (cm *committed) watch() {
 	cm.mu.Lock()
 	if cm.settled.Load() {
@@ -277,7 +330,7 @@ func (cm *committed) watch() {
 	now := time.Since(cm.base)
 	away := false
 	if at := cm.readAt.Load(); at != 0 {
-		next = time.Duration(at-1) + cm.idle - now
+		next = time.Duration(at-1) + cm.idleLimit() - now
 	} else if full := cm.fullAt.Load(); full != 0 {
 		// The caller left a full read-ahead buffer unread: its own time counts now.
 		next = time.Duration(full-1) + cm.idle - now
@@ -285,7 +338,7 @@ func (cm *committed) watch() {
 		away = cm.ps != nil && !cm.keepAlives
 	}
 	if next > 0 {
-		cm.watchdog.Reset(next)
+		cm.watchdog.Reset(min(next, cm.idle)) // a phase may end: look again within idle
 	}
 	cm.mu.Unlock()
 	if next <= 0 {
@@ -426,6 +479,9 @@ func (cm *committed) settle(class Class, e *Error) {
 		cm.closeUpstream()
 		a.settle(class, usage)
 		r.releasePartition(usage)
+		if class == ClassNone && cm.learnGaps {
+			a.up.learned.recordGaps(a.call.Model, time.Duration(cm.gapContent.Load()), time.Duration(cm.gapReasoning.Load()))
+		}
 		if !cm.keepAlives {
 			// A typed stream is done with its contexts. A transport body keeps them until
 			// the caller closes it: the bytes after the end marker still come through them.

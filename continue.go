@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // WithStreamContinuation sets whether Client.Stream continues a committed stream that
@@ -210,6 +211,7 @@ func (s *Stream) resume(err error) bool {
 	g := a.stream
 	next := c.commit(r, a, g.ps, g.ctx, g.cancel, cm.caller, func() {})
 	next.holdCall = true
+	next.follows(cm, s.prior)
 	if !s.link.swap(next) {
 		next.close()
 		return false
@@ -224,6 +226,42 @@ func (s *Stream) resume(err error) bool {
 		s.splice = newSplicer(partial)
 	}
 	return true
+}
+
+// follows makes cm the continuation of prev, whose stream's usage so far is prior.
+func (cm *committed) follows(prev *committed, prior Usage) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	cm.prior = &prior
+	cm.priorChunks = prev.priorChunks + prev.chunks.Load()
+	cm.firstToken = prev.firstTokenAt()
+}
+
+// firstTokenAt is when the stream's first content token arrived, on its first committed
+// attempt.
+func (cm *committed) firstTokenAt() time.Time {
+	if !cm.firstToken.IsZero() {
+		return cm.firstToken
+	}
+	return cm.a.sent.Add(cm.a.ttft)
+}
+
+// callStats is what the call's end reports of its stream, over every committed attempt
+// of a continued one: the time from start to its first token, the chunks received, the
+// mean time per chunk after the first, and the usage (nil when none was settled).
+func (cm *committed) callStats(start time.Time) (ttft time.Duration, chunks int, per time.Duration, usage *Usage) {
+	first := cm.firstTokenAt()
+	ttft = first.Sub(start)
+	chunks = int(cm.priorChunks + cm.chunks.Load())
+	if chunks > 1 {
+		per = cm.a.end.Sub(first) / time.Duration(chunks-1)
+	}
+	usage = cm.final
+	if cm.prior != nil && usage != nil {
+		sum := addUsage(*cm.prior, usage)
+		usage = &sum
+	}
+	return ttft, chunks, per, usage
 }
 
 // failContinuation ends the stream after the continuation of its interruption e failed

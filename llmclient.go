@@ -77,9 +77,9 @@ type upstream struct {
 	// (serve.go).
 	cutStreak    atomic.Int32
 	demotedUntil atomic.Int64
-	// learned holds the times to first token of the upstream's streams, by model, for
-	// the learned first-token limit (learned.go).
-	learned learnedTTFT
+	// learned holds the times of the upstream's streams, by model, for the learned
+	// first-token and idle limits (learned.go).
+	learned learnedTimes
 	// shared links the breaker to the store's record; nil unless WithSharedBreakers.
 	shared *sharedBreaker
 	// ramp paces the upstream's calls after its breaker closed; nil without

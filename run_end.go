@@ -301,12 +301,9 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 		}
 	}
 	if cm != nil {
-		ev.TimeToFirstToken = cm.a.sent.Add(cm.a.ttft).Sub(r.start)
-		ev.Chunks = int(cm.chunks.Load())
-		if ev.Chunks > 1 {
-			ev.TimePerChunk = (cm.a.latency - cm.a.ttft) / time.Duration(ev.Chunks-1)
-		}
-		if u := cm.final; u != nil {
+		var u *Usage // the whole stream's, a continued one's too (continue.go)
+		ev.TimeToFirstToken, ev.Chunks, ev.TimePerChunk, u = cm.callStats(r.start)
+		if u != nil {
 			ev.InputTokens, ev.OutputTokens = u.InputTokens, u.OutputTokens
 		}
 		if ev.Upstream == "" {

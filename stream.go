@@ -3,8 +3,10 @@ package llmclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"runtime"
 	"sync"
@@ -18,14 +20,34 @@ const (
 	// Chat models start within seconds; a reasoning model that streams no reasoning and
 	// thinks longer than this needs WithFirstTokenTimeout raised.
 	defaultFirstTokenTimeout = time.Minute
-	// defaultIdleTimeout bounds the upstream's silence once a stream is committed.
+	// defaultIdleTimeout bounds the upstream's silence once a stream is committed, while
+	// its answer streams (the content phase), until the limit is learned.
 	defaultIdleTimeout = time.Minute
+	// defaultReasoningIdleTimeout bounds it after a reasoning delta (the reasoning phase:
+	// between reasoning deltas and before the first content delta after them), until the
+	// limit is learned: a reasoning model may think for a long time between the parts of
+	// its reasoning it streams.
+	defaultReasoningIdleTimeout = 2 * time.Minute
+	// maxFloorTokensPerSecond and maxFloorWindow bound WithThroughputFloor's inputs.
+	maxFloorTokensPerSecond = 100_000
+	maxFloorWindow          = 2 * time.Minute
 )
+
+// ErrThroughputFloor is matched by errors.Is for an attempt whose stream produced fewer
+// tokens in its first seconds than WithThroughputFloor asks: it was failed over before the
+// caller saw any of it.
+var ErrThroughputFloor = errors.New("llmclient: stream throughput below its floor")
 
 // streamConfig holds the stream guard's settings.
 type streamConfig struct {
-	firstToken      time.Duration
-	idle            time.Duration
+	firstToken time.Duration
+	// idle is the content phase's idle limit, reasoningIdle the reasoning phase's; both
+	// are learned per upstream and model unless WithIdleTimeout fixed them (learnIdle).
+	idle, reasoningIdle time.Duration
+	learnIdle           bool
+	// floorRate (tokens per second) over floorWindow: WithThroughputFloor; 0: off.
+	floorRate       float64
+	floorWindow     time.Duration
 	total           time.Duration
 	keepAliveCounts bool
 	accumulate      bool
@@ -36,12 +58,22 @@ type streamConfig struct {
 }
 
 func defaultStreamConfig() streamConfig {
-	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout, accumulate: true, continuation: true}
+	return streamConfig{firstToken: defaultFirstTokenTimeout, idle: defaultIdleTimeout,
+		reasoningIdle: defaultReasoningIdleTimeout, learnIdle: true, accumulate: true, continuation: true}
 }
 
 func (c *streamConfig) validate() error {
 	if c.firstToken < 0 || c.idle < 0 || c.total < 0 {
 		return errors.New("stream timeouts must not be negative")
+	}
+	r, w := c.floorRate, c.floorWindow
+	switch {
+	case math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > maxFloorTokensPerSecond:
+		return fmt.Errorf("WithThroughputFloor: tokens per second must be within [0, %d], got %v", maxFloorTokensPerSecond, r)
+	case w < 0 || w > maxFloorWindow:
+		return fmt.Errorf("WithThroughputFloor: the window must be within [0, %v], got %v", maxFloorWindow, w)
+	case (r == 0) != (w == 0):
+		return fmt.Errorf("WithThroughputFloor: tokens per second and the window are both 0 (off) or both positive, got %v over %v", r, w)
 	}
 	return nil
 }
@@ -66,10 +98,48 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 // chunks), so an upstream that stalls is cut and one that finishes settles at once; a
 // caller that leaves that buffer full and unread for another idle period ends the stream
 // too. Otherwise only the waits on the upstream count, never the caller's own time
-// between reads. It applies with or without a context deadline. 0 disables it (and the
-// read-ahead); it must not be negative. Default 1m.
+// between reads. Reasoning deltas are progress like content deltas; keep-alives are not
+// (see WithKeepAliveResetsIdle). It applies with or without a context deadline.
+//
+// Default: a limit per phase, learned per upstream and model. In the content phase (the
+// answer streams) it is 1m until learned, then four times the 95th percentile of the
+// longest content-phase wait of that upstream's recent clean streams of that model, within
+// [10s, 2m], once it has seen 20. In the reasoning phase (after a reasoning delta: between
+// reasoning deltas, and before the first content delta after them) it is 2m until
+// learned, then learned the same way within [30s, 5m]; it is never below the content
+// phase's. Setting d fixes the limit of both phases at d and turns the learning off; 0
+// disables the idle timeout (and the read-ahead). d must not be negative.
 func WithIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.stream.idle = d })
+	return optionFunc(func(c *config) { c.stream.idle, c.stream.reasoningIdle, c.stream.learnIdle = d, d, false })
+}
+
+// WithThroughputFloor fails over a stream that produces fewer than tokensPerSecond tokens
+// per second over the first `over` of its answer, before its caller sees any of it. It is
+// a guard before commit: once the first content token arrives, the stream's chunks are
+// held back until it has produced tokensPerSecond × over tokens (the floor is then met
+// whatever comes next), or ended; if `over` passes first, the attempt ends with a
+// ClassTimeout error wrapping ErrThroughputFloor and the call moves on like after any
+// failure before the first token — failover first, within the call's attempt caps, retry
+// budget and time budget. The breaker counts such a cut as slow, not as a failure, and
+// an upstream cut that way five times in a row is tried last for 30s (as after the
+// Client's share of a call's time cut it). Tokens are estimated from the output's size
+// (text, reasoning, refusal and tool-call arguments; 4 bytes a token, as usage
+// estimates are), or the stream's own usage when it reports more.
+//
+// What it costs: with the floor on, the caller's first chunk arrives when the stream has
+// produced tokensPerSecond × over tokens, or at its end: for a stream at R ≥
+// tokensPerSecond tokens per second that is (tokensPerSecond/R) × over after its first
+// token, at most over. The held chunks are then delivered at once. So that a stream
+// that cannot be replaced is not held, the floor applies only while the call may still
+// fail over — another upstream of its route can serve it and its attempt caps allow
+// another attempt (the last upstream of a route is never cut) — and a held stream that
+// reaches 1 MiB or 4096 chunks is committed at once. It applies to a continuation's
+// attempt too (see WithStreamContinuation), whose chunks the caller has not seen either.
+//
+// Default 0, 0: off. tokensPerSecond must be within [0, 100000] and finite, over within
+// [0, 2m], and both 0 or both positive; New fails otherwise.
+func WithThroughputFloor(tokensPerSecond float64, over time.Duration) Option {
+	return optionFunc(func(c *config) { c.stream.floorRate, c.stream.floorWindow = tokensPerSecond, over })
 }
 
 // WithStreamTimeout bounds a whole stream, retries before the first token included; when
@@ -133,10 +203,91 @@ func (c *Client) guardLayer(next attemptFunc) attemptFunc {
 			cancel(context.Canceled)
 			return err
 		}
+		if err := c.holdFloor(ctx, sctx, cancel, a); err != nil {
+			cancel(context.Canceled)
+			return err
+		}
 		a.stream.ctx, a.stream.cancel = sctx, cancel
 		return nil
 	}
 }
+
+// holdFloor reads a stream past its first content token, holding its chunks back, until
+// it meets the throughput floor (WithThroughputFloor): it has produced the floor's tokens,
+// or ended, or holds as much as a read-ahead may. When the floor's window passes first it
+// closes the stream and returns a ClassTimeout error wrapping ErrThroughputFloor, counted
+// as a cut of the Client's choosing (slow for the breaker). It does nothing when the floor
+// is off or the call has nowhere else to go. ctx is the attempt's context, sctx the
+// stream's, which cancel ends.
+func (c *Client) holdFloor(ctx, sctx context.Context, cancel context.CancelCauseFunc, a *attempt) error {
+	sc, g := &c.cfg.stream, a.stream
+	if sc.floorRate == 0 || g.ended || a.r.total+1 >= a.r.maxTotal() || !a.r.elsewhere(time.Now()) {
+		return nil // (r.total counts the attempts before this one)
+	}
+	need := int64(math.Ceil(sc.floorRate * sc.floorWindow.Seconds()))
+	t := time.AfterFunc(sc.floorWindow-(time.Since(a.sent)-a.ttft), func() { cancel(ErrThroughputFloor) })
+	var held heldOutput
+	for i := range g.pending {
+		held.add(&g.pending[i])
+	}
+	for held.tokens() < need && held.bytes < maxAheadBytes && len(g.pending) < maxAheadChunks {
+		ch, err := g.ps.Recv()
+		if err == io.EOF {
+			g.ended = true
+			break
+		}
+		if err != nil {
+			t.Stop()
+			return c.floorFailed(ctx, sctx, a, err)
+		}
+		if !ch.KeepAlive {
+			held.add(&ch)
+			g.pending = append(g.pending, ch)
+		}
+	}
+	if !t.Stop() {
+		// The window passed as the floor was met: the stream's context is gone with it.
+		return c.floorFailed(ctx, sctx, a, context.Cause(sctx))
+	}
+	return nil
+}
+
+// floorFailed ends an attempt whose stream failed with err while held by holdFloor.
+func (c *Client) floorFailed(ctx, sctx context.Context, a *attempt, err error) *Error {
+	a.stream.ps.Close()
+	a.stream = nil
+	a.latency = time.Since(a.sent)
+	a.end = a.sent.Add(a.latency)
+	if errors.Is(context.Cause(sctx), ErrThroughputFloor) && ctx.Err() == nil {
+		a.shareBound = true // the Client's bound cut it: slow, not failed
+		return &Error{Class: ClassTimeout, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: ErrThroughputFloor,
+			Message: "the stream produced fewer tokens than its throughput floor"}
+	}
+	e := c.asError(ctx, err, a)
+	if e.Status == 0 {
+		e.Status = a.status
+	}
+	return e
+}
+
+// heldOutput is the size of the output a held stream produced.
+type heldOutput struct {
+	bytes int
+	usage int64 // the output tokens the stream reported, if any
+}
+
+func (h *heldOutput) add(ch *Chunk) {
+	h.bytes += len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal)
+	for i := range ch.ToolCalls {
+		h.bytes += len(ch.ToolCalls[i].Arguments)
+	}
+	if ch.Usage != nil {
+		h.usage = int64(ch.Usage.OutputTokens)
+	}
+}
+
+// tokens estimates the output's tokens: the stream's usage, or 4 bytes a token if more.
+func (h *heldOutput) tokens() int64 { return max(h.usage, int64(h.bytes+3)/4) }
 
 // callStream opens the provider stream and reads to the first content token.
 func (c *Client) callStream(ctx context.Context, a *attempt) error {
@@ -315,7 +466,10 @@ func (s *Stream) Next() bool {
 			ch := s.pending[0]
 			s.pending = s.pending[1:]
 			if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
-				if s.continued && !s.adjust(&ch) {
+				if s.continued {
+					if s.deliverContinued(ch) {
+						return true
+					}
 					if s.done {
 						return false
 					}
@@ -337,7 +491,10 @@ func (s *Stream) Next() bool {
 			s.end(err)
 			return false
 		}
-		if s.continued && !s.adjust(&ch) {
+		if s.continued {
+			if s.deliverContinued(ch) {
+				return true
+			}
 			if s.done {
 				return false
 			}
@@ -346,6 +503,17 @@ func (s *Stream) Next() bool {
 		s.deliver(ch)
 		return true
 	}
+}
+
+// deliverContinued delivers a continuation's chunk as adjust fits it, and reports whether
+// anything was delivered. (Apart from Next, so that Next never takes a chunk's address:
+// its reads of a stream that was not continued copy no chunk more.)
+func (s *Stream) deliverContinued(ch Chunk) bool {
+	if !s.adjust(&ch) {
+		return false
+	}
+	s.deliver(ch)
+	return true
 }
 
 // adjust fits a continuation's chunk to what the caller already has: spliced, with the

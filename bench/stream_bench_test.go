@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	llmopenai "github.com/llmclient/llmclient/provider/openai"
 	"github.com/llmclient/llmclient/provider/openai/openaitest"
 	"github.com/openai/openai-go/v3"
@@ -215,6 +217,98 @@ func BenchmarkStreamClient(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		})
+	}
+}
+
+// cutAfter returns the first k data events of an event stream (its role chunk counts as
+// one): a body that ends there, without its finish reason or [DONE], as a dropped
+// connection leaves it.
+func cutAfter(in []byte, k int) []byte {
+	at := 0
+	for range k {
+		i := bytes.Index(in[at:], []byte("\n\n"))
+		if i < 0 {
+			return in
+		}
+		at += i + 2
+	}
+	return in[:at]
+}
+
+// BenchmarkStreamContinued reads a 200-chunk stream through Client.Stream whole
+// ("uncut"), and cut after half its chunks and continued on a second upstream that
+// answers the same stream again ("cut-continued": the request restarted, the fallback's
+// first 100 chunks matched against what the caller has and skipped). Both upstreams answer
+// from memory, so the difference is the continuation's own cost: the second attempt's
+// admission and commit, and decoding the chunks the restart repeats. A real continuation
+// adds the fallback's time to first token and the time it takes to generate again what
+// the caller already has.
+func BenchmarkStreamContinued(b *testing.B) {
+	const n, k = 200, 100
+	in := openaitest.ChatStream(n)
+	ctx := context.Background()
+	provider := func(body []byte) *llmopenai.Provider {
+		p, err := llmopenai.New(llmopenai.WithBaseURL("http://127.0.0.1:1/v1"),
+			llmopenai.WithHTTPClient(&http.Client{Transport: memoryTransport{body: body}}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	limits := llmclient.Limits{RPM: 1 << 40, TPM: 1 << 50, MaxConcurrent: 1 << 20}
+	client := func(primary []byte) *llmclient.Client {
+		c, err := llmclient.New(
+			llmclient.WithUpstream(llmclient.Upstream{Name: "primary", Provider: provider(primary), Keys: []string{"k1"}, Limits: limits}),
+			llmclient.WithUpstream(llmclient.Upstream{Name: "fallback", Provider: provider(in), Keys: []string{"k2"}, Limits: limits}),
+			// A continuation every time is no reason to open the primary's breaker here.
+			llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	req := &llmclient.Request{Model: "gpt-4o", Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
+	read := func(c *llmclient.Client, attempts int) (int, error) {
+		s, err := c.Stream(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		defer s.Close()
+		text := 0
+		for s.Next() {
+			text += len(s.Current().Text)
+		}
+		if err := s.Err(); err != nil {
+			return text, err
+		}
+		if got := len(s.Response().Attempts); got != attempts {
+			return text, fmt.Errorf("%d attempts, want %d", got, attempts)
+		}
+		return text, nil
+	}
+	want, err := decodeBaseline(bytes.NewReader(in))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range []struct {
+		name     string
+		c        *llmclient.Client
+		attempts int
+	}{
+		{"uncut", client(in), 1},
+		{"cut-continued", client(cutAfter(in, 1+k)), 2},
+	} {
+		b.Run(d.name, func(b *testing.B) {
+			if got, err := read(d.c, d.attempts); err != nil || got != want {
+				b.Fatalf("read %d bytes of text (%v), want %d", got, err, want)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := read(d.c, d.attempts); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

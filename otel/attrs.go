@@ -33,6 +33,7 @@ const (
 	keyBudget       = attribute.Key("llmclient.budget")
 	keyBudgetHard   = attribute.Key("llmclient.budget.hard")
 	keyTarget       = attribute.Key("llmclient.target")
+	keyAction       = attribute.Key("llmclient.action")
 	keyKey          = attribute.Key("llmclient.key")
 	keyAttempt      = attribute.Key("llmclient.attempt")
 	keyAttempts     = attribute.Key("llmclient.attempts")

@@ -26,8 +26,12 @@
 // llmclient.upstream (the upstream that served, or the last one tried),
 // llmclient.attempts, llmclient.call_id, llmclient.partition, llmclient.fallback, and for
 // streams llmclient.time_to_first_chunk (seconds) and llmclient.chunks. Failovers, key
-// cooldowns and evictions, alerts, fallbacks and hedges are span events named
-// "llmclient.failover", "llmclient.key_cooldown", "llmclient.hedge", ....
+// cooldowns and evictions, alerts, fallbacks, hedges and stream continuations are span
+// events named "llmclient.failover", "llmclient.key_cooldown", "llmclient.hedge", ...,
+// "llmclient.continuation" (with llmclient.upstream, llmclient.target, error.type and
+// llmclient.action: prefill or restart). A continued stream is one call span: its
+// attempts, the broken one and the continuation, are attempt spans under it, and its
+// usage, chunks and time to first chunk are the whole stream's.
 // A sampler sees gen_ai.operation.name and gen_ai.request.model at the span's start: the
 // attributes the conventions call sampling-relevant that are known then (the provider is
 // known once an upstream is chosen). The request's max_tokens, temperature and top_p are
@@ -100,8 +104,10 @@
 //     the Client's admission (caller partition, cooling keys, the key's limiter), by
 //     llmclient.upstream and llmclient.key; the share of attempts that waited is its
 //     count over llmclient.client.attempts plus refusals.
-//   - llmclient.client.failovers and llmclient.client.hedges (by llmclient.upstream,
-//     llmclient.target, error.type), llmclient.client.fallbacks, llmclient.breaker.transitions (llmclient.upstream,
+//   - llmclient.client.failovers, llmclient.client.hedges and
+//     llmclient.client.continuations (by llmclient.upstream, llmclient.target,
+//     error.type; a continuation: a committed stream that broke on llmclient.upstream
+//     and went on on llmclient.target), llmclient.client.fallbacks, llmclient.breaker.transitions (llmclient.upstream,
 //     llmclient.breaker.state: the new state), llmclient.key.cooldowns,
 //     llmclient.key.evictions and llmclient.alerts (llmclient.upstream, llmclient.key,
 //     error.type): counters.

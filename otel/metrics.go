@@ -26,6 +26,7 @@ type instruments struct {
 	tokens, attemptsPerCall           metric.Int64Histogram
 	refusals                          metric.Int64Counter
 	failovers, fallbacks, hedges      metric.Int64Counter
+	continuations                     metric.Int64Counter
 	breakerTransitions                metric.Int64Counter
 	cooldowns, evictions, alerts      metric.Int64Counter
 	cacheLookups, cacheStores         metric.Int64Counter
@@ -94,6 +95,8 @@ func (m *instruments) init(meter metric.Meter) error {
 	errs = append(errs, err)
 	m.refusals = ctr("llmclient.client.refusals", "{attempt}", "Attempts refused locally, without an upstream call.")
 	m.failovers = ctr("llmclient.client.failovers", "{failover}", "Calls moved from one upstream to the next.")
+	m.continuations = ctr("llmclient.client.continuations", "{continuation}",
+		"Committed streams that broke and went on on another attempt (WithStreamContinuation).")
 	m.hedges = ctr("llmclient.client.hedges", "{hedge}", "Hedged attempts sent while an earlier attempt was waiting.")
 	m.fallbacks = ctr("llmclient.client.fallbacks", "{call}", "Calls answered by the fallback function.")
 	m.breakerTransitions = ctr("llmclient.breaker.transitions", "{transition}", "Circuit breaker state changes.")
@@ -329,6 +332,8 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 		ctr, k.aux = t.m.failovers, clampValue(e.Target)
 	case llmclient.EventHedge:
 		ctr, k.aux = t.m.hedges, clampValue(e.Target)
+	case llmclient.EventContinuation:
+		ctr, k.aux = t.m.continuations, clampValue(e.Target)
 	case llmclient.EventFallback:
 		ctr = t.m.fallbacks
 	case llmclient.EventBreaker:
@@ -354,7 +359,7 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 			kvs = append(kvs, str(keyErrorType, et))
 		}
 		switch e.Kind {
-		case llmclient.EventFailover, llmclient.EventHedge:
+		case llmclient.EventFailover, llmclient.EventHedge, llmclient.EventContinuation:
 			kvs = append(kvs, str(keyTarget, k.aux))
 		case llmclient.EventBreaker:
 			kvs = append(kvs, str(keyBreakerState, k.aux))

@@ -140,7 +140,7 @@ func (t *Telemetry) observe(ctx context.Context, e *llmclient.Event) {
 			c.end(e, s)
 		}
 	case llmclient.EventFailover, llmclient.EventFallback, llmclient.EventKeyCooldown,
-		llmclient.EventKeyEvicted, llmclient.EventAlert, llmclient.EventHedge:
+		llmclient.EventKeyEvicted, llmclient.EventAlert, llmclient.EventHedge, llmclient.EventContinuation:
 		t.recordDecision(ctx, e)
 		if c != nil {
 			c.decision(e)

@@ -324,6 +324,8 @@ func (c *call) decision(e *llmclient.Event) {
 	switch e.Kind {
 	case llmclient.EventFailover, llmclient.EventHedge:
 		attrs = append(attrs, str(keyTarget, e.Target))
+	case llmclient.EventContinuation:
+		attrs = append(attrs, str(keyTarget, e.Target), str(keyAction, e.Action))
 	case llmclient.EventFallback:
 		c.span.SetAttributes(keyFallback.Bool(true))
 	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:

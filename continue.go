@@ -28,6 +28,9 @@ import (
 // ends the stream with the original interruption, its cause joined with the
 // continuation's error.
 //
+// The same continuation applies to the streams of a Transport (OpenAI chat completions and
+// Anthropic messages), whose body goes on with the continuation's events; see Transport.
+//
 // Continuation needs the delivered content: with WithStreamAccumulate(false) it is off. A
 // stream ended by the caller's context, by its total timeout, or after its finish reason
 // is never continued.

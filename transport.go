@@ -133,8 +133,19 @@ const (
 //   - A streaming response is held until its first content event: before it, an error
 //     status, an in-band error event, a cut or the first-token timeout is retried or
 //     failed over invisibly; after it, the body is handed to the caller, who reads the
-//     events unchanged. A read that stalls longer than the idle timeout, or a stream cut
-//     before the vendor's end marker, then fails with a ClassStreamInterrupted *Error.
+//     events unchanged, a whole event at a time. An OpenAI chat completions or Anthropic
+//     messages stream that breaks after it (cut, stalled past the idle timeout, or ended
+//     by an in-band error event) is continued on the route as Client.Stream continues
+//     one (WithStreamContinuation, default on; WithPrefill): the caller goes on reading
+//     the continuation's events, written in the first stream's terms (its id, no second
+//     message start or role delta, content block indexes that go on, one finish, one
+//     summed usage, one end marker); a restart whose answer diverges from what was
+//     delivered fails the read with an error wrapping ErrContinuationDiverged. Other
+//     streams (Gemini, the Responses API, a stream the caller asked compressed, a body
+//     that cannot be replayed), and every stream with continuation off, pass the
+//     upstream's bytes as they come: a read that stalls longer than the idle timeout, or
+//     a stream cut before the vendor's end marker, then fails with a
+//     ClassStreamInterrupted *Error.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
 //     under the upstream's attempt timeout, so a cut body is retried too, and so is a
 //     recognized call's 2xx whose body is an error object (an in-band error, as

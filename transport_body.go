@@ -167,7 +167,7 @@ func (b *liveBody) Close() error {
 		if b.mu.TryLock() {
 			if b.decoding && (b.cont == nil || !b.cont.active) {
 				b.rec.r = eofReader{} // parse only what was read; never block on the network
-				b.rec.pend, b.rec.perr = nil, nil
+				b.rec.pend, b.rec.poff, b.rec.perr = nil, 0, nil
 				for {
 					if _, err := b.cm.recv(); err != nil {
 						break
@@ -213,7 +213,8 @@ type recorder struct {
 
 	events bool
 	w      eventWriter // told each whole event handed over, in event mode
-	pend   []byte      // read from r, not yet handed to the decoder
+	pend   []byte      // read from r; pend[poff:] is not yet handed to the decoder
+	poff   int
 	perr   error       // r's error, returned once pend is handed over
 	// Byte counts since the start: handed to the decoder, delivered to the caller, and
 	// the ends of the last two events handed over.
@@ -237,9 +238,9 @@ func (r *recorder) Read(p []byte) (int, error) {
 func (r *recorder) readEvent(p []byte) (int, error) {
 	var src []byte
 	var err error
-	fromPend := len(r.pend) > 0
+	fromPend := r.poff < len(r.pend)
 	if fromPend {
-		src = r.pend
+		src = r.pend[r.poff:]
 	} else {
 		if r.perr != nil {
 			return 0, r.perr
@@ -253,13 +254,13 @@ func (r *recorder) readEvent(p []byte) (int, error) {
 	n := cut
 	if fromPend {
 		copy(p, src[:cut])
-		r.pend = r.pend[cut:]
-		if len(r.pend) == 0 {
-			r.pend = r.pend[:0:0]
+		r.poff += cut
+		if r.poff == len(r.pend) {
+			r.pend, r.poff = r.pend[:0], 0
 			err, r.perr = r.perr, nil
 		}
 	} else if cut < len(src) {
-		r.pend = append(r.pend[:0], src[cut:]...)
+		r.pend, r.poff = append(r.pend[:0], src[cut:]...), 0
 		r.perr, err = err, nil
 	}
 	r.buf = append(r.buf, p[:n]...)
@@ -278,27 +279,32 @@ func (r *recorder) readEvent(p []byte) (int, error) {
 }
 
 // scan returns the length of p up to the end of the first event that ends in it (and
-// true), or len(p).
+// true), or len(p). It reads no further than that end.
 func (r *recorder) scan(p []byte) (int, bool) {
-	if bytes.IndexByte(p, '\r') < 0 && !r.prevCR {
-		for i := 0; i < len(p); {
-			j := bytes.IndexByte(p[i:], '\n')
-			if j < 0 {
-				r.lineStart = false
-				return len(p), false
-			}
-			i += j
-			if j == 0 && r.lineStart {
-				r.lineStart = false
-				return i + 1, true
-			}
-			r.lineStart = true
-			i++
+	i := 0
+	for !r.prevCR && i < len(p) {
+		// Line feeds only, the common case: jump from one to the next.
+		j := bytes.IndexByte(p[i:], '\n')
+		line := p[i:]
+		if j >= 0 {
+			line = p[i : i+j]
 		}
-		return len(p), false
+		if bytes.IndexByte(line, '\r') >= 0 {
+			break // carriage returns: byte by byte from here
+		}
+		if j < 0 {
+			r.lineStart = r.lineStart && len(line) == 0
+			return len(p), false
+		}
+		if j == 0 && r.lineStart {
+			r.lineStart = false
+			return i + 1, true
+		}
+		r.lineStart = true
+		i += j + 1
 	}
-	for i, c := range p {
-		switch c {
+	for ; i < len(p); i++ {
+		switch p[i] {
 		case '\n':
 			if r.prevCR {
 				r.prevCR = false
@@ -325,9 +331,10 @@ func (r *recorder) scan(p []byte) (int, bool) {
 
 // flush makes everything read deliverable: the stream ended, or will not be continued.
 func (r *recorder) flush() {
-	r.buf = append(r.buf, r.pend...)
-	r.passed += len(r.pend)
-	r.pend = nil
+	rest := r.pend[r.poff:]
+	r.buf = append(r.buf, rest...)
+	r.passed += len(rest)
+	r.pend, r.poff = nil, 0
 	r.bound = r.passed
 }
 
@@ -340,7 +347,7 @@ func (r *recorder) drop(last bool) {
 	}
 	keep = max(keep, r.out)
 	r.buf = r.buf[:keep-r.out]
-	r.pend, r.perr = nil, nil
+	r.pend, r.poff, r.perr = nil, 0, nil
 	r.passed, r.bound = keep, keep
 }
 

@@ -253,25 +253,24 @@ func newEventWriter(shape Shape) eventWriter {
 // openAIWriter writes chat.completion.chunk events. The first stream's first data event
 // gives the id, created, model and system_fingerprint every written chunk repeats.
 type openAIWriter struct {
-	head struct {
+	first []byte // the first stream's first data event, read at the first continuation
+	head  struct {
 		ID                string `json:"id"`
 		Object            string `json:"object"`
 		Created           int64  `json:"created"`
 		Model             string `json:"model"`
 		SystemFingerprint string `json:"system_fingerprint,omitempty"`
 	}
-	seen bool
+	read bool
 }
 
 func (w *openAIWriter) event(ev []byte) {
-	if w.seen {
+	if w.first != nil {
 		return
 	}
-	data := eventData(ev)
-	if len(data) == 0 || data[0] != '{' {
-		return
+	if data := eventData(ev); len(data) > 0 && data[0] == '{' {
+		w.first = bytes.Clone(data)
 	}
-	w.seen = json.Unmarshal(data, &w.head) == nil && w.head.ID != ""
 }
 
 type oaiToolCall struct {
@@ -320,6 +319,10 @@ type oaiChunk struct {
 }
 
 func (w *openAIWriter) frame(out []byte, v oaiChunk) []byte {
+	if !w.read {
+		w.read = true
+		_ = json.Unmarshal(w.first, &w.head) // a first event that is no chunk leaves the head empty
+	}
 	v.ID, v.Object, v.Created, v.Model, v.SystemFingerprint = w.head.ID, "chat.completion.chunk", w.head.Created,
 		w.head.Model, w.head.SystemFingerprint
 	data, err := json.Marshal(v)

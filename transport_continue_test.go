@@ -284,3 +284,123 @@ func TestTransportContinuesCutAnthropicStream(t *testing.T) {
 		})
 	}
 }
+
+func TestTransportContinuesToolCallsAcrossTheSplice(t *testing.T) {
+	t.Run("openai", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tool := func(id, delta string) string {
+				return `data: {"id":"` + id + `","object":"chat.completion.chunk","created":100,"model":"gpt-4o","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+			}
+			a := newScript(sseStep(
+				ev{0, tool("s1", `{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`)},
+				ev{0, tool("s1", `{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`)}))
+			b := newScript(sseStep(
+				ev{0, tool("s2", `{"role":"assistant","tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"get_weather","arguments":""}}]}`)},
+				ev{0, tool("s2", `{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Pa"}}]}`)},
+				ev{0, tool("s2", `{"tool_calls":[{"index":0,"function":{"arguments":"ris\"}"}}]}`)},
+				ev{0, `data: {"id":"s2","object":"chat.completion.chunk","created":100,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n"},
+				ev{0, done}))
+			_, rt := contPair(t, a, b)
+			resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+			require.NoError(t, err)
+			body, err := readBody(t, resp)
+			require.NoError(t, err)
+			var ids, args, finish string
+			for _, e := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+				data := strings.TrimPrefix(e, "data: ")
+				if data == "[DONE]" {
+					continue
+				}
+				var c struct {
+					ID      string `json:"id"`
+					Choices []struct {
+						Index int `json:"index"`
+						Delta struct {
+							ToolCalls []struct {
+								Index    int    `json:"index"`
+								ID       string `json:"id"`
+								Function struct {
+									Arguments string `json:"arguments"`
+								} `json:"function"`
+							} `json:"tool_calls"`
+						} `json:"delta"`
+						FinishReason *string `json:"finish_reason"`
+					} `json:"choices"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(data), &c), "event %q", e)
+				assert.Equal(t, "s1", c.ID)
+				for _, ch := range c.Choices {
+					for _, tc := range ch.Delta.ToolCalls {
+						assert.Equal(t, 0, tc.Index)
+						ids += tc.ID
+						args += tc.Function.Arguments
+					}
+					if ch.FinishReason != nil {
+						finish += *ch.FinishReason
+					}
+				}
+			}
+			assert.Equal(t, "call_1", ids, "the first attempt's id, once")
+			assert.Equal(t, `{"city":"Paris"}`, args)
+			assert.Equal(t, "tool_calls", finish)
+		})
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			head := []ev{
+				antEvent("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-3-7-sonnet","usage":{"input_tokens":10,"output_tokens":1}}}`),
+				antEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+				antEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Checking."}}`),
+				antEvent("content_block_stop", `{"type":"content_block_stop","index":0}`),
+				antEvent("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}`),
+				antEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`),
+			}
+			a := newScript(sseStep(head...))
+			rest := append(append([]ev{}, head[:5]...),
+				antEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}"}}`),
+				antEvent("content_block_stop", `{"type":"content_block_stop","index":1}`),
+				antEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":20}}`),
+				antEvent("message_stop", `{"type":"message_stop"}`))
+			b := newScript(sseStep(rest...))
+			var ups []llmclient.Option
+			for _, name := range []string{"a", "b"} {
+				p, err := anthropic.New(anthropic.WithBaseURL("http://" + name + ".test"))
+				require.NoError(t, err)
+				ups = append(ups, llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p}))
+			}
+			c := newClient(t, append(ups, llmclient.WithModelGroup("claude-3-7-sonnet", "a", "b"))...)
+			rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}})
+			resp, err := post(t, context.Background(), rt, "http://a.test/v1/messages",
+				`{"model":"claude-3-7-sonnet","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"weather?"}]}`)
+			require.NoError(t, err)
+			body, err := readBody(t, resp)
+			require.NoError(t, err)
+			var starts []int
+			var json1, stop string
+			for _, e := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+				name, data, _ := strings.Cut(strings.TrimPrefix(e, "event: "), "\ndata: ")
+				var v struct {
+					Index int `json:"index"`
+					Delta struct {
+						PartialJSON string `json:"partial_json"`
+						StopReason  string `json:"stop_reason"`
+					} `json:"delta"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(data), &v), "event %q", e)
+				switch name {
+				case "content_block_start":
+					starts = append(starts, v.Index)
+				case "content_block_delta":
+					if v.Index == 1 {
+						json1 += v.Delta.PartialJSON
+					}
+				case "message_delta":
+					stop = v.Delta.StopReason
+				}
+			}
+			assert.Equal(t, []int{0, 1}, starts, "no block started twice")
+			assert.Equal(t, `{"city":"Paris"}`, json1, "the tool's input continues its block")
+			assert.Equal(t, "tool_use", stop)
+		})
+	})
+}

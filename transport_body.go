@@ -215,7 +215,7 @@ type recorder struct {
 	w      eventWriter // told each whole event handed over, in event mode
 	pend   []byte      // read from r; pend[poff:] is not yet handed to the decoder
 	poff   int
-	perr   error       // r's error, returned once pend is handed over
+	perr   error // r's error, returned once pend is handed over
 	// Byte counts since the start: handed to the decoder, delivered to the caller, and
 	// the ends of the last two events handed over.
 	passed, out, bound, prevBound int

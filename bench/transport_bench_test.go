@@ -199,7 +199,6 @@ func BenchmarkTransportStream(b *testing.B) {
 	}
 }
 
-
 // cutAfterChunks returns the length of the first k events of an event stream.
 func cutAfterChunks(stream []byte, k int) int {
 	at := 0

@@ -128,10 +128,14 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 	next.holdCall = true
 	x.live, x.resp = nil, nil
 	c.link.mu.Lock()
-	c.raws = append(c.raws, lb.raw)
+	closed := c.link.closed
+	if !closed {
+		c.raws = append(c.raws, lb.raw) // closed with the body
+	}
 	c.link.mu.Unlock()
-	if !c.link.swap(next) {
+	if closed || !c.link.swap(next) {
 		next.close()
+		_ = lb.raw.Close()
 		return false, nil
 	}
 	cm.cancel(context.Canceled)

@@ -51,8 +51,12 @@ func readChatUsage(body []byte) (llmclient.Usage, string, bool) {
 // key: name with an unescaped opening quote, then a colon.
 func memberValue(body []byte, last bool, name string) ([]byte, bool) {
 	i := bytes.Index(body, []byte(name))
-	if last {
-		i = bytes.LastIndex(body, []byte(name))
+	for last && i >= 0 { // forward searches: bytes.Index is vectorized, LastIndex is not
+		k := bytes.Index(body[i+len(name):], []byte(name))
+		if k < 0 {
+			break
+		}
+		i += len(name) + k
 	}
 	if i < 0 {
 		return nil, false

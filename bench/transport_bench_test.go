@@ -13,6 +13,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/failsafe-go/failsafe-go/timeout"
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	llmopenai "github.com/llmclient/llmclient/provider/openai"
 	"github.com/llmclient/llmclient/provider/openai/openaitest"
 )
@@ -163,8 +164,10 @@ func BenchmarkTransportStream(b *testing.B) {
 		opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p}),
 			llmclient.WithStreamContinuation(on)}
 		if group {
+			// The cut upstream's breaker never opens: every iteration is cut and continued.
 			opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: backup}),
-				llmclient.WithModelGroup("gpt-4o-mini", "oai", "backup"))
+				llmclient.WithModelGroup("gpt-4o-mini", "oai", "backup"),
+				llmclient.WithBreaker(breaker.Config{MinRequests: 1 << 30, ConsecutiveFailures: 1 << 30}))
 		}
 		c, err := llmclient.New(opts...)
 		if err != nil {

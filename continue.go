@@ -29,6 +29,9 @@ import (
 // ends the stream with the original interruption, its cause joined with the
 // continuation's error.
 //
+// The same continuation applies to the streams of a Transport (OpenAI chat completions and
+// Anthropic messages), whose body goes on with the continuation's events; see Transport.
+//
 // Continuation needs the delivered content: with WithStreamAccumulate(false) it is off. A
 // stream ended by the caller's context, by its total timeout, or after its finish reason
 // is never continued.
@@ -168,43 +171,21 @@ func (s *Stream) resume(err error) bool {
 	}
 	r, c := cm.r, cm.c
 	partial := s.acc.response()
-	if !r.continueOn(r.decision(cm.a, e)) {
+	a, prefill, xerr, ok := cm.continueCall(s.link.ctx, e, partial, func(on bool) {
+		r.req = r.orig
+		if on {
+			pe := *e
+			pe.Partial = partial
+			r.req = ContinuationRequest(r.orig, &pe)
+		}
+	})
+	if !ok {
 		return false
 	}
-	cm.takeCall()
-	r.setLast(e)
-	r.lastErr = e
 	s.prior = addUsage(s.prior, cm.final)
-	target := r.route[r.pos]
-	model, ok := target.model(r.orig.Model)
-	if !ok {
-		model = r.orig.Model
-	}
-	prefill := partial.Text != "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
-	action := "restart"
-	r.req = r.orig
-	if prefill {
-		action = "prefill"
-		pe := *e
-		pe.Partial = partial
-		r.req = ContinuationRequest(r.orig, &pe)
-	}
-	r.observe(Event{Kind: EventContinuation, Upstream: cm.a.up.Name, Target: target.Name, Model: cm.a.call.Model,
-		Class: e.Class, Err: e, Action: action})
-	a, xerr := r.exec(s.link.ctx)
-	if xerr != nil && prefill {
-		var pe *Error
-		if errors.As(xerr, &pe) && pe.Class == ClassBadRequest && r.continueSame() && r.route[r.pos] == target {
-			// The target rejected the prefill after all: restart there instead, so that its
-			// 400 never stands for the stream's real failure.
-			prefill, r.req = false, r.orig
-			a, xerr = r.exec(s.link.ctx)
-		}
-	}
-	r.req = r.orig
 	if xerr != nil {
 		if !s.link.isClosed() {
-			s.failContinuation(cm, e, xerr)
+			s.contErr = cm.failContinued(e, xerr, partial)
 		}
 		return false
 	}
@@ -264,20 +245,64 @@ func (cm *committed) callStats(start time.Time) (ttft time.Duration, chunks int,
 	return ttft, chunks, per, usage
 }
 
-// failContinuation ends the stream after the continuation of its interruption e failed
-// with xerr. As for any call, the final error is the last attempt's, with the trace of
-// every attempt; its cause names the interruption too, and Partial holds what the caller
-// received.
-func (s *Stream) failContinuation(cm *committed, e *Error, xerr error) {
+// continueCall runs the attempt that continues the committed attempt cm after its
+// interruption e, where the decision for e's class allows: on the next upstream of the
+// route, or the same one. partial is what the caller received; prefill arranges (on) or
+// undoes (off) the request that sends it as a prefill, where the target accepts one. It
+// reports the new attempt and whether it continues a prefill; ok is false when no
+// continuation is allowed, xerr set when it was tried and failed. Client.Stream and the
+// transport's bodies share it.
+func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Response,
+	prefill func(on bool)) (a *attempt, pre bool, xerr error, ok bool) {
+	r, c := cm.r, cm.c
+	if !r.continueOn(r.decision(cm.a, e)) {
+		return nil, false, nil, false
+	}
+	cm.takeCall()
+	r.setLast(e)
+	r.lastErr = e
+	target := r.route[r.pos]
+	model, found := target.model(r.orig.Model)
+	if !found {
+		model = r.orig.Model
+	}
+	pre = partial.Text != "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
+	action := "restart"
+	if pre {
+		action = "prefill"
+	}
+	prefill(pre)
+	r.observe(Event{Kind: EventContinuation, Upstream: cm.a.up.Name, Target: target.Name, Model: cm.a.call.Model,
+		Class: e.Class, Err: e, Action: action})
+	a, xerr = r.exec(ctx)
+	if xerr != nil && pre {
+		var pe *Error
+		if errors.As(xerr, &pe) && pe.Class == ClassBadRequest && r.continueSame() && r.route[r.pos] == target {
+			// The target rejected the prefill after all: restart there instead, so that its
+			// 400 never stands for the stream's real failure.
+			pre = false
+			prefill(false)
+			a, xerr = r.exec(ctx)
+		}
+	}
+	prefill(false)
+	return a, pre, xerr, true
+}
+
+// failContinued ends the call after the continuation of its interruption e failed with
+// xerr, and returns the error the caller gets. As for any call, the final error is the
+// last attempt's, with the trace of every attempt; its cause names the interruption too,
+// and Partial holds what the caller received.
+func (cm *committed) failContinued(e *Error, xerr error, partial *Response) *Error {
 	r := cm.r
 	final := r.final(xerr)
 	if !errors.Is(final.Err, e) {
 		final.Err = fmt.Errorf("%w; continuing a stream that broke: %w", final.Err, e)
 	}
-	final.Partial = s.acc.response()
-	s.contErr = final
+	final.Partial = partial
 	cm.callHeld.Store(true)
 	cm.releaseCall(final)
+	return final
 }
 
 // continueOn moves the run to where a broken stream continues, as the decision for its
@@ -319,7 +344,6 @@ func addUsage(sum Usage, u *Usage) Usage {
 	sum.TotalTokens = satAdd(sum.TotalTokens, u.TotalTokens)
 	sum.CachedInputTokens = satAdd(sum.CachedInputTokens, u.CachedInputTokens)
 	sum.CacheWriteTokens = satAdd(sum.CacheWriteTokens, u.CacheWriteTokens)
-	sum.CacheWrite1hTokens = satAdd(sum.CacheWrite1hTokens, u.CacheWrite1hTokens)
 	sum.ReasoningTokens = satAdd(sum.ReasoningTokens, u.ReasoningTokens)
 	sum.Estimated = sum.Estimated || u.Estimated
 	return sum
@@ -419,11 +443,15 @@ func (sp *splicer) diverged() *DivergedError {
 	return &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
 }
 
-// diverge ends the stream because the restart differs from what the caller has: the
-// restart's attempt is settled as canceled (its upstream did nothing wrong) and the call
-// ends with a ClassStreamInterrupted error wrapping de.
+// diverge ends the stream because the restart differs from what the caller has.
 func (s *Stream) diverge(de *DivergedError) {
-	cm := s.cm
+	s.contErr = s.cm.divergeCall(de, s.acc.response())
+}
+
+// divergeCall ends the call because the restart read by cm differs from what the caller
+// has (partial): the restart's attempt is settled as canceled (its upstream did nothing
+// wrong) and the call ends with the ClassStreamInterrupted error it returns, wrapping de.
+func (cm *committed) divergeCall(de *DivergedError, partial *Response) *Error {
 	a, r := cm.a, cm.r
 	cm.quiet.Store(true)
 	cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
@@ -434,9 +462,9 @@ func (s *Stream) diverge(de *DivergedError) {
 	if r.c.cost != nil {
 		e.Cost = traceCost(r.trace)
 	}
-	e.Partial = s.acc.response()
-	s.contErr = e
+	e.Partial = partial
 	cm.releaseCall(e)
+	return e
 }
 
 // firstDiff returns the index of the first byte where a and b (of equal length) differ,

@@ -133,8 +133,19 @@ const (
 //   - A streaming response is held until its first content event: before it, an error
 //     status, an in-band error event, a cut or the first-token timeout is retried or
 //     failed over invisibly; after it, the body is handed to the caller, who reads the
-//     events unchanged. A read that stalls longer than the idle timeout, or a stream cut
-//     before the vendor's end marker, then fails with a ClassStreamInterrupted *Error.
+//     events unchanged, a whole event at a time. An OpenAI chat completions or Anthropic
+//     messages stream that breaks after it (cut, stalled past the idle timeout, or ended
+//     by an in-band error event) is continued on the route as Client.Stream continues
+//     one (WithStreamContinuation, default on; WithPrefill): the caller goes on reading
+//     the continuation's events, written in the first stream's terms (its id, no second
+//     message start or role delta, content block indexes that go on, one finish, one
+//     summed usage, one end marker); a restart whose answer diverges from what was
+//     delivered fails the read with an error wrapping ErrContinuationDiverged. Other
+//     streams (Gemini, the Responses API, a stream the caller asked compressed, a body
+//     that cannot be replayed), and every stream with continuation off, pass the
+//     upstream's bytes as they come: a read that stalls longer than the idle timeout, or
+//     a stream cut before the vendor's end marker, then fails with a
+//     ClassStreamInterrupted *Error.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
 //     under the upstream's attempt timeout, so a cut body is retried too, and so is a
 //     recognized call's 2xx whose body is an error object (an in-band error, as
@@ -142,8 +153,9 @@ const (
 //     handed over while its remainder is still read, and settles when it ends.
 //   - Limits apply as for Complete: the key's RPM, TPM (prompt estimate plus the output
 //     bound, or WithReservedOutput; none for embeddings) and concurrency, and the caller
-//     partition named by the request's context (WithPartition). A stream's usage, when it
-//     reports one, reconciles the token charge; a one-shot response's does not.
+//     partition named by the request's context (WithPartition). The usage a response
+//     reports (a stream's usage event, a one-shot body read whole by a Dialect that
+//     implements UsageReader) reconciles the token charge, as for Complete.
 //   - When every attempt failed, the caller gets the last upstream error response (its
 //     body replayed, at most 1 MiB, with "X-Should-Retry: false" added so that SDKs do
 //     not retry it again; for a stream that failed with an in-band error event, the 200
@@ -296,6 +308,12 @@ type txCall struct {
 	failedBody []byte
 	// routeBuf holds a short route (route), in the pooled call that outlives the run.
 	routeBuf [4]*upstream
+	// A stream's continuation (transport_continue.go): cont is set while its attempt runs,
+	// pend holds that attempt's chunks up to its commit point, prefill the request body
+	// that sends the partial answer as a prefill (nil: the caller's body).
+	cont    bool
+	pend    []Chunk
+	prefill []byte
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -379,10 +397,11 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 		return resp
 	}
 	cancelTotal()
-	a.settle(ClassNone, nil)
+	usage := a.bill.partial // read from the body (readResponse): the limiter is reconciled with it
+	a.settle(ClassNone, usage)
 	r.cur = nil
-	r.releasePartition(nil)
-	r.record(a, nil, nil)
+	r.releasePartition(usage)
+	r.record(a, nil, usage)
 	if t.c.observer != nil {
 		r.called(&Response{Upstream: a.up.Name, Model: a.call.Model, Status: resp.StatusCode}, nil, nil)
 	}
@@ -414,13 +433,35 @@ func (tr *txRun) release() {
 // commit hands the attempt's live body over to its committed attempt, which settles it.
 func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) {
 	lb := x.live
-	cm := t.c.commit(r, a, x.ps, x.actx, x.cancel, caller, cancelTotal)
+	var cont *txCont
+	total := cancelTotal
+	if lb.rec.events {
+		// A stream the transport continues: its attempts run under one context, canceled
+		// when the body is closed.
+		ctx, cancel := context.WithCancel(r.ctx)
+		cont = &txCont{w: lb.rec.w, link: &streamLink{ctx: ctx, cancel: func() { cancel(); cancelTotal() }}}
+		total = func() {}
+	}
+	cm := t.c.commit(r, a, x.ps, x.actx, x.cancel, caller, total)
 	lb.cm = cm
 	cm.note(&lb.pre)
+	if cont != nil {
+		cm.holdCall = true
+		cont.link.cm = cm
+		lb.cont = cont
+		for i := range x.pend {
+			cont.acc.add(&x.pend[i])
+		}
+		x.pend = nil
+	}
 	if lb.endedEarly {
 		cm.finish(io.EOF)
+		if cont != nil {
+			cm.releaseCall(nil)
+			lb.rec.flush()
+		}
 	}
-	runtime.AddCleanup(lb, abandonBody, droppedBody{cm, lb.raw})
+	runtime.AddCleanup(lb, abandonBody, droppedBody{cm, lb.raw, cont})
 	// The committed attempt keeps the run, and so this call, alive while the upstream is
 	// read (its goroutines hold the attempt's context): the call must not hold the body
 	// or its response, or a body the caller drops without Close would never become
@@ -430,13 +471,19 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 
 // droppedBody is what a live body the caller dropped without Close leaves to settle.
 type droppedBody struct {
-	cm  *committed
-	raw io.Closer
+	cm   *committed
+	raw  io.Closer
+	cont *txCont
 }
 
 // abandonBody settles the attempt of a dropped body and closes its upstream body.
 func abandonBody(d droppedBody) {
-	d.cm.abandon()
+	if d.cont != nil {
+		d.cont.link.abandon()
+		d.cont.closeRaws()
+	} else {
+		d.cm.abandon()
+	}
 	_ = d.raw.Close()
 }
 

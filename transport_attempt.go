@@ -77,9 +77,13 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 // to the first content event.
 func (t *Transport) send(ctx context.Context, a *attempt) error {
 	x := a.tx
-	x.resp, x.live, x.ps = nil, nil, nil
+	x.resp, x.live, x.ps, x.pend = nil, nil, nil, x.pend[:0]
 	tu := t.byUp[a.up]
 	out := t.outgoing(ctx, a, tu)
+	if x.prefill != nil {
+		t.sendPrefill(out, x, a)
+		return t.received(a, tu, out)
+	}
 	body, size, err := x.body.open()
 	if err != nil {
 		return &Error{Class: ClassBadRequest, Message: "reopening the request body", Err: err}
@@ -91,6 +95,12 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	if x.known && a.call.Model != x.call.Request.Model && a.call.Model != "" {
 		renameAttempt(out, x, a.call.Model)
 	}
+	return t.received(a, tu, out)
+}
+
+// received sends out and reads its response.
+func (t *Transport) received(a *attempt, tu *txUpstream, out *http.Request) error {
+	x := a.tx
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -125,6 +135,27 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 		return nil
 	}
 	return t.readResponse(a, tu, resp)
+}
+
+// sendPrefill makes out carry the prefill body of a stream's continuation, under the
+// attempt's name for the model.
+func (t *Transport) sendPrefill(out *http.Request, x *txCall, a *attempt) {
+	data := x.prefill
+	if x.known && a.call.Model != x.call.Request.Model && a.call.Model != "" {
+		if d, ok := renameModel(data, a.call.Model); ok {
+			data = d
+		}
+	}
+	out.Body, out.ContentLength = newBufferedBody(data), int64(len(data))
+	out.GetBody = func() (io.ReadCloser, error) { return newBufferedBody(data), nil }
+}
+
+// continues reports whether a stream of x is continued after a break
+// (WithStreamContinuation): a shape whose events the transport can write, and a body it
+// can send again.
+func (t *Transport) continues(x *txCall) bool {
+	sc := &t.c.cfg.stream
+	return sc.continuation && sc.accumulate && continuable(x.call.Shape) && x.body.replayable() && x.body.buf != nil
 }
 
 // followed reports whether an http.Client follows resp: a redirect with a Location.
@@ -334,8 +365,10 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 			return e
 		}
 	}
-	if t.c.cost != nil {
-		a.bill.readUsage(a, decodedUsageBody(resp, data, limit)) // cost.go: what the body says the attempt cost
+	if t.c.cost != nil || a.hasLease && a.lease.l != nil {
+		// What the body says the attempt used (cost.go): its price, and the limiter's
+		// charge reconciled as for Complete.
+		a.bill.readUsage(a, decodedUsageBody(resp, data, limit))
 	}
 	if held == nil {
 		held = new(bufferedBody)
@@ -421,6 +454,15 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 			return err
 		}
 	}
+	switch {
+	case decoded != nil:
+		// The caller gets the compressed bytes: they cannot be cut at an event's end, and
+		// the stream is not continued.
+	case x.cont:
+		rec.events = true // its chunks are re-encoded (txCont): its bytes are never delivered
+	case t.continues(x):
+		rec.events, rec.w = true, newEventWriter(x.call.Shape)
+	}
 	ps := tu.d.NewStream(x.call.Shape, &view)
 	lb := newLiveBody(resp.Body, rec, true)
 	if decoded != nil {
@@ -430,6 +472,9 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 		ch, err := ps.Recv()
 		if err == nil {
 			notePre(&lb.pre, &ch)
+			if rec.events && !ch.KeepAlive {
+				x.pend = append(x.pend, ch)
+			}
 			if !ch.HasContent() && len(rec.buf) <= maxStreamPrefix {
 				continue
 			}

@@ -1,6 +1,7 @@
 package llmclient
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"sync"
@@ -33,6 +34,9 @@ type liveBody struct {
 	// ends follows the end of the bytes the decoder read: rec's, or, for a stream the
 	// caller asked compressed, those decoded from them.
 	ends *eventTail
+	// cont is set for a stream the transport continues after a break
+	// (transport_continue.go).
+	cont *txCont
 }
 
 func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
@@ -51,6 +55,11 @@ func (b *liveBody) Read(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	for {
 		if n := b.rec.take(p); n > 0 {
+			return n, nil
+		}
+		if c := b.cont; c != nil && len(c.out) > 0 {
+			n := copy(p, c.out)
+			c.out = c.out[n:]
 			return n, nil
 		}
 		if b.err != nil {
@@ -72,9 +81,33 @@ func (b *liveBody) Read(p []byte) (int, error) {
 
 // decode reads one event through the decoder, which records its bytes for delivery.
 func (b *liveBody) decode() {
-	_, err := b.cm.recv()
-	if err == nil {
+	c := b.cont
+	if c != nil && c.active {
+		b.relay()
 		return
+	}
+	ch, err := b.cm.recv()
+	if err == nil {
+		if c != nil && !ch.KeepAlive && !b.rec.tail {
+			c.acc.add(&ch)
+		}
+		return
+	}
+	if c != nil {
+		if err != io.EOF {
+			var ve *Error
+			inBand := errors.As(err, &ve) && !errors.Is(err, io.ErrUnexpectedEOF) && b.rec.bound == b.rec.passed
+			ok, ferr := b.resume(err)
+			if ok || ferr != nil {
+				b.rec.drop(inBand) // the caller never sees the half event, nor the error event
+				if ferr != nil {
+					b.err = ferr
+				}
+				return
+			}
+			b.cm.releaseCall(nil) // not continued: the call ends here
+		}
+		b.rec.flush()
 	}
 	b.decoding = false
 	var ve *Error
@@ -131,16 +164,24 @@ func (b *liveBody) Close() error {
 			_ = b.raw.Close()
 			return
 		}
-		if b.decoding && b.mu.TryLock() {
-			b.rec.r = eofReader{} // parse only what was read; never block on the network
-			for {
-				if _, err := b.cm.recv(); err != nil {
-					break
+		if b.mu.TryLock() {
+			if b.decoding && (b.cont == nil || !b.cont.active) {
+				b.rec.r = eofReader{} // parse only what was read; never block on the network
+				b.rec.pend, b.rec.poff, b.rec.perr = nil, 0, nil
+				for {
+					if _, err := b.cm.recv(); err != nil {
+						break
+					}
 				}
 			}
 			b.mu.Unlock()
 		}
-		b.cm.close()
+		if c := b.cont; c != nil {
+			c.link.close()
+			c.closeRaws()
+		} else {
+			b.cm.close()
+		}
 		_ = b.raw.Close()
 	})
 	return nil
@@ -160,17 +201,154 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // recorder keeps what is read through it until it is delivered.
+//
+// A recorder in event mode (a stream the transport may continue, see txCont) hands its
+// reader, the stream's decoder, one server-sent event at a time and delivers only the
+// events handed over: at a break, the caller holds exactly what was decoded. The bytes
+// past the last event the decoder took wait in pend.
 type recorder struct {
 	r   io.Reader
 	buf []byte
 	eventTail
+
+	events bool
+	w      eventWriter // told each whole event handed over, in event mode
+	pend   []byte      // read from r; pend[poff:] is not yet handed to the decoder
+	poff   int
+	perr   error // r's error, returned once pend is handed over
+	// Byte counts since the start: handed to the decoder, delivered to the caller, and
+	// the ends of the last two events handed over.
+	passed, out, bound, prevBound int
+	lineStart, prevCR             bool // the scan's state: at a line's start, after a CR
+	// tail: the bytes handed over last end without an event's end (the stream ended).
+	tail bool
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
+	if r.events {
+		return r.readEvent(p)
+	}
 	n, err := r.r.Read(p)
 	r.buf = append(r.buf, p[:n]...)
 	r.note(p[:n])
 	return n, err
+}
+
+// readEvent hands p the bytes up to the end of the next event.
+func (r *recorder) readEvent(p []byte) (int, error) {
+	var src []byte
+	var err error
+	fromPend := r.poff < len(r.pend)
+	if fromPend {
+		src = r.pend[r.poff:]
+	} else {
+		if r.perr != nil {
+			return 0, r.perr
+		}
+		var n int
+		n, err = r.r.Read(p)
+		src = p[:n]
+	}
+	lim := min(len(src), len(p))
+	cut, whole := r.scan(src[:lim])
+	n := cut
+	if fromPend {
+		copy(p, src[:cut])
+		r.poff += cut
+		if r.poff == len(r.pend) {
+			r.pend, r.poff = r.pend[:0], 0
+			err, r.perr = r.perr, nil
+		}
+	} else if cut < len(src) {
+		r.pend, r.poff = append(r.pend[:0], src[cut:]...), 0
+		r.perr, err = err, nil
+	}
+	r.buf = append(r.buf, p[:n]...)
+	r.passed += n
+	r.note(p[:n])
+	if whole {
+		r.prevBound, r.bound = r.bound, r.passed
+		if r.w != nil {
+			start := len(r.buf) - (r.bound - r.prevBound)
+			r.w.event(r.buf[max(start, 0):])
+		}
+	} else if err != nil && n > 0 {
+		r.tail = true
+	}
+	return n, err
+}
+
+// scan returns the length of p up to the end of the first event that ends in it (and
+// true), or len(p). It reads no further than that end.
+func (r *recorder) scan(p []byte) (int, bool) {
+	i := 0
+	for !r.prevCR && i < len(p) {
+		// Line feeds only, the common case: jump from one to the next.
+		j := bytes.IndexByte(p[i:], '\n')
+		line := p[i:]
+		if j >= 0 {
+			line = p[i : i+j]
+		}
+		if bytes.IndexByte(line, '\r') >= 0 {
+			break // carriage returns: byte by byte from here
+		}
+		if j < 0 {
+			r.lineStart = r.lineStart && len(line) == 0
+			return len(p), false
+		}
+		if j == 0 && r.lineStart {
+			r.lineStart = false
+			return i + 1, true
+		}
+		r.lineStart = true
+		i += j + 1
+	}
+	for ; i < len(p); i++ {
+		switch p[i] {
+		case '\n':
+			if r.prevCR {
+				r.prevCR = false
+				continue
+			}
+			if r.lineStart {
+				r.lineStart = false
+				return i + 1, true
+			}
+			r.lineStart = true
+		case '\r':
+			r.prevCR = true
+			if r.lineStart {
+				r.lineStart = false
+				return i + 1, true
+			}
+			r.lineStart = true
+		default:
+			r.prevCR, r.lineStart = false, false
+		}
+	}
+	return len(p), false
+}
+
+// flush makes everything read deliverable: the stream ended, or will not be continued.
+func (r *recorder) flush() {
+	rest := r.pend[r.poff:]
+	r.buf = append(r.buf, rest...)
+	r.passed += len(rest)
+	r.pend, r.poff = nil, 0
+	r.bound = r.passed
+}
+
+// drop forgets what was read and not delivered past the end of the last whole event, or
+// of the one before it (last: the last event is an error event the caller must not see).
+func (r *recorder) drop(last bool) {
+	keep := r.bound
+	if last {
+		keep = r.prevBound
+	}
+	keep = max(keep, r.out)
+	r.buf = r.buf[:keep-r.out]
+	r.pend, r.poff, r.perr = nil, 0, nil
+	r.passed, r.bound = keep, keep
 }
 
 // eventTail holds the last bytes read, for atEventEnd.
@@ -208,12 +386,17 @@ func (r *tailReader) Read(p []byte) (int, error) {
 
 func (r *recorder) Close() error { return nil }
 
-// take moves buffered bytes into p and reports how many.
+// take moves deliverable bytes into p and reports how many.
 func (r *recorder) take(p []byte) int {
-	if len(r.buf) == 0 {
+	avail := r.buf
+	if r.events {
+		avail = r.buf[:r.bound-r.out]
+	}
+	if len(avail) == 0 {
 		return 0
 	}
-	n := copy(p, r.buf)
+	n := copy(p, avail)
+	r.out += n
 	if n == len(r.buf) {
 		r.buf = r.buf[:0]
 	} else {

@@ -82,7 +82,9 @@ func TestTransportStreamAfterFirstToken(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				up := newScript(tt.step)
 				var log eventLog
-				c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"),
+				// Without continuation (WithStreamContinuation(false)), a break after the first
+				// token ends the body (transport_continue_test.go has the continued ones).
+				c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithStreamContinuation(false),
 					llmclient.WithIdleTimeout(10*time.Second), llmclient.WithObserver(log.observe))
 				ct := &countingTransport{base: memTransport{up}}
 				resp, err := post(t, context.Background(), c.Transport(ct), "http://oai.test/v1/chat/completions", streamBody)
@@ -110,7 +112,8 @@ func TestTransportStreamInBandErrorAfterFirstTokenReachesTheCaller(t *testing.T)
 		errEvent := `data: {"error":{"message":"overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"
 		up := newScript(sseStep(ev{0, chunk("Hel")}, ev{0, errEvent}))
 		var log eventLog
-		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithObserver(log.observe))
+		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithStreamContinuation(false),
+			llmclient.WithObserver(log.observe))
 		resp, err := post(t, context.Background(), c.Transport(memTransport{up}), "http://oai.test/v1/chat/completions", streamBody)
 		require.NoError(t, err)
 		body, err := readBody(t, resp)

@@ -13,7 +13,9 @@ import (
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/failsafe-go/failsafe-go/timeout"
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	llmopenai "github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/provider/openai/openaitest"
 )
 
 const (
@@ -118,3 +120,97 @@ func BenchmarkTransportParallel(b *testing.B) {
 }
 
 var _ failsafe.Policy[*http.Response] = timeout.New[*http.Response](time.Second)
+
+const streamReq = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}`
+
+// sseBase answers from memory with an event stream: whole from every host but cutHost,
+// which sends only the first cut bytes of it (then the connection ends).
+type sseBase struct {
+	whole   []byte
+	cutHost string
+	cut     int
+}
+
+func (s sseBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	body := s.whole
+	if req.URL.Host == s.cutHost {
+		body = body[:s.cut]
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(string(body))), ContentLength: -1, Request: req}, nil
+}
+
+// BenchmarkTransportStream reads a 200-chunk chat completion stream through the transport
+// (the body guarded, decoded and passed through): uncut, as the default does it and with
+// WithStreamContinuation(false); and cut after half its chunks, continued on a second
+// upstream (restart and splice), which gives the extra cost of a continued stream in
+// transport mode beside the uncut one.
+func BenchmarkTransportStream(b *testing.B) {
+	whole := openaitest.ChatStream(200)
+	cut := cutAfterChunks(whole, 100)
+	mk := func(on, group bool, cutHost string) http.RoundTripper {
+		p, err := llmopenai.New(llmopenai.WithBaseURL("http://api.test/v1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		backup, err := llmopenai.New(llmopenai.WithBaseURL("http://backup.test/v1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p}),
+			llmclient.WithStreamContinuation(on)}
+		if group {
+			// The cut upstream's breaker never opens: every iteration is cut and continued.
+			opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{Name: "backup", Provider: backup}),
+				llmclient.WithModelGroup("gpt-4o-mini", "oai", "backup"),
+				llmclient.WithBreaker(breaker.Config{MinRequests: 1 << 30, ConsecutiveFailures: 1 << 30}))
+		}
+		c, err := llmclient.New(opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c.Transport(sseBase{whole: whole, cutHost: cutHost, cut: cut})
+	}
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"uncut", mk(true, false, "")},
+		{"uncut-continuation-off", mk(false, false, "")},
+		{"cut-continued", mk(true, true, "api.test")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(whole)))
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/chat/completions", strings.NewReader(streamReq))
+				resp, err := tc.rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// cutAfterChunks returns the length of the first k events of an event stream.
+func cutAfterChunks(stream []byte, k int) int {
+	at := 0
+	for range k {
+		i := strings.Index(string(stream[at:]), "\n\n")
+		if i < 0 {
+			return len(stream)
+		}
+		at += i + 2
+	}
+	return at
+}

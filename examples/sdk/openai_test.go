@@ -167,7 +167,8 @@ func TestOpenAIGoStalledStreamIsRetriedBeforeItsFirstToken(t *testing.T) {
 
 func TestOpenAIGoStreamCutAfterFirstTokenIsAnError(t *testing.T) {
 	up := newUpstream(t, events(openaiRole, openaiChunk("Hel")))
-	c := newOpenAIClient(t, up.URL+"/v1", nil)
+	// Without continuation (continue_test.go has the continued streams).
+	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithStreamContinuation(false))
 	oai := newOpenAI(up.URL+"/v1", c.Transport(newCounting(t)), 0)
 
 	stream := oai.Chat.Completions.NewStreaming(context.Background(), chatParams())

@@ -22,7 +22,7 @@ func (r *run) within(now time.Time) time.Duration {
 	if !r.elsewhere(now) {
 		return -1
 	}
-	return r.c.cfg.waitThreshold[r.req.Priority.index()]
+	return r.c.cfg.waitThreshold[priorityIndex(r.req.Priority)]
 }
 
 // advance moves the call to the next upstream of its route, reporting false when none

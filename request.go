@@ -222,8 +222,8 @@ type Request struct {
 // Float returns a pointer to v, for Request.Temperature and Request.TopP.
 func Float(v float64) *float64 { return &v }
 
-// index is p's index in per-priority tables.
-func (p Priority) index() Priority {
+// priorityIndex is p's index in per-priority tables: an unknown priority is interactive.
+func priorityIndex(p Priority) Priority {
 	if p >= numPriorities {
 		return PriorityInteractive
 	}

@@ -242,6 +242,16 @@ func prices(resp *llmclient.Response) error {
 	return err
 }
 
+// docs/cost.md, Prompt caching.
+func promptCaching(oai llmclient.Provider, req *llmclient.Request) (*llmclient.Client, error) {
+	client, err := llmclient.New(
+		llmclient.WithUpstream(llmclient.Upstream{Name: "openai", Provider: oai}),
+		llmclient.WithCacheAffinity(4096), // calls sharing their first 4 KiB go to one upstream and key
+	)
+	req.PromptCacheKey = "tenant-42/support-v3" // sent as OpenAI's prompt_cache_key; also the affinity key
+	return client, err
+}
+
 // docs/observability.md, the health endpoint.
 func health(client *llmclient.Client) {
 	http.HandleFunc("/healthz/llm", func(w http.ResponseWriter, _ *http.Request) {

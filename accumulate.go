@@ -3,6 +3,8 @@ package llmclient
 import (
 	"errors"
 	"strings"
+
+	"github.com/llmclient/llmclient/finish"
 )
 
 // accumulator assembles a Response from stream chunks as they arrive: text, reasoning
@@ -13,7 +15,7 @@ type accumulator struct {
 	text, reasoning, refusal strings.Builder
 	calls                    []*toolAcc       // by pointer: a Builder must not move once written
 	byIndex                  map[int]*toolAcc // calls by index, once there are many
-	finish                   FinishReason
+	finish                   finish.Reason
 	rawFinish                string
 	usage                    *Usage
 	id, model                string
@@ -45,7 +47,7 @@ func (a *accumulator) add(ch *Chunk) {
 
 // meta folds in what a chunk says besides its content.
 func (a *accumulator) meta(ch *Chunk) {
-	if ch.FinishReason != FinishNone {
+	if ch.FinishReason != finish.None {
 		a.finish, a.rawFinish = ch.FinishReason, ch.RawFinishReason
 	}
 	if ch.Usage != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -18,13 +19,13 @@ func TestAccumulateToolCallsByIndex(t *testing.T) {
 		var chunks []Chunk
 		for range rng.IntN(400) {
 			ix := rng.IntN(calls) * (1 + round%3) // sparse indices too
-			d := ToolCallDelta{Index: ix, Arguments: strconv.Itoa(rng.IntN(10))}
+			d := dialect.ToolCallDelta{Index: ix, Arguments: strconv.Itoa(rng.IntN(10))}
 			if rng.IntN(4) == 0 {
 				d.ID, d.Name = "id"+strconv.Itoa(ix), "f"+strconv.Itoa(ix)
 			}
-			ch := Chunk{ToolCalls: []ToolCallDelta{d}}
+			ch := Chunk{ToolCalls: []dialect.ToolCallDelta{d}}
 			if rng.IntN(3) == 0 { // a second delta in the same chunk, often the same index
-				ch.ToolCalls = append(ch.ToolCalls, ToolCallDelta{Index: ix, Arguments: "x"})
+				ch.ToolCalls = append(ch.ToolCalls, dialect.ToolCallDelta{Index: ix, Arguments: "x"})
 			}
 			chunks = append(chunks, ch)
 		}
@@ -67,7 +68,7 @@ func BenchmarkAccumulateNewIndexEveryChunk(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		chunks := make([]Chunk, n)
 		for i := range chunks {
-			chunks[i] = Chunk{ToolCalls: []ToolCallDelta{{Index: i, Arguments: "{}"}}}
+			chunks[i] = Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: i, Arguments: "{}"}}}
 		}
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()

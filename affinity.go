@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/llmclient/llmclient/routing"
 )
 
 // Prompt-cache affinity. The vendors cache a prompt's prefix per organisation, key or
@@ -21,8 +23,8 @@ import (
 //     shorter than prefixBytes has no affinity (too short for the vendors' caches, whose
 //     minimum is 1,024 tokens);
 //   - the upstream: among the route's members, the highest score hash(prefix, name), with
-//     weights under RouteWeighted (weighted rendezvous: −w/ln u), for routes whose strategy
-//     spreads calls (RouteWeighted, RouteLeastInFlight, RouteLatency); an ordered route (a
+//     weights under routing.Weighted (weighted rendezvous: −w/ln u), for routes whose strategy
+//     spreads calls (routing.Weighted, routing.LeastInFlight, routing.Latency); an ordered route (a
 //     failover chain) keeps its order, and a Pin keeps the caller's;
 //   - the key: among the upstream's keys, the highest score hash(prefix, key identity),
 //     the key identity being the one its limiter state is stored under (the secret's
@@ -167,12 +169,12 @@ func weightedHRW(h, id uint64, w uint64) float64 {
 // affine starts the run on the upstream its affinity ranks first when that one can serve
 // now, the other members keeping their order (ordered later by s, as order does). It
 // reports whether it did; otherwise the caller makes the usual choice.
-func (r *run) affine(s Routing) bool {
+func (r *run) affine(s routing.Policy) bool {
 	route := r.route
 	b, best, bestW := 0, uint64(0), -1.0
 	for i, up := range route {
 		id := hashString(up.Name)
-		if s == RouteWeighted {
+		if s == routing.Weighted {
 			if w := weightedHRW(r.affinity, id, weightOf(up)); w > bestW {
 				b, bestW = i, w
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // attemptFunc is one layer's view of an attempt. Layers are composed once, in New, outer to
@@ -127,11 +129,11 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 				continue
 			}
 			if srcErr != nil {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
 					Err: fmt.Errorf("%w: %w", ErrNoKey, srcErr)}
 			}
 			if soonest.IsZero() {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
 					Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 			}
 			wait := soonest.Sub(now)
@@ -140,7 +142,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 				return c.asError(ctx, err, a)
 			}
 			if lim >= 0 && wait > lim {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, AdmitAfter: wait,
+				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, AdmitAfter: wait,
 					Message: "every key is cooling down for another " + wait.Round(time.Millisecond).String(),
 					Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
 			}
@@ -202,7 +204,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		if err != nil {
 			var paused *keyPausedError
 			if errors.As(err, &paused) {
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
 					Err: fmt.Errorf("%w: every key is paused after a rate limit", ErrNoKey)}
 			}
 			return c.asError(ctx, err, a)
@@ -218,7 +220,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 
 // errKeyBlocked tells the key layer that the key it picked was blocked while the request
 // waited in the key's limiter.
-var errKeyBlocked = &Error{Class: ClassUnavailable, Err: ErrNoKey, Message: "the key was blocked while waiting"}
+var errKeyBlocked = &Error{Class: failure.Unavailable, Err: ErrNoKey, Message: "the key was blocked while waiting"}
 
 // timeoutLayer bounds a one-shot attempt by the upstream's timeout.
 func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
@@ -232,7 +234,7 @@ func (c *Client) timeoutLayer(next attemptFunc) attemptFunc {
 		cancel()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrAttemptTimeout) {
 			e := err.(*Error)
-			e.Class, e.Err = ClassTimeout, ErrAttemptTimeout
+			e.Class, e.Err = failure.Timeout, ErrAttemptTimeout
 		}
 		return err
 	}
@@ -292,7 +294,7 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 		if a.retry {
 			if !a.budget().tryRetry(a.begun) {
 				a.budgetDenied = true
-				return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrRetryBudget}
+				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrRetryBudget}
 			}
 		} else {
 			a.up.budget.first(a.begun)
@@ -312,7 +314,7 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 			if e.Status == 0 {
 				e.Status = a.status // a stream that began with a status, and then broke
 			}
-			if e.Class == ClassBadRequest && errors.Is(e.Err, ErrUnsupported) {
+			if e.Class == failure.BadRequest && errors.Is(e.Err, ErrUnsupported) {
 				a.called = false // the adapter refused before sending anything
 			}
 			return e
@@ -334,7 +336,7 @@ func (c *Client) classifyLayer(next attemptFunc) attemptFunc {
 func (c *Client) callComplete(ctx context.Context, a *attempt) error {
 	resp, err := a.up.Provider.Complete(ctx, &a.call)
 	if err == nil && resp == nil {
-		err = &Error{Class: ClassUnknown, Message: "provider returned neither a response nor an error"}
+		err = &Error{Class: failure.Unknown, Message: "provider returned neither a response nor an error"}
 	}
 	a.resp = resp
 	return err
@@ -346,15 +348,15 @@ func (c *Client) asError(ctx context.Context, err error, a *attempt) *Error {
 	if errors.As(err, &e) {
 		cp := *e
 		e = &cp
-		if e.Class == ClassNone {
+		if e.Class == failure.None {
 			e.Class = classifyCause(e.Err)
 		}
 	} else {
 		e = &Error{Class: classifyCause(err), Err: err}
 	}
-	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) && e.Class != ClassCanceled {
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) && e.Class != failure.Canceled {
 		// The caller gave up: whatever the transport said, the class is canceled.
-		e.Class = ClassCanceled
+		e.Class = failure.Canceled
 	}
 	if e.Upstream == "" {
 		e.Upstream = a.up.Name
@@ -369,16 +371,16 @@ func (c *Client) asError(ctx context.Context, err error, a *attempt) *Error {
 // checkOutput classifies a successful response whose content was filtered or is empty.
 func checkOutput(r *Response) *Error {
 	switch {
-	case r.FinishReason == FinishContentFilter || r.FinishReason == FinishRefusal ||
+	case r.FinishReason == finish.ContentFilter || r.FinishReason == finish.Refusal ||
 		(r.Refusal != "" && r.Text == "" && len(r.ToolCalls) == 0):
 		msg := "response blocked by the vendor's content policy"
 		if r.Refusal != "" {
 			msg = "model refused: " + r.Refusal
 		}
-		return &Error{Class: ClassContentFiltered, Code: r.RawFinishReason, Message: msg, Partial: r}
+		return &Error{Class: failure.ContentFiltered, Code: r.RawFinishReason, Message: msg, Partial: r}
 	case r.Text == "" && len(r.ToolCalls) == 0 &&
-		(r.Reasoning != "" || r.Usage.ReasoningTokens > 0 || r.FinishReason == FinishLength):
-		return &Error{Class: ClassEmptyOutput, Code: r.RawFinishReason,
+		(r.Reasoning != "" || r.Usage.ReasoningTokens > 0 || r.FinishReason == finish.Length):
+		return &Error{Class: failure.EmptyOutput, Code: r.RawFinishReason,
 			Message: "the model spent its output budget on reasoning and returned no content", Partial: r}
 	}
 	return nil
@@ -387,15 +389,15 @@ func checkOutput(r *Response) *Error {
 // settle gives back what the layers acquired and tells the breaker the outcome, once.
 // usage is the reported usage of a successful or interrupted attempt, or nil. It changes
 // only the Client's own state and calls no hook but the breaker's, after its lock.
-func (a *attempt) settle(class Class, usage *Usage) {
+func (a *attempt) settle(class failure.Class, usage *Usage) {
 	if a.settled {
 		return
 	}
 	a.settled = true
 	if a.hasLease {
 		a.hasLease = false
-		used := a.called && (class == ClassNone || class == ClassStreamInterrupted ||
-			class == ClassContentFiltered || class == ClassEmptyOutput || class == ClassCanceled)
+		used := a.called && (class == failure.None || class == failure.StreamInterrupted ||
+			class == failure.ContentFiltered || class == failure.EmptyOutput || class == failure.Canceled)
 		a.lease.releaseUsage(usage, used)
 	}
 	a.up.pool().service.observe(a, class, usage)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"golang.org/x/time/rate"
 )
@@ -40,7 +42,7 @@ func (c *Client) newBreaker(up *upstream) error {
 		if to == breaker.Closed {
 			ramp.begin(time.Now())
 		}
-		c.observe(Event{Kind: EventBreaker, Upstream: name, From: from, To: to})
+		c.observe(Event{Kind: event.Breaker, Upstream: name, From: from, To: to})
 		if userHook != nil {
 			userHook(from, to)
 		}
@@ -59,7 +61,7 @@ func (c *Client) newBreaker(up *upstream) error {
 func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		if a.up.drained.Load() {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
 		}
 		p, err := a.up.breaker.Allow()
 		if err == nil && a.up.sharedOpen(ctx, a.begun) {
@@ -71,7 +73,7 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 			err = errRamping
 		}
 		if err != nil {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err}
 		}
 		a.permit, a.hasPermit = p, true
 		return next(ctx, a)
@@ -317,7 +319,7 @@ var errRamping = fmt.Errorf("%w: the upstream is taking its traffic back after r
 // cancellation, mid-stream too: not counted at all) or the attempt was cut by the
 // Client's own share of the call's time (see attempt.limit: counted as slow, for the
 // slow-call rule). A success slower than the upstream's slow threshold counts as slow.
-func (a *attempt) doneBreaker(class Class) {
+func (a *attempt) doneBreaker(class failure.Class) {
 	a.hasPermit = false
 	now := a.end
 	if now.IsZero() {
@@ -325,20 +327,20 @@ func (a *attempt) doneBreaker(class Class) {
 	}
 	outcome := breaker.Ignore
 	switch {
-	case class == ClassNone && a.slow():
+	case class == failure.None && a.slow():
 		outcome = breaker.Slow
-	case class == ClassNone:
+	case class == failure.None:
 		outcome = breaker.Success
 		if a.up.cutStreak.Load() != 0 {
 			a.up.cutStreak.Store(0)
 		}
-	case class == ClassCanceled && a.lostSlow:
+	case class == failure.Canceled && a.lostSlow:
 		outcome = breaker.Slow
 	case !a.called || !a.r.c.cfg.decisions[class].Breaker:
 	case a.r.ctx != nil && a.r.ctx.Err() != nil:
 		// The caller's deadline or cancellation ended it, mid-stream too: not the
 		// upstream's doing.
-	case class == ClassTimeout && a.shareBound:
+	case class == failure.Timeout && a.shareBound:
 		// Cut by the Client's share of the call's time: the upstream was slower than the
 		// share, which the slow-call rule (breaker.Config.SlowCallRatio) weighs; it did
 		// not fail.

@@ -2,12 +2,15 @@ package llmclient_test
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/breaker"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -25,13 +28,13 @@ func TestClientBreakerOpensAndRejectsWithoutCalling(t *testing.T) {
 		c := newClient(t, up("a", p), llmclient.WithMaxAttempts(1), llmclient.WithObserver(log.observe))
 		for range 10 {
 			_, err := c.Complete(context.Background(), chatReq("m"))
-			assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+			assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 		}
 		assert.Equal(t, breaker.Open, c.Breaker("a").State())
-		require.Len(t, log.kinds(llmclient.EventBreaker), 1)
+		require.Len(t, log.kinds(event.Breaker), 1)
 
 		_, err := c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, llmclient.ErrCircuitOpen)
 		assert.Contains(t, err.Error(), "circuit breaker open", "the error says so when the only upstream is open")
 		assert.Equal(t, 10, p.Calls(), "no call while open")
@@ -66,7 +69,7 @@ func TestClientBreakerHalfOpenAdmitsExactlyNProbes(t *testing.T) {
 				switch {
 				case err == nil:
 					ok.Add(1)
-				case llmclient.ClassOf(err) == llmclient.ClassUnavailable:
+				case llmclient.ClassOf(err) == failure.Unavailable:
 					rejected.Add(1)
 				}
 			})

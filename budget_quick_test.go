@@ -11,6 +11,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -66,7 +68,7 @@ func quickVersusLoop(t *testing.T, w budget.Window, limit pricing.Money) {
 	}
 	type outcome struct {
 		cost   pricing.Cost
-		class  llmclient.Class
+		class  failure.Class
 		err    bool
 		admit  time.Duration
 		status budget.Status
@@ -99,7 +101,7 @@ func quickVersusLoop(t *testing.T, w budget.Window, limit pricing.Money) {
 		if got[0] != got[1] {
 			t.Fatalf("call %d: quick path %+v, loop %+v", i, got[0], got[1])
 		}
-		if got[0].class == llmclient.ClassBudgetExceeded {
+		if got[0].class == failure.BudgetExceeded {
 			refused++
 		} else if !got[0].err {
 			ok++
@@ -109,7 +111,7 @@ func quickVersusLoop(t *testing.T, w budget.Window, limit pricing.Money) {
 	if refused < 20 || ok < 100 {
 		t.Fatalf("%d calls refused at the cap and %d through: the cases miss the cap or the calls", refused, ok)
 	}
-	evs := [2][]llmclient.Event{logs[0].kinds(llmclient.EventBudget), logs[1].kinds(llmclient.EventBudget)}
+	evs := [2][]llmclient.Event{logs[0].kinds(event.Budget), logs[1].kinds(event.Budget)}
 	if len(evs[0]) != len(evs[1]) {
 		t.Fatalf("%d budget events on the quick path, %d on the loop", len(evs[0]), len(evs[1]))
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 )
@@ -124,7 +126,7 @@ type budgetHold struct {
 	amount int64
 }
 
-// budgetEvent is an EventBudget to emit.
+// budgetEvent is an event.Budget to emit.
 type budgetEvent struct {
 	br       *budgetRun
 	key      string
@@ -306,7 +308,7 @@ func (cs *costState) fitWindow(ctx context.Context, a *attempt, w, in, out int) 
 		msg += " and " + strconv.Itoa(maxOut) + " output tokens"
 	}
 	msg += " exceeds the context window of " + strconv.Itoa(w) + " tokens of " + a.bill.price.String()
-	return in, out, &Error{Class: ClassContextLength, Upstream: a.up.Name, Model: a.call.Model,
+	return in, out, &Error{Class: failure.ContextLength, Upstream: a.up.Name, Model: a.call.Model,
 		Err: ErrContextWindow, Message: msg}
 }
 
@@ -346,7 +348,7 @@ func (cs *costState) checkFailover(a *attempt) *Error {
 	if f.WhenOpen {
 		msg += ", whose breaker is closed"
 	}
-	return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrCostlyFailover, Message: msg}
+	return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrCostlyFailover, Message: msg}
 }
 
 // rerouteReached reports whether up is one of the upstreams a reroute of the call brought
@@ -429,7 +431,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 				amount = br.b.UnpricedCost
 			default:
 				cs.release(a)
-				return &Error{Class: ClassUnpriced, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrNoPrice,
+				return &Error{Class: failure.Unpriced, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrNoPrice,
 					Message: "budget " + strconv.Quote(br.b.Name) + " cannot price model " + strconv.Quote(a.call.Model) +
 						" on upstream " + strconv.Quote(a.up.Name) + " (price it with Upstream.Prices, or set the budget's Unpriced)"}
 			}
@@ -446,7 +448,7 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		res, err := br.ledger.Reserve(ctx, key, cp.at(n), int64(amount), over)
 		if err != nil {
 			cs.release(a)
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err,
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: err,
 				Message: "budget " + strconv.Quote(br.b.Name) + " could not be checked"}
 		}
 		if !res.OK {
@@ -480,7 +482,7 @@ func (b *attemptBill) hold(h budgetHold) {
 
 // exceeded is the error of an attempt the budget refused.
 func (br *budgetRun) exceeded(a *attempt, key string, p budget.Period, amount pricing.Money, res limitstore.BudgetResult) *Error {
-	e := &Error{Class: ClassBudgetExceeded, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrExceeded}
+	e := &Error{Class: failure.BudgetExceeded, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrExceeded}
 	name := "budget " + strconv.Quote(br.b.Name)
 	if key != "" {
 		name += " of partition " + strconv.Quote(key)
@@ -518,7 +520,7 @@ func (h *budgetHold) release(now time.Time, n int64) {
 // one when known, else the reservation (an attempt the upstream may have billed without
 // saying how much). Soft thresholds reached are kept for the attempt's record. It runs
 // from attempt.settle and calls no hook.
-func (cs *costState) settle(a *attempt, class Class, usage *Usage) {
+func (cs *costState) settle(a *attempt, class failure.Class, usage *Usage) {
 	b := &a.bill
 	b.cost = cs.attemptCost(a, class, usage)
 	if b.nHolds == 0 && len(b.more) == 0 {
@@ -621,16 +623,16 @@ func (r *run) emitBudget(a *attempt) {
 		if ev.hard {
 			st.Reroute = ev.br.b.Reroute
 		}
-		r.observe(Event{Kind: EventBudget, Upstream: a.up.Name, Model: a.call.Model, Attempt: a.number,
+		r.observe(Event{Kind: event.Budget, Upstream: a.up.Name, Model: a.call.Model, Attempt: a.number,
 			Class: classOfBudgetEvent(ev.hard), Budget: st})
 	}
 }
 
-func classOfBudgetEvent(hard bool) Class {
+func classOfBudgetEvent(hard bool) failure.Class {
 	if hard {
-		return ClassBudgetExceeded
+		return failure.BudgetExceeded
 	}
-	return ClassNone
+	return failure.None
 }
 
 // rerouteLocal continues a call whose attempt was refused locally by its pricing: on a
@@ -643,7 +645,7 @@ func (r *run) rerouteLocal(a *attempt, e *Error, d Decision) (plan, bool) {
 		r.route = append(r.route[:r.pos+1:r.pos+1], r.c.group(br.b.Reroute)...)
 		return plan{step: stepNext}, true
 	}
-	if e.Class == ClassContextLength && errors.Is(e.Err, ErrContextWindow) {
+	if e.Class == failure.ContextLength && errors.Is(e.Err, ErrContextWindow) {
 		if k := d.reroute(&r.rerouted); k >= 0 {
 			if list := r.c.reroutes[k]; len(list) > 0 {
 				r.rerouted[k] = true

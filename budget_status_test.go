@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -59,21 +60,21 @@ func TestBudgetStatusWhileRefusing(t *testing.T) {
 }
 
 // TestUnpricedModelHasItsOwnClass: a budget that cannot price a model refuses it with
-// ClassUnpriced, not ClassBudgetExceeded, so that an alert on spent money does not fire
+// failure.Unpriced, not failure.BudgetExceeded, so that an alert on spent money does not fire
 // for a newly deployed model; the call still fails over to an upstream that prices it.
 func TestUnpricedModelHasItsOwnClass(t *testing.T) {
 	p := fake.New(fake.Reply("ok").Usage(10, 10).Forever())
 	c := newClient(t, up("a", p), llmclient.WithBudget(budget.Budget{Name: "b", Cap: pricing.Dollar}))
 	_, err := c.Complete(context.Background(), chatReq("no-such-model-anywhere"))
 	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassUnpriced || !errors.Is(err, budget.ErrNoPrice) ||
-		llmclient.ClassOf(err) != llmclient.ClassUnpriced || e.Class.String() != "unpriced" {
+	if !errors.As(err, &e) || e.Class != failure.Unpriced || !errors.Is(err, budget.ErrNoPrice) ||
+		llmclient.ClassOf(err) != failure.Unpriced || e.Class.String() != "unpriced" {
 		t.Fatalf("err %v, want class unpriced wrapping budget.ErrNoPrice", err)
 	}
 	if p.Calls() != 0 {
 		t.Fatalf("%d calls reached the provider", p.Calls())
 	}
-	if d := llmclient.DefaultDecision(llmclient.ClassUnpriced); !d.Failover || d.Retry {
+	if d := llmclient.DefaultDecision(failure.Unpriced); !d.Failover || d.Retry {
 		t.Fatalf("DefaultDecision(unpriced) = %+v, want failover only", d)
 	}
 
@@ -81,7 +82,7 @@ func TestUnpricedModelHasItsOwnClass(t *testing.T) {
 	c = newClient(t, up("a", p), pricedUp("b", q, priced(t, "x", pricing.Dollar, pricing.Dollar, 0)),
 		llmclient.WithBudget(budget.Budget{Name: "b", Cap: pricing.Dollar}))
 	resp, err := c.Complete(context.Background(), chatReq("no-such-model-anywhere"))
-	if err != nil || resp.Upstream != "b" || resp.Attempts[0].Class != llmclient.ClassUnpriced {
+	if err != nil || resp.Upstream != "b" || resp.Attempts[0].Class != failure.Unpriced {
 		t.Fatalf("%v, %+v: want the call served by b after a refusal of class unpriced on a", err, resp)
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -33,7 +35,7 @@ func exactUsage() *fake.ReplyStep {
 }
 
 func budgetEvents(l *eventLog) (soft, hard []llmclient.Event) {
-	for _, e := range l.kinds(llmclient.EventBudget) {
+	for _, e := range l.kinds(event.Budget) {
 		if e.Budget.Hard {
 			hard = append(hard, e)
 		} else {
@@ -44,7 +46,7 @@ func budgetEvents(l *eventLog) (soft, hard []llmclient.Event) {
 }
 
 // TestBudgetRunawayLoop: a loop of 10,000 calls stops at the daily hard cap with one
-// EventBudget for the cap and one for the soft threshold; after midnight the next day's
+// event.Budget for the cap and one for the soft threshold; after midnight the next day's
 // budget admits calls again, and the soft event fires once in that window too. Virtual
 // time: the loop takes hours of it.
 func TestBudgetRunawayLoop(t *testing.T) {
@@ -68,7 +70,7 @@ func TestBudgetRunawayLoop(t *testing.T) {
 					continue
 				}
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassBudgetExceeded || !errors.Is(err, budget.ErrExceeded) {
+				if !errors.As(err, &e) || e.Class != failure.BudgetExceeded || !errors.Is(err, budget.ErrExceeded) {
 					t.Fatalf("call %d: %v, want budget_exceeded", ok+refused, err)
 				}
 				if e.Attempts[0].Cost != (pricing.Cost{Known: true}) || !e.Cost.Known || e.Cost.Amount != 0 {
@@ -99,7 +101,7 @@ func TestBudgetRunawayLoop(t *testing.T) {
 			!s.End.Equal(midnight) {
 			t.Fatalf("soft event: %+v", s)
 		}
-		if h := hard[0]; h.Class != llmclient.ClassBudgetExceeded || h.Budget.Fraction != 1 || h.Upstream != "a" {
+		if h := hard[0]; h.Class != failure.BudgetExceeded || h.Budget.Fraction != 1 || h.Upstream != "a" {
 			t.Fatalf("hard event: %+v %+v", h, h.Budget)
 		}
 
@@ -163,7 +165,7 @@ func TestBudgetScopes(t *testing.T) {
 				if got := err == nil; got != tc.want[i] {
 					t.Fatalf("call %d (%+v): err %v, want admitted %v", i, call, err, tc.want[i])
 				}
-				if err != nil && llmclient.ClassOf(err) != llmclient.ClassBudgetExceeded {
+				if err != nil && llmclient.ClassOf(err) != failure.BudgetExceeded {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}
@@ -191,7 +193,7 @@ func TestBudgetReroute(t *testing.T) {
 			t.Fatal(err)
 		}
 		ups = append(ups, resp.Upstream)
-		if resp.Upstream == "small" && (!resp.Fallback || len(resp.Attempts) != 2 || resp.Attempts[0].Class != llmclient.ClassBudgetExceeded) {
+		if resp.Upstream == "small" && (!resp.Fallback || len(resp.Attempts) != 2 || resp.Attempts[0].Class != failure.BudgetExceeded) {
 			t.Fatalf("a rerouted call: %+v", resp.Attempts)
 		}
 	}
@@ -224,7 +226,7 @@ func TestBudgetRolling(t *testing.T) {
 		}
 		err := call()
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassBudgetExceeded {
+		if !errors.As(err, &e) || e.Class != failure.BudgetExceeded {
 			t.Fatalf("a fourth call within the hour: %v", err)
 		}
 		// The first call's slice leaves the window an hour after it began.
@@ -268,9 +270,9 @@ func TestBudgetUnpriced(t *testing.T) {
 					if tc.policy == budget.UnpricedRefuse {
 						wantErr = budget.ErrNoPrice
 					}
-					wantClass := llmclient.ClassBudgetExceeded
+					wantClass := failure.BudgetExceeded
 					if tc.policy == budget.UnpricedRefuse {
-						wantClass = llmclient.ClassUnpriced
+						wantClass = failure.Unpriced
 					}
 					if !errors.Is(err, wantErr) || llmclient.ClassOf(err) != wantClass {
 						t.Fatalf("call %d: %v, want %v", i, err, wantErr)
@@ -316,7 +318,7 @@ func testSharedBudget(t *testing.T, storeFor func(replica int) limitstore.Store)
 	clients := make([]*llmclient.Client, replicas)
 	for i := range replicas {
 		var obs = func(_ context.Context, e llmclient.Event) {
-			if e.Kind == llmclient.EventBudget && !e.Budget.Hard {
+			if e.Kind == event.Budget && !e.Budget.Hard {
 				mu.Lock()
 				soft++
 				mu.Unlock()

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // callLog records "upstream/key" for every call, across upstreams.
 type callLog struct {
 	mu    sync.Mutex
 	calls []string
-	fail  map[string]llmclient.Class // by key
+	fail  map[string]failure.Class // by key
 }
 
 // keyedUpstream records the key and upstream of every call and answers after 100 ms
@@ -47,14 +49,14 @@ func (*keyedUpstream) Stream(context.Context, *llmclient.Call) (llmclient.Provid
 	return nil, llmclient.ErrUnsupported
 }
 
-// setFail makes key fail with class c; ClassNone makes it answer again.
-func (l *callLog) setFail(key string, c llmclient.Class) {
+// setFail makes key fail with class c; failure.None makes it answer again.
+func (l *callLog) setFail(key string, c failure.Class) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail == nil {
-		l.fail = map[string]llmclient.Class{}
+		l.fail = map[string]failure.Class{}
 	}
-	if c == llmclient.ClassNone {
+	if c == failure.None {
 		delete(l.fail, key)
 	} else {
 		l.fail[key] = c
@@ -155,7 +157,7 @@ func TestCacheAffinityKeepsPrefixOnOneKey(t *testing.T) {
 // after a rate limit, or is evicted, the prefix's calls move to another key (the usual
 // choice), and come back once the cooldown ends.
 func TestCacheAffinityMovesOffAnUnusableKey(t *testing.T) {
-	for _, class := range []llmclient.Class{llmclient.ClassRateLimited, llmclient.ClassAuth} {
+	for _, class := range []failure.Class{failure.RateLimited, failure.Auth} {
 		t.Run(class.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				log := &callLog{}
@@ -176,8 +178,8 @@ func TestCacheAffinityMovesOffAnUnusableKey(t *testing.T) {
 				if after[ranked] != 0 || len(after) == 0 {
 					t.Errorf("with %s out (%s), calls went to %v", ranked, class, after)
 				}
-				if class == llmclient.ClassRateLimited {
-					up.log.setFail(strings.TrimPrefix(ranked, "u/"), llmclient.ClassNone)
+				if class == failure.RateLimited {
+					up.log.setFail(strings.TrimPrefix(ranked, "u/"), failure.None)
 					time.Sleep(time.Minute) // the cooldown (and the Retry-After) ends
 					if back := distinct(concurrently(t, c, up.log, reqs)); len(back) != 1 || back[ranked] == 0 {
 						t.Errorf("after the cooldown, calls went to %v, want all back on %s", back, ranked)
@@ -195,7 +197,7 @@ func affinityGroup(t *testing.T, log *callLog, opts ...llmclient.Option) *llmcli
 		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: up, Keys: []string{"sk-" + name}}))
 	}
 	opts = append(opts, llmclient.WithModelGroup("m", "east", "west", "north"),
-		llmclient.WithRouting("m", llmclient.RouteLeastInFlight))
+		llmclient.WithRouting("m", routing.LeastInFlight))
 	return newClient(t, opts...)
 }
 

@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/ratelimit"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // CallOptions override the Client's options for the calls made with a context that
@@ -14,7 +18,7 @@ import (
 // Pin and Exclude narrow the call's route (a model group, or every upstream serving the
 // model) and never add to it; NoFailover ends the call on the first upstream that gives up;
 // Headers are added to every upstream request of the call; Batch sets the call's priority
-// as Request.Priority = PriorityBatch would. CallOptions are read once, when the call
+// as Request.Priority = ratelimit.Batch would. CallOptions are read once, when the call
 // begins; the Client keeps no reference to their slices or headers beyond the call.
 type CallOptions struct {
 	// MaxAttempts and MaxTotalAttempts replace WithMaxAttempts and WithMaxTotalAttempts.
@@ -29,14 +33,14 @@ type CallOptions struct {
 	// NoFailover keeps the call on its first upstream: when it gives up, the call ends.
 	NoFailover bool
 	// Routing replaces the route's strategy (WithRouting) for the call.
-	Routing Routing
+	Routing routing.Policy
 	// Hedge, when not nil, replaces the route's hedging (WithHedging) for the call; a
 	// pointer to the zero Hedge turns hedging off.
-	Hedge *Hedge
+	Hedge *routing.Hedge
 	// Headers are sent with every upstream request of the call, such as an idempotency
 	// key or a tracing header; they never replace the credential.
 	Headers http.Header
-	// Batch admits the call as PriorityBatch, for callers (transport mode) whose Request
+	// Batch admits the call as ratelimit.Batch, for callers (transport mode) whose Request
 	// they cannot set.
 	Batch bool
 }
@@ -46,7 +50,7 @@ type callOptionsKey struct{}
 // WithCallOptions returns a context whose calls use o (see CallOptions). The last one set
 // on a context chain wins; they do not merge. The returned context keeps ctx's deadline
 // and cancellation; an invalid o (negative caps or timeouts, an unknown Routing) fails the
-// call with ClassBadRequest before any upstream is tried. Without it, a call uses the
+// call with failure.BadRequest before any upstream is tried. Without it, a call uses the
 // Client's options.
 func WithCallOptions(ctx context.Context, o CallOptions) context.Context {
 	return context.WithValue(ctx, callOptionsKey{}, &o)
@@ -62,13 +66,13 @@ func callOptions(ctx context.Context) *CallOptions {
 func (o *CallOptions) check() error {
 	switch {
 	case o.MaxAttempts < 0 || o.MaxTotalAttempts < 0:
-		return &Error{Class: ClassBadRequest, Message: "CallOptions: negative attempt caps"}
+		return &Error{Class: failure.BadRequest, Message: "CallOptions: negative attempt caps"}
 	case o.AttemptTimeout < 0:
-		return &Error{Class: ClassBadRequest, Message: "CallOptions: negative AttemptTimeout"}
+		return &Error{Class: failure.BadRequest, Message: "CallOptions: negative AttemptTimeout"}
 	case o.Routing >= numRoutings:
-		return &Error{Class: ClassBadRequest, Message: "CallOptions: unknown Routing"}
+		return &Error{Class: failure.BadRequest, Message: "CallOptions: unknown Routing"}
 	case o.Hedge != nil && o.Hedge.Delay < 0:
-		return &Error{Class: ClassBadRequest, Message: "CallOptions: negative Hedge.Delay"}
+		return &Error{Class: failure.BadRequest, Message: "CallOptions: negative Hedge.Delay"}
 	}
 	return nil
 }
@@ -77,7 +81,7 @@ func (o *CallOptions) check() error {
 // the run has begun.
 func (r *run) applyCallOptions(o *CallOptions) {
 	r.opts = o
-	if !r.c.needStats.Load() && (o.Routing == RouteLatency || o.Hedge != nil && needsLatency(*o.Hedge)) {
+	if !r.c.needStats.Load() && (o.Routing == routing.Latency || o.Hedge != nil && needsLatency(*o.Hedge)) {
 		// The first call to ask for latency routing or a delay learned from latencies:
 		// the upstreams record their latencies from now on.
 		r.c.needStats.Store(true)
@@ -98,12 +102,12 @@ func (r *run) applyCallOptions(o *CallOptions) {
 		route = slices.DeleteFunc(route, func(up *upstream) bool { return slices.Contains(o.Exclude, up.Name) })
 		r.route = route
 	}
-	if o.Batch && r.req.Priority != PriorityBatch {
+	if o.Batch && r.req.Priority != ratelimit.Batch {
 		if r.tx != nil {
-			r.req.Priority = PriorityBatch // the transport's own request
+			r.req.Priority = ratelimit.Batch // the transport's own request
 		} else {
 			cp := *r.req
-			cp.Priority = PriorityBatch
+			cp.Priority = ratelimit.Batch
 			r.req, r.orig = &cp, &cp
 		}
 	}

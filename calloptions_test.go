@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +57,7 @@ func TestCallOptions(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "b", resp.Upstream)
 		_, err = c.Complete(with(llmclient.CallOptions{Pin: []string{"nope"}}), chatReq("m"))
-		assert.Equal(t, llmclient.ClassNotFound, llmclient.ClassOf(err), "pinning never adds an upstream")
+		assert.Equal(t, failure.NotFound, llmclient.ClassOf(err), "pinning never adds an upstream")
 	})
 	t.Run("no failover", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -72,7 +75,7 @@ func TestCallOptions(t *testing.T) {
 		c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: a, Weight: 1}),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: b, Weight: 1000}))
 		for range 50 {
-			_, err := c.Complete(with(llmclient.CallOptions{Routing: llmclient.RouteWeighted}), chatReq("m"))
+			_, err := c.Complete(with(llmclient.CallOptions{Routing: routing.Weighted}), chatReq("m"))
 			require.NoError(t, err)
 		}
 		assert.Greater(t, b.Calls(), 45)
@@ -102,15 +105,15 @@ func TestCallOptions(t *testing.T) {
 		c := newClient(t, up("a", a))
 		_, err := c.Complete(with(llmclient.CallOptions{Batch: true}), chatReq("m"))
 		require.NoError(t, err)
-		assert.Equal(t, llmclient.PriorityBatch, a.Requests()[0].Request.Priority)
+		assert.Equal(t, ratelimit.Batch, a.Requests()[0].Request.Priority)
 	})
 	t.Run("bad values", func(t *testing.T) {
 		a := fake.New(fake.Reply("a").Forever())
 		c := newClient(t, up("a", a))
 		for _, o := range []llmclient.CallOptions{{MaxAttempts: -1}, {AttemptTimeout: -1}, {Routing: 99},
-			{Hedge: &llmclient.Hedge{On: true, Delay: -1}}} {
+			{Hedge: &routing.Hedge{On: true, Delay: -1}}} {
 			_, err := c.Complete(with(o), chatReq("m"))
-			assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err), "%+v", o)
+			assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err), "%+v", o)
 		}
 		assert.Equal(t, 0, a.Calls())
 	})

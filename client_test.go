@@ -2,10 +2,12 @@ package llmclient_test
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/breaker"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -77,11 +79,11 @@ func TestModelMappingAndGroups(t *testing.T) {
 func TestRequestValidation(t *testing.T) {
 	c := newClient(t, up("a", fake.New()))
 	_, err := c.Complete(context.Background(), nil)
-	assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+	assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 	_, err = c.Complete(context.Background(), &llmclient.Request{Model: "m"})
-	assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+	assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 	_, err = c.Stream(context.Background(), nil)
-	assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+	assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 }
 
 func TestMiddlewareOrder(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
@@ -38,7 +39,7 @@ func TestCloseFinishesCallsInFlightAndRefusesNewOnes(t *testing.T) {
 
 	_, err = c.Complete(context.Background(), chatReq("m"))
 	require.ErrorIs(t, err, llmclient.ErrClosed)
-	assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+	assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 	_, err = c.Stream(context.Background(), chatReq("streamy"))
 	require.ErrorIs(t, err, llmclient.ErrClosed)
 	_, err = c.Embed(context.Background(), &llmclient.EmbedRequest{Model: "m", Input: []string{"x"}})

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // committed is an attempt past its commit point: a stream whose first content token has
@@ -77,7 +80,7 @@ type committed struct {
 	// nanoseconds since base at which readAhead stopped on a full buffer (0: not full).
 	reading, wantRead atomic.Bool
 	fullAt            atomic.Int64
-	// holdCall: an interruption's EventCall is left to the Stream, which may continue
+	// holdCall: an interruption's event.Call is left to the Stream, which may continue
 	// the call on another attempt; callHeld is set while one is held.
 	holdCall bool
 	callHeld atomic.Bool
@@ -196,7 +199,7 @@ func (cm *committed) idleLimit() time.Duration {
 }
 
 // skipper is what a ProviderStream that skips malformed events reports: how many it
-// skipped. The count goes to the attempt's Notes (Attempt.Notes, EventAttempt).
+// skipped. The count goes to the attempt's Notes (Attempt.Notes, event.Attempt).
 type skipper interface{ SkippedEvents() int }
 
 // aheadItem is a read made by readAhead, waiting for the caller.
@@ -263,12 +266,12 @@ func (cm *committed) settleAhead(err error) {
 		cm.finish(err)
 		return
 	}
-	if f := cm.finishReason.Load(); f != nil && (FinishReason(*f) == FinishContentFilter || FinishReason(*f) == FinishRefusal) {
-		cm.settle(ClassContentFiltered, &Error{Class: ClassContentFiltered, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+	if f := cm.finishReason.Load(); f != nil && (finish.Reason(*f) == finish.ContentFilter || finish.Reason(*f) == finish.Refusal) {
+		cm.settle(failure.ContentFiltered, &Error{Class: failure.ContentFiltered, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
 			Status: cm.a.status, Message: "response blocked by the vendor's content policy"})
 		return
 	}
-	cm.settle(ClassNone, nil)
+	cm.settle(failure.None, nil)
 }
 
 // note records what a data chunk says about the attempt: when it arrived from the
@@ -298,7 +301,7 @@ func (cm *committed) note(ch *Chunk) {
 		u := *ch.Usage
 		cm.usage.Store(&u)
 	}
-	if ch.FinishReason != FinishNone {
+	if ch.FinishReason != finish.None {
 		cm.ended.Store(true)
 		f := string(ch.FinishReason)
 		cm.finishReason.Store(&f)
@@ -379,7 +382,7 @@ func (cm *committed) closeUpstream() {
 // close. After the first call it returns the same answer.
 func (cm *committed) finish(err error) *Error {
 	if err == io.EOF || err == nil {
-		cm.settle(ClassNone, nil)
+		cm.settle(failure.None, nil)
 	} else {
 		e := cm.interruption(err)
 		cm.settle(e.Class, e)
@@ -396,9 +399,9 @@ func (cm *committed) finish(err error) *Error {
 func (cm *committed) close() {
 	cm.closed.Store(true)
 	if cm.ended.Load() {
-		cm.settle(ClassNone, nil)
+		cm.settle(failure.None, nil)
 	} else {
-		cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+		cm.settle(failure.Canceled, &Error{Class: failure.Canceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
 			Err: context.Canceled, Message: "the caller closed the stream before its end"})
 	}
 	cm.cancel(context.Canceled)
@@ -406,11 +409,11 @@ func (cm *committed) close() {
 	cm.closeUpstream()
 }
 
-// summary is the response the observer's EventCall reports for a successful stream.
+// summary is the response the observer's event.Call reports for a successful stream.
 func (cm *committed) summary() *Response {
 	resp := &Response{Upstream: cm.a.up.Name, Status: cm.a.status, Model: cm.a.call.Model}
 	if f := cm.finishReason.Load(); f != nil {
-		resp.FinishReason = FinishReason(*f)
+		resp.FinishReason = finish.Reason(*f)
 	}
 	if m := cm.model.Load(); m != nil {
 		resp.Model = *m
@@ -421,7 +424,7 @@ func (cm *committed) summary() *Response {
 // abandon runs when the caller's handle became unreachable without Close.
 func (cm *committed) abandon() {
 	cm.closed.Store(true)
-	cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
+	cm.settle(failure.Canceled, &Error{Class: failure.Canceled, Upstream: cm.a.up.Name, Model: cm.a.call.Model,
 		Err: context.Canceled, Message: "the stream was dropped without Close"})
 	cm.cancel(context.Canceled)
 	cm.cancelTotal()
@@ -431,7 +434,7 @@ func (cm *committed) abandon() {
 // interruption classifies a failure after the commit point.
 func (cm *committed) interruption(err error) *Error {
 	a := cm.a
-	e := &Error{Class: ClassStreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: err}
+	e := &Error{Class: failure.StreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: err}
 	cause := context.Cause(cm.ctx)
 	switch {
 	case errors.Is(cause, ErrStreamTimeout) || errors.Is(err, ErrStreamTimeout):
@@ -439,9 +442,9 @@ func (cm *committed) interruption(err error) *Error {
 	case errors.Is(cause, ErrIdleTimeout) || errors.Is(err, ErrIdleTimeout):
 		e.Err = ErrIdleTimeout
 	case cm.caller.Err() != nil:
-		e.Class, e.Err = ClassCanceled, cm.caller.Err()
+		e.Class, e.Err = failure.Canceled, cm.caller.Err()
 		if errors.Is(e.Err, context.DeadlineExceeded) {
-			e.Class = ClassTimeout
+			e.Class = failure.Timeout
 		}
 	}
 	var ve *Error
@@ -455,7 +458,7 @@ func (cm *committed) interruption(err error) *Error {
 
 // settle records the attempt's outcome once: the Client's state first (timers, leases,
 // key, breaker, partition), then the trace and, last, the observer.
-func (cm *committed) settle(class Class, e *Error) {
+func (cm *committed) settle(class failure.Class, e *Error) {
 	cm.settleOnce.Do(func() {
 		cm.mu.Lock()
 		if cm.watchdog != nil {
@@ -479,7 +482,7 @@ func (cm *committed) settle(class Class, e *Error) {
 		cm.closeUpstream()
 		a.settle(class, usage)
 		r.releasePartition(usage)
-		if class == ClassNone && cm.learnGaps {
+		if class == failure.None && cm.learnGaps {
 			a.up.learned.recordGaps(a.call.Model, time.Duration(cm.gapContent.Load()), time.Duration(cm.gapReasoning.Load()))
 		}
 		if !cm.keepAlives {
@@ -503,7 +506,7 @@ func (cm *committed) settle(class Class, e *Error) {
 				e.Cost = traceCost(r.trace)
 			}
 		}
-		if cm.holdCall && e != nil && (e.Class == ClassStreamInterrupted || cm.quiet.Load()) {
+		if cm.holdCall && e != nil && (e.Class == failure.StreamInterrupted || cm.quiet.Load()) {
 			cm.callHeld.Store(true) // the Stream may continue the call
 			return
 		}

@@ -7,6 +7,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // WithStreamContinuation sets whether Client.Stream continues a committed stream that
@@ -18,12 +23,12 @@ import (
 // The continuation is an attempt like any other: on the next upstream of the route (the
 // same one when none is left), within the call's attempt caps, the upstream's retry
 // budget for the same upstream, the stream's total timeout, the context's deadline and
-// the cost rules; its trace entries and an EventContinuation show it. Where the target
+// the cost rules; its trace entries and an event.Continuation show it. Where the target
 // accepts a prefill (see Prefiller and WithPrefill), the partial answer is sent as a
 // trailing assistant message and the new text follows the old. Elsewhere the request is
 // sent again as it was and the new answer is spliced: what the caller already received
 // is skipped when the new answer begins with it (its reasoning, before the new answer's
-// text, is skipped too); when it does not, the stream ends with a ClassStreamInterrupted
+// text, is skipped too); when it does not, the stream ends with a failure.StreamInterrupted
 // error wrapping a *DivergedError, never with duplicated or mixed text. Tool calls keep
 // their index and the first attempt's ID across the splice. A continuation that fails
 // ends the stream with the original interruption, its cause joined with the
@@ -37,16 +42,6 @@ import (
 // is never continued.
 func WithStreamContinuation(on bool) Option {
 	return optionFunc(func(c *config) { c.stream.continuation = on })
-}
-
-// Prefiller is an optional capability of a Provider: whether a model continues a
-// trailing assistant message (a prefill) rather than rejecting it. Stream continuation
-// asks it before sending a partial answer as a prefill; a Provider without it is
-// assumed not to accept one. provider/anthropic implements it (earlier Claude models
-// accept a prefill; current ones answer it with a 400). Implementations must be safe for
-// concurrent use.
-type Prefiller interface {
-	AcceptsPrefill(model string) bool
 }
 
 // WithPrefill overrides, for every model of the named upstream, whether it accepts a
@@ -165,8 +160,8 @@ func (s *Stream) resume(err error) bool {
 		return false
 	}
 	e := cm.finish(err)
-	if e == nil || e.Class != ClassStreamInterrupted || errors.Is(e.Err, ErrStreamTimeout) ||
-		s.acc.finish != FinishNone || s.link.ctx.Err() != nil {
+	if e == nil || e.Class != failure.StreamInterrupted || errors.Is(e.Err, ErrStreamTimeout) ||
+		s.acc.finish != finish.None || s.link.ctx.Err() != nil {
 		return false
 	}
 	r, c := cm.r, cm.c
@@ -272,12 +267,12 @@ func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Respon
 		action = "prefill"
 	}
 	prefill(pre)
-	r.observe(Event{Kind: EventContinuation, Upstream: cm.a.up.Name, Target: target.Name, Model: cm.a.call.Model,
+	r.observe(Event{Kind: event.Continuation, Upstream: cm.a.up.Name, Target: target.Name, Model: cm.a.call.Model,
 		Class: e.Class, Err: e, Action: action})
 	a, xerr = r.exec(ctx)
 	if xerr != nil && pre {
 		var pe *Error
-		if errors.As(xerr, &pe) && pe.Class == ClassBadRequest && r.continueSame() && r.route[r.pos] == target {
+		if errors.As(xerr, &pe) && pe.Class == failure.BadRequest && r.continueSame() && r.route[r.pos] == target {
 			// The target rejected the prefill after all: restart there instead, so that its
 			// 400 never stands for the stream's real failure.
 			pre = false
@@ -328,7 +323,7 @@ func (c *Client) acceptsPrefill(up *upstream, model string) bool {
 	if v, ok := c.cfg.stream.prefill[up.Name]; ok {
 		return v
 	}
-	if p, ok := up.Provider.(Prefiller); ok {
+	if p, ok := up.Provider.(dialect.Prefiller); ok {
 		return p.AcceptsPrefill(model)
 	}
 	return false
@@ -421,7 +416,7 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 		}
 		ch.ToolCalls = out
 	}
-	keep := ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil
+	keep := ch.HasContent() || ch.FinishReason != finish.None || ch.Usage != nil
 	return ch, keep, nil
 }
 
@@ -450,13 +445,13 @@ func (s *Stream) diverge(de *DivergedError) {
 
 // divergeCall ends the call because the restart read by cm differs from what the caller
 // has (partial): the restart's attempt is settled as canceled (its upstream did nothing
-// wrong) and the call ends with the ClassStreamInterrupted error it returns, wrapping de.
+// wrong) and the call ends with the failure.StreamInterrupted error it returns, wrapping de.
 func (cm *committed) divergeCall(de *DivergedError, partial *Response) *Error {
 	a, r := cm.a, cm.r
 	cm.quiet.Store(true)
-	cm.settle(ClassCanceled, &Error{Class: ClassCanceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
+	cm.settle(failure.Canceled, &Error{Class: failure.Canceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
 		Err: de, Message: "the restarted answer was dropped"})
-	e := &Error{Class: ClassStreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: de,
+	e := &Error{Class: failure.StreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: de,
 		Message: "the stream broke and its restarted answer differs from the text already delivered"}
 	e.Attempts = r.trace
 	if r.c.cost != nil {

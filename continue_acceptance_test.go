@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 func TestContinuationKeepsReasoningAcrossASplice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.StreamChunks(thinking("plan "), thinking("it"), answer("one "), answer("two "), answer("three")).CutAfter(4))
-		b := fake.New(fake.StreamChunks(thinking("plan "), thinking("it"), answer("one two "), answer("three")).Finish(llmclient.FinishLength))
+		b := fake.New(fake.StreamChunks(thinking("plan "), thinking("it"), answer("one two "), answer("three")).Finish(finish.Length))
 		c := newClient(t, up("a", a), up("b", b))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -29,9 +30,9 @@ func TestContinuationKeepsReasoningAcrossASplice(t *testing.T) {
 			ch := s.Current()
 			reasoning += ch.Reasoning
 			text += ch.Text
-			if ch.FinishReason != llmclient.FinishNone {
+			if ch.FinishReason != finish.None {
 				finishes++
-				assert.Equal(t, llmclient.FinishLength, ch.FinishReason)
+				assert.Equal(t, finish.Length, ch.FinishReason)
 			}
 		}
 		require.NoError(t, s.Err())
@@ -41,7 +42,7 @@ func TestContinuationKeepsReasoningAcrossASplice(t *testing.T) {
 		resp := s.Response()
 		assert.Equal(t, "plan it", resp.Reasoning)
 		assert.Equal(t, "one two three", resp.Text)
-		assert.Equal(t, llmclient.FinishLength, resp.FinishReason)
+		assert.Equal(t, finish.Length, resp.FinishReason)
 	})
 }
 

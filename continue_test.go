@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,20 +43,20 @@ func TestContinuationWithPrefill(t *testing.T) {
 		assert.Equal(t, "b", resp.Upstream)
 		assert.True(t, resp.Fallback)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, resp.Attempts[0].Class)
-		assert.Equal(t, llmclient.ClassNone, resp.Attempts[1].Class)
+		assert.Equal(t, failure.StreamInterrupted, resp.Attempts[0].Class)
+		assert.Equal(t, failure.None, resp.Attempts[1].Class)
 		assert.Equal(t, 14, resp.Usage.InputTokens-resp.Attempts[0].Usage.InputTokens)
 		assert.Equal(t, resp.Attempts[0].Usage.OutputTokens+1, resp.Usage.OutputTokens)
 		require.Equal(t, 1, b.Calls())
 		assert.Equal(t, llmclient.RoleAssistant, lastRole(b, 0), "the partial answer is the prefill")
-		cont := log.kinds(llmclient.EventContinuation)
+		cont := log.kinds(event.Continuation)
 		require.Len(t, cont, 1)
 		assert.Equal(t, "a", cont[0].Upstream)
 		assert.Equal(t, "b", cont[0].Target)
 		assert.Equal(t, "prefill", cont[0].Action)
-		calls := log.kinds(llmclient.EventCall)
+		calls := log.kinds(event.Call)
 		require.Len(t, calls, 1, "one call, one EventCall")
-		assert.Equal(t, llmclient.ClassNone, calls[0].Class)
+		assert.Equal(t, failure.None, calls[0].Class)
 		assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
 	})
 }
@@ -78,7 +82,7 @@ func TestContinuationRestartSplices(t *testing.T) {
 		assert.Equal(t, []string{"one ", "two ", "thr", "ee"}, got)
 		assert.Equal(t, "one two three", s.Response().Text)
 		assert.Equal(t, llmclient.RoleUser, lastRole(b, 0), "no prefill: the request as it was")
-		cont := log.kinds(llmclient.EventContinuation)
+		cont := log.kinds(event.Continuation)
 		require.Len(t, cont, 1)
 		assert.Equal(t, "restart", cont[0].Action)
 	})
@@ -99,7 +103,7 @@ func TestContinuationRestartDiverges(t *testing.T) {
 		assert.Equal(t, "one two ", text)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		var de *llmclient.DivergedError
 		require.ErrorAs(t, err, &de)
 		assert.Equal(t, "one two ", de.Delivered)
@@ -110,9 +114,9 @@ func TestContinuationRestartDiverges(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, "one two ", e.Partial.Text)
 		require.Len(t, e.Attempts, 2)
-		calls := log.kinds(llmclient.EventCall)
+		calls := log.kinds(event.Call)
 		require.Len(t, calls, 1)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, calls[0].Class)
+		assert.Equal(t, failure.StreamInterrupted, calls[0].Class)
 		assert.Equal(t, 0, b.Calls()-1)
 		assert.Equal(t, 0, c.Breaker("b").Snapshot().Failures, "the restart's upstream did nothing wrong")
 	})
@@ -174,14 +178,14 @@ func TestContinuationAfterAnInBandError(t *testing.T) {
 func TestContinuationSplicesToolCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.StreamChunks(
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "call_a", Name: "lookup", Arguments: `{"q":`}}},
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `"par`}}},
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `is"}`}}},
-		).Finish(llmclient.FinishToolCalls).CutAfter(2))
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "call_a", Name: "lookup", Arguments: `{"q":`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `"par`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `is"}`}}},
+		).Finish(finish.ToolCalls).CutAfter(2))
 		b := fake.New(fake.StreamChunks(
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "call_b", Name: "lookup", Arguments: `{"q":"pa`}}},
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `ris"}`}}},
-		).Finish(llmclient.FinishToolCalls))
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "call_b", Name: "lookup", Arguments: `{"q":"pa`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `ris"}`}}},
+		).Finish(finish.ToolCalls))
 		c := newClient(t, up("a", a), up("b", b))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -199,7 +203,7 @@ func TestContinuationSplicesToolCalls(t *testing.T) {
 		resp := s.Response()
 		require.Len(t, resp.ToolCalls, 1)
 		assert.Equal(t, llmclient.ToolCall{ID: "call_a", Name: "lookup", Arguments: `{"q":"paris"}`}, resp.ToolCalls[0])
-		assert.Equal(t, llmclient.FinishToolCalls, resp.FinishReason)
+		assert.Equal(t, finish.ToolCalls, resp.FinishReason)
 	})
 }
 
@@ -232,7 +236,7 @@ func TestContinuationUnderASpentRetryBudget(t *testing.T) {
 		defer s.Close()
 		text, err := readAll(s)
 		assert.Equal(t, "one two ", text)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, llmclient.ErrRetryBudget)
 		assert.Equal(t, 1, p.Calls())
 	})
@@ -273,7 +277,7 @@ func TestContinuationOff(t *testing.T) {
 		require.NoError(t, err)
 		defer s.Close()
 		_, err = readAll(s)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		assert.Equal(t, 0, b.Calls())
 	})
 }
@@ -297,7 +301,7 @@ func TestContinuationClosedByTheCaller(t *testing.T) {
 	})
 }
 
-// prefillFake is a fake provider whose models accept a prefill (llmclient.Prefiller).
+// prefillFake is a fake provider whose models accept a prefill (dialect.Prefiller).
 type prefillFake struct{ *fake.Provider }
 
 func (prefillFake) AcceptsPrefill(string) bool { return true }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
 )
 
 // Operator controls: what an on-call engineer does to a running Client. Each one acts at
@@ -13,12 +15,12 @@ import (
 // every layer that holds the state it changes (this Client's breaker, pool and key
 // limiter, and with WithLimitStore or WithSharedBreakers the store every Client sharing
 // it reads), is safe for concurrent use with calls and with each other, and is announced
-// by one EventControl carrying its Action and, in Changed, exactly what it changed
+// by one event.Control carrying its Action and, in Changed, exactly what it changed
 // (nothing when there was nothing to change). They return an error, and change nothing,
 // for an unknown upstream or key; an error for a layer it could not change (a limit store
 // that cannot be reached) comes after the other layers changed, which Changed lists.
 
-// The Actions of EventControl.
+// The Actions of event.Control.
 const (
 	actionBreakerReset  = "breaker_reset"
 	actionBreakerOpen   = "breaker_force_open"
@@ -82,7 +84,7 @@ func (c *Client) controlBreaker(name, action string) error {
 		}
 		up.shared.flush(up.breaker)
 	}
-	c.observe(Event{Kind: EventControl, Upstream: name, Action: action, Changed: changed})
+	c.observe(Event{Kind: event.Control, Upstream: name, Action: action, Changed: changed})
 	return nil
 }
 
@@ -107,7 +109,7 @@ func (c *Client) EvictKey(upstream, label string) error {
 		l.evict(d)
 		changed = append(changed, "store_eviction")
 	}
-	c.observe(Event{Kind: EventControl, Upstream: up.Name, Key: label, Action: actionKeyEvict,
+	c.observe(Event{Kind: event.Control, Upstream: up.Name, Key: label, Action: actionKeyEvict,
 		Until: now.Add(d), Changed: changed})
 	return nil
 }
@@ -144,7 +146,7 @@ func (c *Client) RestoreKey(upstream, label string) error {
 	if lifted.Evicted > 0 {
 		changed = append(changed, "store_eviction")
 	}
-	c.observe(Event{Kind: EventControl, Upstream: up.Name, Key: label, Action: actionKeyRestore, Changed: changed})
+	c.observe(Event{Kind: event.Control, Upstream: up.Name, Key: label, Action: actionKeyRestore, Changed: changed})
 	if err != nil {
 		return fmt.Errorf("llmclient: key %s of upstream %s restored in this Client, but its limiter still holds it out: %w",
 			strconv.Quote(label), strconv.Quote(upstream), err)
@@ -155,7 +157,7 @@ func (c *Client) RestoreKey(upstream, label string) error {
 // Drain stops (on) or resumes (off) new calls to the named upstream: a drained upstream is
 // refused locally, as an open breaker is, and its calls fail over; calls in flight, open
 // streams included, finish. A call whose route has no other upstream fails with
-// ClassUnavailable. Draining is this Client's alone.
+// failure.Unavailable. Draining is this Client's alone.
 func (c *Client) Drain(upstream string, on bool) error {
 	up, err := c.upstreamNamed(upstream)
 	if err != nil {
@@ -169,7 +171,7 @@ func (c *Client) Drain(upstream string, on bool) error {
 	if !on {
 		action = actionUndrain
 	}
-	c.observe(Event{Kind: EventControl, Upstream: upstream, Action: action, Changed: changed})
+	c.observe(Event{Kind: event.Control, Upstream: upstream, Action: action, Changed: changed})
 	return nil
 }
 

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/health"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// controlEvents returns the EventControl events the log holds.
-func controlEvents(log *eventLog) []llmclient.Event { return log.kinds(llmclient.EventControl) }
+// controlEvents returns the event.Control events the log holds.
+func controlEvents(log *eventLog) []llmclient.Event { return log.kinds(event.Control) }
 
 // A 429 with a Retry-After pauses the only key of a limited pool in its limiter; RestoreKey
 // lifts that pause too, so the next call goes out at once.
@@ -26,7 +28,7 @@ func TestRestoreKeyLiftsLimiterPause(t *testing.T) {
 		var log eventLog
 		c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-one"},
 			Limits: llmclient.Limits{RPM: 600}}), llmclient.WithMaxAttempts(1), llmclient.WithObserver(log.observe),
-			llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+			llmclient.WithLimiterMode(ratelimit.FailFast))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err)
 		_, err = c.Complete(context.Background(), chatReq("m"))
@@ -119,7 +121,7 @@ func TestSnapshotShowsLimiterPauseAsCooling(t *testing.T) {
 		p := fake.New(fake.Fail(429).RetryAfter(30*time.Second).Times(1), fake.Reply("ok").Forever())
 		c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-one"},
 			Limits: llmclient.Limits{RPM: 600}}), llmclient.WithMaxAttempts(1),
-			llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+			llmclient.WithLimiterMode(ratelimit.FailFast))
 		start := time.Now()
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +19,7 @@ import (
 
 func controls(log *eventLog) []string {
 	var out []string
-	for _, e := range log.kinds(llmclient.EventControl) {
+	for _, e := range log.kinds(event.Control) {
 		out = append(out, e.Upstream+" "+e.Key+" "+e.Action)
 	}
 	return out
@@ -44,7 +46,7 @@ func TestForceBreakerOpenAndReset(t *testing.T) {
 	assert.Equal(t, "primary", resp.Upstream)
 	assert.Equal(t, []string{"primary  breaker_force_open", "primary  breaker_reset"}, controls(&log))
 	var changes []string
-	for _, e := range log.kinds(llmclient.EventBreaker) {
+	for _, e := range log.kinds(event.Breaker) {
 		changes = append(changes, e.From.String()+">"+e.To.String())
 	}
 	assert.Equal(t, []string{"closed>open", "open>closed"}, changes)
@@ -58,7 +60,7 @@ func TestForceBreakerClosedHoldsThroughFailures(t *testing.T) {
 		require.NoError(t, c.ForceBreakerClosed("primary"))
 		for range 10 {
 			_, err := c.Complete(context.Background(), chatReq("m"))
-			assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+			assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 		}
 		assert.Equal(t, 10, primary.Calls(), "every call reached the upstream")
 		assert.Equal(t, breaker.Closed, c.Breaker("primary").State())
@@ -89,7 +91,7 @@ func TestEvictAndRestoreKey(t *testing.T) {
 		used[r.APIKey] = true
 	}
 	assert.True(t, used["sk-one"], "the restored key serves again")
-	ev := log.kinds(llmclient.EventControl)
+	ev := log.kinds(event.Control)
 	require.Len(t, ev, 2)
 	assert.Equal(t, "key_evict", ev[0].Action)
 	assert.Equal(t, "key#1", ev[0].Key)
@@ -150,7 +152,7 @@ func TestDrain(t *testing.T) {
 		require.NoError(t, c.Drain("secondary", true))
 		require.NoError(t, c.Drain("primary", true))
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 	})
 }
 
@@ -164,6 +166,6 @@ func TestControlsRefuseUnknownNames(t *testing.T) {
 	assert.ErrorIs(t, c.EvictKey("nope", "key#1"), llmclient.ErrNoUpstream)
 	assert.ErrorIs(t, c.EvictKey("a", "key#9"), llmclient.ErrNoKey)
 	assert.ErrorIs(t, c.RestoreKey("a", ""), llmclient.ErrNoKey)
-	assert.Empty(t, log.kinds(llmclient.EventControl))
+	assert.Empty(t, log.kinds(event.Control))
 	assert.Equal(t, breaker.Closed, c.Breaker("a").State())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/require"
 )
@@ -90,7 +91,7 @@ func TestControlsTakeEffectInTheNextCallAndSnapshot(t *testing.T) {
 			resp, err := c.Complete(context.Background(), chatReq("m"))
 			if want == "" {
 				require.Error(t, err, "seed %d step %d: no upstream serves after %v", seed, step, log)
-				require.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err), "seed %d step %d: %v", seed, step, err)
+				require.Equal(t, failure.Unavailable, llmclient.ClassOf(err), "seed %d step %d: %v", seed, step, err)
 				continue
 			}
 			require.NoError(t, err, "seed %d step %d: %s serves after %v", seed, step, want, log)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 )
 
@@ -211,7 +212,7 @@ func (a *attempt) streaming() bool {
 //   - any other failure without an answer (a refused or reset connection): an estimated $0.
 //
 // An unknown price gives an unknown cost.
-func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.Cost {
+func (cs *costState) attemptCost(a *attempt, class failure.Class, usage *Usage) pricing.Cost {
 	if !a.called {
 		return pricing.Cost{Known: true}
 	}
@@ -242,7 +243,7 @@ func (cs *costState) attemptCost(a *attempt, class Class, usage *Usage) pricing.
 		t, estimated = usageTokens(usage), usage.Estimated // clamped below unless FlatCost prices it
 	case b.status >= http.StatusBadRequest:
 		return pricing.Cost{Known: true, Model: m}
-	case class == ClassNone || class == ClassTimeout || class == ClassCanceled:
+	case class == failure.None || class == failure.Timeout || class == failure.Canceled:
 		in, out := a.r.estimate(a.req)
 		if a.streaming() {
 			out = 0

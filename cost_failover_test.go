@@ -10,6 +10,7 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -68,13 +69,13 @@ func TestCostFailover(t *testing.T) {
 				return
 			}
 			var e *llmclient.Error
-			if !errors.As(err, &e) || !errors.Is(err, budget.ErrCostlyFailover) || e.Class != llmclient.ClassUnavailable {
+			if !errors.As(err, &e) || !errors.Is(err, budget.ErrCostlyFailover) || e.Class != failure.Unavailable {
 				t.Fatalf("err = %v, want a refused failover", err)
 			}
 			if second.Calls() != 0 {
 				t.Fatalf("the costlier upstream was called %d times", second.Calls())
 			}
-			if n := len(e.Attempts); n != 2 || !e.Attempts[1].Local || e.Attempts[0].Class != llmclient.ClassServerError {
+			if n := len(e.Attempts); n != 2 || !e.Attempts[1].Local || e.Attempts[0].Class != failure.ServerError {
 				t.Fatalf("trace %+v", e.Attempts)
 			}
 		})
@@ -119,7 +120,7 @@ func TestContextWindowPreCheck(t *testing.T) {
 			resp, err := c.Complete(context.Background(), req())
 			if tc.want == "" {
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassContextLength || !errors.Is(err, llmclient.ErrContextWindow) ||
+				if !errors.As(err, &e) || e.Class != failure.ContextLength || !errors.Is(err, llmclient.ErrContextWindow) ||
 					!e.Attempts[0].Local || first.Calls() != 0 {
 					t.Fatalf("err = %v (calls %d), want a local context_length", err, first.Calls())
 				}
@@ -128,7 +129,7 @@ func TestContextWindowPreCheck(t *testing.T) {
 			if err != nil || resp.Upstream != tc.want {
 				t.Fatalf("got %v, %v; want %s", resp, err, tc.want)
 			}
-			if tc.want == "large" && (first.Calls() != 0 || resp.Attempts[0].Class != llmclient.ClassContextLength) {
+			if tc.want == "large" && (first.Calls() != 0 || resp.Attempts[0].Class != failure.ContextLength) {
 				t.Fatalf("the small model was called %d times; trace %+v", first.Calls(), resp.Attempts)
 			}
 		})

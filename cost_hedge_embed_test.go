@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -33,7 +34,7 @@ func TestCostHedgeLoserBills(t *testing.T) {
 			t.Fatalf("answered by %s, trace %+v", resp.Upstream, resp.Attempts)
 		}
 		lost, won := resp.Attempts[0], resp.Attempts[1]
-		if lost.Class != llmclient.ClassCanceled || lost.Local || !won.Hedge {
+		if lost.Class != failure.Canceled || lost.Local || !won.Hedge {
 			t.Fatalf("trace: %+v", resp.Attempts)
 		}
 		wantLost := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, req), Output: req.MaxTokens}, time.Now())
@@ -76,7 +77,7 @@ func TestCostHedgeLoserStreamBills(t *testing.T) {
 		resp := s.Response()
 		lost := resp.Attempts[0]
 		want := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, req)}, time.Now())
-		if lost.Class != llmclient.ClassCanceled || !lost.Cost.Known || !lost.Cost.Estimated || lost.Cost.Amount != want {
+		if lost.Class != failure.Canceled || !lost.Cost.Known || !lost.Cost.Estimated || lost.Cost.Amount != want {
 			t.Fatalf("the stalled loser: %v %+v, want ~%v", lost.Class, lost.Cost, want)
 		}
 		if won := costOf(t, m, pricing.Tokens{Input: 30, Output: 2}, time.Now()); resp.Cost.Amount != want+won {

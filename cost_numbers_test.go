@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -101,7 +102,7 @@ func TestCostOfHugeRequests(t *testing.T) {
 		req.MaxTokens = math.MaxInt
 		_, err := c.Complete(context.Background(), req)
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassBudgetExceeded || !errors.Is(err, budget.ErrExceeded) || e.AdmitAfter != 0 {
+		if !errors.As(err, &e) || e.Class != failure.BudgetExceeded || !errors.Is(err, budget.ErrExceeded) || e.AdmitAfter != 0 {
 			t.Fatalf("err %v (%+v), want budget_exceeded that never fits", err, e)
 		}
 		if p.Calls() != 0 {
@@ -126,7 +127,7 @@ func TestCostOfHugeRequests(t *testing.T) {
 		req := chatReq("m")
 		req.MaxTokens = math.MaxInt
 		_, err := c.Complete(context.Background(), req)
-		if !errors.Is(err, llmclient.ErrContextWindow) || llmclient.ClassOf(err) != llmclient.ClassContextLength || p.Calls() != 0 {
+		if !errors.Is(err, llmclient.ErrContextWindow) || llmclient.ClassOf(err) != failure.ContextLength || p.Calls() != 0 {
 			t.Fatalf("err %v, calls %d", err, p.Calls())
 		}
 	})

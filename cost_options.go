@@ -81,8 +81,8 @@ func (c *config) validateCost() []error {
 
 // WithPricing prices every call with the table t; nil means pricing.Default(), the
 // embedded snapshot of the genai-prices database, parsed in New (15–20 ms, once per
-// process). Each attempt's cost is then on Attempt.Cost and EventAttempt, and the call's
-// on Response.Cost, Error.Cost and EventCall (see pricing.Cost for what is known and what
+// process). Each attempt's cost is then on Attempt.Cost and event.Attempt, and the call's
+// on Response.Cost, Error.Cost and event.Call (see pricing.Cost for what is known and what
 // is estimated). One rule prices every attempt — of Complete, Stream, the transport and
 // Embed, and the estimates of budgets and WithCostFailover alike:
 //
@@ -113,13 +113,13 @@ func WithPricing(t *pricing.Table) Option {
 
 // WithBudget adds a spend cap (see package budget): every attempt it counts reserves its
 // estimated cost before the call and is charged its real cost after it; an attempt that
-// does not fit is refused before any call with ClassBudgetExceeded and an error wrapping
+// does not fit is refused before any call with failure.BudgetExceeded and an error wrapping
 // budget.ErrExceeded whose AdmitAfter says when the window leaves room, or moves to the
 // budget's Reroute group. An attempt whose model has no price is refused with
-// ClassUnpriced and budget.ErrNoPrice under the default budget.UnpricedRefuse (see
+// failure.Unpriced and budget.ErrNoPrice under the default budget.UnpricedRefuse (see
 // Budget.Unpriced). An attempt's cost counts in the window it ends in (see package
 // budget for how far spend can pass a cap). Soft thresholds and the first refusal of a window are reported
-// as EventBudget. Budgets are kept in the limit store (WithLimitStore) when it implements
+// as event.Budget. Budgets are kept in the limit store (WithLimitStore) when it implements
 // limitstore.BudgetStore — the in-memory store and redisstore's do, so Clients sharing one
 // share their budgets — else in memory, private to the Client. Budgets are checked in the
 // order they were added; at most 64. It turns pricing on (see WithPricing). Default none.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -132,7 +133,7 @@ func TestOwnPricesWinForEveryNameAnswered(t *testing.T) {
 				if _, err := readBody(t, resp); err != nil {
 					t.Fatal(err)
 				}
-				calls := log.kinds(llmclient.EventCall)
+				calls := log.kinds(event.Call)
 				if len(calls) != 1 || !calls[0].Cost.Known || calls[0].Cost.Amount != want || calls[0].Cost.Model != tc.want {
 					t.Fatalf("call events %+v, want a cost of %v at %v", calls, want, tc.want)
 				}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -66,10 +69,10 @@ func TestCostFromTheShippedTable(t *testing.T) {
 	if a := resp.Attempts[0].Cost; a != got {
 		t.Fatalf("Attempt.Cost = %+v, want %+v", a, got)
 	}
-	if evs := log.kinds(llmclient.EventAttempt); len(evs) != 1 || evs[0].Cost != got {
+	if evs := log.kinds(event.Attempt); len(evs) != 1 || evs[0].Cost != got {
 		t.Fatalf("EventAttempt costs: %+v", evs)
 	}
-	if evs := log.kinds(llmclient.EventCall); len(evs) != 1 || evs[0].Cost != got {
+	if evs := log.kinds(event.Call); len(evs) != 1 || evs[0].Cost != got {
 		t.Fatalf("EventCall costs: %+v", evs)
 	}
 	if s := got.String(); s != "$0.00162" {
@@ -161,7 +164,7 @@ func TestCostOfFailedAttempts(t *testing.T) {
 		timedOut, failed, ok := resp.Attempts[0].Cost, resp.Attempts[1].Cost, resp.Attempts[2].Cost
 		prompt := llmclient.EstimatePromptTokens(nil, req)
 		wantTimeout := costOf(t, m, pricing.Tokens{Input: prompt, Output: 100}, time.Now())
-		if resp.Attempts[0].Class != llmclient.ClassTimeout || !timedOut.Known || !timedOut.Estimated || timedOut.Amount != wantTimeout {
+		if resp.Attempts[0].Class != failure.Timeout || !timedOut.Known || !timedOut.Estimated || timedOut.Amount != wantTimeout {
 			t.Errorf("timed-out attempt: %v %+v, want an estimate of %v", resp.Attempts[0].Class, timedOut, wantTimeout)
 		}
 		if !failed.Known || failed.Estimated || failed.Amount != 0 {
@@ -182,11 +185,11 @@ func TestCostOfFailedAttempts(t *testing.T) {
 func TestCostOnErrors(t *testing.T) {
 	m := priced(t, "m", pricing.Dollar, 2*pricing.Dollar, 0)
 	t.Run("filtered", func(t *testing.T) {
-		p := fake.New(fake.Reply("").Finish(llmclient.FinishContentFilter).Usage(30, 7))
+		p := fake.New(fake.Reply("").Finish(finish.ContentFilter).Usage(30, 7))
 		c := newClient(t, pricedUp("a", p, m))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassContentFiltered {
+		if !errors.As(err, &e) || e.Class != failure.ContentFiltered {
 			t.Fatalf("err = %v", err)
 		}
 		want := costOf(t, m, pricing.Tokens{Input: 30, Output: 7}, e.Attempts[0].Start)
@@ -206,14 +209,14 @@ func TestCostOnErrors(t *testing.T) {
 			for s.Next() {
 			}
 			var e *llmclient.Error
-			if !errors.As(s.Err(), &e) || e.Class != llmclient.ClassStreamInterrupted {
+			if !errors.As(s.Err(), &e) || e.Class != failure.StreamInterrupted {
 				t.Fatalf("err = %v", s.Err())
 			}
 			s.Close()
 			if !e.Cost.Known || e.Cost.Amount <= 0 || len(e.Attempts) != 1 || e.Attempts[0].Cost != e.Cost {
 				t.Fatalf("Error.Cost = %+v, attempts %+v", e.Cost, e.Attempts)
 			}
-			calls := log.kinds(llmclient.EventCall)
+			calls := log.kinds(event.Call)
 			if len(calls) != 1 || calls[0].Cost != e.Cost {
 				t.Fatalf("EventCall: %+v", calls)
 			}

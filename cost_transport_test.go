@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/pricing"
 )
 
@@ -41,11 +42,11 @@ func TestCostTransport(t *testing.T) {
 		t.Fatal("gpt-4o is not in the snapshot")
 	}
 	want := costOf(t, m, pricing.Tokens{Input: 5, Output: 1}, time.Now())
-	attempts := log.kinds(llmclient.EventAttempt)
+	attempts := log.kinds(event.Attempt)
 	if len(attempts) != 2 || attempts[0].Cost != (pricing.Cost{Known: true, Model: m}) || attempts[1].Cost.Amount != want || !attempts[1].Cost.Known {
 		t.Fatalf("attempt costs: %+v", attempts)
 	}
-	calls := log.kinds(llmclient.EventCall)
+	calls := log.kinds(event.Call)
 	if len(calls) != 1 || calls[0].Cost.Amount != want || !calls[0].Cost.Known {
 		t.Fatalf("call costs: %+v", calls)
 	}

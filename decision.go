@@ -1,5 +1,7 @@
 package llmclient
 
+import "github.com/llmclient/llmclient/failure"
+
 // Decision is what the Client does after an attempt fails with a given class: every rule
 // the retry and failover loop follows is one of these fields, so WithDecision can change
 // any of it. DefaultDecision gives the built-in table.
@@ -61,7 +63,7 @@ type Decision struct {
 	Cooldown bool
 	// Evict takes the key out of its pool for the key eviction time (WithKeyEviction).
 	Evict bool
-	// Alert emits an EventAlert to the observer.
+	// Alert emits an event.Alert to the observer.
 	Alert bool
 }
 
@@ -105,33 +107,33 @@ func (d *Decision) reroute(used *[numReroutes]bool) int {
 //	budget_exceeded    no     no        yes       no                 a budget's Reroute group
 //	unpriced           no     no        yes       no
 //	unknown            no     no        no        no
-func DefaultDecision(c Class) Decision {
+func DefaultDecision(c failure.Class) Decision {
 	switch c {
-	case ClassRateLimited:
+	case failure.RateLimited:
 		return Decision{Retry: true, NextKey: true, Failover: true, Cooldown: true}
-	case ClassQuotaExhausted:
+	case failure.QuotaExhausted:
 		return Decision{NextKey: true, Failover: true, Evict: true, Alert: true}
-	case ClassTimeout:
+	case failure.Timeout:
 		// A hang or a stall is not overload: move on at once, and retry only the last.
 		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
-	case ClassNetwork:
+	case failure.Network:
 		// A reset or refused connection: move to a peer that can serve at once rather
 		// than back off on a failing upstream; retry (with backoff) only the last.
 		return Decision{Retry: true, FailoverFirst: true, Failover: true, Breaker: true}
-	case ClassOverloaded, ClassServerError:
+	case failure.Overloaded, failure.ServerError:
 		return Decision{Retry: true, Failover: true, Breaker: true}
-	case ClassContextLength:
+	case failure.ContextLength:
 		return Decision{ContextFallback: true}
-	case ClassContentFiltered:
+	case failure.ContentFiltered:
 		return Decision{ContentFallback: true}
-	case ClassAuth:
+	case failure.Auth:
 		return Decision{NextKey: true, Evict: true, Alert: true}
-	case ClassEmptyOutput:
+	case failure.EmptyOutput:
 		return Decision{GrowOutput: true}
-	case ClassStreamInterrupted:
+	case failure.StreamInterrupted:
 		// A committed stream continues (WithStreamContinuation): elsewhere first, at once.
 		return Decision{Retry: true, FailoverFirst: true, NoBackoff: true, Failover: true, Breaker: true}
-	case ClassUnavailable, ClassBudgetExceeded, ClassUnpriced:
+	case failure.Unavailable, failure.BudgetExceeded, failure.Unpriced:
 		// A budget refusal may fit on a cheaper upstream, or one outside the budget's
 		// scope; an unpriced model may have a price on another upstream.
 		return Decision{Failover: true}
@@ -144,7 +146,7 @@ type decisionTable [numClasses]Decision
 
 func defaultDecisionTable() decisionTable {
 	var t decisionTable
-	for c := Class(0); c < numClasses; c++ {
+	for c := failure.Class(0); c < numClasses; c++ {
 		t[c] = DefaultDecision(c)
 	}
 	return t

@@ -14,8 +14,13 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +36,7 @@ func TestDefect10PanickingObserverLeaksNothing(t *testing.T) {
 		Limits: llmclient.Limits{MaxConcurrent: 1}}),
 		llmclient.WithPartitionLimits("tenant", llmclient.Limits{MaxConcurrent: 1}),
 		llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
-			if panicking && e.Kind == llmclient.EventAttempt {
+			if panicking && e.Kind == event.Attempt {
 				panic("observer bug")
 			}
 		}))
@@ -97,8 +102,8 @@ func TestDefect11Accounting(t *testing.T) {
 			for s.Next() {
 			}
 			require.Error(t, s.Err())
-			assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(s.Err()))
-			ev := log.kinds(llmclient.EventAttempt)
+			assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(s.Err()))
+			ev := log.kinds(event.Attempt)
 			require.Len(t, ev, 2)
 			assert.Equal(t, http.StatusOK, ev[0].Status)
 			assert.Equal(t, http.StatusOK, ev[1].Status, "a 200 arrived before the cut")
@@ -147,8 +152,8 @@ func TestDefect12NumericOptions(t *testing.T) {
 		{"negative max Retry-After", llmclient.WithMaxRetryAfter(-1)},
 		{"negative key cooldown", llmclient.WithKeyCooldown(-1)},
 		{"zero key eviction", llmclient.WithKeyEviction(0)},
-		{"negative wait threshold", llmclient.WithWaitThreshold(llmclient.PriorityInteractive, -1)},
-		{"unknown priority", llmclient.WithWaitThreshold(llmclient.Priority(9), time.Second)},
+		{"negative wait threshold", llmclient.WithWaitThreshold(ratelimit.Interactive, -1)},
+		{"unknown priority", llmclient.WithWaitThreshold(ratelimit.Priority(9), time.Second)},
 		{"negative idle timeout", llmclient.WithIdleTimeout(-1)},
 		{"NaN batch share", llmclient.WithBatchShare(math.NaN())},
 		{"NaN burst fraction", llmclient.WithBurstFraction(math.NaN())},
@@ -165,7 +170,7 @@ func TestDefect12NumericOptions(t *testing.T) {
 		llmclient.WithKeyEviction(math.MaxInt64), llmclient.WithAttemptTimeout(math.MaxInt64),
 		llmclient.WithFirstTokenTimeout(math.MaxInt64), llmclient.WithIdleTimeout(math.MaxInt64),
 		llmclient.WithStreamTimeout(math.MaxInt64), llmclient.WithMaxWait(math.MaxInt64),
-		llmclient.WithReservedOutput(math.MaxInt), llmclient.WithWaitThreshold(llmclient.PriorityBatch, math.MaxInt64),
+		llmclient.WithReservedOutput(math.MaxInt), llmclient.WithWaitThreshold(ratelimit.Batch, math.MaxInt64),
 		llmclient.WithRetryBudget(1000, math.MaxInt, 24*time.Hour),
 	} {
 		synctest.Test(t, func(t *testing.T) { // a request of MaxInt tokens waits for a minute's quota
@@ -294,7 +299,7 @@ func TestDefect15LargeOutputs(t *testing.T) {
 	t.Run("many tool-call deltas", func(t *testing.T) {
 		chunks := make([]llmclient.Chunk, 100_000)
 		for i := range chunks {
-			chunks[i] = llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: "x"}}}
+			chunks[i] = llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: "x"}}}
 		}
 		chunks[0].ToolCalls[0].ID, chunks[0].ToolCalls[0].Name = "call_1", "f"
 		p := fake.New(fake.StreamChunks(chunks...))
@@ -342,7 +347,7 @@ func TestDefect15LargeOutputs(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, "b", resp.Upstream)
-			assert.Equal(t, llmclient.ClassServerError, resp.Attempts[0].Class)
+			assert.Equal(t, failure.ServerError, resp.Attempts[0].Class)
 		})
 	}
 }
@@ -352,7 +357,7 @@ func TestDefect15LargeOutputs(t *testing.T) {
 type noopProvider struct{}
 
 func (noopProvider) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop,
 		Usage: llmclient.Usage{InputTokens: 5, OutputTokens: 1, TotalTokens: 6}}, nil
 }
 

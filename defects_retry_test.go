@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +29,7 @@ func limited(name string, p llmclient.Provider) llmclient.Option {
 // next upstream at once, and a local refusal is never an upstream Retry-After.
 func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
 	modes := map[string]llmclient.Option{
-		"fail-fast": llmclient.WithLimiterMode(llmclient.LimiterFailFast),
+		"fail-fast": llmclient.WithLimiterMode(ratelimit.FailFast),
 		"max-wait":  llmclient.WithMaxWait(time.Second),
 	}
 	for name, mode := range modes {
@@ -55,7 +58,7 @@ func TestDefect01LocalRefusalFailsFastWithoutDeadline(t *testing.T) {
 				assert.Equal(t, time.Duration(0), d, "with nowhere to go the refusal returns at once")
 				var e *llmclient.Error
 				require.ErrorAs(t, err, &e)
-				assert.Equal(t, llmclient.ClassRateLimited, e.Class)
+				assert.Equal(t, failure.RateLimited, e.Class)
 				assert.ErrorIs(t, err, llmclient.ErrRateLimited)
 				assert.Zero(t, e.RetryAfter, "a local refusal is not an upstream Retry-After")
 				assert.InDelta(t, float64(10*time.Second), float64(e.AdmitAfter), float64(time.Millisecond), "it says how long the limiter would wait")
@@ -73,10 +76,10 @@ func TestDefect02FailoverFalseNeverLeavesTheUpstream(t *testing.T) {
 			a := fake.New(fake.Fail(500).Forever())
 			b := fake.New(fake.Reply("b").Forever())
 			c := newClient(t, up("a", a), up("b", b),
-				llmclient.WithDecision(llmclient.ClassServerError, llmclient.Decision{Retry: true, Failover: false}))
+				llmclient.WithDecision(failure.ServerError, llmclient.Decision{Retry: true, Failover: false}))
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			require.Error(t, err)
-			assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+			assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 			assert.Equal(t, 3, a.Calls(), "three attempts on a")
 			assert.Equal(t, 0, b.Calls(), "Failover: false")
 		})
@@ -88,7 +91,7 @@ func TestDefect02FailoverFalseNeverLeavesTheUpstream(t *testing.T) {
 			c := newClient(t, up("a", a, "k1", "k2", "k3", "k4"), up("b", b), llmclient.WithMaxAttempts(3))
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			require.Error(t, err)
-			assert.Equal(t, llmclient.ClassAuth, llmclient.ClassOf(err))
+			assert.Equal(t, failure.Auth, llmclient.ClassOf(err))
 			assert.Equal(t, 3, a.Calls(), "one call on each of three keys")
 			assert.Equal(t, 0, b.Calls(), "auth does not fail over")
 		})
@@ -128,11 +131,11 @@ func TestDefect04EveryKeyCoolingFailsOver(t *testing.T) {
 		assert.Equal(t, time.Duration(0), d)
 		assert.Equal(t, "b", resp.Upstream)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassUnavailable, resp.Attempts[0].Class, "every key cooling is unavailable")
+		assert.Equal(t, failure.Unavailable, resp.Attempts[0].Class, "every key cooling is unavailable")
 		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrNoKey)
 		assert.Equal(t, 1, a.Calls(), "the cooling key is not called")
 
-		fo := log.kinds(llmclient.EventFailover)
+		fo := log.kinds(event.Failover)
 		require.Len(t, fo, 2, "one failover event per call")
 		assert.Equal(t, "a", fo[0].Upstream)
 		assert.Equal(t, "b", fo[0].Target)
@@ -144,7 +147,7 @@ func TestDefect04EveryKeyCoolingFailsOver(t *testing.T) {
 func TestEveryKeyCoolingWaitsWhenThereIsNowhereElse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.Fail(429).RetryAfter(20*time.Second).Times(1), fake.Reply("a").Forever())
-		c := newClient(t, up("a", a, "k1"), llmclient.WithDecision(llmclient.ClassRateLimited,
+		c := newClient(t, up("a", a, "k1"), llmclient.WithDecision(failure.RateLimited,
 			llmclient.Decision{Cooldown: true}))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err)
@@ -153,7 +156,7 @@ func TestEveryKeyCoolingWaitsWhenThereIsNowhereElse(t *testing.T) {
 		defer cancel()
 		d := elapsed(func() { _, err = c.Complete(ctx, chatReq("m")) })
 		assert.Equal(t, time.Duration(0), d, "20s does not fit a 5s deadline")
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 		assert.True(t, errors.Is(err, llmclient.ErrNoKey))
 
 		var resp *llmclient.Response

@@ -2,7 +2,6 @@ package llmclient_test
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/breaker"
 	"io"
 	"net/http"
 	"runtime"
@@ -10,6 +9,11 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -38,9 +42,9 @@ func TestDefect05SlowReaderIsNotIdle(t *testing.T) {
 		require.NoError(t, s.Err())
 		assert.Equal(t, "abcd", text.String())
 		assert.Equal(t, 0, c.Breaker("a").Snapshot().Failures)
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class)
+		assert.Equal(t, failure.None, at[0].Class)
 	})
 }
 
@@ -55,16 +59,16 @@ func TestDefect06CloseKeepsUsageAndIsNotAnError(t *testing.T) {
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		for s.Next() {
-			if s.Current().FinishReason != llmclient.FinishNone {
+			if s.Current().FinishReason != finish.None {
 				break // the finish chunk, with the usage: stop reading here
 			}
 		}
 		require.NoError(t, s.Close())
 		assert.False(t, s.Next())
 		assert.NoError(t, s.Err(), "the caller's own Close is not an error")
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class, "closed after its finish reason: a success")
+		assert.Equal(t, failure.None, at[0].Class, "closed after its finish reason: a success")
 		assert.Equal(t, 40, at[0].InputTokens, "the usage received before Close is kept")
 		assert.Equal(t, 2, at[0].OutputTokens)
 	})
@@ -83,9 +87,9 @@ func TestCloseBeforeTheEndIsCanceled(t *testing.T) {
 		require.NoError(t, s.Close())
 		assert.False(t, s.Next())
 		assert.NoError(t, s.Err())
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassCanceled, at[0].Class)
+		assert.Equal(t, failure.Canceled, at[0].Class)
 		assert.Equal(t, 0, c.Breaker("a").Snapshot().Failures)
 		assert.Equal(t, 0, c.InFlight("a"))
 	})
@@ -155,9 +159,9 @@ func TestDefect08BodyClosedAfterEndMarkerIsSuccess(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, resp.Body.Close()) // what an SDK does at [DONE]
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class)
+		assert.Equal(t, failure.None, at[0].Class)
 		assert.Equal(t, 0, c.Breaker("oai").Snapshot().Failures)
 	})
 }

@@ -2,6 +2,9 @@ package llmclient
 
 import (
 	"net/http"
+
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Dialect is an optional capability of a Provider: what the Client's transport
@@ -33,24 +36,19 @@ type Dialect interface {
 	// into an *Error with its Class, vendor fields, Retry-After and RateLimits.
 	ClassifyError(status int, h http.Header, body []byte) *Error
 	// RateLimits reads the quota headers of a successful response; nil when there are none.
-	RateLimits(h http.Header) *RateLimits
+	RateLimits(h http.Header) *ratelimit.Status
 	// NewStream decodes the streaming response of a call of the given shape, reading
 	// resp.Body: content chunks, keep-alives, in-band error events as *Error values, io.EOF
 	// after the vendor's end marker and an error wrapping io.ErrUnexpectedEOF when the body
 	// ends before it. The transport reads it only to learn when the first content token
 	// arrives and how the stream ends; the bytes themselves go to the caller unchanged.
-	NewStream(shape Shape, resp *http.Response) ProviderStream
+	NewStream(shape dialect.Shape, resp *http.Response) ProviderStream
 }
-
-// Shape names an API operation a Dialect recognizes, such as openai.ShapeChatCompletions
-// or anthropic.ShapeMessages: each dialect defines its own. The transport only compares
-// shapes, to fail a call over to upstreams that speak the same one.
-type Shape string
 
 // APICall is what a Dialect reads from a raw API request.
 type APICall struct {
 	// Shape is the API operation.
-	Shape Shape
+	Shape dialect.Shape
 	// Stream is true when the response will be an event stream.
 	Stream bool
 	// NoOutput is true for operations that generate no tokens (embeddings): the limiter
@@ -71,5 +69,5 @@ type APICall struct {
 // Client's estimate. The adapters of provider/openai, provider/anthropic and
 // provider/gemini implement it. It must not keep body and must be safe for concurrent use.
 type UsageReader interface {
-	ReadUsage(shape Shape, body []byte) (usage Usage, model string, ok bool)
+	ReadUsage(shape dialect.Shape, body []byte) (usage Usage, model string, ok bool)
 }

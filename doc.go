@@ -43,5 +43,5 @@
 //
 // Streams commit at their first content token. Before it, every failure — an error event
 // after HTTP 200 included — is retried or failed over invisibly; after it, the stream ends
-// with a ClassStreamInterrupted error holding the partial output, never with a silent EOF.
+// with a failure.StreamInterrupted error holding the partial output, never with a silent EOF.
 package llmclient

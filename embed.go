@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/llmclient/llmclient/pricing"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // EmbedRequest asks for one embedding vector per input text, independent of vendor.
@@ -27,8 +28,8 @@ type EmbedRequest struct {
 	// Metadata is per-request information for the Client (partition keys, tracing). It is
 	// not sent upstream.
 	Metadata map[string]string
-	// Priority selects the admission share under limits. Default PriorityInteractive.
-	Priority Priority
+	// Priority selects the admission share under limits. Default ratelimit.Interactive.
+	Priority ratelimit.Priority
 	// Extra holds vendor fields the common type lacks, merged into the top level of the
 	// JSON request body like Request.Extra.
 	Extra map[string]any
@@ -49,7 +50,7 @@ type EmbedResponse struct {
 	Usage Usage
 	// RateLimits is the upstream's view of the key's quota, read from response headers,
 	// when the adapter reads them (provider/openai does); nil otherwise.
-	RateLimits *RateLimits
+	RateLimits *ratelimit.Status
 	// Upstream names the upstream that served the response; for Client.Embed, the one
 	// that served its first batch.
 	Upstream string
@@ -93,7 +94,7 @@ type Embedder interface {
 	// Embed makes one embedding call for every input of call.Request, which holds at most
 	// MaxEmbedBatch inputs. Errors follow Provider.Complete: a vendor error response is an
 	// *Error with its Class, a request the adapter cannot send an *Error of class
-	// ClassBadRequest (wrapping ErrUnsupported when another upstream might take it).
+	// failure.BadRequest (wrapping ErrUnsupported when another upstream might take it).
 	Embed(ctx context.Context, call *EmbedCall) (*EmbedResponse, error)
 	// MaxEmbedBatch is the largest number of inputs one Embed call takes; the Client
 	// splits larger requests into batches of at most this many.

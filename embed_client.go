@@ -8,11 +8,13 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // ErrDimensionMismatch: an upstream answered an embedding batch with vectors of another
 // length than the call's: the request's Dimensions, or the length of the batch that
-// answered first. The attempt fails with ClassUnavailable and the batch moves on to the
+// answered first. The attempt fails with failure.Unavailable and the batch moves on to the
 // next upstream of its route.
 var ErrDimensionMismatch = errors.New("llmclient: embedding vectors of another length than the call's")
 
@@ -39,7 +41,7 @@ const (
 //
 // Only upstreams whose Provider implements Embedder serve it: the route of req.Model (its
 // model group, or every upstream serving the model) is taken without the others; when
-// none is left the call fails with ClassNotFound and ErrNoUpstream. An Embedder that
+// none is left the call fails with failure.NotFound and ErrNoUpstream. An Embedder that
 // cannot take a batch (Gemini on Vertex AI; a batch larger than its MaxEmbedBatch) is
 // skipped as a local refusal.
 //
@@ -55,7 +57,7 @@ const (
 // (ahead of the route's strategy, unless CallOptions.Pin orders the route) so that all
 // vectors come from one model wherever possible, and fail over to the rest of the route.
 // An attempt whose vectors have another length than the first batch's (or than
-// req.Dimensions, when set) fails with ClassUnavailable and ErrDimensionMismatch and moves
+// req.Dimensions, when set) fails with failure.Unavailable and ErrDimensionMismatch and moves
 // on to the next upstream: an upstream of another dimension never serves part of a call.
 //
 // The response holds the vectors in input order, the sum of the batches' Usage (a batch
@@ -66,8 +68,8 @@ const (
 // trace so far. Vectors of the batches that succeeded are not returned.
 //
 // A nil request, an empty Input, an empty text, Dimensions below 0 or above 65,536, or a
-// negative Concurrency is a ClassBadRequest error before any call. When no Embedder of the
-// route reports a MaxEmbedBatch of at least 1, the call fails with ClassBadRequest wrapping
+// negative Concurrency is a failure.BadRequest error before any call. When no Embedder of the
+// route reports a MaxEmbedBatch of at least 1, the call fails with failure.BadRequest wrapping
 // ErrUnsupported. Embed is safe for concurrent use.
 func (c *Client) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, error) {
 	if err := checkEmbedRequest(req); err != nil {
@@ -75,12 +77,12 @@ func (c *Client) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, 
 	}
 	route := c.embedRoute(req.Model)
 	if len(route) == 0 {
-		return nil, &Error{Class: ClassNotFound, Model: req.Model, Err: ErrNoUpstream,
+		return nil, &Error{Class: failure.NotFound, Model: req.Model, Err: ErrNoUpstream,
 			Message: "no upstream that embeds serves model " + strconv.Quote(req.Model)}
 	}
 	size := embedBatchSize(route)
 	if size <= 0 {
-		return nil, &Error{Class: ClassBadRequest, Model: req.Model, Err: ErrUnsupported,
+		return nil, &Error{Class: failure.BadRequest, Model: req.Model, Err: ErrUnsupported,
 			Message: "no embedding upstream of model " + strconv.Quote(req.Model) + " reports a MaxEmbedBatch of at least 1"}
 	}
 	job := &embedJob{c: c, req: req, route: route}
@@ -91,23 +93,23 @@ func (c *Client) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, 
 
 // checkEmbedRequest refuses what no upstream could serve, before any call.
 func checkEmbedRequest(req *EmbedRequest) error {
-	bad := func(msg string) error { return &Error{Class: ClassBadRequest, Message: msg} }
+	bad := func(msg string) error { return &Error{Class: failure.BadRequest, Message: msg} }
 	switch {
 	case req == nil:
 		return bad("nil embed request")
 	case len(req.Input) == 0:
-		return &Error{Class: ClassBadRequest, Model: req.Model, Message: "embed request has no input"}
+		return &Error{Class: failure.BadRequest, Model: req.Model, Message: "embed request has no input"}
 	case req.Dimensions < 0:
-		return &Error{Class: ClassBadRequest, Model: req.Model, Message: "embed Dimensions " + strconv.Itoa(req.Dimensions) + " is negative"}
+		return &Error{Class: failure.BadRequest, Model: req.Model, Message: "embed Dimensions " + strconv.Itoa(req.Dimensions) + " is negative"}
 	case req.Dimensions > maxEmbedDimensions:
-		return &Error{Class: ClassBadRequest, Model: req.Model,
+		return &Error{Class: failure.BadRequest, Model: req.Model,
 			Message: "embed Dimensions " + strconv.Itoa(req.Dimensions) + " is above the largest supported, " + strconv.Itoa(maxEmbedDimensions)}
 	case req.Concurrency < 0:
-		return &Error{Class: ClassBadRequest, Model: req.Model, Message: "embed Concurrency " + strconv.Itoa(req.Concurrency) + " is negative"}
+		return &Error{Class: failure.BadRequest, Model: req.Model, Message: "embed Concurrency " + strconv.Itoa(req.Concurrency) + " is negative"}
 	}
 	for i, s := range req.Input {
 		if s == "" {
-			return &Error{Class: ClassBadRequest, Model: req.Model, Message: "embed input " + strconv.Itoa(i) + " is empty"}
+			return &Error{Class: failure.BadRequest, Model: req.Model, Message: "embed input " + strconv.Itoa(i) + " is empty"}
 		}
 	}
 	return nil
@@ -159,7 +161,7 @@ type embedJob struct {
 // estimated tokens, each charged its estimate.
 func (j *embedJob) plan(size int) {
 	lc := &j.c.cfg.limiter
-	var est Estimator = estimate.Heuristic{}
+	var est estimate.Estimator = estimate.Heuristic{}
 	if lc.estimator != nil {
 		est = lc.estimator
 	}
@@ -222,7 +224,7 @@ func (j *embedJob) run(ctx context.Context) (*EmbedResponse, error) {
 }
 
 // pinned is the route of the batches after the first: up first, then the rest of the
-// route in its order, and a context whose CallOptions keep that order (RouteOrdered)
+// route in its order, and a context whose CallOptions keep that order (routing.Ordered)
 // unless they set a Routing of their own.
 func (j *embedJob) pinned(ctx context.Context, up *upstream) ([]*upstream, context.Context) {
 	route := make([]*upstream, 0, len(j.route))
@@ -233,17 +235,17 @@ func (j *embedJob) pinned(ctx context.Context, up *upstream) ([]*upstream, conte
 		}
 	}
 	o := callOptions(ctx)
-	if o != nil && o.Routing != RouteDefault {
+	if o != nil && o.Routing != routing.Default {
 		return route, ctx
 	}
-	if o == nil && j.c.strategy(j.req.Model, nil) <= RouteOrdered {
+	if o == nil && j.c.strategy(j.req.Model, nil) <= routing.Ordered {
 		return route, ctx // no strategy would reorder it: no options to add
 	}
 	var pin CallOptions
 	if o != nil {
 		pin = *o
 	}
-	pin.Routing = RouteOrdered
+	pin.Routing = routing.Ordered
 	return route, WithCallOptions(ctx, pin)
 }
 

@@ -19,7 +19,10 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // chatOnly hides the fake's Embedder: an upstream that cannot embed.
@@ -164,7 +167,7 @@ func TestEmbedRefusesBadRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.Embed(context.Background(), tt.req)
 			require.Error(t, err)
-			assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+			assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
@@ -182,7 +185,7 @@ func TestEmbedBadMaxEmbedBatch(t *testing.T) {
 			c := newClient(t, up("bad", batchOf{bad, n}))
 			_, err := c.Embed(context.Background(), embedReq("a"))
 			require.Error(t, err)
-			assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+			assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 			assert.ErrorIs(t, err, llmclient.ErrUnsupported)
 			assert.Contains(t, err.Error(), "MaxEmbedBatch")
 
@@ -218,7 +221,7 @@ func TestEmbedSkipsUpstreamsThatDoNotEmbed(t *testing.T) {
 	c = newClient(t, up("chat", chatOnly{chat}))
 	_, err = c.Embed(context.Background(), embedReq("a"))
 	assert.ErrorIs(t, err, llmclient.ErrNoUpstream)
-	assert.Equal(t, llmclient.ClassNotFound, llmclient.ClassOf(err))
+	assert.Equal(t, failure.NotFound, llmclient.ClassOf(err))
 }
 
 func TestEmbedRetriesAndFailsOver(t *testing.T) {
@@ -233,7 +236,7 @@ func TestEmbedRetriesAndFailsOver(t *testing.T) {
 		assert.Equal(t, "b", resp.Upstream)
 		assert.True(t, resp.Fallback)
 		assert.Equal(t, []string{"a", "a", "a", "b"}, upstreamsOf(resp.Attempts), "three attempts on a, then b")
-		assert.Equal(t, llmclient.ClassRateLimited, resp.Attempts[0].Class)
+		assert.Equal(t, failure.RateLimited, resp.Attempts[0].Class)
 		assert.Equal(t, fake.ClassForStatus(503), resp.Attempts[1].Class)
 		assert.GreaterOrEqual(t, took, time.Second, "the Retry-After was waited for")
 	})
@@ -263,7 +266,7 @@ func TestEmbedPinningOverridesTheRouteStrategy(t *testing.T) {
 	b := fake.New(fake.Embedding(4).Forever())
 	a.SetMaxEmbedBatch(1)
 	b.SetMaxEmbedBatch(1)
-	c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", llmclient.RouteWeighted))
+	c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", routing.Weighted))
 	resp, err := c.Embed(context.Background(), embedReq(texts(20)...))
 	require.NoError(t, err)
 	first := resp.Attempts[0].Upstream
@@ -282,7 +285,7 @@ func TestEmbedDimensionMismatch(t *testing.T) {
 		_, err := c.Embed(context.Background(), embedReq("x", "y"))
 		require.Error(t, err)
 		assert.ErrorIs(t, err, llmclient.ErrDimensionMismatch)
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, []string{"a", "a", "a", "a", "b"}, upstreamsOf(e.Attempts), "batch 0 on a; batch 1: a three times, then b")
@@ -309,10 +312,10 @@ func TestEmbedMalformedAnswers(t *testing.T) {
 		a := fake.New(fake.Embedding(2).Vectors([]float32{1, 0}, []float32{1}).Forever()) // wrong count, mixed lengths
 		c := newClient(t, up("a", a), llmclient.WithMaxAttempts(1))
 		_, err := c.Embed(context.Background(), embedReq("x"))
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 		assert.Contains(t, err.Error(), "2 vectors for 1 inputs")
 		_, err = c.Embed(context.Background(), embedReq("x", "y"))
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 		assert.Contains(t, err.Error(), "mixes vector lengths")
 	})
 }
@@ -325,7 +328,7 @@ func TestEmbedFailedBatchStopsTheCall(t *testing.T) {
 	req.Concurrency = 1
 	_, err := c.Embed(context.Background(), req)
 	require.Error(t, err)
-	assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+	assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 	assert.Contains(t, err.Error(), "input too long")
 	assert.Len(t, p.Requests(), 2, "no batch is sent after the failed one")
 	var e *llmclient.Error
@@ -345,7 +348,7 @@ func TestEmbedCanceled(t *testing.T) {
 		req.Concurrency = 2
 		_, err := c.Embed(ctx, req)
 		require.Error(t, err)
-		assert.Contains(t, []llmclient.Class{llmclient.ClassTimeout, llmclient.ClassCanceled}, llmclient.ClassOf(err))
+		assert.Contains(t, []failure.Class{failure.Timeout, failure.Canceled}, llmclient.ClassOf(err))
 		assert.Len(t, p.Requests(), 4, "two waves of two: the second one canceled, nothing after it")
 		assert.Equal(t, 0, c.InFlight("a"), "nothing stays in flight")
 	})
@@ -375,17 +378,17 @@ func TestEmbedEventsAndCallOptions(t *testing.T) {
 	resp, err := c.Embed(ctx, embedReq("x", "y"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "b"}, upstreamsOf(resp.Attempts), "MaxAttempts 1: batch 0 fails over at once, batch 1 is pinned to b")
-	calls := log.kinds(llmclient.EventCall)
+	calls := log.kinds(event.Call)
 	require.Len(t, calls, 2, "one call event per batch")
 	assert.NotEqual(t, calls[0].CallID, calls[1].CallID)
-	for _, e := range log.kinds(llmclient.EventAttempt) {
+	for _, e := range log.kinds(event.Attempt) {
 		assert.True(t, e.Embed, "attempt events are marked Embed")
 	}
 	for _, e := range calls {
 		assert.True(t, e.Embed)
 		assert.Equal(t, "b", e.Upstream)
 	}
-	assert.Len(t, log.kinds(llmclient.EventFailover), 1)
+	assert.Len(t, log.kinds(event.Failover), 1)
 
 	ctx = llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{NoFailover: true})
 	_, err = c.Embed(ctx, embedReq("x"))

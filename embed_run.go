@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/llmclient/llmclient/failure"
 )
 
 // embedBatch is one batch of a Client.Embed call, sent as a call of its own through the
@@ -76,10 +78,10 @@ func (c *Client) callEmbed(ctx context.Context, a *attempt) error {
 	b := a.r.emb
 	e, ok := a.up.Provider.(Embedder)
 	if !ok {
-		return &Error{Class: ClassBadRequest, Err: ErrUnsupported, Message: "the upstream's provider does not embed"}
+		return &Error{Class: failure.BadRequest, Err: ErrUnsupported, Message: "the upstream's provider does not embed"}
 	}
 	if n := e.MaxEmbedBatch(); n < len(b.req.Input) {
-		return &Error{Class: ClassBadRequest, Err: ErrUnsupported,
+		return &Error{Class: failure.BadRequest, Err: ErrUnsupported,
 			Message: "the upstream takes at most " + strconv.Itoa(n) + " inputs per embedding call (its MaxEmbedBatch); the batch has " + strconv.Itoa(len(b.req.Input))}
 	}
 	call := EmbedCall{Request: &b.req, Model: a.call.Model, APIKey: a.call.APIKey, Headers: a.call.Headers}
@@ -89,7 +91,7 @@ func (c *Client) callEmbed(ctx context.Context, a *attempt) error {
 		return err
 	}
 	if resp == nil {
-		return &Error{Class: ClassUnknown, Message: "provider returned neither an embedding response nor an error"}
+		return &Error{Class: failure.Unknown, Message: "provider returned neither an embedding response nor an error"}
 	}
 	if err := b.job.check(resp, len(b.req.Input)); err != nil {
 		return err
@@ -103,13 +105,13 @@ func (c *Client) callEmbed(ctx context.Context, a *attempt) error {
 // call without Dimensions fixes that length.
 func (j *embedJob) check(resp *EmbedResponse, n int) *Error {
 	if len(resp.Vectors) != n {
-		return &Error{Class: ClassServerError, Message: "embedding answer has " + strconv.Itoa(len(resp.Vectors)) +
+		return &Error{Class: failure.ServerError, Message: "embedding answer has " + strconv.Itoa(len(resp.Vectors)) +
 			" vectors for " + strconv.Itoa(n) + " inputs"}
 	}
 	l := len(resp.Vectors[0])
 	for _, v := range resp.Vectors {
 		if len(v) == 0 || len(v) != l {
-			return &Error{Class: ClassServerError, Message: "embedding answer has an empty vector or mixes vector lengths"}
+			return &Error{Class: failure.ServerError, Message: "embedding answer has an empty vector or mixes vector lengths"}
 		}
 	}
 	want := j.dims.Load()
@@ -120,7 +122,7 @@ func (j *embedJob) check(resp *EmbedResponse, n int) *Error {
 		want = j.dims.Load()
 	}
 	if int64(l) != want {
-		return &Error{Class: ClassUnavailable, Err: ErrDimensionMismatch,
+		return &Error{Class: failure.Unavailable, Err: ErrDimensionMismatch,
 			Message: "vectors of length " + strconv.Itoa(l) + " where the call's have " + strconv.FormatInt(want, 10)}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +15,7 @@ import (
 
 func TestEmptyOutputRetriedOnceWithLargerBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := fake.New(fake.Reply("").Reasoning("thinking hard...").Finish(llmclient.FinishLength), fake.Reply("42"))
+		p := fake.New(fake.Reply("").Reasoning("thinking hard...").Finish(finish.Length), fake.Reply("42"))
 		c := newClient(t, up("a", p))
 		req := chatReq("m")
 		req.MaxTokens = 500
@@ -21,7 +23,7 @@ func TestEmptyOutputRetriedOnceWithLargerBudget(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "42", resp.Text)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassEmptyOutput, resp.Attempts[0].Class)
+		assert.Equal(t, failure.EmptyOutput, resp.Attempts[0].Class)
 		assert.Equal(t, 500, p.Requests()[0].Request.MaxTokens)
 		assert.Equal(t, 1000, p.Requests()[1].Request.MaxTokens, "the retry gets twice the output budget")
 		assert.Equal(t, 500, req.MaxTokens, "the caller's request is not modified")
@@ -30,7 +32,7 @@ func TestEmptyOutputRetriedOnceWithLargerBudget(t *testing.T) {
 		p = fake.New(fake.Reply("").Reasoning("...").Forever())
 		c = newClient(t, up("a", p))
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassEmptyOutput, llmclient.ClassOf(err))
+		assert.Equal(t, failure.EmptyOutput, llmclient.ClassOf(err))
 		assert.Equal(t, 2, p.Calls())
 	})
 }
@@ -39,7 +41,7 @@ func TestStreamWithoutContentIsRetriedBeforeCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Hidden reasoning used the whole budget: the stream ends with finish_reason length
 		// and no content token, so it never committed and is retried invisibly.
-		p := fake.New(fake.StreamChunks().Finish(llmclient.FinishLength), fake.Stream("an ", "answer"))
+		p := fake.New(fake.StreamChunks().Finish(finish.Length), fake.Stream("an ", "answer"))
 		c := newClient(t, up("a", p))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -56,7 +58,7 @@ func TestStreamFallbackFunctionAnswersAsAStream(t *testing.T) {
 		p := fake.New(fake.Fail(500).Forever())
 		c := newClient(t, up("a", p), llmclient.WithMaxAttempts(1),
 			llmclient.WithFallback(func(context.Context, *llmclient.Request, error) (*llmclient.Response, error) {
-				return &llmclient.Response{Text: "cached", FinishReason: llmclient.FinishStop}, nil
+				return &llmclient.Response{Text: "cached", FinishReason: finish.Stop}, nil
 			}))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)

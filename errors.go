@@ -2,11 +2,14 @@ package llmclient
 
 import (
 	"errors"
-	"github.com/llmclient/llmclient/breaker"
-	"github.com/llmclient/llmclient/pricing"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/pricing"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Sentinel errors for decisions the Client makes itself. Match them with errors.Is; the
@@ -45,7 +48,7 @@ var (
 // the vendor's own words. Adapters return it for vendor error responses. Its message starts
 // with "llmclient:" and never contains an API key.
 type Error struct {
-	Class    Class
+	Class    failure.Class
 	Upstream string
 	Model    string
 	// Status is the HTTP status, 0 when no response was received.
@@ -66,11 +69,11 @@ type Error struct {
 	// ShouldRetry is the upstream's x-should-retry header: nil when absent.
 	ShouldRetry *bool
 	// RateLimits is the quota state the upstream reported with the error, if any.
-	RateLimits *RateLimits
+	RateLimits *ratelimit.Status
 	// Attempts is the whole attempt trace of the call.
 	Attempts []Attempt
-	// Partial holds what a stream produced before it broke (ClassStreamInterrupted), or the
-	// filtered response (ClassContentFiltered, ClassEmptyOutput). Nil otherwise.
+	// Partial holds what a stream produced before it broke (failure.StreamInterrupted), or the
+	// filtered response (failure.ContentFiltered, failure.EmptyOutput). Nil otherwise.
 	Partial *Response
 	// Cost is what the failed call's attempts cost together (see WithPricing): attempts
 	// that failed can still bill, such as a stream cut after its first tokens or a
@@ -137,17 +140,17 @@ func (e *Error) writeSummary(b *strings.Builder) {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrStreamInterrupted) true for every ClassStreamInterrupted
+// Is makes errors.Is(err, ErrStreamInterrupted) true for every failure.StreamInterrupted
 // error, whatever its cause (a cut connection, an idle timeout, an error event).
 func (e *Error) Is(target error) bool {
-	return target == ErrStreamInterrupted && e.Class == ClassStreamInterrupted
+	return target == ErrStreamInterrupted && e.Class == failure.StreamInterrupted
 }
 
 // Temporary reports whether the class is one that a later call may not see again.
 func (e *Error) Temporary() bool {
 	switch e.Class {
-	case ClassRateLimited, ClassOverloaded, ClassServerError, ClassTimeout, ClassNetwork,
-		ClassUnavailable, ClassStreamInterrupted:
+	case failure.RateLimited, failure.Overloaded, failure.ServerError, failure.Timeout, failure.Network,
+		failure.Unavailable, failure.StreamInterrupted:
 		return true
 	}
 	return false

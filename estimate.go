@@ -1,22 +1,10 @@
 package llmclient
 
 import (
-	"github.com/llmclient/llmclient/estimate"
 	"strings"
-)
 
-// Estimator counts the tokens a text costs for a model. The limiter uses it, once per
-// call, to charge a request's prompt against the key's tokens-per-minute bucket before the
-// upstream has said what it really cost; the real usage is reconciled afterwards.
-//
-// Implementations must be safe for concurrent use and fast: CountTokens runs on the
-// calling goroutine before every limited call. estimate.Heuristic is the default; the
-// package tokenizer/tiktoken has an exact one for OpenAI's encodings.
-type Estimator interface {
-	// CountTokens returns the number of tokens of text for model, the request's Model
-	// (a model or model group name). It must not return a negative number.
-	CountTokens(model, text string) int
-}
+	"github.com/llmclient/llmclient/estimate"
+)
 
 // The request-level formula. Chat models read a conversation as text with a few tokens of
 // framing per message; these are the counts of OpenAI's cookbook ("How to count tokens with
@@ -46,7 +34,7 @@ const (
 // text parts, names, tool calls and tool-call ids with the per-message framing, fixed costs
 // for images, the tool definitions and the response format's schema. A nil e means
 // estimate.Heuristic. No vendor correction ratio is applied.
-func EstimatePromptTokens(e Estimator, req *Request) int {
+func EstimatePromptTokens(e estimate.Estimator, req *Request) int {
 	if e == nil {
 		e = estimate.Heuristic{}
 	}
@@ -196,7 +184,7 @@ const defaultReservedOutput = 1024
 // WithEstimator sets the token estimator the limiter charges prompts with. Default
 // estimate.Heuristic{}; tokenizer/tiktoken.Estimator{} counts OpenAI encodings exactly at a
 // much higher CPU cost. A nil e restores the default.
-func WithEstimator(e Estimator) Option {
+func WithEstimator(e estimate.Estimator) Option {
 	return optionFunc(func(c *config) { c.limiter.estimator = e })
 }
 

@@ -3,6 +3,8 @@ package llmclient
 import (
 	"strings"
 	"testing"
+
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestLimiterCostRatiosAndReservedOutput(t *testing.T) {
@@ -71,7 +73,7 @@ func TestLimitsAndLimiterConfigValidation(t *testing.T) {
 		ok   bool
 	}{
 		{"zero", Limits{}, true},
-		{"all", Limits{RPM: 60, TPM: 1000, MaxConcurrent: 3, RequestBurst: 60, TokenBurst: 1000, Metering: MeterUsage}, true},
+		{"all", Limits{RPM: 60, TPM: 1000, MaxConcurrent: 3, RequestBurst: 60, TokenBurst: 1000, Metering: ratelimit.MeterUsage}, true},
 		{"negative", Limits{RPM: -1}, false},
 		{"burst above quota", Limits{RPM: 10, RequestBurst: 11}, false},
 		{"burst without quota", Limits{TokenBurst: 5}, false},

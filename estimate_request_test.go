@@ -2,10 +2,12 @@ package llmclient_test
 
 import (
 	"encoding/json"
-	"github.com/llmclient/llmclient/estimate"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/format"
 
 	"github.com/llmclient/llmclient"
 )
@@ -32,7 +34,7 @@ func TestEstimatePromptTokensFormula(t *testing.T) {
 		}}, 3 + (4 + 3 + 1 + 7) + (4 + 2 + 2)},
 		{"tools and schema", llmclient.Request{
 			Tools: []llmclient.Tool{{Name: "f", Description: "does", Parameters: json.RawMessage(`{}`)}},
-			ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: "out",
+			ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema, Name: "out",
 				Schema: json.RawMessage(`{"type":"object"}`)},
 		}, 3 + 12 + 7 + 1 + 4 + 2 + 3 + 17},
 	} {

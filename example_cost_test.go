@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -40,7 +41,7 @@ func ExampleWithBudget() {
 		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Prices: map[string]*pricing.Model{"": m}}),
 		llmclient.WithBudget(budget.Budget{Name: "daily", Cap: pricing.Dollar, Soft: []float64{0.5}}),
 		llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
-			if e.Kind == llmclient.EventBudget {
+			if e.Kind == event.Budget {
 				fmt.Printf("budget %s at %v: %v of %v spent\n", e.Budget.Name, e.Budget.Fraction, e.Budget.Spent, e.Budget.Cap)
 			}
 		}))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -12,7 +13,7 @@ import (
 // OpenAI first, then deepseek-chat. The first key's quota is exhausted, so the call moves
 // on, and the response says who answered with which model.
 func ExampleWithModelGroup() {
-	openai := fake.New(fake.Fail(429).Code("insufficient_quota").Class(llmclient.ClassQuotaExhausted).Forever())
+	openai := fake.New(fake.Fail(429).Code("insufficient_quota").Class(failure.QuotaExhausted).Forever())
 	deepseek := fake.New(fake.Reply("Hello!").Forever())
 	client, err := llmclient.New(
 		llmclient.WithUpstream(llmclient.Upstream{Name: "openai", Provider: openai,

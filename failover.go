@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // The failover layer: where a call goes after an attempt fails. A call's route is its
@@ -269,14 +271,14 @@ func WithGroupFallback(group string, fallbackGroups ...string) Option {
 }
 
 // WithContextFallback names upstreams with a larger context window, tried in order only when
-// an attempt fails with ClassContextLength, within the same deadline and attempt caps as the
+// an attempt fails with failure.ContextLength, within the same deadline and attempt caps as the
 // rest of the call. Default: none, so such errors are returned.
 func WithContextFallback(upstreams ...string) Option {
 	return optionFunc(func(c *config) { c.contextFallback = append([]string(nil), upstreams...) })
 }
 
 // WithContentFallback names upstreams tried in order only when an attempt fails with
-// ClassContentFiltered, within the same deadline and attempt caps as the rest of the call.
+// failure.ContentFiltered, within the same deadline and attempt caps as the rest of the call.
 // Default: none.
 func WithContentFallback(upstreams ...string) Option {
 	return optionFunc(func(c *config) { c.contentFallback = append([]string(nil), upstreams...) })
@@ -289,7 +291,7 @@ func WithContentFallback(upstreams ...string) Option {
 // has nowhere else to go waits as long as its deadline, WithMaxWait and
 // WithMaxRetryAfter allow. d must not be negative; 0 never waits while another upstream
 // is left. Default 2s for every priority.
-func WithWaitThreshold(p Priority, d time.Duration) Option {
+func WithWaitThreshold(p ratelimit.Priority, d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if p < numPriorities {
 			c.waitThreshold[p] = d

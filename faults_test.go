@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +34,7 @@ func TestFault429WithRetryAfterWaitsThenSucceeds(t *testing.T) {
 		assert.Equal(t, "ok", resp.Text)
 		assert.Equal(t, 2, p.Calls())
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassRateLimited, resp.Attempts[0].Class)
+		assert.Equal(t, failure.RateLimited, resp.Attempts[0].Class)
 		assert.Equal(t, 2*time.Second, resp.Attempts[0].RetryAfter)
 		// Retry-After plus at most 10% jitter, never earlier.
 		assert.GreaterOrEqual(t, d, 2*time.Second)
@@ -80,7 +83,7 @@ func TestFault429RetryAfterBeyondDeadlineSingleUpstreamReturnsAtOnce(t *testing.
 		defer cancel()
 		var err error
 		d := elapsed(func() { _, err = c.Complete(ctx, chatReq("m")) })
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err))
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err))
 		assert.Equal(t, time.Duration(0), d)
 		assert.Equal(t, 1, a.Calls())
 	})
@@ -88,7 +91,7 @@ func TestFault429RetryAfterBeyondDeadlineSingleUpstreamReturnsAtOnce(t *testing.
 
 func TestFaultQuotaExhaustedEvictsKeyAndFailsOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := fake.New(fake.Fail(429).Type("insufficient_quota").Code("insufficient_quota").Class(llmclient.ClassQuotaExhausted))
+		a := fake.New(fake.Fail(429).Type("insufficient_quota").Code("insufficient_quota").Class(failure.QuotaExhausted))
 		b := fake.New(fake.Reply("from b").Times(2))
 		var log eventLog
 		c := newClient(t, up("a", a, "sk-a"), up("b", b), llmclient.WithObserver(log.observe))
@@ -99,10 +102,10 @@ func TestFaultQuotaExhaustedEvictsKeyAndFailsOver(t *testing.T) {
 		assert.Zero(t, d, "quota exhausted is never retried or waited on")
 		assert.Equal(t, []string{"a", "b"}, upstreamsOf(resp.Attempts))
 		assert.Equal(t, 1, a.Calls())
-		ev := log.kinds(llmclient.EventKeyEvicted)
+		ev := log.kinds(event.KeyEvicted)
 		require.Len(t, ev, 1)
 		assert.Equal(t, "key#1", ev[0].Key)
-		assert.Len(t, log.kinds(llmclient.EventAlert), 1)
+		assert.Len(t, log.kinds(event.Alert), 1)
 
 		// The evicted key's upstream is skipped without a call afterwards.
 		resp, err = c.Complete(context.Background(), chatReq("m"))
@@ -125,7 +128,7 @@ func TestFault503BacksOffThenFailsOver(t *testing.T) {
 		// Two backoffs on a: ~500ms and ~1s, each ±50%; none before failing over.
 		assert.GreaterOrEqual(t, d, 750*time.Millisecond)
 		assert.LessOrEqual(t, d, 2250*time.Millisecond)
-		assert.Equal(t, llmclient.ClassOverloaded, resp.Attempts[0].Class, "503 is the vendors' overload signal")
+		assert.Equal(t, failure.Overloaded, resp.Attempts[0].Class, "503 is the vendors' overload signal")
 	})
 }
 
@@ -139,7 +142,7 @@ func TestFaultAttemptTimeoutRetries(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp.Text)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassTimeout, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Timeout, resp.Attempts[0].Class)
 		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrAttemptTimeout)
 		// A hang is not overload: the last upstream is retried at once, without a backoff.
 		assert.Equal(t, 5*time.Second, d)
@@ -157,8 +160,8 @@ func TestFaultConnectionRefusedAndResetRetry(t *testing.T) {
 		d := elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
 		require.NoError(t, err)
 		require.Len(t, resp.Attempts, 3)
-		assert.Equal(t, llmclient.ClassNetwork, resp.Attempts[0].Class)
-		assert.Equal(t, llmclient.ClassNetwork, resp.Attempts[1].Class)
+		assert.Equal(t, failure.Network, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Network, resp.Attempts[1].Class)
 		assert.GreaterOrEqual(t, d, 750*time.Millisecond) // two backoffs
 		assert.LessOrEqual(t, d, 2250*time.Millisecond)
 	})
@@ -172,7 +175,7 @@ func TestFaultBadRequestReturnsAtOnce(t *testing.T) {
 		var err error
 		d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
 		require.Error(t, err)
-		assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+		assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 		assert.Zero(t, d)
 		assert.Equal(t, 1, a.Calls())
 		assert.Equal(t, 0, b.Calls())
@@ -186,15 +189,15 @@ func TestFaultBadRequestReturnsAtOnce(t *testing.T) {
 func TestFaultContextLengthGoesOnlyToLargerContextUpstream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Without a configured fallback, the error is returned at once.
-		a := fake.New(fake.FailClass(llmclient.ClassContextLength).Status(400).Code("context_length_exceeded"))
+		a := fake.New(fake.FailClass(failure.ContextLength).Status(400).Code("context_length_exceeded"))
 		b := fake.New(fake.Reply("never"))
 		c := newClient(t, up("a", a), up("b", b))
 		_, err := c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassContextLength, llmclient.ClassOf(err))
+		assert.Equal(t, failure.ContextLength, llmclient.ClassOf(err))
 		assert.Equal(t, 0, b.Calls())
 
 		// With one, only the larger-context upstream is tried.
-		a = fake.New(fake.FailClass(llmclient.ClassContextLength).Status(400).Code("context_length_exceeded"))
+		a = fake.New(fake.FailClass(failure.ContextLength).Status(400).Code("context_length_exceeded"))
 		b = fake.New(fake.Reply("never"))
 		big := fake.New(fake.Reply("long answer"))
 		c = newClient(t, up("a", a), up("b", b), up("big", big), llmclient.WithModelGroup("m", "a", "b"),
@@ -209,15 +212,15 @@ func TestFaultContextLengthGoesOnlyToLargerContextUpstream(t *testing.T) {
 
 func TestFaultContentFilter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := fake.New(fake.Reply("").Finish(llmclient.FinishContentFilter).Times(2))
+		a := fake.New(fake.Reply("").Finish(finish.ContentFilter).Times(2))
 		b := fake.New(fake.Reply("never"))
 		c := newClient(t, up("a", a), up("b", b))
 		_, err := c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassContentFiltered, llmclient.ClassOf(err))
+		assert.Equal(t, failure.ContentFiltered, llmclient.ClassOf(err))
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
 		require.NotNil(t, e.Partial)
-		assert.Equal(t, llmclient.FinishContentFilter, e.Partial.FinishReason)
+		assert.Equal(t, finish.ContentFilter, e.Partial.FinishReason)
 		assert.Equal(t, 1, a.Calls())
 		assert.Equal(t, 0, b.Calls())
 
@@ -246,14 +249,14 @@ func TestFault401SwitchesKeyOrReturns(t *testing.T) {
 		assert.Zero(t, d, "a key switch happens at once")
 		// Least-in-flight picks key#1 first (ties go to the first key).
 		assert.Equal(t, []string{"key#1", "key#2"}, []string{resp.Attempts[0].Key, resp.Attempts[1].Key})
-		assert.Equal(t, llmclient.ClassAuth, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Auth, resp.Attempts[0].Class)
 
 		// A single revoked key: returned at once, no retry, no failover.
 		single := fake.New(fake.Fail(401).Forever())
 		other := fake.New(fake.Reply("never"))
 		c = newClient(t, up("a", single, "sk-revoked"), up("b", other))
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassAuth, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Auth, llmclient.ClassOf(err))
 		assert.Equal(t, 1, single.Calls())
 		assert.Equal(t, 0, other.Calls())
 	})
@@ -268,7 +271,7 @@ func TestFault529OverloadedRetriesWithBackoff(t *testing.T) {
 		d := elapsed(func() { resp, err = c.Complete(context.Background(), chatReq("m")) })
 		require.NoError(t, err)
 		require.Len(t, resp.Attempts, 3)
-		assert.Equal(t, llmclient.ClassOverloaded, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Overloaded, resp.Attempts[0].Class)
 		assert.GreaterOrEqual(t, d, 750*time.Millisecond)
 		assert.LessOrEqual(t, d, 2250*time.Millisecond)
 	})
@@ -279,7 +282,7 @@ func TestFaultShouldRetryHeaderOverrides(t *testing.T) {
 		p := fake.New(fake.Fail(500).ShouldRetry(false), fake.Reply("never"))
 		c := newClient(t, up("a", p))
 		_, err := c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err))
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(err))
 		assert.Equal(t, 1, p.Calls())
 
 		p = fake.New(fake.Fail(400).ShouldRetry(true), fake.Reply("ok"))
@@ -297,7 +300,7 @@ func TestFaultCallerCancelStopsAtOnce(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		_, err := c.Complete(ctx, chatReq("m"))
-		assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Canceled, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 1, p.Calls())
 	})
@@ -316,7 +319,7 @@ func TestFaultAllUpstreamsFailNamesEach(t *testing.T) {
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
 		assert.Len(t, e.Attempts, 2)
-		assert.Equal(t, llmclient.ClassOverloaded, e.Class)
+		assert.Equal(t, failure.Overloaded, e.Class)
 	})
 }
 
@@ -325,7 +328,7 @@ func TestFaultFinalFallbackIsDegraded(t *testing.T) {
 		a := fake.New(fake.Fail(500).Forever())
 		c := newClient(t, up("a", a), llmclient.WithMaxAttempts(2),
 			llmclient.WithFallback(func(ctx context.Context, req *llmclient.Request, err error) (*llmclient.Response, error) {
-				if llmclient.ClassOf(err) != llmclient.ClassServerError {
+				if llmclient.ClassOf(err) != failure.ServerError {
 					return nil, errors.New("unexpected")
 				}
 				return &llmclient.Response{Text: "cached answer"}, nil

@@ -3,6 +3,9 @@ package llmclient
 import (
 	"context"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // defaultHedgeDelay is the hedging delay of a Hedge without one when its upstream has
@@ -73,7 +76,7 @@ func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error)
 			cancel1()
 			cancel2()
 			for ; pending > 0; pending-- {
-				(<-done).a.settle(ClassCanceled, nil)
+				(<-done).a.settle(failure.Canceled, nil)
 			}
 		}
 	}()
@@ -115,7 +118,7 @@ func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error)
 		other := <-done
 		pending--
 		other.repanic()
-		if e, ok := other.err.(*Error); ok && e.Class != ClassCanceled && !other.a.budgetDenied {
+		if e, ok := other.err.(*Error); ok && e.Class != failure.Canceled && !other.a.budgetDenied {
 			// It failed on its own before it was canceled: its effects (a key's
 			// cooldown or eviction) apply, and the trace says what happened.
 			r.aside(ctx, other.a, e)
@@ -140,7 +143,7 @@ func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error)
 // attempt holds is given back.
 func (t tried) repanic() {
 	if t.panicked {
-		t.a.settle(ClassCanceled, nil)
+		t.a.settle(failure.Canceled, nil)
 		panic(t.value)
 	}
 }
@@ -184,7 +187,7 @@ func (r *run) hedgeAttempt() *attempt {
 	r.prepare(a, up)
 	a.retry, a.hedge, a.hedged, a.begun, a.avoid = true, true, from, now, nil
 	r.hedgeSent = true
-	r.observe(Event{Kind: EventHedge, Upstream: r.route[r.pos].Name, Target: up.Name,
+	r.observe(Event{Kind: event.Hedge, Upstream: r.route[r.pos].Name, Target: up.Name,
 		Attempt: a.number, Hedge: true})
 	return a
 }
@@ -202,7 +205,7 @@ func (r *run) aside(ctx context.Context, a *attempt, e *Error) {
 }
 
 // lost settles and records the attempt that lost a hedged call's race. Its outcome (err;
-// nil for an answer that came too late) is not the call's: it ends ClassCanceled, and the
+// nil for an answer that came too late) is not the call's: it ends failure.Canceled, and the
 // limiter is charged with the usage it reported, if any.
 func (r *run) lost(a *attempt, err error) {
 	r.countCall(a)
@@ -225,7 +228,7 @@ func (r *run) lost(a *attempt, err error) {
 	// Beaten, but already slower than its upstream's threshold: the breaker's slow-call
 	// rule hears of it, or a hung upstream would hide behind every call's hedge.
 	a.lostSlow = a.called && a.slowSoFar()
-	a.settle(ClassCanceled, usage)
+	a.settle(failure.Canceled, usage)
 	if a.budgetDenied {
 		// Refused by the retry budget before its call: a local refusal in the trace, so
 		// that the pair's numbers stay as they were given.
@@ -233,7 +236,7 @@ func (r *run) lost(a *attempt, err error) {
 		r.record(a, err.(*Error), nil)
 		return
 	}
-	r.record(a, &Error{Class: ClassCanceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
+	r.record(a, &Error{Class: failure.Canceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
 		Err: context.Canceled, Message: "canceled: the other attempt of the hedged call answered first"}, usage)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 )
@@ -24,7 +25,7 @@ func TestHedgeRefusedByTheRetryBudgetLeavesThePrimary(t *testing.T) {
 			secondary := fake.New(fake.Reply("secondary").Latency(time.Hour).Forever())
 			c := newClient(t, up("primary", primary), up("secondary", secondary), hedging(100*time.Millisecond),
 				llmclient.WithRetryBudget(0, 1, time.Minute),
-				llmclient.WithDecision(llmclient.ClassUnavailable, llmclient.Decision{Retry: true}))
+				llmclient.WithDecision(failure.Unavailable, llmclient.Decision{Retry: true}))
 			var wg sync.WaitGroup
 			for range 8 {
 				wg.Go(func() {

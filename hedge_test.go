@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +19,7 @@ import (
 // Hedged requests.
 
 func hedging(d time.Duration) llmclient.Option {
-	return llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: d})
+	return llmclient.WithHedging("", routing.Hedge{On: true, Delay: d})
 }
 
 func withLimits(name string, p llmclient.Provider, l llmclient.Limits) llmclient.Option {
@@ -59,20 +62,20 @@ func TestHedgedStreamBeatsAStall(t *testing.T) {
 		require.Len(t, resp.Attempts, 2)
 		lost, won := resp.Attempts[0], resp.Attempts[1]
 		assert.Equal(t, "primary", lost.Upstream)
-		assert.Equal(t, llmclient.ClassCanceled, lost.Class)
+		assert.Equal(t, failure.Canceled, lost.Class)
 		assert.False(t, lost.Hedge)
 		assert.Equal(t, "secondary", won.Upstream)
-		assert.Equal(t, llmclient.ClassNone, won.Class)
+		assert.Equal(t, failure.None, won.Class)
 		assert.True(t, won.Hedge)
 		assert.Equal(t, 1, primary.Calls())
 		assert.Equal(t, 1, secondary.Calls())
-		hedges := log.kinds(llmclient.EventHedge)
+		hedges := log.kinds(event.Hedge)
 		require.Len(t, hedges, 1)
 		assert.Equal(t, "primary", hedges[0].Upstream)
 		assert.Equal(t, "secondary", hedges[0].Target)
 		assert.Equal(t, 2, hedges[0].Attempt)
 		var marked int
-		for _, e := range log.kinds(llmclient.EventAttempt) {
+		for _, e := range log.kinds(event.Attempt) {
 			if e.Hedge {
 				marked++
 				assert.Equal(t, "secondary", e.Upstream)
@@ -113,9 +116,9 @@ func TestHedgedCompleteFirstAnswerWins(t *testing.T) {
 				assert.True(t, resp.Attempts[1].Hedge)
 				for _, a := range resp.Attempts {
 					if a.Upstream == tc.winner {
-						assert.Equal(t, llmclient.ClassNone, a.Class)
+						assert.Equal(t, failure.None, a.Class)
 					} else {
-						assert.Equal(t, llmclient.ClassCanceled, a.Class)
+						assert.Equal(t, failure.Canceled, a.Class)
 						assert.ErrorIs(t, a.Err, context.Canceled)
 					}
 				}
@@ -154,7 +157,7 @@ func TestHedgeFailureWaitsForTheOther(t *testing.T) {
 		assert.Equal(t, 2*time.Second, d)
 		assert.Equal(t, "secondary", resp.Upstream)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassServerError, resp.Attempts[0].Class)
+		assert.Equal(t, failure.ServerError, resp.Attempts[0].Class)
 		assert.Equal(t, 500, resp.Attempts[0].Status)
 		assert.True(t, resp.Attempts[1].Hedge)
 		assert.Equal(t, 1, primary.Calls(), "the primary's failure is not retried while the hedge is in flight")
@@ -171,7 +174,7 @@ func TestHedgeFailureWaitsForTheOther(t *testing.T) {
 		_, err := c.Complete(ctx, chatReq("m"))
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
-		assert.Equal(t, llmclient.ClassBadRequest, e.Class, "the hedge's bad request ends the call")
+		assert.Equal(t, failure.BadRequest, e.Class, "the hedge's bad request ends the call")
 		assert.Equal(t, 1, secondary.Calls())
 		assertNothingHeld(t, c)
 	})
@@ -217,7 +220,7 @@ func TestHedgeCallOptions(t *testing.T) {
 		secondary := fake.New(fake.Reply("fast").Forever())
 		c := newClient(t, up("primary", primary), up("secondary", secondary))
 		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{
-			Hedge: &llmclient.Hedge{On: true, Delay: 100 * time.Millisecond}})
+			Hedge: &routing.Hedge{On: true, Delay: 100 * time.Millisecond}})
 		var resp *llmclient.Response
 		var err error
 		d := elapsed(func() { resp, err = c.Complete(ctx, chatReq("m")) })
@@ -233,7 +236,7 @@ func TestHedgeCallOptions(t *testing.T) {
 		primary := fake.New(fake.Reply("slow").Latency(3 * time.Second).Forever())
 		secondary := fake.New(fake.Reply("fast").Forever())
 		c := newClient(t, up("primary", primary), up("secondary", secondary), hedging(100*time.Millisecond))
-		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Hedge: &llmclient.Hedge{}})
+		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Hedge: &routing.Hedge{}})
 		resp, err := c.Complete(ctx, chatReq("m"))
 		require.NoError(t, err)
 		assert.Equal(t, "primary", resp.Upstream, "the zero Hedge turns it off")
@@ -307,7 +310,7 @@ func TestHedgeCancelAndPanic(t *testing.T) {
 		_, err := c.Complete(ctx, chatReq("m"))
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
-		assert.Equal(t, llmclient.ClassCanceled, e.Class)
+		assert.Equal(t, failure.Canceled, e.Class)
 		assert.Equal(t, 1, secondary.Calls())
 		assertNothingHeld(t, c)
 	})
@@ -315,7 +318,7 @@ func TestHedgeCancelAndPanic(t *testing.T) {
 		primary := fake.New(fake.Reply("late").Latency(time.Hour).Forever())
 		secondary := fake.New(fake.Reply("fast").Forever())
 		observer := func(_ context.Context, e llmclient.Event) {
-			if e.Kind == llmclient.EventHedge {
+			if e.Kind == event.Hedge {
 				panic("observer bug")
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -40,7 +41,7 @@ func (l *eventLog) observe(_ context.Context, e llmclient.Event) {
 	l.mu.Unlock()
 }
 
-func (l *eventLog) kinds(k llmclient.EventKind) []llmclient.Event {
+func (l *eventLog) kinds(k event.Kind) []llmclient.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []llmclient.Event

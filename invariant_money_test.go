@@ -18,10 +18,13 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // The money invariant: random scenarios — one or two replicas sharing a limit store and
@@ -202,7 +205,7 @@ type moneyWorld struct {
 
 func (w *moneyWorld) observe(replica int) func(context.Context, llmclient.Event) {
 	return func(ctx context.Context, e llmclient.Event) {
-		if e.Kind != llmclient.EventAttempt && e.Kind != llmclient.EventCall {
+		if e.Kind != event.Attempt && e.Kind != event.Call {
 			return
 		}
 		call, _ := ctx.Value(callKey{}).(string)
@@ -379,7 +382,7 @@ func (sc *moneyScenario) run() error {
 			llmclient.WithBudget(budget.Budget{Name: "money", Window: sc.window(), Cap: sc.cap, Unpriced: sc.unpriced, UnpricedCost: sc.charge}),
 			llmclient.WithAttemptTimeout(sc.attempt), llmclient.WithFirstTokenTimeout(100 * time.Second)}
 		if sc.hedge > 0 {
-			opts = append(opts, llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: sc.hedge}))
+			opts = append(opts, llmclient.WithHedging("", routing.Hedge{On: true, Delay: sc.hedge}))
 		}
 		if sc.cache {
 			c, err := cache.New(shared, cache.WithDedup(sc.dedup))
@@ -496,7 +499,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 	made := map[string]int{}
 	perCall := map[string]pricing.Cost{} // "replica|callID": the sum of its attempts' costs
 	for _, e := range w.events {
-		if e.Kind != llmclient.EventAttempt {
+		if e.Kind != event.Attempt {
 			continue
 		}
 		u := ups[e.Upstream]
@@ -511,9 +514,9 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 		perCall[k] = sum.Plus(e.Cost)
 		if e.Local {
 			switch e.Class {
-			case llmclient.ClassBudgetExceeded:
+			case failure.BudgetExceeded:
 				moneyStats.refused.Add(1)
-			case llmclient.ClassUnpriced:
+			case failure.Unpriced:
 				moneyStats.unpriced.Add(1)
 			}
 			if !e.Cost.Known || e.Cost.Amount != 0 {
@@ -525,7 +528,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 		if e.Hedge {
 			moneyStats.hedges.Add(1)
 		}
-		if e.Class == llmclient.ClassNone {
+		if e.Class == failure.None {
 			moneyStats.answered.Add(1)
 			if e.Time.Sub(e.Start) > time.Minute {
 				moneyStats.long.Add(1)
@@ -540,7 +543,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 			if !e.Cost.Known || e.Cost.Model != u.price {
 				return fmt.Errorf("attempt %d on %s (%v) priced %+v by %v, not by the upstream's own price", e.Attempt, e.Upstream, e.Class, e.Cost, e.Cost.Model)
 			}
-			if e.Class == llmclient.ClassNone {
+			if e.Class == failure.None {
 				want, _ := u.price.Cost(pricing.Tokens{Input: u.in, Output: u.out}, e.Time)
 				if e.Cost.Amount != want || e.Cost.Estimated {
 					return fmt.Errorf("an answer of %s cost %+v, want %v for its reported usage", e.Upstream, e.Cost, want)
@@ -563,7 +566,7 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 	}
 	// A call's cost is its attempts'.
 	for _, e := range w.events {
-		if e.Kind != llmclient.EventCall {
+		if e.Kind != event.Call {
 			continue
 		}
 		sum, ok := perCall[e.Replica()+"|"+strconv.FormatUint(e.CallID, 10)]

@@ -20,8 +20,12 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // The invariant checker: random scenarios — 1–4 upstreams × 1–3 keys, scripted failures
@@ -151,10 +155,10 @@ type scenario struct {
 	firstToken, idle      time.Duration // 0: default
 	attemptTimeout        time.Duration
 	breaker               *breaker.Config
-	overrides             map[llmclient.Class]llmclient.Decision
+	overrides             map[failure.Class]llmclient.Decision
 	partitions            bool
-	routing               llmclient.Routing // RouteDefault: the Client's default, ordered
-	hedge                 time.Duration     // > 0: hedging on with this delay
+	routing               routing.Policy // routing.Default: the Client's default, ordered
+	hedge                 time.Duration  // > 0: hedging on with this delay
 }
 
 func newScenario(seed uint64) *scenario {
@@ -213,10 +217,10 @@ func newScenario(seed uint64) *scenario {
 			HalfOpenProbes: 1 + rng.IntN(2)}
 	}
 	if rng.IntN(10) < 3 {
-		sc.overrides = map[llmclient.Class]llmclient.Decision{}
-		classes := []llmclient.Class{llmclient.ClassRateLimited, llmclient.ClassQuotaExhausted, llmclient.ClassServerError,
-			llmclient.ClassOverloaded, llmclient.ClassTimeout, llmclient.ClassNetwork, llmclient.ClassAuth,
-			llmclient.ClassUnavailable, llmclient.ClassStreamInterrupted}
+		sc.overrides = map[failure.Class]llmclient.Decision{}
+		classes := []failure.Class{failure.RateLimited, failure.QuotaExhausted, failure.ServerError,
+			failure.Overloaded, failure.Timeout, failure.Network, failure.Auth,
+			failure.Unavailable, failure.StreamInterrupted}
 		for range 1 + rng.IntN(3) {
 			c := classes[rng.IntN(len(classes))]
 			b := func() bool { return rng.IntN(2) == 0 }
@@ -226,7 +230,7 @@ func newScenario(seed uint64) *scenario {
 	sc.partitions = rng.IntN(5) == 0
 	// Drawn last, so that the scenarios above replay as they did before these existed.
 	if rng.IntN(5) == 0 {
-		sc.routing = llmclient.Routing(2 + rng.IntN(3)) // weighted, least-in-flight, latency
+		sc.routing = routing.Policy(2 + rng.IntN(3)) // weighted, least-in-flight, latency
 	}
 	if rng.IntN(4) == 0 {
 		sc.hedge = time.Duration(1+rng.IntN(30)) * 100 * time.Millisecond
@@ -331,9 +335,9 @@ func (w *world) observe(ctx context.Context, e llmclient.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch e.Kind {
-	case llmclient.EventAttempt:
+	case event.Attempt:
 		w.traces[call] = append(w.traces[call], e)
-	case llmclient.EventCall:
+	case event.Call:
 		w.ends[call] = append(w.ends[call], e)
 	}
 }
@@ -385,7 +389,7 @@ func (w *world) fakeStep(i int, stream bool) fake.Step {
 		case o429Absurd:
 			return fake.Fail(429).Code("rate_limit_exceeded").RetryAfter(math.MaxInt64 / 9)
 		case oQuota:
-			return fake.FailClass(llmclient.ClassQuotaExhausted).Status(429).Code("insufficient_quota")
+			return fake.FailClass(failure.QuotaExhausted).Status(429).Code("insufficient_quota")
 		case o401:
 			return fake.Fail(401)
 		case o5xx:
@@ -542,10 +546,10 @@ func (sc *scenario) options(w *world) []llmclient.Option {
 		llmclient.WithMaxAttempts(sc.maxAttempts), llmclient.WithMaxTotalAttempts(sc.maxTotal),
 		llmclient.WithRetryBudget(sc.budgetRatio, sc.budgetFloor, sc.budgetTTL)}
 	if sc.threshold >= 0 {
-		opts = append(opts, llmclient.WithWaitThreshold(llmclient.PriorityInteractive, sc.threshold))
+		opts = append(opts, llmclient.WithWaitThreshold(ratelimit.Interactive, sc.threshold))
 	}
 	if sc.failFast {
-		opts = append(opts, llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		opts = append(opts, llmclient.WithLimiterMode(ratelimit.FailFast))
 	}
 	if sc.maxWait > 0 {
 		opts = append(opts, llmclient.WithMaxWait(sc.maxWait))
@@ -568,16 +572,16 @@ func (sc *scenario) options(w *world) []llmclient.Option {
 	if sc.partitions {
 		opts = append(opts, llmclient.WithPartitionLimits("", llmclient.Limits{MaxConcurrent: 1}))
 	}
-	if sc.routing != llmclient.RouteDefault {
+	if sc.routing != routing.Default {
 		opts = append(opts, llmclient.WithRouting("", sc.routing))
 	}
 	if sc.hedge > 0 {
-		opts = append(opts, llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: sc.hedge}))
+		opts = append(opts, llmclient.WithHedging("", routing.Hedge{On: true, Delay: sc.hedge}))
 	}
 	return opts
 }
 
-func (sc *scenario) decision(c llmclient.Class) llmclient.Decision {
+func (sc *scenario) decision(c failure.Class) llmclient.Decision {
 	if d, ok := sc.overrides[c]; ok {
 		return d
 	}
@@ -759,15 +763,15 @@ func (sc *scenario) checkCall(w *world, res result, route map[string]int) error 
 			from = a.Upstream
 		case budgetRefusal(h) && !budgetRefusal(a):
 			drop = hedge
-		case h.Class == llmclient.ClassStreamInterrupted: // a stream breaks only after it won
-		case a.Class == llmclient.ClassStreamInterrupted:
+		case h.Class == failure.StreamInterrupted: // a stream breaks only after it won
+		case a.Class == failure.StreamInterrupted:
 			drop = hedge
-		case h.Class == llmclient.ClassNone && a.Class != llmclient.ClassNone:
-		case a.Class == llmclient.ClassNone:
+		case h.Class == failure.None && a.Class != failure.None:
+		case a.Class == failure.None:
 			drop = hedge
-		case h.Class == llmclient.ClassCanceled && a.Class != llmclient.ClassCanceled:
+		case h.Class == failure.Canceled && a.Class != failure.Canceled:
 			drop = hedge
-		case a.Class == llmclient.ClassCanceled && h.Class != llmclient.ClassCanceled:
+		case a.Class == failure.Canceled && h.Class != failure.Canceled:
 			// Either the hedge's failure ended the call and canceled the other, or it
 			// failed aside and the other went on (and ended canceled: closed early, or
 			// out of time).
@@ -828,7 +832,7 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 	for j := 0; j+1 < len(evs); j++ {
 		e, nx := evs[j], evs[j+1]
 		d := sc.decision(e.Class)
-		reordered := sc.routing > llmclient.RouteOrdered
+		reordered := sc.routing > routing.Ordered
 		switch {
 		case j+1 == hedge:
 			// The step into a hedge is the hedging policy's, not a decision's.
@@ -851,7 +855,7 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 		return fmt.Errorf("took %v, deadline %v", elapsed, sc.deadline)
 	}
 	if len(evs) == 0 {
-		if end.Class == llmclient.ClassNone {
+		if end.Class == failure.None {
 			return fmt.Errorf("succeeded without an attempt")
 		}
 		return nil
@@ -863,21 +867,21 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 	}
 	final := end.Class
 	switch {
-	case final == llmclient.ClassNone && last.Class != llmclient.ClassNone && !(sc.closeEarly && last.Class == llmclient.ClassCanceled):
+	case final == failure.None && last.Class != failure.None && !(sc.closeEarly && last.Class == failure.Canceled):
 		return fmt.Errorf("succeeded but the last attempt was %v", last.Class)
-	case final != llmclient.ClassNone && final != last.Class && !atDeadline &&
-		!(final == llmclient.ClassCanceled && sc.closeEarly):
+	case final != failure.None && final != last.Class && !atDeadline &&
+		!(final == failure.Canceled && sc.closeEarly):
 		return fmt.Errorf("final class %v, the last attempt %v (%v)", final, last.Class, last.Err)
 	}
-	if sc.mode != modeTransport && res.err != nil && llmclient.ClassOf(res.err) != final && !(sc.closeEarly && final == llmclient.ClassCanceled) {
+	if sc.mode != modeTransport && res.err != nil && llmclient.ClassOf(res.err) != final && !(sc.closeEarly && final == failure.Canceled) {
 		return fmt.Errorf("returned class %v, call event %v", llmclient.ClassOf(res.err), final)
 	}
 	// A call that could still move on did so, unless it ran out of calls or time: its
 	// context's deadline, or without one its time budget (WithCallBudget's default).
 	d := sc.decision(last.Class)
 	outOfBudget := sc.deadline == 0 && elapsed >= defaultCallBudget-time.Second
-	if final != llmclient.ClassNone && !atDeadline && !outOfBudget && last.Class != llmclient.ClassStreamInterrupted && d.Failover &&
-		sc.routing <= llmclient.RouteOrdered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
+	if final != failure.None && !atDeadline && !outOfBudget && last.Class != failure.StreamInterrupted && d.Failover &&
+		sc.routing <= routing.Ordered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
 		// Moving to the upstream a hedge already called is a retry there, which its retry
 		// budget may refuse.
 		sc.ups[route[last.Upstream]+1].name != hedgedOn {
@@ -904,7 +908,7 @@ func (sc *scenario) checkCooldowns(w *world) error {
 	unread := map[string]bool{}
 	for call, evs := range w.traces {
 		for _, e := range evs {
-			if e.Class == llmclient.ClassCanceled {
+			if e.Class == failure.Canceled {
 				unread[call+"|"+e.Upstream+"/"+e.Key] = true
 			}
 		}
@@ -921,7 +925,7 @@ func (sc *scenario) checkCooldowns(w *world) error {
 		}
 		var d time.Duration
 		switch {
-		case (a.outcome == o429RA || a.outcome == o429Absurd) && sc.decision(llmclient.ClassRateLimited).Cooldown:
+		case (a.outcome == o429RA || a.outcome == o429Absurd) && sc.decision(failure.RateLimited).Cooldown:
 			d = a.ra
 			if a.outcome == o429Absurd {
 				d = evict
@@ -929,8 +933,8 @@ func (sc *scenario) checkCooldowns(w *world) error {
 			if sc.mode == modeTransport {
 				d = d.Truncate(time.Millisecond)
 			}
-		case a.outcome == o401 && sc.decision(llmclient.ClassAuth).Evict,
-			a.outcome == oQuota && sc.decision(llmclient.ClassQuotaExhausted).Evict:
+		case a.outcome == o401 && sc.decision(failure.Auth).Evict,
+			a.outcome == oQuota && sc.decision(failure.QuotaExhausted).Evict:
 			d = evict
 		}
 		if d > 0 {

@@ -11,6 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/keysource"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // keyConfig holds the key-pool settings.
@@ -44,7 +49,7 @@ const (
 // pauses the key for its own backoff). It must be positive. Default 1s. A call whose every
 // key is cooling waits for the first to come back when that fits its deadline and
 // WithMaxWait (without either, it waits the cooldown out), and fails over or returns
-// ErrNoKey at once otherwise; LimiterFailFast never waits.
+// ErrNoKey at once otherwise; ratelimit.FailFast never waits.
 func WithKeyCooldown(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.keys.cooldown = d })
 }
@@ -78,13 +83,13 @@ type poolKey struct {
 	// reported is the quota the upstream last reported for the key, at reportedAt, for
 	// Snapshot; hasReport is false before the first report.
 	reportMu   sync.Mutex
-	reported   RateLimits
+	reported   ratelimit.Status
 	reportedAt time.Time
 	hasReport  bool
 }
 
 // record keeps the quota the upstream reported for k, for Snapshot.
-func (k *poolKey) record(rl *RateLimits) {
+func (k *poolKey) record(rl *ratelimit.Status) {
 	if rl == nil {
 		return
 	}
@@ -95,7 +100,7 @@ func (k *poolKey) record(rl *RateLimits) {
 }
 
 // lastReport returns the quota the upstream last reported for k and when.
-func (k *poolKey) lastReport() (RateLimits, time.Time, bool) {
+func (k *poolKey) lastReport() (ratelimit.Status, time.Time, bool) {
 	k.reportMu.Lock()
 	defer k.reportMu.Unlock()
 	return k.reported, k.reportedAt, k.hasReport
@@ -124,7 +129,7 @@ type keyPool struct {
 // sources from 1. Every key has a limiter, limiting nothing until its Limits or its
 // upstream's headers say what to: in a store it also holds the key's pause and eviction
 // for every replica.
-func newKeyPool(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
+func newKeyPool(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{limits: limits, service: &serviceTimes{}}
 	if len(secrets) == 0 && len(sources) == 0 {
 		k := &poolKey{}
@@ -150,7 +155,7 @@ func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConf
 }
 
 // newSourceKey returns the pool key of the i-th key source, labelled key#n.
-func newSourceKey(upstream string, src KeySource, i, n int, limits Limits, lc *limiterConfig) *poolKey {
+func newSourceKey(upstream string, src keysource.Source, i, n int, limits Limits, lc *limiterConfig) *poolKey {
 	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
 	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 	return k
@@ -322,7 +327,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 	case d.Evict:
 		a.key.limiter().evict(kc.evictFor)
 		if a.key.block(now, kc.evictFor, true) {
-			ev.add(Event{Kind: EventKeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+			ev.add(Event{Kind: event.KeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(kc.evictFor)})
 		}
 	case d.Cooldown:
@@ -336,12 +341,12 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 		dur = min(dur, kc.evictFor)
 		if a.key.cool(now, dur, len(a.up.pool().keys) == 1) {
 			a.key.limiter().pause(now.Add(dur))
-			ev.add(Event{Kind: EventKeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+			ev.add(Event{Kind: event.KeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(dur)})
 		}
 	}
 	if d.Alert {
-		ev.add(Event{Kind: EventAlert, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
+		ev.add(Event{Kind: event.Alert, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 			Class: e.Class, Status: e.Status, Err: e})
 	}
 	return ev
@@ -379,7 +384,7 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 			continue
 		}
 		if b.Evicted > 0 {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
 				Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 		}
 		if a.key.limiter().limited.Load() {
@@ -390,7 +395,7 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 			return c.asError(ctx, err, a)
 		}
 		if lim >= 0 && b.Paused > lim {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model,
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
 				Message: "every key is cooling down for another " + b.Paused.Round(time.Millisecond).String(),
 				Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
 		}
@@ -405,7 +410,7 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 
 // usedClass reports whether an attempt that made a call and ended with class was counted
 // by the upstream (as attempt.settle decides for the limiter's lease).
-func usedClass(class Class) bool {
-	return class == ClassNone || class == ClassStreamInterrupted || class == ClassContentFiltered ||
-		class == ClassEmptyOutput || class == ClassCanceled
+func usedClass(class failure.Class) bool {
+	return class == failure.None || class == failure.StreamInterrupted || class == failure.ContentFiltered ||
+		class == failure.EmptyOutput || class == failure.Canceled
 }

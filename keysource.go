@@ -2,49 +2,17 @@ package llmclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/keysource"
 )
-
-// KeySource supplies a credential that changes over time: an OAuth access token (Vertex
-// AI), an Azure Entra ID token, a key read from a secret manager. Key returns the current
-// credential and when it expires; a zero expiry means it does not expire, and the Client
-// keeps it for the life of the pool (Client.Update with a new source replaces it).
-//
-// The Client calls Key on the goroutine of the call that needs a credential, with that
-// call's context: the first call, and later the first call that finds the credential
-// within its refresh window (see KeySourceRefresh) while the others go on with the
-// current one. Key must be safe for concurrent use, although the Client never calls one
-// source twice at once. A credential is never logged or put in an error, an event or a
-// formatted Upstream; an upstream's error message that echoes it is redacted like a
-// static key's.
-type KeySource interface {
-	Key(ctx context.Context) (key string, expires time.Time, err error)
-}
-
-// KeyFunc adapts a function to KeySource.
-type KeyFunc func(ctx context.Context) (key string, expires time.Time, err error)
-
-// Key calls f.
-func (f KeyFunc) Key(ctx context.Context) (string, time.Time, error) { return f(ctx) }
-
-// KeySourceRefresh is how long before its expiry a source's credential is refreshed: 5
-// minutes, or half the credential's lifetime when that is shorter. A refresh that fails
-// keeps the current credential until it expires, trying again at most once per
-// keySourceRetry; an expired credential whose refresh fails makes the attempt fail with
-// ClassUnavailable (ErrNoKey), which fails over like every key of the upstream being out.
-const KeySourceRefresh = 5 * time.Minute
 
 // keySourceRetry spaces the refresh attempts of a source that failed while its current
 // credential is still valid.
 const keySourceRetry = time.Second
-
-// ErrKeySource is wrapped by the error of an attempt whose key source returned an error
-// or an empty key, with no valid credential left.
-var ErrKeySource = errors.New("llmclient: key source failed")
 
 // credential is a value a source returned, with its expiry and the time to refresh it.
 type credential struct {
@@ -52,9 +20,9 @@ type credential struct {
 	expires, refresh time.Time // zero: never
 }
 
-// keySource caches a KeySource's credential and refreshes it, one caller at a time.
+// keySource caches a keysource.Source's credential and refreshes it, one caller at a time.
 type keySource struct {
-	src KeySource
+	src keysource.Source
 	cur atomic.Pointer[credential]
 
 	mu         sync.Mutex
@@ -133,20 +101,20 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 func (s *keySource) fetch(ctx context.Context) (c *credential, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			c, err = nil, fmt.Errorf("%w: the source panicked", ErrKeySource)
+			c, err = nil, fmt.Errorf("%w: the source panicked", keysource.ErrFailed)
 		}
 	}()
 	key, expires, err := s.src.Key(ctx)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrKeySource, err)
+		return nil, fmt.Errorf("%w: %w", keysource.ErrFailed, err)
 	case key == "":
-		return nil, fmt.Errorf("%w: it returned an empty key", ErrKeySource)
+		return nil, fmt.Errorf("%w: it returned an empty key", keysource.ErrFailed)
 	}
 	c = &credential{key: key, expires: expires}
 	if !expires.IsZero() {
 		now := time.Now()
-		lead := min(KeySourceRefresh, expires.Sub(now)/2)
+		lead := min(keysource.Refresh, expires.Sub(now)/2)
 		c.refresh = expires.Add(-max(lead, 0))
 	}
 	return c, nil

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/keysource"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +45,7 @@ func (s *tokenSource) Key(ctx context.Context) (string, time.Time, error) {
 	return fmt.Sprintf("tok-%d", n), time.Now().Add(s.life), nil
 }
 
-func sourceUp(name string, p llmclient.Provider, src ...llmclient.KeySource) llmclient.Option {
+func sourceUp(name string, p llmclient.Provider, src ...keysource.Source) llmclient.Option {
 	return llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p, KeySources: src})
 }
 
@@ -120,8 +122,8 @@ func TestKeySourceFailureKeepsValidCredential(t *testing.T) {
 		assert.Equal(t, "backup", resp.Upstream, "no credential: the call fails over")
 		require.NotEmpty(t, resp.Attempts)
 		first := resp.Attempts[0]
-		assert.Equal(t, llmclient.ClassUnavailable, first.Class)
-		assert.ErrorIs(t, first.Err, llmclient.ErrKeySource)
+		assert.Equal(t, failure.Unavailable, first.Class)
+		assert.ErrorIs(t, first.Err, keysource.ErrFailed)
 		assert.ErrorIs(t, first.Err, llmclient.ErrNoKey)
 
 		src.fail.Store(false)
@@ -180,14 +182,14 @@ func TestKeySourceBadSources(t *testing.T) {
 	_, err := llmclient.New(sourceUp("a", p, nil))
 	require.Error(t, err, "a nil source")
 
-	panicky := llmclient.KeyFunc(func(context.Context) (string, time.Time, error) { panic("boom") })
-	empty := llmclient.KeyFunc(func(context.Context) (string, time.Time, error) { return "", time.Time{}, nil })
-	for name, src := range map[string]llmclient.KeySource{"panics": panicky, "empty": empty} {
+	panicky := keysource.Func(func(context.Context) (string, time.Time, error) { panic("boom") })
+	empty := keysource.Func(func(context.Context) (string, time.Time, error) { return "", time.Time{}, nil })
+	for name, src := range map[string]keysource.Source{"panics": panicky, "empty": empty} {
 		c := newClient(t, sourceUp("a", p, src), llmclient.WithMaxAttempts(1))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err, name)
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err), name)
-		assert.ErrorIs(t, err, llmclient.ErrKeySource, name)
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err), name)
+		assert.ErrorIs(t, err, keysource.ErrFailed, name)
 	}
 	assert.Zero(t, p.Calls())
 }
@@ -212,7 +214,7 @@ func TestKeySourceNeverShown(t *testing.T) {
 		for _, e := range log.events {
 			fmt.Fprintf(&shown, "%+v\n", e)
 		}
-		u := llmclient.Upstream{Name: "a", Provider: p, KeySources: []llmclient.KeySource{src}}
+		u := llmclient.Upstream{Name: "a", Provider: p, KeySources: []keysource.Source{src}}
 		fmt.Fprintf(&shown, "%v %+v %#v\n", u, u, u)
 		var buf strings.Builder
 		slog.New(slog.NewTextHandler(&buf, nil)).Info("up", "upstream", u)
@@ -235,7 +237,7 @@ func TestUpdateKeySources(t *testing.T) {
 	_, err = c.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, old.calls.Load())
-	rotated := llmclient.KeyFunc(func(context.Context) (string, time.Time, error) { return "rotated", time.Time{}, nil })
+	rotated := keysource.Func(func(context.Context) (string, time.Time, error) { return "rotated", time.Time{}, nil })
 	require.NoError(t, c.Update(llmclient.SetKeySources("a", rotated)))
 	_, err = c.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmclient/llmclient/limitstore"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // keyLimiter enforces one scope's Limits, and those it learns from the upstream's headers.
@@ -18,9 +21,9 @@ type keyLimiter struct {
 	// shared is set when the state lives in a store given with WithLimitStore: other
 	// Clients may admit through it too, and see the key's pauses and evictions.
 	shared   bool
-	mode     LimiterMode
+	mode     ratelimit.Mode
 	maxWait  time.Duration // 0: no bound but the deadline
-	metering Metering
+	metering ratelimit.Metering
 	slots    bool // MaxConcurrent is set
 	// limited is set while the scope limits anything, by its Limits or by limits learned
 	// from the upstream's headers; gate while batch traffic passes the batch lane first.
@@ -35,7 +38,7 @@ type keyLimiter struct {
 	// either. models are the models a scope covers (empty: all). hideInput: a part meters
 	// the input-token window, which the tokens window must not stand for.
 	qty       quantity
-	rule      QuotaRule
+	rule      ratelimit.Rule
 	parts     []*keyLimiter
 	scopes    []*keyLimiter
 	models    []string
@@ -55,7 +58,7 @@ func newNamedKeyLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 		return nil
 	}
 	k := newScopeLimiter(name, l, cfg)
-	cfg.withParts(k, name, l, QuotaRule{})
+	cfg.withParts(k, name, l, ratelimit.Rule{})
 	k.refresh()
 	return k
 }
@@ -107,7 +110,7 @@ type admission struct {
 	// prompt and out are the request's cost: its prompt estimate, which the learned
 	// charge ratio scales, and the output reserved for it (MaxTokens or the default).
 	prompt, out int
-	prio        Priority
+	prio        ratelimit.Priority
 	// switchable: a key paused in the store (a 429 seen by another replica) fails at once
 	// with a *keyPausedError instead of waiting, so the caller can move to another key.
 	switchable bool
@@ -171,9 +174,9 @@ type limitLease struct {
 // batch requests, the batch lane, then the request and token buckets, waiting in arrival
 // order. It returns how long it waited. When the wait would not fit (fail-fast mode,
 // WithMaxWait, the context's deadline) it returns at once, without sleeping, an *Error of
-// ClassRateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
+// failure.RateLimited wrapping ErrRateLimited whose message names the wait that did not fit.
 // A canceled context's error is returned as is; nothing stays charged either way.
-func (l *keyLimiter) acquire(ctx context.Context, cost int, prio Priority) (limitLease, time.Duration, error) {
+func (l *keyLimiter) acquire(ctx context.Context, cost int, prio ratelimit.Priority) (limitLease, time.Duration, error) {
 	var ls limitLease
 	waited, err := l.acquireInto(ctx, &admission{out: cost, prio: prio, within: -1}, &ls)
 	return ls, waited, err
@@ -228,7 +231,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 			return 0, err
 		}
 		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline && waited == 0
-		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == PriorityBatch, lim)
+		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == ratelimit.Batch, lim)
 		waited += w
 		if err != nil {
 			*ls = limitLease{}
@@ -236,7 +239,7 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		}
 		ls.slot, ls.held = lease, true
 	}
-	if adm.prio == PriorityBatch && l.gate.Load() {
+	if adm.prio == ratelimit.Batch && l.gate.Load() {
 		w, err := l.reserve(ctx, limitstore.LaneBatch, ls, waited, adm)
 		if err != nil {
 			ls.undo(false)
@@ -372,12 +375,12 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 	}
 	lim := time.Duration(-1) // what waitLimit returns, with the deadline read once
 	switch {
-	case l.mode == LimiterFailFast:
+	case l.mode == ratelimit.FailFast:
 		lim = 0
 	case l.maxWait > 0:
 		lim = max(l.maxWait-waited, 0)
 	}
-	if hasDeadline && l.mode != LimiterFailFast {
+	if hasDeadline && l.mode != ratelimit.FailFast {
 		// A wait that ends at the deadline leaves no time for the call itself.
 		if left := max(until-1, 0); lim < 0 || left < lim {
 			lim = left
@@ -420,11 +423,11 @@ func (c *limiterConfig) waitLimit(ctx context.Context, waited, within time.Durat
 	return lim, err
 }
 
-func waitLimit(ctx context.Context, mode LimiterMode, maxWait, waited time.Duration) (time.Duration, error) {
+func waitLimit(ctx context.Context, mode ratelimit.Mode, maxWait, waited time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if mode == LimiterFailFast {
+	if mode == ratelimit.FailFast {
 		return 0, nil
 	}
 	lim := time.Duration(-1)
@@ -453,13 +456,13 @@ func (l *keyLimiter) rateLimited(wait time.Duration) *Error {
 	if wait > 0 {
 		msg += " (it would wait " + wait.Round(time.Millisecond).String() + ")"
 	}
-	return &Error{Class: ClassRateLimited, Err: ErrRateLimited, Message: msg, AdmitAfter: max(wait, 0)}
+	return &Error{Class: failure.RateLimited, Err: ErrRateLimited, Message: msg, AdmitAfter: max(wait, 0)}
 }
 
 // noTime is the refusal of a request whose expected service time does not fit before its
 // deadline, even without waiting.
 func (l *keyLimiter) noTime(service time.Duration) *Error {
-	return &Error{Class: ClassRateLimited, Err: ErrRateLimited,
+	return &Error{Class: failure.RateLimited, Err: ErrRateLimited,
 		Message: "the limiter cannot admit the request in time (the upstream's expected service time of " +
 			service.Round(time.Millisecond).String() + " does not fit before the deadline)"}
 }
@@ -537,7 +540,7 @@ func (ls *limitLease) settle(actualTokens int, used bool) {
 		delta, requests = -ls.cost, -1
 	case actualTokens > 0 && !l.sync.calibrated.Load():
 		delta = actualTokens - ls.cost
-		if l.metering == MeterAdmission {
+		if l.metering == ratelimit.MeterAdmission {
 			delta = max(delta, 0)
 		}
 	}

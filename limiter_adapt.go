@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // A key's limiter learns from the quota its upstream reports in response headers
@@ -197,7 +198,7 @@ func (s *headerSync) usage(prompt, input int) {
 // request whose lease is ls (nil or another limiter's: none); charged is false when the
 // upstream did not count that request (it refused it). The report's request's grant
 // must be given back already when it was not counted (settle runs first).
-func (s *headerSync) observe(l *keyLimiter, rl *RateLimits, ls *limitLease, charged bool) {
+func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *limitLease, charged bool) {
 	reqW, tokW := rl.Requests, rl.Tokens
 	if !tokW.Known && rl.InputTokens.Known {
 		tokW = rl.InputTokens // Anthropic's input-token window
@@ -275,7 +276,7 @@ func (s *headerSync) retuneLocked(now time.Time) (limitstore.Spec, bool) {
 // to a second of its refill, and grows back by a tenth each half minute without another
 // such refusal. Only a private state learns this: replicas sharing a store would each
 // retune the shared buckets on their own refusals.
-func (s *headerSync) refusedLocked(reqW, tokW RateWindow, ls *limitLease, now time.Time) {
+func (s *headerSync) refusedLocked(reqW, tokW ratelimit.Window, ls *limitLease, now time.Time) {
 	if !tokW.Known || float64(max(tokW.Remaining, 0)) < 2*float64(ls.cost) || reqW.Known && reqW.Remaining < 2 {
 		return // the window it reported was short, or nearly: the refusal is explained
 	}
@@ -296,7 +297,7 @@ func (l *keyLimiter) retune(ctx context.Context, spec limitstore.Spec) {
 // reportLocked compares the report with the grant of its request. The upstream's bucket
 // and the state's need not be the same size (a minute's quota against ten seconds'
 // worth): the state's is to be as far below full as the upstream's, less the margin.
-func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW RateWindow, charged bool, margin float64) limitstore.Report {
+func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW ratelimit.Window, charged bool, margin float64) limitstore.Report {
 	// A request the upstream did not count was given back before its report: the
 	// correction count has it, the prediction needs no change; its totals do.
 	pred, totals := ls.grant.Levels, ls.grant.Totals
@@ -401,7 +402,7 @@ func (s *headerSync) calibrateLocked(c limitstore.Correction) {
 
 // syncLimits feeds the rate-limit headers read with a's answer to its key's limiter, and
 // keeps them for Snapshot. charged says whether the upstream counted the attempt.
-func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
+func (a *attempt) syncLimits(rl *ratelimit.Status, charged bool) {
 	if rl != nil && a.key != nil {
 		a.key.record(rl)
 		a.key.limiter().observe(rl, &a.lease, charged)
@@ -409,7 +410,7 @@ func (a *attempt) syncLimits(rl *RateLimits, charged bool) {
 }
 
 // observe feeds one report of the upstream's quota to the limiter (see headerSync.observe).
-func (l *keyLimiter) observe(rl *RateLimits, ls *limitLease, charged bool) {
+func (l *keyLimiter) observe(rl *ratelimit.Status, ls *limitLease, charged bool) {
 	if l == nil || rl == nil {
 		return
 	}
@@ -419,7 +420,7 @@ func (l *keyLimiter) observe(rl *RateLimits, ls *limitLease, charged bool) {
 	}
 	// Each quantity learns from its own window (limiter_quantity.go), and each scope the
 	// request passed from the windows of its model.
-	if v := l.view(rl); v != (RateLimits{}) {
+	if v := l.view(rl); v != (ratelimit.Status{}) {
 		l.sync.observe(l, &v, ls, charged)
 	}
 	for i := range len(l.parts) + len(l.scopes) {

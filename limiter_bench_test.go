@@ -2,11 +2,13 @@ package llmclient
 
 import (
 	"context"
-	"github.com/llmclient/llmclient/estimate"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // BenchmarkLimiterAdmission measures admission + release when capacity is available: the
@@ -17,14 +19,14 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		l    Limits
-		prio Priority
+		prio ratelimit.Priority
 	}{
-		{"rpm+tpm", Limits{RPM: lots, TPM: lots}, PriorityInteractive},
-		{"rpm+tpm+concurrency", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityInteractive},
-		{"rpm+tpm+concurrency/batch", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, PriorityBatch},
+		{"rpm+tpm", Limits{RPM: lots, TPM: lots}, ratelimit.Interactive},
+		{"rpm+tpm+concurrency", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, ratelimit.Interactive},
+		{"rpm+tpm+concurrency/batch", Limits{RPM: lots, TPM: lots, MaxConcurrent: 1 << 20}, ratelimit.Batch},
 		// Input and output tokens apart: each a part of its own (limiter_quantity.go).
-		{"rpm+itpm+otpm", Limits{RPM: lots, ITPM: lots, OTPM: lots}, PriorityInteractive},
-		{"rpm+tpm+itpm+otpm", Limits{RPM: lots, TPM: lots, ITPM: lots, OTPM: lots}, PriorityInteractive},
+		{"rpm+itpm+otpm", Limits{RPM: lots, ITPM: lots, OTPM: lots}, ratelimit.Interactive},
+		{"rpm+tpm+itpm+otpm", Limits{RPM: lots, TPM: lots, ITPM: lots, OTPM: lots}, ratelimit.Interactive},
 	} {
 		cfg := defaultLimiterConfig()
 		ctx := context.Background()
@@ -62,11 +64,11 @@ func BenchmarkLimiterAdmission(b *testing.B) {
 		l := newKeyLimiter(Limits{RPM: lots, TPM: lots}, &cfg)
 		ctx := context.Background()
 		for range 5 {
-			ls, _, err := l.acquire(ctx, 1500, PriorityInteractive)
+			ls, _, err := l.acquire(ctx, 1500, ratelimit.Interactive)
 			if err != nil {
 				b.Fatal(err)
 			}
-			l.observe(&RateLimits{Tokens: RateWindow{Known: true, Remaining: lots}}, &ls, true) // agrees
+			l.observe(&ratelimit.Status{Tokens: ratelimit.Window{Known: true, Remaining: lots}}, &ls, true) // agrees
 			ls.release(0, true)
 		}
 		adm := admission{out: 1500, within: -1}

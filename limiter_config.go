@@ -6,7 +6,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/llmclient/llmclient/estimate"
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Limits bounds the traffic of one API key (each key of an upstream's pool gets its own
@@ -38,7 +40,7 @@ type Limits struct {
 	// them apart (Anthropic), each its own token bucket beside TPM's, sized like it (the
 	// burst fraction of its quota), learning its window and level from the upstream's
 	// input- and output-token headers. How each is charged follows the Provider's
-	// QuotaRule: ITPM is charged the prompt estimate (scaled by the learned ratio of the
+	// ratelimit.Rule: ITPM is charged the prompt estimate (scaled by the learned ratio of the
 	// input the upstream counts, less cache reads where they are free) and reconciled by
 	// Metering; OTPM is charged the reserved output where the vendor charges the
 	// reservation, else the expected output, reconciled with the output reported. 0: no
@@ -60,24 +62,9 @@ type Limits struct {
 	// the bucket is full and leaves a debt that later requests wait for.
 	TokenBurst int
 	// Metering says how the upstream charges tokens, and so how a response's reported
-	// usage is reconciled. The zero value is MeterAdmission.
-	Metering Metering
+	// usage is reconciled. The zero value is ratelimit.MeterAdmission.
+	Metering ratelimit.Metering
 }
-
-// Metering is how an upstream counts a request against its tokens-per-minute quota.
-type Metering uint8
-
-const (
-	// MeterAdmission: the upstream charges its estimate of the prompt plus max tokens when
-	// it admits the request and gives nothing back (OpenAI and Azure OpenAI document this).
-	// Reconciliation then only charges more when the reported usage exceeds the estimate;
-	// it refunds nothing, because the upstream does not either.
-	MeterAdmission Metering = iota
-	// MeterUsage: the upstream counts the tokens actually used (Anthropic adjusts output
-	// tokens to the real count at the end of a request). Reconciliation refunds an
-	// over-reservation and charges an overrun.
-	MeterUsage
-)
 
 func (l Limits) zero() bool {
 	return l.RPM == 0 && l.TPM == 0 && l.ITPM == 0 && l.OTPM == 0 && l.RPD == 0 && l.TPD == 0 && l.MaxConcurrent == 0
@@ -100,7 +87,7 @@ func (l Limits) validate() error {
 	if l.TokenBurst > 0 && l.TokenBurst > l.TPM {
 		errs = append(errs, fmt.Errorf("limits: TokenBurst %d exceeds TPM %d", l.TokenBurst, l.TPM))
 	}
-	if l.Metering > MeterUsage {
+	if l.Metering > ratelimit.MeterUsage {
 		errs = append(errs, fmt.Errorf("limits: unknown Metering %d", l.Metering))
 	}
 	return errors.Join(errs...)
@@ -126,45 +113,19 @@ func (l Limits) spec(c *limiterConfig) limitstore.Spec {
 
 const secondsPerDay = 24 * 60 * 60
 
-// LimiterMode says what a request does when the limiter cannot admit it at once.
-type LimiterMode uint8
-
-const (
-	// LimiterWait waits for capacity, as long as the wait fits before the context's
-	// deadline and within WithMaxWait; without a deadline or WithMaxWait it waits as long
-	// as it takes. A wait that does not fit is not started: the attempt is refused at once
-	// with ErrRateLimited (a local refusal, see Decision), and the call moves on to the
-	// next upstream or, when none is left, returns.
-	//
-	// With a deadline, the wait must also leave the upstream's expected service time: the
-	// time its calls have recently taken (for streams, to their first token), learned per
-	// upstream. A request that would be charged and then die at its deadline is refused
-	// instead, before it is charged. And large prompts are not refused more often than
-	// small ones: a request is refused when the queue ahead of it would not let the
-	// largest usual request (about the 99th percentile of recent charges) through in time,
-	// whatever its own size, so a stream of small requests cannot keep the large ones out.
-	// Without a deadline none of this applies.
-	LimiterWait LimiterMode = iota
-	// LimiterFailFast never waits, with or without a deadline: a request that cannot be
-	// admitted at once is refused with ErrRateLimited, so the call moves on to another
-	// upstream or returns at once. Keys cooling down after a rate limit are not waited
-	// for either.
-	LimiterFailFast
-)
-
 // Limiter defaults.
 const (
 	// defaultBurstFraction is the share of a per-minute quota a bucket holds: ten seconds'
 	// worth, the longer of the windows Azure OpenAI checks rates over.
 	defaultBurstFraction = 1.0 / 6
 	// defaultBatchShare is the share of each bucket and of the concurrency slots that
-	// PriorityBatch requests may use, keeping the rest for interactive traffic.
+	// ratelimit.Batch requests may use, keeping the rest for interactive traffic.
 	defaultBatchShare = 0.8
 )
 
 // limiterConfig is the Client-wide limiter configuration.
 type limiterConfig struct {
-	estimator      Estimator
+	estimator      estimate.Estimator
 	reservedOutput int
 	ratios         []tokenRatio
 	families       []familyRule // WithModelFamily
@@ -172,7 +133,7 @@ type limiterConfig struct {
 	// New; nil: none).
 	ratioMemo     *ratioCache
 	familySet     *familySet
-	mode          LimiterMode
+	mode          ratelimit.Mode
 	maxWait       time.Duration
 	queueTarget   time.Duration
 	batchShare    float64
@@ -204,7 +165,7 @@ func (c *limiterConfig) validate() error {
 		}
 	}
 	errs = append(errs, c.validateFamilies()...)
-	if c.mode > LimiterFailFast {
+	if c.mode > ratelimit.FailFast {
 		errs = append(errs, fmt.Errorf("limiter: unknown mode %d", c.mode))
 	}
 	if c.maxWait < 0 {
@@ -273,8 +234,8 @@ func (c *limiterConfig) open(name string, l Limits) limitstore.State {
 // only when its wait and the upstream's expected service time fit before the deadline,
 // and otherwise fails over or returns at once; without a deadline it waits as long as the
 // buckets need (a request larger than a bucket, up to the debt it leaves), unless
-// WithMaxWait bounds the wait. LimiterFailFast never waits.
-func WithLimiterMode(m LimiterMode) Option {
+// WithMaxWait bounds the wait. ratelimit.FailFast never waits.
+func WithLimiterMode(m ratelimit.Mode) Option {
 	return optionFunc(func(c *config) { c.limiter.mode = m })
 }
 
@@ -307,7 +268,7 @@ func WithQueueTarget(d time.Duration) Option {
 }
 
 // WithBatchShare sets the share, in (0, 1], of each bucket's rate and size and of the
-// concurrency slots that PriorityBatch requests may use; the rest stays free for
+// concurrency slots that ratelimit.Batch requests may use; the rest stays free for
 // interactive requests. Default 0.8; 1 puts batch on equal terms.
 func WithBatchShare(f float64) Option {
 	return optionFunc(func(c *config) { c.limiter.batchShare = f })

@@ -3,7 +3,9 @@ package llmclient_test
 import (
 	"context"
 	"fmt"
+
 	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/ratelimit"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -26,7 +28,7 @@ func ExampleLimits() {
 		return
 	}
 	ctx := llmclient.WithPartition(context.Background(), "acme")
-	req := &llmclient.Request{Model: "gpt-4o", Priority: llmclient.PriorityBatch,
+	req := &llmclient.Request{Model: "gpt-4o", Priority: ratelimit.Batch,
 		Messages: []llmclient.Message{llmclient.UserMessage("Summarize the attached report.")}}
 	_, _ = c.Complete(ctx, req)
 	fmt.Println("partition:", llmclient.PartitionFromContext(ctx))

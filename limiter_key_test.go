@@ -11,6 +11,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // newTestLimiter returns a key limiter with the default configuration changed by opts.
@@ -31,7 +34,7 @@ func newTestLimiter(t *testing.T, l Limits, opts ...func(*limiterConfig)) *keyLi
 
 // mustAcquire admits a request or fails the test; it returns the lease and the virtual
 // time elapsed since start.
-func mustAcquire(t *testing.T, l *keyLimiter, ctx context.Context, cost int, prio Priority, start time.Time) (limitLease, time.Duration) {
+func mustAcquire(t *testing.T, l *keyLimiter, ctx context.Context, cost int, prio ratelimit.Priority, start time.Time) (limitLease, time.Duration) {
 	t.Helper()
 	ls, _, err := l.acquire(ctx, cost, prio)
 	if err != nil {
@@ -45,7 +48,7 @@ func TestLimiterRPMBurstThenOnePerSecond(t *testing.T) {
 		l := newTestLimiter(t, Limits{RPM: 60}) // burst 60/6 = 10
 		start := time.Now()
 		for i := range 30 {
-			ls, at := mustAcquire(t, l, t.Context(), 1, PriorityInteractive, start)
+			ls, at := mustAcquire(t, l, t.Context(), 1, ratelimit.Interactive, start)
 			ls.release(0, true)
 			want := time.Duration(0)
 			if i >= 10 {
@@ -67,7 +70,7 @@ func TestLimiterRPMConcurrentCallersAdmittedInOrder(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 40 {
 			wg.Go(func() {
-				ls, at := mustAcquire(t, l, t.Context(), 1, PriorityInteractive, start)
+				ls, at := mustAcquire(t, l, t.Context(), 1, ratelimit.Interactive, start)
 				ls.release(0, true)
 				mu.Lock()
 				times = append(times, at)
@@ -110,7 +113,7 @@ func TestLimiterTPMWindow(t *testing.T) {
 					if rng.IntN(4) == 0 {
 						cost = 1 + rng.IntN(300) // and many small ones
 					}
-					ls, _, err := l.acquire(ctx, cost, PriorityInteractive)
+					ls, _, err := l.acquire(ctx, cost, ratelimit.Interactive)
 					if err != nil {
 						return // the deadline: waits that do not fit end the loop
 					}
@@ -154,7 +157,7 @@ func TestLimiterConcurrencyNeverExceedsMax(t *testing.T) {
 		var wg sync.WaitGroup
 		for g := range 100 {
 			wg.Go(func() {
-				ls, _, err := l.acquire(t.Context(), 10, PriorityInteractive)
+				ls, _, err := l.acquire(t.Context(), 10, ratelimit.Interactive)
 				if err != nil {
 					t.Errorf("acquire: %v", err)
 					return
@@ -187,17 +190,17 @@ func TestLimiterRequestLargerThanBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, Limits{TPM: 60_000, TokenBurst: 10_000}) // 1000 tokens/s
 		start := time.Now()
-		ls, at := mustAcquire(t, l, t.Context(), 10_000, PriorityInteractive, start)
+		ls, at := mustAcquire(t, l, t.Context(), 10_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 0 {
 			t.Fatalf("first 10k admitted at %v, want 0", at)
 		}
-		ls, at = mustAcquire(t, l, t.Context(), 15_000, PriorityInteractive, start)
+		ls, at = mustAcquire(t, l, t.Context(), 15_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 10*time.Second {
 			t.Fatalf("15k request admitted at %v, want 10s (bucket full again)", at)
 		}
-		ls, at = mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+		ls, at = mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 16*time.Second {
 			t.Fatalf("next 1k request admitted at %v, want 16s (5k debt + 1k)", at)
@@ -216,7 +219,7 @@ func TestLimiterRequestLargerThanBucketNotStarved(t *testing.T) {
 		for range 4 { // small requests arriving all the time
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					ls, _, err := l.acquire(ctx, 50, PriorityInteractive)
+					ls, _, err := l.acquire(ctx, 50, ratelimit.Interactive)
 					if err != nil {
 						return
 					}
@@ -225,7 +228,7 @@ func TestLimiterRequestLargerThanBucketNotStarved(t *testing.T) {
 			})
 		}
 		time.Sleep(5 * time.Second)
-		ls, at := mustAcquire(t, l, t.Context(), 5_000, PriorityInteractive, start)
+		ls, at := mustAcquire(t, l, t.Context(), 5_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 		cancel()
 		wg.Wait()
@@ -240,23 +243,23 @@ func TestLimiterWaitBeyondDeadlineFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, Limits{TPM: 6_000}) // 100/s, bucket 1000
 		start := time.Now()
-		ls, _ := mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+		ls, _ := mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		_, waited, err := l.acquire(ctx, 500, PriorityInteractive) // needs 5 s
+		_, waited, err := l.acquire(ctx, 500, ratelimit.Interactive) // needs 5 s
 		if time.Since(start) != 0 || waited != 0 {
 			t.Fatalf("slept %v (waited %v) before failing", time.Since(start), waited)
 		}
 		var e *Error
-		if !errors.As(err, &e) || e.Class != ClassRateLimited || !errors.Is(err, ErrRateLimited) {
+		if !errors.As(err, &e) || e.Class != failure.RateLimited || !errors.Is(err, ErrRateLimited) {
 			t.Fatalf("err = %v, want a rate-limited *Error", err)
 		}
 		if e.RetryAfter != 0 || !strings.Contains(e.Message, "5s") {
 			t.Fatalf("RetryAfter = %v, message %q: want no Retry-After (a local refusal) and the 5s wait named", e.RetryAfter, e.Message)
 		}
 		// Nothing was charged: a request with time to wait gets the original schedule.
-		ls, at := mustAcquire(t, l, t.Context(), 500, PriorityInteractive, start)
+		ls, at := mustAcquire(t, l, t.Context(), 500, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 5*time.Second {
 			t.Fatalf("next request admitted at %v, want 5s", at)
@@ -271,7 +274,7 @@ func TestLimiterFailFastAndMaxWait(t *testing.T) {
 		cost     int
 		wantWait time.Duration // 0: must fail
 	}{
-		{"failfast", func(c *limiterConfig) { c.mode = LimiterFailFast }, 100, 0},
+		{"failfast", func(c *limiterConfig) { c.mode = ratelimit.FailFast }, 100, 0},
 		{"maxwait too short", func(c *limiterConfig) { c.maxWait = 500 * time.Millisecond }, 100, 0},
 		{"maxwait long enough", func(c *limiterConfig) { c.maxWait = 2 * time.Second }, 100, time.Second},
 	} {
@@ -279,9 +282,9 @@ func TestLimiterFailFastAndMaxWait(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newTestLimiter(t, Limits{TPM: 6_000}, tc.opt)
 				start := time.Now()
-				ls, _ := mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+				ls, _ := mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 				ls.release(0, true)
-				ls, waited, err := l.acquire(t.Context(), tc.cost, PriorityInteractive)
+				ls, waited, err := l.acquire(t.Context(), tc.cost, ratelimit.Interactive)
 				if tc.wantWait == 0 {
 					if !errors.Is(err, ErrRateLimited) || time.Since(start) != 0 {
 						t.Fatalf("err %v after %v, want ErrRateLimited at once", err, time.Since(start))
@@ -301,14 +304,14 @@ func TestLimiterCancellationReturnsTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, Limits{TPM: 6_000, MaxConcurrent: 3})
 		start := time.Now()
-		ls, _ := mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+		ls, _ := mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 		ls.release(0, true)
 
 		// A waiter canceled during its wait gives its reservation back.
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			_, _, err := l.acquire(ctx, 800, PriorityInteractive) // would wait 8 s
+			_, _, err := l.acquire(ctx, 800, ratelimit.Interactive) // would wait 8 s
 			errc <- err
 		}()
 		time.Sleep(time.Second)
@@ -316,13 +319,13 @@ func TestLimiterCancellationReturnsTokens(t *testing.T) {
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Fatalf("canceled waiter: %v, want context.Canceled", err)
 		}
-		ls, at := mustAcquire(t, l, t.Context(), 500, PriorityInteractive, start)
+		ls, at := mustAcquire(t, l, t.Context(), 500, ratelimit.Interactive, start)
 		if at != 5*time.Second {
 			t.Fatalf("after the cancel, 500 tokens admitted at %v, want 5s as if it never came", at)
 		}
 		// An attempt that failed before the upstream counted it gives everything back.
 		ls.release(0, false)
-		ls, at = mustAcquire(t, l, t.Context(), 500, PriorityInteractive, start)
+		ls, at = mustAcquire(t, l, t.Context(), 500, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 5*time.Second {
 			t.Fatalf("after an unused release, 500 tokens admitted at %v, want 5s", at)
@@ -336,25 +339,25 @@ func TestLimiterCancellationReturnsTokens(t *testing.T) {
 func TestLimiterReconciliation(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		metering Metering
+		metering ratelimit.Metering
 		actual   int
 		next     int
 		wantAt   time.Duration
 	}{
 		// 1000-token bucket at 100/s, drained by a 1000-token estimate.
-		{"usage refunds an over-reservation", MeterUsage, 200, 800, 0},
-		{"usage charges an overrun", MeterUsage, 1_500, 100, 6 * time.Second},
-		{"unknown usage keeps the estimate", MeterUsage, 0, 100, time.Second},
-		{"admission keeps the estimate", MeterAdmission, 200, 100, time.Second},
-		{"admission charges an overrun", MeterAdmission, 1_500, 100, 6 * time.Second},
+		{"usage refunds an over-reservation", ratelimit.MeterUsage, 200, 800, 0},
+		{"usage charges an overrun", ratelimit.MeterUsage, 1_500, 100, 6 * time.Second},
+		{"unknown usage keeps the estimate", ratelimit.MeterUsage, 0, 100, time.Second},
+		{"admission keeps the estimate", ratelimit.MeterAdmission, 200, 100, time.Second},
+		{"admission charges an overrun", ratelimit.MeterAdmission, 1_500, 100, 6 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newTestLimiter(t, Limits{TPM: 6_000, Metering: tc.metering})
 				start := time.Now()
-				ls, _ := mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+				ls, _ := mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 				ls.release(tc.actual, true)
-				ls, at := mustAcquire(t, l, t.Context(), tc.next, PriorityInteractive, start)
+				ls, at := mustAcquire(t, l, t.Context(), tc.next, ratelimit.Interactive, start)
 				ls.release(0, true)
 				if at != tc.wantAt {
 					t.Fatalf("next %d tokens admitted at %v, want %v", tc.next, at, tc.wantAt)
@@ -375,7 +378,7 @@ func TestLimiterBatchLeavesInteractiveShare(t *testing.T) {
 		for range 20 {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					ls, _, err := l.acquire(ctx, 500, PriorityBatch)
+					ls, _, err := l.acquire(ctx, 500, ratelimit.Batch)
 					if err != nil {
 						return
 					}
@@ -392,7 +395,7 @@ func TestLimiterBatchLeavesInteractiveShare(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		for i := range 5 {
 			start := time.Now()
-			ls, at := mustAcquire(t, l, t.Context(), 1_000, PriorityInteractive, start)
+			ls, at := mustAcquire(t, l, t.Context(), 1_000, ratelimit.Interactive, start)
 			if at > 0 {
 				t.Errorf("interactive request %d waited %v under batch saturation", i, at)
 			}
@@ -416,19 +419,19 @@ func TestLimiterPauseHoldsEveryCaller(t *testing.T) {
 		l := newTestLimiter(t, Limits{RPM: 60})
 		start := time.Now()
 		l.pause(start.Add(10 * time.Second))
-		ls, at := mustAcquire(t, l, t.Context(), 1, PriorityInteractive, start)
+		ls, at := mustAcquire(t, l, t.Context(), 1, ratelimit.Interactive, start)
 		ls.release(0, true)
 		if at != 10*time.Second {
 			t.Fatalf("admitted at %v during a 10 s pause", at)
 		}
 		// A caller already sleeping in the limiter when the pause comes waits it out too.
 		for range 10 {
-			ls, _ := mustAcquire(t, l, t.Context(), 1, PriorityInteractive, start)
+			ls, _ := mustAcquire(t, l, t.Context(), 1, ratelimit.Interactive, start)
 			ls.release(0, true)
 		}
 		done := make(chan time.Duration, 1)
 		go func() { // the bucket is empty: it sleeps 1 s
-			ls, at := mustAcquire(t, l, t.Context(), 1, PriorityInteractive, start)
+			ls, at := mustAcquire(t, l, t.Context(), 1, ratelimit.Interactive, start)
 			ls.release(0, true)
 			done <- at
 		}()
@@ -442,7 +445,7 @@ func TestLimiterPauseHoldsEveryCaller(t *testing.T) {
 		l.pause(time.Now().Add(time.Minute))
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		if _, _, err := l.acquire(ctx, 1, PriorityInteractive); !errors.Is(err, ErrRateLimited) {
+		if _, _, err := l.acquire(ctx, 1, ratelimit.Interactive); !errors.Is(err, ErrRateLimited) {
 			t.Fatalf("during a 1 min pause with a 5 s deadline: %v, want ErrRateLimited", err)
 		}
 	})
@@ -450,13 +453,13 @@ func TestLimiterPauseHoldsEveryCaller(t *testing.T) {
 
 func TestLimiterNilIsUnlimited(t *testing.T) {
 	var l *keyLimiter
-	ls, waited, err := l.acquire(context.Background(), 1_000_000, PriorityBatch)
+	ls, waited, err := l.acquire(context.Background(), 1_000_000, ratelimit.Batch)
 	if err != nil || waited != 0 {
 		t.Fatalf("nil limiter: %v, %v", waited, err)
 	}
 	ls.release(5, true)
 	(&limitLease{}).release(0, false)
-	l.observe(&RateLimits{Tokens: RateWindow{Known: true}}, &ls, true)
+	l.observe(&ratelimit.Status{Tokens: ratelimit.Window{Known: true}}, &ls, true)
 	l.pause(time.Now().Add(time.Hour))
 	l.evict(time.Hour)
 	if l.InFlight() != 0 {
@@ -471,7 +474,7 @@ func TestLimiterCanceledContextBeforeWaiting(t *testing.T) {
 	l := newTestLimiter(t, Limits{RPM: 60, MaxConcurrent: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := l.acquire(ctx, 1, PriorityInteractive); !errors.Is(err, context.Canceled) {
+	if _, _, err := l.acquire(ctx, 1, ratelimit.Interactive); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire with a canceled context: %v", err)
 	}
 	if l.InFlight() != 0 {
@@ -482,17 +485,17 @@ func TestLimiterCanceledContextBeforeWaiting(t *testing.T) {
 func TestLimiterSlotWaitBoundedByMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, Limits{MaxConcurrent: 1}, func(c *limiterConfig) { c.maxWait = time.Second })
-		held, _, err := l.acquire(t.Context(), 1, PriorityInteractive)
+		held, _, err := l.acquire(t.Context(), 1, ratelimit.Interactive)
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, waited, err := l.acquire(t.Context(), 1, PriorityInteractive)
+		_, waited, err := l.acquire(t.Context(), 1, ratelimit.Interactive)
 		if !errors.Is(err, ErrRateLimited) || waited != time.Second || time.Since(start) != time.Second {
 			t.Fatalf("slot wait: %v after %v, want ErrRateLimited after 1s", err, waited)
 		}
 		held.release(0, true)
-		ls, _, err := l.acquire(t.Context(), 1, PriorityInteractive)
+		ls, _, err := l.acquire(t.Context(), 1, ratelimit.Interactive)
 		if err != nil {
 			t.Fatalf("after release: %v", err)
 		}

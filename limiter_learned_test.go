@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/quotasim"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // windowUpstream enforces 60k TPM over a 6-second quantum (a bucket of 6,000 tokens
@@ -34,22 +37,22 @@ func (u *windowUpstream) Complete(_ context.Context, call *llmclient.Call) (*llm
 	now := time.Now()
 	u.tok.Refill(now.Sub(u.last).Seconds())
 	u.last = now
-	var rl *llmclient.RateLimits
+	var rl *ratelimit.Status
 	report := func() {
 		if !u.quiet {
-			rl = &llmclient.RateLimits{Tokens: llmclient.RateWindow{Known: true, Limit: 60_000,
+			rl = &ratelimit.Status{Tokens: ratelimit.Window{Known: true, Limit: 60_000,
 				Remaining: int64(u.tok.Level), Reset: u.tok.ResetIn()}}
 		}
 	}
 	if u.tok.Level < charge {
 		u.rejected++
 		report()
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RateLimits: rl,
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, RateLimits: rl,
 			RetryAfter: time.Duration((charge - u.tok.Level) / u.tok.Rate * float64(time.Second))}
 	}
 	u.tok.Level -= charge
 	report()
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, RateLimits: rl,
 		Usage: llmclient.Usage{InputTokens: 12, OutputTokens: 5, TotalTokens: 17}}, nil
 }
 

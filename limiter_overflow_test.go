@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Every overflow input, through the Client: a request whose MaxTokens is huge,
@@ -101,7 +102,7 @@ func TestLimiterHugeMaxTokens(t *testing.T) {
 // (whatever the metering) charges the bucket at most a minute of debt: the next small
 // request waits at most a minute, not 277 hours, and the limiter still limits after.
 func TestLimiterHugeUsageReport(t *testing.T) {
-	for _, metering := range []llmclient.Metering{llmclient.MeterAdmission, llmclient.MeterUsage} {
+	for _, metering := range []ratelimit.Metering{ratelimit.MeterAdmission, ratelimit.MeterUsage} {
 		for _, tc := range []struct {
 			name string
 			in   int
@@ -148,18 +149,18 @@ func TestLimiterHugeUsageReport(t *testing.T) {
 func TestLimiterExtremeHeaders(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		rl   llmclient.RateLimits
+		rl   ratelimit.Status
 	}{
-		{"max", llmclient.RateLimits{
-			Requests: llmclient.RateWindow{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64},
-			Tokens:   llmclient.RateWindow{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64}}},
-		{"negative", llmclient.RateLimits{
-			Requests: llmclient.RateWindow{Known: true, Limit: -5, Remaining: -1, Reset: -time.Hour},
-			Tokens:   llmclient.RateWindow{Known: true, Limit: 60_000, Remaining: -10, Reset: -1}}},
-		{"remaining above limit", llmclient.RateLimits{
-			Tokens: llmclient.RateWindow{Known: true, Limit: 60_000, Remaining: math.MaxInt64, Reset: time.Second}}},
-		{"a day's window", llmclient.RateLimits{
-			Tokens: llmclient.RateWindow{Known: true, Limit: 1, Remaining: 0, Reset: math.MaxInt64}}},
+		{"max", ratelimit.Status{
+			Requests: ratelimit.Window{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64},
+			Tokens:   ratelimit.Window{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64}}},
+		{"negative", ratelimit.Status{
+			Requests: ratelimit.Window{Known: true, Limit: -5, Remaining: -1, Reset: -time.Hour},
+			Tokens:   ratelimit.Window{Known: true, Limit: 60_000, Remaining: -10, Reset: -1}}},
+		{"remaining above limit", ratelimit.Status{
+			Tokens: ratelimit.Window{Known: true, Limit: 60_000, Remaining: math.MaxInt64, Reset: time.Second}}},
+		{"a day's window", ratelimit.Status{
+			Tokens: ratelimit.Window{Known: true, Limit: 1, Remaining: 0, Reset: math.MaxInt64}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

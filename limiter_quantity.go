@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Quotas as vendors meter them. A key's limiter (keyLimiter) enforces its requests and
@@ -30,53 +32,19 @@ const (
 	qtyOutput                 // output tokens (Limits.OTPM)
 )
 
-// QuotaRule is how a vendor meters its token quotas: what it charges when it admits a
-// request and what of the reported usage counts. The zero QuotaRule is OpenAI's
-// (prompt and max_tokens charged at admission, against one tokens-per-minute quota; a
-// prompt read from the cache counts in full), the rule of a Provider that does not say
-// otherwise (see QuotaRuler).
-type QuotaRule struct {
-	// OutputOnUsage: output tokens count as they are generated, and max_tokens does not
-	// factor into the output quota (Anthropic's OTPM). A request's output quantity
-	// (Limits.OTPM) still holds its reserved output (MaxTokens or WithReservedOutput's
-	// default) while it is in flight — the output it may generate, which the upstream
-	// counts when it is generated — and gives back what it did not generate when the
-	// usage is reported, so only the calls in flight hold more than they use. (Charging
-	// an expected output instead let the queue of reservations made ahead run into the
-	// output that exceeded it, and the upstream refused.) False: the reservation is
-	// charged at admission and kept; only an overrun is charged after.
-	OutputOnUsage bool
-	// CacheReadsFree: input read from the vendor's prompt cache does not count toward its
-	// token quotas (Anthropic's ITPM for most models). The usage's CachedInputTokens are
-	// then not reconciled as charged, and the learned ratio of what the upstream counts to
-	// the prompt's estimate, which scales each admission's charge, leaves them out.
-	CacheReadsFree bool
-	// InputOnly: the tokens-per-minute quota (Limits.TPM) counts input tokens only
-	// (Gemini's TPM): no output is reserved against it and the output reported is not
-	// reconciled with it.
-	InputOnly bool
-}
-
-// QuotaRuler is an optional capability of a Provider: how its vendor meters token quotas
-// (see QuotaRule). provider/anthropic and provider/gemini implement it; a Provider that
-// does not has the zero QuotaRule. It must be safe for concurrent use.
-type QuotaRuler interface {
-	QuotaRule() QuotaRule
-}
-
-// ruleOf returns p's QuotaRule, the zero one when it does not say.
-func ruleOf(p Provider) QuotaRule {
-	if r, ok := p.(QuotaRuler); ok {
+// ruleOf returns p's ratelimit.Rule, the zero one when it does not say.
+func ruleOf(p Provider) ratelimit.Rule {
+	if r, ok := p.(ratelimit.Ruler); ok {
 		return r.QuotaRule()
 	}
-	return QuotaRule{}
+	return ratelimit.Rule{}
 }
 
 // QuotaScope is a quota shared above the key: by every key of the upstreams that name it
 // in Upstream.QuotaScopes (the keys of one Gemini project add no capacity), and by every
 // model it covers (Anthropic's limits for a model class, such as every Opus 4.x version,
 // are one total). Declare it once with WithQuotaScope. It is enforced besides each key's
-// own Limits, with the QuotaRule of the first upstream that names it; in a store
+// own Limits, with the ratelimit.Rule of the first upstream that names it; in a store
 // (WithLimitStore) its state is the scope "quota:<Name>", shared by every replica.
 type QuotaScope struct {
 	// Name identifies the scope in Upstream.QuotaScopes. Required, unique; it must not
@@ -117,9 +85,9 @@ func WithQuotaScope(s QuotaScope) Option {
 type quotaScopes struct {
 	mu   sync.Mutex
 	lims map[string]*keyLimiter
-	// rules and refs are each upstream's QuotaRule and the scopes it names, by upstream
+	// rules and refs are each upstream's ratelimit.Rule and the scopes it names, by upstream
 	// name (set by New's validation).
-	rules map[string]QuotaRule
+	rules map[string]ratelimit.Rule
 	refs  map[string][]string
 }
 
@@ -146,7 +114,7 @@ func (c *config) validateQuota() []error {
 			}
 		}
 	}
-	qs := &quotaScopes{lims: map[string]*keyLimiter{}, rules: map[string]QuotaRule{}, refs: map[string][]string{}}
+	qs := &quotaScopes{lims: map[string]*keyLimiter{}, rules: map[string]ratelimit.Rule{}, refs: map[string][]string{}}
 	for i := range c.upstreams {
 		u := &c.upstreams[i]
 		if u.Provider != nil {
@@ -169,7 +137,7 @@ func (c *config) validateQuota() []error {
 }
 
 // scope returns the limiter of the declared scope name, made on first use with rule.
-func (c *limiterConfig) scope(name string, rule QuotaRule) *keyLimiter {
+func (c *limiterConfig) scope(name string, rule ratelimit.Rule) *keyLimiter {
 	qs := c.scopes
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
@@ -208,7 +176,7 @@ func retunedKeyLimiterOf(upstream string, cur *keyLimiter, l Limits, c *limiterC
 // attach gives the key limiter k its parts and its upstream's scopes. With old, the parts
 // retune old's states instead of opening new ones.
 func (c *limiterConfig) attach(k *keyLimiter, upstream, name string, l Limits, old *keyLimiter) {
-	var rule QuotaRule
+	var rule ratelimit.Rule
 	var refs []string
 	if qs := c.scopes; qs != nil {
 		rule, refs = qs.rules[upstream], qs.refs[upstream]
@@ -230,7 +198,7 @@ func (c *limiterConfig) attach(k *keyLimiter, upstream, name string, l Limits, o
 
 // partLimits returns the Limits of k's part for the quantity q of l, zero when l does not
 // limit it.
-func partLimits(q quantity, l Limits, rule QuotaRule) Limits {
+func partLimits(q quantity, l Limits, rule ratelimit.Rule) Limits {
 	var tpm int
 	switch q {
 	case qtyInput:
@@ -243,9 +211,9 @@ func partLimits(q quantity, l Limits, rule QuotaRule) Limits {
 	}
 	m := l.Metering
 	if q == qtyOutput {
-		m = MeterAdmission
+		m = ratelimit.MeterAdmission
 		if rule.OutputOnUsage {
-			m = MeterUsage // its charge is an expectation: reconciled both ways
+			m = ratelimit.MeterUsage // its charge is an expectation: reconciled both ways
 		}
 	}
 	return Limits{TPM: tpm, Metering: m}
@@ -256,7 +224,7 @@ var partSuffix = [...]string{qtyInput: "/in", qtyOutput: "/out"}
 
 // withParts gives k, the limiter of the store scope name ("" for a private one), a part
 // for each quantity of l apart from its total (ITPM, OTPM), and rule.
-func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule QuotaRule) {
+func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule ratelimit.Rule) {
 	k.rule = rule
 	for _, q := range [...]quantity{qtyInput, qtyOutput} {
 		pl := partLimits(q, l, rule)
@@ -278,7 +246,7 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule Quo
 // retuneParts gives k the parts of l, retuning the states of old's parts of the same
 // quantities (a part l no longer sets is dropped; one it newly sets starts on a private
 // state, or its store scope when old's state is shared).
-func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, rule QuotaRule) {
+func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, rule ratelimit.Rule) {
 	k.rule = rule
 	for _, q := range [...]quantity{qtyInput, qtyOutput} {
 		pl := partLimits(q, l, rule)
@@ -373,19 +341,19 @@ func (k *keyLimiter) learn(u *Usage) {
 // key (the input-token window standing for the tokens one only when no part meters
 // input), the input or the output window for a part. An output quantity metered on usage
 // takes no window: the level the headers report lags the output in flight.
-func (k *keyLimiter) view(rl *RateLimits) RateLimits {
+func (k *keyLimiter) view(rl *ratelimit.Status) ratelimit.Status {
 	switch k.qty {
 	case qtyInput:
-		return RateLimits{Tokens: rl.InputTokens}
+		return ratelimit.Status{Tokens: rl.InputTokens}
 	case qtyOutput:
 		if k.rule.OutputOnUsage {
-			return RateLimits{}
+			return ratelimit.Status{}
 		}
-		return RateLimits{Tokens: rl.OutputTokens}
+		return ratelimit.Status{Tokens: rl.OutputTokens}
 	}
 	v := *rl
 	if k.hideInput {
-		v.InputTokens = RateWindow{}
+		v.InputTokens = ratelimit.Window{}
 	}
 	return v
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/gemini"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // TestQuotaScopeValidation: New names every problem of the quota scopes and the
@@ -69,20 +70,20 @@ func TestProviderQuotaRules(t *testing.T) {
 // ruled is a fake provider whose vendor meters by rule.
 type ruled struct {
 	*fake.Provider
-	rule llmclient.QuotaRule
+	rule ratelimit.Rule
 }
 
-func (p ruled) QuotaRule() llmclient.QuotaRule { return p.rule }
+func (p ruled) QuotaRule() ratelimit.Rule { return p.rule }
 
 // TestOutputQuotaMeteredOnUsage: an output quota (Limits.OTPM) holds each call's reserved
 // output while it is in flight; where the vendor counts output as generated
-// (QuotaRule.OutputOnUsage) the unused part comes back when the call ends, so calls that
+// (ratelimit.Rule.OutputOnUsage) the unused part comes back when the call ends, so calls that
 // reserve a whole bucket but generate little follow each other at once, and where it
 // charges the reservation (the zero rule) each one waits for the bucket to refill.
 // Likewise an input quota (Limits.ITPM) charges cache reads only where the vendor counts
 // them.
 func TestOutputQuotaMeteredOnUsage(t *testing.T) {
-	run := func(t *testing.T, rule llmclient.QuotaRule, l llmclient.Limits, u llmclient.Usage, req *llmclient.Request) time.Duration {
+	run := func(t *testing.T, rule ratelimit.Rule, l llmclient.Limits, u llmclient.Usage, req *llmclient.Request) time.Duration {
 		var took time.Duration
 		synctest.Test(t, func(t *testing.T) {
 			p := ruled{fake.New(fake.Reply("ok").ReportUsage(u).Forever()), rule}
@@ -103,20 +104,20 @@ func TestOutputQuotaMeteredOnUsage(t *testing.T) {
 	out := &llmclient.Request{Model: "m", MaxTokens: 1000, Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
 	l := llmclient.Limits{OTPM: 6_000} // a bucket of 1,000 output tokens, refilled at 100 a second
 	small := llmclient.Usage{InputTokens: 10, OutputTokens: 10, TotalTokens: 20}
-	if d := run(t, llmclient.QuotaRule{OutputOnUsage: true}, l, small, out); d > time.Second {
+	if d := run(t, ratelimit.Rule{OutputOnUsage: true}, l, small, out); d > time.Second {
 		t.Errorf("output counted as generated: five calls took %v, want no wait", d)
 	}
-	if d := run(t, llmclient.QuotaRule{}, l, small, out); d < 30*time.Second {
+	if d := run(t, ratelimit.Rule{}, l, small, out); d < 30*time.Second {
 		t.Errorf("output reservation charged: five calls took %v, want about 40s of waits", d)
 	}
 
 	// Prompts of about 2,000 tokens, 95% read from the cache, against 3,000 input tokens
 	// per minute (a bucket of 500): counted, each leaves a debt; free, they pass.
 	in := &llmclient.Request{Model: "m", MaxTokens: 10, Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat("word ", 2000))}}
-	li := llmclient.Limits{ITPM: 3_000, Metering: llmclient.MeterUsage}
+	li := llmclient.Limits{ITPM: 3_000, Metering: ratelimit.MeterUsage}
 	cached := llmclient.Usage{InputTokens: 2000, CachedInputTokens: 1900, OutputTokens: 10, TotalTokens: 2010}
-	free := run(t, llmclient.QuotaRule{CacheReadsFree: true}, li, cached, in)
-	counted := run(t, llmclient.QuotaRule{}, li, cached, in)
+	free := run(t, ratelimit.Rule{CacheReadsFree: true}, li, cached, in)
+	counted := run(t, ratelimit.Rule{}, li, cached, in)
 	t.Logf("cached prompts: %v free, %v counted", free, counted)
 	if !(free < counted/2) {
 		t.Errorf("five cached prompts took %v with cache reads free, %v with them counted: want far less", free, counted)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
 )
 
 // serviceTimes is what an upstream's calls take: for one-shot calls (the whole call)
@@ -201,7 +203,7 @@ func (s *serviceTimes) probe(now int64, until time.Duration) bool {
 // committed stream's time to first token), or a timeout's as a lower bound; and a
 // one-shot answer's duration against its reported output tokens (usage, nil when none).
 // Attempts that made no call, or failed otherwise, say nothing of the service time.
-func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
+func (s *serviceTimes) observe(a *attempt, class failure.Class, usage *Usage) {
 	if !a.called {
 		return
 	}
@@ -215,7 +217,7 @@ func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 	}
 	out := a.r.c.cfg.limiter.output(a.req)
 	switch class {
-	case ClassNone, ClassContentFiltered, ClassEmptyOutput:
+	case failure.None, failure.ContentFiltered, failure.EmptyOutput:
 		if streaming && a.ttft <= 0 {
 			return // a stream that sent no token
 		}
@@ -225,7 +227,7 @@ func (s *serviceTimes) observe(a *attempt, class Class, usage *Usage) {
 			s.perToken.add(usage.OutputTokens, d, now)
 		}
 		s.probeUntil.Store(0)
-	case ClassTimeout:
+	case failure.Timeout:
 		kind.add(out, d, true, time.Now().UnixNano())
 		s.probeUntil.Store(0)
 	}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/llmclient/llmclient/tokenizer/tiktoken"
 )
 
@@ -51,13 +54,13 @@ func exactPrompt(req *llmclient.Request) int {
 	return llmclient.EstimatePromptTokens(exact, req)
 }
 
-func (s *simUpstream) rateLimits() *llmclient.RateLimits {
+func (s *simUpstream) rateLimits() *ratelimit.Status {
 	full := func(level, limit float64) time.Duration {
 		return time.Duration((limit - level) / limit * float64(time.Minute))
 	}
-	return &llmclient.RateLimits{
-		Requests: llmclient.RateWindow{Known: true, Limit: int64(s.rpm), Remaining: int64(math.Floor(s.reqs)), Reset: full(s.reqs, s.rpm)},
-		Tokens:   llmclient.RateWindow{Known: true, Limit: int64(s.tpm), Remaining: int64(math.Floor(s.toks)), Reset: full(s.toks, s.tpm)},
+	return &ratelimit.Status{
+		Requests: ratelimit.Window{Known: true, Limit: int64(s.rpm), Remaining: int64(math.Floor(s.reqs)), Reset: full(s.reqs, s.rpm)},
+		Tokens:   ratelimit.Window{Known: true, Limit: int64(s.tpm), Remaining: int64(math.Floor(s.toks)), Reset: full(s.toks, s.tpm)},
 	}
 }
 
@@ -75,7 +78,7 @@ func (s *simUpstream) Complete(ctx context.Context, call *llmclient.Call) (*llmc
 		s.rejected++
 		rl := s.rateLimits()
 		s.mu.Unlock()
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, Code: "rate_limit_exceeded",
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, Code: "rate_limit_exceeded",
 			Message: "Rate limit reached", RetryAfter: time.Duration(wait), RateLimits: rl}
 	}
 	s.reqs--
@@ -93,7 +96,7 @@ func (s *simUpstream) Complete(ctx context.Context, call *llmclient.Call) (*llmc
 		return nil, ctx.Err()
 	}
 	out := call.Request.MaxTokens/4 + rand.IntN(call.Request.MaxTokens*3/4+1)
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, RateLimits: rl,
 		Usage: llmclient.Usage{InputTokens: prompt, OutputTokens: out, TotalTokens: prompt + out}}, nil
 }
 
@@ -221,7 +224,7 @@ func simulate(t *testing.T, reqs []*llmclient.Request, duration time.Duration, p
 	})
 }
 
-// countFunc adapts a function to llmclient.Estimator.
+// countFunc adapts a function to estimate.Estimator.
 type countFunc func(model, text string) int
 
 func (f countFunc) CountTokens(model, text string) int { return f(model, text) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // mirror is an upstream's token bucket, charged as the limiter charges: what a key's
@@ -25,9 +26,9 @@ func (m *mirror) charge(cost float64) {
 	m.last = now
 }
 
-func (m *mirror) report(limit int64) *RateLimits {
+func (m *mirror) report(limit int64) *ratelimit.Status {
 	u := max(m.level, 0)
-	return &RateLimits{Tokens: RateWindow{Known: true, Limit: limit, Remaining: int64(u),
+	return &ratelimit.Status{Tokens: ratelimit.Window{Known: true, Limit: limit, Remaining: int64(u),
 		Reset: time.Duration((m.capacity - u) / m.perSecond * float64(time.Second))}}
 }
 
@@ -41,7 +42,7 @@ func TestHeaderSyncAloneKeepsItsFullRate(t *testing.T) {
 		start := time.Now()
 		admitted := 0
 		for time.Since(start) < 2*time.Minute {
-			ls, _, err := l.acquire(t.Context(), 1000, PriorityInteractive)
+			ls, _, err := l.acquire(t.Context(), 1000, ratelimit.Interactive)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,14 +68,14 @@ func TestHeaderSyncCorrectsTheUnexplainedPart(t *testing.T) {
 		l := newTestLimiter(t, Limits{TPM: 60_000, TokenBurst: 10_000}) // 1000 a second
 		at := func(cost int) (limitLease, time.Duration) {
 			start := time.Now()
-			ls, _, err := l.acquire(t.Context(), cost, PriorityInteractive)
+			ls, _, err := l.acquire(t.Context(), cost, ratelimit.Interactive)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ls, time.Since(start)
 		}
 		report := func(ls *limitLease, remaining int64) {
-			l.observe(&RateLimits{Tokens: RateWindow{Known: true, Remaining: remaining}}, ls, true)
+			l.observe(&ratelimit.Status{Tokens: ratelimit.Window{Known: true, Remaining: remaining}}, ls, true)
 		}
 		ls, _ := at(1000) // 9,000 left
 		report(&ls, 9_000)
@@ -109,19 +110,19 @@ func TestHeaderSyncCorrectsTheUnexplainedPart(t *testing.T) {
 func TestWindowLearning(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
-		rw             RateWindow
+		rw             ratelimit.Window
 		known, long    bool
 		capacity, rate float64
 	}{
-		{"minute", RateWindow{Known: true, Limit: 60_000, Remaining: 30_000, Reset: 30 * time.Second}, true, false, 60_000, 1000},
-		{"6-second quantum", RateWindow{Known: true, Limit: 60_000, Remaining: 3_000, Reset: 3 * time.Second}, true, false, 6_000, 1000},
-		{"full quantum", RateWindow{Known: true, Limit: 60_000, Remaining: 6_000}, true, false, 6_000, 1000},
-		{"full minute", RateWindow{Known: true, Limit: 60_000, Remaining: 60_000}, true, false, 60_000, 1000},
-		{"a day", RateWindow{Known: true, Limit: 1_000, Remaining: 500, Reset: 12 * time.Hour}, true, true, 1_000, 1_000.0 / 86_400},
-		{"full and empty", RateWindow{Known: true, Limit: 60_000, Remaining: 0}, false, false, 0, 0},
-		{"no limit", RateWindow{Known: true, Remaining: 5}, false, false, 0, 0},
-		{"tiny window", RateWindow{Known: true, Limit: 3_600, Remaining: 0, Reset: time.Millisecond}, true, false, 1, 60},
-		{"huge", RateWindow{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64}, true, false, math.MaxInt64, math.MaxInt64 / 60.0},
+		{"minute", ratelimit.Window{Known: true, Limit: 60_000, Remaining: 30_000, Reset: 30 * time.Second}, true, false, 60_000, 1000},
+		{"6-second quantum", ratelimit.Window{Known: true, Limit: 60_000, Remaining: 3_000, Reset: 3 * time.Second}, true, false, 6_000, 1000},
+		{"full quantum", ratelimit.Window{Known: true, Limit: 60_000, Remaining: 6_000}, true, false, 6_000, 1000},
+		{"full minute", ratelimit.Window{Known: true, Limit: 60_000, Remaining: 60_000}, true, false, 60_000, 1000},
+		{"a day", ratelimit.Window{Known: true, Limit: 1_000, Remaining: 500, Reset: 12 * time.Hour}, true, true, 1_000, 1_000.0 / 86_400},
+		{"full and empty", ratelimit.Window{Known: true, Limit: 60_000, Remaining: 0}, false, false, 0, 0},
+		{"no limit", ratelimit.Window{Known: true, Remaining: 5}, false, false, 0, 0},
+		{"tiny window", ratelimit.Window{Known: true, Limit: 3_600, Remaining: 0, Reset: time.Millisecond}, true, false, 1, 60},
+		{"huge", ratelimit.Window{Known: true, Limit: math.MaxInt64, Remaining: math.MaxInt64, Reset: math.MaxInt64}, true, false, math.MaxInt64, math.MaxInt64 / 60.0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w window
@@ -142,7 +143,7 @@ func TestLimitsPerDay(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			lim := newTestLimiter(t, l)
 			for range 2 {
-				ls, waited, err := lim.acquire(t.Context(), 1_000, PriorityInteractive)
+				ls, waited, err := lim.acquire(t.Context(), 1_000, ratelimit.Interactive)
 				if err != nil || waited != 0 {
 					t.Fatalf("%+v: %v after %v", l, err, waited)
 				}
@@ -151,7 +152,7 @@ func TestLimitsPerDay(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 			defer cancel()
 			start := time.Now()
-			_, _, err := lim.acquire(ctx, 1_000, PriorityInteractive)
+			_, _, err := lim.acquire(ctx, 1_000, ratelimit.Interactive)
 			if !errors.Is(err, ErrRateLimited) || time.Since(start) != 0 {
 				t.Fatalf("%+v: third request: %v after %v, want refused at once", l, err, time.Since(start))
 			}

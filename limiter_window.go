@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // closeSpec reports whether the buckets of a and b agree within specTolerance.
@@ -40,7 +41,7 @@ const (
 )
 
 // remaining is the reported remaining count, within [0, limit].
-func (w *window) remaining(rw RateWindow) float64 {
+func (w *window) remaining(rw ratelimit.Window) float64 {
 	u := float64(max(rw.Remaining, 0))
 	if w.known {
 		u = min(u, w.limit)
@@ -51,7 +52,7 @@ func (w *window) remaining(rw RateWindow) float64 {
 // learn updates w from a report. A reset of zero says the bucket is full: it holds the
 // remaining count. Otherwise the bucket the reset refills tells the window, when it is
 // clearly shorter or longer than a minute's.
-func (w *window) learn(rw RateWindow) {
+func (w *window) learn(rw ratelimit.Window) {
 	if !rw.Known || rw.Limit <= 0 {
 		return
 	}
@@ -113,7 +114,7 @@ func (w *window) merge(minute, day limitstore.Rate, burstFraction float64) (limi
 // upstream's bucket was below its capacity, and the reserve it should keep: margin, a
 // share of the burst (dailyMargin for a daily bucket). NaN when unknown, and when the
 // report's limit or remaining count is negative.
-func (w *window) target(rw RateWindow, minute, day limitstore.Rate, margin float64) (target, reserve float64) {
+func (w *window) target(rw ratelimit.Window, minute, day limitstore.Rate, margin float64) (target, reserve float64) {
 	r := minute
 	if w.long {
 		r, margin = day, dailyMargin

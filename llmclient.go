@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // Client sends chat requests to its upstreams through the protection layers. Create one
@@ -138,7 +140,7 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c.needCost.Store(cfg.limiter.enabled(&cfg) || cfg.cost.enabled(&cfg))
 	for _, r := range cfg.routing {
-		c.needStats.Store(c.needStats.Load() || r == RouteLatency)
+		c.needStats.Store(c.needStats.Load() || r == routing.Latency)
 	}
 	for _, h := range cfg.hedging {
 		c.needStats.Store(c.needStats.Load() || needsLatency(h))
@@ -214,9 +216,9 @@ func (c *Client) Breaker(upstream string) *breaker.Breaker {
 func checkRequest(req *Request) error {
 	switch {
 	case req == nil:
-		return &Error{Class: ClassBadRequest, Message: "nil request"}
+		return &Error{Class: failure.BadRequest, Message: "nil request"}
 	case len(req.Messages) == 0:
-		return &Error{Class: ClassBadRequest, Message: "request has no messages"}
+		return &Error{Class: failure.BadRequest, Message: "request has no messages"}
 	}
 	return nil
 }
@@ -244,7 +246,7 @@ type flusher interface {
 }
 
 // Close stops the Client. Every call that begins afterwards — Complete, Stream, Embed, a
-// Transport's request — fails at once with ClassUnavailable wrapping ErrClosed, without
+// Transport's request — fails at once with failure.Unavailable wrapping ErrClosed, without
 // an upstream call. Calls in flight are not interrupted: they finish with their own
 // deadlines, retries and failovers, and open Streams read to their end as before (the
 // caller still Closes them). Operator controls, Update and Snapshot keep working.
@@ -287,7 +289,7 @@ func (c *Client) Close() error {
 
 // closedError is the error of a call that begins after Close.
 func closedError(req *Request) *Error {
-	e := &Error{Class: ClassUnavailable, Err: ErrClosed, Message: "the client is closed"}
+	e := &Error{Class: failure.Unavailable, Err: ErrClosed, Message: "the client is closed"}
 	if req != nil {
 		e.Model = req.Model
 	}
@@ -318,7 +320,7 @@ func (c *config) checkGroupServed(group string, members []string) []error {
 // or its CallOptions pinned upstreams that are unknown or not on the route, or excluded
 // every one.
 func (c *Client) noRouteError(model string, o *CallOptions) *Error {
-	e := &Error{Class: ClassNotFound, Model: model, Err: ErrNoUpstream,
+	e := &Error{Class: failure.NotFound, Model: model, Err: ErrNoUpstream,
 		Message: "no upstream serves model " + strconv.Quote(model)}
 	if o == nil || len(o.Pin) == 0 && len(o.Exclude) == 0 {
 		return e

@@ -1,6 +1,10 @@
 package llmclient
 
-import "context"
+import (
+	"context"
+
+	"github.com/llmclient/llmclient/failure"
+)
 
 // Handler is what middleware wraps: the Client's two front doors.
 type Handler interface {
@@ -32,7 +36,7 @@ type HandlerFuncs struct {
 // Complete calls CompleteFunc.
 func (h HandlerFuncs) Complete(ctx context.Context, req *Request) (*Response, error) {
 	if h.CompleteFunc == nil {
-		return nil, &Error{Class: ClassBadRequest, Err: ErrUnsupported, Message: "middleware has no CompleteFunc"}
+		return nil, &Error{Class: failure.BadRequest, Err: ErrUnsupported, Message: "middleware has no CompleteFunc"}
 	}
 	return h.CompleteFunc(ctx, req)
 }
@@ -40,7 +44,7 @@ func (h HandlerFuncs) Complete(ctx context.Context, req *Request) (*Response, er
 // Stream calls StreamFunc.
 func (h HandlerFuncs) Stream(ctx context.Context, req *Request) (*Stream, error) {
 	if h.StreamFunc == nil {
-		return nil, &Error{Class: ClassBadRequest, Err: ErrUnsupported, Message: "middleware has no StreamFunc"}
+		return nil, &Error{Class: failure.BadRequest, Err: ErrUnsupported, Message: "middleware has no StreamFunc"}
 	}
 	return h.StreamFunc(ctx, req)
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +24,7 @@ func TestObserverKnowsItsCall(t *testing.T) {
 	a := fake.New(fake.Fail(503), fake.Reply("ok").Forever())
 	var mu sync.Mutex
 	type seen struct {
-		kind      llmclient.EventKind
+		kind      event.Kind
 		trace     any
 		id        uint64
 		tenant    string
@@ -44,22 +47,22 @@ func TestObserverKnowsItsCall(t *testing.T) {
 	}
 	// Call 1: a failed and a successful attempt, then the call's end; call 2: one attempt
 	// and the call's end.
-	kinds := []llmclient.EventKind{llmclient.EventAttempt, llmclient.EventAttempt, llmclient.EventCall,
-		llmclient.EventAttempt, llmclient.EventCall}
+	kinds := []event.Kind{event.Attempt, event.Attempt, event.Call,
+		event.Attempt, event.Call}
 	require.Len(t, got, len(kinds))
 	for i, s := range got {
 		assert.Equal(t, kinds[i], s.kind, i)
 	}
 	var attempts []seen
 	for _, s := range got {
-		if s.kind == llmclient.EventAttempt {
+		if s.kind == event.Attempt {
 			attempts = append(attempts, s)
 		}
 	}
 	assert.Equal(t, got[0].id, got[2].id, "the call's end has the call's ID")
 	got = attempts
 	for i, s := range got {
-		assert.Equal(t, llmclient.EventAttempt, s.kind)
+		assert.Equal(t, event.Attempt, s.kind)
 		assert.Equal(t, "acme", s.tenant)
 		assert.Equal(t, "acme", s.partition)
 		assert.NotZero(t, s.id)
@@ -73,7 +76,7 @@ func TestObserverKnowsItsCall(t *testing.T) {
 	assert.NotEqual(t, got[1].id, got[2].id)
 }
 
-// EventCall reports each call once, with its final class, attempts, duration and usage;
+// event.Call reports each call once, with its final class, attempts, duration and usage;
 // for a stream, its time to first token and per chunk.
 func TestEventCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -92,25 +95,25 @@ func TestEventCall(t *testing.T) {
 		_, err = c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err)
 
-		calls := log.kinds(llmclient.EventCall)
+		calls := log.kinds(event.Call)
 		require.Len(t, calls, 3)
 		one, stream, bad := calls[0], calls[1], calls[2]
-		assert.Equal(t, llmclient.ClassNone, one.Class)
+		assert.Equal(t, failure.None, one.Class)
 		assert.Equal(t, 2, one.Attempt)
 		assert.InDelta(t, float64(2*time.Second), float64(one.Latency), float64(600*time.Millisecond), "backoff ~1s ±50% + 1s latency")
 		assert.Equal(t, 10, one.InputTokens)
 		assert.Equal(t, "a", one.Upstream)
-		assert.Equal(t, llmclient.FinishStop, one.FinishReason)
+		assert.Equal(t, finish.Stop, one.FinishReason)
 
-		assert.Equal(t, llmclient.ClassNone, stream.Class)
+		assert.Equal(t, failure.None, stream.Class)
 		assert.Equal(t, 2*time.Second, stream.TimeToFirstToken)
 		assert.Equal(t, 4*time.Second, stream.Latency)
 		assert.Equal(t, 4, stream.Chunks, "three content chunks and the finish chunk")
 		assert.Equal(t, 2*time.Second/3, stream.TimePerChunk)
 		assert.Equal(t, 5, stream.InputTokens)
-		assert.Equal(t, llmclient.FinishStop, stream.FinishReason)
+		assert.Equal(t, finish.Stop, stream.FinishReason)
 
-		assert.Equal(t, llmclient.ClassBadRequest, bad.Class)
+		assert.Equal(t, failure.BadRequest, bad.Class)
 		assert.Equal(t, 400, bad.Status)
 		assert.Error(t, bad.Err)
 	})

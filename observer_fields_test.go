@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func TestEventTimeline(t *testing.T) {
 		_, err = c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 3)
 		assert.Equal(t, t0, at[0].Start)
 		assert.Equal(t, t0.Add(time.Second), at[0].Time)
@@ -52,7 +53,7 @@ func TestEventTimeline(t *testing.T) {
 		assert.Zero(t, at[2].LimiterWait, "the failed attempt's request was given back to the bucket")
 		assert.Equal(t, at[2].Start.Add(at[2].LimiterWait+time.Second), at[2].Time)
 
-		calls := log.kinds(llmclient.EventCall)
+		calls := log.kinds(event.Call)
 		require.Len(t, calls, 2)
 		assert.Equal(t, t1, calls[1].Start)
 		assert.Equal(t, at[2].Time, calls[1].Time)
@@ -66,11 +67,11 @@ func TestEventTimeline(t *testing.T) {
 		for s.Next() {
 		}
 		require.NoError(t, s.Err())
-		at = log.kinds(llmclient.EventAttempt)
+		at = log.kinds(event.Attempt)
 		require.Len(t, at, 5)
 		streamed := at[4]
 		assert.Equal(t, 2*time.Second, streamed.TimeToFirstToken, "the attempt's own time to first token")
-		calls = log.kinds(llmclient.EventCall)
+		calls = log.kinds(event.Call)
 		require.Len(t, calls, 3)
 		assert.Equal(t, streamed.Start.Add(streamed.LimiterWait+2*time.Second).Sub(t2), calls[2].TimeToFirstToken,
 			"the call's: from its start, the failed attempt, backoff and limiter wait included")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // Option configures a Client. Options are applied in order and the last one of a kind wins;
@@ -51,8 +53,8 @@ type config struct {
 	stream        streamConfig
 	keys          keyConfig
 	badPriority   bool
-	routing       map[string]Routing
-	hedging       map[string]Hedge
+	routing       map[string]routing.Policy
+	hedging       map[string]routing.Hedge
 	cost          costConfig
 	recoveryRamp  time.Duration
 	// sharedBreakers is set by WithSharedBreakers, for the named upstreams (all when
@@ -110,7 +112,7 @@ func WithFallback(f FallbackFunc) Option {
 // change a single field. Every wait a decision leads to still ends before the context's
 // deadline; without a deadline the caps (WithMaxAttempts, WithMaxRetryAfter) bound it.
 // Default: DefaultDecision for every class.
-func WithDecision(class Class, d Decision) Option {
+func WithDecision(class failure.Class, d Decision) Option {
 	return optionFunc(func(c *config) {
 		if class < numClasses {
 			c.decisions[class] = d
@@ -149,7 +151,7 @@ func WithMiddleware(m Middleware) Option {
 }
 
 // WithAttemptTimeout bounds each one-shot attempt (streams are bounded by the stream guard's
-// timeouts instead); an attempt that runs out fails with ClassTimeout and ErrAttemptTimeout
+// timeouts instead); an attempt that runs out fails with failure.Timeout and ErrAttemptTimeout
 // and fails over at once, or is retried on the route's last upstream. An Upstream's own
 // Timeout and CallOptions.AttemptTimeout take precedence. With a context deadline and
 // another upstream to go to, an attempt also gets at most half of the time left, whatever
@@ -248,7 +250,7 @@ func (c *config) validate() error {
 
 // WithBreaker sets the circuit breaker configuration used for every upstream (each has its
 // own breaker). Zero fields take their defaults. Its OnStateChange, if set, is called for
-// every upstream's breaker, after the observer's EventBreaker. The breaker's timers run on
+// every upstream's breaker, after the observer's event.Breaker. The breaker's timers run on
 // the clock, not on callers' deadlines. Default breaker.DefaultConfig().
 func WithBreaker(cfg breaker.Config) Option {
 	return optionFunc(func(c *config) { c.breaker = cfg })

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +45,7 @@ func TestWithGroupFallback(t *testing.T) {
 		llmclient.WithModelGroup("chat", "flagship"), llmclient.WithModelGroup("economy", "mini")}
 
 	_, err := newClient(t, opts...).Complete(context.Background(), chatReq("chat"))
-	assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err), "without a fallback the group fails")
+	assert.Equal(t, failure.ServerError, llmclient.ClassOf(err), "without a fallback the group fails")
 
 	c := newClient(t, append(opts, llmclient.WithGroupFallback("chat", "economy"))...)
 	resp, err := c.Complete(context.Background(), chatReq("chat"))
@@ -78,7 +80,7 @@ func TestWithKeepAliveResetsIdle(t *testing.T) {
 
 func TestWithPartitionOverride(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newClient(t, up("a", fake.New(fake.Reply("ok").Forever())), llmclient.WithLimiterMode(llmclient.LimiterFailFast),
+		c := newClient(t, up("a", fake.New(fake.Reply("ok").Forever())), llmclient.WithLimiterMode(ratelimit.FailFast),
 			llmclient.WithPartitionLimits("tenant", llmclient.Limits{RPM: 1, RequestBurst: 1}),
 			llmclient.WithPartitionOverride("vip", llmclient.Limits{}),
 			llmclient.WithPartitionOverride("big", llmclient.Limits{RPM: 6000, RequestBurst: 3}))
@@ -89,23 +91,23 @@ func TestWithPartitionOverride(t *testing.T) {
 			return err
 		}
 		require.NoError(t, call("small"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(call("small")), "the default partition limits hold")
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(call("small")), "the default partition limits hold")
 		for range 5 {
 			require.NoError(t, call("vip"), "a zero override exempts the partition")
 		}
 		for range 3 {
 			require.NoError(t, call("big"), "an override replaces the default limits")
 		}
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(call("big")))
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(call("big")))
 
 		// An override alone turns partitions on, limiting only the partitions it names.
-		c2 := newClient(t, up("a", fake.New(fake.Reply("ok").Forever())), llmclient.WithLimiterMode(llmclient.LimiterFailFast),
+		c2 := newClient(t, up("a", fake.New(fake.Reply("ok").Forever())), llmclient.WithLimiterMode(ratelimit.FailFast),
 			llmclient.WithPartitionOverride("tiny", llmclient.Limits{RPM: 1, RequestBurst: 1}))
 		ctx := llmclient.WithPartition(context.Background(), "tiny")
 		_, err := c2.Complete(ctx, chatReq("m"))
 		require.NoError(t, err)
 		_, err = c2.Complete(ctx, chatReq("m"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err))
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err))
 		for range 3 {
 			_, err := c2.Complete(llmclient.WithPartition(context.Background(), "other"), chatReq("m"))
 			require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // slowUpstream answers after 200 ms (virtual time), counting the batch calls in flight
@@ -18,7 +19,7 @@ type slowUpstream struct {
 }
 
 func (p *slowUpstream) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
-	if call.Request.Priority == llmclient.PriorityBatch {
+	if call.Request.Priority == ratelimit.Batch {
 		n := p.batchNow.Add(1)
 		defer p.batchNow.Add(-1)
 		for peak := p.batchPeak.Load(); n > peak && !p.batchPeak.CompareAndSwap(peak, n); peak = p.batchPeak.Load() {
@@ -52,7 +53,7 @@ func headroomRun(t *testing.T, opts ...llmclient.Option) (interactiveWait time.D
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				req := chatReq("m")
-				req.MaxTokens, req.Priority = 480, llmclient.PriorityBatch
+				req.MaxTokens, req.Priority = 480, ratelimit.Batch
 				if _, err := c.Complete(ctx, req); err == nil {
 					done.Add(1)
 				}

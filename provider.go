@@ -3,6 +3,9 @@ package llmclient
 import (
 	"context"
 	"net/http"
+
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // Provider is a vendor adapter: it turns a Request into the vendor's HTTP call and the
@@ -55,9 +58,9 @@ type ProviderStream interface {
 type Chunk struct {
 	Text      string
 	Reasoning string
-	ToolCalls []ToolCallDelta
+	ToolCalls []dialect.ToolCallDelta
 	// FinishReason is set on the chunk that ends the generation.
-	FinishReason    FinishReason
+	FinishReason    finish.Reason
 	RawFinishReason string
 	Refusal         string
 	// Usage is set on the chunk that reports token usage, usually the last.
@@ -74,13 +77,4 @@ type Chunk struct {
 // tool-call delta. The first such chunk commits a stream.
 func (c *Chunk) HasContent() bool {
 	return c.Text != "" || c.Reasoning != "" || c.Refusal != "" || len(c.ToolCalls) > 0
-}
-
-// ToolCallDelta is a fragment of a streamed tool call. Fragments with the same Index belong
-// to the same call; ID and Name arrive on the first fragment, Arguments accumulate.
-type ToolCallDelta struct {
-	Index     int
-	ID        string
-	Name      string
-	Arguments string
 }

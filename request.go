@@ -3,6 +3,9 @@ package llmclient
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/llmclient/llmclient/format"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Role is the author of a Message.
@@ -156,34 +159,13 @@ type ToolCall struct {
 	Arguments string
 }
 
-// ResponseFormatType selects structured output.
-type ResponseFormatType string
-
-// The response formats.
-const (
-	FormatText       ResponseFormatType = "text"
-	FormatJSONObject ResponseFormatType = "json_object"
-	FormatJSONSchema ResponseFormatType = "json_schema"
-)
-
 // ResponseFormat asks for JSON output, optionally matching a schema.
 type ResponseFormat struct {
-	Type   ResponseFormatType
-	Name   string          // schema name, for FormatJSONSchema
-	Schema json.RawMessage // JSON Schema, for FormatJSONSchema
+	Type   format.Type
+	Name   string          // schema name, for format.JSONSchema
+	Schema json.RawMessage // JSON Schema, for format.JSONSchema
 	Strict bool
 }
-
-// Priority orders admission when a limiter is short of capacity.
-type Priority uint8
-
-// The request priorities. The zero value is PriorityInteractive; an unknown value is
-// treated as PriorityInteractive.
-const (
-	PriorityInteractive Priority = iota
-	PriorityBatch
-	numPriorities
-)
 
 // Request is one chat request, independent of vendor.
 //
@@ -207,8 +189,8 @@ type Request struct {
 	// Metadata is per-request information for the Client (partition keys, tracing). It is
 	// not sent upstream.
 	Metadata map[string]string
-	// Priority selects the admission share under limits. Default PriorityInteractive.
-	Priority Priority
+	// Priority selects the admission share under limits. Default ratelimit.Interactive.
+	Priority ratelimit.Priority
 	// PromptCacheKey groups requests that share a long prompt prefix for the vendor's
 	// prompt cache: OpenAI's adapter sends it as prompt_cache_key (Chat Completions and
 	// Responses), the other adapters do not send it. With WithCacheAffinity it also keys
@@ -223,9 +205,11 @@ type Request struct {
 func Float(v float64) *float64 { return &v }
 
 // priorityIndex is p's index in per-priority tables: an unknown priority is interactive.
-func priorityIndex(p Priority) Priority {
+func priorityIndex(p ratelimit.Priority) ratelimit.Priority {
 	if p >= numPriorities {
-		return PriorityInteractive
+		return ratelimit.Interactive
 	}
 	return p
 }
+
+const numPriorities = ratelimit.Batch + 1

@@ -3,21 +3,10 @@ package llmclient
 import (
 	"time"
 
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
-)
-
-// FinishReason says why the model stopped, normalized across vendors.
-type FinishReason string
-
-// The normalized finish reasons. Response.RawFinishReason keeps the vendor's own word.
-const (
-	FinishNone          FinishReason = ""
-	FinishStop          FinishReason = "stop"
-	FinishLength        FinishReason = "length"
-	FinishToolCalls     FinishReason = "tool_calls"
-	FinishContentFilter FinishReason = "content_filter"
-	FinishRefusal       FinishReason = "refusal"
-	FinishOther         FinishReason = "other"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Usage counts tokens for one response.
@@ -74,13 +63,13 @@ type Response struct {
 	// Reasoning is the visible reasoning or thinking text, where the vendor returns it.
 	Reasoning       string
 	ToolCalls       []ToolCall
-	FinishReason    FinishReason
+	FinishReason    finish.Reason
 	RawFinishReason string
 	// Refusal is the model's refusal message, where the vendor reports one separately.
 	Refusal string
 	Usage   Usage
 	// RateLimits is the upstream's view of the key's quota, read from response headers.
-	RateLimits *RateLimits
+	RateLimits *ratelimit.Status
 	// Status is the HTTP status of the upstream's answer, as its adapter reports it; 0
 	// when the adapter does not say (the Client's trace then records 200).
 	Status int
@@ -117,8 +106,8 @@ type Attempt struct {
 	Key string
 	// Number counts attempts of the call from 1, across upstreams.
 	Number int
-	// Class is ClassNone for the successful attempt.
-	Class Class
+	// Class is failure.None for the successful attempt.
+	Class failure.Class
 	// Status is the HTTP status the upstream answered with (200 for a stream that began,
 	// even when it broke later); 0 when no response arrived or no call was made.
 	Status int
@@ -129,7 +118,7 @@ type Attempt struct {
 	// could not express the request). See Decision.
 	Local bool
 	// Hedge marks an attempt sent while an earlier attempt of the call was still waiting
-	// for an answer (see Hedge). The attempt that lost the race ends ClassCanceled.
+	// for an answer (see Hedge). The attempt that lost the race ends failure.Canceled.
 	Hedge bool
 	// Start is when the upstream call began, after the waits (for a local refusal, when
 	// the attempt began).
@@ -166,23 +155,4 @@ type Attempt struct {
 	// Batch is, for Client.Embed, the index of the batch the attempt belongs to (from 0,
 	// in input order); Number counts from 1 within each batch. 0 for other calls.
 	Batch int
-}
-
-// RateWindow is one quota dimension reported by an upstream.
-type RateWindow struct {
-	// Known is false when the upstream sent nothing for this dimension.
-	Known     bool
-	Limit     int64
-	Remaining int64
-	// Reset is how long until the window is replenished, relative to when the response was read.
-	Reset time.Duration
-}
-
-// RateLimits is the quota state an upstream reported in its response headers
-// (x-ratelimit-* for OpenAI, anthropic-ratelimit-* for Anthropic).
-type RateLimits struct {
-	Requests     RateWindow
-	Tokens       RateWindow
-	InputTokens  RateWindow
-	OutputTokens RateWindow
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// EventFailover names the upstream the call really moves to: when a hedge already used up
+// event.Failover names the upstream the call really moves to: when a hedge already used up
 // the next upstream's attempts, the failover passes over it, and so does the event.
 func TestFailoverEventNamesTheUpstreamMovedTo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -27,7 +29,7 @@ func TestFailoverEventNamesTheUpstreamMovedTo(t *testing.T) {
 		assert.Equal(t, "c", resp.Upstream)
 		assert.Equal(t, 1, b.Calls(), "b's one attempt was the hedge")
 		var targets []string
-		for _, e := range log.kinds(llmclient.EventFailover) {
+		for _, e := range log.kinds(event.Failover) {
 			targets = append(targets, e.Upstream+"→"+e.Target)
 		}
 		assert.Equal(t, []string{"a→c"}, targets)
@@ -46,7 +48,7 @@ func TestNoFailoverEventWhenNothingIsLeft(t *testing.T) {
 			llmclient.WithMaxAttempts(1), llmclient.WithObserver(log.observe))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.Error(t, err)
-		assert.Empty(t, log.kinds(llmclient.EventFailover))
+		assert.Empty(t, log.kinds(event.Failover))
 		assertNothingHeld(t, c)
 	})
 }
@@ -59,7 +61,7 @@ func TestPerCallLatencyRoutingExplores(t *testing.T) {
 		a := fake.New(fake.Reply("a").Latency(10 * time.Millisecond).Forever())
 		b := fake.New(fake.Reply("b").Latency(10 * time.Millisecond).Forever())
 		c := newClient(t, up("a", a), up("b", b))
-		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Routing: llmclient.RouteLatency})
+		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Routing: routing.Latency})
 		for range 450 {
 			_, err := c.Complete(ctx, chatReq("m"))
 			require.NoError(t, err)

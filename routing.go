@@ -6,73 +6,18 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/llmclient/llmclient/routing"
 )
-
-// Routing orders the upstreams of a route for each call. Every strategy keeps the route's
-// members; the strategies other than RouteOrdered also try first the upstreams that can
-// serve now (breaker admitting, a key usable) and leave the others for last. A strategy
-// ranks the upstream a call starts on when the call starts, and the rest of the route, by
-// their statistics and health of then, when the call first moves on (a failover or a
-// hedge).
-type Routing uint8
-
-// The routing strategies.
-const (
-	// RouteDefault is the zero value: in CallOptions, the route's own strategy; in
-	// WithRouting, RouteOrdered.
-	RouteDefault Routing = iota
-	// RouteOrdered tries the route in its order: the group's order, or registration
-	// order. An unhealthy upstream is skipped as a local refusal.
-	RouteOrdered
-	// RouteWeighted starts each call on an upstream drawn in proportion to
-	// Upstream.Weight (0 counts as 1), then the rest by weight.
-	RouteWeighted
-	// RouteLeastInFlight starts on the upstream with the fewest calls in flight.
-	RouteLeastInFlight
-	// RouteLatency starts on the upstream with the lowest moving average of latency (time
-	// to first token for streams); one call in 200 starts on another upstream instead,
-	// drawn evenly, so that a recovered upstream is noticed: the call after every 200th
-	// latency recorded on the upstream it would have started on.
-	RouteLatency
-	numRoutings
-)
-
-// Hedge configures hedged requests: when an attempt has not answered after Delay, the
-// call also sends the request to the next upstream of its route, and the first attempt to
-// answer wins (one-shot: a complete response; stream: its first content token). The other
-// is canceled, waited for, and recorded as ClassCanceled; its limiter reservation is
-// reconciled with the usage it reported, if any, and its upstream's breaker counts it slow
-// when it had run longer than the slow-call threshold (breaker.Config.SlowCall,
-// SlowFirstToken), else not at all. When one of the two fails first, the
-// call waits for the other, and goes on from it should it fail too — unless the failure's
-// decision does not fail over (a bad request): the other is canceled and the call goes on
-// from the failure, as without hedging.
-//
-// A hedge is an attempt like any other: it counts against the call's caps, is marked in
-// the trace (Attempt.Hedge) and announced by EventHedge. It spends the retry budget of the
-// upstream it hedges (it multiplies that upstream's calls, as a retry would), and it never
-// waits: it is sent only when the next upstream's breaker admits, one of its keys is
-// usable and its limiter admits at once. A call sends at most one hedge. Transport
-// requests are not hedged. The zero Hedge is off.
-type Hedge struct {
-	// On enables hedging.
-	On bool
-	// Delay is how long to wait for an answer before hedging. 0 uses the hedged upstream's
-	// observed 95th percentile of latency (time to first token for streams) over the last
-	// 30 to 60 s, once it has seen 20 calls there, else 2s; the percentile is recorded
-	// only for routes hedged by WithHedging without a Delay (or routed by RouteLatency), so
-	// a CallOptions hedge without a Delay elsewhere waits 2s.
-	Delay time.Duration
-}
 
 // WithRouting sets the routing strategy of the model group named group (WithModelGroup);
 // the empty name sets it for every route without a strategy of its own, groups and models
 // without a group alike. The strategy orders each call's route; it never adds upstreams to
-// it or removes any. It needs no deadline. Default RouteOrdered.
-func WithRouting(group string, r Routing) Option {
+// it or removes any. It needs no deadline. Default routing.Ordered.
+func WithRouting(group string, r routing.Policy) Option {
 	return optionFunc(func(c *config) {
 		if c.routing == nil {
-			c.routing = map[string]Routing{}
+			c.routing = map[string]routing.Policy{}
 		}
 		c.routing[group] = r
 	})
@@ -82,10 +27,10 @@ func WithRouting(group string, r Routing) Option {
 // name sets them for every route without a setting of its own. Hedging needs another
 // upstream in the route, and works with or without a deadline (a hedge that cannot start
 // before the deadline is not started). Default off.
-func WithHedging(group string, h Hedge) Option {
+func WithHedging(group string, h routing.Hedge) Option {
 	return optionFunc(func(c *config) {
 		if c.hedging == nil {
-			c.hedging = map[string]Hedge{}
+			c.hedging = map[string]routing.Hedge{}
 		}
 		c.hedging[group] = h
 	})
@@ -118,8 +63,8 @@ func (c *config) validateRouting() []error {
 // and it travels with the route, so that a call does not look its strategy up. It is not
 // changed once built.
 type routePolicy struct {
-	routing Routing // never RouteDefault
-	hedge   Hedge
+	routing routing.Policy // never routing.Default
+	hedge   routing.Hedge
 }
 
 // groupRoute is a model group's chain, its fallback groups' members included, with its
@@ -137,8 +82,8 @@ func (c *config) policyFor(group string) routePolicy {
 	if !ok {
 		s = c.routing[""]
 	}
-	if s == RouteDefault {
-		s = RouteOrdered
+	if s == routing.Default {
+		s = routing.Ordered
 	}
 	h, ok := c.hedging[group]
 	if !ok {
@@ -149,15 +94,15 @@ func (c *config) policyFor(group string) routePolicy {
 
 // strategy is the routing strategy of a call under p with the call's options o (nil for
 // none).
-func (p *routePolicy) strategy(o *CallOptions) Routing {
-	if o != nil && o.Routing != RouteDefault {
+func (p *routePolicy) strategy(o *CallOptions) routing.Policy {
+	if o != nil && o.Routing != routing.Default {
 		return o.Routing
 	}
 	return p.routing
 }
 
 // hedging is the hedging of a call under p with the call's options o (nil for none).
-func (p *routePolicy) hedging(o *CallOptions) Hedge {
+func (p *routePolicy) hedging(o *CallOptions) routing.Hedge {
 	if o != nil && o.Hedge != nil {
 		return *o.Hedge
 	}
@@ -174,7 +119,7 @@ func (c *Client) policyOf(model string) *routePolicy {
 }
 
 // strategy is the routing strategy of a call for model (a group name or a model).
-func (c *Client) strategy(model string, o *CallOptions) Routing {
+func (c *Client) strategy(model string, o *CallOptions) routing.Policy {
 	return c.policyOf(model).strategy(o)
 }
 
@@ -193,25 +138,25 @@ func (c *Client) strategy(model string, o *CallOptions) Routing {
 // When the pick cannot serve, the route is ordered at once: the pick, then the others by
 // the strategy, and the upstreams that can serve now moved ahead of those that cannot,
 // each side keeping that order.
-func (r *run) order(s Routing, stream bool) {
+func (r *run) order(s routing.Policy, stream bool) {
 	route := r.route
 	b := 0 // the pick; computed here rather than in a function: this is the hot path
 	switch s {
-	case RouteWeighted:
+	case routing.Weighted:
 		var total uint64
 		for _, up := range route {
 			total += weightOf(up)
 		}
 		x, _ := bits.Mul64(rand.Uint64(), total) // uniform in [0, total)
 		b = weightedPick(route, x)
-	case RouteLeastInFlight:
+	case routing.LeastInFlight:
 		least := int32(math.MaxInt32)
 		for i, up := range route {
 			if n := up.inFlight(); n < least {
 				b, least = i, n
 			}
 		}
-	case RouteLatency:
+	case routing.Latency:
 		lowest := time.Duration(math.MaxInt64)
 		for i, up := range route {
 			if d := statsOf(up, stream).average(); d < lowest {
@@ -262,10 +207,10 @@ func (r *run) own(n int) []*upstream {
 // of those that cannot, each side keeping that order.
 func (r *run) orderRest() {
 	s := r.restBy
-	if s == RouteDefault {
+	if s == routing.Default {
 		return
 	}
-	r.restBy = RouteDefault
+	r.restBy = routing.Default
 	if len(r.route)-r.pos < 3 {
 		return // one upstream left at most: nothing to order
 	}
@@ -301,17 +246,17 @@ func weightedPick(ups []*upstream, x uint64) int {
 
 // orderBy orders ups in place by strategy s: successive weighted draws, or the fewest
 // calls in flight or the lowest moving average of latency first, keeping the order of
-// ties. It leaves them as they are for RouteOrdered.
-func orderBy(ups []*upstream, s Routing, stream bool) {
+// ties. It leaves them as they are for routing.Ordered.
+func orderBy(ups []*upstream, s routing.Policy, stream bool) {
 	if len(ups) < 2 {
 		return
 	}
 	switch s {
-	case RouteWeighted:
+	case routing.Weighted:
 		weightedOrder(ups)
-	case RouteLeastInFlight:
+	case routing.LeastInFlight:
 		sortBy(ups, func(up *upstream) int64 { return int64(up.inFlight()) })
-	case RouteLatency:
+	case routing.Latency:
 		sortBy(ups, func(up *upstream) int64 { return int64(statsOf(up, stream).average()) })
 	}
 }
@@ -354,7 +299,7 @@ func sortBy(ups []*upstream, key func(*upstream) int64) {
 }
 
 // needsLatency reports whether hedging h learns its delay from observed latencies.
-func needsLatency(h Hedge) bool { return h.On && h.Delay == 0 }
+func needsLatency(h routing.Hedge) bool { return h.On && h.Delay == 0 }
 
 // exploreEvery is how often, one call in so many, latency routing tries another upstream
 // first: rarely enough to stay out of the 99th percentile, often enough that a recovered
@@ -422,3 +367,5 @@ func (r *run) demoteSlow() {
 	}
 	r.route = out
 }
+
+const numRoutings = routing.Latency + 1

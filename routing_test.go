@@ -13,6 +13,7 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,7 @@ func TestLatencyRouting(t *testing.T) {
 		}).Forever())
 		secondary := fake.New(fake.Reply("s").Latency(200 * time.Millisecond).Forever())
 		c := newClient(t, up("primary", primary), up("secondary", secondary),
-			llmclient.WithModelGroup("m", "primary", "secondary"), llmclient.WithRouting("m", llmclient.RouteLatency))
+			llmclient.WithModelGroup("m", "primary", "secondary"), llmclient.WithRouting("m", routing.Latency))
 		for range 10 { // warm-up
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestWeightedRouting(t *testing.T) {
 	b := fake.New(fake.Reply("b").Forever())
 	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: a, Weight: 3}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: b, Weight: 1}),
-		llmclient.WithRouting("", llmclient.RouteWeighted))
+		llmclient.WithRouting("", routing.Weighted))
 	for range 4000 {
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestWeightedRoutingExtremeWeights(t *testing.T) {
 	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: ps[0], Weight: math.MaxInt}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: ps[1], Weight: math.MaxInt}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "c", Provider: ps[2]}),
-		llmclient.WithRouting("", llmclient.RouteWeighted))
+		llmclient.WithRouting("", routing.Weighted))
 	for range 4000 {
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -105,7 +106,7 @@ func TestWeightedRoutingExtremeWeights(t *testing.T) {
 	c = newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: ps[0]}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: ps[1]}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "c", Provider: ps[2], Weight: 1}),
-		llmclient.WithRouting("", llmclient.RouteWeighted))
+		llmclient.WithRouting("", routing.Weighted))
 	for range 3000 {
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
@@ -120,7 +121,7 @@ func TestLeastInFlightRouting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.Reply("a").Latency(time.Minute).Forever())
 		b := fake.New(fake.Reply("b").Latency(time.Minute).Forever())
-		c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", llmclient.RouteLeastInFlight))
+		c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", routing.LeastInFlight))
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() { _, _ = c.Complete(context.Background(), chatReq("m")) })
@@ -139,7 +140,7 @@ func TestRoutingIsHealthAware(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.Fail(500), fake.Reply("a").Forever())
 		b := fake.New(fake.Reply("b").Forever())
-		c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", llmclient.RouteLeastInFlight),
+		c := newClient(t, up("a", a), up("b", b), llmclient.WithRouting("", routing.LeastInFlight),
 			llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Minute}), llmclient.WithMaxAttempts(1))
 		resp, err := c.Complete(context.Background(), chatReq("m")) // a fails and opens, b serves
 		require.NoError(t, err)
@@ -157,9 +158,9 @@ func TestRoutingIsHealthAware(t *testing.T) {
 func TestRoutingOptionsChecked(t *testing.T) {
 	p := fake.New(fake.Reply("a"))
 	for _, opt := range []llmclient.Option{
-		llmclient.WithRouting("", llmclient.Routing(99)),
-		llmclient.WithRouting("nope", llmclient.RouteLatency),
-		llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: -1}),
+		llmclient.WithRouting("", routing.Policy(99)),
+		llmclient.WithRouting("nope", routing.Latency),
+		llmclient.WithHedging("", routing.Hedge{On: true, Delay: -1}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "w", Provider: p, Weight: -1}),
 	} {
 		_, err := llmclient.New(up("a", p), opt)
@@ -183,7 +184,7 @@ func TestRoutingFailoverFollowsStrategy(t *testing.T) {
 		b := fake.New(fake.Reply("b").Latency(time.Minute).Times(2), fake.Reply("b").Forever())
 		cu := fake.New(fake.Reply("c").Latency(time.Minute), fake.Reply("c").Forever())
 		c := newClient(t, up("a", a), up("b", b), up("c", cu), llmclient.WithModelGroup("m", "a", "b", "c"),
-			llmclient.WithRouting("m", llmclient.RouteLeastInFlight), llmclient.WithMaxAttempts(1))
+			llmclient.WithRouting("m", routing.LeastInFlight), llmclient.WithMaxAttempts(1))
 		var wg sync.WaitGroup
 		pinned(&wg, c, "b")
 		pinned(&wg, c, "b")
@@ -209,7 +210,7 @@ func TestRoutingFailoverJudgesHealthThen(t *testing.T) {
 		b := fake.New(fake.Reply("b").Forever())
 		cu := fake.New(fake.Reply("c").Forever())
 		c = newClient(t, up("a", a), up("b", b), up("c", cu), llmclient.WithModelGroup("m", "a", "b", "c"),
-			llmclient.WithRouting("m", llmclient.RouteLeastInFlight), llmclient.WithMaxAttempts(1))
+			llmclient.WithRouting("m", routing.LeastInFlight), llmclient.WithMaxAttempts(1))
 		resp, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a", "c"}, upstreamsOf(resp.Attempts))
@@ -221,7 +222,7 @@ func TestRoutingFailoverJudgesHealthThen(t *testing.T) {
 // weights, and the next among the others in proportion to theirs.
 func TestWeightedRoutingOrdersTheRest(t *testing.T) {
 	ps := map[string]*fake.Provider{}
-	opts := []llmclient.Option{llmclient.WithRouting("", llmclient.RouteWeighted), llmclient.WithMaxAttempts(1),
+	opts := []llmclient.Option{llmclient.WithRouting("", routing.Weighted), llmclient.WithMaxAttempts(1),
 		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30})}
 	for name, w := range map[string]int{"a": 1, "b": 1, "c": 2} {
 		ps[name] = fake.New(fake.Fail(500).Forever())
@@ -267,7 +268,7 @@ func TestLatencyRoutingExploresOneCallIn200(t *testing.T) {
 		primary := fake.New(fake.Reply("p").Latency(2 * time.Second).Forever())
 		secondary := fake.New(fake.Reply("s").Latency(100 * time.Millisecond).Forever())
 		c := newClient(t, up("primary", primary), up("secondary", secondary),
-			llmclient.WithModelGroup("m", "primary", "secondary"), llmclient.WithRouting("m", llmclient.RouteLatency))
+			llmclient.WithModelGroup("m", "primary", "secondary"), llmclient.WithRouting("m", routing.Latency))
 		for range 2 { // warm-up: each upstream's average is known
 			_, err := c.Complete(llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Pin: []string{"secondary"}}), chatReq("m"))
 			require.NoError(t, err)
@@ -286,14 +287,14 @@ func TestLatencyRoutingExploresOneCallIn200(t *testing.T) {
 }
 
 // WithRouting for "" applies to every route without its own strategy; a group's own
-// RouteDefault means RouteOrdered; both hold after Client.Update rebuilds the groups.
+// routing.Default means routing.Ordered; both hold after Client.Update rebuilds the groups.
 func TestRoutingPolicyPerGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := fake.New(fake.Reply("a").Latency(time.Minute), fake.Reply("a").Forever())
 		b := fake.New(fake.Reply("b").Forever())
 		c := newClient(t, up("a", a), up("b", b),
 			llmclient.WithModelGroup("lif", "a", "b"), llmclient.WithModelGroup("ord", "a", "b"),
-			llmclient.WithRouting("", llmclient.RouteLeastInFlight), llmclient.WithRouting("ord", llmclient.RouteDefault))
+			llmclient.WithRouting("", routing.LeastInFlight), llmclient.WithRouting("ord", routing.Default))
 		var wg sync.WaitGroup
 		pinned(&wg, c, "a") // a has a call in flight, b none
 		synctest.Wait()

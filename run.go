@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // run is one logical call: its route, its attempts and its trace. The loop in exec takes
@@ -66,7 +69,7 @@ type run struct {
 	// hedge is the call's hedging; hedgeSent is set once it sent its one hedge, and
 	// hedgedOn is the upstream a hedge that failed aside called, which counts against
 	// that upstream's cap should the call move there.
-	hedge     Hedge
+	hedge     routing.Hedge
 	hedgeSent bool
 	hedgedOn  *upstream
 
@@ -76,9 +79,9 @@ type run struct {
 	routeBuf [4]*upstream
 	// routeOwned: route is the call's own copy, which routing may reorder. restBy is the
 	// strategy that has yet to order the route after its first upstream (orderRest);
-	// RouteDefault for none.
+	// routing.Default for none.
 	routeOwned bool
-	restBy     Routing
+	restBy     routing.Policy
 	// affinity is the call's prompt-cache affinity hash (affinity.go); 0: none.
 	affinity uint64
 	// single allows one upstream call only: a transport request whose body cannot be
@@ -124,7 +127,7 @@ var runPool = sync.Pool{New: func() any { return new(run) }}
 // and its cost is set by the transport beforehand; so is an embedding batch's (r.emb set),
 // whose Request only names its model, metadata and priority.
 //
-// A call that begin refuses has ended: the observer hears of it (EventCall).
+// A call that begin refuses has ended: the observer hears of it (event.Call).
 func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
 	err := c.start(ctx, r, req, route, pol, chain, keep)
 	if err != nil && r.orig != nil {
@@ -175,13 +178,13 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 			r.hedge = pol.hedging(r.opts)
 		}
 		s := pol.strategy(r.opts)
-		if r.opts != nil && len(r.opts.Pin) > 1 && r.opts.Routing == RouteDefault {
-			s = RouteOrdered // the caller's Pin order is the order
+		if r.opts != nil && len(r.opts.Pin) > 1 && r.opts.Routing == routing.Default {
+			s = routing.Ordered // the caller's Pin order is the order
 		}
 		switch {
-		case s > RouteOrdered && r.affinity != 0 && r.affine(s):
+		case s > routing.Ordered && r.affinity != 0 && r.affine(s):
 			// the call starts where its prompt's prefix is cached (affinity.go)
-		case s > RouteOrdered:
+		case s > routing.Ordered:
 			r.order(s, keep && r.tx == nil)
 		case r.route[0].demoted(r.start):
 			r.demoteSlow()
@@ -225,7 +228,7 @@ func (r *run) exec(ctx context.Context) (*attempt, error) {
 			}
 			// Announced once the call has moved: advance passes over an upstream whose
 			// attempts a hedge used up, and may find nothing left.
-			r.observe(Event{Kind: EventFailover, Upstream: a.up.Name, Target: r.route[r.pos].Name,
+			r.observe(Event{Kind: event.Failover, Upstream: a.up.Name, Target: r.route[r.pos].Name,
 				Model: a.call.Model, Class: e.Class, Err: e})
 		case stepSame:
 			if r.outOfTime() {
@@ -297,7 +300,7 @@ func (r *run) succeeded(a *attempt) {
 		return
 	}
 	r.c.fillEstimate(r, a.resp)
-	a.settle(ClassNone, &a.resp.Usage)
+	a.settle(failure.None, &a.resp.Usage)
 	r.cur = nil
 	r.releasePartition(&a.resp.Usage)
 	if cap(r.trace) == 0 && r.tx == nil && r.emb == nil {
@@ -342,14 +345,14 @@ func (r *run) failed(ctx context.Context, a *attempt, e *Error) plan {
 // hedged pair), when it is recorded here as a local refusal.
 func (r *run) account(ctx context.Context, a *attempt, e *Error, keep bool) (done, counted bool) {
 	r.countCall(a)
-	if r.c.needStats.Load() && e.Class == ClassTimeout && a.called {
+	if r.c.needStats.Load() && e.Class == failure.Timeout && a.called {
 		r.noteLatency(a) // a timeout is a latency too: the upstream took at least this long
 	}
 	done = ctx.Err() != nil
 	if done {
 		// The caller gave up (canceled or out of time): that says nothing about the
 		// upstream's health, so the breaker does not count it.
-		a.settle(ClassCanceled, nil)
+		a.settle(failure.Canceled, nil)
 	} else {
 		a.settle(e.Class, nil)
 	}
@@ -397,7 +400,7 @@ func (r *run) decision(a *attempt, e *Error) Decision {
 	d := r.c.cfg.decisions[e.Class]
 	if e.ShouldRetry != nil && a.called {
 		d.Retry = *e.ShouldRetry
-		if !d.Retry && e.Class == ClassRateLimited {
+		if !d.Retry && e.Class == failure.RateLimited {
 			// The upstream says this request must not be sent again as it is (OpenAI's
 			// "Request too large" 429): the request's failure, not the key's. No other key
 			// is tried with it and none cools down for every caller.

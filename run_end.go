@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // admitPartition admits the call against its caller partition's limits, if any, before
@@ -49,7 +52,7 @@ func (r *run) cleanup() {
 	}
 	if a := r.cur; a != nil {
 		r.cur = nil
-		a.settle(ClassCanceled, nil)
+		a.settle(failure.Canceled, nil)
 	}
 	r.releasePartition(nil)
 }
@@ -110,7 +113,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 			at.Status = e.Status
 		}
 	} else {
-		at.Class, at.Err, at.RetryAfter = ClassNone, nil, 0
+		at.Class, at.Err, at.RetryAfter = failure.None, nil, 0
 	}
 	for i := n; i > 0 && r.trace[i-1].Number > r.trace[i].Number; i-- {
 		// A hedged call's attempts can end out of order: the trace stays in attempt order.
@@ -166,7 +169,7 @@ func (r *run) fail(ctx context.Context, err error) (*Response, error) {
 			if r.c.cost != nil {
 				resp.Cost = traceCost(r.trace)
 			}
-			r.observe(Event{Kind: EventFallback, Class: final.Class, Err: final})
+			r.observe(Event{Kind: event.Fallback, Class: final.Class, Err: final})
 			return resp, nil
 		}
 	}
@@ -199,9 +202,9 @@ func (r *run) final(err error) *Error {
 
 // canceled is the error for a call whose context ended during a wait.
 func (r *run) canceled(ctx context.Context) *Error {
-	class := ClassCanceled
+	class := failure.Canceled
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		class = ClassTimeout
+		class = failure.Timeout
 	}
 	e := &Error{Class: class, Model: r.orig.Model, Err: ctx.Err()}
 	if last := r.lastErr; last != nil {
@@ -281,7 +284,7 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 		return
 	}
 	var ev Event // built here and handed to the observer directly: see run.fill
-	ev.Kind, ev.Attempt, ev.Start, ev.Latency = EventCall, len(r.trace), r.start, time.Since(r.start)
+	ev.Kind, ev.Attempt, ev.Start, ev.Latency = event.Call, len(r.trace), r.start, time.Since(r.start)
 	if r.c.cost != nil {
 		ev.Cost = traceCost(r.trace)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,7 +60,7 @@ func TestRecordWritesEveryField(t *testing.T) {
 		usage *Usage
 	}{
 		{"success", nil, &Usage{InputTokens: 3, OutputTokens: 1}},
-		{"failure", &Error{Class: ClassRateLimited, Status: 429, RetryAfter: time.Second}, nil},
+		{"failure", &Error{Class: failure.RateLimited, Status: 429, RetryAfter: time.Second}, nil},
 		{"neither", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

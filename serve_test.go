@@ -10,9 +10,12 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,7 +127,7 @@ func TestBackupThatCannotServeIsNotSomewhereToGo(t *testing.T) {
 					resp, err := c.Complete(ctx, chatReq("m"))
 					require.NoError(t, err)
 					assert.Equal(t, "primary", resp.Text)
-					assert.Equal(t, llmclient.ClassNone, resp.Attempts[len(resp.Attempts)-1].Class)
+					assert.Equal(t, failure.None, resp.Attempts[len(resp.Attempts)-1].Class)
 				})
 			})
 		}
@@ -169,7 +172,7 @@ func TestFallbacksAreAskedForTheirOwnModel(t *testing.T) {
 	})
 	t.Run("context fallback", func(t *testing.T) {
 		big := fake.New(fake.Reply("from big").Forever())
-		c := newClient(t, newPrimary(fake.FailClass(llmclient.ClassContextLength)),
+		c := newClient(t, newPrimary(fake.FailClass(failure.ContextLength)),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "big", Provider: big, Models: map[string]string{"long": "gpt-big"}}),
 			llmclient.WithModelGroup("chat", "a"), llmclient.WithContextFallback("big"))
 		resp, err := c.Complete(context.Background(), chatReq("chat"))
@@ -261,12 +264,12 @@ func TestHedgeIsNotARetryInEvents(t *testing.T) {
 		var log eventLog
 		c := newClient(t, up("a", fake.New(fake.Reply("a").Latency(time.Second).Forever())),
 			up("b", fake.New(fake.Reply("b").Latency(100*time.Millisecond).Forever())),
-			llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: 200 * time.Millisecond}),
+			llmclient.WithHedging("", routing.Hedge{On: true, Delay: 200 * time.Millisecond}),
 			llmclient.WithObserver(log.observe))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		var hedges int
-		for _, e := range log.kinds(llmclient.EventAttempt) {
+		for _, e := range log.kinds(event.Attempt) {
 			if e.Hedge {
 				hedges++
 				assert.False(t, e.Retry, "a hedge is reported as a retry")
@@ -315,7 +318,7 @@ func TestForceBreakerClosedHoldsOverASharedTrip(t *testing.T) {
 
 // A Pin's order holds on groups with a routing strategy.
 func TestPinOrderHoldsUnderRouting(t *testing.T) {
-	for _, s := range []llmclient.Routing{llmclient.RouteWeighted, llmclient.RouteLeastInFlight, llmclient.RouteLatency} {
+	for _, s := range []routing.Policy{routing.Weighted, routing.LeastInFlight, routing.Latency} {
 		c := newClient(t, up("a", fake.New(fake.Reply("a").Forever())), up("b", fake.New(fake.Reply("b").Forever())),
 			llmclient.WithModelGroup("chat", "a", "b"), llmclient.WithRouting("chat", s))
 		for range 20 {
@@ -356,7 +359,7 @@ func TestCallWithoutDeadlineIsBoundedByDefault(t *testing.T) {
 			var err error
 			d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("m")) })
 			require.Error(t, err)
-			assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+			assert.Equal(t, failure.Timeout, llmclient.ClassOf(err))
 			assert.InDelta(t, 10*time.Minute, d, float64(time.Second))
 		})
 	})
@@ -434,7 +437,7 @@ func TestSilentStreamFailsOverByDefault(t *testing.T) {
 // upstream; alone, the upstream is retried with backoff.
 func TestConnectionResetMovesToPeerAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failing := fake.New(fake.FailClass(llmclient.ClassNetwork).Forever())
+		failing := fake.New(fake.FailClass(failure.Network).Forever())
 		c := newClient(t, up("failing", failing), up("peer", fake.New(fake.Reply("ok").Forever())))
 		var resp *llmclient.Response
 		var err error
@@ -444,7 +447,7 @@ func TestConnectionResetMovesToPeerAtOnce(t *testing.T) {
 		assert.Zero(t, d)
 		assert.Equal(t, 1, failing.Calls())
 
-		alone := newClient(t, up("failing", fake.New(fake.FailClass(llmclient.ClassNetwork).Times(1), fake.Reply("ok"))))
+		alone := newClient(t, up("failing", fake.New(fake.FailClass(failure.Network).Times(1), fake.Reply("ok"))))
 		d = elapsed(func() { resp, err = alone.Complete(context.Background(), chatReq("m")) })
 		require.NoError(t, err)
 		assert.Positive(t, d, "backoff before retrying the only upstream")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,8 +36,8 @@ func TestSlowCallsOpenTheBreaker(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		require.Len(t, log.kinds(llmclient.EventBreaker), 1)
-		assert.Equal(t, breaker.Open, log.kinds(llmclient.EventBreaker)[0].To)
+		require.Len(t, log.kinds(event.Breaker), 1)
+		assert.Equal(t, breaker.Open, log.kinds(event.Breaker)[0].To)
 		resp, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		assert.Equal(t, "secondary", resp.Upstream)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/health"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Snapshot returns the state of every upstream now, in registration order: its breaker,
@@ -100,7 +101,7 @@ func (k *poolKey) snapshot(now time.Time, limits Limits) health.Key {
 }
 
 // reportedLevel is one dimension of an upstream's report, nil when it sent none.
-func reportedLevel(w RateWindow) *health.Level {
+func reportedLevel(w ratelimit.Window) *health.Level {
 	if !w.Known {
 		return nil
 	}

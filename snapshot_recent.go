@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
 )
 
 // The recent-attempts window of Snapshot: six slots of ten seconds, so a snapshot covers
@@ -63,7 +65,7 @@ func recentBinValue(i int) time.Duration {
 }
 
 // add counts one upstream call that ended at end after lat, with class.
-func (r *recentStats) add(end time.Time, lat time.Duration, class Class) {
+func (r *recentStats) add(end time.Time, lat time.Duration, class failure.Class) {
 	period := end.UnixNano() / int64(recentWidth)
 	s := &r.slots[period%recentSlots]
 	if st := s.stamp.Load(); st != period+1 {
@@ -82,9 +84,9 @@ func (r *recentStats) add(end time.Time, lat time.Duration, class Class) {
 		r.mu.Unlock()
 	}
 	s.bins[recentBin(lat)].Add(1)
-	if class != ClassNone && class != ClassCanceled {
+	if class != failure.None && class != failure.Canceled {
 		s.errors.Add(1)
-		if class == ClassRateLimited {
+		if class == failure.RateLimited {
 			s.rateLimited.Add(1)
 		}
 	}

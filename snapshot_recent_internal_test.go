@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
 )
 
 // Every latency lands in a bin whose middle is within 13% of it; negative and huge ones
@@ -44,9 +46,9 @@ func TestRecentBins(t *testing.T) {
 func TestRecentWindow(t *testing.T) {
 	var r recentStats
 	now := time.Unix(1_000_000, 0)
-	r.add(now, time.Second, ClassNone)
-	r.add(now, time.Second, ClassRateLimited)
-	r.add(now.Add(-recentSlots*recentWidth), time.Second, ClassServerError) // same slot, a minute older
+	r.add(now, time.Second, failure.None)
+	r.add(now, time.Second, failure.RateLimited)
+	r.add(now.Add(-recentSlots*recentWidth), time.Second, failure.ServerError) // same slot, a minute older
 	s := r.summary(now)
 	if s.attempts != 2 || s.errors != 1 || s.rateLimited != 1 {
 		t.Errorf("summary %+v, want 2 attempts, 1 error, 1 rate limited", s)
@@ -54,7 +56,7 @@ func TestRecentWindow(t *testing.T) {
 	if s := r.summary(now.Add(recentSlots * recentWidth)); s.attempts != 0 {
 		t.Errorf("a minute later: %+v, want nothing", s)
 	}
-	r.add(now.Add(recentSlots*recentWidth), time.Millisecond, ClassCanceled)
+	r.add(now.Add(recentSlots*recentWidth), time.Millisecond, failure.Canceled)
 	if s := r.summary(now.Add(recentSlots * recentWidth)); s.attempts != 1 || s.errors != 0 || s.p50 > 2*time.Millisecond {
 		t.Errorf("after the slot's reuse: %+v, want one canceled attempt, not an error", s)
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/health"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,10 +26,10 @@ func snapshotScenario(t *testing.T) (*llmclient.Client, time.Time) {
 	t.Helper()
 	start := time.Now()
 	a := fake.New(
-		fake.Fail(429).RetryAfter(30*time.Second).Latency(100*time.Millisecond).RateLimits(llmclient.RateLimits{
-			Requests: llmclient.RateWindow{Known: true, Limit: 600, Remaining: 0, Reset: 30 * time.Second}}),
-		fake.Reply("ok").Usage(10, 5).RateLimits(llmclient.RateLimits{
-			Tokens: llmclient.RateWindow{Known: true, Limit: 60000, Remaining: 59000, Reset: time.Second}}),
+		fake.Fail(429).RetryAfter(30*time.Second).Latency(100*time.Millisecond).RateLimits(ratelimit.Status{
+			Requests: ratelimit.Window{Known: true, Limit: 600, Remaining: 0, Reset: 30 * time.Second}}),
+		fake.Reply("ok").Usage(10, 5).RateLimits(ratelimit.Status{
+			Tokens: ratelimit.Window{Known: true, Limit: 60000, Remaining: 59000, Reset: time.Second}}),
 	)
 	b := fake.New(fake.Fail(401))
 	cc := fake.New(fake.Fail(500).Times(2))
@@ -40,11 +42,11 @@ func snapshotScenario(t *testing.T) (*llmclient.Client, time.Time) {
 		llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2}))
 	ctx := context.Background()
 	_, err := c.Complete(ctx, chatReq("ga"))
-	require.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err))
+	require.Equal(t, failure.RateLimited, llmclient.ClassOf(err))
 	_, err = c.Complete(ctx, chatReq("ga"))
 	require.NoError(t, err)
 	_, err = c.Complete(ctx, chatReq("gb"))
-	require.Equal(t, llmclient.ClassAuth, llmclient.ClassOf(err))
+	require.Equal(t, failure.Auth, llmclient.ClassOf(err))
 	for range 2 {
 		_, err = c.Complete(ctx, chatReq("gc"))
 		require.Error(t, err)

@@ -11,6 +11,10 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // Stream-guard defaults.
@@ -91,7 +95,7 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 }
 
 // WithIdleTimeout bounds how long a committed stream may wait on its upstream for the
-// next data event; a longer silence ends the stream with a ClassStreamInterrupted error
+// next data event; a longer silence ends the stream with a failure.StreamInterrupted error
 // wrapping ErrIdleTimeout (continued on the route, see WithStreamContinuation) and gives
 // back every lease it holds, even when the caller is not reading: a stream whose caller
 // is away for an idle period is read ahead in the background (at most 1 MiB or 4096
@@ -118,7 +122,7 @@ func WithIdleTimeout(d time.Duration) Option {
 // a guard before commit: once the first content token arrives, the stream's chunks are
 // held back until it has produced tokensPerSecond × over tokens (the floor is then met
 // whatever comes next), or ended; if `over` passes first, the attempt ends with a
-// ClassTimeout error wrapping ErrThroughputFloor and the call moves on like after any
+// failure.Timeout error wrapping ErrThroughputFloor and the call moves on like after any
 // failure before the first token — failover first, within the call's attempt caps, retry
 // budget and time budget. The breaker counts such a cut as slow, not as a failure, and
 // an upstream cut that way five times in a row is tried last for 30s (as after the
@@ -143,8 +147,8 @@ func WithThroughputFloor(tokensPerSecond float64, over time.Duration) Option {
 }
 
 // WithStreamTimeout bounds a whole stream, retries before the first token included; when
-// it fires, the stream ends with a ClassStreamInterrupted error wrapping ErrStreamTimeout
-// (before commit: the call fails with ClassTimeout) and gives back every lease it holds,
+// it fires, the stream ends with a failure.StreamInterrupted error wrapping ErrStreamTimeout
+// (before commit: the call fails with failure.Timeout) and gives back every lease it holds,
 // even when the caller is not reading. It must not be negative. Default 0: no bound but
 // the context's deadline.
 func WithStreamTimeout(d time.Duration) Option {
@@ -193,12 +197,12 @@ func (c *Client) guardLayer(next attemptFunc) attemptFunc {
 			// The timer fired as the first token arrived: the context is gone, so is the stream.
 			a.stream.ps.Close()
 			a.stream = nil
-			err = &Error{Class: ClassTimeout, Upstream: a.up.Name, Model: a.call.Model, Err: ErrFirstTokenTimeout}
+			err = &Error{Class: failure.Timeout, Upstream: a.up.Name, Model: a.call.Model, Err: ErrFirstTokenTimeout}
 		}
 		if err != nil {
 			if errors.Is(context.Cause(sctx), ErrFirstTokenTimeout) && ctx.Err() == nil {
 				e := err.(*Error)
-				e.Class, e.Err = ClassTimeout, ErrFirstTokenTimeout
+				e.Class, e.Err = failure.Timeout, ErrFirstTokenTimeout
 			}
 			cancel(context.Canceled)
 			return err
@@ -215,7 +219,7 @@ func (c *Client) guardLayer(next attemptFunc) attemptFunc {
 // holdFloor reads a stream past its first content token, holding its chunks back, until
 // it meets the throughput floor (WithThroughputFloor): it has produced the floor's tokens,
 // or ended, or holds as much as a read-ahead may. When the floor's window passes first it
-// closes the stream and returns a ClassTimeout error wrapping ErrThroughputFloor, counted
+// closes the stream and returns a failure.Timeout error wrapping ErrThroughputFloor, counted
 // as a cut of the Client's choosing (slow for the breaker). It does nothing when the floor
 // is off or the call has nowhere else to go. ctx is the attempt's context, sctx the
 // stream's, which cancel ends.
@@ -260,7 +264,7 @@ func (c *Client) floorFailed(ctx, sctx context.Context, a *attempt, err error) *
 	a.end = a.sent.Add(a.latency)
 	if errors.Is(context.Cause(sctx), ErrThroughputFloor) && ctx.Err() == nil {
 		a.shareBound = true // the Client's bound cut it: slow, not failed
-		return &Error{Class: ClassTimeout, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: ErrThroughputFloor,
+		return &Error{Class: failure.Timeout, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: ErrThroughputFloor,
 			Message: "the stream produced fewer tokens than its throughput floor"}
 	}
 	e := c.asError(ctx, err, a)
@@ -296,7 +300,7 @@ func (c *Client) callStream(ctx context.Context, a *attempt) error {
 		return err
 	}
 	if ps == nil {
-		return &Error{Class: ClassUnknown, Message: "provider returned neither a stream nor an error"}
+		return &Error{Class: failure.Unknown, Message: "provider returned neither a stream nor an error"}
 	}
 	a.status = http.StatusOK
 	g := &guard{ps: ps}
@@ -352,7 +356,7 @@ func mergeHeader(head, ch *Chunk) {
 	if ch.Usage != nil {
 		head.Usage = ch.Usage
 	}
-	if ch.FinishReason != FinishNone {
+	if ch.FinishReason != finish.None {
 		head.FinishReason, head.RawFinishReason = ch.FinishReason, ch.RawFinishReason
 	}
 }
@@ -465,7 +469,7 @@ func (s *Stream) Next() bool {
 		for len(s.pending) > 0 {
 			ch := s.pending[0]
 			s.pending = s.pending[1:]
-			if s.static != nil || ch.HasContent() || ch.FinishReason != FinishNone || ch.Usage != nil {
+			if s.static != nil || ch.HasContent() || ch.FinishReason != finish.None || ch.Usage != nil {
 				if s.continued {
 					if s.deliverContinued(ch) {
 						return true
@@ -657,7 +661,7 @@ func (s *Stream) Current() Chunk { return s.cur }
 // Err returns the error that ended the stream: nil after a clean end and after the
 // caller's own Close. A stream cut after its first token is continued on its route by
 // default (WithStreamContinuation); when it is not, or the continuation fails, it ends
-// with an *Error (ClassStreamInterrupted, or the last attempt's class) whose Partial holds
+// with an *Error (failure.StreamInterrupted, or the last attempt's class) whose Partial holds
 // the output the caller received; ContinuationRequest builds a request that continues it.
 func (s *Stream) Err() error { return s.err }
 
@@ -747,7 +751,7 @@ func staticStream(resp *Response) *Stream {
 	u := resp.Usage
 	ch.Usage = &u
 	for i, tc := range resp.ToolCalls {
-		ch.ToolCalls = append(ch.ToolCalls, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		ch.ToolCalls = append(ch.ToolCalls, dialect.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return StreamOf([]Chunk{ch}, resp)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,12 +48,12 @@ func TestThroughputFloorFailsOverASlowStream(t *testing.T) {
 		resp := s.Response()
 		assert.Equal(t, "b", resp.Upstream)
 		require.Len(t, resp.Attempts, 2)
-		assert.Equal(t, llmclient.ClassTimeout, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Timeout, resp.Attempts[0].Class)
 		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrThroughputFloor)
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.NotEmpty(t, attempts)
 		assert.ErrorIs(t, attempts[0].Err, llmclient.ErrThroughputFloor)
-		require.Len(t, log.kinds(llmclient.EventFailover), 1)
+		require.Len(t, log.kinds(event.Failover), 1)
 		snap := c.Breaker("a").Snapshot()
 		assert.Equal(t, 0, snap.Failures)
 		assert.Equal(t, 1, snap.Slow)

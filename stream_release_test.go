@@ -11,6 +11,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,10 +74,10 @@ func TestStreamEndingWhileTheCallerIsAwaySettlesAtOnce(t *testing.T) {
 		require.NoError(t, s.Err())
 		assert.Equal(t, "abc", text)
 		assert.Equal(t, 3, s.Response().Usage.OutputTokens)
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class)
-		assert.Len(t, log.kinds(llmclient.EventCall), 1)
+		assert.Equal(t, failure.None, at[0].Class)
+		assert.Len(t, log.kinds(event.Call), 1)
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +37,7 @@ func TestStreamCleanEnd(t *testing.T) {
 		assert.Equal(t, "Hello", text)
 		resp := s.Response()
 		assert.Equal(t, "Hello", resp.Text)
-		assert.Equal(t, llmclient.FinishStop, resp.FinishReason)
+		assert.Equal(t, finish.Stop, resp.FinishReason)
 		assert.Equal(t, 7, resp.Usage.InputTokens)
 		assert.Equal(t, "a", resp.Upstream)
 		require.Len(t, resp.Attempts, 1)
@@ -60,7 +62,7 @@ func TestStreamStallBeforeFirstTokenFailsOverInvisibly(t *testing.T) {
 		assert.Equal(t, "from b", text)
 		resp := s.Response()
 		assert.Equal(t, []string{"a", "b"}, upstreamsOf(resp.Attempts))
-		assert.Equal(t, llmclient.ClassTimeout, resp.Attempts[0].Class)
+		assert.Equal(t, failure.Timeout, resp.Attempts[0].Class)
 		assert.ErrorIs(t, resp.Attempts[0].Err, llmclient.ErrFirstTokenTimeout)
 		assert.True(t, resp.Fallback)
 	})
@@ -81,7 +83,7 @@ func TestStreamInBandErrorBeforeFirstTokenIsRetried(t *testing.T) {
 		assert.Equal(t, "ok", text)
 		attempts := s.Response().Attempts
 		require.Len(t, attempts, 2)
-		assert.Equal(t, llmclient.ClassOverloaded, attempts[0].Class)
+		assert.Equal(t, failure.Overloaded, attempts[0].Class)
 	})
 }
 
@@ -95,7 +97,7 @@ func TestStreamCutAfterKChunksIsInterruptedWithPartial(t *testing.T) {
 		text, err := readAll(s)
 		assert.Equal(t, "one two ", text)
 		require.Error(t, err)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, llmclient.ErrStreamInterrupted)
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 		var e *llmclient.Error
@@ -123,7 +125,7 @@ func TestStreamIdleGapIsInterrupted(t *testing.T) {
 		var text string
 		d := elapsed(func() { text, err = readAll(s) })
 		assert.Equal(t, "a", text)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, llmclient.ErrIdleTimeout)
 		assert.Equal(t, 30*time.Second, d, "keep-alives do not reset the idle timer by default")
 	})
@@ -135,7 +137,7 @@ func TestStreamKeepAlivesDoNotSatisfyFirstTokenTimeout(t *testing.T) {
 		c := newClient(t, up("a", p), llmclient.WithFirstTokenTimeout(20*time.Second), llmclient.WithMaxAttempts(2))
 		var err error
 		d := elapsed(func() { _, err = c.Stream(context.Background(), chatReq("m")) })
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, llmclient.ErrFirstTokenTimeout)
 		assert.Equal(t, 2, p.Calls())
 		// Two 20s first-token timeouts, and no backoff between them: a stall is not overload.
@@ -181,7 +183,7 @@ func TestStreamContextCancelMidStream(t *testing.T) {
 		d := elapsed(func() { more = s.Next() })
 		assert.False(t, more)
 		assert.Equal(t, 3*time.Second, d)
-		assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(s.Err()))
+		assert.Equal(t, failure.Canceled, llmclient.ClassOf(s.Err()))
 		var e *llmclient.Error
 		require.ErrorAs(t, s.Err(), &e)
 		assert.Equal(t, "a", e.Partial.Text)
@@ -205,18 +207,18 @@ func TestStreamIteratorForm(t *testing.T) {
 			got = append(got, ch.Text)
 		}
 		assert.Equal(t, []string{"x", "y"}, got)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(last))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(last))
 	})
 }
 
 func TestStreamEmptyOutputIsClassified(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := fake.New(fake.StreamChunks(llmclient.Chunk{Reasoning: "thinking..."}).Finish(llmclient.FinishLength))
+		p := fake.New(fake.StreamChunks(llmclient.Chunk{Reasoning: "thinking..."}).Finish(finish.Length))
 		c := newClient(t, up("a", p))
 		s, err := c.Stream(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		defer s.Close()
 		_, err = readAll(s)
-		assert.Equal(t, llmclient.ClassEmptyOutput, llmclient.ClassOf(err))
+		assert.Equal(t, failure.EmptyOutput, llmclient.ClassOf(err))
 	})
 }

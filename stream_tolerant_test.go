@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,9 +32,9 @@ func TestStreamSkipsAMalformedEvent(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "Hello", text)
 		assert.Equal(t, 1, srv.count(), "recovered in place")
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class)
+		assert.Equal(t, failure.None, at[0].Class)
 		require.Len(t, s.Response().Attempts, 1)
 		assert.True(t, strings.Contains(strings.Join(s.Response().Attempts[0].Notes, ";"), "skipped 1 malformed stream events"))
 	})

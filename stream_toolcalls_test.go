@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -17,7 +19,7 @@ import (
 // ("strings: illegal use of non-zero Builder copied by value").
 func TestStreamInterleavedToolCalls(t *testing.T) {
 	delta := func(ix int, id, name, args string) llmclient.Chunk {
-		return llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: ix, ID: id, Name: name, Arguments: args}}}
+		return llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: ix, ID: id, Name: name, Arguments: args}}}
 	}
 	p := fake.New(fake.StreamChunks(
 		delta(0, "c0", "get_weather", `{"city":`),
@@ -25,7 +27,7 @@ func TestStreamInterleavedToolCalls(t *testing.T) {
 		delta(2, "c2", "get_news", `{}`),
 		delta(0, "", "", `"Oslo"}`),
 		delta(1, "", "", `"CET"}`),
-		llmclient.Chunk{FinishReason: llmclient.FinishToolCalls},
+		llmclient.Chunk{FinishReason: finish.ToolCalls},
 	))
 	c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}))
 	s, err := c.Stream(context.Background(), chatReq("m"))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,7 +14,7 @@ import (
 type freshOK struct{}
 
 func (freshOK) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop,
 		Usage: llmclient.Usage{InputTokens: 3, OutputTokens: 1}}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/llmclient/llmclient/internal/headers"
 	"hash/maphash"
 	"io"
 	"net/http"
@@ -16,6 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/internal/headers"
 )
 
 // defaultMaxReplayBody is the largest request body the transport buffers so that retries
@@ -76,9 +79,9 @@ func (x *txCall) unbudgeted() bool {
 
 // WithStrictMatch makes the transport refuse, without sending it, a request that matches
 // no upstream's base URL (see Transport.RoundTrip's matching): the round trip fails with
-// an *Error of ClassUnavailable wrapping ErrNoUpstream. Default false: such a request is
+// an *Error of failure.Unavailable wrapping ErrNoUpstream. Default false: such a request is
 // passed to the base transport unprotected, counted (Transport.Unmatched) and reported
-// once per scheme and host by an EventAlert with Action "transport_unmatched".
+// once per scheme and host by an event.Alert with Action "transport_unmatched".
 func WithStrictMatch(strict bool) TransportOption {
 	return transportOptionFunc(func(c *transportConfig) { c.strict = strict })
 }
@@ -109,7 +112,7 @@ const (
 // address and IP literal spellings do not matter; and a base path's "/v1" missing from
 // the URL, or repeated in it, does not matter when the Dialect recognizes the rest as an
 // API call. Any other request is passed to the base transport untouched, counted
-// (Unmatched) and reported once per host (EventAlert, Action "transport_unmatched"), or
+// (Unmatched) and reported once per host (event.Alert, Action "transport_unmatched"), or
 // refused under WithStrictMatch. For a protected request:
 //
 //   - The body is buffered once (up to WithMaxReplayBody) and replayed on every attempt;
@@ -124,7 +127,7 @@ const (
 //     serve, takes the group's route in its order. Each upstream gets the model under its
 //     own name (Upstream.Models): the body's top-level "model" member, or Gemini's path
 //     segment, is rewritten, and nothing else. A redirect from such an alternate
-//     upstream is its failure (ClassUnavailable), never handed to the caller's client,
+//     upstream is its failure (failure.Unavailable), never handed to the caller's client,
 //     which would follow it with the caller's credentials. Other paths are retried on
 //     their own upstream only, classified by status, headers and body, and cost no tokens.
 //   - When the upstream has a key pool (Upstream.Keys), every attempt carries the chosen
@@ -145,7 +148,7 @@ const (
 //     that cannot be replayed), and every stream with continuation off, pass the
 //     upstream's bytes as they come: a read that stalls longer than the idle timeout, or
 //     a stream cut before the vendor's end marker, then fails with a
-//     ClassStreamInterrupted *Error.
+//     failure.StreamInterrupted *Error.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
 //     under the upstream's attempt timeout, so a cut body is retried too, and so is a
 //     recognized call's 2xx whose body is an error object (an in-band error, as
@@ -163,8 +166,8 @@ const (
 //     A call the Client refused itself, without an upstream response (an open breaker,
 //     keys cooling or evicted, the limiter, a budget), gets an error response in the
 //     addressed upstream's error format, so the SDK reports its own error type: 429 for
-//     ClassRateLimited, ClassBudgetExceeded and keys cooling down after the upstream's
-//     429s, 503 for the rest of ClassUnavailable, with
+//     failure.RateLimited, failure.BudgetExceeded and keys cooling down after the upstream's
+//     429s, 503 for the rest of failure.Unavailable, with
 //     Retry-After when the Client knows when the refusal ends, "X-Should-Retry: false"
 //     and "X-Llmclient-Class" naming the class. When the last attempt got no response
 //     (a network failure, a timeout, the caller's context), the round trip fails with
@@ -222,12 +225,12 @@ func (t *Transport) passUnmatched(req *http.Request) (*http.Response, error) {
 		if _, loaded := t.reported.LoadOrStore(origin, struct{}{}); !loaded {
 			t.reportedN.Add(1)
 			now := time.Now()
-			c.observer(req.Context(), Event{Kind: EventAlert, Time: now, Start: now, Action: "transport_unmatched",
+			c.observer(req.Context(), Event{Kind: event.Alert, Time: now, Start: now, Action: "transport_unmatched",
 				Target: origin, Local: t.cfg.strict, Err: errUnmatched})
 		}
 	}
 	if t.cfg.strict {
-		return nil, &Error{Class: ClassUnavailable, Err: errUnmatched,
+		return nil, &Error{Class: failure.Unavailable, Err: errUnmatched,
 			Message: "request refused: it matches no upstream (WithStrictMatch)"}
 	}
 	return t.base.RoundTrip(req)
@@ -327,7 +330,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer tr.release() // last: what follows may still use it
 	body := &tr.body
 	if err := readReplayBody(req, t.cfg.maxBody, body); err != nil {
-		return nil, &Error{Class: ClassBadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
+		return nil, &Error{Class: failure.BadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
 	defer body.close()
 	x := &tr.x // zero: pooled calls are cleared on release
@@ -398,7 +401,7 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 	}
 	cancelTotal()
 	usage := a.bill.partial // read from the body (readResponse): the limiter is reconciled with it
-	a.settle(ClassNone, usage)
+	a.settle(failure.None, usage)
 	r.cur = nil
 	r.releasePartition(usage)
 	r.record(a, nil, usage)
@@ -525,7 +528,7 @@ func (t *Transport) sdkRetry(fp uint64, m *txUpstream) error {
 	if e := t.recent.get(fp, time.Now()); e != nil {
 		return e
 	}
-	return &Error{Class: ClassUnavailable, Upstream: m.up.Name, Err: ErrSDKRetry}
+	return &Error{Class: failure.Unavailable, Upstream: m.up.Name, Err: ErrSDKRetry}
 }
 
 // sdkRetries reads the Stainless SDKs' retry counter; fromSDK reports that the header was
@@ -654,7 +657,7 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 func (t *Transport) compatible(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		if !t.serves(a.up, a.tx) {
-			return &Error{Class: ClassUnavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrNoUpstream,
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: ErrNoUpstream,
 				Message: "upstream cannot serve this API call through the transport"}
 		}
 		return next(ctx, a)

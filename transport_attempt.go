@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/llmclient/llmclient/internal/headers"
 	"io"
 	"mime"
 	"net/http"
@@ -12,6 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/internal/headers"
 
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -53,12 +56,12 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 			// The timer fired as the attempt succeeded: its context, and so its body, is gone.
 			x.live.abort(x.ps)
 			x.live, x.resp, x.ps = nil, nil, nil
-			err = &Error{Class: ClassTimeout, Upstream: a.up.Name, Model: a.call.Model, Err: cause}
+			err = &Error{Class: failure.Timeout, Upstream: a.up.Name, Model: a.call.Model, Err: cause}
 		}
 		if err != nil {
 			if errors.Is(context.Cause(actx), cause) && ctx.Err() == nil {
 				e := err.(*Error)
-				e.Class, e.Err = ClassTimeout, cause
+				e.Class, e.Err = failure.Timeout, cause
 			}
 			cancel(context.Canceled)
 			return err
@@ -86,7 +89,7 @@ func (t *Transport) send(ctx context.Context, a *attempt) error {
 	}
 	body, size, err := x.body.open()
 	if err != nil {
-		return &Error{Class: ClassBadRequest, Message: "reopening the request body", Err: err}
+		return &Error{Class: failure.BadRequest, Message: "reopening the request body", Err: err}
 	}
 	out.Body, out.ContentLength, out.GetBody = body, size, x.body.getBody()
 	if body == nil {
@@ -105,7 +108,7 @@ func (t *Transport) received(a *attempt, tu *txUpstream, out *http.Request) erro
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			// The connection closed before the response: a network failure, retried.
-			return &Error{Class: ClassNetwork, Err: err}
+			return &Error{Class: failure.Network, Err: err}
 		}
 		return err
 	}
@@ -123,7 +126,7 @@ func (t *Transport) received(a *attempt, tu *txUpstream, out *http.Request) erro
 		// The caller's client would follow it with the caller's headers, credentials and
 		// all, to the target's host or further: this upstream cannot serve the call.
 		httpx.DrainClose(resp.Body)
-		return &Error{Class: ClassUnavailable, Status: resp.StatusCode, Err: ErrNoUpstream,
+		return &Error{Class: failure.Unavailable, Status: resp.StatusCode, Err: ErrNoUpstream,
 			Message: "failover target answered with a redirect"}
 	}
 	if isEventStream(resp.Header) {
@@ -293,7 +296,7 @@ func (t *Transport) errorResponse(a *attempt, tu *txUpstream, resp *http.Respons
 	httpx.DrainClose(resp.Body)
 	e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data)
 	if e == nil {
-		e = &Error{Class: ClassUnknown, Status: resp.StatusCode}
+		e = &Error{Class: failure.Unknown, Status: resp.StatusCode}
 	}
 	if e.Status == 0 {
 		e.Status = resp.StatusCode
@@ -357,7 +360,7 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 	_ = resp.Body.Close()
 	if x.known && inBandError(data) {
 		// An error object under a success status, as OpenAI-compatible proxies send.
-		if e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data); e != nil && e.Class != ClassNone && e.Class != ClassUnknown {
+		if e := tu.d.ClassifyError(resp.StatusCode, resp.Header, data); e != nil && e.Class != failure.None && e.Class != failure.Unknown {
 			if e.Status == 0 {
 				e.Status = resp.StatusCode
 			}
@@ -514,7 +517,7 @@ func notePre(pre, ch *Chunk) {
 		u := *ch.Usage
 		pre.Usage = &u
 	}
-	if ch.FinishReason != FinishNone {
+	if ch.FinishReason != finish.None {
 		pre.FinishReason = ch.FinishReason
 	}
 	pre.Text += ch.Text

@@ -6,19 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // The API shapes whose streams the transport continues (see txCont). They are the
 // Shape values of provider/openai's chat completions and provider/anthropic's messages;
 // the root package cannot import the providers.
 const (
-	shapeOpenAIChat        Shape = "openai.chat_completions"
-	shapeAnthropicMessages Shape = "anthropic.messages"
+	shapeOpenAIChat        dialect.Shape = "openai.chat_completions"
+	shapeAnthropicMessages dialect.Shape = "anthropic.messages"
 )
 
 // continuable reports whether the transport continues a broken stream of this shape: the
 // wire must let it go on emitting the fallback's events in the first stream's terms.
-func continuable(shape Shape) bool {
+func continuable(shape dialect.Shape) bool {
 	return shape == shapeOpenAIChat || shape == shapeAnthropicMessages
 }
 
@@ -104,8 +108,8 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 		return false, nil
 	}
 	e := cm.finish(err)
-	if e == nil || e.Class != ClassStreamInterrupted || errors.Is(e.Err, ErrStreamTimeout) ||
-		c.acc.finish != FinishNone || cm.finishReason.Load() != nil || c.link.ctx.Err() != nil {
+	if e == nil || e.Class != failure.StreamInterrupted || errors.Is(e.Err, ErrStreamTimeout) ||
+		c.acc.finish != finish.None || cm.finishReason.Load() != nil || c.link.ctx.Err() != nil {
 		return false, nil
 	}
 	r, x := cm.r, cm.r.tx
@@ -247,7 +251,7 @@ func (b *liveBody) relayEnd(err error) {
 }
 
 // newEventWriter returns the writer of a continuable shape's events.
-func newEventWriter(shape Shape) eventWriter {
+func newEventWriter(shape dialect.Shape) eventWriter {
 	if shape == shapeAnthropicMessages {
 		return &anthropicWriter{open: -1}
 	}
@@ -339,7 +343,7 @@ func (w *openAIWriter) frame(out []byte, v oaiChunk) []byte {
 }
 
 func (w *openAIWriter) chunk(out []byte, ch *Chunk, usage *Usage) []byte {
-	if ch.HasContent() || ch.FinishReason != FinishNone {
+	if ch.HasContent() || ch.FinishReason != finish.None {
 		c := oaiChoice{Delta: oaiDelta{Content: ch.Text, Reasoning: ch.Reasoning, Refusal: ch.Refusal}}
 		for _, d := range ch.ToolCalls {
 			tc := oaiToolCall{Index: d.Index, ID: d.ID}
@@ -349,7 +353,7 @@ func (w *openAIWriter) chunk(out []byte, ch *Chunk, usage *Usage) []byte {
 			tc.Function.Name, tc.Function.Arguments = d.Name, d.Arguments
 			c.Delta.ToolCalls = append(c.Delta.ToolCalls, tc)
 		}
-		if ch.FinishReason != FinishNone {
+		if ch.FinishReason != finish.None {
 			f := ch.RawFinishReason
 			if f == "" {
 				f = string(ch.FinishReason)
@@ -487,7 +491,7 @@ func (w *anthropicWriter) chunk(out []byte, ch *Chunk, _ *Usage) []byte {
 				Delta: map[string]string{"type": "input_json_delta", "partial_json": d.Arguments}})
 		}
 	}
-	if ch.FinishReason != FinishNone {
+	if ch.FinishReason != finish.None {
 		w.stop = ch.RawFinishReason
 		if w.stop == "" {
 			w.stop = string(ch.FinishReason)

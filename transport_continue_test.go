@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -142,7 +144,7 @@ func TestTransportContinuesCutOpenAIStream(t *testing.T) {
 				assert.Greater(t, usage.Usage.Prompt, 7, "summed over both attempts: the first's estimate and the second's report")
 				synctest.Wait()
 				assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
-				conts := log.kinds(llmclient.EventContinuation)
+				conts := log.kinds(event.Continuation)
 				require.Len(t, conts, 1)
 				assert.Equal(t, "b", conts[0].Target)
 				want := "restart"
@@ -157,7 +159,7 @@ func TestTransportContinuesCutOpenAIStream(t *testing.T) {
 				} else {
 					assert.NotContains(t, got[0].Body, `"assistant"`)
 				}
-				calls := log.kinds(llmclient.EventCall)
+				calls := log.kinds(event.Call)
 				require.Len(t, calls, 1, "one call")
 				assert.NoError(t, calls[0].Err)
 			})
@@ -175,7 +177,7 @@ func TestTransportContinuationDivergesWithAClearError(t *testing.T) {
 		body, err := readBody(t, resp)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 		assert.NotContains(t, body, "Goodbye", "nothing of the diverging answer")
 		assert.Equal(t, 1, strings.Count(body, `"content":"lo"`))
 		assert.NotContains(t, body, "[DONE]")
@@ -279,7 +281,7 @@ func TestTransportContinuesCutAnthropicStream(t *testing.T) {
 				assert.Greater(t, delta.Usage.InputTokens, 10, "summed over both attempts")
 				synctest.Wait()
 				assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
-				require.Len(t, log.kinds(llmclient.EventContinuation), 1)
+				require.Len(t, log.kinds(event.Continuation), 1)
 			})
 		})
 	}

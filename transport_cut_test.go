@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,14 +62,14 @@ func TestTransportLiveBodyCanceledMidBodyIsNoCleanEOF(t *testing.T) {
 					rest = append(rest, buf[:n]...)
 				}
 				assert.NotErrorIs(t, err, io.EOF, "a cut body never ends cleanly")
-				assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(err), "%v", err)
+				assert.Equal(t, failure.Canceled, llmclient.ClassOf(err), "%v", err)
 				require.NoError(t, resp.Body.Close())
 				synctest.Wait()
 				assert.Equal(t, 0, c.InFlight("oai"))
 				assert.Equal(t, ct.opened.Load(), ct.closed.Load())
-				at := log.kinds(llmclient.EventAttempt)
+				at := log.kinds(event.Attempt)
 				require.Len(t, at, 1)
-				assert.Equal(t, llmclient.ClassCanceled, at[0].Class)
+				assert.Equal(t, failure.Canceled, at[0].Class)
 			})
 		})
 	}

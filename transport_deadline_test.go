@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -118,7 +119,7 @@ func TestTransportLatencyRouting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newScript(after(3*time.Second, ok(chatOK)))
 		b := newScript(after(200*time.Millisecond, ok(chatOK)))
-		rt := twoUpstreams(t, a, b, llmclient.WithRouting("gpt-4o", llmclient.RouteLatency))
+		rt := twoUpstreams(t, a, b, llmclient.WithRouting("gpt-4o", routing.Latency))
 		for range 200 {
 			resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", chatBody)
 			require.NoError(t, err)

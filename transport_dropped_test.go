@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,9 +55,9 @@ func TestTransportDroppedBodyGivesItsSlotBack(t *testing.T) {
 			}
 			assert.Equal(t, 0, c.InFlight("oai"), "a dropped body gives its slot back")
 			assert.Equal(t, ct.opened.Load(), ct.closed.Load(), "and its upstream body is closed")
-			attempts := log.kinds(llmclient.EventAttempt)
+			attempts := log.kinds(event.Attempt)
 			require.Len(t, attempts, 1)
-			assert.Equal(t, llmclient.ClassCanceled, attempts[0].Class)
+			assert.Equal(t, failure.Canceled, attempts[0].Class)
 		})
 	}
 }

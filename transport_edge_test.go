@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,9 +41,9 @@ func TestTransportRetriesACutConnection(t *testing.T) {
 	body, _ := readBody(t, resp)
 	assert.JSONEq(t, chatOK, body)
 	assert.Equal(t, 2, up.count())
-	at := log.kinds(llmclient.EventAttempt)
+	at := log.kinds(event.Attempt)
 	require.Len(t, at, 2)
-	assert.Equal(t, llmclient.ClassNetwork, at[0].Class)
+	assert.Equal(t, failure.Network, at[0].Class)
 }
 
 // TestTransportStreamTimeoutKeepsTheLastResponse: with a total stream timeout configured,
@@ -91,9 +93,9 @@ func TestTransportLargeResponseIsHandedOverWhileRead(t *testing.T) {
 		assert.Equal(t, big, body)
 		synctest.Wait()
 		assert.Equal(t, 0, c.InFlight("oai"))
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 1)
-		assert.Equal(t, llmclient.ClassNone, at[0].Class)
+		assert.Equal(t, failure.None, at[0].Class)
 		assert.Equal(t, ct.opened.Load(), ct.closed.Load())
 	})
 }

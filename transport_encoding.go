@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -95,7 +96,7 @@ func decodedUsageBody(resp *http.Response, data []byte, limit int64) []byte {
 func decodeView(view *http.Response, rec *recorder) (*tailReader, error) {
 	zr, ok, err := decodeContent(headers.Value(view.Header, "Content-Encoding"), rec)
 	if err != nil {
-		return nil, &Error{Class: ClassNetwork, Message: "reading the gzip stream", Err: err}
+		return nil, &Error{Class: failure.Network, Message: "reading the gzip stream", Err: err}
 	}
 	if !ok {
 		view.Body = zr // rec, and what a deflate body too short to decode read of it

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,9 +47,9 @@ func TestTransportDeflateErrorBodyIsDecoded(t *testing.T) {
 			assert.Equal(t, 429, resp.StatusCode)
 			assert.Equal(t, body, got)
 			assert.Empty(t, resp.Header.Get("Content-Encoding"))
-			attempts := log.kinds(llmclient.EventAttempt)
+			attempts := log.kinds(event.Attempt)
 			require.Len(t, attempts, 1)
-			assert.Equal(t, llmclient.ClassRateLimited, attempts[0].Class)
+			assert.Equal(t, failure.RateLimited, attempts[0].Class)
 			require.Error(t, attempts[0].Err)
 			assert.Contains(t, attempts[0].Err.Error(), "Rate limit reached", "the classifier read the decoded body")
 		})
@@ -94,10 +96,10 @@ func TestTransportEncodedStreamIsGuarded(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, want, []byte(got), "the second stream, as it came")
 				synctest.Wait()
-				at := log.kinds(llmclient.EventAttempt)
+				at := log.kinds(event.Attempt)
 				require.Len(t, at, 2)
-				assert.Equal(t, llmclient.ClassOverloaded, at[0].Class, "the guard read the first stream's in-band error")
-				assert.Equal(t, llmclient.ClassNone, at[1].Class)
+				assert.Equal(t, failure.Overloaded, at[0].Class, "the guard read the first stream's in-band error")
+				assert.Equal(t, failure.None, at[1].Class)
 				assert.Equal(t, 0, c.InFlight("oai"))
 			})
 		})
@@ -123,7 +125,7 @@ func TestTransportEncodedResponseIsPricedFromItsUsage(t *testing.T) {
 	m, ok := pricing.Default().Lookup("openai", "gpt-4o")
 	require.True(t, ok)
 	want := costOf(t, m, pricing.Tokens{Input: 5, Output: 1}, time.Now())
-	at := log.kinds(llmclient.EventAttempt)
+	at := log.kinds(event.Attempt)
 	require.Len(t, at, 1)
 	assert.True(t, at[0].Cost.Known)
 	assert.Equal(t, want, at[0].Cost.Amount, "priced from chatOK's usage: 5 in, 1 out")
@@ -152,8 +154,8 @@ func TestTransportEncodedStreamInBandErrorReachesTheCaller(t *testing.T) {
 		body, err := readBody(t, resp)
 		require.NoError(t, err, "the SDK reads the error event itself")
 		assert.Equal(t, z.String(), body)
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.Len(t, attempts, 1)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, attempts[0].Class)
+		assert.Equal(t, failure.StreamInterrupted, attempts[0].Class)
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -87,8 +89,8 @@ func TestTransportKeyPoolRewritesAuthAndNeverLeaks(t *testing.T) {
 		assert.Equal(t, "Bearer sk-pool-two", got[1].Header.Get("Authorization"))
 		assert.NotContains(t, body, "sk-pool", "the returned body is redacted")
 		assert.Contains(t, body, "[REDACTED]")
-		assert.Len(t, log.kinds(llmclient.EventKeyEvicted), 2)
-		assert.Len(t, log.kinds(llmclient.EventAlert), 2)
+		assert.Len(t, log.kinds(event.KeyEvicted), 2)
+		assert.Len(t, log.kinds(event.Alert), 2)
 		for _, e := range log.events {
 			s := fmt.Sprintf("%+v", e)
 			if e.Err != nil {
@@ -123,7 +125,7 @@ func TestTransportRedactsTheCallersKeyInErrors(t *testing.T) {
 		var e *llmclient.Error
 		require.ErrorAs(t, err, &e)
 		require.Len(t, e.Attempts, 3)
-		assert.Equal(t, llmclient.ClassOverloaded, e.Attempts[0].Class)
+		assert.Equal(t, failure.Overloaded, e.Attempts[0].Class)
 		assert.Contains(t, e.Attempts[0].Err.Error(), "[REDACTED]")
 		for _, a := range e.Attempts {
 			assert.NotContains(t, a.Err.Error(), "sk-caller-secret")
@@ -164,7 +166,7 @@ func TestTransportEstimatesTokensForTheLimiter(t *testing.T) {
 			require.NoError(t, err)
 			_, _ = readBody(t, resp)
 		}
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 3)
 		// "hello world " × 500 is 1,000 words: about 1,000 tokens.
 		assert.InDelta(t, 1000+100, at[0].EstimatedTokens, 100, "prompt plus max_completion_tokens")
@@ -216,11 +218,11 @@ func TestTransportAnthropicAndGemini(t *testing.T) {
 		assert.Equal(t, "gem-key", gem.requests()[1].Header.Get("X-Goog-Api-Key"))
 		assert.Equal(t, "alt=sse", gem.requests()[1].Query)
 
-		at := log.kinds(llmclient.EventAttempt)
+		at := log.kinds(event.Attempt)
 		require.Len(t, at, 4)
-		assert.Equal(t, llmclient.ClassOverloaded, at[0].Class)
+		assert.Equal(t, failure.Overloaded, at[0].Class)
 		assert.Equal(t, "claude-x", at[0].Model)
-		assert.Equal(t, llmclient.ClassRateLimited, at[2].Class)
+		assert.Equal(t, failure.RateLimited, at[2].Class)
 		assert.Equal(t, "gemini-2.5-flash", at[2].Model)
 		assert.Equal(t, 3, at[3].InputTokens)
 	})

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,7 @@ func (b *brokenBody) Read(p []byte) (int, error) {
 
 func (b *brokenBody) Close() error { b.closes.Add(1); return nil }
 
-// A caller whose request body fails mid-read gets a ClassBadRequest *Error wrapping its
+// A caller whose request body fails mid-read gets a failure.BadRequest *Error wrapping its
 // body's error; its body is closed, as a RoundTripper must, nothing reaches the upstream
 // and nothing stays held. So does one whose GetBody fails, for a body too large to buffer.
 func TestTransportBrokenRequestBody(t *testing.T) {
@@ -46,7 +47,7 @@ func TestTransportBrokenRequestBody(t *testing.T) {
 		require.NoError(t, err)
 		resp, err := rt.RoundTrip(req)
 		require.Nil(t, resp)
-		assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+		assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, errCallerDisk)
 		assert.Equal(t, int32(1), body.closes.Load(), "the caller's body is closed once")
 
@@ -56,7 +57,7 @@ func TestTransportBrokenRequestBody(t *testing.T) {
 		req.GetBody = func() (io.ReadCloser, error) { return nil, errCallerDisk }
 		resp, err = rt.RoundTrip(req)
 		require.Nil(t, resp)
-		assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+		assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 		assert.ErrorIs(t, err, errCallerDisk)
 
 		assert.Zero(t, up.count(), "nothing reached the upstream")

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,16 +25,16 @@ func TestTransportInBandErrorIn200IsRetried(t *testing.T) {
 		steps   []func(http.ResponseWriter, *http.Request)
 		want    string
 		calls   int
-		classes []llmclient.Class
+		classes []failure.Class
 	}{
 		{"retried", []func(http.ResponseWriter, *http.Request){ok(inBand), ok(chatOK)}, chatOK, 2,
-			[]llmclient.Class{llmclient.ClassServerError, llmclient.ClassNone}},
+			[]failure.Class{failure.ServerError, failure.None}},
 		{"the last answers", []func(http.ResponseWriter, *http.Request){ok(inBand)}, inBand, 2,
-			[]llmclient.Class{llmclient.ClassServerError, llmclient.ClassServerError}},
+			[]failure.Class{failure.ServerError, failure.ServerError}},
 		{"null error is a success", []func(http.ResponseWriter, *http.Request){ok(withNull)}, withNull, 1,
-			[]llmclient.Class{llmclient.ClassNone}},
+			[]failure.Class{failure.None}},
 		{"error as a value", []func(http.ResponseWriter, *http.Request){ok(`{"id":"x","status":"error"}`)}, `{"id":"x","status":"error"}`, 1,
-			[]llmclient.Class{llmclient.ClassNone}},
+			[]failure.Class{failure.None}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +50,7 @@ func TestTransportInBandErrorIn200IsRetried(t *testing.T) {
 				require.NoError(t, err)
 				assert.JSONEq(t, tt.want, got)
 				assert.Equal(t, tt.calls, up.count())
-				at := log.kinds(llmclient.EventAttempt)
+				at := log.kinds(event.Attempt)
 				require.Len(t, at, len(tt.classes))
 				for i, class := range tt.classes {
 					assert.Equal(t, class, at[i].Class, "attempt %d", i+1)

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // An SDK whose base URL names the upstream's host another way (localhost for 127.0.0.1,
@@ -55,7 +57,7 @@ func TestTransportUnmatchedRequestsAreReportedAndStrictRefuses(t *testing.T) {
 			_, _ = readBody(t, resp)
 		}
 		assert.Equal(t, uint64(3), rt.Unmatched())
-		alerts := log.kinds(llmclient.EventAlert)
+		alerts := log.kinds(event.Alert)
 		require.Len(t, alerts, 1, "reported once per host")
 		assert.Equal(t, "transport_unmatched", alerts[0].Action)
 		assert.Equal(t, "http://other.test", alerts[0].Target)
@@ -65,7 +67,7 @@ func TestTransportUnmatchedRequestsAreReportedAndStrictRefuses(t *testing.T) {
 		resp, err := post(t, context.Background(), strict, "http://other.test/v1/chat/completions", chatBody)
 		assert.Nil(t, resp)
 		require.ErrorIs(t, err, llmclient.ErrNoUpstream)
-		assert.Equal(t, llmclient.ClassUnavailable, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Unavailable, llmclient.ClassOf(err))
 		assert.Equal(t, 3, up.count(), "a refused request is not sent")
 		assert.Equal(t, uint64(1), strict.Unmatched())
 	})

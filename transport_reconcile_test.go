@@ -7,7 +7,9 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +33,7 @@ func TestTransportOneShotUsageReconcilesTheLimiter(t *testing.T) {
 				p, err := openai.New(openai.WithBaseURL("http://oai.test/v1"))
 				require.NoError(t, err)
 				c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p,
-					Limits: llmclient.Limits{TPM: 6_000}}), llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+					Limits: llmclient.Limits{TPM: 6_000}}), llmclient.WithLimiterMode(ratelimit.FailFast))
 				rt := c.Transport(memTransport{newScript(ok(tt.answer))})
 				resp, err := post(t, context.Background(), rt, "http://oai.test/v1/chat/completions", small)
 				require.NoError(t, err)
@@ -44,7 +46,7 @@ func TestTransportOneShotUsageReconcilesTheLimiter(t *testing.T) {
 				_, _ = readBody(t, resp)
 				assert.Equal(t, tt.second, resp.StatusCode)
 				if tt.second != http.StatusOK {
-					assert.Equal(t, llmclient.ClassRateLimited.String(), resp.Header.Get("X-Llmclient-Class"))
+					assert.Equal(t, failure.RateLimited.String(), resp.Header.Get("X-Llmclient-Class"))
 				}
 			})
 		})

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +32,7 @@ const (
 // it with the caller's headers, and it strips only Authorization and cookies on another
 // host, so the caller's credential for its own upstream (an X-Api-Key) would go to the
 // failover target's host, or wherever its Location points: the credentials the transport
-// keeps behind on failover. Such an answer is the target's failure (ClassUnavailable: the
+// keeps behind on failover. Such an answer is the target's failure (failure.Unavailable: the
 // call fails over on, or fails), never handed to the caller to follow. A redirect from
 // the upstream the caller addressed is still the caller's to follow.
 func TestTransportFailoverRedirectIsNotFollowedWithTheCallersKey(t *testing.T) {
@@ -61,9 +63,9 @@ func TestTransportFailoverRedirectIsNotFollowedWithTheCallersKey(t *testing.T) {
 			assert.Equal(t, 1, b.count(), "the redirect is not followed")
 			assert.Zero(t, evil.count())
 			require.Error(t, err)
-			at := log.kinds(llmclient.EventAttempt)
+			at := log.kinds(event.Attempt)
 			require.Len(t, at, 2)
-			assert.Equal(t, llmclient.ClassUnavailable, at[1].Class)
+			assert.Equal(t, failure.Unavailable, at[1].Class)
 			assert.Equal(t, http.StatusTemporaryRedirect, at[1].Status)
 		}
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmclient/llmclient/failure"
 )
 
 // A request the transport refuses without an upstream answer — an open breaker, every
@@ -18,11 +20,11 @@ import (
 // its own API error type (openai-go's *openai.Error, anthropic-sdk-go's *anthropic.Error,
 // genai's APIError) with the status an SDK user's error handling already expects:
 //
-//   - 429 for a refusal by the Client's limits (ClassRateLimited) or a budget
-//     (ClassBudgetExceeded);
+//   - 429 for a refusal by the Client's limits (failure.RateLimited) or a budget
+//     (failure.BudgetExceeded);
 //   - 403 for a request a budget cannot price and refuses by its Unpriced policy
-//     (ClassUnpriced): a policy, not a load, so no SDK retries it;
-//   - 503 for an upstream that cannot be tried now (ClassUnavailable: breakers open,
+//     (failure.Unpriced): a policy, not a load, so no SDK retries it;
+//   - 503 for an upstream that cannot be tried now (failure.Unavailable: breakers open,
 //     keys evicted, no upstream of the route speaks the request's shape), except 429 when
 //     every key is cooling down after the upstream's rate limits.
 //
@@ -64,7 +66,7 @@ func localRefusal(e *Error) bool {
 		return false
 	}
 	switch e.Class {
-	case ClassRateLimited, ClassBudgetExceeded, ClassUnpriced, ClassUnavailable:
+	case failure.RateLimited, failure.BudgetExceeded, failure.Unpriced, failure.Unavailable:
 	default:
 		return false
 	}
@@ -80,11 +82,11 @@ func (t *Transport) refusal(m *txUpstream, req *http.Request, err error) (*http.
 	}
 	status, kind := http.StatusServiceUnavailable, "unavailable"
 	switch e.Class {
-	case ClassRateLimited:
+	case failure.RateLimited:
 		status, kind = http.StatusTooManyRequests, "rate_limited"
-	case ClassBudgetExceeded:
+	case failure.BudgetExceeded:
 		status, kind = http.StatusTooManyRequests, "budget_exceeded"
-	case ClassUnpriced:
+	case failure.Unpriced:
 		status, kind = http.StatusForbidden, "unpriced"
 	default:
 		switch {

@@ -3,7 +3,6 @@ package llmclient_test
 import (
 	"context"
 	"errors"
-	"github.com/llmclient/llmclient/breaker"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 
 	"github.com/llmclient/llmclient"
 	"github.com/stretchr/testify/assert"
@@ -56,7 +59,7 @@ func TestTransportStainlessRetriesAddNoAttempts(t *testing.T) {
 						}
 						require.Error(t, err)
 						firstErr = err
-						assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+						assert.Equal(t, failure.Timeout, llmclient.ClassOf(err))
 						continue
 					}
 					// The SDK retries anyway: answered at once, with no upstream attempt.
@@ -117,11 +120,11 @@ func TestTransportRetryAfterIsHonoured(t *testing.T) {
 		assert.Equal(t, 200, resp.StatusCode)
 		assert.GreaterOrEqual(t, took, 7*time.Second)
 		assert.Less(t, took, 9*time.Second)
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.Len(t, attempts, 2)
-		assert.Equal(t, llmclient.ClassRateLimited, attempts[0].Class)
+		assert.Equal(t, failure.RateLimited, attempts[0].Class)
 		assert.Equal(t, 429, attempts[0].Status)
-		assert.Equal(t, llmclient.ClassNone, attempts[1].Class)
+		assert.Equal(t, failure.None, attempts[1].Class)
 	})
 }
 
@@ -171,7 +174,7 @@ func TestTransportKeyCooldown(t *testing.T) {
 		assert.Equal(t, "Bearer sk-one", got[0].Header.Get("Authorization"))
 		assert.Equal(t, "Bearer sk-two", got[1].Header.Get("Authorization"), "the cooled key is skipped at once")
 		assert.Equal(t, "Bearer sk-two", got[2].Header.Get("Authorization"), "and stays skipped for the next call")
-		cool := log.kinds(llmclient.EventKeyCooldown)
+		cool := log.kinds(event.KeyCooldown)
 		require.Len(t, cool, 1)
 		assert.Equal(t, "key#1", cool[0].Key)
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/internal/headers"
 )
 
@@ -35,14 +36,14 @@ const maxShapes = 64
 type shapeKey struct{ method, rel string }
 
 type shapeAnswer struct {
-	shape Shape
+	shape dialect.Shape
 	ok    bool
 }
 
 // shapeOf returns the shape the Dialect gives a request by method and path alone, as
 // Inspect without a body does: remembered, since a failover upstream is asked on every
 // call that could reach it. Safe for concurrent use.
-func (tu *txUpstream) shapeOf(method, rel string) (Shape, bool) {
+func (tu *txUpstream) shapeOf(method, rel string) (dialect.Shape, bool) {
 	k := shapeKey{method, rel}
 	m := tu.shapes.Load()
 	if m != nil {

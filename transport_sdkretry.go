@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
 )
 
 // SDKs that retry without saying so (google.golang.org/genai sends no retry header) are
@@ -212,12 +214,12 @@ func (p *repeat) usedOn(name string) int {
 
 // answerRepeat answers a repeat of p that has nothing left, without an upstream call:
 // p's error response again, or a copy of its error without its attempts, its cause
-// joined with ErrSDKRetry. The observer hears of the call (EventCall, no attempts).
+// joined with ErrSDKRetry. The observer hears of the call (event.Call, no attempts).
 func (t *Transport) answerRepeat(ctx context.Context, p *repeat, x *txCall) (*http.Response, error) {
 	now := time.Now()
 	resp, err := p.answer(x.req)
 	if c := t.c; c.observer != nil {
-		ev := Event{Kind: EventCall, CallID: c.calls.Add(1), Time: now, Start: now, Model: x.call.Request.Model,
+		ev := Event{Kind: event.Call, CallID: c.calls.Add(1), Time: now, Start: now, Model: x.call.Request.Model,
 			Partition: c.cfg.limiter.partitionOf(ctx, &x.call.Request), Class: p.err.Class, Upstream: p.err.Upstream,
 			Status: p.err.Status, Err: p.err}
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 const chatURL = "http://oai.test/v1/chat/completions"
@@ -49,8 +51,8 @@ func TestTransportHeaderlessRetriesShareTheCaps(t *testing.T) {
 		statuses, _ := sdkTries(t, rt, chatBody, 5)
 		assert.Equal(t, []int{503, 503, 503, 503, 503}, statuses, "every try gets the upstream's answer")
 		assert.Equal(t, 3, up.count(), "3 upstream calls in all, not 3 × 5")
-		assert.Len(t, log.kinds(llmclient.EventAttempt), 3)
-		calls := log.kinds(llmclient.EventCall)
+		assert.Len(t, log.kinds(event.Attempt), 3)
+		calls := log.kinds(event.Call)
 		require.Len(t, calls, 5, "each try is a call the observer hears of")
 		for _, e := range calls[1:] {
 			assert.Zero(t, e.Attempt, "the repeats made no attempt")
@@ -78,7 +80,7 @@ func TestTransportHeaderlessRetryGetsWhatIsLeft(t *testing.T) {
 		// No retry on a 500 here, so each try makes one call; the caps count across tries.
 		up := newScript(status(500, err503), status(500, err503), status(500, err503), ok(chatOK))
 		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(3),
-			llmclient.WithDecision(llmclient.ClassServerError, llmclient.Decision{Failover: true}))
+			llmclient.WithDecision(failure.ServerError, llmclient.Decision{Failover: true}))
 		rt := c.Transport(memTransport{up})
 		statuses, _ := sdkTries(t, rt, chatBody, 5)
 		assert.Equal(t, []int{500, 500, 500, 500, 500}, statuses)
@@ -121,7 +123,7 @@ func TestTransportRepeatAnsweredWithTheErrorWhenTheBodyIsLarge(t *testing.T) {
 		statuses, err := sdkTries(t, rt, chatBody, 2)
 		assert.Equal(t, []int{503, 0}, statuses)
 		assert.ErrorIs(t, err, llmclient.ErrSDKRetry)
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(err), "the class of the remembered failure")
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(err), "the class of the remembered failure")
 		assert.Equal(t, 1, up.count())
 	})
 }
@@ -130,7 +132,7 @@ func TestTransportRepeatMemoryIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		up := newScript(status(503, err503))
 		c := newClient(t, oaiUpstream(t, "oai", "http://oai.test/v1"), llmclient.WithMaxAttempts(1),
-			llmclient.WithDecision(llmclient.ClassServerError, llmclient.Decision{Failover: true})) // no breaker
+			llmclient.WithDecision(failure.ServerError, llmclient.Decision{Failover: true})) // no breaker
 		rt := c.Transport(memTransport{up})
 		body := func(i int) string { return strings.Replace(chatBody, "one word", strconv.Itoa(i)+" words", 1) }
 		for i := range 600 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,15 +23,15 @@ func TestTransportStreamGuardBeforeFirstToken(t *testing.T) {
 	tests := []struct {
 		name  string
 		first func(http.ResponseWriter, *http.Request)
-		class llmclient.Class
+		class failure.Class
 	}{
-		{"stall after role chunk", sseStep(ev{0, roleChunk}, ev{-1, ""}), llmclient.ClassTimeout},
-		{"keep-alives only", sseStep(ev{0, ": keep-alive\n\n"}, ev{20 * time.Second, ": keep-alive\n\n"}, ev{20 * time.Second, ": keep-alive\n\n"}, ev{-1, ""}), llmclient.ClassTimeout},
-		{"in-band error", sseStep(ev{0, roleChunk}, ev{0, `data: {"error":{"message":"The server is overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"}), llmclient.ClassOverloaded},
-		{"cut before content", sseStep(ev{0, roleChunk}), llmclient.ClassNetwork},
-		{"503 status", status(503, err503), llmclient.ClassServerError},
+		{"stall after role chunk", sseStep(ev{0, roleChunk}, ev{-1, ""}), failure.Timeout},
+		{"keep-alives only", sseStep(ev{0, ": keep-alive\n\n"}, ev{20 * time.Second, ": keep-alive\n\n"}, ev{20 * time.Second, ": keep-alive\n\n"}, ev{-1, ""}), failure.Timeout},
+		{"in-band error", sseStep(ev{0, roleChunk}, ev{0, `data: {"error":{"message":"The server is overloaded","type":"server_error","code":"server_is_overloaded"}}` + "\n\n"}), failure.Overloaded},
+		{"cut before content", sseStep(ev{0, roleChunk}), failure.Network},
+		{"503 status", status(503, err503), failure.ServerError},
 		// A content event dripped a byte a second never completes: bytes are not a token.
-		{"slow drip", sseStep(append([]ev{{0, roleChunk}}, drip(chunk("Hel"), time.Second)...)...), llmclient.ClassTimeout},
+		{"slow drip", sseStep(append([]ev{{0, roleChunk}}, drip(chunk("Hel"), time.Second)...)...), failure.Timeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,10 +48,10 @@ func TestTransportStreamGuardBeforeFirstToken(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, roleChunk+chunk("Hel")+chunk("lo")+stopChunk+done, body, "the second stream, byte for byte")
 				synctest.Wait()
-				attempts := log.kinds(llmclient.EventAttempt)
+				attempts := log.kinds(event.Attempt)
 				require.Len(t, attempts, 2)
 				assert.Equal(t, tt.class, attempts[0].Class)
-				assert.Equal(t, llmclient.ClassNone, attempts[1].Class)
+				assert.Equal(t, failure.None, attempts[1].Class)
 				assert.Equal(t, ct.opened.Load(), ct.closed.Load())
 				assert.Equal(t, 0, c.InFlight("oai"), "the slot is released at the end")
 			})
@@ -94,12 +96,12 @@ func TestTransportStreamAfterFirstToken(t *testing.T) {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, tt.wantErr)
 				assert.ErrorIs(t, err, llmclient.ErrStreamInterrupted)
-				assert.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(err))
+				assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
 				assert.Equal(t, 1, up.count(), "never retried after the first token")
 				synctest.Wait()
-				attempts := log.kinds(llmclient.EventAttempt)
+				attempts := log.kinds(event.Attempt)
 				require.Len(t, attempts, 1)
-				assert.Equal(t, llmclient.ClassStreamInterrupted, attempts[0].Class)
+				assert.Equal(t, failure.StreamInterrupted, attempts[0].Class)
 				assert.Equal(t, ct.opened.Load(), ct.closed.Load())
 				assert.Equal(t, 0, c.InFlight("oai"))
 			})
@@ -119,9 +121,9 @@ func TestTransportStreamInBandErrorAfterFirstTokenReachesTheCaller(t *testing.T)
 		body, err := readBody(t, resp)
 		require.NoError(t, err, "the SDK reads the error event itself")
 		assert.Equal(t, chunk("Hel")+errEvent, body)
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.Len(t, attempts, 1)
-		assert.Equal(t, llmclient.ClassStreamInterrupted, attempts[0].Class)
+		assert.Equal(t, failure.StreamInterrupted, attempts[0].Class)
 	})
 }
 
@@ -157,9 +159,9 @@ func TestTransportStreamCloseEarlyReleases(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 0, c.InFlight("oai"))
 		assert.Equal(t, ct.opened.Load(), ct.closed.Load())
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.Len(t, attempts, 1)
-		assert.Equal(t, llmclient.ClassCanceled, attempts[0].Class)
+		assert.Equal(t, failure.Canceled, attempts[0].Class)
 	})
 }
 
@@ -190,9 +192,9 @@ func TestTransportResponsesStream(t *testing.T) {
 		body, err := readBody(t, resp)
 		require.NoError(t, err)
 		assert.Equal(t, created+delta+completed, body)
-		attempts := log.kinds(llmclient.EventAttempt)
+		attempts := log.kinds(event.Attempt)
 		require.Len(t, attempts, 2)
-		assert.Equal(t, llmclient.ClassRateLimited, attempts[0].Class)
+		assert.Equal(t, failure.RateLimited, attempts[0].Class)
 		assert.Equal(t, 3, attempts[1].InputTokens, "usage from response.completed")
 	})
 }

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/keysource"
 )
 
 // Change is one live change for Client.Update, made by SetLimits, SetKeys, SetKeySources,
@@ -42,7 +45,7 @@ func SetLimits(upstream string, l Limits) Change {
 // PatchLimits changes only the fields of the upstream's Limits that l sets: each field of
 // l that is not zero replaces the upstream's, each zero field keeps the upstream's value
 // (PatchLimits(u, Limits{RPM: 100}) lowers RPM and keeps TPM, MaxConcurrent and the
-// rest). A field cannot be set back to zero (no limit, or MeterAdmission) this way: use
+// rest). A field cannot be set back to zero (no limit, or ratelimit.MeterAdmission) this way: use
 // SetLimits with the whole Limits. Changes apply in order, so several PatchLimits of one
 // upstream in one Update combine. The result is checked as New checks Limits (no negative
 // field, no burst above its rate); MaxInt is accepted and limits nothing in practice.
@@ -82,7 +85,7 @@ func SetKeys(upstream string, keys ...string) Change {
 // pool (with a label never used before in the pool), whose credential is fetched on its
 // first call; the removed ones finish their calls in flight. The static keys stay. As
 // with SetKeys, an Update that leaves the upstream with no key at all is refused.
-func SetKeySources(upstream string, sources ...KeySource) Change {
+func SetKeySources(upstream string, sources ...keysource.Source) Change {
 	sources = slices.Clone(sources)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].KeySources = sources
@@ -112,7 +115,7 @@ func SetGroup(group string, upstreams ...string) Change {
 // Update applies changes while calls are in flight: all of them or, when any is invalid
 // (an unknown upstream or group, a value New would refuse, an upstream left with no key),
 // none, with an error that names each problem. Changes apply in order: a later change of
-// the same setting wins. An applied Update is announced by one EventControl with Action
+// the same setting wins. An applied Update is announced by one event.Control with Action
 // "update" whose Changed names each setting that took a new value ("<upstream>.Keys",
 // "<upstream>.KeySources", "<upstream>.Limits.RPM" and the other Limits fields,
 // "<upstream>.Timeout", "<upstream>.Weight", "group:<name>"), never a key's value. Attempts that begin after Update returns use the new settings;
@@ -198,11 +201,11 @@ func (c *Client) Update(changes ...Change) error {
 		c.cfg.groups = p.groups
 		c.groups.Store(c.resolveGroups(p.groups))
 	}
-	c.observe(Event{Kind: EventControl, Action: actionUpdate, Changed: changed})
+	c.observe(Event{Kind: event.Control, Action: actionUpdate, Changed: changed})
 	return nil
 }
 
-// changes names each setting p changes, for EventControl.Changed: by upstream name, then
+// changes names each setting p changes, for event.Control.Changed: by upstream name, then
 // the groups by name.
 func (p *pendingUpdate) changes(c *Client) []string {
 	var out []string
@@ -262,7 +265,7 @@ func (up *upstream) current() Upstream {
 // update returns the pool after a change of its keys, key sources or limits. Kept keys
 // are the same poolKeys (their cooldowns, evictions and calls in flight go on); a limits
 // change retunes each key's limiter (see retune).
-func (p *keyPool) update(upstream string, secrets []string, sources []KeySource, limits Limits, lc *limiterConfig) *keyPool {
+func (p *keyPool) update(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
 	retune := limits != p.limits
 	if len(secrets) == 0 && len(sources) == 0 {
 		if len(p.keys) == 1 && p.keys[0].label == "" { // the adapter's own key stays
@@ -307,7 +310,7 @@ func (p *keyPool) update(upstream string, secrets []string, sources []KeySource,
 		label++
 		next.keys = append(next.keys, newStaticKey(upstream, s, label, limits, lc))
 	}
-	// Sources cannot be compared (a KeyFunc is a func): an unchanged list, element for
+	// Sources cannot be compared (a keysource.Func is a func): an unchanged list, element for
 	// element the same values as the pool's, keeps its keys; any other list is new.
 	var old []*poolKey
 	for _, k := range p.keys {
@@ -346,8 +349,8 @@ func (p *keyPool) stillBusy(kept []*poolKey) []*poolKey {
 }
 
 // sameSource reports whether a and b are the same source value; values of a type that
-// cannot be compared (a KeyFunc) are never the same.
-func sameSource(a, b KeySource) (same bool) {
+// cannot be compared (a keysource.Func) are never the same.
+func sameSource(a, b keysource.Source) (same bool) {
 	ta := reflect.TypeOf(a)
 	if ta != reflect.TypeOf(b) || ta == nil || !ta.Comparable() {
 		return false

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/keysource"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,7 +52,7 @@ func TestSetKeysNeverReusesABusyLabel(t *testing.T) {
 	require.NoError(t, <-done)
 	assert.Equal(t, []string{"key#1 evicted", "key#3 ready"}, keyLabels(c, 0))
 	var keys []string
-	for _, e := range log.kinds(llmclient.EventAttempt) {
+	for _, e := range log.kinds(event.Attempt) {
 		keys = append(keys, e.Key)
 	}
 	assert.ElementsMatch(t, []string{"key#2", "key#3"}, keys, "sk-three has a label of its own")
@@ -69,7 +71,7 @@ func TestSetKeysRefusesNoKeys(t *testing.T) {
 	assert.Equal(t, "sk-one", p.Requests()[0].APIKey)
 
 	// With a key source left, no static keys is fine.
-	src := llmclient.KeyFunc(func(context.Context) (string, time.Time, error) { return "sk-src", time.Time{}, nil })
+	src := keysource.Func(func(context.Context) (string, time.Time, error) { return "sk-src", time.Time{}, nil })
 	require.NoError(t, c.Update(llmclient.SetKeySources("a", src), llmclient.SetKeys("a")))
 	_, err = c.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
@@ -147,7 +149,7 @@ func TestUpdateNumericEdges(t *testing.T) {
 	}
 }
 
-// Update announces what it changed in one EventControl.
+// Update announces what it changed in one event.Control.
 func TestUpdateReportsWhatChanged(t *testing.T) {
 	p := fake.New(fake.Reply("ok").Forever())
 	var log eventLog

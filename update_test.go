@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -141,7 +144,7 @@ func TestUpdateTimeout(t *testing.T) {
 		require.NoError(t, c.Update(llmclient.SetTimeout("a", time.Second)))
 		start := time.Now()
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf(err))
 		assert.Equal(t, time.Second, time.Since(start))
 		require.NoError(t, c.Update(llmclient.SetTimeout("a", 0))) // back to WithAttemptTimeout's
 		_, err = c.Complete(context.Background(), chatReq("m"))
@@ -166,7 +169,7 @@ func TestUpdateWeight(t *testing.T) {
 	a := fake.New(fake.Reply("a").Forever())
 	b := fake.New(fake.Reply("b").Forever())
 	c := newClient(t, up("a", a), up("b", b), llmclient.WithModelGroup("chat", "a", "b"),
-		llmclient.WithRouting("chat", llmclient.RouteWeighted))
+		llmclient.WithRouting("chat", routing.Weighted))
 	require.NoError(t, c.Update(llmclient.SetWeight("a", 1<<20), llmclient.SetWeight("b", 0)))
 	served := map[string]int{}
 	for range 200 {
@@ -188,7 +191,7 @@ func TestUpdateWeight(t *testing.T) {
 func TestUpdateLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := fake.New(fake.Reply("ok").Forever())
-		c := newClient(t, up("a", p, "sk-one"), llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		c := newClient(t, up("a", p, "sk-one"), llmclient.WithLimiterMode(ratelimit.FailFast))
 		for range 5 {
 			_, err := c.Complete(context.Background(), chatReq("m"))
 			require.NoError(t, err, "no limits yet")
@@ -197,7 +200,7 @@ func TestUpdateLimits(t *testing.T) {
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "the new limit holds")
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err), "the new limit holds")
 		assert.Equal(t, 6, p.Calls())
 		require.NoError(t, c.Update(llmclient.SetLimits("a", llmclient.Limits{})))
 		_, err = c.Complete(context.Background(), chatReq("m"))
@@ -208,7 +211,7 @@ func TestUpdateLimits(t *testing.T) {
 		_, err = c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err, "a full bucket admits a request larger than itself, into debt")
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "the debt refuses the next")
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err), "the debt refuses the next")
 	})
 }
 
@@ -219,7 +222,7 @@ func TestUpdateWhileCallsInFlight(t *testing.T) {
 	a := fake.New(fake.Reply("a").Forever())
 	b := fake.New(fake.Reply("b").Forever())
 	c := newClient(t, up("a", a, "sk-1"), up("b", b, "sk-b"), llmclient.WithModelGroup("chat", "a", "b"),
-		llmclient.WithRouting("chat", llmclient.RouteWeighted))
+		llmclient.WithRouting("chat", routing.Weighted))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -262,14 +265,14 @@ func TestUpdateWhileCallsInFlight(t *testing.T) {
 func TestUpdateLimitsKeepsWhatIsOwed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := fake.New(fake.Reply("ok").Forever())
-		c := newClient(t, up("a", p, "sk-one"), llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		c := newClient(t, up("a", p, "sk-one"), llmclient.WithLimiterMode(ratelimit.FailFast))
 		require.NoError(t, c.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 1, RequestBurst: 1})))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		// A higher rate keeps the request just charged: the bucket is still empty.
 		require.NoError(t, c.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 2, RequestBurst: 1})))
 		_, err = c.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "what was charged stays charged")
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err), "what was charged stays charged")
 		time.Sleep(30 * time.Second) // one request's worth at the new rate
 		_, err = c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err, "and refills at the new rate")
@@ -283,13 +286,13 @@ func TestUpdateLimitsReachesReplicasSharingTheStore(t *testing.T) {
 		replica := func() *llmclient.Client {
 			return newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Reply("ok").Forever()),
 				Keys: []string{"sk-shared"}, Limits: tight}), llmclient.WithLimitStore(store),
-				llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+				llmclient.WithLimiterMode(ratelimit.FailFast))
 		}
 		a, b := replica(), replica()
 		_, err := a.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 		_, err = b.Complete(context.Background(), chatReq("m"))
-		assert.Equal(t, llmclient.ClassRateLimited, llmclient.ClassOf(err), "one quota for both")
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err), "one quota for both")
 		require.NoError(t, a.Update(llmclient.SetLimits("a", llmclient.Limits{RPM: 6000, RequestBurst: 100})))
 		time.Sleep(time.Second)
 		for range 50 {

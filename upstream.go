@@ -3,6 +3,7 @@ package llmclient
 import (
 	"time"
 
+	"github.com/llmclient/llmclient/keysource"
 	"github.com/llmclient/llmclient/pricing"
 )
 
@@ -18,8 +19,8 @@ type Upstream struct {
 	Keys []string
 	// KeySources are keys that change over time (OAuth and Entra ID tokens, a secret
 	// manager), pooled after Keys as if they were keys: each is refreshed before it
-	// expires (see KeySource). Nil entries are an error.
-	KeySources []KeySource
+	// expires (see keysource.Source). Nil entries are an error.
+	KeySources []keysource.Source
 	// Models maps a request's model name to this upstream's model name. Nil passes every
 	// model through unchanged; otherwise the upstream only serves the models it maps.
 	Models map[string]string
@@ -33,7 +34,7 @@ type Upstream struct {
 	QuotaScopes []string
 	// Timeout bounds each one-shot attempt on this upstream. Zero uses WithAttemptTimeout's value.
 	Timeout time.Duration
-	// Weight is the upstream's share of the calls under RouteWeighted, relative to the
+	// Weight is the upstream's share of the calls under routing.Weighted, relative to the
 	// other upstreams of the route; 0 counts as 1 and values above 1<<20 as 1<<20. It must
 	// not be negative.
 	Weight int

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,8 +18,8 @@ func TestEveryObserverObserves(t *testing.T) {
 		llmclient.WithObserver(nil), llmclient.WithObserver(second.observe))
 	_, err := c.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
-	assert.Len(t, first.kinds(llmclient.EventCall), 1)
-	assert.Len(t, second.kinds(llmclient.EventCall), 1)
+	assert.Len(t, first.kinds(event.Call), 1)
+	assert.Len(t, second.kinds(event.Call), 1)
 }
 
 func TestModelGroupDeclaredTwiceIsRefused(t *testing.T) {
@@ -75,7 +76,7 @@ func TestEventModelIsWhatTheUpstreamWasSent(t *testing.T) {
 	_, err := c.Complete(context.Background(), chatReq("chat"))
 	require.NoError(t, err)
 	var got []string
-	for _, k := range []llmclient.EventKind{llmclient.EventAttempt, llmclient.EventFailover, llmclient.EventCall} {
+	for _, k := range []event.Kind{event.Attempt, event.Failover, event.Call} {
 		for _, e := range log.kinds(k) {
 			got = append(got, k.String()+" "+e.Model+" "+e.RequestedModel)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // longReq is a request with a 6 KiB system prompt, as the calls that prompt caching and
@@ -32,7 +33,7 @@ func BenchmarkCacheAffinity(b *testing.B) {
 		{"prompt-cache-key", &keyed, []llmclient.Option{llmclient.WithCacheAffinity(4096)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := newGroupClient(b, append(tc.opts, llmclient.WithRouting("m", llmclient.RouteLeastInFlight))...)
+			c := newGroupClient(b, append(tc.opts, llmclient.WithRouting("m", routing.LeastInFlight))...)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := c.Complete(ctx, tc.req); err != nil {

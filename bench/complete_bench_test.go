@@ -11,6 +11,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/failsafe-go/failsafe-go/timeout"
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // noop is a provider that answers at once with a fresh response: the "no-op call" both
@@ -18,7 +19,7 @@ import (
 type noop struct{}
 
 func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 )
 
@@ -13,7 +14,7 @@ import (
 type usageNoop struct{}
 
 func (usageNoop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop,
 		Usage: llmclient.Usage{InputTokens: 12, OutputTokens: 2, TotalTokens: 14}}, nil
 }
 

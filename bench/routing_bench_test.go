@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // newGroupClient builds a Client whose model "m" is a group of three upstreams, each with
@@ -33,10 +34,10 @@ func BenchmarkRouting(b *testing.B) {
 		opts []llmclient.Option
 	}{
 		{"ordered", nil},
-		{"weighted", []llmclient.Option{llmclient.WithRouting("m", llmclient.RouteWeighted)}},
-		{"least-in-flight", []llmclient.Option{llmclient.WithRouting("m", llmclient.RouteLeastInFlight)}},
-		{"latency", []llmclient.Option{llmclient.WithRouting("m", llmclient.RouteLatency)}},
-		{"hedged", []llmclient.Option{llmclient.WithHedging("m", llmclient.Hedge{On: true, Delay: time.Minute})}},
+		{"weighted", []llmclient.Option{llmclient.WithRouting("m", routing.Weighted)}},
+		{"least-in-flight", []llmclient.Option{llmclient.WithRouting("m", routing.LeastInFlight)}},
+		{"latency", []llmclient.Option{llmclient.WithRouting("m", routing.Latency)}},
+		{"hedged", []llmclient.Option{llmclient.WithHedging("m", routing.Hedge{On: true, Delay: time.Minute})}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := newGroupClient(b, tc.opts...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // noop answers at once with a fresh response, as bench/complete_bench_test.go's noop
@@ -13,7 +14,7 @@ import (
 type noop struct{}
 
 func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
@@ -137,8 +139,8 @@ func TestStreamReplayedChunkByChunk(t *testing.T) {
 	p := fake.New(fake.StreamChunks(
 		llmclient.Chunk{Reasoning: "thinking"},
 		llmclient.Chunk{Text: "Hel"},
-		llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "t1", Name: "f", Arguments: `{"a"`}}},
-		llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `:1}`}}},
+		llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "t1", Name: "f", Arguments: `{"a"`}}},
+		llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `:1}`}}},
 		llmclient.Chunk{Text: "lo"},
 	).Usage(9, 4))
 	cl := client(t, p, c.Middleware())
@@ -203,14 +205,14 @@ func TestStreamsThatDidNotEndCleanlyAreNotStored(t *testing.T) {
 	}{
 		{"cut", fake.Stream("a", "b", "c").CutAfter(2), nil, nil},
 		{"failed mid-stream", fake.Stream("a", "b").FailAfter(1, fake.Fail(500)), nil, nil},
-		{"filtered", fake.Stream("a", "b").Finish(llmclient.FinishContentFilter), nil, nil},
+		{"filtered", fake.Stream("a", "b").Finish(finish.ContentFilter), nil, nil},
 		{"closed early", fake.Stream("a", "b", "c"), func(t *testing.T, s *llmclient.Stream) {
 			require.True(t, s.Next())
 			s.Close()
 		}, nil},
 		{"degraded", fake.Fail(503), nil, []llmclient.Option{llmclient.WithMaxAttempts(1),
 			llmclient.WithFallback(func(context.Context, *llmclient.Request, error) (*llmclient.Response, error) {
-				return &llmclient.Response{Text: "canned", FinishReason: llmclient.FinishStop}, nil
+				return &llmclient.Response{Text: "canned", FinishReason: finish.Stop}, nil
 			})}},
 	}
 	for _, tc := range cases {
@@ -235,9 +237,9 @@ func TestStreamsThatDidNotEndCleanlyAreNotStored(t *testing.T) {
 
 func TestNotStorableAnswers(t *testing.T) {
 	answers := map[string]*llmclient.Response{
-		"degraded": {Text: "x", FinishReason: llmclient.FinishStop, Degraded: true},
-		"filtered": {Text: "x", FinishReason: llmclient.FinishContentFilter},
-		"refused":  {Refusal: "no", FinishReason: llmclient.FinishStop},
+		"degraded": {Text: "x", FinishReason: finish.Stop, Degraded: true},
+		"filtered": {Text: "x", FinishReason: finish.ContentFilter},
+		"refused":  {Refusal: "no", FinishReason: finish.Stop},
 	}
 	for name, resp := range answers {
 		t.Run(name, func(t *testing.T) {
@@ -261,7 +263,7 @@ func TestNotStorableAnswers(t *testing.T) {
 	calls := 0
 	h := c.Middleware()(llmclient.HandlerFuncs{CompleteFunc: func(context.Context, *llmclient.Request) (*llmclient.Response, error) {
 		calls++
-		return &llmclient.Response{Text: "x", FinishReason: llmclient.FinishStop, Fallback: true, Upstream: "b"}, nil
+		return &llmclient.Response{Text: "x", FinishReason: finish.Stop, Fallback: true, Upstream: "b"}, nil
 	}})
 	for i := range 2 {
 		r, err := h.Complete(context.Background(), chat("hi"))

@@ -11,6 +11,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -26,19 +28,19 @@ func (e *clientEvents) observe(_ context.Context, ev llmclient.Event) {
 	e.mu.Unlock()
 }
 
-func (e *clientEvents) cacheKinds() []llmclient.EventKind {
+func (e *clientEvents) cacheKinds() []event.Kind {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []llmclient.EventKind
+	var out []event.Kind
 	for _, ev := range e.all {
-		if ev.Kind >= llmclient.EventCacheHit {
+		if ev.Kind >= event.CacheHit {
 			out = append(out, ev.Kind)
 		}
 	}
 	return out
 }
 
-func (e *clientEvents) of(k llmclient.EventKind) []llmclient.Event {
+func (e *clientEvents) of(k event.Kind) []llmclient.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []llmclient.Event
@@ -86,7 +88,7 @@ func TestClientEmbedderErrors(t *testing.T) {
 	require.NoError(t, err)
 	e := cache.ClientEmbedder(embedClient, llmclient.EmbedRequest{Model: "m"})
 	_, err = e.Embed(context.Background(), []string{"q"})
-	assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(err))
+	assert.Equal(t, failure.BadRequest, llmclient.ClassOf(err))
 	_, err = e.Embed(context.Background(), []string{"q"})
 	require.Error(t, err, "two vectors for one text")
 }
@@ -103,15 +105,15 @@ func TestClientEventsReportLookups(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, hit.Cached)
 	assert.Empty(t, hit.Attempts)
-	assert.Equal(t, []llmclient.EventKind{llmclient.EventCacheMiss, llmclient.EventCacheStored, llmclient.EventCacheHit},
+	assert.Equal(t, []event.Kind{event.CacheMiss, event.CacheStored, event.CacheHit},
 		log.cacheKinds())
-	hits := log.of(llmclient.EventCacheHit)
+	hits := log.of(event.CacheHit)
 	require.Len(t, hits, 1)
 	assert.Equal(t, "m", hits[0].Model)
 	assert.False(t, hits[0].Semantic)
 	assert.Zero(t, hits[0].CallID, "no call was made")
-	assert.Len(t, log.of(llmclient.EventCall), 1, "the hit made no call")
-	assert.Equal(t, "cache_hit", llmclient.EventCacheHit.String())
+	assert.Len(t, log.of(event.Call), 1, "the hit made no call")
+	assert.Equal(t, "cache_hit", event.CacheHit.String())
 
 	s, err := cl.Stream(context.Background(), chat("hello"))
 	require.NoError(t, err)
@@ -138,7 +140,7 @@ func TestClientEventsReportGuardRejections(t *testing.T) {
 		_, err := cl.Complete(context.Background(), chat(q))
 		require.NoError(t, err)
 	}
-	rej := log.of(llmclient.EventCacheGuardRejected)
+	rej := log.of(event.CacheGuardRejected)
 	require.Len(t, rej, 1)
 	assert.True(t, rej[0].Semantic)
 	assert.InDelta(t, 1.0, rej[0].Similarity, 1e-9)

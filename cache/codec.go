@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // codecVersion is the version of the encoding MarshalEntry writes.
@@ -144,7 +146,7 @@ func toWireResp(r *llmclient.Response) wireResp {
 
 func fromWireResp(w *wireResp) llmclient.Response {
 	r := llmclient.Response{ID: w.ID, Model: w.Model, Text: w.Text, Reasoning: w.Reasoning,
-		FinishReason: llmclient.FinishReason(w.FinishReason), RawFinishReason: w.RawFinishReason,
+		FinishReason: finish.Reason(w.FinishReason), RawFinishReason: w.RawFinishReason,
 		Refusal: w.Refusal, Usage: fromWireUsage(&w.Usage), Status: w.Status, Upstream: w.Upstream,
 		Fallback: w.Fallback}
 	for _, tc := range w.ToolCalls {
@@ -177,14 +179,14 @@ func toWireChunk(c *llmclient.Chunk) wireChunk {
 }
 
 func fromWireChunk(w *wireChunk) llmclient.Chunk {
-	c := llmclient.Chunk{Text: w.Text, Reasoning: w.Reasoning, FinishReason: llmclient.FinishReason(w.FinishReason),
+	c := llmclient.Chunk{Text: w.Text, Reasoning: w.Reasoning, FinishReason: finish.Reason(w.FinishReason),
 		RawFinishReason: w.RawFinishReason, Refusal: w.Refusal, ID: w.ID, Model: w.Model}
 	if w.Usage != nil {
 		u := fromWireUsage(w.Usage)
 		c.Usage = &u
 	}
 	for _, d := range w.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{Index: d.Index, ID: d.ID, Name: d.Name, Arguments: d.Arguments})
+		c.ToolCalls = append(c.ToolCalls, dialect.ToolCallDelta{Index: d.Index, ID: d.ID, Name: d.Name, Arguments: d.Arguments})
 	}
 	return c
 }

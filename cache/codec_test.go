@@ -8,6 +8,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,11 +19,11 @@ func sampleEntry() *cache.Entry {
 	return &cache.Entry{
 		Response: llmclient.Response{ID: "id1", Model: "m-1", Text: "Hello", Reasoning: "hm",
 			ToolCalls:    []llmclient.ToolCall{{ID: "t1", Name: "f", Arguments: `{"a":1}`}},
-			FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_use", Usage: u, Status: 200,
+			FinishReason: finish.ToolCalls, RawFinishReason: "tool_use", Usage: u, Status: 200,
 			Upstream: "a", Fallback: true},
 		Chunks: []llmclient.Chunk{{Reasoning: "hm", ID: "id1", Model: "m-1"}, {Text: "Hel"},
-			{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "t1", Name: "f", Arguments: `{"a":1}`}}},
-			{Text: "lo", FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_use", Usage: &u}},
+			{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "t1", Name: "f", Arguments: `{"a":1}`}}},
+			{Text: "lo", FinishReason: finish.ToolCalls, RawFinishReason: "tool_use", Usage: &u}},
 		Created:     time.Unix(1700000000, 123456789),
 		Fingerprint: "xabc",
 	}
@@ -129,7 +131,7 @@ func TestEntryCodecRefusesTooManyElements(t *testing.T) {
 	_, err = cache.MarshalEntry(big)
 	assert.Error(t, err)
 	big.Chunks = big.Chunks[:1]
-	big.Chunks[0].ToolCalls = make([]llmclient.ToolCallDelta, limit)
+	big.Chunks[0].ToolCalls = make([]dialect.ToolCallDelta, limit)
 	_, err = cache.MarshalEntry(big)
 	assert.Error(t, err, "tool calls count too")
 }

@@ -9,8 +9,10 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,9 +126,9 @@ func TestSemanticHitsCostNothing(t *testing.T) {
 func TestHitKeepsEveryFieldOfTheAnswer(t *testing.T) {
 	answer := llmclient.Response{ID: "id", Model: "m-1", Text: "t", Reasoning: "r",
 		ToolCalls:    []llmclient.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}},
-		FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_use", Refusal: "",
+		FinishReason: finish.ToolCalls, RawFinishReason: "tool_use", Refusal: "",
 		Usage:      llmclient.Usage{InputTokens: 3, OutputTokens: 2, TotalTokens: 5},
-		RateLimits: &llmclient.RateLimits{}, Status: 200, Upstream: "b",
+		RateLimits: &ratelimit.Status{}, Status: 200, Upstream: "b",
 		Attempts: []llmclient.Attempt{{Upstream: "a"}, {Upstream: "b"}}, Fallback: true,
 		Cost: pricing.Cost{Amount: pricing.Dollar, Known: true}}
 	// The call's own fields, and the ones a stored answer cannot have.

@@ -9,6 +9,9 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,10 +86,10 @@ func TestDedupCallerCancelDoesNotCancelOthers(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		cancelLeader()
 		l := <-leader
-		assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(l.err))
+		assert.Equal(t, failure.Canceled, llmclient.ClassOf(l.err))
 		assert.Equal(t, 500*time.Millisecond, l.at, "the leader returns when it cancels")
 		s := <-short
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(s.err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf(s.err))
 		assert.Equal(t, 1200*time.Millisecond, s.at)
 		f := <-follower
 		require.NoError(t, f.err)
@@ -119,10 +122,10 @@ func TestDedupCanceledWhenEveryWaiterIsGone(t *testing.T) {
 		a := callAt(cl, 0, chat("hi"), timeout(time.Second))
 		b := callAt(cl, 0, chat("hi"), timeout(2*time.Second))
 		shared := <-started
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-a).err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf((<-a).err))
 		synctest.Wait()
 		assert.NoError(t, shared.Err(), "one waiter is left")
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-b).err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf((<-b).err))
 		synctest.Wait()
 		assert.Error(t, shared.Err(), "canceled with its last waiter")
 		assert.Equal(t, 0, c.Stats().InFlight)
@@ -139,7 +142,7 @@ func TestDedupBoundedByTheLatestDeadline(t *testing.T) {
 		cl := client(t, p, c.Middleware())
 		leader := callAt(cl, 0, chat("hi"), timeout(time.Second))
 		follower := callAt(cl, 500*time.Millisecond, chat("hi"), timeout(5*time.Second))
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-leader).err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf((<-leader).err))
 		f := <-follower
 		require.NoError(t, f.err)
 		assert.Equal(t, "slow", f.resp.Text)
@@ -173,7 +176,7 @@ func TestDedupCancellationsRace(t *testing.T) {
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(err))
+						assert.Equal(t, failure.Canceled, llmclient.ClassOf(err))
 						canceled++
 						return
 					}
@@ -199,7 +202,7 @@ func TestDedupDeadCallerStartsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := cl.Complete(ctx, chat("hi"))
-	assert.Equal(t, llmclient.ClassCanceled, llmclient.ClassOf(err))
+	assert.Equal(t, failure.Canceled, llmclient.ClassOf(err))
 	assert.Equal(t, 0, p.Calls())
 }
 
@@ -247,7 +250,7 @@ func TestDedupLeaderPanicReachesEveryWaiter(t *testing.T) {
 			if first {
 				panic("adapter bug")
 			}
-			return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+			return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 		}})
 		var wg sync.WaitGroup
 		panics := make([]any, 3)
@@ -281,7 +284,7 @@ func TestDedupSharedCountsOnlyAnsweredCallers(t *testing.T) {
 		leader := callAt(cl, 0, chat("hi"), noDeadline)
 		short := callAt(cl, 100*time.Millisecond, chat("hi"), timeout(time.Second))
 		follower := callAt(cl, 200*time.Millisecond, chat("hi"), noDeadline)
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf((<-short).err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf((<-short).err))
 		require.NoError(t, (<-leader).err)
 		require.NoError(t, (<-follower).err)
 		assert.Equal(t, uint64(1), c.Stats().Shared)
@@ -310,8 +313,8 @@ func TestDedupSharedCostIsTheOneCalls(t *testing.T) {
 			require.NoError(t, r.err)
 			resps = append(resps, *r.resp)
 		}
-		require.Len(t, log.of(llmclient.EventCall), 1, "one call, one call event")
-		call := log.of(llmclient.EventCall)[0]
+		require.Len(t, log.of(event.Call), 1, "one call, one call event")
+		call := log.of(event.Call)[0]
 		require.True(t, call.Cost.Known)
 		require.Positive(t, int64(call.Cost.Amount))
 		for _, r := range resps {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 )
 
@@ -129,7 +131,7 @@ func wholeChunk(r *llmclient.Response) llmclient.Chunk {
 	ch := llmclient.Chunk{Text: r.Text, Reasoning: r.Reasoning, Refusal: r.Refusal, FinishReason: r.FinishReason,
 		RawFinishReason: r.RawFinishReason, ID: r.ID, Model: r.Model, Usage: &u}
 	for i, tc := range r.ToolCalls {
-		ch.ToolCalls = append(ch.ToolCalls, llmclient.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		ch.ToolCalls = append(ch.ToolCalls, dialect.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return ch
 }
@@ -152,7 +154,7 @@ func storable(resp *llmclient.Response) bool {
 		return false
 	}
 	switch resp.FinishReason {
-	case llmclient.FinishContentFilter, llmclient.FinishRefusal:
+	case finish.ContentFilter, finish.Refusal:
 		return false
 	}
 	return resp.Refusal == ""

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 )
 
 // EventKind says what an Event reports.
@@ -84,8 +85,8 @@ func (o observer) emit(ctx context.Context, e Event) {
 // ClientEvents returns an observer for WithObserver that reports the cache's lookups and
 // stores to f, a Client's observer (what llmclient.WithObserver was given, such as the
 // otel module's Telemetry.Observe), as llmclient events: EventHit as
-// llmclient.EventCacheHit, EventMiss as EventCacheMiss, EventGuardRejected as
-// EventCacheGuardRejected and EventStored as EventCacheStored, with Semantic, Similarity,
+// event.CacheHit, EventMiss as event.CacheMiss, EventGuardRejected as
+// event.CacheGuardRejected and EventStored as event.CacheStored, with Semantic, Similarity,
 // Age, Partition and Model; other cache events are not passed on. So the cache, which is
 // middleware and runs before the Client begins a call, reports through the Client's own
 // observer; its events carry CallID 0. To observe the cache's events yourself as well,
@@ -99,16 +100,16 @@ func ClientEvents(f func(context.Context, llmclient.Event)) func(context.Context
 		return nil
 	}
 	return func(ctx context.Context, e Event) {
-		var kind llmclient.EventKind
+		var kind event.Kind
 		switch e.Kind {
 		case EventHit:
-			kind = llmclient.EventCacheHit
+			kind = event.CacheHit
 		case EventMiss:
-			kind = llmclient.EventCacheMiss
+			kind = event.CacheMiss
 		case EventGuardRejected:
-			kind = llmclient.EventCacheGuardRejected
+			kind = event.CacheGuardRejected
 		case EventStored:
-			kind = llmclient.EventCacheStored
+			kind = event.CacheStored
 		default:
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // errAllGone cancels a shared call whose waiters have all gone.
@@ -18,7 +19,7 @@ var errAllGone = errors.New("llmclient/cache: every caller waiting for the share
 // idempotency window.
 var errWindowEnded = errors.New("llmclient/cache: the idempotency window ended with no caller waiting")
 
-// ErrIdempotencyMismatch is wrapped by the ClassBadRequest *llmclient.Error of a call
+// ErrIdempotencyMismatch is wrapped by the failure.BadRequest *llmclient.Error of a call
 // whose idempotency key was used, within the idempotency window, for a different request.
 var ErrIdempotencyMismatch = errors.New("llmclient/cache: idempotency key reused for a different request")
 
@@ -214,7 +215,7 @@ func (g *flightGroup) wait(ctx context.Context, f *flight, joined bool) (*llmcli
 		case ctx.Err() != nil: // the call failed as this caller gave up: its own reason
 			return nil, gaveUp(ctx), false
 		case f.expired.Load():
-			return nil, &llmclient.Error{Class: llmclient.ClassTimeout, Err: context.DeadlineExceeded,
+			return nil, &llmclient.Error{Class: failure.Timeout, Err: context.DeadlineExceeded,
 				Message: "the shared call reached the latest deadline of its callers"}, joined
 		}
 	}
@@ -266,13 +267,13 @@ func copyResponse(r *llmclient.Response) *llmclient.Response {
 
 func gaveUp(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	class := llmclient.ClassCanceled
+	class := failure.Canceled
 	if errors.Is(cause, context.DeadlineExceeded) {
-		class = llmclient.ClassTimeout
+		class = failure.Timeout
 	}
 	return &llmclient.Error{Class: class, Message: "gave up waiting for a shared call", Err: cause}
 }
 
 func mismatch() error {
-	return &llmclient.Error{Class: llmclient.ClassBadRequest, Err: ErrIdempotencyMismatch}
+	return &llmclient.Error{Class: failure.BadRequest, Err: ErrIdempotencyMismatch}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,7 @@ func TestIdempotentRetryAfterTimeoutGetsTheFirstAnswer(t *testing.T) {
 		cl := client(t, p, c.Middleware())
 
 		first := <-callAt(cl, 0, chat("hi"), withKey("job-1", time.Second))
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(first.err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf(first.err))
 		// The retry joins the call still in flight.
 		retry := <-callAt(cl, 0, chat("hi"), withKey("job-1", 10*time.Second))
 		require.NoError(t, retry.err)
@@ -67,7 +68,7 @@ func TestIdempotencyKeyReusedForAnotherRequest(t *testing.T) {
 		inFlight := callAt(cl, 0, chat("hi"), withKey("k", 0))
 		during := <-callAt(cl, 100*time.Millisecond, chat("bye"), withKey("k", 0))
 		assert.ErrorIs(t, during.err, cache.ErrIdempotencyMismatch)
-		assert.Equal(t, llmclient.ClassBadRequest, llmclient.ClassOf(during.err))
+		assert.Equal(t, failure.BadRequest, llmclient.ClassOf(during.err))
 		require.NoError(t, (<-inFlight).err)
 		after := <-callAt(cl, 0, chat("bye"), withKey("k", 0))
 		assert.ErrorIs(t, after.err, cache.ErrIdempotencyMismatch)
@@ -171,7 +172,7 @@ func TestIdempotentStoreReportedAfterTheCallerLeft(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.WithValue(cache.WithIdempotencyKey(context.Background(), "k"), traceKey{}, "trace-1"), time.Second)
 		defer cancel()
 		_, err := cl.Complete(ctx, chat("hi"))
-		assert.Equal(t, llmclient.ClassTimeout, llmclient.ClassOf(err))
+		assert.Equal(t, failure.Timeout, llmclient.ClassOf(err))
 		mu.Lock()
 		assert.Empty(t, stored, "not yet arrived")
 		mu.Unlock()
@@ -221,8 +222,8 @@ func TestIdempotentFailureIsNotKept(t *testing.T) {
 		first := callAt(cl, 0, chat("hi"), withKey("k", 0))
 		joined := callAt(cl, 100*time.Millisecond, chat("hi"), withKey("k", 0))
 		f, j := <-first, <-joined
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(f.err))
-		assert.Equal(t, llmclient.ClassServerError, llmclient.ClassOf(j.err), "the joined caller gets the same error")
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(f.err))
+		assert.Equal(t, failure.ServerError, llmclient.ClassOf(j.err), "the joined caller gets the same error")
 		r := <-callAt(cl, 0, chat("hi"), withKey("k", 0))
 		require.NoError(t, r.err)
 		assert.Equal(t, "second try", r.resp.Text)

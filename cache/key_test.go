@@ -9,6 +9,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/format"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,9 +37,9 @@ func fullRequest() *llmclient.Request {
 		Temperature:    llmclient.Float(0.2),
 		TopP:           llmclient.Float(0.9),
 		Stop:           []string{"END"},
-		ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: "s", Schema: json.RawMessage(`{"type":"object"}`), Strict: true},
+		ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema, Name: "s", Schema: json.RawMessage(`{"type":"object"}`), Strict: true},
 		Metadata:       map[string]string{"tenant": "t1", "trace": "abc"},
-		Priority:       llmclient.PriorityInteractive,
+		Priority:       ratelimit.Interactive,
 		Extra:          map[string]any{"seed": 7, "reasoning": map[string]any{"effort": "low"}},
 	}
 }
@@ -94,7 +96,7 @@ var changesKey = []keyCase{
 	{"Request.TopP", "top p", func(r *llmclient.Request) { r.TopP = llmclient.Float(1) }},
 	{"Request.Stop", "stop", func(r *llmclient.Request) { r.Stop = []string{"END", "STOP"} }},
 	{"Request.ResponseFormat", "no response format", func(r *llmclient.Request) { r.ResponseFormat = nil }},
-	{"ResponseFormat.Type", "format type", func(r *llmclient.Request) { r.ResponseFormat.Type = llmclient.FormatJSONObject }},
+	{"ResponseFormat.Type", "format type", func(r *llmclient.Request) { r.ResponseFormat.Type = format.JSONObject }},
 	{"ResponseFormat.Name", "format name", func(r *llmclient.Request) { r.ResponseFormat.Name = "t" }},
 	{"ResponseFormat.Schema", "format schema", func(r *llmclient.Request) { r.ResponseFormat.Schema = json.RawMessage(`{"type":"array"}`) }},
 	{"ResponseFormat.Strict", "format strict", func(r *llmclient.Request) { r.ResponseFormat.Strict = false }},
@@ -106,7 +108,7 @@ var changesKey = []keyCase{
 
 var keepsKey = []keyCase{
 	{"Request.Metadata", "metadata", func(r *llmclient.Request) { r.Metadata = map[string]string{"tenant": "t2"} }},
-	{"Request.Priority", "priority", func(r *llmclient.Request) { r.Priority = llmclient.PriorityBatch }},
+	{"Request.Priority", "priority", func(r *llmclient.Request) { r.Priority = ratelimit.Batch }},
 	{"Request.PromptCacheKey", "prompt cache key", func(r *llmclient.Request) { r.PromptCacheKey = "tenant-7" }},
 	{"Tool.Parameters", "parameters spacing", func(r *llmclient.Request) {
 		r.Tools[0].Parameters = json.RawMessage("{\"type\": \"object\",\n\t\"properties\": {\"q\": {\"type\": \"integer\"}}}")

@@ -11,12 +11,13 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func entryOf(text string) *cache.Entry {
-	return &cache.Entry{Response: llmclient.Response{Text: text, FinishReason: llmclient.FinishStop}, Created: time.Now()}
+	return &cache.Entry{Response: llmclient.Response{Text: text, FinishReason: finish.Stop}, Created: time.Now()}
 }
 
 func mustMemory(t *testing.T, cfg cache.MemoryConfig) *cache.Memory {

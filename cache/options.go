@@ -162,7 +162,7 @@ func WithKeyMetadata(keys ...string) Option {
 // among them. A shared call that panics panics in every caller waiting for it. Every
 // waiter gets its own copy of the one answer, with the shared call's Attempts and Cost:
 // to total what calls cost, count the shared call once (Stats.Shared says how many
-// callers joined one; llmclient's EventCall and the otel module's llmclient.client.cost
+// callers joined one; llmclient's event.Call and the otel module's llmclient.client.cost
 // see the call once). Streams are not de-duplicated (see the package documentation).
 // Default false.
 func WithDedup(on bool) Option { return optionFunc(func(c *config) { c.dedup = on }) }

@@ -25,6 +25,7 @@ import (
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/llmclient/llmclient/slogobserver"
 )
 
@@ -65,13 +66,13 @@ func example(ctx context.Context) error {
 }
 
 // docs/concepts.md, Routing, hedging and per-call overrides.
-func routing(ctx context.Context, oai, az llmclient.Provider, id string) (*llmclient.Client, context.Context, error) {
+func routingExample(ctx context.Context, oai, az llmclient.Provider, id string) (*llmclient.Client, context.Context, error) {
 	c, err := llmclient.New(
 		llmclient.WithUpstream(llmclient.Upstream{Name: "openai", Provider: oai, Weight: 3}),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "azure", Provider: az, Weight: 1}),
 		llmclient.WithModelGroup("chat", "openai", "azure"),
-		llmclient.WithRouting("chat", llmclient.RouteLatency),    // or RouteWeighted, RouteLeastInFlight
-		llmclient.WithHedging("chat", llmclient.Hedge{On: true}), // after the primary's p95 (2 s before it is known)
+		llmclient.WithRouting("chat", routing.Latency),         // or routing.Weighted, routing.LeastInFlight
+		llmclient.WithHedging("chat", routing.Hedge{On: true}), // after the primary's p95 (2 s before it is known)
 	)
 	ctx = llmclient.WithCallOptions(ctx, llmclient.CallOptions{
 		MaxAttempts: 1, AttemptTimeout: 20 * time.Second, Exclude: []string{"azure"},
@@ -91,7 +92,7 @@ func streaming(ctx context.Context, client *llmclient.Client, req *llmclient.Req
 		fmt.Print(stream.Current().Text)
 	}
 	if err := stream.Err(); err != nil {
-		// ClassStreamInterrupted: the partial output is in err.(*llmclient.Error).Partial, and
+		// failure.StreamInterrupted: the partial output is in err.(*llmclient.Error).Partial, and
 		// llmclient.ContinuationRequest(req, err) builds the request that continues it.
 		return err
 	}
@@ -220,7 +221,7 @@ func budgets(paris *time.Location, mini, flagship llmclient.Provider) (*llmclien
 			Name:   "daily",
 			Window: budget.Daily(paris),            // or Hourly, Monthly (time zone), Rolling(d)
 			Cap:    200 * pricing.Dollar,           // hard cap per window
-			Soft:   []float64{0.8},                 // EventBudget once per window at 80%
+			Soft:   []float64{0.8},                 // event.Budget once per window at 80%
 			Scope:  budget.EachPartition("tenant"), // default: the whole Client; or Partition, Upstream, Model
 		}),
 		llmclient.WithModelGroup("chat", "mini", "flagship"),
@@ -261,7 +262,7 @@ func health(client *llmclient.Client) {
 
 var (
 	_ = example
-	_ = routing
+	_ = routingExample
 	_ = streaming
 	_ = acrossVendors
 	_ = fakeProvider
@@ -272,5 +273,6 @@ var (
 	_ = costOfACall
 	_ = budgets
 	_ = prices
+	_ = promptCaching
 	_ = health
 )

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // The Anthropic Messages wire types the front door reads and writes.
@@ -293,13 +294,13 @@ func anUsageOf(u llmclient.Usage) anUsage {
 	}
 }
 
-func anStop(f llmclient.FinishReason, raw string) string {
+func anStop(f finish.Reason, raw string) string {
 	switch f {
-	case llmclient.FinishLength:
+	case finish.Length:
 		return "max_tokens"
-	case llmclient.FinishToolCalls:
+	case finish.ToolCalls:
 		return "tool_use"
-	case llmclient.FinishRefusal, llmclient.FinishContentFilter:
+	case finish.Refusal, finish.ContentFilter:
 		return "refusal"
 	}
 	if raw == "stop_sequence" {

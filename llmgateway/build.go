@@ -15,20 +15,22 @@ import (
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
+	"github.com/llmclient/llmclient/routing"
 )
 
-var routings = map[string]llmclient.Routing{
-	"":                llmclient.RouteOrdered,
-	"ordered":         llmclient.RouteOrdered,
-	"weighted":        llmclient.RouteWeighted,
-	"least_in_flight": llmclient.RouteLeastInFlight,
-	"latency":         llmclient.RouteLatency,
+var routings = map[string]routing.Policy{
+	"":                routing.Ordered,
+	"ordered":         routing.Ordered,
+	"weighted":        routing.Weighted,
+	"least_in_flight": routing.LeastInFlight,
+	"latency":         routing.Latency,
 }
 
-var meterings = map[string]llmclient.Metering{
-	"":          llmclient.MeterAdmission,
-	"admission": llmclient.MeterAdmission,
-	"usage":     llmclient.MeterUsage,
+var meterings = map[string]ratelimit.Metering{
+	"":          ratelimit.MeterAdmission,
+	"admission": ratelimit.MeterAdmission,
+	"usage":     ratelimit.MeterUsage,
 }
 
 func (l *LimitsConfig) limits() llmclient.Limits {
@@ -194,7 +196,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 			opts = append(opts, llmclient.WithGroupFallback(g.Name, g.Fallback...))
 		}
 		if g.Hedge != "" {
-			h := llmclient.Hedge{On: true}
+			h := routing.Hedge{On: true}
 			if g.Hedge != "auto" {
 				h.Delay, _ = time.ParseDuration(g.Hedge)
 			}
@@ -254,7 +256,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 	}
 	l := c.Limiter
 	if l.Mode == "fail_fast" {
-		opts = append(opts, llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+		opts = append(opts, llmclient.WithLimiterMode(ratelimit.FailFast))
 	}
 	if l.MaxWait > 0 {
 		opts = append(opts, llmclient.WithMaxWait(l.MaxWait.D()))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // dialect is the wire family of a front door, which shapes its error bodies.
@@ -33,26 +34,26 @@ type apiError struct {
 	retryAfter time.Duration
 	// noRetry sends x-should-retry: false, for failures a repeat will not fix.
 	noRetry bool
-	class   llmclient.Class
+	class   failure.Class
 }
 
 // localError is a refusal by the gateway itself (bad JSON, unknown key, model not
 // allowed, body too large).
 func localError(status int, message string) *apiError {
-	e := &apiError{status: status, message: message, class: llmclient.ClassBadRequest}
+	e := &apiError{status: status, message: message, class: failure.BadRequest}
 	switch status {
 	case http.StatusUnauthorized:
-		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "invalid_api_key", "authentication_error", llmclient.ClassAuth
+		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "invalid_api_key", "authentication_error", failure.Auth
 	case http.StatusForbidden:
-		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "model_not_allowed", "permission_error", llmclient.ClassPermission
+		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "model_not_allowed", "permission_error", failure.Permission
 	case http.StatusNotFound:
-		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "unknown_url", "not_found_error", llmclient.ClassNotFound
+		e.oaType, e.oaCode, e.anType, e.class = "invalid_request_error", "unknown_url", "not_found_error", failure.NotFound
 	case http.StatusRequestEntityTooLarge:
 		e.oaType, e.oaCode, e.anType = "invalid_request_error", "request_too_large", "request_too_large"
 	case http.StatusMethodNotAllowed:
 		e.oaType, e.anType = "invalid_request_error", "invalid_request_error"
 	case http.StatusServiceUnavailable:
-		e.oaType, e.oaCode, e.anType, e.class = "service_unavailable_error", "shutting_down", "overloaded_error", llmclient.ClassUnavailable
+		e.oaType, e.oaCode, e.anType, e.class = "service_unavailable_error", "shutting_down", "overloaded_error", failure.Unavailable
 	default:
 		e.oaType, e.anType = "invalid_request_error", "invalid_request_error"
 	}
@@ -78,48 +79,48 @@ func fromError(err error) *apiError {
 		e.message = "llmclient: " + class.String()
 	}
 	switch class {
-	case llmclient.ClassRateLimited:
+	case failure.RateLimited:
 		e.status, e.oaType, e.oaCode, e.anType = 429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error"
-	case llmclient.ClassQuotaExhausted:
+	case failure.QuotaExhausted:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 429, "insufficient_quota", "insufficient_quota", "rate_limit_error", true
 		e.retryAfter = 0
-	case llmclient.ClassBudgetExceeded:
+	case failure.BudgetExceeded:
 		e.status, e.oaType, e.oaCode, e.anType = 429, "insufficient_quota", "budget_exceeded", "rate_limit_error"
 		if e.retryAfter <= 0 {
 			e.noRetry = true
 		}
-	case llmclient.ClassUnpriced:
+	case failure.Unpriced:
 		// A budget cannot price the model: a policy refusal, which no retry changes.
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 403, "invalid_request_error", "model_unpriced", "permission_error", true
 		e.retryAfter = 0
-	case llmclient.ClassOverloaded:
+	case failure.Overloaded:
 		e.status, e.oaType, e.oaCode, e.anType = 503, "service_unavailable_error", "server_is_overloaded", "overloaded_error"
-	case llmclient.ClassServerError, llmclient.ClassNetwork, llmclient.ClassUnknown, llmclient.ClassStreamInterrupted, llmclient.ClassEmptyOutput:
+	case failure.ServerError, failure.Network, failure.Unknown, failure.StreamInterrupted, failure.EmptyOutput:
 		e.status, e.oaType, e.oaCode, e.anType = 502, "server_error", "upstream_error", "api_error"
-	case llmclient.ClassTimeout:
+	case failure.Timeout:
 		e.status, e.oaType, e.oaCode, e.anType = 504, "timeout_error", "timeout", "timeout_error"
-	case llmclient.ClassBadRequest:
+	case failure.BadRequest:
 		e.status, e.oaType, e.anType = 400, "invalid_request_error", "invalid_request_error"
 		if le != nil && le.Code != "" {
 			e.oaCode = le.Code
 		}
 		e.noRetry, e.retryAfter = true, 0
-	case llmclient.ClassContextLength:
+	case failure.ContextLength:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 400, "invalid_request_error", "context_length_exceeded", "invalid_request_error", true
 		e.retryAfter = 0
-	case llmclient.ClassContentFiltered:
+	case failure.ContentFiltered:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 400, "invalid_request_error", "content_filter", "invalid_request_error", true
 		e.retryAfter = 0
-	case llmclient.ClassAuth:
+	case failure.Auth:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 502, "server_error", "upstream_authentication_failed", "api_error", true
-	case llmclient.ClassPermission:
+	case failure.Permission:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 502, "server_error", "upstream_permission_denied", "api_error", true
-	case llmclient.ClassNotFound:
+	case failure.NotFound:
 		e.status, e.oaType, e.oaCode, e.anType, e.noRetry = 404, "invalid_request_error", "model_not_found", "not_found_error", true
 		e.retryAfter = 0
-	case llmclient.ClassCanceled:
+	case failure.Canceled:
 		e.status, e.oaType, e.oaCode, e.anType = 499, "invalid_request_error", "canceled", "invalid_request_error"
-	case llmclient.ClassUnavailable:
+	case failure.Unavailable:
 		e.status, e.oaType, e.oaCode, e.anType = 503, "service_unavailable_error", "upstream_unavailable", "overloaded_error"
 	default:
 		e.status, e.oaType, e.oaCode, e.anType = 502, "server_error", "upstream_error", "api_error"

@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // Gateway is an OpenAI- and Anthropic-compatible HTTP server in front of one
@@ -190,7 +193,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		if tel != nil {
 			tel(ctx, e)
 		}
-		if e.Kind == llmclient.EventAttempt {
+		if e.Kind == event.Attempt {
 			clockOf(ctx).attempt(e.Waited)
 		}
 		g.observe(e)
@@ -225,22 +228,22 @@ func (g *Gateway) Client() *llmclient.Client { return g.client }
 // observe logs the Client's events an operator must see; keys are labels, never keys.
 func (g *Gateway) observe(e llmclient.Event) {
 	switch e.Kind {
-	case llmclient.EventBreaker:
+	case event.Breaker:
 		g.log.Warn("breaker", "upstream", e.Upstream, "from", e.From.String(), "to", e.To.String())
-	case llmclient.EventKeyEvicted:
+	case event.KeyEvicted:
 		g.log.Warn("key evicted", "upstream", e.Upstream, "key", e.Key, "until", e.Until, "class", e.Class.String())
-	case llmclient.EventAlert:
+	case event.Alert:
 		msg := ""
 		if e.Err != nil {
 			msg = e.Err.Error()
 		}
 		g.log.Error("alert", "upstream", e.Upstream, "key", e.Key, "class", e.Class.String(), "err", msg)
-	case llmclient.EventBudget:
+	case event.Budget:
 		if e.Budget != nil {
 			g.log.Warn("budget", "budget", e.Budget.Name, "tenant", e.Budget.Partition, "fraction", e.Budget.Fraction,
 				"spent_usd", e.Budget.Spent.Dollars(), "cap_usd", e.Budget.Cap.Dollars(), "hard", e.Budget.Hard)
 		}
-	case llmclient.EventControl:
+	case event.Control:
 		g.log.Info("control", "upstream", e.Upstream, "key", e.Key, "action", e.Action)
 	}
 }
@@ -372,7 +375,7 @@ type record struct {
 	upstream  string
 	attempts  int
 	fallback  bool
-	class     llmclient.Class
+	class     failure.Class
 	waited    time.Duration
 	upstreamT time.Duration
 	input     int
@@ -399,7 +402,7 @@ func (g *Gateway) logAccess(rec *record) {
 		slog.Int("status", rec.status), slog.String("upstream", rec.upstream), slog.Int("attempts", rec.attempts),
 		slog.Float64("duration_ms", ms(d)), slog.Float64("overhead_ms", ms(rec.overhead)),
 	}
-	if rec.class != llmclient.ClassNone {
+	if rec.class != failure.None {
 		attrs = append(attrs, slog.String("class", rec.class.String()))
 	}
 	if rec.fallback {
@@ -475,7 +478,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	defer g.logAccess(rec)
 	fail := func(e *apiError) {
 		rec.status = e.status
-		if rec.class == llmclient.ClassNone {
+		if rec.class == failure.None {
 			rec.class = e.class
 		}
 		w.Header().Set("x-llmclient-overhead-ms", overheadHeader(rec.overhead))
@@ -598,7 +601,7 @@ func partialAnswer(err error) *llmclient.Response {
 	if !errors.As(err, &le) || le.Partial == nil {
 		return nil
 	}
-	if le.Class == llmclient.ClassContentFiltered || le.Class == llmclient.ClassEmptyOutput {
+	if le.Class == failure.ContentFiltered || le.Class == failure.EmptyOutput {
 		p := *le.Partial
 		if p.Upstream == "" {
 			p.Upstream = le.Upstream
@@ -657,7 +660,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	if !s.Next() {
 		err := s.Err()
 		if err == nil {
-			err = &llmclient.Error{Class: llmclient.ClassStreamInterrupted, Message: "the stream ended without content"}
+			err = &llmclient.Error{Class: failure.StreamInterrupted, Message: "the stream ended without content"}
 		}
 		rec.fromError(err)
 		rec.overhead = rec.overheadNow(clock)
@@ -714,7 +717,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	}
 	if written != nil {
 		// The caller went away: closing the stream cancels the upstream call.
-		rec.class = llmclient.ClassCanceled
+		rec.class = failure.Canceled
 		rec.fromResponse(s.Response())
 		return
 	}
@@ -815,12 +818,12 @@ func warmFrontDoors() {
 	_, _, _, _ = decodeOpenAIChat([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":1,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`))
 	_, _, _ = decodeAnthropic([]byte(`{"model":"m","max_tokens":1,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true}`))
 	_, _, _ = decodeOpenAIEmbed([]byte(`{"model":"m","input":["hi"]}`))
-	resp := &llmclient.Response{Text: "hello", FinishReason: llmclient.FinishStop, Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1}}
+	resp := &llmclient.Response{Text: "hello", FinishReason: finish.Stop, Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1}}
 	_ = encodeOpenAIChat(resp, "chatcmpl-warm", "m", 0)
 	_ = encodeAnthropic(resp, "msg_warm", "m")
 	oa := &oaStreamWriter{id: "chatcmpl-warm", model: "m"}
 	_ = oa.chunk(llmclient.Chunk{Text: "hello"})
-	_ = oa.chunk(llmclient.Chunk{FinishReason: llmclient.FinishStop})
+	_ = oa.chunk(llmclient.Chunk{FinishReason: finish.Stop})
 	_ = oa.usage(resp.Usage)
 	an := &anStreamWriter{id: "msg_warm", model: "m"}
 	_ = an.chunk(llmclient.Chunk{Text: "hello"})

@@ -9,6 +9,8 @@ import (
 	"math"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/format"
 )
 
 // The OpenAI Chat Completions and Embeddings wire types the front door reads and
@@ -151,13 +153,13 @@ func decodeOpenAIChat(body []byte) (req *llmclient.Request, stream, includeUsage
 		switch rf.Type {
 		case "text", "":
 		case "json_object":
-			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONObject}
+			req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONObject}
 		case "json_schema":
 			if rf.JSONSchema == nil {
 				return nil, false, false, fmt.Errorf("response_format: json_schema is required")
 			}
 			req.ResponseFormat = &llmclient.ResponseFormat{
-				Type: llmclient.FormatJSONSchema, Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema,
+				Type: format.JSONSchema, Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema,
 				Strict: rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict,
 			}
 		default:
@@ -282,13 +284,13 @@ func oaUsageOf(u llmclient.Usage) *oaUsage {
 	return out
 }
 
-func oaFinish(f llmclient.FinishReason) string {
+func oaFinish(f finish.Reason) string {
 	switch f {
-	case llmclient.FinishLength:
+	case finish.Length:
 		return "length"
-	case llmclient.FinishToolCalls:
+	case finish.ToolCalls:
 		return "tool_calls"
-	case llmclient.FinishContentFilter:
+	case finish.ContentFilter:
 		return "content_filter"
 	}
 	return "stop"
@@ -383,7 +385,7 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 		d.ToolCalls = append(d.ToolCalls, t)
 	}
 	ch := oaChunkChc{Delta: d, Logprobs: nullJSON}
-	if c.FinishReason != llmclient.FinishNone {
+	if c.FinishReason != finish.None {
 		f := oaFinish(c.FinishReason)
 		ch.FinishReason = &f
 	}

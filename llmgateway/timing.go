@@ -17,7 +17,7 @@ import (
 // deliberate waits).
 type upstreamClock struct {
 	ns atomic.Int64
-	// waitedNS and attempts sum the Client's EventAttempt events so far: the time
+	// waitedNS and attempts sum the Client's event.Attempt events so far: the time
 	// attempts spent waiting before their calls, and how many ended.
 	waitedNS atomic.Int64
 	attempts atomic.Int32

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // The attributes, from the OpenTelemetry GenAI and general semantic conventions, and
@@ -68,8 +70,8 @@ const (
 
 // errorType is the error.type of a class: its name ("rate_limited", "timeout", ...),
 // or "" for success.
-func errorType(c llmclient.Class) string {
-	if c == llmclient.ClassNone {
+func errorType(c failure.Class) string {
+	if c == failure.None {
 		return ""
 	}
 	return c.String()
@@ -119,7 +121,7 @@ const (
 type setKey struct {
 	kind                                     setKind
 	op, upstream, model, respModel, key, aux string
-	class                                    llmclient.Class
+	class                                    failure.Class
 	status                                   int
 }
 
@@ -322,29 +324,29 @@ func (k *setKey) hash() uint64 {
 // The gen_ai.response.finish_reasons of the finish reasons llmclient names, made once:
 // an attribute value is immutable, and building a string slice one allocates twice.
 var (
-	finishStop          = keyFinishReasons.StringSlice([]string{string(llmclient.FinishStop)})
-	finishLength        = keyFinishReasons.StringSlice([]string{string(llmclient.FinishLength)})
-	finishToolCalls     = keyFinishReasons.StringSlice([]string{string(llmclient.FinishToolCalls)})
-	finishContentFilter = keyFinishReasons.StringSlice([]string{string(llmclient.FinishContentFilter)})
-	finishRefusal       = keyFinishReasons.StringSlice([]string{string(llmclient.FinishRefusal)})
-	finishOther         = keyFinishReasons.StringSlice([]string{string(llmclient.FinishOther)})
+	finishStop          = keyFinishReasons.StringSlice([]string{string(finish.Stop)})
+	finishLength        = keyFinishReasons.StringSlice([]string{string(finish.Length)})
+	finishToolCalls     = keyFinishReasons.StringSlice([]string{string(finish.ToolCalls)})
+	finishContentFilter = keyFinishReasons.StringSlice([]string{string(finish.ContentFilter)})
+	finishRefusal       = keyFinishReasons.StringSlice([]string{string(finish.Refusal)})
+	finishOther         = keyFinishReasons.StringSlice([]string{string(finish.Other)})
 )
 
 // finishReasons is the gen_ai.response.finish_reasons attribute of a call that ended
 // for reason r.
-func finishReasons(r llmclient.FinishReason) attribute.KeyValue {
+func finishReasons(r finish.Reason) attribute.KeyValue {
 	switch r {
-	case llmclient.FinishStop:
+	case finish.Stop:
 		return finishStop
-	case llmclient.FinishLength:
+	case finish.Length:
 		return finishLength
-	case llmclient.FinishToolCalls:
+	case finish.ToolCalls:
 		return finishToolCalls
-	case llmclient.FinishContentFilter:
+	case finish.ContentFilter:
 		return finishContentFilter
-	case llmclient.FinishRefusal:
+	case finish.Refusal:
 		return finishRefusal
-	case llmclient.FinishOther:
+	case finish.Other:
 		return finishOther
 	}
 	return keyFinishReasons.StringSlice([]string{clampValue(string(r))})

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	llmotel "github.com/llmclient/llmclient/otel"
 )
 
@@ -22,7 +23,7 @@ import (
 type noop struct{}
 
 func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop,
 		Usage: llmclient.Usage{InputTokens: 12, OutputTokens: 3}}, nil
 }
 

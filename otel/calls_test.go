@@ -16,8 +16,12 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	llmotel "github.com/llmclient/llmclient/otel"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 )
 
 var durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
@@ -220,7 +224,7 @@ func TestHedge(t *testing.T) {
 		b := fake.New(fake.Reply("ok").Usage(3, 1))
 		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: a}),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: b}),
-			llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: time.Second}))
+			llmclient.WithHedging("", routing.Hedge{On: true, Delay: time.Second}))
 		_, err := c.Complete(context.Background(), chatReq("m"))
 		require.NoError(t, err)
 
@@ -306,7 +310,7 @@ func TestObserverSeesCallerContext(t *testing.T) {
 	var spans []trace.SpanID
 	obs := func(ctx context.Context, e llmclient.Event) {
 		r.tel.Observe(ctx, e)
-		if e.Kind == llmclient.EventAttempt || e.Kind == llmclient.EventCall {
+		if e.Kind == event.Attempt || e.Kind == event.Call {
 			seen = append(seen, ctx.Value(key{}))
 			spans = append(spans, trace.SpanFromContext(ctx).SpanContext().SpanID())
 		}
@@ -355,12 +359,12 @@ func TestDecisionEvents(t *testing.T) {
 		r := newRig(t)
 		p := fake.New(fake.Fail(401))
 		fallback := func(ctx context.Context, req *llmclient.Request, err error) (*llmclient.Response, error) {
-			return &llmclient.Response{Text: "sorry", FinishReason: llmclient.FinishStop}, nil
+			return &llmclient.Response{Text: "sorry", FinishReason: finish.Stop}, nil
 		}
 		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-1"}}),
-			llmclient.WithFallback(fallback), llmclient.WithDecision(llmclient.ClassAuth,
+			llmclient.WithFallback(fallback), llmclient.WithDecision(failure.Auth,
 				func() llmclient.Decision {
-					d := llmclient.DefaultDecision(llmclient.ClassAuth)
+					d := llmclient.DefaultDecision(failure.Auth)
 					d.Failover = true
 					return d
 				}()))

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 )
 
 // The bucket boundaries the GenAI semantic conventions recommend: token counts in powers
@@ -160,11 +161,11 @@ func (t *Telemetry) recordCache(ctx context.Context, e *llmclient.Event) {
 	}
 	result, ctr := "", t.m.cacheLookups
 	switch e.Kind {
-	case llmclient.EventCacheHit:
+	case event.CacheHit:
 		result = "hit"
-	case llmclient.EventCacheMiss:
+	case event.CacheMiss:
 		result = "miss"
-	case llmclient.EventCacheGuardRejected:
+	case event.CacheGuardRejected:
 		result = "guard_rejected"
 	default:
 		ctr = t.m.cacheStores
@@ -328,21 +329,21 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 	k := setKey{kind: setDecision, upstream: clampValue(e.Upstream), key: clampValue(e.Key), class: e.Class, status: int(e.Kind)}
 	var ctr metric.Int64Counter
 	switch e.Kind {
-	case llmclient.EventFailover:
+	case event.Failover:
 		ctr, k.aux = t.m.failovers, clampValue(e.Target)
-	case llmclient.EventHedge:
+	case event.Hedge:
 		ctr, k.aux = t.m.hedges, clampValue(e.Target)
-	case llmclient.EventContinuation:
+	case event.Continuation:
 		ctr, k.aux = t.m.continuations, clampValue(e.Target)
-	case llmclient.EventFallback:
+	case event.Fallback:
 		ctr = t.m.fallbacks
-	case llmclient.EventBreaker:
+	case event.Breaker:
 		ctr, k.aux = t.m.breakerTransitions, e.To.String()
-	case llmclient.EventKeyCooldown:
+	case event.KeyCooldown:
 		ctr = t.m.cooldowns
-	case llmclient.EventKeyEvicted:
+	case event.KeyEvicted:
 		ctr = t.m.evictions
-	case llmclient.EventAlert:
+	case event.Alert:
 		ctr = t.m.alerts
 	default:
 		return
@@ -359,9 +360,9 @@ func (t *Telemetry) recordDecision(ctx context.Context, e *llmclient.Event) {
 			kvs = append(kvs, str(keyErrorType, et))
 		}
 		switch e.Kind {
-		case llmclient.EventFailover, llmclient.EventHedge, llmclient.EventContinuation:
+		case event.Failover, event.Hedge, event.Continuation:
 			kvs = append(kvs, str(keyTarget, k.aux))
-		case llmclient.EventBreaker:
+		case event.Breaker:
 			kvs = append(kvs, str(keyBreakerState, k.aux))
 		}
 		return newSetEntry(kvs, false)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter a Telemetry uses.
@@ -129,27 +130,27 @@ func (t *Telemetry) Observe(ctx context.Context, e llmclient.Event) {
 func (t *Telemetry) observe(ctx context.Context, e *llmclient.Event) {
 	c := t.callOf(ctx)
 	switch e.Kind {
-	case llmclient.EventAttempt:
+	case event.Attempt:
 		s := t.recordAttempt(ctx, c, e)
 		if c != nil {
 			c.attempt(e, s)
 		}
-	case llmclient.EventCall:
+	case event.Call:
 		s := t.recordCall(ctx, c, e)
 		if c != nil {
 			c.end(e, s)
 		}
-	case llmclient.EventFailover, llmclient.EventFallback, llmclient.EventKeyCooldown,
-		llmclient.EventKeyEvicted, llmclient.EventAlert, llmclient.EventHedge, llmclient.EventContinuation:
+	case event.Failover, event.Fallback, event.KeyCooldown,
+		event.KeyEvicted, event.Alert, event.Hedge, event.Continuation:
 		t.recordDecision(ctx, e)
 		if c != nil {
 			c.decision(e)
 		}
-	case llmclient.EventBreaker:
+	case event.Breaker:
 		t.recordDecision(ctx, e)
-	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
+	case event.CacheHit, event.CacheMiss, event.CacheGuardRejected, event.CacheStored:
 		t.recordCache(ctx, e)
-	case llmclient.EventBudget:
+	case event.Budget:
 		t.recordBudget(ctx, e)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // callKey finds a call's tracing state in its context.
@@ -140,7 +142,7 @@ func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclien
 		c.finish(nil, err)
 		return s, err
 	}
-	// A stream from the Client ends its span with its EventCall; one that inner
+	// A stream from the Client ends its span with its event.Call; one that inner
 	// middleware made (a cache's replay) when it ends or is closed.
 	return s.Tap(nil, c.finish), nil
 }
@@ -305,7 +307,7 @@ func (c *call) decision(e *llmclient.Event) {
 		return
 	}
 	c.ensure(e.Model)
-	if e.Kind == llmclient.EventFailover {
+	if e.Kind == event.Failover {
 		c.failover = true
 	}
 	if !c.recording {
@@ -322,13 +324,13 @@ func (c *call) decision(e *llmclient.Event) {
 		attrs = append(attrs, str(keyErrorType, et))
 	}
 	switch e.Kind {
-	case llmclient.EventFailover, llmclient.EventHedge:
+	case event.Failover, event.Hedge:
 		attrs = append(attrs, str(keyTarget, e.Target))
-	case llmclient.EventContinuation:
+	case event.Continuation:
 		attrs = append(attrs, str(keyTarget, e.Target), str(keyAction, e.Action))
-	case llmclient.EventFallback:
+	case event.Fallback:
 		c.span.SetAttributes(keyFallback.Bool(true))
-	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
+	case event.KeyCooldown, event.KeyEvicted:
 		attrs = append(attrs, str(keyUntil, e.Until.UTC().Format(time.RFC3339Nano)))
 	}
 	opts := []trace.EventOption{trace.WithAttributes(attrs...)}
@@ -355,7 +357,7 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
 	attrs = append(attrs, s.span...) // provider, upstream, response model
 	attrs = append(attrs, c.params...)
-	if e.FinishReason != llmclient.FinishNone {
+	if e.FinishReason != finish.None {
 		attrs = append(attrs, finishReasons(e.FinishReason))
 	}
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
@@ -387,7 +389,7 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 }
 
 // finish ends the call span after its front door returned (or, for a stream that inner
-// middleware made, after it ended), unless the call's EventCall already did: a call the
+// middleware made, after it ended), unless the call's event.Call already did: a call the
 // Client refused before any attempt (a bad request, a caller partition at its limit) or
 // that middleware below answered. In transport mode a call without events has no span,
 // and gets one only for an llmclient error.
@@ -425,7 +427,7 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		if resp.Model != "" {
 			attrs = append(attrs, str(keyResponseModel, resp.Model))
 		}
-		if resp.FinishReason != llmclient.FinishNone {
+		if resp.FinishReason != finish.None {
 			attrs = append(attrs, finishReasons(resp.FinishReason))
 		}
 		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {

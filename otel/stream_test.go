@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -78,7 +80,7 @@ func TestStreamInterruption(t *testing.T) {
 		require.NoError(t, err)
 		for s.Next() {
 		}
-		require.Equal(t, llmclient.ClassStreamInterrupted, llmclient.ClassOf(s.Err()))
+		require.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(s.Err()))
 		s.Close()
 
 		s, err = c.Stream(context.Background(), chatReq("m"))
@@ -115,7 +117,7 @@ func TestStreamFromMiddleware(t *testing.T) {
 	replay := func(next llmclient.Handler) llmclient.Handler {
 		return llmclient.HandlerFuncs{CompleteFunc: next.Complete,
 			StreamFunc: func(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
-				return llmclient.StreamOf([]llmclient.Chunk{{Text: "cached"}, {FinishReason: llmclient.FinishStop}}, nil), nil
+				return llmclient.StreamOf([]llmclient.Chunk{{Text: "cached"}, {FinishReason: finish.Stop}}, nil), nil
 			}}
 	}
 	c, err := llmclient.New(llmclient.WithObserver(r.tel.Observe), llmclient.WithMiddleware(r.tel.Middleware),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Watch's gauges read the Client's state: breakers, keys, limiter levels against their
@@ -19,9 +20,9 @@ func TestWatchGauges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		p := fake.New(
-			fake.Fail(429).RetryAfter(30*time.Second).RateLimits(llmclient.RateLimits{
-				Requests: llmclient.RateWindow{Known: true, Limit: 600, Remaining: 0}}),
-			fake.Reply("ok").RateLimits(llmclient.RateLimits{Tokens: llmclient.RateWindow{Known: true, Limit: 60000, Remaining: 9000}}))
+			fake.Fail(429).RetryAfter(30*time.Second).RateLimits(ratelimit.Status{
+				Requests: ratelimit.Window{Known: true, Limit: 600, Remaining: 0}}),
+			fake.Reply("ok").RateLimits(ratelimit.Status{Tokens: ratelimit.Window{Known: true, Limit: 60000, Remaining: 9000}}))
 		c, err := llmclient.New(llmclient.WithObserver(r.tel.Observe), llmclient.WithMaxAttempts(1),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-1", "sk-2"},
 				Limits: llmclient.Limits{RPM: 600, TPM: 60000, MaxConcurrent: 2}}))

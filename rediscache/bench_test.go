@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // partitions names a fresh partition for every call of the miss benchmark, across its runs.
@@ -17,7 +18,7 @@ var partitions atomic.Uint64
 type noop struct{}
 
 func (noop) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (noop) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {

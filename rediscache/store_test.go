@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/rediscache"
 	"github.com/redis/go-redis/v9"
@@ -25,8 +26,8 @@ func ctx(t *testing.T) context.Context {
 func entry(text string) *cache.Entry {
 	u := llmclient.Usage{InputTokens: 3, OutputTokens: 1}
 	return &cache.Entry{
-		Response: llmclient.Response{Text: text, FinishReason: llmclient.FinishStop, Usage: u, Upstream: "a"},
-		Chunks:   []llmclient.Chunk{{Text: text[:1]}, {Text: text[1:], FinishReason: llmclient.FinishStop, Usage: &u}},
+		Response: llmclient.Response{Text: text, FinishReason: finish.Stop, Usage: u, Upstream: "a"},
+		Chunks:   []llmclient.Chunk{{Text: text[:1]}, {Text: text[1:], FinishReason: finish.Stop, Usage: &u}},
 		Created:  time.Unix(1700000000, 5), Fingerprint: "xk",
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -146,7 +147,7 @@ func TestBudgetReplicasShareTheCap(t *testing.T) {
 	var total pricing.Money
 	soft, hard := 0, 0
 	obs := func(_ context.Context, e llmclient.Event) {
-		if e.Kind != llmclient.EventBudget {
+		if e.Kind != event.Budget {
 			return
 		}
 		mu.Lock()

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/llmclient/llmclient/redisstore"
 )
 
@@ -304,15 +307,15 @@ func TestHugeSlotBounds(t *testing.T) {
 // answers 429 with the given Retry-After.
 type amounts struct {
 	usage      llmclient.Usage
-	remaining  *llmclient.RateLimits
+	remaining  *ratelimit.Status
 	retryAfter time.Duration // > 0: answer 429
 }
 
 func (p *amounts) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
 	if p.retryAfter > 0 {
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RetryAfter: p.retryAfter}
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, RetryAfter: p.retryAfter}
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, Usage: p.usage, RateLimits: p.remaining}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, Usage: p.usage, RateLimits: p.remaining}, nil
 }
 
 func (p *amounts) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
@@ -328,7 +331,7 @@ func (p *amounts) Stream(context.Context, *llmclient.Call) (llmclient.ProviderSt
 func TestHugeAmountsThroughClient(t *testing.T) {
 	srv := startRedis(t)
 	s := srv.store(redisstore.WithFailMode(redisstore.FailClosed))
-	limits := llmclient.Limits{RPM: 100, TPM: 100_000, Metering: llmclient.MeterUsage}
+	limits := llmclient.Limits{RPM: 100, TPM: 100_000, Metering: ratelimit.MeterUsage}
 	n := 0
 	// newClient returns a fail-fast Client on a fresh key of p, and another Client on a
 	// second key, both through the store.
@@ -343,8 +346,8 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 				llmclient.WithUpstream(llmclient.Upstream{Name: fmt.Sprintf("vendor%d-%d", n, i), Provider: prov,
 					Keys: []string{"sk-clamp"}, Limits: limits}),
 				llmclient.WithLimitStore(s),
-				llmclient.WithLimiterMode(llmclient.LimiterFailFast),
-				llmclient.WithDecision(llmclient.ClassRateLimited, llmclient.Decision{Cooldown: true}),
+				llmclient.WithLimiterMode(ratelimit.FailFast),
+				llmclient.WithDecision(failure.RateLimited, llmclient.Decision{Cooldown: true}),
 			)
 			if err != nil {
 				t.Fatal(err)
@@ -362,7 +365,7 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			return 0
 		}
 		e, ok := err.(*llmclient.Error)
-		if !ok || e.Class != llmclient.ClassRateLimited || e.Status != 0 {
+		if !ok || e.Class != failure.RateLimited || e.Status != 0 {
 			t.Fatalf("small request: %v; want admitted or refused by the limiter", err)
 		}
 		return e.AdmitAfter
@@ -402,8 +405,8 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			}
 		})
 		t.Run(fmt.Sprintf("remaining %d", v), func(t *testing.T) {
-			w := llmclient.RateWindow{Known: true, Limit: int64(v), Remaining: int64(v)}
-			c, other := newClient(t, &amounts{remaining: &llmclient.RateLimits{Requests: w, Tokens: w}})
+			w := ratelimit.Window{Known: true, Limit: int64(v), Remaining: int64(v)}
+			c, other := newClient(t, &amounts{remaining: &ratelimit.Status{Requests: w, Tokens: w}})
 			for range 2 {
 				if _, err := c.Complete(ctx(t), hello()); err != nil {
 					t.Fatal(err)
@@ -417,7 +420,7 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			}
 			p := &amounts{retryAfter: time.Duration(v)}
 			c, other := newClient(t, p)
-			if _, err := c.Complete(ctx(t), hello()); llmclient.ClassOf(err) != llmclient.ClassRateLimited {
+			if _, err := c.Complete(ctx(t), hello()); llmclient.ClassOf(err) != failure.RateLimited {
 				t.Fatalf("want the upstream's 429, got %v", err)
 			}
 			stillShared(t, other)
@@ -426,7 +429,7 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 			replica, err := llmclient.New(
 				llmclient.WithUpstream(llmclient.Upstream{Name: fmt.Sprintf("vendor%d-0", n), Provider: p,
 					Keys: []string{"sk-clamp"}, Limits: limits}),
-				llmclient.WithLimitStore(s), llmclient.WithLimiterMode(llmclient.LimiterFailFast))
+				llmclient.WithLimitStore(s), llmclient.WithLimiterMode(ratelimit.FailFast))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -449,8 +452,8 @@ func TestHugeAmountsThroughClient(t *testing.T) {
 		}
 	})
 	t.Run("negative remaining", func(t *testing.T) {
-		w := llmclient.RateWindow{Known: true, Limit: math.MinInt64, Remaining: math.MinInt64}
-		c, other := newClient(t, &amounts{remaining: &llmclient.RateLimits{Requests: w, Tokens: w}})
+		w := ratelimit.Window{Known: true, Limit: math.MinInt64, Remaining: math.MinInt64}
+		c, other := newClient(t, &amounts{remaining: &ratelimit.Status{Requests: w, Tokens: w}})
 		if _, err := c.Complete(ctx(t), hello()); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // rateLimitedOnce answers the first call with a 429 and a Retry-After, then succeeds; it
@@ -23,9 +25,9 @@ func (p *rateLimitedOnce) Complete(_ context.Context, _ *llmclient.Call) (*llmcl
 	n := len(p.calls)
 	p.mu.Unlock()
 	if n == 1 {
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RetryAfter: p.retryAfter}
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, RetryAfter: p.retryAfter}
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (p *rateLimitedOnce) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
@@ -42,7 +44,7 @@ func TestCooldownAcrossReplicas(t *testing.T) {
 			llmclient.WithUpstream(llmclient.Upstream{Name: "vendor", Provider: p, Keys: []string{"sk-shared"},
 				Limits: llmclient.Limits{RPM: 6000}}),
 			llmclient.WithLimitStore(srv.store()),
-			llmclient.WithDecision(llmclient.ClassRateLimited, llmclient.Decision{Cooldown: true}), // no retry
+			llmclient.WithDecision(failure.RateLimited, llmclient.Decision{Cooldown: true}), // no retry
 		)
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +54,7 @@ func TestCooldownAcrossReplicas(t *testing.T) {
 	a, b := newClient(), newClient()
 	req := &llmclient.Request{Model: "m", Messages: []llmclient.Message{
 		{Role: llmclient.RoleUser, Content: []llmclient.Part{llmclient.TextPart("hi")}}}}
-	if _, err := a.Complete(ctx(t), req); llmclient.ClassOf(err) != llmclient.ClassRateLimited {
+	if _, err := a.Complete(ctx(t), req); llmclient.ClassOf(err) != failure.RateLimited {
 		t.Fatalf("replica a: %v, want the upstream's 429", err)
 	}
 	start := time.Now()

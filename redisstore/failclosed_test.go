@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
@@ -18,7 +20,7 @@ type neverCalled struct{ calls atomic.Int64 }
 
 func (p *neverCalled) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
 	p.calls.Add(1)
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (p *neverCalled) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
@@ -74,7 +76,7 @@ func TestFailClosedRefusalsThroughClient(t *testing.T) {
 						case !errors.Is(err, redisstore.ErrUnavailable) || !errors.Is(err, llmclient.ErrRateLimited):
 							t.Fatalf("call %d: %v\nwants both ErrUnavailable (%v) and ErrRateLimited (%v)", i, err,
 								errors.Is(err, redisstore.ErrUnavailable), errors.Is(err, llmclient.ErrRateLimited))
-						case llmclient.ClassOf(err) != llmclient.ClassRateLimited:
+						case llmclient.ClassOf(err) != failure.RateLimited:
 							t.Fatalf("call %d: class %v, want rate_limited", i, llmclient.ClassOf(err))
 						case errors.Is(err, context.DeadlineExceeded):
 							t.Fatalf("call %d: %v claims the caller's deadline passed; it has none", i, err)

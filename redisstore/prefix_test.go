@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -204,7 +205,7 @@ func (p *holding) Complete(ctx context.Context, _ *llmclient.Call) (*llmclient.R
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (p *holding) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {

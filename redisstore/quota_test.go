@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
 )
@@ -42,7 +43,7 @@ func (u *upstream) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop,
 		Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}}, nil
 }
 

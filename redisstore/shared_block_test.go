@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // refusesKey answers every call on one key with an error (a 429 with a Retry-After, or a
@@ -27,7 +30,7 @@ func (p *refusesKey) Complete(_ context.Context, c *llmclient.Call) (*llmclient.
 		e := *p.err
 		return nil, &e
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop}, nil
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop}, nil
 }
 
 func (p *refusesKey) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
@@ -51,8 +54,8 @@ func TestSharedBlocksWithoutLimits(t *testing.T) {
 		name string
 		err  *llmclient.Error
 	}{
-		{"pause", &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RetryAfter: 10 * time.Minute}},
-		{"eviction", &llmclient.Error{Class: llmclient.ClassAuth, Status: 401}},
+		{"pause", &llmclient.Error{Class: failure.RateLimited, Status: 429, RetryAfter: 10 * time.Minute}},
+		{"eviction", &llmclient.Error{Class: failure.Auth, Status: 401}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &refusesKey{key: "sk-blocked-" + tc.name, err: tc.err, n: map[string]int{}}
@@ -61,8 +64,8 @@ func TestSharedBlocksWithoutLimits(t *testing.T) {
 				c, err := llmclient.New(
 					llmclient.WithUpstream(llmclient.Upstream{Name: "vendor", Provider: p, Keys: keys}),
 					llmclient.WithLimitStore(srv.store()),
-					llmclient.WithLimiterMode(llmclient.LimiterFailFast),
-					llmclient.WithDecision(llmclient.ClassRateLimited, llmclient.Decision{Cooldown: true}), // no retry
+					llmclient.WithLimiterMode(ratelimit.FailFast),
+					llmclient.WithDecision(failure.RateLimited, llmclient.Decision{Cooldown: true}), // no retry
 				)
 				if err != nil {
 					t.Fatal(err)
@@ -106,8 +109,8 @@ func TestRestoreKeyLiftsSharedBlock(t *testing.T) {
 		name string
 		err  *llmclient.Error
 	}{
-		{"pause", &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, RetryAfter: 10 * time.Minute}},
-		{"eviction", &llmclient.Error{Class: llmclient.ClassAuth, Status: 401}},
+		{"pause", &llmclient.Error{Class: failure.RateLimited, Status: 429, RetryAfter: 10 * time.Minute}},
+		{"eviction", &llmclient.Error{Class: failure.Auth, Status: 401}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "sk-restored-" + tc.name
@@ -116,8 +119,8 @@ func TestRestoreKeyLiftsSharedBlock(t *testing.T) {
 				c, err := llmclient.New(
 					llmclient.WithUpstream(llmclient.Upstream{Name: "vendor", Provider: p, Keys: []string{key}}),
 					llmclient.WithLimitStore(srv.store()),
-					llmclient.WithLimiterMode(llmclient.LimiterFailFast),
-					llmclient.WithDecision(llmclient.ClassRateLimited, llmclient.Decision{Cooldown: true}),
+					llmclient.WithLimiterMode(ratelimit.FailFast),
+					llmclient.WithDecision(failure.RateLimited, llmclient.Decision{Cooldown: true}),
 				)
 				if err != nil {
 					t.Fatal(err)

@@ -10,7 +10,7 @@
 // ("llmclient attempt", "llmclient call", ...), with the call's ID, upstream, model and
 // key label, and what the kind reports. A failed attempt that the call then recovered
 // from is not a warning: attempts log at DEBUG (success) and INFO (failure), and the call's
-// own end (llmclient.EventCall) logs at DEBUG on success and WARN on failure, so a WARN
+// own end (event.Call) logs at DEBUG on success and WARN on failure, so a WARN
 // means the caller got an error. Records never contain an API key, nor any prompt or
 // completion text.
 package slogobserver
@@ -23,6 +23,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // Option configures the observer New returns.
@@ -53,7 +55,7 @@ const (
 type levels struct{ ok, failed slog.Level }
 
 type config struct {
-	levels    map[llmclient.EventKind]levels
+	levels    map[event.Kind]levels
 	durations DurationFormat
 	group     string
 	attrs     []slog.Attr
@@ -79,25 +81,25 @@ func WithRefusalInterval(d time.Duration) Option {
 
 // defaultLevels are the levels New starts from; kinds it does not list log at INFO, or
 // WARN when they report a failure.
-var defaultLevels = map[llmclient.EventKind]levels{
-	llmclient.EventAttempt:     {slog.LevelDebug, slog.LevelInfo},
-	llmclient.EventCall:        {slog.LevelDebug, slog.LevelWarn},
-	llmclient.EventBreaker:     {slog.LevelInfo, slog.LevelWarn},
-	llmclient.EventKeyCooldown: {slog.LevelInfo, slog.LevelInfo},
-	llmclient.EventKeyEvicted:  {slog.LevelWarn, slog.LevelWarn},
-	llmclient.EventAlert:       {slog.LevelError, slog.LevelError},
-	llmclient.EventFallback:    {slog.LevelWarn, slog.LevelWarn},
-	llmclient.EventFailover:    {slog.LevelInfo, slog.LevelInfo},
-	llmclient.EventHedge:       {slog.LevelInfo, slog.LevelInfo},
+var defaultLevels = map[event.Kind]levels{
+	event.Attempt:     {slog.LevelDebug, slog.LevelInfo},
+	event.Call:        {slog.LevelDebug, slog.LevelWarn},
+	event.Breaker:     {slog.LevelInfo, slog.LevelWarn},
+	event.KeyCooldown: {slog.LevelInfo, slog.LevelInfo},
+	event.KeyEvicted:  {slog.LevelWarn, slog.LevelWarn},
+	event.Alert:       {slog.LevelError, slog.LevelError},
+	event.Fallback:    {slog.LevelWarn, slog.LevelWarn},
+	event.Failover:    {slog.LevelInfo, slog.LevelInfo},
+	event.Hedge:       {slog.LevelInfo, slog.LevelInfo},
 	// An operator's action is a fact worth a line, not a failure.
-	llmclient.EventControl: {slog.LevelInfo, slog.LevelInfo},
+	event.Control: {slog.LevelInfo, slog.LevelInfo},
 	// Cache lookups and stores come with most calls: DEBUG, like successful calls.
-	llmclient.EventCacheHit:           {slog.LevelDebug, slog.LevelDebug},
-	llmclient.EventCacheMiss:          {slog.LevelDebug, slog.LevelDebug},
-	llmclient.EventCacheGuardRejected: {slog.LevelDebug, slog.LevelDebug},
-	llmclient.EventCacheStored:        {slog.LevelDebug, slog.LevelDebug},
+	event.CacheHit:           {slog.LevelDebug, slog.LevelDebug},
+	event.CacheMiss:          {slog.LevelDebug, slog.LevelDebug},
+	event.CacheGuardRejected: {slog.LevelDebug, slog.LevelDebug},
+	event.CacheStored:        {slog.LevelDebug, slog.LevelDebug},
 	// A soft threshold is the alarm before the cap; the cap refuses calls.
-	llmclient.EventBudget: {slog.LevelWarn, slog.LevelError},
+	event.Budget: {slog.LevelWarn, slog.LevelError},
 }
 
 var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
@@ -121,9 +123,9 @@ var unknownKind = levels{slog.LevelInfo, slog.LevelWarn}
 //	control        INFO
 //	other kinds    INFO  / WARN
 //
-// A level below the handler's minimum turns the kind off: WithLevel(llmclient.EventAttempt,
+// A level below the handler's minimum turns the kind off: WithLevel(event.Attempt,
 // slog.LevelDebug-4, slog.LevelDebug-4) logs no attempts under a DEBUG handler.
-func WithLevel(kind llmclient.EventKind, ok, failed slog.Level) Option {
+func WithLevel(kind event.Kind, ok, failed slog.Level) Option {
 	return optionFunc(func(c *config) { c.levels[kind] = levels{ok, failed} })
 }
 
@@ -172,7 +174,7 @@ func WithMetadata(keys ...string) Option {
 // Zero counts and durations, and false flags, are left out, except an attempt's or a
 // call's latency.
 func New(logger *slog.Logger, opts ...Option) func(context.Context, llmclient.Event) {
-	cfg := config{levels: make(map[llmclient.EventKind]levels, len(defaultLevels)), refusalEvery: defaultRefusalInterval}
+	cfg := config{levels: make(map[event.Kind]levels, len(defaultLevels)), refusalEvery: defaultRefusalInterval}
 	for k, l := range defaultLevels {
 		cfg.levels[k] = l
 	}
@@ -239,15 +241,15 @@ func (o *observer) refused(upstream string, now time.Time) (due bool, unlogged i
 // failed reports whether e reports a failure, for its level.
 func failed(e *llmclient.Event) bool {
 	switch e.Kind {
-	case llmclient.EventAttempt, llmclient.EventCall:
-		return e.Class != llmclient.ClassNone && e.Class != llmclient.ClassCanceled
-	case llmclient.EventBreaker:
+	case event.Attempt, event.Call:
+		return e.Class != failure.None && e.Class != failure.Canceled
+	case event.Breaker:
 		return e.To == breaker.Open
-	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted, llmclient.EventAlert,
-		llmclient.EventFallback, llmclient.EventFailover:
+	case event.KeyCooldown, event.KeyEvicted, event.Alert,
+		event.Fallback, event.Failover:
 		return true
 	}
-	return e.Err != nil || e.Class != llmclient.ClassNone
+	return e.Err != nil || e.Class != failure.None
 }
 
 // levelOK is the level of e's kind when it succeeds.
@@ -273,9 +275,9 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 	level := o.level(&e)
 	unlogged := 0
 	switch {
-	case e.Kind == llmclient.EventAttempt && e.Local && failed(&e):
+	case e.Kind == event.Attempt && e.Local && failed(&e):
 		level = o.levelOK(&e)
-	case e.Kind == llmclient.EventCall && e.Class == llmclient.ClassUnavailable && o.cfg.refusalEvery > 0:
+	case e.Kind == event.Call && e.Class == failure.Unavailable && o.cfg.refusalEvery > 0:
 		var due bool
 		if due, unlogged = o.refused(e.Upstream, e.Time); !due {
 			level = slog.LevelDebug
@@ -299,7 +301,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		}
 	}
 	switch e.Kind {
-	case llmclient.EventAttempt:
+	case event.Attempt:
 		a = append(a, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()))
 		a = num(a, "status", e.Status)
 		a = append(a, o.dur("latency", e.Latency))
@@ -313,7 +315,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = num(a, "estimated_tokens", e.EstimatedTokens)
 		a = tokens(a, &e)
 		a = cost(a, &e)
-	case llmclient.EventCall:
+	case event.Call:
 		a = append(a, slog.Int("attempts", e.Attempt), slog.String("class", e.Class.String()))
 		a = num(a, "status", e.Status)
 		a = append(a, o.dur("latency", e.Latency))
@@ -326,7 +328,7 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = flag(a, "embed", e.Embed)
 		a = num(a, "refused_unlogged", unlogged)
 		a = cost(a, &e)
-	case llmclient.EventBudget:
+	case event.Budget:
 		a = append(a, slog.Int("attempt", e.Attempt), slog.String("class", e.Class.String()))
 		if b := e.Budget; b != nil {
 			a = append(a, slog.String("budget", b.Name))
@@ -337,27 +339,27 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 			a = flag(a, "hard", b.Hard)
 			a = str(a, "reroute", b.Reroute)
 		}
-	case llmclient.EventBreaker:
+	case event.Breaker:
 		a = append(a, slog.String("from", e.From.String()), slog.String("to", e.To.String()))
-	case llmclient.EventKeyCooldown, llmclient.EventKeyEvicted:
+	case event.KeyCooldown, event.KeyEvicted:
 		a = append(a, slog.String("class", e.Class.String()), slog.Time("until", e.Until))
-	case llmclient.EventFailover:
+	case event.Failover:
 		a = append(a, slog.String("target", e.Target), slog.String("class", e.Class.String()))
-	case llmclient.EventHedge:
+	case event.Hedge:
 		a = append(a, slog.String("target", e.Target), slog.Int("attempt", e.Attempt))
-	case llmclient.EventControl:
+	case event.Control:
 		a = append(a, slog.String("action", e.Action))
 		if !e.Until.IsZero() {
 			a = append(a, slog.Time("until", e.Until))
 		}
-	case llmclient.EventCacheHit, llmclient.EventCacheMiss, llmclient.EventCacheGuardRejected, llmclient.EventCacheStored:
+	case event.CacheHit, event.CacheMiss, event.CacheGuardRejected, event.CacheStored:
 		a = flag(a, "semantic", e.Semantic)
 		if e.Similarity != 0 {
 			a = append(a, slog.Float64("similarity", e.Similarity))
 		}
 		a = o.optDur(a, "age", e.Age)
 	default:
-		if e.Class != llmclient.ClassNone {
+		if e.Class != failure.None {
 			a = append(a, slog.String("class", e.Class.String()))
 		}
 		a = num(a, "status", e.Status)

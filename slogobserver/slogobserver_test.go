@@ -14,8 +14,10 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 	"github.com/llmclient/llmclient/slogobserver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,8 +141,8 @@ func TestOptions(t *testing.T) {
 			slogobserver.WithGroup("llmclient"),
 			slogobserver.WithAttrs(slog.String("service", "checkout")),
 			slogobserver.WithMetadata("tenant", "absent"),
-			slogobserver.WithLevel(llmclient.EventCall, slog.LevelInfo, slog.LevelError),
-			slogobserver.WithLevel(llmclient.EventAttempt, slog.LevelDebug-4, slog.LevelDebug-4))
+			slogobserver.WithLevel(event.Call, slog.LevelInfo, slog.LevelError),
+			slogobserver.WithLevel(event.Attempt, slog.LevelDebug-4, slog.LevelDebug-4))
 		c := newClient(t, p, obs)
 		_, err := c.Complete(context.Background(), req())
 		require.NoError(t, err)
@@ -211,7 +213,7 @@ func TestHedge(t *testing.T) {
 		c, err := llmclient.New(llmclient.WithObserver(slogobserver.New(newLogger(&b, slog.LevelDebug))),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: slow}),
 			llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: fast}),
-			llmclient.WithHedging("", llmclient.Hedge{On: true, Delay: time.Second}))
+			llmclient.WithHedging("", routing.Hedge{On: true, Delay: time.Second}))
 		require.NoError(t, err)
 		_, err = c.Complete(context.Background(), req())
 		require.NoError(t, err)
@@ -236,7 +238,7 @@ func TestEmbedAndCacheEvents(t *testing.T) {
 	c := newClient(t, fake.New(fake.Embedding(2)), obs)
 	_, err := c.Embed(context.Background(), &llmclient.EmbedRequest{Model: "emb", Input: []string{"x"}})
 	require.NoError(t, err)
-	obs(context.Background(), llmclient.Event{Kind: llmclient.EventCacheHit, Model: "m", Semantic: true,
+	obs(context.Background(), llmclient.Event{Kind: event.CacheHit, Model: "m", Semantic: true,
 		Similarity: 0.97, Age: 3 * time.Second})
 	recs := b.records(t)
 	assert.Equal(t, []string{"DEBUG llmclient attempt", "DEBUG llmclient call", "DEBUG llmclient cache_hit"}, levelsOf(recs))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // timeline prints the Client's events as they happen, with the time since the demo began.
@@ -28,9 +30,9 @@ func (t *timeline) observe(_ context.Context, e llmclient.Event) {
 		key = " " + e.Key
 	}
 	switch e.Kind {
-	case llmclient.EventAttempt:
+	case event.Attempt:
 		outcome := "ok"
-		if e.Class == llmclient.ClassUnavailable {
+		if e.Class == failure.Unavailable {
 			fmt.Printf("%s attempt %d -> %s: skipped, no call made (%v)\n", t.stamp(), e.Attempt, e.Upstream, errors.Unwrap(e.Err))
 			return
 		}
@@ -46,12 +48,12 @@ func (t *timeline) observe(_ context.Context, e llmclient.Event) {
 		}
 		fmt.Printf("%s attempt %d -> %s%s: %s in %v%s\n", t.stamp(), e.Attempt, e.Upstream, key, outcome,
 			e.Latency.Round(time.Millisecond), wait)
-	case llmclient.EventBreaker:
+	case event.Breaker:
 		fmt.Printf("%s breaker %s: %s -> %s\n", t.stamp(), e.Upstream, e.From, e.To)
-	case llmclient.EventKeyCooldown:
+	case event.KeyCooldown:
 		fmt.Printf("%s %s%s cools down until +%v for every caller\n", t.stamp(), e.Upstream, key,
 			e.Until.Sub(t.start).Round(time.Millisecond))
-	case llmclient.EventKeyEvicted, llmclient.EventAlert:
+	case event.KeyEvicted, event.Alert:
 		fmt.Printf("%s %s %s%s: %v\n", t.stamp(), e.Kind, e.Upstream, key, e.Class)
 	}
 }

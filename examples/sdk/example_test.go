@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	antoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	antprovider "github.com/llmclient/llmclient/provider/anthropic"
 	oaiprovider "github.com/llmclient/llmclient/provider/openai"
 	"github.com/openai/openai-go/v3"
@@ -20,7 +21,7 @@ import (
 
 // printAttempts is an observer that prints each attempt: upstream, key label and class.
 func printAttempts(_ context.Context, e llmclient.Event) {
-	if e.Kind != llmclient.EventAttempt {
+	if e.Kind != event.Attempt {
 		return
 	}
 	where := e.Upstream

@@ -10,6 +10,8 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -46,7 +48,7 @@ func TestOpenAIGo429WithRetryAfterIsAbsorbed(t *testing.T) {
 	base := newCounting(t)
 	var attempts []llmclient.Event
 	c := newOpenAIClient(t, up.URL+"/v1", nil, llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
-		if e.Kind == llmclient.EventAttempt {
+		if e.Kind == event.Attempt {
 			attempts = append(attempts, e)
 		}
 	}))
@@ -59,7 +61,7 @@ func TestOpenAIGo429WithRetryAfterIsAbsorbed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "Retry-After-Ms honoured")
 	assert.Equal(t, 2, up.count())
 	require.Len(t, attempts, 2)
-	assert.Equal(t, llmclient.ClassRateLimited, attempts[0].Class)
+	assert.Equal(t, failure.RateLimited, attempts[0].Class)
 	assert.True(t, base.allClosed())
 }
 
@@ -114,7 +116,7 @@ func TestOpenAIGoDefaultRetriesDoNotMultiply(t *testing.T) {
 				require.ErrorAs(t, err, &apiErr, "X-Should-Retry: false stops the SDK with the real answer")
 				assert.Equal(t, tt.status, apiErr.StatusCode)
 			} else {
-				assert.Equal(t, llmclient.ClassNetwork, llmclient.ClassOf(err), "the SDK's retries got the same failure back: %v", err)
+				assert.Equal(t, failure.Network, llmclient.ClassOf(err), "the SDK's retries got the same failure back: %v", err)
 			}
 			assert.True(t, base.allClosed())
 		})
@@ -192,7 +194,7 @@ func TestOpenAIGoKeyCooledDown(t *testing.T) {
 		reply(200, openaiOK), reply(200, openaiOK))
 	var cooled []llmclient.Event
 	c := newOpenAIClient(t, up.URL+"/v1", []string{"sk-pool-1", "sk-pool-2"}, llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
-		if e.Kind == llmclient.EventKeyCooldown {
+		if e.Kind == event.KeyCooldown {
 			cooled = append(cooled, e)
 		}
 	}))

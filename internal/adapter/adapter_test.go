@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -38,7 +39,7 @@ func classifyEcho(status int, h http.Header, body []byte, now time.Time) *llmcli
 	if now.IsZero() {
 		panic("zero now")
 	}
-	return &llmclient.Error{Class: llmclient.ClassRateLimited, Status: status, Message: string(body), RequestID: h.Get("X-Request-Id")}
+	return &llmclient.Error{Class: failure.RateLimited, Status: status, Message: string(body), RequestID: h.Get("X-Request-Id")}
 }
 
 func sender(rt roundTrip) *adapter.Sender {
@@ -130,7 +131,7 @@ func TestSendTransportError(t *testing.T) {
 	if !errors.As(err, &op) {
 		t.Error("the network error is not in the chain")
 	}
-	if c := llmclient.ClassOf(err); c != llmclient.ClassNetwork {
+	if c := llmclient.ClassOf(err); c != failure.Network {
 		t.Errorf("class = %v, want network", c)
 	}
 }
@@ -145,7 +146,7 @@ func TestReadBody(t *testing.T) {
 	resp = &http.Response{StatusCode: 200, Body: io.NopCloser(io.LimitReader(neverEnding(' '), httpx.MaxResponseBody+1))}
 	_, err := s.ReadBody(resp, "r1", "m")
 	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || e.Status != 200 || e.RequestID != "r1" || e.Model != "m" ||
+	if !errors.As(err, &e) || e.Class != failure.ServerError || e.Status != 200 || e.RequestID != "r1" || e.Model != "m" ||
 		!errors.Is(err, httpx.ErrTooLarge) || !strings.HasPrefix(e.Message, "vendor: ") {
 		t.Errorf("too large: %+v", err)
 	}
@@ -161,7 +162,7 @@ func TestReadBody(t *testing.T) {
 func TestErrors(t *testing.T) {
 	why := errors.New("unexpected end of JSON input")
 	e := adapter.Malformed("vendor", 200, "req-1", []byte("<html>\n proxy  </html>"), why)
-	if e.Class != llmclient.ClassServerError || e.Status != 200 || e.RequestID != "req-1" || !errors.Is(e, why) ||
+	if e.Class != failure.ServerError || e.Status != 200 || e.RequestID != "req-1" || !errors.Is(e, why) ||
 		e.Message != "vendor: unexpected end of JSON input; body: <html> proxy </html>" {
 		t.Errorf("Malformed = %+v", e)
 	}
@@ -169,7 +170,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("blank body: message %q", e.Message)
 	}
 	bad := errors.New("vendor: request has no messages")
-	if e := adapter.BadRequest(bad); e.Class != llmclient.ClassBadRequest || e.Message != bad.Error() || !errors.Is(e, bad) {
+	if e := adapter.BadRequest(bad); e.Class != failure.BadRequest || e.Message != bad.Error() || !errors.Is(e, bad) {
 		t.Errorf("BadRequest = %+v", e)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -16,19 +17,19 @@ func TestCheckCall(t *testing.T) {
 		name  string
 		call  *llmclient.Call
 		key   string
-		class llmclient.Class
+		class failure.Class
 		msg   string
 	}{
-		{"ready", ok, "sk-1", llmclient.ClassNone, ""},
-		{"nil call", nil, "sk-1", llmclient.ClassBadRequest, "vendor: nil call or request"},
-		{"nil request", &llmclient.Call{Model: "m"}, "sk-1", llmclient.ClassBadRequest, "vendor: nil call or request"},
-		{"no key", ok, "", llmclient.ClassAuth, ""},
-		{"key with a newline", ok, "sk-secret\n", llmclient.ClassBadRequest, "vendor: API key contains characters not allowed in a header"},
+		{"ready", ok, "sk-1", failure.None, ""},
+		{"nil call", nil, "sk-1", failure.BadRequest, "vendor: nil call or request"},
+		{"nil request", &llmclient.Call{Model: "m"}, "sk-1", failure.BadRequest, "vendor: nil call or request"},
+		{"no key", ok, "", failure.Auth, ""},
+		{"key with a newline", ok, "sk-secret\n", failure.BadRequest, "vendor: API key contains characters not allowed in a header"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := adapter.CheckCall("vendor", tt.call, tt.key, noKey)
-			if tt.class == llmclient.ClassNone {
+			if tt.class == failure.None {
 				if e != nil {
 					t.Fatalf("CheckCall = %v, want nil", e)
 				}

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
@@ -18,14 +19,14 @@ func (e *NetError) Error() string { return e.Pkg + ": " + e.Op + ": " + e.Err.Er
 // Unwrap returns Err.
 func (e *NetError) Unwrap() error { return e.Err }
 
-// BadRequest wraps a request the adapter cannot encode as a ClassBadRequest error, which
+// BadRequest wraps a request the adapter cannot encode as a failure.BadRequest error, which
 // the Client neither retries nor fails over. Message is err's text; err is the cause.
 func BadRequest(err error) *llmclient.Error {
-	return &llmclient.Error{Class: llmclient.ClassBadRequest, Message: err.Error(), Err: err}
+	return &llmclient.Error{Class: failure.BadRequest, Message: err.Error(), Err: err}
 }
 
 // Malformed reports a 2xx body that is not a usable response — a broken server or proxy, a
-// transient fault — as a ClassServerError error with the status, the request id (may be
+// transient fault — as a failure.ServerError error with the status, the request id (may be
 // empty) and the message "<pkg>: <why>", followed by "; body: " and the start of body when
 // it is not blank. why is the cause.
 func Malformed(pkg string, status int, requestID string, body []byte, why error) *llmclient.Error {
@@ -34,7 +35,7 @@ func Malformed(pkg string, status int, requestID string, body []byte, why error)
 		msg += "; body: " + s
 	}
 	return &llmclient.Error{
-		Class:     llmclient.ClassServerError,
+		Class:     failure.ServerError,
 		Status:    status,
 		Message:   msg,
 		RequestID: requestID,

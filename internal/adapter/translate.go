@@ -11,15 +11,16 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // Unsupported returns the local refusal of a request the adapter cannot send to its
-// vendor at all: a ClassBadRequest *llmclient.Error with Model set, the message
+// vendor at all: a failure.BadRequest *llmclient.Error with Model set, the message
 // "<pkg>: <why>", and a cause wrapping llmclient.ErrUnsupported, so that the Client can
 // move the request to an upstream that takes it. It is returned before any HTTP call.
 func Unsupported(pkg, model, why string) *llmclient.Error {
 	return &llmclient.Error{
-		Class:   llmclient.ClassBadRequest,
+		Class:   failure.BadRequest,
 		Model:   model,
 		Message: pkg + ": " + why,
 		Err:     fmt.Errorf("%w: %s", llmclient.ErrUnsupported, why),

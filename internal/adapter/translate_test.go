@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -128,7 +129,7 @@ func TestLimitStopsAndNotes(t *testing.T) {
 
 func TestUnsupported(t *testing.T) {
 	e := adapter.Unsupported("openai", "gpt-4o", "assistant messages take text only")
-	if e.Class != llmclient.ClassBadRequest || e.Model != "gpt-4o" || e.Message != "openai: assistant messages take text only" ||
+	if e.Class != failure.BadRequest || e.Model != "gpt-4o" || e.Message != "openai: assistant messages take text only" ||
 		!errors.Is(e, llmclient.ErrUnsupported) {
 		t.Errorf("Unsupported = %+v", e)
 	}

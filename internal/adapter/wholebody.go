@@ -1,6 +1,9 @@
 package adapter
 
-import "github.com/llmclient/llmclient"
+import (
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+)
 
 // ResponseChunk returns a whole response as the one chunk that carries all of it: its
 // id, model, text, reasoning, refusal, tool calls (indexed in order), finish reason and
@@ -12,9 +15,9 @@ func ResponseChunk(r *llmclient.Response) llmclient.Chunk {
 		FinishReason: r.FinishReason, RawFinishReason: r.RawFinishReason,
 	}
 	if n := len(r.ToolCalls); n > 0 {
-		c.ToolCalls = make([]llmclient.ToolCallDelta, n)
+		c.ToolCalls = make([]dialect.ToolCallDelta, n)
 		for i, tc := range r.ToolCalls {
-			c.ToolCalls[i] = llmclient.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
+			c.ToolCalls[i] = dialect.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
 		}
 	}
 	if r.Usage != (llmclient.Usage{}) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // Golden compares got, a JSON body, indented, with the file testdata/name, or rewrites the
@@ -58,7 +59,7 @@ func AsError(t testing.TB, err error) *llmclient.Error {
 }
 
 // CheckClass checks a classified error's class, status and RetryAfter.
-func CheckClass(t testing.TB, e *llmclient.Error, class llmclient.Class, status int, retry time.Duration) {
+func CheckClass(t testing.TB, e *llmclient.Error, class failure.Class, status int, retry time.Duration) {
 	t.Helper()
 	if e.Class != class {
 		t.Errorf("class = %v, want %v (%v)", e.Class, class, e)
@@ -98,7 +99,7 @@ func CompleteError(t testing.TB, p llmclient.Provider, call *llmclient.Call) *ll
 func CheckBadRequest(t testing.TB, p llmclient.Provider, pkg string, call *llmclient.Call) {
 	t.Helper()
 	_, err := p.Complete(context.Background(), call)
-	if llmclient.ClassOf(err) != llmclient.ClassBadRequest {
+	if llmclient.ClassOf(err) != failure.BadRequest {
 		t.Fatalf("err = %v (class %v), want a bad_request error", err, llmclient.ClassOf(err))
 	}
 	if !strings.Contains(err.Error(), pkg+": ") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -41,18 +42,18 @@ func fails(f func(tb testing.TB)) bool {
 
 // TestHelpersFail checks that the checks do fail on what they must catch.
 func TestHelpersFail(t *testing.T) {
-	bad := &llmclient.Error{Class: llmclient.ClassBadRequest, Message: "vendor: no"}
+	bad := &llmclient.Error{Class: failure.BadRequest, Message: "vendor: no"}
 	call := providertest.UserCall("m")
 	tests := map[string]func(tb testing.TB){
 		"EqualLines":            func(tb testing.TB) { providertest.EqualLines(tb, []string{"a"}, []string{"b"}) },
-		"CheckClass class":      func(tb testing.TB) { providertest.CheckClass(tb, bad, llmclient.ClassAuth, 0, 0) },
-		"CheckClass status":     func(tb testing.TB) { providertest.CheckClass(tb, bad, llmclient.ClassBadRequest, 400, 0) },
-		"CheckClass retry":      func(tb testing.TB) { providertest.CheckClass(tb, bad, llmclient.ClassBadRequest, 0, 1) },
+		"CheckClass class":      func(tb testing.TB) { providertest.CheckClass(tb, bad, failure.Auth, 0, 0) },
+		"CheckClass status":     func(tb testing.TB) { providertest.CheckClass(tb, bad, failure.BadRequest, 400, 0) },
+		"CheckClass retry":      func(tb testing.TB) { providertest.CheckClass(tb, bad, failure.BadRequest, 0, 1) },
 		"AsError":               func(tb testing.TB) { providertest.AsError(tb, errors.New("plain")) },
 		"Complete":              func(tb testing.TB) { providertest.Complete(tb, provider{err: bad}, call) },
 		"CompleteError success": func(tb testing.TB) { providertest.CompleteError(tb, provider{}, call) },
 		"CheckBadRequest class": func(tb testing.TB) {
-			providertest.CheckBadRequest(tb, provider{err: &llmclient.Error{Class: llmclient.ClassAuth}}, "vendor", call)
+			providertest.CheckBadRequest(tb, provider{err: &llmclient.Error{Class: failure.Auth}}, "vendor", call)
 		},
 		"CheckBadRequest prefix": func(tb testing.TB) { providertest.CheckBadRequest(tb, provider{err: bad}, "other", call) },
 		"RecvAll endless":        func(tb testing.TB) { providertest.RecvAll(tb, &script{chunks: make([]llmclient.Chunk, 4)}, 3) },

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -40,9 +43,9 @@ func TestDescribe(t *testing.T) {
 		{llmclient.Chunk{KeepAlive: true, Text: "ignored"}, "keep-alive"},
 		{llmclient.Chunk{}, ""},
 		{llmclient.Chunk{ID: "r1", Text: "a\"b", Reasoning: "hm"}, `id=r1 model= text="a\"b" reasoning="hm"`},
-		{llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 2, ID: "t", Name: "f", Arguments: "{}"}, {Index: 3}}},
+		{llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 2, ID: "t", Name: "f", Arguments: "{}"}, {Index: 3}}},
 			"tool[2]=t,f,{} tool[3]=,,"},
-		{llmclient.Chunk{FinishReason: llmclient.FinishStop, RawFinishReason: "STOP",
+		{llmclient.Chunk{FinishReason: finish.Stop, RawFinishReason: "STOP",
 			Usage: &llmclient.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, CachedInputTokens: 4, ReasoningTokens: 5}},
 			"finish=stop(STOP) usage=in:1,out:2,total:3,cached:4,reasoning:5"},
 		{llmclient.Chunk{Usage: &llmclient.Usage{InputTokens: 9, CacheWriteTokens: 6}},
@@ -67,7 +70,7 @@ func TestDrain(t *testing.T) {
 }
 
 func TestFuzzRecv(t *testing.T) {
-	st := &script{chunks: []llmclient.Chunk{{Text: "a"}, {FinishReason: llmclient.FinishStop}}, err: io.EOF}
+	st := &script{chunks: []llmclient.Chunk{{Text: "a"}, {FinishReason: finish.Stop}}, err: io.EOF}
 	finished, err := providertest.FuzzRecv(t, st, 5)
 	if !finished || err != io.EOF || !st.closed {
 		t.Errorf("FuzzRecv = %v, %v; closed %v", finished, err, st.closed)
@@ -195,12 +198,12 @@ func TestCompleteHelpers(t *testing.T) {
 	}
 	providertest.Exchange(t, provider{}, call, false)
 	providertest.Exchange(t, provider{}, call, true)
-	bad := &llmclient.Error{Class: llmclient.ClassBadRequest, Message: "vendor: no"}
+	bad := &llmclient.Error{Class: failure.BadRequest, Message: "vendor: no"}
 	if e := providertest.CompleteError(t, provider{err: bad}, call); e != bad {
 		t.Errorf("CompleteError = %v", e)
 	}
 	providertest.CheckBadRequest(t, provider{err: bad}, "vendor", call)
-	providertest.CheckClass(t, bad, llmclient.ClassBadRequest, 0, 0)
+	providertest.CheckClass(t, bad, failure.BadRequest, 0, 0)
 }
 
 func TestConversation(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	estimatepkg "github.com/llmclient/llmclient/estimate"
 )
 
 // UserCall is a call of model whose request is msgs.
@@ -27,7 +28,7 @@ func Conversation() *llmclient.Request {
 	return req
 }
 
-// Estimator is an llmclient.Estimator that counts one token per text and records every
+// Estimator is an estimate.Estimator that counts one token per text and records every
 // text it is asked about. The zero value is ready; it is safe for concurrent use.
 type Estimator struct {
 	mu    sync.Mutex
@@ -71,7 +72,7 @@ func (e *Estimator) CountedPart(sub string) bool {
 // CheckCounted runs estimate, an adapter's EstimateBodyTokens, on the body in
 // testdata/name with an Estimator, and checks that it counted each of texts whole and,
 // for each of parts, some text containing it.
-func CheckCounted(t testing.TB, estimate func([]byte, llmclient.Estimator) (int, error), name string, texts, parts []string) {
+func CheckCounted(t testing.TB, estimate func([]byte, estimatepkg.Estimator) (int, error), name string, texts, parts []string) {
 	t.Helper()
 	body, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

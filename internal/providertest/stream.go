@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // Drain reads st to its end and describes each chunk (see Describe); the error is nil
@@ -93,7 +94,7 @@ func FuzzRecv(t testing.TB, st llmclient.ProviderStream, max int) (finished bool
 		}
 	}
 	var e *llmclient.Error
-	if errors.As(err, &e) && e.Class == llmclient.ClassNone {
+	if errors.As(err, &e) && e.Class == failure.None {
 		t.Fatalf("error without class: %v", err)
 	}
 	if cerr := st.Close(); cerr != nil {
@@ -140,7 +141,7 @@ func CheckStreamCuts(t *testing.T, open func(*testing.T, http.HandlerFunc) llmcl
 		if chunks >= 0 && len(got) != chunks {
 			t.Errorf("chunks = %q, want %d", got, chunks)
 		}
-		if c := llmclient.ClassOf(err); c != llmclient.ClassNetwork {
+		if c := llmclient.ClassOf(err); c != failure.Network {
 			t.Errorf("class = %v, want network", c)
 		}
 	}
@@ -149,7 +150,7 @@ func CheckStreamCuts(t *testing.T, open func(*testing.T, http.HandlerFunc) llmcl
 	t.Run("empty body", func(t *testing.T) { cut(t, SSE(""), 0) })
 	t.Run("garbage event", func(t *testing.T) {
 		_, err := Drain(open(t, SSE(c.Garbage)))
-		if cl := llmclient.ClassOf(err); cl != llmclient.ClassServerError {
+		if cl := llmclient.ClassOf(err); cl != failure.ServerError {
 			t.Fatalf("err = %v (class %v), want a server_error", err, cl)
 		}
 	})

@@ -22,7 +22,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/llmclient/llmclient/tokenizer/tiktoken"
 )
 
@@ -204,14 +207,14 @@ func (u *quotaUpstream) couldAdmit(d time.Duration) float64 {
 	return u.tok.Capacity + u.tpm*d.Minutes()
 }
 
-func (u *quotaUpstream) rateLimits() *llmclient.RateLimits {
+func (u *quotaUpstream) rateLimits() *ratelimit.Status {
 	req, tok := &u.req, &u.tok
 	if u.minute {
 		req, tok = &u.reqMin, &u.tokMin
 	}
-	rl := &llmclient.RateLimits{
-		Requests: llmclient.RateWindow{Known: true, Limit: int64(u.rpm), Remaining: int64(req.Level), Reset: req.ResetIn()},
-		Tokens:   llmclient.RateWindow{Known: true, Limit: int64(u.tpm), Remaining: int64(tok.Level), Reset: tok.ResetIn()},
+	rl := &ratelimit.Status{
+		Requests: ratelimit.Window{Known: true, Limit: int64(u.rpm), Remaining: int64(req.Level), Reset: req.ResetIn()},
+		Tokens:   ratelimit.Window{Known: true, Limit: int64(u.tpm), Remaining: int64(tok.Level), Reset: tok.ResetIn()},
 	}
 	return rl
 }
@@ -232,7 +235,7 @@ func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*ll
 		u.rejected++
 		rl := u.rateLimits()
 		u.mu.Unlock()
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, Code: "rate_limit_exceeded",
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, Code: "rate_limit_exceeded",
 			Message: "Rate limit reached", RetryAfter: time.Duration(wait * float64(time.Second)), RateLimits: rl}
 	}
 	for _, b := range []*Bucket{&u.req, &u.reqMin} {
@@ -258,7 +261,7 @@ func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*ll
 		u.mu.Unlock()
 		return nil, ctx.Err()
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, RateLimits: rl,
 		Usage: llmclient.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}}, nil
 }
 
@@ -272,7 +275,7 @@ type simOutcome struct {
 	ok       bool
 	refusal  bool // ended with a local refusal and no upstream call
 	elapsed  time.Duration
-	class    llmclient.Class
+	class    failure.Class
 	charged  int // the last attempt's Attempt.ChargedTokens
 	estimate int
 }

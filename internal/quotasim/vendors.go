@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Upstreams that meter like Anthropic and like Gemini, each enforcing every quantity over
@@ -88,23 +91,23 @@ func newVendorUpstream(v Vendor, prompts []*vendorPrompt, seed uint64) *vendorUp
 	return u
 }
 
-// QuotaRule is the simulated vendor's metering, as the real adapters say it.
-func (u *vendorUpstream) QuotaRule() llmclient.QuotaRule {
+// ratelimit.Rule is the simulated vendor's metering, as the real adapters say it.
+func (u *vendorUpstream) QuotaRule() ratelimit.Rule {
 	if u.v.anthropic {
-		return llmclient.QuotaRule{OutputOnUsage: true, CacheReadsFree: true}
+		return ratelimit.Rule{OutputOnUsage: true, CacheReadsFree: true}
 	}
-	return llmclient.QuotaRule{InputOnly: true}
+	return ratelimit.Rule{InputOnly: true}
 }
 
-func window(b *Bucket, limit int) llmclient.RateWindow {
-	return llmclient.RateWindow{Known: true, Limit: int64(limit), Remaining: int64(max(b.Level, 0)), Reset: max(b.ResetIn(), 0)}
+func window(b *Bucket, limit int) ratelimit.Window {
+	return ratelimit.Window{Known: true, Limit: int64(limit), Remaining: int64(max(b.Level, 0)), Reset: max(b.ResetIn(), 0)}
 }
 
-func (u *vendorUpstream) rateLimits() *llmclient.RateLimits {
+func (u *vendorUpstream) rateLimits() *ratelimit.Status {
 	if !u.v.anthropic {
 		return nil
 	}
-	return &llmclient.RateLimits{Requests: window(&u.req, u.v.rpm), InputTokens: window(&u.in, u.v.itpm),
+	return &ratelimit.Status{Requests: window(&u.req, u.v.rpm), InputTokens: window(&u.in, u.v.itpm),
 		OutputTokens: window(&u.out, u.v.otpm)}
 }
 
@@ -133,7 +136,7 @@ func (u *vendorUpstream) Complete(ctx context.Context, call *llmclient.Call) (*l
 		u.reject++
 		rl := u.rateLimits()
 		u.mu.Unlock()
-		return nil, &llmclient.Error{Class: llmclient.ClassRateLimited, Status: 429, Code: "rate_limit_error",
+		return nil, &llmclient.Error{Class: failure.RateLimited, Status: 429, Code: "rate_limit_error",
 			Message: "Rate limit reached", RetryAfter: time.Duration(wait * float64(time.Second)), RateLimits: rl}
 	}
 	u.req.Level--
@@ -164,7 +167,7 @@ func (u *vendorUpstream) Complete(ctx context.Context, call *llmclient.Call) (*l
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RateLimits: rl,
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, RateLimits: rl,
 		Usage: llmclient.Usage{InputTokens: p.exact, CachedInputTokens: p.cached, OutputTokens: out, TotalTokens: p.exact + out}}, nil
 }
 
@@ -223,11 +226,11 @@ func runVendor(t *testing.T, v Vendor, prompts []*vendorPrompt, replicas int,
 		up := newVendorUpstream(v, prompts, seed)
 		start := time.Now()
 		up.horizon = start.Add(duration)
-		scope := llmclient.QuotaScope{Name: "project", Limits: llmclient.Limits{RPM: v.rpm, TPM: v.itpm, Metering: llmclient.MeterUsage}}
+		scope := llmclient.QuotaScope{Name: "project", Limits: llmclient.Limits{RPM: v.rpm, TPM: v.itpm, Metering: ratelimit.MeterUsage}}
 		keys := []string{"k1", "k2", "k3"}
 		if v.anthropic {
 			scope = llmclient.QuotaScope{Name: "opus-4", Models: []string{"claude-opus-4*"},
-				Limits: llmclient.Limits{RPM: v.rpm, ITPM: v.itpm, OTPM: v.otpm, Metering: llmclient.MeterUsage}}
+				Limits: llmclient.Limits{RPM: v.rpm, ITPM: v.itpm, OTPM: v.otpm, Metering: ratelimit.MeterUsage}}
 			keys = nil
 		}
 		clients := make([]*llmclient.Client, replicas)

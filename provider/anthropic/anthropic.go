@@ -5,13 +5,13 @@
 // top-level system prompt, tool results become tool_result blocks of a user turn
 // (consecutive ones merged, since the API wants alternating turns), assistant tool calls
 // become tool_use blocks, images become base64 or url sources. max_tokens, which the API
-// requires, defaults to DefaultMaxTokens. A FormatJSONSchema response format is sent as
-// output_config.format (structured outputs); FormatJSONObject has no Messages API
+// requires, defaults to DefaultMaxTokens. A format.JSONSchema response format is sent as
+// output_config.format (structured outputs); format.JSONObject has no Messages API
 // equivalent and is ignored: ask for JSON in the prompt or give a schema. Request.Extra is
 // merged into the top level of the body (see Provider.Complete).
 //
 // Responses map text blocks to Text, thinking blocks to Reasoning and tool_use blocks to
-// ToolCalls (input as a JSON string). stop_reason "refusal" is FinishRefusal; Anthropic
+// ToolCalls (input as a JSON string). stop_reason "refusal" is finish.Refusal; Anthropic
 // reports no separate refusal text, so Response.Refusal stays empty and what the model said
 // is in Text. Usage.InputTokens includes cache reads and cache writes (Anthropic counts
 // them apart from input_tokens); CachedInputTokens is the cache reads.

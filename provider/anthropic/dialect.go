@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
@@ -61,18 +63,18 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 }
 
 // RateLimits reads the anthropic-ratelimit-* headers; see ParseRateLimits.
-func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
+func (p *Provider) RateLimits(h http.Header) *ratelimit.Status {
 	return parseRateLimits(h, time.Time{})
 }
 
 // NewStream decodes a Messages event stream. It owns resp.Body.
-func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+func (p *Provider) NewStream(_ dialect.Shape, resp *http.Response) llmclient.ProviderStream {
 	return newStream(resp, func() {}, "")
 }
 
-// QuotaRule is how Anthropic meters its token quotas: output tokens per minute count the
+// ratelimit.Rule is how Anthropic meters its token quotas: output tokens per minute count the
 // output generated (max_tokens does not factor in), and prompt-cache reads do not count
 // toward input tokens per minute (docs.anthropic.com, rate limits; true for most models).
-func (p *Provider) QuotaRule() llmclient.QuotaRule {
-	return llmclient.QuotaRule{OutputOnUsage: true, CacheReadsFree: true}
+func (p *Provider) QuotaRule() ratelimit.Rule {
+	return ratelimit.Rule{OutputOnUsage: true, CacheReadsFree: true}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,10 +87,10 @@ func TestDialectStreamAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, c.HasContent())
 	_, err = s.Recv()
-	assert.Equal(t, llmclient.ClassOverloaded, llmclient.ClassOf(err))
+	assert.Equal(t, failure.Overloaded, llmclient.ClassOf(err))
 
 	e := p.ClassifyError(529, http.Header{"Retry-After": {"3"}}, []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
-	assert.Equal(t, llmclient.ClassOverloaded, e.Class)
+	assert.Equal(t, failure.Overloaded, e.Class)
 	rl := p.RateLimits(http.Header{"Anthropic-Ratelimit-Requests-Remaining": {"5"}, "Anthropic-Ratelimit-Requests-Limit": {"50"}})
 	require.NotNil(t, rl)
 	assert.Equal(t, int64(5), rl.Requests.Remaining)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
@@ -86,65 +87,65 @@ func classifyAt(status int, h http.Header, body []byte, now time.Time) *llmclien
 }
 
 // classify maps an error type (or, for unknown types, the status) to a class.
-func classify(status int, typ, code, msg string) llmclient.Class {
+func classify(status int, typ, code, msg string) failure.Class {
 	switch typ {
 	case "invalid_request_error":
 		switch {
 		case isContextLength(msg):
-			return llmclient.ClassContextLength
+			return failure.ContextLength
 		case isSpendLimit(code, msg), strings.Contains(strings.ToLower(msg), "api usage limits"):
-			return llmclient.ClassQuotaExhausted
+			return failure.QuotaExhausted
 		}
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case "authentication_error":
-		return llmclient.ClassAuth
+		return failure.Auth
 	case "billing_error":
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case "permission_error":
-		return llmclient.ClassPermission
+		return failure.Permission
 	case "not_found_error":
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case "request_too_large":
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case "rate_limit_error":
 		if isSpendLimit(code, msg) {
-			return llmclient.ClassQuotaExhausted
+			return failure.QuotaExhausted
 		}
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case "api_error":
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case "timeout_error":
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	case "overloaded_error":
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	}
 	return classifyStatus(status)
 }
 
 // classifyStatus is the fallback for bodies without a known error type.
-func classifyStatus(status int) llmclient.Class {
+func classifyStatus(status int) failure.Class {
 	switch {
 	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge,
 		status == http.StatusUnprocessableEntity:
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case status == http.StatusUnauthorized:
-		return llmclient.ClassAuth
+		return failure.Auth
 	case status == http.StatusPaymentRequired:
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case status == http.StatusForbidden:
-		return llmclient.ClassPermission
+		return failure.Permission
 	case status == http.StatusNotFound:
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case status == http.StatusRequestTimeout, status == http.StatusGatewayTimeout:
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	case status == http.StatusTooManyRequests:
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case status == 529, status == http.StatusServiceUnavailable:
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case status >= 500:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	}
-	return llmclient.ClassUnknown
+	return failure.Unknown
 }
 
 // isContextLength recognizes the 400 messages for a prompt that does not fit:

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/anthropic"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // errBody is an Anthropic error body as documented at docs.anthropic.com/en/api/errors.
@@ -22,40 +24,40 @@ func TestClassifyError(t *testing.T) {
 		status int
 		body   string
 		header http.Header
-		want   llmclient.Class
+		want   failure.Class
 		retry  time.Duration
 	}{
-		{"invalid request", 400, errBody("invalid_request_error", "messages: roles must alternate"), nil, llmclient.ClassBadRequest, 0},
-		{"prompt too long", 400, errBody("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"), nil, llmclient.ClassContextLength, 0},
-		{"input plus max_tokens", 400, errBody("invalid_request_error", "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again"), nil, llmclient.ClassContextLength, 0},
-		{"credit balance", 400, errBody("invalid_request_error", "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."), nil, llmclient.ClassQuotaExhausted, 0},
-		{"workspace usage limit", 400, errBody("invalid_request_error", "You have reached your specified API usage limits. You will regain access on 2026-08-01 at 00:00 UTC."), nil, llmclient.ClassQuotaExhausted, 0},
-		{"authentication", 401, errBody("authentication_error", "invalid x-api-key"), nil, llmclient.ClassAuth, 0},
-		{"billing", 402, errBody("billing_error", "Payment required"), nil, llmclient.ClassQuotaExhausted, 0},
-		{"permission", 403, errBody("permission_error", "Your API key does not have permission to use the specified resource."), nil, llmclient.ClassPermission, 0},
-		{"not found", 404, errBody("not_found_error", "model: claude-nope"), nil, llmclient.ClassNotFound, 0},
-		{"too large", 413, errBody("request_too_large", "Request exceeds the maximum allowed number of bytes."), nil, llmclient.ClassBadRequest, 0},
+		{"invalid request", 400, errBody("invalid_request_error", "messages: roles must alternate"), nil, failure.BadRequest, 0},
+		{"prompt too long", 400, errBody("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"), nil, failure.ContextLength, 0},
+		{"input plus max_tokens", 400, errBody("invalid_request_error", "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again"), nil, failure.ContextLength, 0},
+		{"credit balance", 400, errBody("invalid_request_error", "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."), nil, failure.QuotaExhausted, 0},
+		{"workspace usage limit", 400, errBody("invalid_request_error", "You have reached your specified API usage limits. You will regain access on 2026-08-01 at 00:00 UTC."), nil, failure.QuotaExhausted, 0},
+		{"authentication", 401, errBody("authentication_error", "invalid x-api-key"), nil, failure.Auth, 0},
+		{"billing", 402, errBody("billing_error", "Payment required"), nil, failure.QuotaExhausted, 0},
+		{"permission", 403, errBody("permission_error", "Your API key does not have permission to use the specified resource."), nil, failure.Permission, 0},
+		{"not found", 404, errBody("not_found_error", "model: claude-nope"), nil, failure.NotFound, 0},
+		{"too large", 413, errBody("request_too_large", "Request exceeds the maximum allowed number of bytes."), nil, failure.BadRequest, 0},
 		{"rate limit", 429, errBody("rate_limit_error", "This request would exceed your account's rate limit. Please try again later."),
-			http.Header{"Retry-After": {"17"}}, llmclient.ClassRateLimited, 17 * time.Second},
+			http.Header{"Retry-After": {"17"}}, failure.RateLimited, 17 * time.Second},
 		{"spend limit code", 429, `{"type":"error","error":{"type":"rate_limit_error","message":"Spend limit reached.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_1"}`,
-			http.Header{"Retry-After": {"3600"}}, llmclient.ClassQuotaExhausted, time.Hour},
-		{"spend limit text", 429, errBody("rate_limit_error", "This request would exceed your account's monthly spend limit. Please try again later."), nil, llmclient.ClassQuotaExhausted, 0},
-		{"api error", 500, errBody("api_error", "Internal server error"), nil, llmclient.ClassServerError, 0},
-		{"timeout", 504, errBody("timeout_error", "Request timed out"), nil, llmclient.ClassTimeout, 0},
-		{"overloaded", 529, errBody("overloaded_error", "Overloaded"), nil, llmclient.ClassOverloaded, 0},
+			http.Header{"Retry-After": {"3600"}}, failure.QuotaExhausted, time.Hour},
+		{"spend limit text", 429, errBody("rate_limit_error", "This request would exceed your account's monthly spend limit. Please try again later."), nil, failure.QuotaExhausted, 0},
+		{"api error", 500, errBody("api_error", "Internal server error"), nil, failure.ServerError, 0},
+		{"timeout", 504, errBody("timeout_error", "Request timed out"), nil, failure.Timeout, 0},
+		{"overloaded", 529, errBody("overloaded_error", "Overloaded"), nil, failure.Overloaded, 0},
 		// Bodies without a known type: the status decides.
-		{"html 502", 502, "<html><body>Bad Gateway</body></html>", nil, llmclient.ClassServerError, 0},
-		{"bare 529", 529, "", nil, llmclient.ClassOverloaded, 0},
-		{"bare 503", 503, "upstream connect error", nil, llmclient.ClassOverloaded, 0},
-		{"bare 429", 429, "", http.Header{"Retry-After-Ms": {"1500"}}, llmclient.ClassRateLimited, 1500 * time.Millisecond},
-		{"bare 401", 401, "Unauthorized", nil, llmclient.ClassAuth, 0},
-		{"bare 402", 402, "", nil, llmclient.ClassQuotaExhausted, 0},
-		{"bare 403", 403, "", nil, llmclient.ClassPermission, 0},
-		{"bare 404", 404, "", nil, llmclient.ClassNotFound, 0},
-		{"bare 408", 408, "", nil, llmclient.ClassTimeout, 0},
-		{"bare 422", 422, "", nil, llmclient.ClassBadRequest, 0},
-		{"unknown type 500", 500, errBody("brand_new_error", "?"), nil, llmclient.ClassServerError, 0},
-		{"odd status", 418, "teapot", nil, llmclient.ClassUnknown, 0},
+		{"html 502", 502, "<html><body>Bad Gateway</body></html>", nil, failure.ServerError, 0},
+		{"bare 529", 529, "", nil, failure.Overloaded, 0},
+		{"bare 503", 503, "upstream connect error", nil, failure.Overloaded, 0},
+		{"bare 429", 429, "", http.Header{"Retry-After-Ms": {"1500"}}, failure.RateLimited, 1500 * time.Millisecond},
+		{"bare 401", 401, "Unauthorized", nil, failure.Auth, 0},
+		{"bare 402", 402, "", nil, failure.QuotaExhausted, 0},
+		{"bare 403", 403, "", nil, failure.Permission, 0},
+		{"bare 404", 404, "", nil, failure.NotFound, 0},
+		{"bare 408", 408, "", nil, failure.Timeout, 0},
+		{"bare 422", 422, "", nil, failure.BadRequest, 0},
+		{"unknown type 500", 500, errBody("brand_new_error", "?"), nil, failure.ServerError, 0},
+		{"odd status", 418, "teapot", nil, failure.Unknown, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +105,7 @@ func TestCompleteErrorResponse(t *testing.T) {
 	body := errBody("authentication_error", "invalid x-api-key: "+testKey)
 	p, _ := serve(t, providertest.Fixed(http.StatusUnauthorized, body, "request-id", "req_9"))
 	e := providertest.CompleteError(t, p, providertest.UserCall("claude-x", llmclient.UserMessage("hi")))
-	if e.Class != llmclient.ClassAuth || e.Status != 401 || e.Model != "claude-x" || e.RequestID != "req_011CSHoEeqs5C35K2UUqR7Fy" {
+	if e.Class != failure.Auth || e.Status != 401 || e.Model != "claude-x" || e.RequestID != "req_011CSHoEeqs5C35K2UUqR7Fy" {
 		t.Errorf("error = %+v", e)
 	}
 	if strings.Contains(e.Error(), testKey) || strings.Contains(e.Message, testKey) {
@@ -124,10 +126,10 @@ func TestParseRateLimits(t *testing.T) {
 	h.Set("anthropic-ratelimit-output-tokens-remaining", "80000")
 	h.Set("anthropic-ratelimit-output-tokens-reset", "2026-05-01T11:59:00Z") // already past
 	rl := anthropic.ParseRateLimits(h, now)
-	want := llmclient.RateLimits{
-		Requests:     llmclient.RateWindow{Known: true, Limit: 4000, Remaining: 3999, Reset: 6 * time.Second},
-		Tokens:       llmclient.RateWindow{Known: true, Limit: 400000, Remaining: 398000, Reset: 500 * time.Millisecond},
-		OutputTokens: llmclient.RateWindow{Known: true, Limit: 80000, Remaining: 80000},
+	want := ratelimit.Status{
+		Requests:     ratelimit.Window{Known: true, Limit: 4000, Remaining: 3999, Reset: 6 * time.Second},
+		Tokens:       ratelimit.Window{Known: true, Limit: 400000, Remaining: 398000, Reset: 500 * time.Millisecond},
+		OutputTokens: ratelimit.Window{Known: true, Limit: 80000, Remaining: 80000},
 	}
 	if rl == nil || *rl != want {
 		t.Errorf("ParseRateLimits = %+v, want %+v", rl, want)

@@ -8,6 +8,8 @@ import (
 	"math"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
@@ -25,7 +27,7 @@ const TokenRatio = 1.25
 // callers must not apply a Claude ratio again). The output reservation (max_tokens) is not
 // included. A nil est means estimate.Heuristic. It fails on a body that is not a
 // JSON object. It is safe for concurrent use when est is.
-func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
+func EstimateBodyTokens(body []byte, est estimate.Estimator) (int, error) {
 	var w wireBody
 	if !jsonx.IsObject(body) { // null and other values encoding/json takes for a struct
 		return 0, errors.New("anthropic: estimate: request body is not a JSON object")
@@ -79,7 +81,7 @@ func (w *wireBody) addTo(req *llmclient.Request) {
 		req.Tools = append(req.Tools, llmclient.Tool{Name: t.Name, Description: t.Description, Parameters: jsonx.CompactRaw(t.InputSchema)})
 	}
 	if oc := w.OutputConfig; oc != nil && oc.Format != nil && len(oc.Format.Schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: jsonx.CompactRaw(oc.Format.Schema)}
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONSchema, Schema: jsonx.CompactRaw(oc.Format.Schema)}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -22,7 +23,7 @@ func FuzzClassifyError(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, body, retryAfter string) {
 		h := http.Header{"Retry-After": {retryAfter}}
 		e := ClassifyError(status, h, []byte(body))
-		if e == nil || e.Status != status || e.Class == llmclient.ClassNone {
+		if e == nil || e.Status != status || e.Class == failure.None {
 			t.Fatalf("ClassifyError = %+v", e)
 		}
 		if e.RetryAfter < 0 {

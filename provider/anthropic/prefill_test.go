@@ -3,7 +3,7 @@ package anthropic_test
 import (
 	"testing"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/provider/anthropic"
 )
 
@@ -12,7 +12,7 @@ func TestAcceptsPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var _ llmclient.Prefiller = p
+	var _ dialect.Prefiller = p
 	for model, want := range map[string]bool{
 		"claude-3-5-sonnet-20241022": true,
 		"claude-3-7-sonnet-latest":   true,

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // ParseRateLimits reads the anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
@@ -14,11 +14,11 @@ import (
 // Anthropic rounds *-tokens-remaining to the nearest thousand. It returns nil when no
 // dimension is reported. A zero now means the time of the call, read only when a quota
 // header is there. ParseRateLimits is safe for concurrent use.
-func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
+func ParseRateLimits(h http.Header, now time.Time) *ratelimit.Status {
 	return parseRateLimits(h, now)
 }
 
-func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
+func parseRateLimits(h http.Header, now time.Time) *ratelimit.Status {
 	if h == nil {
 		return nil
 	}
@@ -28,8 +28,8 @@ func parseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 }
 
 // rateLimitsOf is parseRateLimits's result for the windows it read.
-func rateLimitsOf(w *[4]headers.Window) *llmclient.RateLimits {
-	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1]), InputTokens: adapter.RateWindow(w[2]), OutputTokens: adapter.RateWindow(w[3])}
+func rateLimitsOf(w *[4]headers.Window) *ratelimit.Status {
+	rl := ratelimit.Status{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1]), InputTokens: adapter.RateWindow(w[2]), OutputTokens: adapter.RateWindow(w[3])}
 	if !rl.Requests.Known && !rl.Tokens.Known && !rl.InputTokens.Known && !rl.OutputTokens.Known {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/jsonx"
 )
@@ -157,7 +158,7 @@ func buildBody(req *llmclient.Request, model string, defaultMaxTokens int, strea
 	if w.ToolChoice, err = convertToolChoice(req.ToolChoice); err != nil {
 		return nil, err
 	}
-	if f := req.ResponseFormat; f != nil && f.Type == llmclient.FormatJSONSchema {
+	if f := req.ResponseFormat; f != nil && f.Type == format.JSONSchema {
 		if len(f.Schema) == 0 || !json.Valid(f.Schema) {
 			return nil, errors.New("anthropic: response format json_schema needs a valid JSON schema")
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/anthropic"
 )
@@ -78,7 +80,7 @@ func TestRequestGolden(t *testing.T) {
 			req: llmclient.Request{
 				Messages: []llmclient.Message{llmclient.UserMessage("Give me a person.")},
 				ResponseFormat: &llmclient.ResponseFormat{
-					Type:   llmclient.FormatJSONSchema,
+					Type:   format.JSONSchema,
 					Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
 				},
 				Temperature: llmclient.Float(1),
@@ -97,7 +99,7 @@ func TestRequestGolden(t *testing.T) {
 					llmclient.UserMessage("Count to three."),
 					llmclient.AssistantMessage("One,"),
 				},
-				ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONObject},
+				ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONObject},
 				ToolChoice:     &llmclient.ToolChoice{Mode: llmclient.ToolChoiceNone},
 				Tools:          []llmclient.Tool{weather},
 			},
@@ -193,7 +195,7 @@ func TestRequestInvalid(t *testing.T) {
 		"tool bad schema":     {Tools: []llmclient.Tool{{Name: "f", Parameters: json.RawMessage(`{`)}}},
 		"tool choice no name": {ToolChoice: &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool}},
 		"tool choice unknown": {ToolChoice: &llmclient.ToolChoice{Mode: "sometimes"}},
-		"schema missing":      {ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema}},
+		"schema missing":      {ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema}},
 		"extra unencodable":   {Extra: map[string]any{"x": func() {}}},
 	}
 	p, rec := serve(t, providertest.Fixed(http.StatusOK, okBody))
@@ -215,7 +217,7 @@ func TestNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != llmclient.ClassAuth {
+	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != failure.Auth {
 		t.Fatalf("err = %v, want an auth error", e)
 	}
 }

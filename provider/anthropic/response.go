@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -115,20 +116,20 @@ func pick(v *int, start *wireUsage, field func(*wireUsage) *int) int {
 }
 
 // finishReason normalizes a stop_reason. model_context_window_exceeded (generation reached
-// the context window) is reported as FinishLength, like max_tokens; pause_turn (a server
-// tool paused a long turn) as FinishOther.
-func finishReason(s string) llmclient.FinishReason {
+// the context window) is reported as finish.Length, like max_tokens; pause_turn (a server
+// tool paused a long turn) as finish.Other.
+func finishReason(s string) finish.Reason {
 	switch s {
 	case "":
-		return llmclient.FinishNone
+		return finish.None
 	case "end_turn", "stop_sequence":
-		return llmclient.FinishStop
+		return finish.Stop
 	case "max_tokens", "model_context_window_exceeded":
-		return llmclient.FinishLength
+		return finish.Length
 	case "tool_use":
-		return llmclient.FinishToolCalls
+		return finish.ToolCalls
 	case "refusal":
-		return llmclient.FinishRefusal
+		return finish.Refusal
 	}
-	return llmclient.FinishOther
+	return finish.Other
 }

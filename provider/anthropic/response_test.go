@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -47,7 +49,7 @@ func TestCompleteSuccess(t *testing.T) {
 	if resp.Text != "Hi! My name is Claude." || resp.Reasoning != "The user greets me." {
 		t.Errorf("text %q, reasoning %q", resp.Text, resp.Reasoning)
 	}
-	if resp.FinishReason != llmclient.FinishStop || resp.RawFinishReason != "end_turn" {
+	if resp.FinishReason != finish.Stop || resp.RawFinishReason != "end_turn" {
 		t.Errorf("finish = %q (%q)", resp.FinishReason, resp.RawFinishReason)
 	}
 	rl := resp.RateLimits
@@ -79,7 +81,7 @@ func TestToolCallResponse(t *testing.T) {
 	if !reflect.DeepEqual(resp.ToolCalls, want) {
 		t.Errorf("tool calls = %+v, want %+v", resp.ToolCalls, want)
 	}
-	if resp.FinishReason != llmclient.FinishToolCalls || resp.Text != "I'll check the weather." {
+	if resp.FinishReason != finish.ToolCalls || resp.Text != "I'll check the weather." {
 		t.Errorf("finish %q, text %q", resp.FinishReason, resp.Text)
 	}
 	if resp.RateLimits != nil {
@@ -88,15 +90,15 @@ func TestToolCallResponse(t *testing.T) {
 }
 
 func TestStopReasons(t *testing.T) {
-	for raw, want := range map[string]llmclient.FinishReason{
-		"end_turn":                      llmclient.FinishStop,
-		"stop_sequence":                 llmclient.FinishStop,
-		"max_tokens":                    llmclient.FinishLength,
-		"model_context_window_exceeded": llmclient.FinishLength,
-		"tool_use":                      llmclient.FinishToolCalls,
-		"refusal":                       llmclient.FinishRefusal,
-		"pause_turn":                    llmclient.FinishOther,
-		"something_new":                 llmclient.FinishOther,
+	for raw, want := range map[string]finish.Reason{
+		"end_turn":                      finish.Stop,
+		"stop_sequence":                 finish.Stop,
+		"max_tokens":                    finish.Length,
+		"model_context_window_exceeded": finish.Length,
+		"tool_use":                      finish.ToolCalls,
+		"refusal":                       finish.Refusal,
+		"pause_turn":                    finish.Other,
+		"something_new":                 finish.Other,
 	} {
 		body := `{"id":"m","model":"c","content":[{"type":"text","text":"x"}],"stop_reason":"` + raw + `","usage":{"input_tokens":1,"output_tokens":1}}`
 		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
@@ -110,7 +112,7 @@ func TestStopReasons(t *testing.T) {
 func TestCompleteMalformedBody(t *testing.T) {
 	p, _ := serve(t, providertest.Fixed(http.StatusOK, `{"id":"msg_1","content":[`))
 	_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+	if c := llmclient.ClassOf(err); c != failure.ServerError {
 		t.Fatalf("err = %v (class %v), want a server_error", err, c)
 	}
 }

@@ -1,6 +1,8 @@
 package anthropic
 
-import "github.com/llmclient/llmclient"
+import (
+	"github.com/llmclient/llmclient/dialect"
+)
 
 // ShapeMessages is the Anthropic dialect's POST /v1/messages.
-const ShapeMessages llmclient.Shape = "anthropic.messages"
+const ShapeMessages dialect.Shape = "anthropic.messages"

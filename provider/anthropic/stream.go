@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/sse"
 )
@@ -128,7 +131,7 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 			switch {
 			case err != nil:
 				s.err = err
-			case c.FinishReason == llmclient.FinishNone: // incomplete, like a stream without message_stop
+			case c.FinishReason == finish.None: // incomplete, like a stream without message_stop
 				s.err = fmt.Errorf("anthropic: one-shot body without a stop_reason: %w", io.ErrUnexpectedEOF)
 			default:
 				s.err = io.EOF
@@ -158,7 +161,7 @@ func (s *stream) readError(err error) error {
 		return fmt.Errorf("anthropic: stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
-		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "anthropic: stream event too large", Err: err}
+		return &llmclient.Error{Class: failure.ServerError, Message: "anthropic: stream event too large", Err: err}
 	}
 	return &adapter.NetError{Pkg: "anthropic", Op: "reading stream", Err: err}
 }
@@ -201,7 +204,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		}
 		switch b.Type {
 		case "tool_use":
-			c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, ID: adapter.UnpatternID(b.ID), Name: b.Name}}
+			c.ToolCalls = []dialect.ToolCallDelta{{Index: ev.Index, ID: adapter.UnpatternID(b.ID), Name: b.Name}}
 			s.tool = openTool{open: true, index: ev.Index, input: toolInput(b.Input)}
 		case "text":
 			c.Text = b.Text
@@ -220,7 +223,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 			c.Reasoning = d.Thinking
 		case "input_json_delta":
 			if d.PartialJSON != "" {
-				c.ToolCalls = []llmclient.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
+				c.ToolCalls = []dialect.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
 				if s.tool.open && s.tool.index == ev.Index {
 					s.tool.gotArgs = true
 				}
@@ -232,7 +235,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 			if !t.gotArgs {
 				// A tool without parameters streams no input (or only ""): its arguments are
 				// the start's input, "{}", as a one-shot response has them.
-				c.ToolCalls = []llmclient.ToolCallDelta{{Index: t.index, Arguments: t.input}}
+				c.ToolCalls = []dialect.ToolCallDelta{{Index: t.index, Arguments: t.input}}
 			}
 		}
 	case "message_delta":
@@ -309,8 +312,8 @@ func (s *stream) malformed(data []byte, why error) *llmclient.Error {
 // accepting the request.
 func (s *stream) eventError(data []byte) error {
 	e := classifyAt(s.status, s.header, data, time.Now())
-	if e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	if e.Class == failure.Unknown {
+		e.Class = failure.ServerError
 	}
 	e.Redact(s.key)
 	return e
@@ -337,7 +340,7 @@ func toolInput(raw json.RawMessage) string {
 
 // AcceptsPrefill reports whether model continues a trailing assistant message (a
 // prefill) rather than rejecting it, for llmclient's stream continuation
-// (llmclient.Prefiller): the Claude 3 family and the first Claude 4 models (Sonnet 4,
+// (dialect.Prefiller): the Claude 3 family and the first Claude 4 models (Sonnet 4,
 // Opus 4 and 4.1) do; later models answer a prefill with a 400, and so are assumed to for
 // any name not listed. llmclient.WithPrefill overrides it per upstream.
 func (p *Provider) AcceptsPrefill(model string) bool {

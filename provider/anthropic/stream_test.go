@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -178,7 +179,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, e := providertest.DrainError(t, openStream(t, providertest.SSE(tc.body)))
-			if e.Class != llmclient.ClassOverloaded || e.Type != "overloaded_error" || e.Message != "Overloaded" || e.Status != 200 {
+			if e.Class != failure.Overloaded || e.Type != "overloaded_error" || e.Message != "Overloaded" || e.Status != 200 {
 				t.Errorf("error = %+v", e)
 			}
 			if len(got) != tc.chunks {
@@ -192,7 +193,7 @@ data: {"type":"error","error":{"type":"mystery_error","message":"?"}}
 
 `))
 		_, err := st.Recv()
-		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+		if c := llmclient.ClassOf(err); c != failure.ServerError {
 			t.Errorf("class = %v, want server_error", c)
 		}
 	})
@@ -211,7 +212,7 @@ func TestStreamCut(t *testing.T) {
 func TestStreamHTTPError(t *testing.T) {
 	p, _ := serve(t, providertest.Fixed(529, errBody("overloaded_error", "Overloaded")))
 	st, err := p.Stream(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
-	if st != nil || llmclient.ClassOf(err) != llmclient.ClassOverloaded {
+	if st != nil || llmclient.ClassOf(err) != failure.Overloaded {
 		t.Fatalf("Stream = %v, %v; want an overloaded error", st, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -69,7 +70,7 @@ func TestStreamMalformedEventFails(t *testing.T) {
 				return
 			}
 			var e *llmclient.Error
-			if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || !strings.Contains(e.Message, tt.message) {
+			if !errors.As(err, &e) || e.Class != failure.ServerError || !strings.Contains(e.Message, tt.message) {
 				t.Fatalf("err = %v (class %v)", err, llmclient.ClassOf(err))
 			}
 		})

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 )
 
 // ReadUsage reads the usage and model of a one-shot Messages body
 // (llmclient.UsageReader), for the transport's pricing; ok is false for other shapes and
 // for a body without a usage object.
-func (p *Provider) ReadUsage(shape llmclient.Shape, body []byte) (llmclient.Usage, string, bool) {
+func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage, string, bool) {
 	if shape != ShapeMessages {
 		return llmclient.Usage{}, "", false
 	}

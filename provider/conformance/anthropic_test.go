@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/conformance"
 )
@@ -125,13 +126,13 @@ func anthropicResultText(raw json.RawMessage) string {
 	return b.String()
 }
 
-func anthropicFinish(f llmclient.FinishReason) string {
+func anthropicFinish(f finish.Reason) string {
 	switch f {
-	case llmclient.FinishLength:
+	case finish.Length:
 		return "max_tokens"
-	case llmclient.FinishToolCalls:
+	case finish.ToolCalls:
 		return "tool_use"
-	case llmclient.FinishContentFilter:
+	case finish.ContentFilter:
 		return "refusal"
 	}
 	return "end_turn"

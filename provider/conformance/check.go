@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // result is what one call produced, through the adapter or through a Client.
@@ -57,7 +59,7 @@ func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Sprintf
 func check(e *expect, r *result) []string {
 	var p problems
 	switch {
-	case e.Class == llmclient.ClassNone:
+	case e.Class == failure.None:
 		checkSuccess(&p, e, r)
 	case e.level == levelProvider:
 		checkProviderFailure(&p, e, r)
@@ -138,9 +140,9 @@ func checkToolCalls(p *problems, what string, got, want []llmclient.ToolCall, ne
 }
 
 func checkProviderFailure(p *problems, e *expect, r *result) {
-	if e.Class == llmclient.ClassContentFiltered && r.err == nil && r.resp != nil {
+	if e.Class == failure.ContentFiltered && r.err == nil && r.resp != nil {
 		// A filtered answer: the Client turns it into the error.
-		if f := r.resp.FinishReason; f != llmclient.FinishContentFilter && f != llmclient.FinishRefusal {
+		if f := r.resp.FinishReason; f != finish.ContentFilter && f != finish.Refusal {
 			p.add("filtered answer: FinishReason = %q (raw %q), want content_filter or refusal", f, r.resp.RawFinishReason)
 		}
 		if r.resp.Text != "" || len(r.resp.ToolCalls) > 0 {
@@ -173,7 +175,7 @@ func checkProviderFailure(p *problems, e *expect, r *result) {
 func checkClientFailure(p *problems, e *expect, r *result) {
 	class := e.Class
 	if e.AfterFirstToken {
-		class = llmclient.ClassStreamInterrupted
+		class = failure.StreamInterrupted
 	}
 	if r.err == nil {
 		p.add("call succeeded (%s), want class %s", describe(r.resp), class)
@@ -207,7 +209,7 @@ func checkClientFailure(p *problems, e *expect, r *result) {
 }
 
 // checkError checks the *llmclient.Error of a failure: class, status and Retry-After.
-func checkError(p *problems, e *expect, err error, class llmclient.Class) *llmclient.Error {
+func checkError(p *problems, e *expect, err error, class failure.Class) *llmclient.Error {
 	var ae *llmclient.Error
 	if !errors.As(err, &ae) {
 		p.add("error is %T (%v), want an *llmclient.Error", err, err)
@@ -220,7 +222,7 @@ func checkError(p *problems, e *expect, err error, class llmclient.Class) *llmcl
 		p.add("Error.Status = %d, want %d", ae.Status, e.status)
 	}
 	want := e.RetryAfter
-	if class == llmclient.ClassStreamInterrupted {
+	if class == failure.StreamInterrupted {
 		want = 0
 	}
 	if ae.RetryAfter != want {
@@ -368,7 +370,7 @@ func accumulate(chunks []llmclient.Chunk) *llmclient.Response {
 			}
 			tc.Arguments += d.Arguments
 		}
-		if c.FinishReason != llmclient.FinishNone {
+		if c.FinishReason != finish.None {
 			r.FinishReason, r.RawFinishReason = c.FinishReason, c.RawFinishReason
 		}
 		if c.Usage != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // The conversation RunConversation carries from one vendor to another.
@@ -92,10 +93,10 @@ func runConversation(a, b *Target, stream bool) []string {
 		{ID: "call_cv1", Name: "get_weather", Arguments: `{"city":"Paris"}`},
 		{ID: "call_cv2", Name: "get_weather", Arguments: `{"city":"Rome"}`},
 	}
-	answer := Reply{Text: []string{"Paris 18°C,", " Rome 24°C."}, Finish: llmclient.FinishStop, Usage: usage}
+	answer := Reply{Text: []string{"Paris 18°C,", " Rome 24°C."}, Finish: finish.Stop, Usage: usage}
 	envA, err := newEnv(a, stream, []Reply{
-		{ToolCalls: calls, Finish: llmclient.FinishToolCalls, Usage: usage, Signature: convSignature},
-		{Text: []string{"Tomorrow: sunny."}, Finish: llmclient.FinishStop, Usage: usage},
+		{ToolCalls: calls, Finish: finish.ToolCalls, Usage: usage, Signature: convSignature},
+		{Text: []string{"Tomorrow: sunny."}, Finish: finish.Stop, Usage: usage},
 	}, false)
 	if err != nil {
 		return []string{err.Error()}

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // EmbedWire is a vendor's embeddings wire format (Target.Embed). Failures are rendered by
@@ -54,9 +55,9 @@ type EmbedScenario struct {
 	Name    string
 	Request llmclient.EmbedRequest
 	Reply   EmbedReply
-	// Class is the failure class a Fail reply must give; ClassNone for success, which
+	// Class is the failure class a Fail reply must give; failure.None for success, which
 	// must return Reply's vectors and usage.
-	Class llmclient.Class
+	Class failure.Class
 }
 
 // EmbedScenarios returns the embeddings table, a fresh copy on each call:
@@ -127,7 +128,7 @@ func RunEmbed(t *testing.T, target Target) {
 	for _, sc := range EmbedScenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			modes := []string{ModeProvider, ModeClient, ModeLoopbackProvider, ModeLoopbackClient}
-			if sc.Class != llmclient.ClassNone {
+			if sc.Class != failure.None {
 				modes = append(modes, ModeClientRetry)
 			}
 			for _, mode := range modes {
@@ -158,8 +159,8 @@ func embedRecovery() EmbedReply {
 
 // embedRetryable reports whether the default decisions retry class c on a single-key
 // upstream (auth and quota retry only on another key).
-func embedRetryable(c llmclient.Class) bool {
-	return llmclient.DefaultDecision(c).Retry && c != llmclient.ClassAuth && c != llmclient.ClassQuotaExhausted
+func embedRetryable(c failure.Class) bool {
+	return llmclient.DefaultDecision(c).Retry && c != failure.Auth && c != failure.QuotaExhausted
 }
 
 func runEmbed(tg *Target, sc *EmbedScenario, mode string) (probs []string, skip string) {
@@ -268,7 +269,7 @@ func runEmbed(tg *Target, sc *EmbedScenario, mode string) (probs []string, skip 
 	}
 	client := mode != ModeProvider && mode != ModeLoopbackProvider
 	switch {
-	case sc.Class == llmclient.ClassNone:
+	case sc.Class == failure.None:
 		checkEmbedResponse(&p, &sc.Reply, resp, err, client)
 	case calls == 2:
 		rec := embedRecovery()

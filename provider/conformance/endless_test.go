@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -47,7 +48,7 @@ func TestEndlessStreamIsBounded(t *testing.T) {
 						break
 					}
 				}
-				if !errors.Is(err, sse.ErrEventTooLarge) || llmclient.ClassOf(err) != llmclient.ClassServerError {
+				if !errors.Is(err, sse.ErrEventTooLarge) || llmclient.ClassOf(err) != failure.ServerError {
 					t.Errorf("unit %q: err = %v (class %v), want a server_error wrapping sse.ErrEventTooLarge", unit, err, llmclient.ClassOf(err))
 				}
 			})

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmclient/llmclient"
+	estimatepkg "github.com/llmclient/llmclient/estimate"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
@@ -28,7 +28,7 @@ func FuzzEstimateBodyTokens(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"messages":7}`))
 	f.Add([]byte(`{"contents":[{"parts":[{"text":"\u0000\xff"}]}],"system":[{"type":"text"}]}`))
-	estimators := map[string]func([]byte, llmclient.Estimator) (int, error){
+	estimators := map[string]func([]byte, estimatepkg.Estimator) (int, error){
 		"anthropic": anthropic.EstimateBodyTokens,
 		"gemini":    gemini.EstimateBodyTokens,
 	}

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/provider/conformance"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -46,7 +47,7 @@ func fakeStep(r *conformance.Reply) fake.Step {
 	if len(r.ToolCalls) > 0 {
 		var c llmclient.Chunk
 		for i, tc := range r.ToolCalls {
-			c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			c.ToolCalls = append(c.ToolCalls, dialect.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
 		chunks = append(chunks, c)
 	}

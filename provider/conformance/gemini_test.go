@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	finishpkg "github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/conformance"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
@@ -113,11 +114,11 @@ func (geminiWire) Decode(r *http.Request, body []byte) (*conformance.Seen, error
 	return s, nil
 }
 
-func geminiFinish(f llmclient.FinishReason) string {
+func geminiFinish(f finishpkg.Reason) string {
 	switch f {
-	case llmclient.FinishLength:
+	case finishpkg.Length:
 		return "MAX_TOKENS"
-	case llmclient.FinishContentFilter:
+	case finishpkg.ContentFilter:
 		return "SAFETY"
 	}
 	return "STOP" // also with function calls

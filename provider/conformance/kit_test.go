@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -65,7 +67,7 @@ func (s fakeScript) NewProvider(serve func(*Seen) (*Reply, error), key string) (
 		if len(r.ToolCalls) > 0 {
 			var c llmclient.Chunk
 			for i, tc := range r.ToolCalls {
-				c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+				c.ToolCalls = append(c.ToolCalls, dialect.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 			}
 			chunks = append(chunks, c)
 		}
@@ -137,7 +139,7 @@ func (s *mutantStream) Recv() (llmclient.Chunk, error) {
 }
 
 // reclass changes the class of every *llmclient.Error.
-func reclass(to llmclient.Class) func(error) error {
+func reclass(to failure.Class) func(error) error {
 	return func(err error) error {
 		var e *llmclient.Error
 		if errors.As(err, &e) {
@@ -155,7 +157,7 @@ func TestHarnessCatchesBrokenAdapters(t *testing.T) {
 		want string
 	}{
 		{"misclassified errors", func(p llmclient.Provider) llmclient.Provider {
-			return &mutant{p: p, err: reclass(llmclient.ClassBadRequest)}
+			return &mutant{p: p, err: reclass(failure.BadRequest)}
 		}, "class = bad_request"},
 		{"Retry-After dropped", func(p llmclient.Provider) llmclient.Provider {
 			return &mutant{p: p, err: func(err error) error {
@@ -259,8 +261,8 @@ func TestRetryModeCatchesAWrongDecision(t *testing.T) {
 	tg := Target{Name: "mutant", Script: fakeScript{mutate: func(p llmclient.Provider) llmclient.Provider {
 		return &mutant{p: p, err: func(err error) error {
 			var e *llmclient.Error
-			if errors.As(err, &e) && e.Class == llmclient.ClassRateLimited {
-				e.Class = llmclient.ClassPermission // not retryable: must fail
+			if errors.As(err, &e) && e.Class == failure.RateLimited {
+				e.Class = failure.Permission // not retryable: must fail
 			}
 			return err
 		}}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -22,11 +23,11 @@ func TestLongVendorMessageIsCapped(t *testing.T) {
 		name     string
 		classify func(int, http.Header, []byte) *llmclient.Error
 		body     string
-		class    llmclient.Class
+		class    failure.Class
 	}{
-		{"openai", openai.ClassifyError, `{"error":{"message":"` + long + `","type":"server_error","code":null}}`, llmclient.ClassServerError},
-		{"anthropic", anthropic.ClassifyError, `{"type":"error","error":{"type":"overloaded_error","message":"` + long + `"}}`, llmclient.ClassOverloaded},
-		{"gemini", gemini.ClassifyError, `{"error":{"code":503,"message":"` + long + `","status":"UNAVAILABLE"}}`, llmclient.ClassOverloaded},
+		{"openai", openai.ClassifyError, `{"error":{"message":"` + long + `","type":"server_error","code":null}}`, failure.ServerError},
+		{"anthropic", anthropic.ClassifyError, `{"type":"error","error":{"type":"overloaded_error","message":"` + long + `"}}`, failure.Overloaded},
+		{"gemini", gemini.ClassifyError, `{"error":{"code":503,"message":"` + long + `","status":"UNAVAILABLE"}}`, failure.Overloaded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.classify(503, nil, []byte(tc.body))

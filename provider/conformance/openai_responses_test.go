@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/conformance"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -87,11 +88,11 @@ func (responsesWire) Decode(r *http.Request, body []byte) (*conformance.Seen, er
 }
 
 // responsesStatus maps a finish reason to a Response's status and incomplete reason.
-func responsesStatus(f llmclient.FinishReason) (status string, details any) {
+func responsesStatus(f finish.Reason) (status string, details any) {
 	switch f {
-	case llmclient.FinishLength:
+	case finish.Length:
 		return "incomplete", map[string]any{"reason": "max_output_tokens"}
-	case llmclient.FinishContentFilter:
+	case finish.ContentFilter:
 		return "incomplete", map[string]any{"reason": "content_filter"}
 	}
 	return "completed", nil

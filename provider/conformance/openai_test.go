@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	finishpkg "github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/conformance"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -181,13 +182,13 @@ func (w openaiWire) Render(r *conformance.Reply, req *conformance.Seen) (*confor
 	return wr, nil
 }
 
-func openaiFinish(f llmclient.FinishReason) string {
+func openaiFinish(f finishpkg.Reason) string {
 	switch f {
-	case llmclient.FinishLength:
+	case finishpkg.Length:
 		return "length"
-	case llmclient.FinishToolCalls:
+	case finishpkg.ToolCalls:
 		return "tool_calls"
-	case llmclient.FinishContentFilter:
+	case finishpkg.ContentFilter:
 		return "content_filter"
 	}
 	return "stop"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -49,7 +50,7 @@ func TestGarbageEchoingKeyIsRedacted(t *testing.T) {
 
 func checkRedacted(t *testing.T, err error, key string) {
 	t.Helper()
-	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+	if c := llmclient.ClassOf(err); c != failure.ServerError {
 		t.Errorf("err = %v (class %v), want a server_error", err, c)
 	}
 	if err != nil && strings.Contains(err.Error(), key[:16]) {

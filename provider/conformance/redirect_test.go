@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -104,7 +105,7 @@ func TestRedirectKeepsCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), helloCall()); llmclient.ClassOf(err) != llmclient.ClassServerError {
+	if _, err := p.Complete(context.Background(), helloCall()); llmclient.ClassOf(err) != failure.ServerError {
 		t.Errorf("Complete = %v, want the 500 of the moved endpoint", err)
 	}
 	if seen := moved.all(); len(seen) != 1 || seen[0] != "X-Api-Key: "+key {

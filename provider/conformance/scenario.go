@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // Kind is a vendor-neutral kind of upstream failure. Each Wire renders it as its vendor's
@@ -54,34 +56,34 @@ func Kinds() []Kind {
 		KindPromptBlocked, KindAuth, KindPermission, KindNotFound}
 }
 
-// Class returns the class every adapter must give a failure of kind k; ClassUnknown for an
+// Class returns the class every adapter must give a failure of kind k; failure.Unknown for an
 // unknown kind.
-func (k Kind) Class() llmclient.Class {
+func (k Kind) Class() failure.Class {
 	switch k {
 	case KindRateLimited, KindRateLimitedBodyHint:
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case KindQuota429, KindBilling:
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case KindOverloaded:
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case KindServerError:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case KindTimeout:
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	case KindBadRequest:
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case KindContextLength:
-		return llmclient.ClassContextLength
+		return failure.ContextLength
 	case KindPromptBlocked:
-		return llmclient.ClassContentFiltered
+		return failure.ContentFiltered
 	case KindAuth:
-		return llmclient.ClassAuth
+		return failure.Auth
 	case KindPermission:
-		return llmclient.ClassPermission
+		return failure.Permission
 	case KindNotFound:
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	}
-	return llmclient.ClassUnknown
+	return failure.Unknown
 }
 
 // Failure is an upstream failure, vendor-neutral.
@@ -121,10 +123,10 @@ type Reply struct {
 	// ToolCalls are the calls the model makes, after the text. A stream may fragment
 	// their arguments as its vendor does.
 	ToolCalls []llmclient.ToolCall
-	// Finish is why generation stopped: FinishStop, FinishLength, FinishToolCalls, or
-	// FinishContentFilter, which each Wire renders as its vendor's filter or refusal
+	// Finish is why generation stopped: finish.Stop, finish.Length, finish.ToolCalls, or
+	// finish.ContentFilter, which each Wire renders as its vendor's filter or refusal
 	// (OpenAI content_filter, Anthropic refusal, Gemini SAFETY).
-	Finish llmclient.FinishReason
+	Finish finish.Reason
 	// Usage is the token usage reported (InputTokens and OutputTokens; TotalTokens is
 	// their sum).
 	Usage llmclient.Usage
@@ -138,18 +140,18 @@ type Reply struct {
 }
 
 // Want is the expected outcome of a call, as seen through the adapter directly. Run derives
-// what a Client must return from it: a filtered answer becomes a ClassContentFiltered
-// error, an error after the first token a ClassStreamInterrupted one.
+// what a Client must return from it: a filtered answer becomes a failure.ContentFiltered
+// error, an error after the first token a failure.StreamInterrupted one.
 type Want struct {
-	// Class is the failure class; ClassNone for success. ClassContentFiltered is met by a
-	// filtered answer (FinishContentFilter or FinishRefusal, with no content) or an error.
-	Class llmclient.Class
+	// Class is the failure class; failure.None for success. failure.ContentFiltered is met by a
+	// filtered answer (finish.ContentFilter or finish.Refusal, with no content) or an error.
+	Class failure.Class
 	// Text, ToolCalls, Finish and Usage describe a successful response (for a stream, the
 	// response its chunks add up to). Tool-call IDs are not compared (vendors without ids
 	// get made-up ones); arguments are compared as JSON.
 	Text      string
 	ToolCalls []llmclient.ToolCall
-	Finish    llmclient.FinishReason
+	Finish    finish.Reason
 	Usage     *llmclient.Usage
 	// Chunks are the texts of a stream's content chunks, in order: all of them on success,
 	// those before the error on failure.
@@ -232,88 +234,88 @@ func Scenarios() []Scenario {
 	roundTrip := func() *FollowUp {
 		return &FollowUp{
 			ToolResult: `{"temp_c":21}`,
-			Reply:      Reply{Text: []string{"It is 21°C", " in Paris."}, Finish: llmclient.FinishStop, Usage: usage},
+			Reply:      Reply{Text: []string{"It is 21°C", " in Paris."}, Finish: finish.Stop, Usage: usage},
 			Want: Want{Text: "It is 21°C in Paris.", Chunks: []string{"It is 21°C", " in Paris."},
-				Finish: llmclient.FinishStop, Usage: u()},
+				Finish: finish.Stop, Usage: u()},
 		}
 	}
 
 	out := []Scenario{
 		{
 			Name: "complete/text", Request: hello(), Loopback: true,
-			Reply: Reply{Text: []string{"Hello", ", world."}, Finish: llmclient.FinishStop, Usage: usage},
-			Want:  Want{Text: "Hello, world.", Finish: llmclient.FinishStop, Usage: u()},
+			Reply: Reply{Text: []string{"Hello", ", world."}, Finish: finish.Stop, Usage: usage},
+			Want:  Want{Text: "Hello, world.", Finish: finish.Stop, Usage: u()},
 		},
 		{
 			Name: "complete/max_tokens", Request: hello(),
-			Reply: Reply{Text: []string{"Hello, wor"}, Finish: llmclient.FinishLength, Usage: usage},
-			Want:  Want{Text: "Hello, wor", Finish: llmclient.FinishLength, Usage: u()},
+			Reply: Reply{Text: []string{"Hello, wor"}, Finish: finish.Length, Usage: usage},
+			Want:  Want{Text: "Hello, wor", Finish: finish.Length, Usage: u()},
 		},
 		{
 			Name: "complete/tool_call_round_trip", Request: weather(),
-			Reply: Reply{ToolCalls: call, Finish: llmclient.FinishToolCalls, Usage: usage},
-			Want:  Want{ToolCalls: call, Finish: llmclient.FinishToolCalls, Usage: u()},
+			Reply: Reply{ToolCalls: call, Finish: finish.ToolCalls, Usage: usage},
+			Want:  Want{ToolCalls: call, Finish: finish.ToolCalls, Usage: u()},
 			Then:  roundTrip(),
 		},
 		{
 			Name: "complete/content_filtered", Request: hello(),
-			Reply: Reply{Finish: llmclient.FinishContentFilter, Usage: usage},
-			Want:  Want{Class: llmclient.ClassContentFiltered},
+			Reply: Reply{Finish: finish.ContentFilter, Usage: usage},
+			Want:  Want{Class: failure.ContentFiltered},
 		},
 		{
 			Name: "complete/prompt_cache_read", Request: cached(),
-			Reply: Reply{Text: []string{"Hello again."}, Finish: llmclient.FinishStop, Usage: cacheRead},
-			Want:  Want{Text: "Hello again.", Finish: llmclient.FinishStop, Usage: &cacheRead},
+			Reply: Reply{Text: []string{"Hello again."}, Finish: finish.Stop, Usage: cacheRead},
+			Want:  Want{Text: "Hello again.", Finish: finish.Stop, Usage: &cacheRead},
 		},
 		{
 			Name: "complete/prompt_cache_write", Request: cached(),
-			Reply: Reply{Text: []string{"Hello."}, Finish: llmclient.FinishStop, Usage: cacheWrite},
-			Want:  Want{Text: "Hello.", Finish: llmclient.FinishStop, Usage: &cacheWrite},
+			Reply: Reply{Text: []string{"Hello."}, Finish: finish.Stop, Usage: cacheWrite},
+			Want:  Want{Text: "Hello.", Finish: finish.Stop, Usage: &cacheWrite},
 		},
 		{
 			Name: "stream/prompt_cache_read", Stream: true, Request: cached(),
-			Reply: Reply{Text: []string{"Hello", " again."}, Finish: llmclient.FinishStop, Usage: cacheRead},
-			Want:  Want{Text: "Hello again.", Chunks: []string{"Hello", " again."}, Finish: llmclient.FinishStop, Usage: &cacheRead},
+			Reply: Reply{Text: []string{"Hello", " again."}, Finish: finish.Stop, Usage: cacheRead},
+			Want:  Want{Text: "Hello again.", Chunks: []string{"Hello", " again."}, Finish: finish.Stop, Usage: &cacheRead},
 		},
 		{
 			Name: "stream/text_with_usage", Stream: true, Request: hello(), Loopback: true,
-			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: llmclient.FinishStop, Usage: usage},
+			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: finish.Stop, Usage: usage},
 			Want: Want{Text: "Hello, world.", Chunks: []string{"Hel", "lo", ", world."},
-				Finish: llmclient.FinishStop, Usage: u()},
+				Finish: finish.Stop, Usage: u()},
 		},
 		{
 			Name: "stream/tool_call_round_trip", Stream: true, Request: weather(),
-			Reply: Reply{ToolCalls: call, Finish: llmclient.FinishToolCalls, Usage: usage},
-			Want:  Want{ToolCalls: call, Finish: llmclient.FinishToolCalls, Usage: u()},
+			Reply: Reply{ToolCalls: call, Finish: finish.ToolCalls, Usage: usage},
+			Want:  Want{ToolCalls: call, Finish: finish.ToolCalls, Usage: u()},
 			Then:  roundTrip(),
 		},
 		{
 			Name: "stream/content_filtered", Stream: true, Request: hello(),
-			Reply: Reply{Finish: llmclient.FinishContentFilter, Usage: usage},
-			Want:  Want{Class: llmclient.ClassContentFiltered},
+			Reply: Reply{Finish: finish.ContentFilter, Usage: usage},
+			Want:  Want{Class: failure.ContentFiltered},
 		},
 		{
 			Name: "stream/error_event_before_first_token", Stream: true, Request: hello(), Loopback: true,
-			Reply: Reply{Text: []string{"Hello"}, Finish: llmclient.FinishStop, Usage: usage,
+			Reply: Reply{Text: []string{"Hello"}, Finish: finish.Stop, Usage: usage,
 				End: EndError, EndAfter: 0, EndFail: &Failure{Kind: KindOverloaded}},
-			Want: Want{Class: llmclient.ClassOverloaded},
+			Want: Want{Class: failure.Overloaded},
 		},
 		{
 			Name: "stream/error_event_after_first_token", Stream: true, Request: hello(), Loopback: true,
-			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: llmclient.FinishStop, Usage: usage,
+			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: finish.Stop, Usage: usage,
 				End: EndError, EndAfter: 2, EndFail: &Failure{Kind: KindServerError}},
-			Want: Want{Class: llmclient.ClassServerError, AfterFirstToken: true, Chunks: []string{"Hel", "lo"}},
+			Want: Want{Class: failure.ServerError, AfterFirstToken: true, Chunks: []string{"Hel", "lo"}},
 		},
 		{
 			Name: "stream/cut_before_first_token", Stream: true, Request: hello(),
-			Reply: Reply{Text: []string{"Hello"}, Finish: llmclient.FinishStop, Usage: usage, End: EndCut, EndAfter: 0},
-			Want:  Want{Class: llmclient.ClassNetwork, Cut: true},
+			Reply: Reply{Text: []string{"Hello"}, Finish: finish.Stop, Usage: usage, End: EndCut, EndAfter: 0},
+			Want:  Want{Class: failure.Network, Cut: true},
 		},
 		{
 			Name: "stream/cut_after_first_token", Stream: true, Request: hello(),
-			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: llmclient.FinishStop, Usage: usage,
+			Reply: Reply{Text: []string{"Hel", "lo", ", world."}, Finish: finish.Stop, Usage: usage,
 				End: EndCut, EndAfter: 2},
-			Want: Want{Class: llmclient.ClassNetwork, Cut: true, AfterFirstToken: true, Chunks: []string{"Hel", "lo"}},
+			Want: Want{Class: failure.Network, Cut: true, AfterFirstToken: true, Chunks: []string{"Hel", "lo"}},
 		},
 	}
 	for _, stream := range []bool{false, true} {
@@ -344,6 +346,6 @@ func Scenarios() []Scenario {
 func recovery() (Reply, Want) {
 	usage := llmclient.Usage{InputTokens: 12, OutputTokens: 2, TotalTokens: 14}
 	u := usage
-	return Reply{Text: []string{"Recovered."}, Finish: llmclient.FinishStop, Usage: usage},
-		Want{Text: "Recovered.", Chunks: []string{"Recovered."}, Finish: llmclient.FinishStop, Usage: &u}
+	return Reply{Text: []string{"Recovered."}, Finish: finish.Stop, Usage: usage},
+		Want{Text: "Recovered.", Chunks: []string{"Recovered."}, Finish: finish.Stop, Usage: &u}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // apiKey is the credential every case configures: recognizable, so a leak is found by a
@@ -114,7 +115,7 @@ func (tg *Target) validate() error {
 // modes returns the modes scenario sc runs in for tg.
 func modes(sc *Scenario, tg *Target) []string {
 	out := []string{ModeProvider, ModeClient}
-	if sc.Want.Class != llmclient.ClassNone {
+	if sc.Want.Class != failure.None {
 		out = append(out, ModeClientRetry)
 	}
 	if sc.Loopback && tg.Wire != nil {
@@ -337,9 +338,9 @@ func runRetry(tg *Target, sc *Scenario) []string {
 }
 
 // clientClass is the class a Client reports for w's failure.
-func clientClass(w *Want) llmclient.Class {
+func clientClass(w *Want) failure.Class {
 	if w.AfterFirstToken {
-		return llmclient.ClassStreamInterrupted
+		return failure.StreamInterrupted
 	}
 	return w.Class
 }
@@ -349,8 +350,8 @@ func clientClass(w *Want) llmclient.Class {
 // (a broken stream's decision applies to its continuation, off here).
 func retryable(w *Want) bool {
 	c := clientClass(w)
-	return llmclient.DefaultDecision(c).Retry && c != llmclient.ClassAuth && c != llmclient.ClassQuotaExhausted &&
-		c != llmclient.ClassStreamInterrupted
+	return llmclient.DefaultDecision(c).Retry && c != failure.Auth && c != failure.QuotaExhausted &&
+		c != failure.StreamInterrupted
 }
 
 // resolve turns w into the expectation for the call answered by log[i].

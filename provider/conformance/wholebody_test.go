@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -30,20 +31,20 @@ func TestStreamGetsOneShotBody(t *testing.T) {
 	for _, tc := range []struct {
 		name, contentType, body string
 		mk                      func(*http.Client) (llmclient.Provider, error)
-		class                   llmclient.Class // ClassNone: an answer with text "Hi"
+		class                   failure.Class // failure.None: an answer with text "Hi"
 	}{
-		{"chat quota", "application/json", quota, chat, llmclient.ClassQuotaExhausted},
-		{"chat quota mislabeled", "text/event-stream", quota, chat, llmclient.ClassQuotaExhausted},
-		{"chat quota pretty", "application/json", "{\n  \"error\": {\n    \"message\": \"quota\",\n    \"code\": \"insufficient_quota\"\n  }\n}\n", chat, llmclient.ClassQuotaExhausted},
-		{"chat answer", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`, chat, llmclient.ClassNone},
-		{"chat answer without finish reason", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}]}`, chat, llmclient.ClassNetwork},
-		{"chat error array", "application/json", `[{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}]`, chat, llmclient.ClassRateLimited},
-		{"chat garbage object", "application/json", `{"unexpected":true}`, chat, llmclient.ClassServerError},
-		{"responses quota", "application/json", quota, responses, llmclient.ClassQuotaExhausted},
-		{"responses answer", "application/json", `{"id":"r1","object":"response","status":"completed","model":"m","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}`, responses, llmclient.ClassNone},
-		{"messages overloaded", "application/json", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`, messages, llmclient.ClassOverloaded},
-		{"messages answer", "application/json", `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`, messages, llmclient.ClassNone},
-		{"messages garbage object", "application/json", `{"unexpected":true}`, messages, llmclient.ClassServerError},
+		{"chat quota", "application/json", quota, chat, failure.QuotaExhausted},
+		{"chat quota mislabeled", "text/event-stream", quota, chat, failure.QuotaExhausted},
+		{"chat quota pretty", "application/json", "{\n  \"error\": {\n    \"message\": \"quota\",\n    \"code\": \"insufficient_quota\"\n  }\n}\n", chat, failure.QuotaExhausted},
+		{"chat answer", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`, chat, failure.None},
+		{"chat answer without finish reason", "application/json", `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}]}`, chat, failure.Network},
+		{"chat error array", "application/json", `[{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}]`, chat, failure.RateLimited},
+		{"chat garbage object", "application/json", `{"unexpected":true}`, chat, failure.ServerError},
+		{"responses quota", "application/json", quota, responses, failure.QuotaExhausted},
+		{"responses answer", "application/json", `{"id":"r1","object":"response","status":"completed","model":"m","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"}]}]}`, responses, failure.None},
+		{"messages overloaded", "application/json", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`, messages, failure.Overloaded},
+		{"messages answer", "application/json", `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`, messages, failure.None},
+		{"messages garbage object", "application/json", `{"unexpected":true}`, messages, failure.ServerError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := tc.mk(&http.Client{Transport: fixedTransport{tc.contentType, tc.body}})
@@ -69,7 +70,7 @@ func TestStreamGetsOneShotBody(t *testing.T) {
 				}
 				text += c.Text
 			}
-			if tc.class != llmclient.ClassNone || text != "Hi" {
+			if tc.class != failure.None || text != "Hi" {
 				t.Errorf("clean end with text %q; want class %v (text \"Hi\" when none)", text, tc.class)
 			}
 		})

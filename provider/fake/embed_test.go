@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -74,14 +75,14 @@ func TestEmbedScript(t *testing.T) {
 	)
 	_, err := p.Embed(context.Background(), embedCall("a"))
 	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != time.Second {
+	if !errors.As(err, &e) || e.Class != failure.RateLimited || e.RetryAfter != time.Second {
 		t.Fatalf("err = %v", err)
 	}
 	r, err := p.Embed(context.Background(), embedCall("a", "b"))
 	if err != nil || len(r.Vectors) != 1 || r.Usage.InputTokens != 7 {
 		t.Fatalf("fixed vectors: %+v, %v", r, err)
 	}
-	if _, err := p.Embed(context.Background(), embedCall("a")); err == nil || !errors.As(err, &e) || e.Class != llmclient.ClassUnknown {
+	if _, err := p.Embed(context.Background(), embedCall("a")); err == nil || !errors.As(err, &e) || e.Class != failure.Unknown {
 		t.Errorf("a Reply step answered Embed: %v", err)
 	}
 	if _, err := p.Embed(context.Background(), embedCall("a")); !errors.Is(err, fake.ErrExhausted) {

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 )
 
 var (
 	// ErrExhausted is the cause of the error a Provider returns once its script has served
-	// every step. The error is an *llmclient.Error of class ClassUnknown, so the Client
+	// every step. The error is an *llmclient.Error of class failure.Unknown, so the Client
 	// neither retries nor fails over and the test notices; match it with errors.Is.
 	ErrExhausted = errors.New("fake: script exhausted")
 	// ErrClosed is returned by a stream's Recv after Close.
@@ -21,14 +22,14 @@ var (
 // exhausted returns the error for a call past the end of a script that served n calls.
 func exhausted(n int) error {
 	return &llmclient.Error{
-		Class: llmclient.ClassUnknown,
+		Class: failure.Unknown,
 		Err:   fmt.Errorf("%w after %d calls", ErrExhausted, n),
 	}
 }
 
 // misuse returns the error for a call that met a malformed step.
 func misuse(msg string) error {
-	return &llmclient.Error{Class: llmclient.ClassUnknown, Err: errors.New(msg)}
+	return &llmclient.Error{Class: failure.Unknown, Err: errors.New(msg)}
 }
 
 // ctxError wraps the context's error, and its cause when that differs, as a transport

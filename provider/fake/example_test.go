@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -27,7 +28,7 @@ func summarize(ctx context.Context, p llmclient.Provider, text string) (string, 
 		},
 	})
 	var e *llmclient.Error
-	if errors.As(err, &e) && e.Class == llmclient.ClassRateLimited {
+	if errors.As(err, &e) && e.Class == failure.RateLimited {
 		return fmt.Sprintf("busy, try again in %v", e.RetryAfter), nil
 	}
 	if err != nil {

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // FailStep is a step that fails the call the way a vendor's error response does: with an
 // *llmclient.Error carrying Class, Status, the vendor fields, RetryAfter, ShouldRetry and
 // RateLimits. Build it with Fail or FailClass. Each call gets a fresh *llmclient.Error.
 type FailStep struct {
-	class       llmclient.Class
+	class       failure.Class
 	status      int
 	typ         string
 	code        string
@@ -21,7 +23,7 @@ type FailStep struct {
 	requestID   string
 	retryAfter  time.Duration
 	shouldRetry *bool
-	rateLimits  *llmclient.RateLimits
+	rateLimits  *ratelimit.Status
 	latency     time.Duration
 	times       int
 	forever     bool
@@ -38,7 +40,7 @@ type FailStep struct {
 //	other 4xx bad_request     anything else unknown
 //
 // Override the class with Class, as a dialect does when the body says more than the status
-// (Fail(429).Class(llmclient.ClassQuotaExhausted).Code("insufficient_quota")).
+// (Fail(429).Class(failure.QuotaExhausted).Code("insufficient_quota")).
 // The default message is "fake: status <status>".
 func Fail(status int) *FailStep {
 	return &FailStep{class: ClassForStatus(status), status: status, times: 1}
@@ -48,17 +50,17 @@ func Fail(status int) *FailStep {
 // rate_limited and quota_exhausted (as OpenAI sends insufficient_quota), 503 overloaded,
 // 500 server_error, 408 timeout, 400 bad_request, context_length and content_filtered,
 // 401 auth, 403 permission, 404 not_found, and 0 (no response) for the other classes.
-// Override the status with Status. ClassNone counts as ClassUnknown.
+// Override the status with Status. failure.None counts as failure.Unknown.
 // The default message is "fake: status <status>", or "fake: <class>" when the status is 0.
-func FailClass(c llmclient.Class) *FailStep {
-	if c == llmclient.ClassNone {
-		c = llmclient.ClassUnknown
+func FailClass(c failure.Class) *FailStep {
+	if c == failure.None {
+		c = failure.Unknown
 	}
 	return &FailStep{class: c, status: StatusForClass(c), times: 1}
 }
 
 // Class sets the error's class, keeping the status.
-func (s *FailStep) Class(c llmclient.Class) *FailStep { s.class = c; return s }
+func (s *FailStep) Class(c failure.Class) *FailStep { s.class = c; return s }
 
 // Status sets the error's HTTP status, keeping the class.
 func (s *FailStep) Status(status int) *FailStep { s.status = status; return s }
@@ -86,7 +88,7 @@ func (s *FailStep) ShouldRetry(v bool) *FailStep { s.shouldRetry = &v; return s 
 
 // RateLimits sets the quota state reported with the error, as rate-limit headers would.
 // Default nil.
-func (s *FailStep) RateLimits(rl llmclient.RateLimits) *FailStep { s.rateLimits = &rl; return s }
+func (s *FailStep) RateLimits(rl ratelimit.Status) *FailStep { s.rateLimits = &rl; return s }
 
 // Latency makes the call wait d before failing, or until its context is done. Default 0.
 func (s *FailStep) Latency(d time.Duration) *FailStep { s.latency = d; return s }
@@ -155,50 +157,50 @@ func (s *FailStep) err() *llmclient.Error {
 }
 
 // ClassForStatus returns the class Fail gives HTTP status status; see Fail for the table.
-func ClassForStatus(status int) llmclient.Class {
+func ClassForStatus(status int) failure.Class {
 	switch status {
 	case 429:
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case 402:
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case 503, 529:
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case 401:
-		return llmclient.ClassAuth
+		return failure.Auth
 	case 403:
-		return llmclient.ClassPermission
+		return failure.Permission
 	case 404:
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case 408:
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	}
 	switch {
 	case status >= 500 && status <= 599:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case status >= 400 && status <= 499:
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	}
-	return llmclient.ClassUnknown
+	return failure.Unknown
 }
 
 // StatusForClass returns the status FailClass gives class c; see FailClass for the table.
-func StatusForClass(c llmclient.Class) int {
+func StatusForClass(c failure.Class) int {
 	switch c {
-	case llmclient.ClassRateLimited, llmclient.ClassQuotaExhausted:
+	case failure.RateLimited, failure.QuotaExhausted:
 		return 429
-	case llmclient.ClassOverloaded:
+	case failure.Overloaded:
 		return 503
-	case llmclient.ClassServerError:
+	case failure.ServerError:
 		return 500
-	case llmclient.ClassTimeout:
+	case failure.Timeout:
 		return 408
-	case llmclient.ClassBadRequest, llmclient.ClassContextLength, llmclient.ClassContentFiltered:
+	case failure.BadRequest, failure.ContextLength, failure.ContentFiltered:
 		return 400
-	case llmclient.ClassAuth:
+	case failure.Auth:
 		return 401
-	case llmclient.ClassPermission:
+	case failure.Permission:
 		return 403
-	case llmclient.ClassNotFound:
+	case failure.NotFound:
 		return 404
 	}
 	return 0

@@ -11,32 +11,34 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestFailStatusClass(t *testing.T) {
 	tests := []struct {
 		status int
-		want   llmclient.Class
+		want   failure.Class
 	}{
-		{429, llmclient.ClassRateLimited},
-		{402, llmclient.ClassQuotaExhausted},
-		{529, llmclient.ClassOverloaded},
-		{503, llmclient.ClassOverloaded},
-		{500, llmclient.ClassServerError},
-		{502, llmclient.ClassServerError},
-		{504, llmclient.ClassServerError},
-		{599, llmclient.ClassServerError},
-		{400, llmclient.ClassBadRequest},
-		{413, llmclient.ClassBadRequest},
-		{422, llmclient.ClassBadRequest},
-		{418, llmclient.ClassBadRequest},
-		{401, llmclient.ClassAuth},
-		{403, llmclient.ClassPermission},
-		{404, llmclient.ClassNotFound},
-		{408, llmclient.ClassTimeout},
-		{200, llmclient.ClassUnknown},
-		{0, llmclient.ClassUnknown},
+		{429, failure.RateLimited},
+		{402, failure.QuotaExhausted},
+		{529, failure.Overloaded},
+		{503, failure.Overloaded},
+		{500, failure.ServerError},
+		{502, failure.ServerError},
+		{504, failure.ServerError},
+		{599, failure.ServerError},
+		{400, failure.BadRequest},
+		{413, failure.BadRequest},
+		{422, failure.BadRequest},
+		{418, failure.BadRequest},
+		{401, failure.Auth},
+		{403, failure.Permission},
+		{404, failure.NotFound},
+		{408, failure.Timeout},
+		{200, failure.Unknown},
+		{0, failure.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
@@ -57,20 +59,20 @@ func TestFailStatusClass(t *testing.T) {
 }
 
 func TestFailClassStatus(t *testing.T) {
-	want := map[llmclient.Class]int{
-		llmclient.ClassRateLimited:     429,
-		llmclient.ClassQuotaExhausted:  429,
-		llmclient.ClassOverloaded:      503,
-		llmclient.ClassServerError:     500,
-		llmclient.ClassTimeout:         408,
-		llmclient.ClassBadRequest:      400,
-		llmclient.ClassContextLength:   400,
-		llmclient.ClassContentFiltered: 400,
-		llmclient.ClassAuth:            401,
-		llmclient.ClassPermission:      403,
-		llmclient.ClassNotFound:        404,
+	want := map[failure.Class]int{
+		failure.RateLimited:     429,
+		failure.QuotaExhausted:  429,
+		failure.Overloaded:      503,
+		failure.ServerError:     500,
+		failure.Timeout:         408,
+		failure.BadRequest:      400,
+		failure.ContextLength:   400,
+		failure.ContentFiltered: 400,
+		failure.Auth:            401,
+		failure.Permission:      403,
+		failure.NotFound:        404,
 	}
-	for c := llmclient.ClassUnknown; c <= llmclient.ClassUnavailable; c++ {
+	for c := failure.Unknown; c <= failure.Unavailable; c++ {
 		t.Run(c.String(), func(t *testing.T) {
 			_, err := fake.New(fake.FailClass(c)).Complete(context.Background(), call("m"))
 			var e *llmclient.Error
@@ -89,32 +91,32 @@ func TestFailClassStatus(t *testing.T) {
 			}
 			// A class with a typical status maps back to itself through the status table,
 			// except where several classes share one status.
-			if s := want[c]; s != 0 && s != 400 && c != llmclient.ClassQuotaExhausted && fake.ClassForStatus(s) != c {
+			if s := want[c]; s != 0 && s != 400 && c != failure.QuotaExhausted && fake.ClassForStatus(s) != c {
 				t.Errorf("ClassForStatus(StatusForClass(%v)) = %v", c, fake.ClassForStatus(s))
 			}
 		})
 	}
-	_, err := fake.New(fake.FailClass(llmclient.ClassNone)).Complete(context.Background(), call("m"))
-	if llmclient.ClassOf(err) != llmclient.ClassUnknown {
+	_, err := fake.New(fake.FailClass(failure.None)).Complete(context.Background(), call("m"))
+	if llmclient.ClassOf(err) != failure.Unknown {
 		t.Errorf("FailClass(ClassNone): class %v, want unknown", llmclient.ClassOf(err))
 	}
 }
 
 func TestFailFields(t *testing.T) {
-	rl := llmclient.RateLimits{Requests: llmclient.RateWindow{Known: true, Limit: 60, Remaining: 0, Reset: 2 * time.Second}}
+	rl := ratelimit.Status{Requests: ratelimit.Window{Known: true, Limit: 60, Remaining: 0, Reset: 2 * time.Second}}
 	p := fake.New(
 		fake.Fail(429).RetryAfter(2*time.Second).Code("rate_limit_exceeded").Type("requests").
 			Param("messages").Message("Rate limit reached").RequestID("req_1").ShouldRetry(true).
 			RateLimits(rl).Times(2),
-		fake.Fail(429).Class(llmclient.ClassQuotaExhausted).Code("insufficient_quota"),
-		fake.FailClass(llmclient.ClassQuotaExhausted).Status(402),
+		fake.Fail(429).Class(failure.QuotaExhausted).Code("insufficient_quota"),
+		fake.FailClass(failure.QuotaExhausted).Status(402),
 	)
 	_, err := p.Complete(context.Background(), call("m"))
 	var e *llmclient.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want *llmclient.Error", err)
 	}
-	if e.Class != llmclient.ClassRateLimited || e.Status != 429 || e.RetryAfter != 2*time.Second ||
+	if e.Class != failure.RateLimited || e.Status != 429 || e.RetryAfter != 2*time.Second ||
 		e.Code != "rate_limit_exceeded" || e.Type != "requests" || e.Param != "messages" ||
 		e.Message != "Rate limit reached" || e.RequestID != "req_1" ||
 		e.ShouldRetry == nil || !*e.ShouldRetry || e.RateLimits == nil || *e.RateLimits != rl {
@@ -134,9 +136,9 @@ func TestFailFields(t *testing.T) {
 	}
 
 	for _, want := range []struct {
-		class  llmclient.Class
+		class  failure.Class
 		status int
-	}{{llmclient.ClassQuotaExhausted, 429}, {llmclient.ClassQuotaExhausted, 402}} {
+	}{{failure.QuotaExhausted, 429}, {failure.QuotaExhausted, 402}} {
 		_, err := p.Complete(context.Background(), call("m"))
 		if !errors.As(err, &e) || e.Class != want.class || e.Status != want.status {
 			t.Errorf("got %v, want class %v status %d", err, want.class, want.status)
@@ -150,7 +152,7 @@ func TestFailOnStream(t *testing.T) {
 	if st != nil {
 		t.Error("Stream returned a stream with its error")
 	}
-	if llmclient.ClassOf(err) != llmclient.ClassOverloaded {
+	if llmclient.ClassOf(err) != failure.Overloaded {
 		t.Errorf("err = %v, want overloaded", err)
 	}
 }
@@ -160,7 +162,7 @@ func TestFailLatency(t *testing.T) {
 		p := fake.New(fake.Fail(500).Latency(3*time.Second), fake.Error(syscall.ECONNREFUSED).Latency(time.Second))
 		start := time.Now()
 		_, err := p.Complete(context.Background(), call("m"))
-		if took := time.Since(start); took != 3*time.Second || llmclient.ClassOf(err) != llmclient.ClassServerError {
+		if took := time.Since(start); took != 3*time.Second || llmclient.ClassOf(err) != failure.ServerError {
 			t.Errorf("took %v, err %v; want 3s and a server error", took, err)
 		}
 		_, err = p.Stream(context.Background(), call("m"))
@@ -177,12 +179,12 @@ func TestErrorStep(t *testing.T) {
 	tests := []struct {
 		name  string
 		err   error
-		class llmclient.Class
+		class failure.Class
 	}{
-		{"op error", opErr, llmclient.ClassNetwork},
-		{"reset", reset, llmclient.ClassNetwork},
-		{"deadline", context.DeadlineExceeded, llmclient.ClassTimeout},
-		{"custom", custom, llmclient.ClassUnknown},
+		{"op error", opErr, failure.Network},
+		{"reset", reset, failure.Network},
+		{"deadline", context.DeadlineExceeded, failure.Timeout},
+		{"custom", custom, failure.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,7 +203,7 @@ func TestErrorStep(t *testing.T) {
 		})
 	}
 	_, err := fake.New(fake.Error(nil)).Complete(context.Background(), call("m"))
-	if err == nil || llmclient.ClassOf(err) != llmclient.ClassUnknown {
+	if err == nil || llmclient.ClassOf(err) != failure.Unknown {
 		t.Errorf("Error(nil): err = %v, want a class unknown error", err)
 	}
 }

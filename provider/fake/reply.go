@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // ReplyStep is a step that answers successfully. Build it with Reply.
@@ -20,9 +23,9 @@ type ReplyStep struct {
 	reasoning  string
 	refusal    string
 	toolCalls  []llmclient.ToolCall
-	finish     llmclient.FinishReason
+	finish     finish.Reason
 	usage      *llmclient.Usage
-	rateLimits *llmclient.RateLimits
+	rateLimits *ratelimit.Status
 	latency    time.Duration
 	times      int
 	forever    bool
@@ -47,9 +50,9 @@ func (s *ReplyStep) ToolCall(id, name, argsJSON string) *ReplyStep {
 	return s
 }
 
-// Finish sets the finish reason. Default llmclient.FinishStop, or llmclient.FinishToolCalls
+// Finish sets the finish reason. Default finish.Stop, or finish.ToolCalls
 // when the reply has tool calls.
-func (s *ReplyStep) Finish(r llmclient.FinishReason) *ReplyStep { s.finish = r; return s }
+func (s *ReplyStep) Finish(r finish.Reason) *ReplyStep { s.finish = r; return s }
 
 // ReportUsage sets the exact reported usage, with its cache and reasoning counts, as given
 // (TotalTokens is not computed). It replaces Usage.
@@ -66,7 +69,7 @@ func (s *ReplyStep) Usage(in, out int) *ReplyStep {
 
 // RateLimits sets the quota state reported with the response, as rate-limit headers would.
 // Default nil. A stream carries none.
-func (s *ReplyStep) RateLimits(rl llmclient.RateLimits) *ReplyStep { s.rateLimits = &rl; return s }
+func (s *ReplyStep) RateLimits(rl ratelimit.Status) *ReplyStep { s.rateLimits = &rl; return s }
 
 // Latency makes the call wait d before answering (Stream: before returning), or until its
 // context is done. Default 0.
@@ -113,7 +116,7 @@ func (s *ReplyStep) asStream() *StreamStep {
 	}
 	c := llmclient.Chunk{Text: s.text, Reasoning: s.reasoning, Refusal: s.refusal}
 	for i, tc := range s.toolCalls {
-		c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{
+		c.ToolCalls = append(c.ToolCalls, dialect.ToolCallDelta{
 			Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
 		})
 	}

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestReplyComplete(t *testing.T) {
-	rl := llmclient.RateLimits{Tokens: llmclient.RateWindow{Known: true, Limit: 1000, Remaining: 900}}
+	rl := ratelimit.Status{Tokens: ratelimit.Window{Known: true, Limit: 1000, Remaining: 900}}
 	req := &llmclient.Request{Messages: []llmclient.Message{
 		llmclient.SystemMessage("12345678"), // 8 bytes
 		llmclient.UserMessage("abcd"),       // 4 bytes: 12 bytes, 3 tokens
@@ -24,13 +27,13 @@ func TestReplyComplete(t *testing.T) {
 		want llmclient.Response
 	}{
 		{"default usage", fake.Reply("hello"), llmclient.Response{
-			ID: "fake-1", Model: "m", Text: "hello", FinishReason: llmclient.FinishStop, RawFinishReason: "stop",
+			ID: "fake-1", Model: "m", Text: "hello", FinishReason: finish.Stop, RawFinishReason: "stop",
 			Usage: llmclient.Usage{InputTokens: 3, OutputTokens: 2, TotalTokens: 5},
 		}},
 		{"everything", fake.Reply("hi").Reasoning("think").Refusal("no").Usage(10, 4).
-			Finish(llmclient.FinishLength).RateLimits(rl), llmclient.Response{
+			Finish(finish.Length).RateLimits(rl), llmclient.Response{
 			ID: "fake-1", Model: "m", Text: "hi", Reasoning: "think", Refusal: "no",
-			FinishReason: llmclient.FinishLength, RawFinishReason: "length",
+			FinishReason: finish.Length, RawFinishReason: "length",
 			Usage:      llmclient.Usage{InputTokens: 10, OutputTokens: 4, TotalTokens: 14},
 			RateLimits: &rl,
 		}},
@@ -41,12 +44,12 @@ func TestReplyComplete(t *testing.T) {
 				{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`},
 				{ID: "call_2", Name: "get_time", Arguments: `{}`},
 			},
-			FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_calls",
+			FinishReason: finish.ToolCalls, RawFinishReason: "tool_calls",
 			// 11+16 + 8+2 = 37 bytes: 10 tokens.
 			Usage: llmclient.Usage{InputTokens: 3, OutputTokens: 10, TotalTokens: 13},
 		}},
-		{"empty", fake.Reply("").Finish(llmclient.FinishContentFilter).Usage(0, 0), llmclient.Response{
-			ID: "fake-1", Model: "m", FinishReason: llmclient.FinishContentFilter, RawFinishReason: "content_filter",
+		{"empty", fake.Reply("").Finish(finish.ContentFilter).Usage(0, 0), llmclient.Response{
+			ID: "fake-1", Model: "m", FinishReason: finish.ContentFilter, RawFinishReason: "content_filter",
 		}},
 	}
 	for _, tt := range tests {
@@ -64,7 +67,7 @@ func TestReplyComplete(t *testing.T) {
 }
 
 func TestReplyFreshEachPlay(t *testing.T) {
-	rl := llmclient.RateLimits{Requests: llmclient.RateWindow{Known: true, Limit: 5}}
+	rl := ratelimit.Status{Requests: ratelimit.Window{Known: true, Limit: 5}}
 	p := fake.New(fake.Reply("a").ToolCall("1", "f", "{}").RateLimits(rl).Times(2))
 	r1, _ := p.Complete(context.Background(), call("m"))
 	r1.ToolCalls[0].Name, r1.RateLimits.Requests.Limit = "changed", 0
@@ -137,23 +140,23 @@ func TestLatencyHonoursContext(t *testing.T) {
 		ctx    func() (context.Context, context.CancelFunc)
 		stream bool
 		want   []error
-		class  llmclient.Class
+		class  failure.Class
 	}{
 		{"deadline", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), time.Second)
-		}, false, []error{context.DeadlineExceeded}, llmclient.ClassTimeout},
+		}, false, []error{context.DeadlineExceeded}, failure.Timeout},
 		{"deadline on stream", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), time.Second)
-		}, true, []error{context.DeadlineExceeded}, llmclient.ClassTimeout},
+		}, true, []error{context.DeadlineExceeded}, failure.Timeout},
 		{"cancel", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(time.Second, cancel)
 			return ctx, cancel
-		}, false, []error{context.Canceled}, llmclient.ClassCanceled},
+		}, false, []error{context.Canceled}, failure.Canceled},
 		{"cause", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithTimeoutCause(context.Background(), time.Second, errCause)
 			return ctx, cancel
-		}, false, []error{context.DeadlineExceeded, errCause}, llmclient.ClassTimeout},
+		}, false, []error{context.DeadlineExceeded, errCause}, failure.Timeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/fake"
 )
 
@@ -60,7 +61,7 @@ func TestExhaustedError(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v, want *llmclient.Error", err)
 	}
-	if e.Class != llmclient.ClassUnknown || !errors.Is(err, fake.ErrExhausted) {
+	if e.Class != failure.Unknown || !errors.Is(err, fake.ErrExhausted) {
 		t.Errorf("class = %v, Is(ErrExhausted) = %v", e.Class, errors.Is(err, fake.ErrExhausted))
 	}
 	if want := "llmclient: unknown: fake: script exhausted after 2 calls"; err.Error() != want {
@@ -193,7 +194,7 @@ func TestDoneContextTakesNoStep(t *testing.T) {
 		} else {
 			_, err = p.Complete(ctx, call("m"))
 		}
-		if !errors.Is(err, context.Canceled) || llmclient.ClassOf(err) != llmclient.ClassCanceled {
+		if !errors.Is(err, context.Canceled) || llmclient.ClassOf(err) != failure.Canceled {
 			t.Errorf("stream=%v: err = %v, want context.Canceled", stream, err)
 		}
 	}
@@ -205,7 +206,7 @@ func TestDoneContextTakesNoStep(t *testing.T) {
 
 func TestNilCall(t *testing.T) {
 	p := fake.New(fake.Reply("a"))
-	if _, err := p.Complete(context.Background(), nil); err == nil || llmclient.ClassOf(err) != llmclient.ClassUnknown {
+	if _, err := p.Complete(context.Background(), nil); err == nil || llmclient.ClassOf(err) != failure.Unknown {
 		t.Errorf("err = %v, want a class unknown error", err)
 	}
 	if p.Remaining() != 1 {
@@ -251,7 +252,7 @@ func TestFuncMisuse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := fake.New(fake.Func(tt.f))
 			_, err := p.Complete(context.Background(), call("m"))
-			if err == nil || llmclient.ClassOf(err) != llmclient.ClassUnknown {
+			if err == nil || llmclient.ClassOf(err) != failure.Unknown {
 				t.Fatalf("err = %v, want a class unknown error", err)
 			}
 			if errors.Is(err, fake.ErrExhausted) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // item is one thing a stream yields after waiting: a chunk, or a terminal error (io.EOF
@@ -142,7 +143,7 @@ func collect(s *stream) (*llmclient.Response, error) {
 			}
 			tc.Arguments += d.Arguments
 		}
-		if c.FinishReason != llmclient.FinishNone {
+		if c.FinishReason != finish.None {
 			resp.FinishReason, resp.RawFinishReason = c.FinishReason, c.RawFinishReason
 		}
 		if c.Usage != nil {

@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestStreamTimeline(t *testing.T) {
@@ -31,7 +35,7 @@ func TestStreamTimeline(t *testing.T) {
 			`0s finish=stop(stop) usage=1+0=1 id=fake-1 model=m`,
 			`0s EOF`,
 		}},
-		{"finish and usage", fake.Stream("a").Finish(llmclient.FinishLength).Usage(7, 1), []string{
+		{"finish and usage", fake.Stream("a").Finish(finish.Length).Usage(7, 1), []string{
 			`0s text="a"`,
 			`0s finish=length(length) usage=7+1=8 id=fake-1 model=m`,
 			`0s EOF`,
@@ -95,7 +99,7 @@ func TestStreamTimeline(t *testing.T) {
 		{"in-band error before first token", fake.Stream("a").FailAfter(0, fake.Fail(529).Type("overloaded_error")), []string{
 			`0s error llmclient: overloaded: status 529: overloaded_error: fake: status 529`,
 		}},
-		{"in-band error mid-stream", fake.Stream("a", "b").FailAfter(1, fake.FailClass(llmclient.ClassQuotaExhausted).Code("insufficient_quota")), []string{
+		{"in-band error mid-stream", fake.Stream("a", "b").FailAfter(1, fake.FailClass(failure.QuotaExhausted).Code("insufficient_quota")), []string{
 			`0s text="a"`,
 			`0s error llmclient: quota_exhausted: status 429: insufficient_quota: fake: status 429`,
 		}},
@@ -109,8 +113,8 @@ func TestStreamTimeline(t *testing.T) {
 		}},
 		{"chunks as given", fake.StreamChunks(
 			llmclient.Chunk{Reasoning: "hmm"},
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "c1", Name: "f", Arguments: `{"a":`}}},
-			llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `1}`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "c1", Name: "f", Arguments: `{"a":`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `1}`}}},
 		), []string{
 			`0s reasoning="hmm"`,
 			`0s tool[0]=c1,f,{"a":`,
@@ -141,13 +145,13 @@ func TestStreamErrors(t *testing.T) {
 		name  string
 		step  *fake.StreamStep
 		is    error
-		class llmclient.Class
+		class failure.Class
 	}{
-		{"cut", fake.Stream("a").CutAfter(1), io.ErrUnexpectedEOF, llmclient.ClassNetwork},
-		{"fail", fake.Stream("a").FailAfter(1, fake.Fail(529)), nil, llmclient.ClassOverloaded},
-		{"error", fake.Stream("a").ErrorAfter(0, reset), syscall.ECONNRESET, llmclient.ClassNetwork},
-		{"nil fail", fake.Stream("a").FailAfter(0, nil), nil, llmclient.ClassUnknown},
-		{"nil error", fake.Stream("a").ErrorAfter(0, nil), nil, llmclient.ClassUnknown},
+		{"cut", fake.Stream("a").CutAfter(1), io.ErrUnexpectedEOF, failure.Network},
+		{"fail", fake.Stream("a").FailAfter(1, fake.Fail(529)), nil, failure.Overloaded},
+		{"error", fake.Stream("a").ErrorAfter(0, reset), syscall.ECONNRESET, failure.Network},
+		{"nil fail", fake.Stream("a").FailAfter(0, nil), nil, failure.Unknown},
+		{"nil error", fake.Stream("a").ErrorAfter(0, nil), nil, failure.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,14 +197,14 @@ func TestStreamEOFRepeats(t *testing.T) {
 
 func TestStreamOnComplete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rl := llmclient.RateLimits{Requests: llmclient.RateWindow{Known: true, Remaining: 3}}
+		rl := ratelimit.Status{Requests: ratelimit.Window{Known: true, Remaining: 3}}
 		p := fake.New(
 			fake.Stream("Hel", "lo").Latency(time.Second).StallFirst(2*time.Second).ChunkDelay(time.Second).KeepAlive(time.Second).RateLimits(rl),
 			fake.StreamChunks(
 				llmclient.Chunk{Reasoning: "a"},
 				llmclient.Chunk{Reasoning: "b", Text: "x"},
-				llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 3, ID: "c3", Name: "f", Arguments: "{"}, {Index: 1, ID: "c1", Name: "g", Arguments: "[]"}}},
-				llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 3, Arguments: "}"}}},
+				llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 3, ID: "c3", Name: "f", Arguments: "{"}, {Index: 1, ID: "c1", Name: "g", Arguments: "[]"}}},
+				llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 3, Arguments: "}"}}},
 				llmclient.Chunk{Refusal: "no"},
 			).Usage(3, 4),
 		)
@@ -212,7 +216,7 @@ func TestStreamOnComplete(t *testing.T) {
 		if took := time.Since(start); took != 4*time.Second {
 			t.Errorf("took %v, want 4s (latency + stall + delay)", took)
 		}
-		if resp.Text != "Hello" || resp.FinishReason != llmclient.FinishStop || resp.ID != "fake-1" ||
+		if resp.Text != "Hello" || resp.FinishReason != finish.Stop || resp.ID != "fake-1" ||
 			resp.Model != "m" || resp.Usage.OutputTokens != 2 || resp.RateLimits == nil || *resp.RateLimits != rl {
 			t.Errorf("resp = %+v", resp)
 		}
@@ -223,7 +227,7 @@ func TestStreamOnComplete(t *testing.T) {
 		}
 		want := []llmclient.ToolCall{{ID: "c3", Name: "f", Arguments: "{}"}, {ID: "c1", Name: "g", Arguments: "[]"}}
 		if resp.Text != "x" || resp.Reasoning != "ab" || resp.Refusal != "no" || fmt.Sprint(resp.ToolCalls) != fmt.Sprint(want) ||
-			resp.FinishReason != llmclient.FinishToolCalls || resp.Usage.TotalTokens != 7 || resp.RateLimits != nil {
+			resp.FinishReason != finish.ToolCalls || resp.Usage.TotalTokens != 7 || resp.RateLimits != nil {
 			t.Errorf("resp = %+v", resp)
 		}
 	})
@@ -330,7 +334,7 @@ func TestContextDoneBeforeReady(t *testing.T) {
 }
 
 func TestStreamChunksIsolated(t *testing.T) {
-	chunks := []llmclient.Chunk{{ToolCalls: []llmclient.ToolCallDelta{{ID: "c1", Name: "f"}}}}
+	chunks := []llmclient.Chunk{{ToolCalls: []dialect.ToolCallDelta{{ID: "c1", Name: "f"}}}}
 	p := fake.New(fake.StreamChunks(chunks...).Times(2))
 	chunks[0].ToolCalls[0].Name = "changed before play"
 	for i := range 2 {

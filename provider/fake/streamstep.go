@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // StreamStep is a step that answers with a stream of chunks. Build it with Stream or
@@ -35,9 +37,9 @@ type StreamStep struct {
 	endAt      int
 	endFail    *FailStep
 	endErr     error
-	finish     llmclient.FinishReason
+	finish     finish.Reason
 	usage      *llmclient.Usage
-	rateLimits *llmclient.RateLimits
+	rateLimits *ratelimit.Status
 	latency    time.Duration
 	times      int
 	forever    bool
@@ -118,9 +120,9 @@ func (s *StreamStep) ErrorAfter(k int, err error) *StreamStep {
 	return s
 }
 
-// Finish sets the final chunk's finish reason. Default llmclient.FinishStop, or
-// llmclient.FinishToolCalls when a chunk carries a tool call.
-func (s *StreamStep) Finish(r llmclient.FinishReason) *StreamStep { s.finish = r; return s }
+// Finish sets the final chunk's finish reason. Default finish.Stop, or
+// finish.ToolCalls when a chunk carries a tool call.
+func (s *StreamStep) Finish(r finish.Reason) *StreamStep { s.finish = r; return s }
 
 // ReportUsage sets the exact usage the final chunk reports, with its cache and reasoning
 // counts, as given (TotalTokens is not computed). It replaces Usage.
@@ -135,7 +137,7 @@ func (s *StreamStep) Usage(in, out int) *StreamStep {
 
 // RateLimits sets the quota state of the Response when the step is played by Complete.
 // Default nil.
-func (s *StreamStep) RateLimits(rl llmclient.RateLimits) *StreamStep { s.rateLimits = &rl; return s }
+func (s *StreamStep) RateLimits(rl ratelimit.Status) *StreamStep { s.rateLimits = &rl; return s }
 
 // Latency makes Stream wait d before returning (the time to the response headers), or
 // until the call's context is done. Default 0.
@@ -244,16 +246,16 @@ func (s *StreamStep) waitBefore(i int) time.Duration {
 	return d
 }
 
-func (s *StreamStep) finishReason() llmclient.FinishReason {
-	if s.finish != llmclient.FinishNone {
+func (s *StreamStep) finishReason() finish.Reason {
+	if s.finish != finish.None {
 		return s.finish
 	}
 	for i := range s.chunks {
 		if len(s.chunks[i].ToolCalls) > 0 {
-			return llmclient.FinishToolCalls
+			return finish.ToolCalls
 		}
 	}
-	return llmclient.FinishStop
+	return finish.Stop
 }
 
 // defaultUsage counts about one token per four bytes: of the request's message text for

@@ -6,15 +6,17 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // The shapes of the embedding operations, which the transport treats like OpenAI's
 // embeddings: no output tokens are reserved for them.
 const (
 	// ShapeEmbedContent is POST …/models/{model}:embedContent.
-	ShapeEmbedContent llmclient.Shape = "gemini.embed_content"
+	ShapeEmbedContent dialect.Shape = "gemini.embed_content"
 	// ShapeBatchEmbedContents is POST …/models/{model}:batchEmbedContents.
-	ShapeBatchEmbedContents llmclient.Shape = "gemini.batch_embed_contents"
+	ShapeBatchEmbedContents dialect.Shape = "gemini.batch_embed_contents"
 )
 
 // Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
@@ -139,18 +141,18 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 }
 
 // RateLimits returns nil: the Gemini API sends no rate-limit headers.
-func (p *Provider) RateLimits(http.Header) *llmclient.RateLimits { return nil }
+func (p *Provider) RateLimits(http.Header) *ratelimit.Status { return nil }
 
 // NewStream decodes a streamGenerateContent response (SSE, or a JSON array). It owns
 // resp.Body.
-func (p *Provider) NewStream(_ llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+func (p *Provider) NewStream(_ dialect.Shape, resp *http.Response) llmclient.ProviderStream {
 	return newStream(resp, func() {}, "")
 }
 
-// QuotaRule is how the Gemini API meters its token quotas: tokens per minute count input
+// ratelimit.Rule is how the Gemini API meters its token quotas: tokens per minute count input
 // tokens only (ai.google.dev/gemini-api/docs/rate-limits: "Tokens per minute (input)").
 // Its limits apply per project, not per API key: name a quota scope for the project's
 // keys (Upstream.QuotaScopes).
-func (p *Provider) QuotaRule() llmclient.QuotaRule {
-	return llmclient.QuotaRule{InputOnly: true}
+func (p *Provider) QuotaRule() ratelimit.Rule {
+	return ratelimit.Rule{InputOnly: true}
 }

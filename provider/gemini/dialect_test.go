@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +37,7 @@ func TestDialectInspect(t *testing.T) {
 	tests := []struct {
 		path   string
 		ok     bool
-		shape  llmclient.Shape
+		shape  dialect.Shape
 		stream bool
 		model  string
 	}{
@@ -116,7 +118,7 @@ func TestDialectAuthorize(t *testing.T) {
 
 	assert.Nil(t, newDialect(t).RateLimits(http.Header{}))
 	e := newDialect(t).ClassifyError(429, nil, []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`))
-	assert.Equal(t, llmclient.ClassRateLimited, e.Class)
+	assert.Equal(t, failure.RateLimited, e.Class)
 }
 
 func FuzzDialectInspect(f *testing.F) {

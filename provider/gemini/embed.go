@@ -68,7 +68,7 @@ type wireEmbedResponse struct {
 // before any call; with WithVertex, Embed is refused with an error wrapping
 // llmclient.ErrUnsupported (Vertex AI embeds with :predict, which this adapter does not
 // speak). Errors are classified as for Complete; a 2xx body that is not one vector per
-// input is a ClassServerError error.
+// input is a failure.ServerError error.
 func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmclient.EmbedResponse, error) {
 	if call == nil || call.Request == nil {
 		return nil, adapter.BadRequest(errors.New("gemini: nil embed call or request"))

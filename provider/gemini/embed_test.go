@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
@@ -61,22 +62,22 @@ func TestEmbedErrors(t *testing.T) {
 		status int
 		body   string
 		call   *llmclient.EmbedCall
-		class  llmclient.Class
+		class  failure.Class
 		msg    string
 		sent   bool
 	}{
-		{name: "no input", call: embedCall("m"), class: llmclient.ClassBadRequest, msg: "no input"},
-		{name: "empty text", call: embedCall("m", "a", ""), class: llmclient.ClassBadRequest, msg: "input 1 is empty"},
-		{name: "no model", call: embedCall("", "a"), class: llmclient.ClassBadRequest, msg: "no model"},
-		{name: "too many", call: embedCall("m", make([]string, gemini.DefaultMaxEmbedBatch+1)...), class: llmclient.ClassBadRequest, msg: "more than MaxEmbedBatch"},
-		{name: "negative dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = -3; return c }(), class: llmclient.ClassBadRequest, msg: "negative"},
-		{name: "huge dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = math.MaxInt; return c }(), class: llmclient.ClassBadRequest, msg: "int32"},
+		{name: "no input", call: embedCall("m"), class: failure.BadRequest, msg: "no input"},
+		{name: "empty text", call: embedCall("m", "a", ""), class: failure.BadRequest, msg: "input 1 is empty"},
+		{name: "no model", call: embedCall("", "a"), class: failure.BadRequest, msg: "no model"},
+		{name: "too many", call: embedCall("m", make([]string, gemini.DefaultMaxEmbedBatch+1)...), class: failure.BadRequest, msg: "more than MaxEmbedBatch"},
+		{name: "negative dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = -3; return c }(), class: failure.BadRequest, msg: "negative"},
+		{name: "huge dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = math.MaxInt; return c }(), class: failure.BadRequest, msg: "int32"},
 		{name: "quota", status: 429, body: `{"error":{"code":429,"message":"You exceeded your current quota. key ` + testKey + `","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3s"}]}}`,
-			call: embedCall("m", "a"), class: llmclient.ClassRateLimited, sent: true},
-		{name: "wrong count", status: 200, body: `{"embeddings":[{"values":[1]}]}`, call: embedCall("m", "a", "b"), class: llmclient.ClassServerError, msg: "1 vectors for 2 inputs", sent: true},
-		{name: "mixed lengths", status: 200, body: `{"embeddings":[{"values":[1]},{"values":[1,2]}]}`, call: embedCall("m", "a", "b"), class: llmclient.ClassServerError, msg: "mixes", sent: true},
-		{name: "garbage", status: 200, body: `{"embedding":{"values":"x"}}`, call: embedCall("m", "a"), class: llmclient.ClassServerError, msg: "malformed", sent: true},
-		{name: "in-band error", status: 200, body: `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`, call: embedCall("m", "a"), class: llmclient.ClassOverloaded, sent: true},
+			call: embedCall("m", "a"), class: failure.RateLimited, sent: true},
+		{name: "wrong count", status: 200, body: `{"embeddings":[{"values":[1]}]}`, call: embedCall("m", "a", "b"), class: failure.ServerError, msg: "1 vectors for 2 inputs", sent: true},
+		{name: "mixed lengths", status: 200, body: `{"embeddings":[{"values":[1]},{"values":[1,2]}]}`, call: embedCall("m", "a", "b"), class: failure.ServerError, msg: "mixes", sent: true},
+		{name: "garbage", status: 200, body: `{"embedding":{"values":"x"}}`, call: embedCall("m", "a"), class: failure.ServerError, msg: "malformed", sent: true},
+		{name: "in-band error", status: 200, body: `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`, call: embedCall("m", "a"), class: failure.Overloaded, sent: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,11 +100,11 @@ func TestEmbedErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Embed(context.Background(), embedCall("m", "a")); llmclient.ClassOf(err) != llmclient.ClassBadRequest || !strings.Contains(err.Error(), "unsupported") {
+	if _, err := v.Embed(context.Background(), embedCall("m", "a")); llmclient.ClassOf(err) != failure.BadRequest || !strings.Contains(err.Error(), "unsupported") {
 		t.Errorf("Vertex embed: %v", err)
 	}
 	noKey, _ := gemini.New()
-	if _, err := noKey.Embed(context.Background(), embedCall("m", "a")); llmclient.ClassOf(err) != llmclient.ClassAuth {
+	if _, err := noKey.Embed(context.Background(), embedCall("m", "a")); llmclient.ClassOf(err) != failure.Auth {
 		t.Errorf("no key: %v", err)
 	}
 	for _, n := range []int{0, -1, 1001, math.MaxInt} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
@@ -137,75 +138,75 @@ func parseStatus(body []byte) *wireStatus {
 }
 
 // classify maps the status name (or, without one, the HTTP code) to a class.
-func classify(code int, status, reason, msg string, perDay bool) llmclient.Class {
+func classify(code int, status, reason, msg string, perDay bool) failure.Class {
 	if reason == "API_KEY_INVALID" {
-		return llmclient.ClassAuth
+		return failure.Auth
 	}
 	switch status {
 	case "RESOURCE_EXHAUSTED":
 		if code == http.StatusPaymentRequired || perDay {
-			return llmclient.ClassQuotaExhausted
+			return failure.QuotaExhausted
 		}
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case "INVALID_ARGUMENT", "OUT_OF_RANGE":
 		if isContextLength(msg) {
-			return llmclient.ClassContextLength
+			return failure.ContextLength
 		}
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case "FAILED_PRECONDITION", "UNIMPLEMENTED", "ALREADY_EXISTS":
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case "UNAUTHENTICATED":
-		return llmclient.ClassAuth
+		return failure.Auth
 	case "PERMISSION_DENIED":
-		return llmclient.ClassPermission
+		return failure.Permission
 	case "NOT_FOUND":
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case "CANCELLED":
-		return llmclient.ClassCanceled
+		return failure.Canceled
 	case "INTERNAL", "UNKNOWN", "DATA_LOSS", "ABORTED":
 		if isContextLength(msg) {
-			return llmclient.ClassContextLength
+			return failure.ContextLength
 		}
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case "UNAVAILABLE":
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case "DEADLINE_EXCEEDED":
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	}
 	switch {
 	case code == http.StatusBadRequest, code == http.StatusInternalServerError:
 		if isContextLength(msg) {
-			return llmclient.ClassContextLength
+			return failure.ContextLength
 		}
 		if code == http.StatusBadRequest {
-			return llmclient.ClassBadRequest
+			return failure.BadRequest
 		}
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case code == http.StatusRequestEntityTooLarge, code == http.StatusUnprocessableEntity:
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case code == http.StatusUnauthorized:
-		return llmclient.ClassAuth
+		return failure.Auth
 	case code == http.StatusPaymentRequired:
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case code == http.StatusForbidden:
-		return llmclient.ClassPermission
+		return failure.Permission
 	case code == http.StatusNotFound:
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case code == http.StatusRequestTimeout, code == http.StatusGatewayTimeout:
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	case code == http.StatusTooManyRequests:
 		if perDay {
-			return llmclient.ClassQuotaExhausted
+			return failure.QuotaExhausted
 		}
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case code == 499:
-		return llmclient.ClassCanceled
+		return failure.Canceled
 	case code == http.StatusServiceUnavailable:
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case code >= 500:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	}
-	return llmclient.ClassUnknown
+	return failure.Unknown
 }
 
 // isContextLength recognizes prompts over the model's limit: "The input token count

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
@@ -48,41 +49,41 @@ func TestClassifyError(t *testing.T) {
 		status int
 		body   string
 		header http.Header
-		want   llmclient.Class
+		want   failure.Class
 		retry  time.Duration
 	}{
-		{"per-minute quota", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute), nil, llmclient.ClassRateLimited, 22 * time.Second},
-		{"per-day quota", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perDay), nil, llmclient.ClassQuotaExhausted, 41 * time.Second},
-		{"retry hint in message", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg+" Please retry in 10.68s.", ""), nil, llmclient.ClassRateLimited, 10680 * time.Millisecond},
-		{"header beats body", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute), http.Header{"Retry-After": {"5"}}, llmclient.ClassRateLimited, 5 * time.Second},
-		{"vertex shared quota", 429, status(429, "RESOURCE_EXHAUSTED", "Resource exhausted. Please try again later.", ""), nil, llmclient.ClassRateLimited, 0},
-		{"prepaid credits", 402, status(402, "RESOURCE_EXHAUSTED", "Your prepaid credits are exhausted.", ""), nil, llmclient.ClassQuotaExhausted, 0},
-		{"invalid argument", 400, status(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unknown name \\\"foo\\\": Cannot find field.", ""), nil, llmclient.ClassBadRequest, 0},
-		{"token limit", 400, status(400, "INVALID_ARGUMENT", "The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).", ""), nil, llmclient.ClassContextLength, 0},
-		{"api key invalid", 400, status(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", keyInvalid), nil, llmclient.ClassAuth, 0},
-		{"failed precondition", 400, status(400, "FAILED_PRECONDITION", "User location is not supported for the API use.", ""), nil, llmclient.ClassBadRequest, 0},
-		{"unauthenticated", 401, status(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), nil, llmclient.ClassAuth, 0},
-		{"permission denied", 403, status(403, "PERMISSION_DENIED", "You do not have permission to access the resource.", ""), nil, llmclient.ClassPermission, 0},
-		{"not found", 404, status(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta.", ""), nil, llmclient.ClassNotFound, 0},
-		{"cancelled", 499, status(499, "CANCELLED", "The operation was cancelled.", ""), nil, llmclient.ClassCanceled, 0},
-		{"internal", 500, status(500, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting", ""), nil, llmclient.ClassServerError, 0},
-		{"internal context", 500, status(500, "INTERNAL", "Internal error: input context too long.", ""), nil, llmclient.ClassContextLength, 0},
-		{"unavailable", 503, status(503, "UNAVAILABLE", "The model is overloaded. Please try again later.", ""), nil, llmclient.ClassOverloaded, 0},
-		{"deadline", 504, status(504, "DEADLINE_EXCEEDED", "The request timed out. Please try again.", ""), nil, llmclient.ClassTimeout, 0},
-		{"array form", 429, "[" + status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute) + "]", nil, llmclient.ClassRateLimited, 22 * time.Second},
+		{"per-minute quota", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute), nil, failure.RateLimited, 22 * time.Second},
+		{"per-day quota", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perDay), nil, failure.QuotaExhausted, 41 * time.Second},
+		{"retry hint in message", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg+" Please retry in 10.68s.", ""), nil, failure.RateLimited, 10680 * time.Millisecond},
+		{"header beats body", 429, status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute), http.Header{"Retry-After": {"5"}}, failure.RateLimited, 5 * time.Second},
+		{"vertex shared quota", 429, status(429, "RESOURCE_EXHAUSTED", "Resource exhausted. Please try again later.", ""), nil, failure.RateLimited, 0},
+		{"prepaid credits", 402, status(402, "RESOURCE_EXHAUSTED", "Your prepaid credits are exhausted.", ""), nil, failure.QuotaExhausted, 0},
+		{"invalid argument", 400, status(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unknown name \\\"foo\\\": Cannot find field.", ""), nil, failure.BadRequest, 0},
+		{"token limit", 400, status(400, "INVALID_ARGUMENT", "The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).", ""), nil, failure.ContextLength, 0},
+		{"api key invalid", 400, status(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", keyInvalid), nil, failure.Auth, 0},
+		{"failed precondition", 400, status(400, "FAILED_PRECONDITION", "User location is not supported for the API use.", ""), nil, failure.BadRequest, 0},
+		{"unauthenticated", 401, status(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), nil, failure.Auth, 0},
+		{"permission denied", 403, status(403, "PERMISSION_DENIED", "You do not have permission to access the resource.", ""), nil, failure.Permission, 0},
+		{"not found", 404, status(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta.", ""), nil, failure.NotFound, 0},
+		{"cancelled", 499, status(499, "CANCELLED", "The operation was cancelled.", ""), nil, failure.Canceled, 0},
+		{"internal", 500, status(500, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting", ""), nil, failure.ServerError, 0},
+		{"internal context", 500, status(500, "INTERNAL", "Internal error: input context too long.", ""), nil, failure.ContextLength, 0},
+		{"unavailable", 503, status(503, "UNAVAILABLE", "The model is overloaded. Please try again later.", ""), nil, failure.Overloaded, 0},
+		{"deadline", 504, status(504, "DEADLINE_EXCEEDED", "The request timed out. Please try again.", ""), nil, failure.Timeout, 0},
+		{"array form", 429, "[" + status(429, "RESOURCE_EXHAUSTED", quotaMsg, perMinute) + "]", nil, failure.RateLimited, 22 * time.Second},
 		// Bodies without a status: the HTTP code decides.
-		{"bare 429", 429, "", nil, llmclient.ClassRateLimited, 0},
-		{"bare 400", 400, "bad", nil, llmclient.ClassBadRequest, 0},
-		{"bare 401", 401, "", nil, llmclient.ClassAuth, 0},
-		{"bare 402", 402, "", nil, llmclient.ClassQuotaExhausted, 0},
-		{"bare 403", 403, "", nil, llmclient.ClassPermission, 0},
-		{"bare 404", 404, "<html>Not Found</html>", nil, llmclient.ClassNotFound, 0},
-		{"bare 499", 499, "", nil, llmclient.ClassCanceled, 0},
-		{"bare 502", 502, "<html>Bad Gateway</html>", nil, llmclient.ClassServerError, 0},
-		{"bare 503", 503, "", nil, llmclient.ClassOverloaded, 0},
-		{"bare 504", 504, "", nil, llmclient.ClassTimeout, 0},
-		{"code only", 400, `{"error":{"code":400,"message":"The input token count exceeds the maximum number of tokens allowed."}}`, nil, llmclient.ClassContextLength, 0},
-		{"odd status", 418, "teapot", nil, llmclient.ClassUnknown, 0},
+		{"bare 429", 429, "", nil, failure.RateLimited, 0},
+		{"bare 400", 400, "bad", nil, failure.BadRequest, 0},
+		{"bare 401", 401, "", nil, failure.Auth, 0},
+		{"bare 402", 402, "", nil, failure.QuotaExhausted, 0},
+		{"bare 403", 403, "", nil, failure.Permission, 0},
+		{"bare 404", 404, "<html>Not Found</html>", nil, failure.NotFound, 0},
+		{"bare 499", 499, "", nil, failure.Canceled, 0},
+		{"bare 502", 502, "<html>Bad Gateway</html>", nil, failure.ServerError, 0},
+		{"bare 503", 503, "", nil, failure.Overloaded, 0},
+		{"bare 504", 504, "", nil, failure.Timeout, 0},
+		{"code only", 400, `{"error":{"code":400,"message":"The input token count exceeds the maximum number of tokens allowed."}}`, nil, failure.ContextLength, 0},
+		{"odd status", 418, "teapot", nil, failure.Unknown, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +113,7 @@ func TestCompleteErrorResponse(t *testing.T) {
 	body := status(400, "INVALID_ARGUMENT", "API key "+testKey+" not valid.", keyInvalid)
 	p, _ := serve(t, providertest.Fixed(http.StatusBadRequest, body))
 	e := providertest.CompleteError(t, p, providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("hi")))
-	if e.Class != llmclient.ClassAuth || e.Status != 400 || e.Model != "gemini-2.5-flash" {
+	if e.Class != failure.Auth || e.Status != 400 || e.Model != "gemini-2.5-flash" {
 		t.Errorf("error = %+v", e)
 	}
 	if strings.Contains(e.Error(), testKey) {

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/estimate"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
@@ -25,7 +27,7 @@ const TokenRatio = 1.15
 // optional "model" field; the URL's model is not visible here. A nil est means
 // estimate.Heuristic. It fails on a body that is not a JSON object. It is safe
 // for concurrent use when est is.
-func EstimateBodyTokens(body []byte, est llmclient.Estimator) (int, error) {
+func EstimateBodyTokens(body []byte, est estimate.Estimator) (int, error) {
 	var w struct {
 		Model string `json:"model"`
 		wireBody
@@ -90,7 +92,7 @@ func (w *wireBody) addTo(req *llmclient.Request) {
 			schema = g.ResponseSchema
 		}
 		if len(schema) > 0 {
-			req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Schema: jsonx.CompactRaw(schema)}
+			req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONSchema, Schema: jsonx.CompactRaw(schema)}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -21,7 +22,7 @@ func FuzzClassifyError(f *testing.F) {
 	f.Add(200, `[]`, "")
 	f.Fuzz(func(t *testing.T, status int, body, retryAfter string) {
 		e := ClassifyError(status, http.Header{"Retry-After": {retryAfter}}, []byte(body))
-		if e == nil || e.Status != status || e.Class == llmclient.ClassNone {
+		if e == nil || e.Status != status || e.Class == failure.None {
 			t.Fatalf("ClassifyError = %+v", e)
 		}
 		if e.RetryAfter < 0 {

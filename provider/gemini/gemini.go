@@ -8,8 +8,8 @@
 // result's name is looked up from the assistant call with the same ID earlier in the
 // conversation (Message.Name is the fallback). A tool result that is a JSON object is sent
 // as the response object; any other text as {"output": text}. Tool parameters are sent as
-// parametersJsonSchema and a FormatJSONSchema schema as responseJsonSchema, which take
-// standard JSON Schema; FormatJSONObject sets responseMimeType "application/json".
+// parametersJsonSchema and a format.JSONSchema schema as responseJsonSchema, which take
+// standard JSON Schema; format.JSONObject sets responseMimeType "application/json".
 // MaxTokens 0 leaves maxOutputTokens to the model's default. Request.Extra is merged into
 // the body (see Provider.Complete).
 //
@@ -21,8 +21,8 @@
 // "skip_thought_signature_validator" placeholder. Treat IDs as opaque.
 //
 // Responses: thought parts become Reasoning, functionCall parts ToolCalls; STOP with
-// function calls is FinishToolCalls, the safety family of finish reasons
-// FinishContentFilter, and a prompt blocked before generation an *llmclient.Error of class
+// function calls is finish.ToolCalls, the safety family of finish reasons
+// finish.ContentFilter, and a prompt blocked before generation an *llmclient.Error of class
 // content_filtered. Usage.OutputTokens counts candidates plus thoughts (Gemini bills
 // thinking as output) and ReasoningTokens the thoughts. A stream has no end marker: it is
 // complete once a chunk carried a finishReason, and an end of body before that is an

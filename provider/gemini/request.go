@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/jsonx"
 )
@@ -151,9 +152,9 @@ func generationConfig(req *llmclient.Request, notes *adapter.Notes) (*wireGenera
 	}
 	if f := req.ResponseFormat; f != nil {
 		switch f.Type {
-		case llmclient.FormatJSONObject:
+		case format.JSONObject:
 			g.ResponseMIMEType = "application/json"
-		case llmclient.FormatJSONSchema:
+		case format.JSONSchema:
 			if len(f.Schema) == 0 || !json.Valid(f.Schema) {
 				return nil, errors.New("gemini: response format json_schema needs a valid JSON schema")
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/gemini"
 )
@@ -84,7 +86,7 @@ func TestRequestGolden(t *testing.T) {
 				}}},
 				TopP:           llmclient.Float(0.9),
 				Stop:           []string{"END"},
-				ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONObject},
+				ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONObject},
 				ToolChoice:     &llmclient.ToolChoice{Mode: llmclient.ToolChoiceNone},
 				Tools:          []llmclient.Tool{weather},
 			},
@@ -94,7 +96,7 @@ func TestRequestGolden(t *testing.T) {
 			req: llmclient.Request{
 				Messages: []llmclient.Message{llmclient.UserMessage("Give me a person.")},
 				ResponseFormat: &llmclient.ResponseFormat{
-					Type:   llmclient.FormatJSONSchema,
+					Type:   format.JSONSchema,
 					Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 				},
 				MaxTokens: 1000,
@@ -200,7 +202,7 @@ func TestRequestInvalid(t *testing.T) {
 		"tool bad schema":         {Tools: []llmclient.Tool{{Name: "f", Parameters: json.RawMessage(`{`)}}},
 		"tool choice no name":     {ToolChoice: &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool}},
 		"tool choice unknown":     {ToolChoice: &llmclient.ToolChoice{Mode: "sometimes"}},
-		"schema missing":          {ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema}},
+		"schema missing":          {ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema}},
 		"extra unencodable":       {Extra: map[string]any{"x": func() {}}},
 		"no model":                {Model: ""},
 		"model with only prefix ": {Model: "models/"},
@@ -228,7 +230,7 @@ func TestNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != llmclient.ClassAuth {
+	if e := providertest.CompleteError(t, p, providertest.UserCall("m", llmclient.UserMessage("hi"))); e.Class != failure.Auth {
 		t.Fatalf("err = %v, want an auth error", e)
 	}
 }

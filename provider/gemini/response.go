@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -85,8 +87,8 @@ func parseResponse(status int, body []byte, idBase int) (*llmclient.Response, er
 // upstream failed after accepting the request.
 func inBandError(status int, st *wireStatus) *llmclient.Error {
 	e := fromStatus(status, st, nil)
-	if e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	if e.Class == failure.Unknown {
+		e.Class = failure.ServerError
 	}
 	return e
 }
@@ -98,10 +100,10 @@ func blocked(w *wireResponse, partial *llmclient.Response) *llmclient.Error {
 		return nil
 	}
 	reason := w.PromptFeedback.BlockReason
-	partial.FinishReason = llmclient.FinishContentFilter
+	partial.FinishReason = finish.ContentFilter
 	partial.RawFinishReason = reason
 	return &llmclient.Error{
-		Class:   llmclient.ClassContentFiltered,
+		Class:   failure.ContentFiltered,
 		Status:  http.StatusOK,
 		Code:    reason,
 		Message: "prompt blocked: " + reason,
@@ -142,24 +144,24 @@ func usage(u *wireUsage) llmclient.Usage {
 }
 
 // finishReason normalizes a finishReason. Gemini says STOP when it calls functions too, so
-// STOP with function calls is FinishToolCalls. The safety family is FinishContentFilter;
-// MALFORMED_FUNCTION_CALL, OTHER, LANGUAGE and the rest are FinishOther.
-func finishReason(s string, calls bool) llmclient.FinishReason {
+// STOP with function calls is finish.ToolCalls. The safety family is finish.ContentFilter;
+// MALFORMED_FUNCTION_CALL, OTHER, LANGUAGE and the rest are finish.Other.
+func finishReason(s string, calls bool) finish.Reason {
 	switch s {
 	case "":
-		return llmclient.FinishNone
+		return finish.None
 	case "STOP":
 		if calls {
-			return llmclient.FinishToolCalls
+			return finish.ToolCalls
 		}
-		return llmclient.FinishStop
+		return finish.Stop
 	case "MAX_TOKENS":
-		return llmclient.FinishLength
+		return finish.Length
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
 		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
-		return llmclient.FinishContentFilter
+		return finish.ContentFilter
 	}
-	return llmclient.FinishOther
+	return finish.Other
 }
 
 // priorCalls counts the tool calls of the request's history: the made-up ids of a

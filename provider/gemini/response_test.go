@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -41,7 +43,7 @@ func TestCompleteSuccess(t *testing.T) {
 	if resp.Text != "Hello! How can I help?" || resp.Reasoning != "The user wants a greeting." {
 		t.Errorf("text %q, reasoning %q", resp.Text, resp.Reasoning)
 	}
-	if resp.FinishReason != llmclient.FinishStop || resp.RawFinishReason != "STOP" || resp.RateLimits != nil {
+	if resp.FinishReason != finish.Stop || resp.RawFinishReason != "STOP" || resp.RateLimits != nil {
 		t.Errorf("finish = %q (%q), rate limits %v", resp.FinishReason, resp.RawFinishReason, resp.RateLimits)
 	}
 }
@@ -65,26 +67,26 @@ func TestToolCallResponse(t *testing.T) {
 	if !reflect.DeepEqual(resp.ToolCalls, want) {
 		t.Errorf("tool calls = %+v, want %+v", resp.ToolCalls, want)
 	}
-	if resp.FinishReason != llmclient.FinishToolCalls || resp.RawFinishReason != "STOP" {
+	if resp.FinishReason != finish.ToolCalls || resp.RawFinishReason != "STOP" {
 		t.Errorf("finish = %q (%q)", resp.FinishReason, resp.RawFinishReason)
 	}
 }
 
 func TestFinishReasons(t *testing.T) {
-	for raw, want := range map[string]llmclient.FinishReason{
-		"STOP":                      llmclient.FinishStop,
-		"MAX_TOKENS":                llmclient.FinishLength,
-		"SAFETY":                    llmclient.FinishContentFilter,
-		"RECITATION":                llmclient.FinishContentFilter,
-		"BLOCKLIST":                 llmclient.FinishContentFilter,
-		"PROHIBITED_CONTENT":        llmclient.FinishContentFilter,
-		"SPII":                      llmclient.FinishContentFilter,
-		"IMAGE_SAFETY":              llmclient.FinishContentFilter,
-		"MALFORMED_FUNCTION_CALL":   llmclient.FinishOther,
-		"OTHER":                     llmclient.FinishOther,
-		"LANGUAGE":                  llmclient.FinishOther,
-		"FINISH_REASON_UNSPECIFIED": llmclient.FinishOther,
-		"SOMETHING_NEW":             llmclient.FinishOther,
+	for raw, want := range map[string]finish.Reason{
+		"STOP":                      finish.Stop,
+		"MAX_TOKENS":                finish.Length,
+		"SAFETY":                    finish.ContentFilter,
+		"RECITATION":                finish.ContentFilter,
+		"BLOCKLIST":                 finish.ContentFilter,
+		"PROHIBITED_CONTENT":        finish.ContentFilter,
+		"SPII":                      finish.ContentFilter,
+		"IMAGE_SAFETY":              finish.ContentFilter,
+		"MALFORMED_FUNCTION_CALL":   finish.Other,
+		"OTHER":                     finish.Other,
+		"LANGUAGE":                  finish.Other,
+		"FINISH_REASON_UNSPECIFIED": finish.Other,
+		"SOMETHING_NEW":             finish.Other,
 	} {
 		body := `{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"` + raw + `"}]}`
 		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
@@ -99,10 +101,10 @@ func TestBlockedPrompt(t *testing.T) {
 	const body = `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","safetyRatings":[]},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"rb"}`
 	p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
 	e := providertest.CompleteError(t, p, providertest.UserCall("gemini-2.5-flash", llmclient.UserMessage("...")))
-	if e.Class != llmclient.ClassContentFiltered || e.Status != 200 || e.Code != "PROHIBITED_CONTENT" || e.Model != "gemini-2.5-flash" {
+	if e.Class != failure.ContentFiltered || e.Status != 200 || e.Code != "PROHIBITED_CONTENT" || e.Model != "gemini-2.5-flash" {
 		t.Errorf("error = %+v", e)
 	}
-	if e.Partial == nil || e.Partial.FinishReason != llmclient.FinishContentFilter || e.Partial.Usage.InputTokens != 9 || e.Partial.ID != "rb" {
+	if e.Partial == nil || e.Partial.FinishReason != finish.ContentFilter || e.Partial.Usage.InputTokens != 9 || e.Partial.ID != "rb" {
 		t.Errorf("partial = %+v", e.Partial)
 	}
 }
@@ -111,7 +113,7 @@ func TestCompleteMalformedBody(t *testing.T) {
 	for _, body := range []string{`{"candidates":[`, `<html>proxy</html>`} {
 		p, _ := serve(t, providertest.Fixed(http.StatusOK, body))
 		_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
-		if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+		if c := llmclient.ClassOf(err); c != failure.ServerError {
 			t.Errorf("%q: err = %v (class %v), want a server_error", body, err, c)
 		}
 	}
@@ -120,7 +122,7 @@ func TestCompleteMalformedBody(t *testing.T) {
 func TestCompleteErrorIn200(t *testing.T) {
 	p, _ := serve(t, providertest.Fixed(http.StatusOK, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`))
 	_, err := p.Complete(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassOverloaded {
+	if c := llmclient.ClassOf(err); c != failure.Overloaded {
 		t.Errorf("err = %v (class %v), want overloaded", err, c)
 	}
 }

@@ -1,11 +1,13 @@
 package gemini
 
-import "github.com/llmclient/llmclient"
+import (
+	"github.com/llmclient/llmclient/dialect"
+)
 
 // The generateContent shapes of the Gemini dialect.
 const (
 	// ShapeGenerateContent is POST …/models/{model}:generateContent.
-	ShapeGenerateContent llmclient.Shape = "gemini.generate_content"
+	ShapeGenerateContent dialect.Shape = "gemini.generate_content"
 	// ShapeStreamGenerateContent is POST …/models/{model}:streamGenerateContent.
-	ShapeStreamGenerateContent llmclient.Shape = "gemini.stream_generate_content"
+	ShapeStreamGenerateContent dialect.Shape = "gemini.stream_generate_content"
 )

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/sse"
@@ -174,7 +176,7 @@ func (s *stream) endError(err error) error {
 		return fmt.Errorf("gemini: stream ended without a finish reason: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
-		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "gemini: stream event too large", Err: err}
+		return &llmclient.Error{Class: failure.ServerError, Message: "gemini: stream event too large", Err: err}
 	case errors.Is(err, errMalformedJSON), errors.Is(err, httpx.ErrTooLarge):
 		// A JSON-mode body over httpx.MaxResponseBody is the upstream's fault, as it is for a
 		// one-shot body (Sender.ReadBody): retried, failed over.
@@ -234,7 +236,7 @@ func (s *stream) candidate(cand *wireCandidate, c *llmclient.Chunk) {
 			switch {
 			case p.FunctionCall != nil:
 				tc := toolCall(p, s.idBase+s.calls)
-				c.ToolCalls = append(c.ToolCalls, llmclient.ToolCallDelta{
+				c.ToolCalls = append(c.ToolCalls, dialect.ToolCallDelta{
 					Index: s.calls, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments,
 				})
 				s.calls++

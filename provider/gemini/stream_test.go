@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -104,7 +105,7 @@ func TestStreamErrorLine(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, e := providertest.DrainError(t, openStream(t, providertest.SSE(tc.body)))
-			if e.Class != llmclient.ClassOverloaded || e.Code != "UNAVAILABLE" || e.Status != 200 {
+			if e.Class != failure.Overloaded || e.Code != "UNAVAILABLE" || e.Status != 200 {
 				t.Errorf("error = %+v", e)
 			}
 			if len(got) != tc.chunks {
@@ -116,14 +117,14 @@ func TestStreamErrorLine(t *testing.T) {
 		st := openStream(t, providertest.SSE(first+"\n\n"+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n"))
 		_, err := providertest.Drain(st)
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != 22*time.Second {
+		if !errors.As(err, &e) || e.Class != failure.RateLimited || e.RetryAfter != 22*time.Second {
 			t.Errorf("err = %+v", err)
 		}
 	})
 	t.Run("bare garbage", func(t *testing.T) {
 		_, err := providertest.Drain(openStream(t, providertest.SSE(first+"\n\n{\"error\": oops}\n")))
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassServerError {
+		if !errors.As(err, &e) || e.Class != failure.ServerError {
 			t.Errorf("err = %+v", err)
 		}
 	})
@@ -131,7 +132,7 @@ func TestStreamErrorLine(t *testing.T) {
 		st := openStream(t, providertest.SSE(first+"\n\ndata: "+status(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota.", perMinute)+"\n\n"))
 		_, err := providertest.Drain(st)
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.RetryAfter != 22*time.Second {
+		if !errors.As(err, &e) || e.Class != failure.RateLimited || e.RetryAfter != 22*time.Second {
 			t.Errorf("err = %+v", err)
 		}
 	})
@@ -139,7 +140,7 @@ func TestStreamErrorLine(t *testing.T) {
 		st := openStream(t, providertest.SSE(`data: {"promptFeedback": {"blockReason": "SAFETY"},"usageMetadata": {"promptTokenCount": 5,"totalTokenCount": 5},"modelVersion": "gemini-2.5-flash"}`+"\n\n"))
 		_, err := providertest.Drain(st)
 		var e *llmclient.Error
-		if !errors.As(err, &e) || e.Class != llmclient.ClassContentFiltered || e.Code != "SAFETY" || e.Partial == nil || e.Partial.Usage.InputTokens != 5 {
+		if !errors.As(err, &e) || e.Class != failure.ContentFiltered || e.Code != "SAFETY" || e.Partial == nil || e.Partial.Usage.InputTokens != 5 {
 			t.Errorf("err = %+v", err)
 		}
 	})
@@ -157,11 +158,11 @@ func TestStreamJSONBody(t *testing.T) {
 	providertest.EqualLines(t, got, []string{`id=j model= text="Hel"`, `text="lo" finish=stop(STOP) usage=in:2,out:2,total:4,cached:0,reasoning:0`})
 
 	_, err = providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, "["+status(429, "RESOURCE_EXHAUSTED", "quota", perDay)+"]")))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassQuotaExhausted {
+	if c := llmclient.ClassOf(err); c != failure.QuotaExhausted {
 		t.Errorf("error array: err = %v (class %v)", err, c)
 	}
 	_, err = providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, `[{"candidates":[`)))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+	if c := llmclient.ClassOf(err); c != failure.ServerError {
 		t.Errorf("truncated array: err = %v (class %v)", err, c)
 	}
 }
@@ -179,7 +180,7 @@ func TestStreamCut(t *testing.T) {
 func TestStreamHTTPError(t *testing.T) {
 	p, _ := serve(t, providertest.Fixed(503, status(503, "UNAVAILABLE", "The model is overloaded.", "")))
 	st, err := p.Stream(context.Background(), providertest.UserCall("m", llmclient.UserMessage("hi")))
-	if st != nil || llmclient.ClassOf(err) != llmclient.ClassOverloaded {
+	if st != nil || llmclient.ClassOf(err) != failure.Overloaded {
 		t.Fatalf("Stream = %v, %v; want an overloaded error", st, err)
 	}
 }
@@ -202,7 +203,7 @@ func TestStreamCloseUnblocks(t *testing.T) {
 func TestStreamJSONBodyTooLarge(t *testing.T) {
 	big := `[{"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("a", 32<<20) + `"}]},"finishReason":"STOP"}]}]`
 	_, err := providertest.Drain(openStream(t, providertest.Fixed(http.StatusOK, big)))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+	if c := llmclient.ClassOf(err); c != failure.ServerError {
 		t.Errorf("err = %v (class %v), want a server_error", err, c)
 	}
 }

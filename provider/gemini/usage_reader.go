@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 )
 
 // ReadUsage reads the usage and model version of a one-shot generateContent body
 // (llmclient.UsageReader), for the transport's pricing; ok is false for other shapes and
 // for a body without usageMetadata.
-func (p *Provider) ReadUsage(shape llmclient.Shape, body []byte) (llmclient.Usage, string, bool) {
+func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage, string, bool) {
 	if shape != ShapeGenerateContent {
 		return llmclient.Usage{}, "", false
 	}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
 
 // Complete makes one Chat Completions call. A non-2xx response is returned as an
 // *llmclient.Error classified by ClassifyError; a 2xx body that is not a valid completion
-// is returned as an *llmclient.Error of class ClassServerError (see parseResponse);
+// is returned as an *llmclient.Error of class failure.ServerError (see parseResponse);
 // transport failures are returned wrapped, for the Client to classify.
 func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
 	resp, err := p.send(ctx, call, false)
@@ -26,7 +27,7 @@ func (p *Provider) Complete(ctx context.Context, call *llmclient.Call) (*llmclie
 	body, err := httpx.ReadLimited(resp.Body, httpx.MaxResponseBody)
 	if errors.Is(err, httpx.ErrTooLarge) {
 		return nil, &llmclient.Error{
-			Class:      llmclient.ClassServerError, // the upstream's fault: retried, failed over
+			Class:      failure.ServerError, // the upstream's fault: retried, failed over
 			Model:      call.Model,
 			Status:     resp.StatusCode,
 			Message:    "openai: response body larger than 32 MiB",
@@ -119,10 +120,10 @@ func (p *Provider) post(ctx context.Context, target string, body []byte, model, 
 	return p.sender.Send(req, model, key)
 }
 
-// badRequest returns a local validation failure as a ClassBadRequest *llmclient.Error, so
+// badRequest returns a local validation failure as a failure.BadRequest *llmclient.Error, so
 // the Client neither retries nor fails over.
 func badRequest(msg string) *llmclient.Error {
-	return &llmclient.Error{Class: llmclient.ClassBadRequest, Message: msg}
+	return &llmclient.Error{Class: failure.BadRequest, Message: msg}
 }
 
 // Stream opens one streaming Chat Completions call ("stream": true, plus

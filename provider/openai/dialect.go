@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Provider implements llmclient.Dialect, so that Client.Transport can protect requests made
@@ -90,13 +92,13 @@ func (p *Provider) ClassifyError(status int, h http.Header, body []byte) *llmcli
 }
 
 // RateLimits reads the x-ratelimit-* headers; see ParseRateLimits.
-func (p *Provider) RateLimits(h http.Header) *llmclient.RateLimits {
+func (p *Provider) RateLimits(h http.Header) *ratelimit.Status {
 	return ParseRateLimits(h, time.Time{})
 }
 
 // NewStream decodes a Chat Completions event stream, or a Responses API one for
 // ShapeResponses. It owns resp.Body.
-func (p *Provider) NewStream(shape llmclient.Shape, resp *http.Response) llmclient.ProviderStream {
+func (p *Provider) NewStream(shape dialect.Shape, resp *http.Response) llmclient.ProviderStream {
 	if shape == ShapeResponses {
 		return newResponsesStream(resp, false, "")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 )
 
 // The request bodies, read leniently: only what the transport needs to route a call and
@@ -91,7 +92,7 @@ func decodeChat(body []byte, call *llmclient.APICall) {
 		req.Tools = append(req.Tools, tool(t.Function))
 	}
 	if rf := b.ResponseFormat; rf != nil && rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema}
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONSchema, Name: rf.JSONSchema.Name, Schema: rf.JSONSchema.Schema}
 	}
 }
 
@@ -151,7 +152,7 @@ func inspectResponses(body []byte, call *llmclient.APICall) {
 		}
 	}
 	if t := b.Text; t != nil && t.Format != nil && len(t.Format.Schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: t.Format.Name, Schema: t.Format.Schema}
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONSchema, Name: t.Format.Name, Schema: t.Format.Schema}
 	}
 }
 

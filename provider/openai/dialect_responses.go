@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/sse"
 )
@@ -30,9 +32,9 @@ import (
 //   - an empty Chunk for every other event (in_progress, …done, tool progress, other
 //     deltas such as audio), so that each one counts as activity;
 //   - the usage and finish reason with "response.completed" or "response.incomplete"
-//     (completed with function calls is FinishToolCalls, with a refusal FinishRefusal;
-//     incomplete for max_output_tokens FinishLength, for content_filter
-//     FinishContentFilter), then io.EOF;
+//     (completed with function calls is finish.ToolCalls, with a refusal finish.Refusal;
+//     incomplete for max_output_tokens finish.Length, for content_filter
+//     finish.ContentFilter), then io.EOF;
 //   - Chunk{KeepAlive: true} for SSE comments and ping events.
 //
 // For the transport's stream guard (not typed), every other "….delta" event (audio, code)
@@ -147,7 +149,7 @@ func (s *responsesStream) Recv() (llmclient.Chunk, error) {
 			if ev.Type != "error" && ev.Type != "response.failed" && adapter.StartsObject(data) && s.skips.Skip() {
 				continue // a proxy or CDN rewrote it: the stream goes on
 			}
-			s.err = s.skips.Note(&llmclient.Error{Class: llmclient.ClassServerError, Status: s.status,
+			s.err = s.skips.Note(&llmclient.Error{Class: failure.ServerError, Status: s.status,
 				Message: "openai: malformed stream event", RequestID: requestID(s.header), Err: err})
 			return llmclient.Chunk{}, s.err
 		}
@@ -205,7 +207,7 @@ func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclien
 	case typ == "response.output_item.added":
 		if it := e.Item; it != nil && (it.Type == "function_call" || it.Type == "custom_tool_call") {
 			s.calls = true
-			c.ToolCalls = []llmclient.ToolCallDelta{{Index: e.OutputIndex, ID: it.CallID, Name: it.Name}}
+			c.ToolCalls = []dialect.ToolCallDelta{{Index: e.OutputIndex, ID: it.CallID, Name: it.Name}}
 		}
 		return c, nil
 	case strings.HasSuffix(typ, ".delta"):
@@ -222,7 +224,7 @@ func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclien
 		case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 			c.Reasoning = d
 		case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
-			c.ToolCalls = []llmclient.ToolCallDelta{{Index: e.OutputIndex, Arguments: d}}
+			c.ToolCalls = []dialect.ToolCallDelta{{Index: e.OutputIndex, Arguments: d}}
 		default:
 			if !s.typed {
 				c.Text = d // audio, code…: content for the guard, not text for a caller
@@ -276,7 +278,7 @@ func (s *responsesStream) readError(err error) error {
 		return fmt.Errorf("openai: responses stream ended before response.completed: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
-		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "openai: stream event too large", Err: err}
+		return &llmclient.Error{Class: failure.ServerError, Message: "openai: stream event too large", Err: err}
 	}
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/jsonscan"
 )
 
@@ -349,7 +350,7 @@ func scanResponseFormat(sc *jsonscan.Scanner, body []byte, req *llmclient.Reques
 		}
 	}
 	if len(schema) > 0 {
-		req.ResponseFormat = &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: name, Schema: schema}
+		req.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONSchema, Name: name, Schema: schema}
 	}
 	return sc.Err() == nil
 }

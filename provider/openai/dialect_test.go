@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/openai"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -231,7 +233,7 @@ func TestDialectResponsesStream(t *testing.T) {
 	assert.False(t, got[7].HasContent())
 	require.NotNil(t, got[8].Usage)
 	assert.Equal(t, llmclient.Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10, CachedInputTokens: 2, ReasoningTokens: 1}, *got[8].Usage)
-	assert.Equal(t, llmclient.FinishToolCalls, got[8].FinishReason, "a completed response that calls functions")
+	assert.Equal(t, finish.ToolCalls, got[8].FinishReason, "a completed response that calls functions")
 	_, err := s.Recv()
 	assert.Equal(t, io.EOF, err, "sticky")
 }
@@ -241,16 +243,16 @@ func TestDialectResponsesStreamErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  string
-		class llmclient.Class
+		class failure.Class
 		eof   bool
 	}{
-		{"error event", created + sseEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"Rate limit reached","param":null}`), llmclient.ClassRateLimited, false},
-		{"nested error event", created + sseEvent("error", `{"type":"error","error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota"}}`), llmclient.ClassQuotaExhausted, false},
-		{"response.failed", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"boom"}}}`), llmclient.ClassServerError, false},
-		{"response.failed without error", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":null}}`), llmclient.ClassServerError, false},
-		{"malformed", "data: {nope\n\n" + created, llmclient.ClassServerError, false},
-		{"malformed, skipped, hides the end", created + "data: {nope\n\n", llmclient.ClassNone, true},
-		{"cut", created + sseEvent("response.output_text.delta", `{"type":"response.output_text.delta","delta":"Hi"}`), llmclient.ClassNone, true},
+		{"error event", created + sseEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"Rate limit reached","param":null}`), failure.RateLimited, false},
+		{"nested error event", created + sseEvent("error", `{"type":"error","error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota"}}`), failure.QuotaExhausted, false},
+		{"response.failed", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"boom"}}}`), failure.ServerError, false},
+		{"response.failed without error", created + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":null}}`), failure.ServerError, false},
+		{"malformed", "data: {nope\n\n" + created, failure.ServerError, false},
+		{"malformed, skipped, hides the end", created + "data: {nope\n\n", failure.None, true},
+		{"cut", created + sseEvent("response.output_text.delta", `{"type":"response.output_text.delta","delta":"Hi"}`), failure.None, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,7 +279,7 @@ func TestDialectResponsesStreamIncomplete(t *testing.T) {
 	s := responsesStream(t, sseEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"r1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}`))
 	c, err := s.Recv()
 	require.NoError(t, err)
-	assert.Equal(t, llmclient.FinishLength, c.FinishReason)
+	assert.Equal(t, finish.Length, c.FinishReason)
 	assert.Equal(t, "max_output_tokens", c.RawFinishReason)
 	_, err = s.Recv()
 	assert.Equal(t, io.EOF, err)

@@ -69,7 +69,7 @@ type embedResponse struct {
 // added to the request; the x-ratelimit-* headers are read into RateLimits. An empty input list,
 // an empty input text (the API rejects both), more inputs than MaxEmbedBatch or negative
 // Dimensions are refused as bad requests before any call. Errors are classified as for
-// Complete; a 2xx body that is not one vector per input is a ClassServerError error.
+// Complete; a 2xx body that is not one vector per input is a failure.ServerError error.
 func (p *Provider) Embed(ctx context.Context, call *llmclient.EmbedCall) (*llmclient.EmbedResponse, error) {
 	if call == nil || call.Request == nil {
 		return nil, badRequest("openai: embed call or request is nil")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -83,21 +84,21 @@ func TestEmbedErrors(t *testing.T) {
 		status int
 		body   string
 		call   *llmclient.EmbedCall
-		class  llmclient.Class
+		class  failure.Class
 		msg    string
 		sent   bool
 	}{
-		{name: "no input", call: embedCall("m"), class: llmclient.ClassBadRequest, msg: "no input"},
-		{name: "empty text", call: embedCall("m", "a", ""), class: llmclient.ClassBadRequest, msg: "input 1 is empty"},
-		{name: "too many", call: embedCall("m", make([]string, openai.DefaultMaxEmbedBatch+1)...), class: llmclient.ClassBadRequest, msg: "more than MaxEmbedBatch"},
-		{name: "negative dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = -1; return c }(), class: llmclient.ClassBadRequest, msg: "negative"},
-		{name: "nil", call: &llmclient.EmbedCall{}, class: llmclient.ClassBadRequest, msg: "nil"},
-		{name: "rate limited", status: 429, body: `{"error":{"message":"Rate limit reached, key sk-emb-secret","type":"requests","code":"rate_limit_exceeded"}}`, call: embedCall("m", "a"), class: llmclient.ClassRateLimited, sent: true},
-		{name: "wrong count", status: 200, body: embedOK, call: embedCall("m", "a"), class: llmclient.ClassServerError, msg: "2 vectors for 1 inputs", sent: true},
-		{name: "repeated index", status: 200, body: `{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}`, call: embedCall("m", "a", "b"), class: llmclient.ClassServerError, msg: "repeated index", sent: true},
-		{name: "mixed lengths", status: 200, body: `{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}`, call: embedCall("m", "a", "b"), class: llmclient.ClassServerError, msg: "mixes", sent: true},
-		{name: "not numbers", status: 200, body: `{"data":[{"index":0,"embedding":["x"]}]}`, call: embedCall("m", "a"), class: llmclient.ClassServerError, msg: "not a list of numbers", sent: true},
-		{name: "in-band error", status: 200, body: `{"error":{"message":"overloaded","type":"server_error","code":"server_is_overloaded"}}`, call: embedCall("m", "a"), class: llmclient.ClassOverloaded, sent: true},
+		{name: "no input", call: embedCall("m"), class: failure.BadRequest, msg: "no input"},
+		{name: "empty text", call: embedCall("m", "a", ""), class: failure.BadRequest, msg: "input 1 is empty"},
+		{name: "too many", call: embedCall("m", make([]string, openai.DefaultMaxEmbedBatch+1)...), class: failure.BadRequest, msg: "more than MaxEmbedBatch"},
+		{name: "negative dimensions", call: func() *llmclient.EmbedCall { c := embedCall("m", "a"); c.Request.Dimensions = -1; return c }(), class: failure.BadRequest, msg: "negative"},
+		{name: "nil", call: &llmclient.EmbedCall{}, class: failure.BadRequest, msg: "nil"},
+		{name: "rate limited", status: 429, body: `{"error":{"message":"Rate limit reached, key sk-emb-secret","type":"requests","code":"rate_limit_exceeded"}}`, call: embedCall("m", "a"), class: failure.RateLimited, sent: true},
+		{name: "wrong count", status: 200, body: embedOK, call: embedCall("m", "a"), class: failure.ServerError, msg: "2 vectors for 1 inputs", sent: true},
+		{name: "repeated index", status: 200, body: `{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[2]}]}`, call: embedCall("m", "a", "b"), class: failure.ServerError, msg: "repeated index", sent: true},
+		{name: "mixed lengths", status: 200, body: `{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[2,3]}]}`, call: embedCall("m", "a", "b"), class: failure.ServerError, msg: "mixes", sent: true},
+		{name: "not numbers", status: 200, body: `{"data":[{"index":0,"embedding":["x"]}]}`, call: embedCall("m", "a"), class: failure.ServerError, msg: "not a list of numbers", sent: true},
+		{name: "in-band error", status: 200, body: `{"error":{"message":"overloaded","type":"server_error","code":"server_is_overloaded"}}`, call: embedCall("m", "a"), class: failure.Overloaded, sent: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
 	"github.com/llmclient/llmclient/internal/httpx"
@@ -32,20 +33,20 @@ const snippetLen = 200
 //
 //	402, or type insufficient_quota, or code insufficient_quota, credit_balance_exhausted,
 //	  billing_hard_limit_reached, organization_usage_limit_exceeded, *_spend_limit_exceeded
-//	                                                     -> ClassQuotaExhausted
-//	code context_length_exceeded                         -> ClassContextLength
+//	                                                     -> failure.QuotaExhausted
+//	code context_length_exceeded                         -> failure.ContextLength
 //	code content_filter, content_policy_violation, invalid_prompt,
-//	  or innererror.code ResponsibleAIPolicyViolation    -> ClassContentFiltered
+//	  or innererror.code ResponsibleAIPolicyViolation    -> failure.ContentFiltered
 //	400/413/422 whose message says the context length is exceeded, when the code says
 //	  nothing more specific (none, a number, or a generic word such as
-//	  invalid_request_error: vLLM, DeepSeek, Mistral)   -> ClassContextLength
-//	429 (rate_limit_exceeded, slow_down, …)              -> ClassRateLimited
-//	400, 413, 422, other 4xx                             -> ClassBadRequest
-//	401 -> ClassAuth, 403 -> ClassPermission, 404 -> ClassNotFound, 408 -> ClassTimeout
-//	409                                                  -> ClassServerError
+//	  invalid_request_error: vLLM, DeepSeek, Mistral)   -> failure.ContextLength
+//	429 (rate_limit_exceeded, slow_down, …)              -> failure.RateLimited
+//	400, 413, 422, other 4xx                             -> failure.BadRequest
+//	401 -> failure.Auth, 403 -> failure.Permission, 404 -> failure.NotFound, 408 -> failure.Timeout
+//	409                                                  -> failure.ServerError
 //	503 with code server_is_overloaded or "overloaded" in the message, 529
-//	                                                     -> ClassOverloaded
-//	500, 502, 503, 504, other 5xx                        -> ClassServerError
+//	                                                     -> failure.Overloaded
+//	500, 502, 503, 504, other 5xx                        -> failure.ServerError
 //
 // 409 is a server error because OpenAI answers 409 to internal lock contention on the same
 // resource, which a retry after a backoff clears (the official SDKs retry it); no request
@@ -53,7 +54,7 @@ const snippetLen = 200
 //
 // A status below 400 marks an in-band error (an error object inside a 200 body or stream):
 // an integer code in 400–599 is then used as the status, else the type and code decide,
-// and an unknown in-band error is ClassServerError, since the server broke a response it
+// and an unknown in-band error is failure.ServerError, since the server broke a response it
 // had accepted. ClassifyError is safe for concurrent use.
 func ClassifyError(status int, h http.Header, body []byte) *llmclient.Error {
 	return classifyErrorAt(status, h, body, time.Now())
@@ -104,7 +105,7 @@ func classifyErrorAt(status int, h http.Header, body []byte, now time.Time) *llm
 	}
 	if retry, ok := headers.ShouldRetry(h); ok {
 		e.ShouldRetry = &retry
-	} else if e.Class == llmclient.ClassRateLimited && requestTooLarge(e.Message) {
+	} else if e.Class == failure.RateLimited && requestTooLarge(e.Message) {
 		// "Request too large for gpt-4o … on tokens per min (TPM): Limit 30000, Requested
 		// 50000": this request can never fit this key's per-minute limit, so waiting and
 		// retrying here is useless; another upstream may take it.
@@ -121,7 +122,7 @@ func requestTooLarge(msg string) bool {
 }
 
 // classify picks the class; msg is the message (or body snippet) for text fallbacks.
-func classify(status int, v *vendorError, msg string) llmclient.Class {
+func classify(status int, v *vendorError, msg string) failure.Class {
 	// A numeric code (vLLM's 400, Azure's "429", OpenRouter's 502) repeats a status; only a
 	// word is a vendor code.
 	code := ""
@@ -138,65 +139,65 @@ func classify(status int, v *vendorError, msg string) llmclient.Class {
 
 	switch {
 	case status == http.StatusPaymentRequired, typ == "insufficient_quota", isQuotaCode(code):
-		return llmclient.ClassQuotaExhausted
+		return failure.QuotaExhausted
 	case code == "context_length_exceeded":
-		return llmclient.ClassContextLength
+		return failure.ContextLength
 	case code == "content_filter", code == "content_policy_violation", code == "invalid_prompt",
 		strings.EqualFold(v.InnerCode, "ResponsibleAIPolicyViolation"):
-		return llmclient.ClassContentFiltered
+		return failure.ContentFiltered
 	}
 
 	switch {
 	case status == http.StatusTooManyRequests:
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge, status == http.StatusUnprocessableEntity:
 		if !isSpecificCode(code, typ) && saysContextLength(msg) {
-			return llmclient.ClassContextLength
+			return failure.ContextLength
 		}
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case status == http.StatusUnauthorized:
-		return llmclient.ClassAuth
+		return failure.Auth
 	case status == http.StatusForbidden:
-		return llmclient.ClassPermission
+		return failure.Permission
 	case status == http.StatusNotFound:
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	case status == http.StatusRequestTimeout:
-		return llmclient.ClassTimeout
+		return failure.Timeout
 	case status == http.StatusConflict:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case status == http.StatusServiceUnavailable:
 		if code == "server_is_overloaded" || headers.ContainsFold(msg, "overloaded") || strings.Contains(typ, "overloaded") {
-			return llmclient.ClassOverloaded
+			return failure.Overloaded
 		}
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case status == 529:
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case status >= 500:
-		return llmclient.ClassServerError
+		return failure.ServerError
 	case status >= 400:
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	}
 	return classifyInBand(code, typ)
 }
 
 // classifyInBand classifies an error object that came with a success status.
-func classifyInBand(code, typ string) llmclient.Class {
+func classifyInBand(code, typ string) failure.Class {
 	switch {
 	case code == "rate_limit_exceeded", code == "slow_down", typ == "rate_limit_error",
 		typ == "rate_limit_exceeded", typ == "tokens", typ == "requests":
-		return llmclient.ClassRateLimited
+		return failure.RateLimited
 	case code == "server_is_overloaded", strings.Contains(typ, "overloaded"):
-		return llmclient.ClassOverloaded
+		return failure.Overloaded
 	case typ == "invalid_request_error", code == "invalid_request_error":
-		return llmclient.ClassBadRequest
+		return failure.BadRequest
 	case code == "invalid_api_key", typ == "authentication_error":
-		return llmclient.ClassAuth
+		return failure.Auth
 	case typ == "permission_error":
-		return llmclient.ClassPermission
+		return failure.Permission
 	case code == "model_not_found", typ == "not_found_error":
-		return llmclient.ClassNotFound
+		return failure.NotFound
 	}
-	return llmclient.ClassServerError
+	return failure.ServerError
 }
 
 // isSpecificCode reports whether code says more than the status and type do. DeepSeek, for

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -172,7 +173,7 @@ func TestAzure(t *testing.T) {
 
 	// Azure cannot route without a deployment.
 	e := providertest.CompleteError(t, p, simpleCall(""))
-	if e.Class != llmclient.ClassBadRequest || !strings.Contains(e.Message, "deployment") {
+	if e.Class != failure.BadRequest || !strings.Contains(e.Message, "deployment") {
 		t.Fatalf("empty deployment: %v", e)
 	}
 }
@@ -183,10 +184,10 @@ func TestNilCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, call := range []*llmclient.Call{nil, {Model: "m"}} {
-		if _, err := p.Complete(context.Background(), call); llmclient.ClassOf(err) != llmclient.ClassBadRequest {
+		if _, err := p.Complete(context.Background(), call); llmclient.ClassOf(err) != failure.BadRequest {
 			t.Fatalf("Complete(%v) = %v", call, err)
 		}
-		if _, err := p.Stream(context.Background(), call); llmclient.ClassOf(err) != llmclient.ClassBadRequest {
+		if _, err := p.Stream(context.Background(), call); llmclient.ClassOf(err) != failure.BadRequest {
 			t.Fatalf("Stream(%v) = %v", call, err)
 		}
 	}
@@ -200,7 +201,7 @@ func TestTransportErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error from a closed server")
 	}
-	if c := llmclient.ClassOf(err); c != llmclient.ClassNetwork {
+	if c := llmclient.ClassOf(err); c != failure.Network {
 		t.Fatalf("class %v for %v; want network", c, err)
 	}
 	if !strings.HasPrefix(err.Error(), "openai: ") || strings.Contains(err.Error(), "sk-secret-key") {
@@ -210,7 +211,7 @@ func TestTransportErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = p.Complete(ctx, simpleCall("gpt-4o"))
-	if !errors.Is(err, context.Canceled) || llmclient.ClassOf(err) != llmclient.ClassCanceled {
+	if !errors.Is(err, context.Canceled) || llmclient.ClassOf(err) != failure.Canceled {
 		t.Fatalf("canceled call: %v", err)
 	}
 }
@@ -220,7 +221,7 @@ func TestTruncatedSuccessBody(t *testing.T) {
 	srv := newUpstream(t, reply{Header: map[string]string{"Content-Length": "500"}, Body: `{"id":"x","choices":[`})
 	p := newProvider(t, srv)
 	_, err := p.Complete(context.Background(), simpleCall("gpt-4o"))
-	if c := llmclient.ClassOf(err); c != llmclient.ClassNetwork {
+	if c := llmclient.ClassOf(err); c != failure.Network {
 		t.Fatalf("class %v for %v; want network", c, err)
 	}
 }
@@ -237,7 +238,7 @@ func TestStreamErrorStatus(t *testing.T) {
 		t.Fatal("stream returned with an error status")
 	}
 	var e *llmclient.Error
-	if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.Status != 429 || e.RetryAfter != 1500e6 || e.RequestID != "req_9" || e.Model != "gpt-4o" {
+	if !errors.As(err, &e) || e.Class != failure.RateLimited || e.Status != 429 || e.RetryAfter != 1500e6 || e.RequestID != "req_9" || e.Model != "gpt-4o" {
 		t.Fatalf("Stream error = %#v", err)
 	}
 	if got := u.Last(t).Header.Get("Accept"); got != "text/event-stream" {

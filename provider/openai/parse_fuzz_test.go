@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // FuzzParseResponsesBody checks that any Responses API body yields a response or an
@@ -26,8 +28,8 @@ func FuzzParseResponsesBody(f *testing.F) {
 		}
 		if out != nil {
 			switch out.FinishReason {
-			case llmclient.FinishNone, llmclient.FinishStop, llmclient.FinishLength, llmclient.FinishToolCalls,
-				llmclient.FinishContentFilter, llmclient.FinishRefusal, llmclient.FinishOther:
+			case finish.None, finish.Stop, finish.Length, finish.ToolCalls,
+				finish.ContentFilter, finish.Refusal, finish.Other:
 			default:
 				t.Fatalf("finish reason %q", out.FinishReason)
 			}
@@ -82,7 +84,7 @@ func FuzzResponsesStream(f *testing.F) {
 				if err == io.EOF && !terminal {
 					t.Fatal("clean end without a terminal event")
 				}
-				if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) && llmclient.ClassOf(err) == llmclient.ClassUnknown {
+				if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) && llmclient.ClassOf(err) == failure.Unknown {
 					t.Fatalf("unclassifiable error %v", err)
 				}
 				if err != io.EOF && strings.Contains(err.Error(), "sk-fuzz") {
@@ -93,7 +95,7 @@ func FuzzResponsesStream(f *testing.F) {
 			if i > len(body) {
 				t.Fatalf("%d chunks from %d bytes", i, len(body))
 			}
-			terminal = terminal || c.FinishReason != llmclient.FinishNone
+			terminal = terminal || c.FinishReason != finish.None
 		}
 	})
 }

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/headers"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // ParseRateLimits reads the quota headers of an OpenAI-style response:
@@ -16,7 +16,7 @@ import (
 // trio (OpenRouter; reset as Unix milliseconds) fills Requests. Windows are relative to now.
 // It returns nil when the response carries none of these headers. A zero now means the
 // time of the call, read only when a quota header is there. Safe for concurrent use.
-func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
+func ParseRateLimits(h http.Header, now time.Time) *ratelimit.Status {
 	if h == nil {
 		return nil
 	}
@@ -26,8 +26,8 @@ func ParseRateLimits(h http.Header, now time.Time) *llmclient.RateLimits {
 }
 
 // rateLimitsOf is ParseRateLimits's result for the windows it read.
-func rateLimitsOf(w *[3]headers.Window) *llmclient.RateLimits {
-	rl := llmclient.RateLimits{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1])}
+func rateLimitsOf(w *[3]headers.Window) *ratelimit.Status {
+	rl := ratelimit.Status{Requests: adapter.RateWindow(w[0]), Tokens: adapter.RateWindow(w[1])}
 	if !rl.Requests.Known {
 		rl.Requests = adapter.RateWindow(w[2])
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestParseRateLimits(t *testing.T) {
@@ -21,33 +21,33 @@ func TestParseRateLimits(t *testing.T) {
 	tests := []struct {
 		name string
 		h    http.Header
-		want *llmclient.RateLimits
+		want *ratelimit.Status
 	}{
 		{"none", h("Content-Type", "application/json"), nil},
 		{"nil", nil, nil},
 		{"openai full", h(
 			"x-ratelimit-limit-requests", "10000", "x-ratelimit-remaining-requests", "9998", "x-ratelimit-reset-requests", "12ms",
 			"x-ratelimit-limit-tokens", "2000000", "x-ratelimit-remaining-tokens", "1999000", "x-ratelimit-reset-tokens", "6m0s"),
-			&llmclient.RateLimits{
-				Requests: llmclient.RateWindow{Known: true, Limit: 10000, Remaining: 9998, Reset: 12 * time.Millisecond},
-				Tokens:   llmclient.RateWindow{Known: true, Limit: 2000000, Remaining: 1999000, Reset: 6 * time.Minute},
+			&ratelimit.Status{
+				Requests: ratelimit.Window{Known: true, Limit: 10000, Remaining: 9998, Reset: 12 * time.Millisecond},
+				Tokens:   ratelimit.Window{Known: true, Limit: 2000000, Remaining: 1999000, Reset: 6 * time.Minute},
 			}},
 		{"reset 1s", h("x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "1s"),
-			&llmclient.RateLimits{Requests: llmclient.RateWindow{Known: true, Reset: time.Second}}},
+			&ratelimit.Status{Requests: ratelimit.Window{Known: true, Reset: time.Second}}},
 		{"groq fractional resets", h("x-ratelimit-limit-requests", "14400", "x-ratelimit-remaining-requests", "14370", "x-ratelimit-reset-requests", "2m59.56s",
 			"x-ratelimit-limit-tokens", "18000", "x-ratelimit-remaining-tokens", "17997", "x-ratelimit-reset-tokens", "7.66s"),
-			&llmclient.RateLimits{
-				Requests: llmclient.RateWindow{Known: true, Limit: 14400, Remaining: 14370, Reset: 2*time.Minute + 59560*time.Millisecond},
-				Tokens:   llmclient.RateWindow{Known: true, Limit: 18000, Remaining: 17997, Reset: 7660 * time.Millisecond},
+			&ratelimit.Status{
+				Requests: ratelimit.Window{Known: true, Limit: 14400, Remaining: 14370, Reset: 2*time.Minute + 59560*time.Millisecond},
+				Tokens:   ratelimit.Window{Known: true, Limit: 18000, Remaining: 17997, Reset: 7660 * time.Millisecond},
 			}},
 		{"azure remaining only", h("x-ratelimit-remaining-requests", "99", "x-ratelimit-remaining-tokens", "119000"),
-			&llmclient.RateLimits{
-				Requests: llmclient.RateWindow{Known: true, Remaining: 99},
-				Tokens:   llmclient.RateWindow{Known: true, Remaining: 119000},
+			&ratelimit.Status{
+				Requests: ratelimit.Window{Known: true, Remaining: 99},
+				Tokens:   ratelimit.Window{Known: true, Remaining: 119000},
 			}},
 		{"azure responses -1 ignored", h("x-ratelimit-remaining-requests", "-1", "x-ratelimit-remaining-tokens", "-1"), nil},
 		{"openrouter generic trio", h("X-RateLimit-Limit", "20", "X-RateLimit-Remaining", "19", "X-RateLimit-Reset", "1772366430500"),
-			&llmclient.RateLimits{Requests: llmclient.RateWindow{Known: true, Limit: 20, Remaining: 19, Reset: 30500 * time.Millisecond}}},
+			&ratelimit.Status{Requests: ratelimit.Window{Known: true, Limit: 20, Remaining: 19, Reset: 30500 * time.Millisecond}}},
 		{"garbage values", h("x-ratelimit-limit-requests", "many", "x-ratelimit-reset-requests", "soon"), nil},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -392,9 +393,9 @@ func buildResponseFormat(rf *llmclient.ResponseFormat) (*reqResponseFormat, erro
 		return nil, nil
 	}
 	switch rf.Type {
-	case llmclient.FormatText, llmclient.FormatJSONObject:
+	case format.Text, format.JSONObject:
 		return &reqResponseFormat{Type: string(rf.Type)}, nil
-	case llmclient.FormatJSONSchema:
+	case format.JSONSchema:
 		if len(rf.Schema) == 0 {
 			return nil, errors.New("openai: response format json_schema needs a Schema")
 		}

@@ -13,8 +13,11 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -118,7 +121,7 @@ func TestRequestGolden(t *testing.T) {
 				Model:    "gpt-4o",
 				Messages: []llmclient.Message{llmclient.UserMessage("Extract: Ann is 31.")},
 				ResponseFormat: &llmclient.ResponseFormat{
-					Type:   llmclient.FormatJSONSchema,
+					Type:   format.JSONSchema,
 					Name:   "person",
 					Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}`),
 					Strict: true,
@@ -131,7 +134,7 @@ func TestRequestGolden(t *testing.T) {
 			req: &llmclient.Request{
 				Model:          "deepseek-chat",
 				Messages:       []llmclient.Message{llmclient.UserMessage("Reply in JSON.")},
-				ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONObject},
+				ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONObject},
 			},
 		},
 		{
@@ -142,7 +145,7 @@ func TestRequestGolden(t *testing.T) {
 				Temperature: llmclient.Float(0.7),
 				MaxTokens:   50,
 				Metadata:    map[string]string{"tenant": "acme", "secret-ish": "never sent"},
-				Priority:    llmclient.PriorityBatch,
+				Priority:    ratelimit.Batch,
 				Extra: map[string]any{
 					"temperature":         0.2, // overrides the adapter's field
 					"seed":                42,
@@ -274,7 +277,7 @@ func TestRequestValidation(t *testing.T) {
 		{"bad parameters", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, Tools: []llmclient.Tool{{Name: "t", Parameters: json.RawMessage(`{nope`)}}}, "encoding request"},
 		{"tool choice without name", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, ToolChoice: &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool}}, "needs a tool name"},
 		{"unknown tool choice", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, ToolChoice: &llmclient.ToolChoice{Mode: "any"}}, "unknown tool choice"},
-		{"schema missing", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema}}, "needs a Schema"},
+		{"schema missing", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema}}, "needs a Schema"},
 		{"unknown format", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, ResponseFormat: &llmclient.ResponseFormat{Type: "yaml"}}, "unknown response format"},
 		{"negative max tokens", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, MaxTokens: -1}, "negative"},
 		{"bad extra", &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, Extra: map[string]any{"f": func() {}}}, `Extra["f"]`},
@@ -284,7 +287,7 @@ func TestRequestValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := providertest.CompleteError(t, p, &llmclient.Call{Model: "m", Request: tt.req})
-			if e.Class != llmclient.ClassBadRequest || !strings.Contains(e.Message, tt.want) || !strings.HasPrefix(e.Message, "openai: ") {
+			if e.Class != failure.BadRequest || !strings.Contains(e.Message, tt.want) || !strings.HasPrefix(e.Message, "openai: ") {
 				t.Fatalf("got %v (class %v); want bad_request containing %q", e, e.Class, tt.want)
 			}
 		})

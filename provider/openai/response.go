@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -85,31 +87,31 @@ func (u *ccUsage) usage() llmclient.Usage {
 
 // normalizeFinishReason maps a vendor finish_reason to the common FinishReason:
 //
-//	stop, eos, end_turn, stop_sequence  -> FinishStop
-//	length, max_tokens, model_length    -> FinishLength
-//	tool_calls, function_call           -> FinishToolCalls
-//	content_filter                      -> FinishContentFilter
-//	""                                  -> FinishNone
-//	anything else                       -> FinishOther
+//	stop, eos, end_turn, stop_sequence  -> finish.Stop
+//	length, max_tokens, model_length    -> finish.Length
+//	tool_calls, function_call           -> finish.ToolCalls
+//	content_filter                      -> finish.ContentFilter
+//	""                                  -> finish.None
+//	anything else                       -> finish.Other
 //
 // DeepSeek's insufficient_system_resource (generation cut short by the vendor's capacity)
-// is FinishOther, not FinishLength: the output is truncated, but not because of the
+// is finish.Other, not finish.Length: the output is truncated, but not because of the
 // caller's budget, so a larger MaxTokens would not help. RawFinishReason keeps the word so
 // callers can treat it as an overload.
-func normalizeFinishReason(raw string) llmclient.FinishReason {
+func normalizeFinishReason(raw string) finish.Reason {
 	switch raw {
 	case "":
-		return llmclient.FinishNone
+		return finish.None
 	case "stop", "eos", "end_turn", "stop_sequence":
-		return llmclient.FinishStop
+		return finish.Stop
 	case "length", "max_tokens", "model_length":
-		return llmclient.FinishLength
+		return finish.Length
 	case "tool_calls", "function_call":
-		return llmclient.FinishToolCalls
+		return finish.ToolCalls
 	case "content_filter":
-		return llmclient.FinishContentFilter
+		return finish.ContentFilter
 	}
-	return llmclient.FinishOther
+	return finish.Other
 }
 
 // parseResponse decodes a 2xx Chat Completions body.
@@ -117,7 +119,7 @@ func normalizeFinishReason(raw string) llmclient.FinishReason {
 // A 2xx body that is not a valid completion — not JSON, no choices, or an in-band
 // {"error":…} object — is returned as an *llmclient.Error that keeps the status. Garbage
 // or missing choices under a success status almost always come from a broken proxy or a
-// truncated response, a transient fault, so they are ClassServerError (retried with
+// truncated response, a transient fault, so they are failure.ServerError (retried with
 // backoff, counted by the breaker). An in-band error object is classified like an error
 // response (see errorFromBody).
 func parseResponse(status int, h http.Header, body []byte, now time.Time) (*llmclient.Response, *llmclient.Error) {
@@ -145,9 +147,9 @@ func parseResponse(status int, h http.Header, body []byte, now time.Time) (*llmc
 	if out.Reasoning == "" {
 		out.Reasoning = jsonString(c.Message.Reasoning)
 	}
-	if out.Refusal != "" && (out.FinishReason == llmclient.FinishStop || out.FinishReason == llmclient.FinishNone) {
+	if out.Refusal != "" && (out.FinishReason == finish.Stop || out.FinishReason == finish.None) {
 		// OpenAI reports a refusal with finish_reason "stop"; say what happened.
-		out.FinishReason = llmclient.FinishRefusal
+		out.FinishReason = finish.Refusal
 	}
 	if n := len(c.Message.ToolCalls); n > 0 {
 		out.ToolCalls = make([]llmclient.ToolCall, n)
@@ -170,7 +172,7 @@ func malformed(status int, h http.Header, body []byte, now time.Time, why string
 		msg += "; body: " + s
 	}
 	return &llmclient.Error{
-		Class:      llmclient.ClassServerError,
+		Class:      failure.ServerError,
 		Status:     status,
 		Message:    msg,
 		RequestID:  requestID(h),

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 func FuzzParseResponse(f *testing.F) {
@@ -28,25 +30,25 @@ func FuzzParseResponse(f *testing.F) {
 		if (resp == nil) == (e == nil) {
 			t.Fatalf("want exactly one of response and error: %v, %v", resp, e)
 		}
-		if e != nil && (e.Status != 200 || e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown) {
+		if e != nil && (e.Status != 200 || e.Class == failure.None || e.Class == failure.Unknown) {
 			t.Fatalf("error %#v", e)
 		}
 	})
 }
 
 func TestNormalizeFinishReason(t *testing.T) {
-	tests := map[string]llmclient.FinishReason{
-		"":                             llmclient.FinishNone,
-		"stop":                         llmclient.FinishStop,
-		"eos":                          llmclient.FinishStop,
-		"end_turn":                     llmclient.FinishStop,
-		"length":                       llmclient.FinishLength,
-		"max_tokens":                   llmclient.FinishLength,
-		"tool_calls":                   llmclient.FinishToolCalls,
-		"function_call":                llmclient.FinishToolCalls,
-		"content_filter":               llmclient.FinishContentFilter,
-		"insufficient_system_resource": llmclient.FinishOther,
-		"abort":                        llmclient.FinishOther,
+	tests := map[string]finish.Reason{
+		"":                             finish.None,
+		"stop":                         finish.Stop,
+		"eos":                          finish.Stop,
+		"end_turn":                     finish.Stop,
+		"length":                       finish.Length,
+		"max_tokens":                   finish.Length,
+		"tool_calls":                   finish.ToolCalls,
+		"function_call":                finish.ToolCalls,
+		"content_filter":               finish.ContentFilter,
+		"insufficient_system_resource": finish.Other,
+		"abort":                        finish.Other,
 	}
 	for raw, want := range tests {
 		if got := normalizeFinishReason(raw); got != want {
@@ -95,7 +97,7 @@ func BenchmarkClassifyError(b *testing.B) {
 	h.Set("X-Request-Id", "req_1")
 	b.ReportAllocs()
 	for b.Loop() {
-		if e := ClassifyError(429, h, body); e.Class != llmclient.ClassRateLimited {
+		if e := ClassifyError(429, h, body); e.Class != failure.RateLimited {
 			b.Fatal(e)
 		}
 	}

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/providertest"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 func TestCompleteResponses(t *testing.T) {
@@ -32,11 +35,11 @@ func TestCompleteResponses(t *testing.T) {
 				"service_tier":"default","system_fingerprint":"fp_fc9f1d7035"}`,
 			want: llmclient.Response{
 				ID: "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", Model: "gpt-4o-2024-08-06", Text: "Hello there!",
-				FinishReason: llmclient.FinishStop, RawFinishReason: "stop",
+				FinishReason: finish.Stop, RawFinishReason: "stop",
 				Usage: llmclient.Usage{InputTokens: 1117, OutputTokens: 46, TotalTokens: 1163, CachedInputTokens: 1024, ReasoningTokens: 12},
-				RateLimits: &llmclient.RateLimits{
-					Requests: llmclient.RateWindow{Known: true, Limit: 10000, Remaining: 9999, Reset: 6 * time.Millisecond},
-					Tokens:   llmclient.RateWindow{Known: true, Limit: 30000000, Remaining: 29999990, Reset: 6 * time.Minute},
+				RateLimits: &ratelimit.Status{
+					Requests: ratelimit.Window{Known: true, Limit: 10000, Remaining: 9999, Reset: 6 * time.Millisecond},
+					Tokens:   ratelimit.Window{Known: true, Limit: 30000000, Remaining: 29999990, Reset: 6 * time.Minute},
 				},
 			},
 		},
@@ -54,7 +57,7 @@ func TestCompleteResponses(t *testing.T) {
 					{ID: "call_abc123", Name: "get_current_weather", Arguments: "{\n\"location\": \"Boston, MA\"\n}"},
 					{ID: "call_def456", Name: "get_time", Arguments: "{}"},
 				},
-				FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_calls",
+				FinishReason: finish.ToolCalls, RawFinishReason: "tool_calls",
 				Usage: llmclient.Usage{InputTokens: 82, OutputTokens: 17, TotalTokens: 99},
 			},
 		},
@@ -63,7 +66,7 @@ func TestCompleteResponses(t *testing.T) {
 			body: `{"choices":[{"message":{"tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]},"finish_reason":"tool_calls"}]}`,
 			want: llmclient.Response{
 				ToolCalls:    []llmclient.ToolCall{{ID: "c", Name: "f", Arguments: `{"a":1}`}},
-				FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_calls",
+				FinishReason: finish.ToolCalls, RawFinishReason: "tool_calls",
 			},
 		},
 		{
@@ -71,7 +74,7 @@ func TestCompleteResponses(t *testing.T) {
 			body: `{"choices":[{"message":{"content":null,"function_call":{"name":"f","arguments":"{\"x\":1}"}},"finish_reason":"function_call"}]}`,
 			want: llmclient.Response{
 				ToolCalls:    []llmclient.ToolCall{{Name: "f", Arguments: `{"x":1}`}},
-				FinishReason: llmclient.FinishToolCalls, RawFinishReason: "function_call",
+				FinishReason: finish.ToolCalls, RawFinishReason: "function_call",
 			},
 		},
 		{
@@ -82,7 +85,7 @@ func TestCompleteResponses(t *testing.T) {
 					"completion_tokens_details":{"reasoning_tokens":250},"prompt_cache_hit_tokens":16,"prompt_cache_miss_tokens":4}}`,
 			want: llmclient.Response{
 				ID: "930c60df", Model: "deepseek-reasoner", Text: "9.11 < 9.8", Reasoning: "Compare the decimals...",
-				FinishReason: llmclient.FinishStop, RawFinishReason: "stop",
+				FinishReason: finish.Stop, RawFinishReason: "stop",
 				Usage: llmclient.Usage{InputTokens: 20, OutputTokens: 300, TotalTokens: 320, CachedInputTokens: 16, ReasoningTokens: 250},
 			},
 		},
@@ -90,57 +93,57 @@ func TestCompleteResponses(t *testing.T) {
 			name: "reasoning field (OpenRouter, Groq, vLLM)",
 			body: `{"choices":[{"message":{"content":"4","reasoning":"2+2"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5}}`,
 			want: llmclient.Response{
-				Text: "4", Reasoning: "2+2", FinishReason: llmclient.FinishStop, RawFinishReason: "stop",
+				Text: "4", Reasoning: "2+2", FinishReason: finish.Stop, RawFinishReason: "stop",
 				Usage: llmclient.Usage{InputTokens: 3, OutputTokens: 5, TotalTokens: 8},
 			},
 		},
 		{
 			name: "reasoning as an object is ignored, not fatal",
 			body: `{"choices":[{"message":{"content":"ok","reasoning":{"effort":"low"}},"finish_reason":"stop"}]}`,
-			want: llmclient.Response{Text: "ok", FinishReason: llmclient.FinishStop, RawFinishReason: "stop"},
+			want: llmclient.Response{Text: "ok", FinishReason: finish.Stop, RawFinishReason: "stop"},
 		},
 		{
 			name: "refusal",
 			body: `{"choices":[{"message":{"role":"assistant","content":null,"refusal":"I'm sorry, I cannot assist with that request."},"finish_reason":"stop"}]}`,
 			want: llmclient.Response{
 				Refusal:      "I'm sorry, I cannot assist with that request.",
-				FinishReason: llmclient.FinishRefusal, RawFinishReason: "stop",
+				FinishReason: finish.Refusal, RawFinishReason: "stop",
 			},
 		},
 		{
 			name: "content filtered output (Azure)",
 			body: `{"id":"x","choices":[{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":null},"content_filter_results":{"hate":{"filtered":true,"severity":"high"}}}],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}`,
-			want: llmclient.Response{ID: "x", FinishReason: llmclient.FinishContentFilter, RawFinishReason: "content_filter"},
+			want: llmclient.Response{ID: "x", FinishReason: finish.ContentFilter, RawFinishReason: "content_filter"},
 		},
 		{
 			name: "length",
 			body: `{"choices":[{"message":{"content":"Once upon"},"finish_reason":"length"}]}`,
-			want: llmclient.Response{Text: "Once upon", FinishReason: llmclient.FinishLength, RawFinishReason: "length"},
+			want: llmclient.Response{Text: "Once upon", FinishReason: finish.Length, RawFinishReason: "length"},
 		},
 		{
 			name: "DeepSeek insufficient_system_resource",
 			body: `{"choices":[{"message":{"content":"Partial"},"finish_reason":"insufficient_system_resource"}]}`,
-			want: llmclient.Response{Text: "Partial", FinishReason: llmclient.FinishOther, RawFinishReason: "insufficient_system_resource"},
+			want: llmclient.Response{Text: "Partial", FinishReason: finish.Other, RawFinishReason: "insufficient_system_resource"},
 		},
 		{
 			name: "content as parts (Mistral)",
 			body: `{"choices":[{"message":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]},{"type":"text","text":"Hi "},{"type":"text","text":"there"}]},"finish_reason":"stop"}]}`,
-			want: llmclient.Response{Text: "Hi there", FinishReason: llmclient.FinishStop, RawFinishReason: "stop"},
+			want: llmclient.Response{Text: "Hi there", FinishReason: finish.Stop, RawFinishReason: "stop"},
 		},
 		{
 			name: "leading blank lines (DeepSeek keep-alive) and no usage",
 			body: "\n\n\n" + `{"choices":[{"message":{"content":"late"},"finish_reason":"stop"}]}`,
-			want: llmclient.Response{Text: "late", FinishReason: llmclient.FinishStop, RawFinishReason: "stop"},
+			want: llmclient.Response{Text: "late", FinishReason: finish.Stop, RawFinishReason: "stop"},
 		},
 		{
 			name: "first choice wins",
 			body: `{"choices":[{"index":0,"message":{"content":"a"},"finish_reason":"stop"},{"index":1,"message":{"content":"b"},"finish_reason":"length"}]}`,
-			want: llmclient.Response{Text: "a", FinishReason: llmclient.FinishStop, RawFinishReason: "stop"},
+			want: llmclient.Response{Text: "a", FinishReason: finish.Stop, RawFinishReason: "stop"},
 		},
 		{
 			name: "error member null is not an error",
 			body: `{"choices":[{"message":{"content":"a"},"finish_reason":"eos"}],"error":null}`,
-			want: llmclient.Response{Text: "a", FinishReason: llmclient.FinishStop, RawFinishReason: "eos"},
+			want: llmclient.Response{Text: "a", FinishReason: finish.Stop, RawFinishReason: "eos"},
 		},
 	}
 	for _, tt := range tests {
@@ -162,16 +165,16 @@ func TestCompleteBrokenSuccess(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  string
-		class llmclient.Class
+		class failure.Class
 		msg   string
 	}{
-		{"html from a proxy", "<html><body>upstream connect error</body></html>", llmclient.ClassServerError, "malformed JSON"},
-		{"empty body", "", llmclient.ClassServerError, "malformed JSON"},
-		{"truncated JSON", `{"id":"x","choices":[{"message":`, llmclient.ClassServerError, "malformed JSON"},
-		{"no choices", `{"id":"x","object":"chat.completion","choices":[]}`, llmclient.ClassServerError, "no choices"},
-		{"in-band rate limit", `{"error":{"message":"Rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`, llmclient.ClassRateLimited, "Rate limit exceeded"},
-		{"in-band with integer code (OpenRouter)", `{"error":{"code":502,"message":"Provider returned error"}}`, llmclient.ClassServerError, "Provider returned error"},
-		{"in-band quota", `{"error":{"code":402,"message":"Insufficient credits"}}`, llmclient.ClassQuotaExhausted, "Insufficient credits"},
+		{"html from a proxy", "<html><body>upstream connect error</body></html>", failure.ServerError, "malformed JSON"},
+		{"empty body", "", failure.ServerError, "malformed JSON"},
+		{"truncated JSON", `{"id":"x","choices":[{"message":`, failure.ServerError, "malformed JSON"},
+		{"no choices", `{"id":"x","object":"chat.completion","choices":[]}`, failure.ServerError, "no choices"},
+		{"in-band rate limit", `{"error":{"message":"Rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`, failure.RateLimited, "Rate limit exceeded"},
+		{"in-band with integer code (OpenRouter)", `{"error":{"code":502,"message":"Provider returned error"}}`, failure.ServerError, "Provider returned error"},
+		{"in-band quota", `{"error":{"code":402,"message":"Insufficient credits"}}`, failure.QuotaExhausted, "Insufficient credits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

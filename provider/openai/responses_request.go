@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -304,9 +305,9 @@ func responsesFormat(rf *llmclient.ResponseFormat) (*respText, error) {
 	switch rf.Type {
 	case "":
 		return nil, nil
-	case llmclient.FormatText, llmclient.FormatJSONObject:
+	case format.Text, format.JSONObject:
 		return &respText{Format: respFormat{Type: string(rf.Type)}}, nil
-	case llmclient.FormatJSONSchema:
+	case format.JSONSchema:
 		if len(rf.Schema) == 0 {
 			return nil, errors.New("openai: response format json_schema needs a Schema")
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 )
 
@@ -60,40 +62,40 @@ func (u *respUsage) usage() llmclient.Usage {
 }
 
 // responsesFinish maps a Response's status and incomplete reason to a finish reason:
-// completed is FinishStop, or FinishToolCalls when the output calls functions, or
-// FinishRefusal when the model refused; incomplete for max_output_tokens is FinishLength,
-// for content_filter FinishContentFilter, for anything else FinishOther. raw is the
+// completed is finish.Stop, or finish.ToolCalls when the output calls functions, or
+// finish.Refusal when the model refused; incomplete for max_output_tokens is finish.Length,
+// for content_filter finish.ContentFilter, for anything else finish.Other. raw is the
 // incomplete reason, else the status.
-func responsesFinish(status, reason string, calls, refused bool) (llmclient.FinishReason, string) {
+func responsesFinish(status, reason string, calls, refused bool) (finish.Reason, string) {
 	switch status {
 	case "completed":
 		switch {
 		case calls:
-			return llmclient.FinishToolCalls, status
+			return finish.ToolCalls, status
 		case refused:
-			return llmclient.FinishRefusal, status
+			return finish.Refusal, status
 		}
-		return llmclient.FinishStop, status
+		return finish.Stop, status
 	case "incomplete":
 		switch reason {
 		case "max_output_tokens":
-			return llmclient.FinishLength, reason
+			return finish.Length, reason
 		case "content_filter":
-			return llmclient.FinishContentFilter, reason
+			return finish.ContentFilter, reason
 		case "":
-			return llmclient.FinishOther, status
+			return finish.Other, status
 		}
-		return llmclient.FinishOther, reason
+		return finish.Other, reason
 	case "":
-		return llmclient.FinishNone, ""
+		return finish.None, ""
 	}
-	return llmclient.FinishOther, status
+	return finish.Other, status
 }
 
 // parseResponsesBody decodes a 2xx Responses API body. A body that is not a Response, or
 // a Response with status "failed" or an error object, is returned as an *llmclient.Error,
 // as parseResponse does for Chat Completions: a failed response is classified by its
-// error's code (ClassServerError when it says nothing known), garbage is ClassServerError.
+// error's code (failure.ServerError when it says nothing known), garbage is failure.ServerError.
 func parseResponsesBody(status int, h http.Header, body []byte, now time.Time) (*llmclient.Response, *llmclient.Error) {
 	var r respResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -162,8 +164,8 @@ func failedResponse(status int, h http.Header, r *respResponse, body []byte, now
 		errObj = []byte(`{"message":"response failed"}`)
 	}
 	e := errorFromBodyAt(status, h, append(append([]byte(`{"error":`), errObj...), '}'), now)
-	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	if e.Class == failure.None || e.Class == failure.Unknown {
+		e.Class = failure.ServerError
 	}
 	return e
 }

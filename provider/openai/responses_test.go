@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -56,7 +59,7 @@ func TestResponsesRequestGolden(t *testing.T) {
 			},
 			Tools:          []llmclient.Tool{{Name: "get_weather", Description: "Weather", Parameters: weather, Strict: true}, {Name: "now"}},
 			ToolChoice:     &llmclient.ToolChoice{Mode: llmclient.ToolChoiceTool, Name: "get_weather"},
-			ResponseFormat: &llmclient.ResponseFormat{Type: llmclient.FormatJSONSchema, Name: "w", Schema: weather, Strict: true},
+			ResponseFormat: &llmclient.ResponseFormat{Type: format.JSONSchema, Name: "w", Schema: weather, Strict: true},
 			Temperature:    llmclient.Float(3), TopP: llmclient.Float(0.5)},
 			notes: []string{
 				"openai: temperature 3 lowered to the maximum 2",
@@ -106,12 +109,12 @@ func TestResponsesRefusals(t *testing.T) {
 		"assistant image": {Model: "m", Messages: []llmclient.Message{{Role: llmclient.RoleAssistant, Content: []llmclient.Part{llmclient.ImageURLPart("https://x/y.png")}}}},
 	} {
 		_, err := p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: req})
-		if !errors.Is(err, llmclient.ErrUnsupported) || llmclient.ClassOf(err) != llmclient.ClassBadRequest {
+		if !errors.Is(err, llmclient.ErrUnsupported) || llmclient.ClassOf(err) != failure.BadRequest {
 			t.Errorf("%s: err = %v, want a refusal wrapping ErrUnsupported", name, err)
 		}
 	}
 	_, err := p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: &llmclient.Request{Model: "m", Messages: []llmclient.Message{{Content: []llmclient.Part{llmclient.TextPart("x")}}}}})
-	if llmclient.ClassOf(err) != llmclient.ClassBadRequest || errors.Is(err, llmclient.ErrUnsupported) {
+	if llmclient.ClassOf(err) != failure.BadRequest || errors.Is(err, llmclient.ErrUnsupported) {
 		t.Errorf("empty role: %v, want a plain bad request", err)
 	}
 	if u.Len() != 0 {
@@ -124,30 +127,30 @@ func TestResponsesComplete(t *testing.T) {
 		name   string
 		body   string
 		text   string
-		finish llmclient.FinishReason
+		finish finish.Reason
 		raw    string
 		calls  int
-		class  llmclient.Class
+		class  failure.Class
 	}{
-		{name: "tool calls", body: respOK, text: "Checking Paris.", finish: llmclient.FinishToolCalls, raw: "completed", calls: 1},
+		{name: "tool calls", body: respOK, text: "Checking Paris.", finish: finish.ToolCalls, raw: "completed", calls: 1},
 		{name: "max tokens", body: `{"id":"r","model":"m","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","content":[{"type":"output_text","text":"Hal"}]}]}`,
-			text: "Hal", finish: llmclient.FinishLength, raw: "max_output_tokens"},
+			text: "Hal", finish: finish.Length, raw: "max_output_tokens"},
 		{name: "content filter", body: `{"id":"r","model":"m","status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[]}`,
-			finish: llmclient.FinishContentFilter, raw: "content_filter"},
+			finish: finish.ContentFilter, raw: "content_filter"},
 		{name: "refusal", body: `{"id":"r","model":"m","status":"completed","output":[{"type":"message","content":[{"type":"refusal","refusal":"I can't help with that."}]}]}`,
-			finish: llmclient.FinishRefusal, raw: "completed"},
+			finish: finish.Refusal, raw: "completed"},
 		{name: "failed", body: `{"id":"r","model":"m","status":"failed","error":{"code":"rate_limit_exceeded","message":"Rate limit reached. Please try again in 1.5s."},"output":[]}`,
-			class: llmclient.ClassRateLimited},
-		{name: "failed without error", body: `{"id":"r","model":"m","status":"failed","error":null,"output":[]}`, class: llmclient.ClassServerError},
-		{name: "error body", body: `{"error":{"message":"boom","type":"server_error","code":null}}`, class: llmclient.ClassServerError},
-		{name: "garbage", body: `<html>bad gateway</html>`, class: llmclient.ClassServerError},
-		{name: "empty object", body: `{}`, class: llmclient.ClassServerError},
+			class: failure.RateLimited},
+		{name: "failed without error", body: `{"id":"r","model":"m","status":"failed","error":null,"output":[]}`, class: failure.ServerError},
+		{name: "error body", body: `{"error":{"message":"boom","type":"server_error","code":null}}`, class: failure.ServerError},
+		{name: "garbage", body: `<html>bad gateway</html>`, class: failure.ServerError},
+		{name: "empty object", body: `{}`, class: failure.ServerError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := responsesProvider(t, reply{Body: tt.body}, openai.WithAPIKey("sk-resp-secret"))
 			resp, err := p.Complete(context.Background(), simpleCall("o4-mini"))
-			if tt.class != llmclient.ClassNone {
+			if tt.class != failure.None {
 				e := providertest.AsError(t, err)
 				if e.Class != tt.class || e.Status != 200 || strings.Contains(e.Error(), "sk-resp-secret") {
 					t.Errorf("error %+v", e)
@@ -216,15 +219,15 @@ func TestResponsesStreamErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  string
-		class llmclient.Class
+		class failure.Class
 		cut   bool
 	}{
-		{"quota error event before content", created + sseEvent("error", `{"type":"error","code":"insufficient_quota","message":"You exceeded your current quota, key sk-resp-secret","param":null,"sequence_number":1}`), llmclient.ClassQuotaExhausted, false},
-		{"rate limit error event", created + text + sseEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`), llmclient.ClassRateLimited, false},
-		{"nested error event", created + sseEvent("error", `{"type":"error","error":{"type":"server_error","code":"server_error","message":"boom"}}`), llmclient.ClassServerError, false},
-		{"failed", created + text + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"The model failed."}}}`), llmclient.ClassServerError, false},
-		{"cut before completed", created + text, llmclient.ClassNetwork, true},
-		{"incomplete", created + sseEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"r1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}`), llmclient.ClassNone, false},
+		{"quota error event before content", created + sseEvent("error", `{"type":"error","code":"insufficient_quota","message":"You exceeded your current quota, key sk-resp-secret","param":null,"sequence_number":1}`), failure.QuotaExhausted, false},
+		{"rate limit error event", created + text + sseEvent("error", `{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`), failure.RateLimited, false},
+		{"nested error event", created + sseEvent("error", `{"type":"error","error":{"type":"server_error","code":"server_error","message":"boom"}}`), failure.ServerError, false},
+		{"failed", created + text + sseEvent("response.failed", `{"type":"response.failed","response":{"id":"r1","status":"failed","error":{"code":"server_error","message":"The model failed."}}}`), failure.ServerError, false},
+		{"cut before completed", created + text, failure.Network, true},
+		{"incomplete", created + sseEvent("response.incomplete", `{"type":"response.incomplete","response":{"id":"r1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}`), failure.None, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,10 +241,10 @@ func TestResponsesStreamErrors(t *testing.T) {
 			for {
 				c, err := st.Recv()
 				if err == io.EOF {
-					if tt.class != llmclient.ClassNone {
+					if tt.class != failure.None {
 						t.Fatalf("clean end, want class %v", tt.class)
 					}
-					if last.FinishReason != llmclient.FinishLength || last.RawFinishReason != "max_output_tokens" {
+					if last.FinishReason != finish.Length || last.RawFinishReason != "max_output_tokens" {
 						t.Errorf("last chunk %+v", last)
 					}
 					return

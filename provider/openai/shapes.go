@@ -1,13 +1,15 @@
 package openai
 
-import "github.com/llmclient/llmclient"
+import (
+	"github.com/llmclient/llmclient/dialect"
+)
 
 // The shapes of the OpenAI dialect.
 const (
 	// ShapeChatCompletions is POST /chat/completions (and Azure's deployment path).
-	ShapeChatCompletions llmclient.Shape = "openai.chat_completions"
+	ShapeChatCompletions dialect.Shape = "openai.chat_completions"
 	// ShapeResponses is POST /responses.
-	ShapeResponses llmclient.Shape = "openai.responses"
+	ShapeResponses dialect.Shape = "openai.responses"
 	// ShapeEmbeddings is POST /embeddings.
-	ShapeEmbeddings llmclient.Shape = "openai.embeddings"
+	ShapeEmbeddings dialect.Shape = "openai.embeddings"
 )

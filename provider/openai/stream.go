@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/jsonscan"
@@ -35,7 +38,7 @@ type chunkStream struct {
 	data   []byte // the event being decoded, for in-band errors and raw arguments
 
 	id, model string        // the previous chunk's values, reused when equal so they do not allocate
-	refused   bool          // a refusal delta was seen: a later "stop" is reported as FinishRefusal
+	refused   bool          // a refusal delta was seen: a later "stop" is reported as finish.Refusal
 	finished  bool          // a finish reason was seen: the end of the body is then a clean end
 	skips     adapter.Skips // malformed events skipped, once a chunk was decoded
 	key       string        // the call's API key, redacted from in-band error messages
@@ -61,14 +64,14 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 // Errors, all sticky:
 //   - an in-band error (a data line with a top-level "error" object, an "object":"error"
 //     body, or an "event: error") is returned as the *llmclient.Error errorFromBody makes of
-//     it; when the body does not say more, its class is ClassServerError, since the
+//     it; when the body does not say more, its class is failure.ServerError, since the
 //     upstream failed after accepting the request;
 //   - the body ending before [DONE] and before any finish reason: an error wrapping
 //     io.ErrUnexpectedEOF (after a finish reason, the end of the body is a clean io.EOF:
 //     the generation was complete, and some compatible servers never send [DONE]);
 //   - a read failure: the transport's error, wrapped, for the Client to classify;
 //   - an event over 4 MiB: an error wrapping sse.ErrEventTooLarge;
-//   - a data line that is not a JSON object: an *llmclient.Error of class ClassServerError
+//   - a data line that is not a JSON object: an *llmclient.Error of class failure.ServerError
 //     with the message "openai: malformed stream chunk: <start of the line>", wrapping the
 //     *jsonscan.SyntaxError (the same decision parseResponse makes for a garbage body).
 //     Once a chunk was decoded, a data line that starts as a JSON object but does not
@@ -163,14 +166,14 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 		if c.Refusal != "" {
 			s.refused = true
 		}
-		if s.refused && c.FinishReason == llmclient.FinishStop {
+		if s.refused && c.FinishReason == finish.Stop {
 			// OpenAI ends a refusal with "stop"; say what happened, as parseResponse does.
-			c.FinishReason = llmclient.FinishRefusal
+			c.FinishReason = finish.Refusal
 		}
-		if c.FinishReason != llmclient.FinishNone {
+		if c.FinishReason != finish.None {
 			s.finished = true
 		}
-		if c.HasContent() || c.FinishReason != llmclient.FinishNone || c.Usage != nil || c.ID != "" || c.Model != "" {
+		if c.HasContent() || c.FinishReason != finish.None || c.Usage != nil || c.ID != "" || c.Model != "" {
 			return c, nil
 		}
 	}
@@ -200,7 +203,7 @@ func (s *chunkStream) readError(err error) error {
 		return fmt.Errorf("openai: stream ended without [DONE]: %w", io.ErrUnexpectedEOF)
 	case errors.Is(err, sse.ErrEventTooLarge):
 		// An event over the size limit is the upstream's fault: retried, failed over.
-		return &llmclient.Error{Class: llmclient.ClassServerError, Message: "openai: stream event too large", Err: err}
+		return &llmclient.Error{Class: failure.ServerError, Message: "openai: stream event too large", Err: err}
 	case s.closed.Load():
 		return errStreamClosed
 	}
@@ -236,7 +239,7 @@ func replayBody(parse bodyParser, status int, h http.Header, data []byte, key st
 		return llmclient.Chunk{}, streamError(e, key), false
 	}
 	end = io.EOF
-	if resp.FinishReason == llmclient.FinishNone {
+	if resp.FinishReason == finish.None {
 		end = fmt.Errorf("openai: one-shot body without a finish reason: %w", io.ErrUnexpectedEOF)
 	}
 	return adapter.ResponseChunk(resp), end, true
@@ -246,8 +249,8 @@ func replayBody(parse bodyParser, status int, h http.Header, data []byte, key st
 // error body sent in place of the events): a server_error when it says nothing known,
 // since the upstream failed after accepting the request, with key redacted.
 func streamError(e *llmclient.Error, key string) error {
-	if e.Class == llmclient.ClassNone || e.Class == llmclient.ClassUnknown {
-		e.Class = llmclient.ClassServerError
+	if e.Class == failure.None || e.Class == failure.Unknown {
+		e.Class = failure.ServerError
 	}
 	e.Redact(key)
 	return e
@@ -266,10 +269,10 @@ func (s *chunkStream) inBandError(data []byte) error {
 
 // malformedChunk returns the error for a data line that is not a valid chunk: like a
 // garbage one-shot body under a success status (see parseResponse), it comes from a broken
-// server or proxy, a transient fault, so it is ClassServerError.
+// server or proxy, a transient fault, so it is failure.ServerError.
 func (s *chunkStream) malformedChunk(data []byte, err error) error {
 	e := &llmclient.Error{
-		Class:     llmclient.ClassServerError,
+		Class:     failure.ServerError,
 		Status:    s.status,
 		Message:   "openai: malformed stream chunk: " + httpx.Snippet(data, 64),
 		RequestID: requestID(s.header),
@@ -391,7 +394,7 @@ func (s *chunkStream) delta(ch *llmclient.Chunk) {
 		case "tool_calls":
 			s.toolCalls(ch)
 		case "function_call": // the legacy single function call
-			d := llmclient.ToolCallDelta{}
+			d := dialect.ToolCallDelta{}
 			s.function(&d)
 			ch.ToolCalls = append(ch.ToolCalls, d)
 		default:
@@ -456,7 +459,7 @@ func (s *chunkStream) toolCalls(ch *llmclient.Chunk) {
 	}
 	pos := 0
 	for more := sc.Array(); more; more = sc.More() {
-		d := llmclient.ToolCallDelta{Index: pos}
+		d := dialect.ToolCallDelta{Index: pos}
 		for m := s.object(); m; m = sc.More() {
 			switch string(sc.Key()) {
 			case "index":
@@ -476,7 +479,7 @@ func (s *chunkStream) toolCalls(ch *llmclient.Chunk) {
 
 // function reads {"name","arguments"} into d. Arguments sent as a JSON object instead of a
 // string (some compatible servers do) are kept as their JSON text.
-func (s *chunkStream) function(d *llmclient.ToolCallDelta) {
+func (s *chunkStream) function(d *dialect.ToolCallDelta) {
 	sc := &s.sc
 	for more := s.object(); more; more = sc.More() {
 		switch string(sc.Key()) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -43,7 +44,7 @@ data: [DONE]
 			}
 			defer st.Close()
 			got, err := providertest.Drain(st)
-			if c := llmclient.ClassOf(err); c != llmclient.ClassServerError {
+			if c := llmclient.ClassOf(err); c != failure.ServerError {
 				t.Errorf("chunks %q, err = %v (class %v), want a server_error", got, err, c)
 			}
 		})

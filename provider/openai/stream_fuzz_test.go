@@ -9,6 +9,8 @@ import (
 	"testing/iotest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 )
 
 // FuzzChunkStream feeds arbitrary bodies to the stream decoder: it must not panic, must end
@@ -40,7 +42,7 @@ func FuzzChunkStream(f *testing.F) {
 // finished reports whether any chunk carried a finish reason.
 func finished(chunks []llmclient.Chunk) bool {
 	for _, c := range chunks {
-		if c.FinishReason != llmclient.FinishNone {
+		if c.FinishReason != finish.None {
 			return true
 		}
 	}
@@ -57,7 +59,7 @@ func fuzzDecode(t *testing.T, r io.Reader, size int) ([]llmclient.Chunk, error) 
 			if _, again := s.Recv(); again != err {
 				t.Fatalf("error not sticky: %v then %v", err, again)
 			}
-			if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) && llmclient.ClassOf(err) == llmclient.ClassUnknown {
+			if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) && llmclient.ClassOf(err) == failure.Unknown {
 				t.Fatalf("unclassifiable error %v", err)
 			}
 			return out, err

@@ -10,6 +10,9 @@ import (
 	"testing/iotest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/jsonscan"
 	"github.com/llmclient/llmclient/internal/providertest"
 	"github.com/llmclient/llmclient/internal/sse"
@@ -62,7 +65,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 				meta(llmclient.Chunk{}),
 				meta(llmclient.Chunk{Text: "Hello"}),
 				meta(llmclient.Chunk{Text: " wörld\n\"ok\" é😀"}),
-				meta(llmclient.Chunk{FinishReason: llmclient.FinishStop, RawFinishReason: "stop"}),
+				meta(llmclient.Chunk{FinishReason: finish.Stop, RawFinishReason: "stop"}),
 				meta(llmclient.Chunk{Usage: &llmclient.Usage{InputTokens: 9, OutputTokens: 12, TotalTokens: 21, CachedInputTokens: 4, ReasoningTokens: 3}}),
 			},
 		},
@@ -75,17 +78,17 @@ func TestChunkStreamDecodes(t *testing.T) {
 				ev(`{"id":"chatcmpl-123","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}`) +
 				done,
 			want: []llmclient.Chunk{
-				meta(llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "call_DdmO9pD3xa9XTPNJ32zg2hcA", Name: "get_current_weather"}}}),
-				meta(llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `{"`}}}),
-				meta(llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, Arguments: `location":"Boston"}`}}}),
-				meta(llmclient.Chunk{ToolCalls: []llmclient.ToolCallDelta{{Index: 1, ID: "call_2", Name: "get_time", Arguments: "{}"}}}),
-				meta(llmclient.Chunk{FinishReason: llmclient.FinishToolCalls, RawFinishReason: "tool_calls"}),
+				meta(llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "call_DdmO9pD3xa9XTPNJ32zg2hcA", Name: "get_current_weather"}}}),
+				meta(llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `{"`}}}),
+				meta(llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `location":"Boston"}`}}}),
+				meta(llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 1, ID: "call_2", Name: "get_time", Arguments: "{}"}}}),
+				meta(llmclient.Chunk{FinishReason: finish.ToolCalls, RawFinishReason: "tool_calls"}),
 			},
 		},
 		{
 			name: "tool calls without index take their position; arguments as an object",
 			in:   ev(`{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":{"x": [1, 2]}}},{"id":"b","function":{"name":"g"}}]}}]}`) + done,
-			want: []llmclient.Chunk{{ToolCalls: []llmclient.ToolCallDelta{{Index: 0, ID: "a", Name: "f", Arguments: `{"x": [1, 2]}`}, {Index: 1, ID: "b", Name: "g"}}}},
+			want: []llmclient.Chunk{{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "a", Name: "f", Arguments: `{"x": [1, 2]}`}, {Index: 1, ID: "b", Name: "g"}}}},
 		},
 		{
 			name: "legacy function_call",
@@ -93,9 +96,9 @@ func TestChunkStreamDecodes(t *testing.T) {
 				ev(`{"choices":[{"index":0,"delta":{"function_call":{"arguments":"{}"}}}]}`) +
 				ev(`{"choices":[{"index":0,"delta":{},"finish_reason":"function_call"}]}`) + done,
 			want: []llmclient.Chunk{
-				{ToolCalls: []llmclient.ToolCallDelta{{Name: "f"}}},
-				{ToolCalls: []llmclient.ToolCallDelta{{Arguments: "{}"}}},
-				{FinishReason: llmclient.FinishToolCalls, RawFinishReason: "function_call"},
+				{ToolCalls: []dialect.ToolCallDelta{{Name: "f"}}},
+				{ToolCalls: []dialect.ToolCallDelta{{Arguments: "{}"}}},
+				{FinishReason: finish.ToolCalls, RawFinishReason: "function_call"},
 			},
 		},
 		{
@@ -111,7 +114,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 				{ID: "d1", Model: "deepseek-reasoner", Reasoning: "more"},
 				{ID: "d1", Model: "deepseek-reasoner", Reasoning: "first"},
 				{ID: "d1", Model: "deepseek-reasoner", Text: "Answer"},
-				{ID: "d1", Model: "deepseek-reasoner", FinishReason: llmclient.FinishStop, RawFinishReason: "stop",
+				{ID: "d1", Model: "deepseek-reasoner", FinishReason: finish.Stop, RawFinishReason: "stop",
 					Usage: &llmclient.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30, CachedInputTokens: 6, ReasoningTokens: 15}},
 			},
 		},
@@ -122,7 +125,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 				ev(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`) + done,
 			want: []llmclient.Chunk{
 				{Refusal: "I can't help with that."},
-				{FinishReason: llmclient.FinishRefusal, RawFinishReason: "stop"},
+				{FinishReason: finish.Refusal, RawFinishReason: "stop"},
 			},
 		},
 		{
@@ -131,9 +134,9 @@ func TestChunkStreamDecodes(t *testing.T) {
 				ev(`{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`) +
 				ev(`{"choices":[{"index":0,"delta":{},"finish_reason":"insufficient_system_resource"}]}`) + done,
 			want: []llmclient.Chunk{
-				{FinishReason: llmclient.FinishLength, RawFinishReason: "length"},
-				{FinishReason: llmclient.FinishContentFilter, RawFinishReason: "content_filter"},
-				{FinishReason: llmclient.FinishOther, RawFinishReason: "insufficient_system_resource"},
+				{FinishReason: finish.Length, RawFinishReason: "length"},
+				{FinishReason: finish.ContentFilter, RawFinishReason: "content_filter"},
+				{FinishReason: finish.Other, RawFinishReason: "insufficient_system_resource"},
 			},
 		},
 		{
@@ -141,7 +144,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 			in:   ev(azureFilter) + ev(azureContent) + ev(azureEndCF) + ev(azureStop) + done,
 			want: []llmclient.Chunk{
 				{ID: "chatcmpl-az", Model: "gpt-4o-2024-05-13", Text: "Hi"},
-				{ID: "chatcmpl-az", Model: "gpt-4o-2024-05-13", FinishReason: llmclient.FinishStop, RawFinishReason: "stop"},
+				{ID: "chatcmpl-az", Model: "gpt-4o-2024-05-13", FinishReason: finish.Stop, RawFinishReason: "stop"},
 			},
 		},
 		{
@@ -152,7 +155,7 @@ func TestChunkStreamDecodes(t *testing.T) {
 		{
 			name: "CRLF endings and no space after data:",
 			in:   "data:" + helloChunk + "\r\n\r\n" + "data: " + stopChunk + "\r\n\r\ndata: [DONE]\r\n\r\n",
-			want: []llmclient.Chunk{meta(llmclient.Chunk{Text: "Hello"}), meta(llmclient.Chunk{FinishReason: llmclient.FinishStop, RawFinishReason: "stop"})},
+			want: []llmclient.Chunk{meta(llmclient.Chunk{Text: "Hello"}), meta(llmclient.Chunk{FinishReason: finish.Stop, RawFinishReason: "stop"})},
 		},
 		{
 			name: "named events: ping is a keep-alive, unknown ones are skipped",
@@ -272,7 +275,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			n:    1,
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || e.Type != "server_error" ||
+				if !errors.As(err, &e) || e.Class != failure.ServerError || e.Type != "server_error" ||
 					!strings.Contains(e.Message, "Sorry about that") || e.RequestID != "req_123" {
 					t.Fatalf("error %#v", err)
 				}
@@ -284,7 +287,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			n:    1,
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassRateLimited || e.Code != "rate_limit_exceeded" {
+				if !errors.As(err, &e) || e.Class != failure.RateLimited || e.Code != "rate_limit_exceeded" {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -293,7 +296,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			name: "Azure filter chunk then in-band error",
 			in:   ev(azureFilter) + ev(`{"error":{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400}}`),
 			check: func(t *testing.T, err error) {
-				if llmclient.ClassOf(err) != llmclient.ClassContentFiltered {
+				if llmclient.ClassOf(err) != failure.ContentFiltered {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -303,7 +306,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			in:   ev(`{"object":"error","message":"out of memory","type":"InternalServerError","param":null,"code":500}`),
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || e.Message != "out of memory" {
+				if !errors.As(err, &e) || e.Class != failure.ServerError || e.Message != "out of memory" {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -325,7 +328,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			n: 1,
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
-				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || e.Message != "Provider returned error" {
+				if !errors.As(err, &e) || e.Class != failure.ServerError || e.Message != "Provider returned error" {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -334,7 +337,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			name: "error as a string",
 			in:   ev(`{"error":"upstream connect error"}`),
 			check: func(t *testing.T, err error) {
-				if llmclient.ClassOf(err) != llmclient.ClassServerError || !strings.Contains(err.Error(), "upstream connect error") {
+				if llmclient.ClassOf(err) != failure.ServerError || !strings.Contains(err.Error(), "upstream connect error") {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -355,7 +358,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
 				var se *jsonscan.SyntaxError
-				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || !errors.As(err, &se) ||
+				if !errors.As(err, &e) || e.Class != failure.ServerError || !errors.As(err, &se) ||
 					!strings.Contains(e.Message, "openai: malformed stream chunk") {
 					t.Fatalf("error %v", err)
 				}
@@ -368,7 +371,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			check: func(t *testing.T, err error) {
 				var e *llmclient.Error
 				var se *jsonscan.SyntaxError
-				if !errors.As(err, &e) || e.Class != llmclient.ClassServerError || !errors.As(err, &se) ||
+				if !errors.As(err, &e) || e.Class != failure.ServerError || !errors.As(err, &se) ||
 					!strings.Contains(e.Message, "openai: malformed stream chunk") || !strings.Contains(e.Message, "8 malformed events skipped") {
 					t.Fatalf("error %v", err)
 				}
@@ -378,7 +381,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			name: "not JSON",
 			in:   ev(`<html>502 Bad Gateway</html>`),
 			check: func(t *testing.T, err error) {
-				if llmclient.ClassOf(err) != llmclient.ClassServerError || !strings.Contains(err.Error(), "502 Bad Gateway") {
+				if llmclient.ClassOf(err) != failure.ServerError || !strings.Contains(err.Error(), "502 Bad Gateway") {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -387,7 +390,7 @@ func TestChunkStreamErrors(t *testing.T) {
 			name: "wrong types",
 			in:   ev(`{"choices":[{"delta":{"content":42}}]}`),
 			check: func(t *testing.T, err error) {
-				if llmclient.ClassOf(err) != llmclient.ClassServerError {
+				if llmclient.ClassOf(err) != failure.ServerError {
 					t.Fatalf("error %v", err)
 				}
 			},
@@ -428,7 +431,7 @@ func TestChunkStreamEventTooLarge(t *testing.T) {
 	)
 	s := streamOf(body)
 	got, err := providertest.RecvAll(t, s, maxChunks)
-	if len(got) != 1 || !errors.Is(err, sse.ErrEventTooLarge) || llmclient.ClassOf(err) != llmclient.ClassServerError ||
+	if len(got) != 1 || !errors.Is(err, sse.ErrEventTooLarge) || llmclient.ClassOf(err) != failure.ServerError ||
 		!strings.Contains(err.Error(), "openai: stream event too large") {
 		t.Fatalf("chunks %d, error %v: want the upstream's fault, a server error", len(got), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/providertest"
 )
 
@@ -60,7 +61,7 @@ func TestAssistantImageRefused(t *testing.T) {
 	}}
 	_, err := p.Complete(context.Background(), &llmclient.Call{Model: "gpt-4o", Request: req})
 	e := providertest.AsError(t, err)
-	if e.Class != llmclient.ClassBadRequest || !errors.Is(err, llmclient.ErrUnsupported) || e.Message != "openai: message 1: an assistant message with an image (Chat Completions takes only text in assistant messages)" {
+	if e.Class != failure.BadRequest || !errors.Is(err, llmclient.ErrUnsupported) || e.Message != "openai: message 1: an assistant message with an image (Chat Completions takes only text in assistant messages)" {
 		t.Errorf("err = %+v", e)
 	}
 	if u.Len() != 0 {

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/internal/jsonscan"
 )
 
 // ReadUsage reads the usage and model of a one-shot Chat Completions or Responses body
 // (llmclient.UsageReader), for the transport's pricing; ok is false for other shapes and
 // for a body without a usage object.
-func (p *Provider) ReadUsage(shape llmclient.Shape, body []byte) (llmclient.Usage, string, bool) {
+func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage, string, bool) {
 	switch shape {
 	case ShapeChatCompletions:
 		return readChatUsage(body)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/provider/openai"
 )
 
@@ -14,7 +15,7 @@ func TestReadUsage(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		shape llmclient.Shape
+		shape dialect.Shape
 		body  string
 		want  llmclient.Usage
 		model string
@@ -50,7 +51,7 @@ func FuzzReadUsage(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, s := range []llmclient.Shape{openai.ShapeChatCompletions, openai.ShapeResponses} {
+		for _, s := range []dialect.Shape{openai.ShapeChatCompletions, openai.ShapeResponses} {
 			p.ReadUsage(s, []byte(body)) // must not panic
 		}
 	})

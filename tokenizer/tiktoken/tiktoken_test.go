@@ -9,10 +9,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/estimate"
 )
 
-var _ llmclient.Estimator = Estimator{}
+var _ estimate.Estimator = Estimator{}
 
 func TestCount(t *testing.T) {
 	for _, enc := range []string{O200kBase, CL100kBase, P50kBase, R50kBase} {

@@ -113,14 +113,22 @@ type committed struct {
 
 // commit makes a the committed attempt of r. ps is its decoder (nil for a raw body);
 // ctx and cancel are the attempt's context; caller is the caller's context and
-// cancelTotal stops the stream's total timeout (a no-op without one).
+// cancelTotal stops the stream's total timeout (a no-op without one). hold keeps the call
+// open when the attempt breaks, for a continuation; prev, when set, is the committed
+// attempt this one continues, whose stream's usage so far is prior. All of it is set
+// before any timer or the context's end can settle the attempt.
 func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Context, cancel context.CancelCauseFunc,
-	caller context.Context, cancelTotal context.CancelFunc) *committed {
-	cm := &committed{c: c, r: r, a: a, ps: ps, ctx: ctx, caller: caller, cancel: cancel,
+	caller context.Context, cancelTotal context.CancelFunc, hold bool, prev *committed, prior Usage) *committed {
+	cm := &committed{c: c, r: r, a: a, ps: ps, ctx: ctx, caller: caller, cancel: cancel, holdCall: hold,
 		cancelTotal: cancelTotal, keepAliveIdle: c.cfg.stream.keepAliveCounts, keepAlives: r.tx != nil}
 	r.cur, r.handedOver = nil, true
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
+	if prev != nil {
+		cm.prior = &prior
+		cm.priorChunks = prev.priorChunks + prev.chunks.Load()
+		cm.firstToken = prev.firstTokenAt()
+	}
 	if idle, reasoning := a.idleLimits(); idle > 0 && ps != nil {
 		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
 		cm.learnGaps = c.cfg.stream.learnIdle

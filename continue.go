@@ -185,9 +185,7 @@ func (s *Stream) resume(err error) bool {
 		return false
 	}
 	g := a.stream
-	next := c.commit(r, a, g.ps, g.ctx, g.cancel, cm.caller, func() {})
-	next.holdCall = true
-	next.follows(cm, s.prior)
+	next := c.commit(r, a, g.ps, g.ctx, g.cancel, cm.caller, func() {}, true, cm, s.prior)
 	if !s.link.swap(next) {
 		next.close()
 		return false
@@ -202,15 +200,6 @@ func (s *Stream) resume(err error) bool {
 		s.splice = newSplicer(partial)
 	}
 	return true
-}
-
-// follows makes cm the continuation of prev, whose stream's usage so far is prior.
-func (cm *committed) follows(prev *committed, prior Usage) {
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	cm.prior = &prior
-	cm.priorChunks = prev.priorChunks + prev.chunks.Load()
-	cm.firstToken = prev.firstTokenAt()
 }
 
 // firstTokenAt is when the stream's first content token arrived, on its first committed

@@ -400,8 +400,7 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 	if cont {
 		cmTotal = func() {} // the stream's end stops it: a continuation runs under it
 	}
-	s.cm = c.commit(r, a, g.ps, g.ctx, g.cancel, caller, cmTotal)
-	s.cm.holdCall = cont
+	s.cm = c.commit(r, a, g.ps, g.ctx, g.cancel, caller, cmTotal, cont, nil, Usage{})
 	for i := range s.pending {
 		s.cm.note(&s.pending[i])
 	}

@@ -445,11 +445,10 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 		cont = &txCont{w: lb.rec.w, link: &streamLink{ctx: ctx, cancel: func() { cancel(); cancelTotal() }}}
 		total = func() {}
 	}
-	cm := t.c.commit(r, a, x.ps, x.actx, x.cancel, caller, total)
+	cm := t.c.commit(r, a, x.ps, x.actx, x.cancel, caller, total, cont != nil, nil, Usage{})
 	lb.cm = cm
 	cm.note(&lb.pre)
 	if cont != nil {
-		cm.holdCall = true
 		cont.link.cm = cm
 		lb.cont = cont
 		for i := range x.pend {

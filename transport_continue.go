@@ -128,8 +128,7 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 		return false, cm.failContinued(e, xerr, partial)
 	}
 	lb := x.live
-	next := cm.c.commit(r, a, x.ps, x.actx, x.cancel, cm.caller, func() {})
-	next.holdCall = true
+	next := cm.c.commit(r, a, x.ps, x.actx, x.cancel, cm.caller, func() {}, true, nil, Usage{})
 	x.live, x.resp = nil, nil
 	c.link.mu.Lock()
 	closed := c.link.closed

@@ -317,21 +317,3 @@ func (r *run) primeBill() {
 		r.firstEstimate(cs, time.Now())
 	}
 }
-
-// readUsage keeps the usage and model of a one-shot transport response read whole, when
-// the upstream's dialect reads them (UsageReader): the attempt is then priced from them
-// rather than from the Client's estimate.
-func (b *attemptBill) readUsage(a *attempt, body []byte) {
-	ur, ok := a.up.Provider.(UsageReader)
-	if !ok || a.tx == nil || !a.tx.known {
-		return
-	}
-	u, model, ok := ur.ReadUsage(a.tx.call.Shape, body)
-	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
-		return
-	}
-	b.partial = &u
-	if model != "" {
-		b.model = model
-	}
-}

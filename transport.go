@@ -317,6 +317,8 @@ type txCall struct {
 	cont    bool
 	pend    []Chunk
 	prefill []byte
+	// usage is what the successful one-shot answer reported (readUsage).
+	usage Usage
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -327,12 +329,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	caller := req.Context()
 	tr := txRuns.Get().(*txRun)
-	defer tr.release() // last: what follows may still use it
+	// One deferred call, open-coded, for the body, the run and the pooled call: last, what
+	// follows may still use them; and a panicking hook leaves nothing held.
+	defer tr.end()
 	body := &tr.body
 	if err := readReplayBody(req, t.cfg.maxBody, body); err != nil {
 		return nil, &Error{Class: failure.BadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
-	defer body.close()
 	x := &tr.x // zero: pooled calls are cleared on release
 	x.t, x.req, x.match, x.rel, x.body = t, req, m, rel, body
 	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
@@ -359,8 +362,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	r := &tr.r
-	r.single, r.tx = !body.replayable(), x
-	defer r.cleanup() // a panicking hook leaves nothing held
+	r.single, r.tx = !body.replayable(), x // from here on, tr.end cleans the run up
 	if x.known && t.c.needCost.Load() {
 		r.cost = t.cost(&x.call)
 	}
@@ -421,6 +423,17 @@ type txRun struct {
 }
 
 var txRuns = sync.Pool{New: func() any { return new(txRun) }}
+
+// end closes the caller's body, gives back what the run still holds once it has begun
+// (run.cleanup), and recycles tr. Should cleanup panic, tr is left to the garbage
+// collector instead of the pool.
+func (tr *txRun) end() {
+	tr.body.close()
+	if tr.r.tx != nil {
+		tr.r.cleanup()
+	}
+	tr.release()
+}
 
 // release puts tr back in the pool unless a committed attempt holds it.
 func (tr *txRun) release() {

@@ -371,7 +371,7 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 	if t.c.cost != nil || a.hasLease && a.lease.l != nil {
 		// What the body says the attempt used (cost.go): its price, and the limiter's
 		// charge reconciled as for Complete.
-		a.bill.readUsage(a, decodedUsageBody(resp, data, limit))
+		x.readUsage(a, tu, decodedUsageBody(resp, data, limit))
 	}
 	if held == nil {
 		held = new(bufferedBody)
@@ -381,6 +381,26 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 	resp.ContentLength = int64(len(data))
 	x.resp = resp
 	return nil
+}
+
+// readUsage keeps the usage and model of a one-shot response read whole, when the
+// upstream's dialect reads them (UsageReader): the attempt is then priced, and its limiter
+// charge reconciled, from them rather than from the Client's estimate. The usage is kept
+// in the call, which the attempt's settlement outlives, so that reading it allocates
+// nothing.
+func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
+	if tu.ur == nil || !x.known {
+		return
+	}
+	u, model, ok := tu.ur.ReadUsage(x.call.Shape, body)
+	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
+		return
+	}
+	x.usage = u
+	a.bill.partial = &x.usage
+	if model != "" {
+		a.bill.model = model
+	}
 }
 
 // inBandError reports whether a one-shot body is an error object: a JSON object whose

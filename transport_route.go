@@ -17,6 +17,7 @@ type txUpstream struct {
 	up     *upstream
 	self   []*upstream // the route of a call that can go nowhere else
 	d      Dialect
+	ur     UsageReader // d's usage reader, nil when it has none
 	scheme string
 	host   string // lower case, default port removed
 	path   string // decoded base path, no trailing slash
@@ -79,7 +80,9 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 		return nil, false
 	}
 	scheme := strings.ToLower(u.Scheme)
+	ur, _ := up.Provider.(UsageReader)
 	return &txUpstream{
+		ur:     ur,
 		up:     up,
 		self:   []*upstream{up},
 		d:      d,

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/dialect"
@@ -40,12 +41,26 @@ func readChatUsage(body []byte) (llmclient.Usage, string, bool) {
 			var sc jsonscan.Scanner
 			sc.Reset(v)
 			if sc.Peek() == jsonscan.String {
-				model = string(sc.Str())
+				model = modelName(sc.Str())
 			}
 		}
 		return u, model, true
 	}
 	return readChatUsageScan(body)
+}
+
+// lastModel is the model name readChatUsage returned last: an answer that names the same
+// model again costs no allocation. Safe for concurrent use.
+var lastModel atomic.Pointer[string]
+
+// modelName returns b as a string, the one lastModel holds when it is the same.
+func modelName(b []byte) string {
+	if p := lastModel.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	lastModel.Store(&s)
+	return s
 }
 
 // memberValue returns what follows the colon after name's first (or last) occurrence as a
@@ -85,6 +100,9 @@ func readUsageMember(body []byte) (llmclient.Usage, bool) {
 	if !ok {
 		return llmclient.Usage{}, false
 	}
+	if u, ok := plainChatUsage(v); ok {
+		return u, true
+	}
 	var sc jsonscan.Scanner
 	sc.Reset(v)
 	if sc.Peek() != jsonscan.Object {
@@ -92,6 +110,164 @@ func readUsageMember(body []byte) (llmclient.Usage, bool) {
 	}
 	u, ok := scanChatUsage(&sc)
 	return u, ok && sc.Err() == nil
+}
+
+// plainChatUsage reads a usage object the way the vendors write it, without the scanner:
+// members whose names have no escapes and whose values are integers of at most 18 digits,
+// null, or (for the two details members) objects of such members. ok is false for
+// anything else, which scanChatUsage then reads.
+func plainChatUsage(v []byte) (llmclient.Usage, bool) {
+	var p plainUsage
+	i := skipSpace(v, 0)
+	if i >= len(v) || v[i] != '{' {
+		return llmclient.Usage{}, false
+	}
+	if _, ok := p.members(v, i+1, inUsage); !ok {
+		return llmclient.Usage{}, false
+	}
+	out := p.u.usage()
+	if p.cached > 0 {
+		out.CachedInputTokens = p.cached
+	}
+	out.ReasoningTokens = p.reasoning
+	return out, true
+}
+
+// The objects plainUsage reads members of.
+const (
+	inUsage = iota
+	inPromptDetails
+	inCompletionDetails
+)
+
+// plainUsage is what plainChatUsage has read so far.
+type plainUsage struct {
+	u                 ccUsage
+	cached, reasoning int
+}
+
+// members reads the members of an object whose opening brace ends before v[i], up to and
+// past its closing brace, and returns the index after it; in says which object it is
+// (inUsage, inPromptDetails, inCompletionDetails). ok is false for what plainChatUsage
+// leaves to the scanner.
+func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
+	i = skipSpace(v, i)
+	if i < len(v) && v[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(v) || v[i] != '"' {
+			return i, false
+		}
+		k := i + 1
+		for k < len(v) && v[k] != '"' && v[k] != '\\' {
+			k++
+		}
+		if k >= len(v) || v[k] != '"' {
+			return i, false
+		}
+		key := v[i+1 : k]
+		i = skipSpace(v, k+1)
+		if i >= len(v) || v[i] != ':' {
+			return i, false
+		}
+		i = skipSpace(v, i+1)
+		if i >= len(v) {
+			return i, false
+		}
+		switch c := v[i]; {
+		case c == 'n':
+			if len(v)-i < 4 || string(v[i:i+4]) != "null" {
+				return i, false
+			}
+			i += 4
+			p.set(key, 0, in) // as the scanner reads a null number
+		case c == '{':
+			obj := inPromptDetails
+			switch {
+			case in != inUsage:
+				return i, false
+			case string(key) == "completion_tokens_details":
+				obj = inCompletionDetails
+			case string(key) != "prompt_tokens_details":
+				return i, false
+			}
+			var ok bool
+			if i, ok = p.members(v, i+1, obj); !ok {
+				return i, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			start := i
+			if c == '-' {
+				i++
+			}
+			digits := i
+			var n int64
+			for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+				n = n*10 + int64(v[i]-'0')
+				i++
+			}
+			if i == digits || i-digits > 18 || v[digits] == '0' && i-digits > 1 ||
+				i < len(v) && (v[i] == '.' || v[i] == 'e' || v[i] == 'E') {
+				return start, false // not an integer the plain reader takes: the scanner decides
+			}
+			if in == inUsage && (string(key) == "prompt_tokens_details" || string(key) == "completion_tokens_details") {
+				return start, false
+			}
+			if c == '-' {
+				n = -n
+			}
+			p.set(key, int(n), in)
+		default:
+			return i, false
+		}
+		i = skipSpace(v, i)
+		if i >= len(v) {
+			return i, false
+		}
+		switch v[i] {
+		case ',':
+			i = skipSpace(v, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// set keeps an integer member of the object in (see members).
+func (p *plainUsage) set(key []byte, n int, in int) {
+	switch in {
+	case inPromptDetails:
+		if string(key) == "cached_tokens" {
+			p.cached = n
+		}
+		return
+	case inCompletionDetails:
+		if string(key) == "reasoning_tokens" {
+			p.reasoning = n
+		}
+		return
+	}
+	switch string(key) {
+	case "prompt_tokens":
+		p.u.PromptTokens = n
+	case "completion_tokens":
+		p.u.CompletionTokens = n
+	case "total_tokens":
+		p.u.TotalTokens = n
+	case "prompt_cache_hit_tokens":
+		p.u.PromptCacheHitTokens = n
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON white space.
+func skipSpace(v []byte, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // readChatUsageScan reads model and usage scanning the whole body.

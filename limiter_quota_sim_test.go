@@ -87,15 +87,15 @@ func TestLimiterOverloadLatency(t *testing.T) {
 // headers) and like Anthropic (requests, input and output tokens per minute for a model
 // class that two model versions share, cache reads free, output counted as generated),
 // at twice the binding quota; one process, and four replicas on one memory store. The
-// Gemini project meets the acceptance thresholds with room (98% of its quota, no 429s).
-// The Anthropic class meets them only on the edge, bound by its input or by its output
-// tokens, in one process or four (94.4-95.8% of the binding quantity, 0-0.9% of the
-// calls answered 429, from run to run and seed to seed), so it is held to 93% and 1%
-// here. Bound by its input, a third of its prompts are 70% cache reads, which no
-// estimate sees coming. Bound by its output, the upstream counts each call's output when
-// the call ends while the limiter takes the reservation when it admits the call: while
-// the upstream's bucket is full it loses refill that the limiter, holding reservations,
-// does not, and the output of those calls lands on a level the limiter thought higher.
+// Gemini project meets the acceptance thresholds with room (98% of its quota, no 429s),
+// and so does the Anthropic class bound by its output tokens (about 97%, 0-0.4% of the
+// calls answered 429): the output is charged as expected from the share of max_tokens
+// the calls generate, plus a reserve for its spread, rather than held at max_tokens
+// while the upstream, counting it only when each call ends, loses refill at its full
+// bucket. Bound by its input tokens, the class meets them only on the edge (94.5-95.8%
+// of the quantity, 0-0.5% of the calls answered 429, from run to run), so it is held to
+// 93% and 1% here: a third of its prompts are 70% cache reads, which no estimate sees
+// coming.
 func TestLimiterQuotaSimulationVendors(t *testing.T) {
 	for _, d := range []quotasim.Deployment{quotasim.Deployments[0], quotasim.Deployments[2]} {
 		for _, v := range quotasim.Vendors {
@@ -109,7 +109,7 @@ func TestLimiterQuotaSimulationVendors(t *testing.T) {
 
 // vendorThresholds are what TestLimiterQuotaSimulationVendors holds v to.
 func vendorThresholds(v quotasim.Vendor) (quota, rejected float64) {
-	if strings.HasPrefix(v.Name, "anthropic") {
+	if strings.HasPrefix(v.Name, "anthropic ITPM") {
 		return 0.93, 0.01
 	}
 	return 0.95, 0.005

@@ -83,15 +83,15 @@ func redisDeployment(t *testing.T) quotasim.Deployment {
 
 // TestLimiterQuotaSimulationVendorsRedis is the vendor simulation (quotasim.RunVendor) for
 // four replicas on one real redis-server, each quota scope and part kept in the store: an
-// Anthropic-like model class bound by its input, then by its output tokens per minute
-// (held to 93% of the binding quantity and 1% of 429s: see the core module's
-// TestLimiterQuotaSimulationVendors), and a Gemini-like project shared by three keys (the
+// Anthropic-like model class bound by its input tokens per minute (held to 93% of the
+// quantity and 1% of 429s: see the core module's TestLimiterQuotaSimulationVendors), then
+// by its output tokens per minute, and a Gemini-like project shared by three keys (the
 // acceptance thresholds, 95% and 0.5%).
 func TestLimiterQuotaSimulationVendorsRedis(t *testing.T) {
 	d := redisDeployment(t)
 	for _, v := range quotasim.Vendors {
 		quota, rejected := 0.95, 0.005
-		if strings.HasPrefix(v.Name, "anthropic") {
+		if strings.HasPrefix(v.Name, "anthropic ITPM") {
 			quota, rejected = 0.93, 0.01
 		}
 		t.Run(strings.ReplaceAll(v.Name, " ", "_"), func(t *testing.T) {

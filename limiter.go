@@ -508,7 +508,7 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 		return
 	}
 	if used && u != nil && !u.Estimated {
-		l.learn(u)
+		l.learn(u, ls.prompt)
 	}
 	ls.settle(l.counted(u), used)
 }

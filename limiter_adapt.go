@@ -107,6 +107,7 @@ type headerSync struct {
 	pending limitstore.Totals
 	usageN  float64
 	usageR  float64
+	usageV  float64         // the variance of the usage ratio's reports
 	applied limitstore.Spec // what the state enforces now
 	// hidden is the token burst a hidden window allows (0: none seen), since hiddenAt
 	// (see refusedLocked).
@@ -121,7 +122,10 @@ type syncConfig struct {
 	// noisy: single charges are far off what the upstream counts by nature (cache reads
 	// that are free, which no estimate sees coming), so that one observation does not
 	// say the key is shared (see knownLocked).
-	noisy                     bool
+	noisy bool
+	// spread: the usage ratio charged is its mean plus this many standard deviations of
+	// the reports, at most 1 (0: the mean).
+	spread                    float64
 	burstFraction, batchShare float64
 }
 
@@ -188,8 +192,14 @@ func (s *headerSync) usage(prompt, input int) {
 	r := min(max(float64(input)/float64(prompt), minRatio), maxRatio)
 	s.mu.Lock()
 	s.usageN++
-	s.usageR += (r - s.usageR) / min(s.usageN, 20)
+	w := 1 / min(s.usageN, 20)
+	d := r - s.usageR
+	s.usageR += d * w
+	s.usageV += (d*d*(1-w) - s.usageV) * w
 	ratio := s.usageR
+	if z := s.cfg.spread; z > 0 {
+		ratio = min(ratio+z*math.Sqrt(s.usageV), 1)
+	}
 	s.mu.Unlock()
 	s.ratio.Store(math.Float64bits(ratio))
 }

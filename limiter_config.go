@@ -43,7 +43,9 @@ type Limits struct {
 	// ratelimit.Rule: ITPM is charged the prompt estimate (scaled by the learned ratio of the
 	// input the upstream counts, less cache reads where they are free) and reconciled by
 	// Metering; OTPM is charged the reserved output where the vendor charges the
-	// reservation, else the expected output, reconciled with the output reported. 0: no
+	// reservation, else the expected output (the reserved output times the share of it
+	// the key's calls generated, plus half a standard deviation of that share),
+	// reconciled with the output reported. 0: no
 	// limit. They apply to keys, partitions and quota scopes.
 	ITPM, OTPM int
 	// RPD and TPD are the requests and tokens per day, for keys with a daily quota (free

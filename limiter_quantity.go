@@ -219,6 +219,13 @@ func partLimits(q quantity, l Limits, rule ratelimit.Rule) Limits {
 	return Limits{TPM: tpm, Metering: m}
 }
 
+// outSpread is how many standard deviations of the share of its reservation a request's
+// output uses are charged above its mean, for an output quantity counted on usage: the
+// upstream counts each call's output when the call ends, so the charge paces the
+// admissions by the expected output, and the spread keeps a reserve against calls that
+// use more of their max_tokens than usual.
+const outSpread = 0.5
+
 // partSuffix is the store scope suffix of a part's state.
 var partSuffix = [...]string{qtyInput: "/in", qtyOutput: "/out"}
 
@@ -238,6 +245,9 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule rat
 		p := newScopeLimiter(pname, pl, c)
 		p.qty, p.rule = q, rule
 		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
+		if q == qtyOutput && rule.OutputOnUsage {
+			p.sync.cfg.spread = outSpread
+		}
 		k.parts = append(k.parts, p)
 	}
 	k.sync.cfg.noisy = rule.CacheReadsFree
@@ -265,6 +275,9 @@ func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, ru
 		}
 		p.qty, p.rule = q, rule
 		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
+		if q == qtyOutput && rule.OutputOnUsage {
+			p.sync.cfg.spread = outSpread
+		}
 		k.parts = append(k.parts, p)
 	}
 }
@@ -292,6 +305,8 @@ func (k *keyLimiter) costOf(adm *admission) (prompt, out int) {
 	switch {
 	case k.qty == qtyInput:
 		return prompt, 0
+	case k.qty == qtyOutput && k.rule.OutputOnUsage:
+		return out, 0 // an expectation: scaled by the learned share of the reservation used
 	case k.qty == qtyOutput:
 		return 0, out
 	case k.rule.InputOnly:
@@ -327,12 +342,16 @@ func (k *keyLimiter) input(u *Usage) int {
 	return in
 }
 
-// learn feeds u to the usage ratio of k's charges where k does not count all of a
-// prompt's input: the share it counts (less than 1 where cache reads are free). The
-// tokenizer's part of the error is the model family's calibration (family.go), already in
-// the estimate; an output quantity has no prompt.
-func (k *keyLimiter) learn(u *Usage) {
-	if k.qty != qtyOutput && k.rule.CacheReadsFree {
+// learn feeds u to the usage ratio of k's charges: where k does not count all of a
+// prompt's input, the share it counts (less than 1 where cache reads are free); for an
+// output quantity counted on usage, the share of the reserved output (reserved: the
+// request's max_tokens or WithReservedOutput) the call generated. The tokenizer's part of
+// the error is the model family's calibration (family.go), already in the estimate.
+func (k *keyLimiter) learn(u *Usage, reserved int) {
+	switch {
+	case k.qty == qtyOutput && k.rule.OutputOnUsage:
+		k.sync.usage(reserved, max(u.OutputTokens, 0))
+	case k.qty != qtyOutput && k.rule.CacheReadsFree:
 		k.sync.usage(max(u.InputTokens, 0), k.input(u))
 	}
 }

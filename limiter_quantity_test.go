@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -122,4 +123,40 @@ func TestOutputQuotaMeteredOnUsage(t *testing.T) {
 	if !(free < counted/2) {
 		t.Errorf("five cached prompts took %v with cache reads free, %v with them counted: want far less", free, counted)
 	}
+}
+
+// TestOutputQuotaPacedByExpectedOutput: where the vendor counts output as generated, a
+// key whose calls generate a quarter of their max_tokens is charged about that once it
+// has seen a few answers, so four calls run at once within an output bucket that holds
+// one call's max_tokens; charged their max_tokens, they would run one after another.
+func TestOutputQuotaPacedByExpectedOutput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := llmclient.Usage{InputTokens: 10, OutputTokens: 250, TotalTokens: 260}
+		p := ruled{fake.New(fake.Reply("ok").ReportUsage(u).Latency(2 * time.Second).Forever()), ratelimit.Rule{OutputOnUsage: true}}
+		l := llmclient.Limits{OTPM: 6_000} // a bucket of 1,000 output tokens, refilled at 100 a second
+		c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "u", Provider: p, Limits: l}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &llmclient.Request{Model: "m", MaxTokens: 1000, Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
+		for range 5 { // what the key's calls generate, learned from their usage
+			if _, err := c.Complete(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute) // the bucket full again
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := c.Complete(context.Background(), req); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("four calls expected to generate 250 tokens each took %v, want about one call's 2s", d)
+		}
+	})
 }

@@ -345,34 +345,13 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 	extra []llmclient.Option) simResult {
 	var res simResult
 	synctest.Test(t, func(t *testing.T) {
-		store := stores()
-		var closers []io.Closer
-		defer func() {
-			for _, c := range closers {
-				c.Close()
-			}
-		}()
 		const rpm, tpm = 1_000, 600_000
 		up := newQuotaUpstream(model, minute, rpm, tpm, prompts, seed)
 		start := time.Now()
 		up.horizon = start.Add(duration)
-		clients := make([]*llmclient.Client, replicas)
-		for i := range clients {
-			opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
-				Name: "sim", Provider: up, Limits: llmclient.Limits{RPM: rpm, TPM: tpm}})}
-			opts = append(opts, extra...)
-			if s := store(i); s != nil {
-				opts = append(opts, llmclient.WithLimitStore(s))
-				if c, ok := s.(io.Closer); ok && !slices.Contains(closers, c) {
-					closers = append(closers, c)
-				}
-			}
-			c, err := llmclient.New(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients[i] = c
-		}
+		clients, closeStores := replicaClients(t, replicas, stores(), append([]llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
+			Name: "sim", Provider: up, Limits: llmclient.Limits{RPM: rpm, TPM: tpm}})}, extra...)...)
+		defer closeStores()
 		var mean, counted, estimated float64
 		for _, p := range prompts {
 			mean += model.charge(p) / float64(len(prompts))
@@ -380,18 +359,12 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 			estimated += float64(p.estimate + p.req.MaxTokens)
 		}
 		perSecond := load * tpm / 60 / mean // arrivals at load times the TPM
-		rng := rand.New(rand.NewPCG(seed, 1))
 		var mu sync.Mutex
 		var outcomes []simOutcome
-		var wg sync.WaitGroup
-		for n := 0; ; n++ {
-			time.Sleep(time.Duration(rng.ExpFloat64() / perSecond * float64(time.Second)))
-			if time.Since(start) >= duration {
-				break
-			}
+		arrive(rand.New(rand.NewPCG(seed, 1)), perSecond, start, duration, func(rng *rand.Rand, n int) func() {
 			p := prompts[rng.IntN(len(prompts))]
 			c := clients[n%replicas]
-			wg.Go(func() {
+			return func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				began := time.Now()
@@ -403,25 +376,16 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 					resp, err = c.Complete(ctx, p.req)
 				}
 				o := simOutcome{size: model.charge(p), ok: err == nil, elapsed: time.Since(began)}
-				var trace []llmclient.Attempt
-				if err != nil {
-					var e *llmclient.Error
-					if errors.As(err, &e) {
-						o.class, trace = e.Class, e.Attempts
-					}
-					o.refusal = errors.Is(err, llmclient.ErrRateLimited) && !slices.ContainsFunc(trace, func(a llmclient.Attempt) bool { return !a.Local })
-				} else {
-					trace = resp.Attempts
-				}
+				o.class, o.refusal = outcomeOf(err)
+				trace := attemptsOf(resp, err)
 				if n := len(trace); n > 0 {
 					o.charged, o.estimate = trace[n-1].ChargedTokens, trace[n-1].EstimatedTokens
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
 				mu.Unlock()
-			})
-		}
-		wg.Wait()
+			}
+		})
 
 		up.mu.Lock()
 		defer up.mu.Unlock()
@@ -510,6 +474,73 @@ func (r *simResult) add(o simResult, runs int) {
 	r.goodput += o.goodput / float64(runs)
 	r.allGoodput += o.allGoodput / float64(runs)
 	r.bigGoodput += o.bigGoodput / float64(runs)
+}
+
+// replicaClients builds one Client per replica from opts and the replica's store (none
+// when store gives nil), and returns them with a function that closes the stores.
+func replicaClients(t *testing.T, replicas int, store func(int) limitstore.Store, opts ...llmclient.Option) ([]*llmclient.Client, func()) {
+	var closers []io.Closer
+	closeAll := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}
+	clients := make([]*llmclient.Client, replicas)
+	for i := range clients {
+		o := slices.Clone(opts)
+		if s := store(i); s != nil {
+			o = append(o, llmclient.WithLimitStore(s))
+			if c, ok := s.(io.Closer); ok && !slices.Contains(closers, c) {
+				closers = append(closers, c)
+			}
+		}
+		c, err := llmclient.New(o...)
+		if err != nil {
+			closeAll()
+			t.Fatal(err)
+		}
+		clients[i] = c
+	}
+	return clients, closeAll
+}
+
+// arrive sends requests at the times of a Poisson process of perSecond from start until
+// duration has passed, and waits for every one to end: next, called in turn with rng and
+// the request's number, picks the request and returns the function that sends it.
+func arrive(rng *rand.Rand, perSecond float64, start time.Time, duration time.Duration, next func(rng *rand.Rand, n int) func()) {
+	var wg sync.WaitGroup
+	for n := 0; ; n++ {
+		time.Sleep(time.Duration(rng.ExpFloat64() / perSecond * float64(time.Second)))
+		if time.Since(start) >= duration {
+			break
+		}
+		wg.Go(next(rng, n))
+	}
+	wg.Wait()
+}
+
+// outcomeOf is the class of a call's error and whether it was a local refusal (rate
+// limited before any attempt reached the upstream).
+func outcomeOf(err error) (failure.Class, bool) {
+	var class failure.Class
+	var trace []llmclient.Attempt
+	var e *llmclient.Error
+	if errors.As(err, &e) {
+		class, trace = e.Class, e.Attempts
+	}
+	return class, errors.Is(err, llmclient.ErrRateLimited) && !slices.ContainsFunc(trace, func(a llmclient.Attempt) bool { return !a.Local })
+}
+
+// attemptsOf is the attempt trace of a call's answer or error.
+func attemptsOf(resp *llmclient.Response, err error) []llmclient.Attempt {
+	var e *llmclient.Error
+	switch {
+	case resp != nil:
+		return resp.Attempts
+	case errors.As(err, &e):
+		return e.Attempts
+	}
+	return nil
 }
 
 // checkQuotaSim applies th to the sum of a configuration's runs.

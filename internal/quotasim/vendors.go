@@ -2,8 +2,6 @@ package quotasim
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -217,13 +215,6 @@ func runVendor(t *testing.T, v Vendor, prompts []*vendorPrompt, replicas int,
 	stores func() func(int) limitstore.Store, duration time.Duration, seed uint64) simResult {
 	var res simResult
 	synctest.Test(t, func(t *testing.T) {
-		store := stores()
-		var closers []io.Closer
-		defer func() {
-			for _, c := range closers {
-				c.Close()
-			}
-		}()
 		up := newVendorUpstream(v, prompts, seed)
 		start := time.Now()
 		up.horizon = start.Add(duration)
@@ -234,22 +225,9 @@ func runVendor(t *testing.T, v Vendor, prompts []*vendorPrompt, replicas int,
 				Limits: llmclient.Limits{RPM: v.rpm, ITPM: v.itpm, OTPM: v.otpm, Metering: ratelimit.MeterUsage}}
 			keys = nil
 		}
-		clients := make([]*llmclient.Client, replicas)
-		for i := range clients {
-			opts := []llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{Name: "sim", Provider: up, Keys: keys,
-				QuotaScopes: []string{scope.Name}}), llmclient.WithQuotaScope(scope), llmclient.WithBurstFraction(0.05)}
-			if s := store(i); s != nil {
-				opts = append(opts, llmclient.WithLimitStore(s))
-				if c, ok := s.(io.Closer); ok && !slices.Contains(closers, c) {
-					closers = append(closers, c)
-				}
-			}
-			c, err := llmclient.New(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients[i] = c
-		}
+		clients, closeStores := replicaClients(t, replicas, stores(), llmclient.WithUpstream(llmclient.Upstream{Name: "sim", Provider: up, Keys: keys,
+			QuotaScopes: []string{scope.Name}}), llmclient.WithQuotaScope(scope), llmclient.WithBurstFraction(0.05))
+		defer closeStores()
 		var mean float64
 		for _, p := range prompts {
 			mean += v.size(p) / float64(len(prompts))
@@ -259,34 +237,23 @@ func runVendor(t *testing.T, v Vendor, prompts []*vendorPrompt, replicas int,
 			perMin = float64(v.otpm)
 		}
 		perSecond := 2 * perMin / 60 / mean // arrivals at twice the binding quota
-		rng := rand.New(rand.NewPCG(seed, 1))
 		var mu sync.Mutex
 		var outcomes []simOutcome
-		var wg sync.WaitGroup
-		for n := 0; ; n++ {
-			time.Sleep(time.Duration(rng.ExpFloat64() / perSecond * float64(time.Second)))
-			if time.Since(start) >= duration {
-				break
-			}
+		arrive(rand.New(rand.NewPCG(seed, 1)), perSecond, start, duration, func(rng *rand.Rand, n int) func() {
 			p := prompts[rng.IntN(len(prompts))]
 			c := clients[n%replicas]
-			wg.Go(func() {
+			return func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				began := time.Now()
 				_, err := c.Complete(ctx, p.req)
 				o := simOutcome{size: v.size(p), ok: err == nil, elapsed: time.Since(began)}
-				var e *llmclient.Error
-				if errors.As(err, &e) {
-					o.class = e.Class
-					o.refusal = errors.Is(err, llmclient.ErrRateLimited) && !slices.ContainsFunc(e.Attempts, func(a llmclient.Attempt) bool { return !a.Local })
-				}
+				o.class, o.refusal = outcomeOf(err)
 				mu.Lock()
 				outcomes = append(outcomes, o)
 				mu.Unlock()
-			})
-		}
-		wg.Wait()
+			}
+		})
 		up.mu.Lock()
 		defer up.mu.Unlock()
 		res = simResult{requests: len(outcomes), calls: up.calls, rejected: up.reject, quotaUse: up.used / up.couldAdmit(duration)}

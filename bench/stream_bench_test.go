@@ -188,16 +188,8 @@ func BenchmarkStreamClient(b *testing.B) {
 		return c
 	}
 	readClient := func(c *llmclient.Client) (int, error) {
-		s, err := c.Stream(ctx, req)
-		if err != nil {
-			return 0, err
-		}
-		defer s.Close()
-		text := 0
-		for s.Next() {
-			text += len(s.Current().Text)
-		}
-		return text, s.Err()
+		text, _, err := streamText(ctx, c, req)
+		return text, err
 	}
 	keep, lean := client(true), client(false)
 	for _, d := range []struct {
@@ -270,22 +262,11 @@ func BenchmarkStreamContinued(b *testing.B) {
 	}
 	req := &llmclient.Request{Model: "gpt-4o", Messages: []llmclient.Message{llmclient.UserMessage("hi")}}
 	read := func(c *llmclient.Client, attempts int) (int, error) {
-		s, err := c.Stream(ctx, req)
-		if err != nil {
-			return 0, err
+		text, got, err := streamText(ctx, c, req)
+		if err == nil && got != attempts {
+			err = fmt.Errorf("%d attempts, want %d", got, attempts)
 		}
-		defer s.Close()
-		text := 0
-		for s.Next() {
-			text += len(s.Current().Text)
-		}
-		if err := s.Err(); err != nil {
-			return text, err
-		}
-		if got := len(s.Response().Attempts); got != attempts {
-			return text, fmt.Errorf("%d attempts, want %d", got, attempts)
-		}
-		return text, nil
+		return text, err
 	}
 	want, err := decodeBaseline(bytes.NewReader(in))
 	if err != nil {
@@ -311,4 +292,24 @@ func BenchmarkStreamContinued(b *testing.B) {
 			}
 		})
 	}
+}
+
+// streamText reads one stream of req through c and returns the bytes of text it
+// delivered and, when it ended cleanly, the number of attempts its Response shows.
+func streamText(ctx context.Context, c *llmclient.Client, req *llmclient.Request) (text, attempts int, err error) {
+	s, err := c.Stream(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	for s.Next() {
+		text += len(s.Current().Text)
+	}
+	if err := s.Err(); err != nil {
+		return text, 0, err
+	}
+	if r := s.Response(); r != nil {
+		attempts = len(r.Attempts)
+	}
+	return text, attempts, nil
 }

@@ -34,7 +34,9 @@ import (
 // tripped elsewhere, every key out, demoted), or the ranked key is out (cooling, evicted,
 // paused), the call makes the usual choice instead, and returns to the ranked one when it
 // serves again: adding or removing an upstream or key moves only the prefixes it ranks
-// first. Transport requests and embeddings have no affinity.
+// first. A Transport request's prefix is its text as the upstream's dialect reads it from
+// the body (Dialect.Inspect), or its OpenAI prompt_cache_key; a body too large to buffer
+// has none. Embeddings have no affinity: no vendor caches their input.
 
 // maxAffinityPrefix bounds WithCacheAffinity's prefix: hashing it is a pass over that many
 // bytes of each call's request.

@@ -194,7 +194,8 @@ type Request struct {
 	// PromptCacheKey groups requests that share a long prompt prefix for the vendor's
 	// prompt cache: OpenAI's adapter sends it as prompt_cache_key (Chat Completions and
 	// Responses), the other adapters do not send it. With WithCacheAffinity it also keys
-	// the choice of upstream and key in place of the prompt's prefix. Empty: none.
+	// the choice of upstream and key in place of the prompt's prefix. Empty: none. The
+	// Responses API takes at most 64 characters (a longer key is refused before sending).
 	PromptCacheKey string
 	// Extra holds vendor fields the common type lacks. Adapters merge it into the top level
 	// of the JSON request body, overriding fields they set themselves.

@@ -167,7 +167,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		}
 		r.applyCallOptions(o)
 	}
-	if n := c.cfg.affinity; n > 0 && r.tx == nil && r.emb == nil {
+	if n := c.cfg.affinity; n > 0 && r.emb == nil {
 		r.affinity = affinityOf(req, n)
 	}
 	if len(r.route) > 1 {

@@ -38,7 +38,7 @@ func (l *LimitsConfig) limits() llmclient.Limits {
 		return llmclient.Limits{}
 	}
 	return llmclient.Limits{
-		RPM: l.RPM, TPM: l.TPM, RPD: l.RPD, TPD: l.TPD,
+		RPM: l.RPM, TPM: l.TPM, ITPM: l.ITPM, OTPM: l.OTPM, RPD: l.RPD, TPD: l.TPD,
 		MaxConcurrent: l.MaxConcurrent, RequestBurst: l.RequestBurst, TokenBurst: l.TokenBurst,
 		Metering: meterings[l.Metering],
 	}
@@ -184,7 +184,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{
 			Name: u.Name, Provider: wrap(u.Name, p), Keys: slices.Clone(u.keys), Models: u.Models,
 			Limits: u.Limits.limits(), Timeout: u.Timeout.D(), Weight: u.Weight,
-			PriceProvider: u.priceProvider(),
+			PriceProvider: u.priceProvider(), QuotaScopes: slices.Clone(u.QuotaScopes),
 		}))
 	}
 	for _, g := range c.Groups {
@@ -288,6 +288,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 			opts = append(opts, llmclient.WithPricing(tbl))
 		}
 	}
+	opts = append(opts, c.engineOptions()...)
 	return opts, errors.Join(errs...)
 }
 

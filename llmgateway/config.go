@@ -50,9 +50,19 @@ type Config struct {
 	Redis        *RedisConfig   `yaml:"redis"`
 	Metrics      MetricsConfig  `yaml:"metrics"`
 	Headers      HeadersConfig  `yaml:"headers"`
-	source       string         // the file it was read from
-	raw          []byte         // its contents
-	env          func(string) (string, bool)
+	// QuotaScopes are limits shared across upstreams' keys and models (config_engine.go).
+	QuotaScopes []QuotaScopeConfig `yaml:"quota_scopes"`
+	// CacheAffinity is llmclient.WithCacheAffinity's prefix in bytes: requests sharing
+	// that prefix (or an OpenAI prompt_cache_key) go to the same upstream and key. 0 (the
+	// default) is off.
+	CacheAffinity int `yaml:"cache_affinity"`
+	// Streams sets continuation, keep-alives and the throughput floor.
+	Streams StreamsConfig `yaml:"streams"`
+	// Decisions replace rows of the decision table, by failure class name.
+	Decisions map[string]DecisionConfig `yaml:"decisions"`
+	source    string                    // the file it was read from
+	raw       []byte                    // its contents
+	env       func(string) (string, bool)
 }
 
 // AdminConfig configures the admin listener.
@@ -88,6 +98,11 @@ type UpstreamConfig struct {
 	// under its own name.
 	Models map[string]string `yaml:"models"`
 	Limits *LimitsConfig     `yaml:"limits"`
+	// QuotaScopes name the quota_scopes this upstream's calls also count against.
+	QuotaScopes []string `yaml:"quota_scopes"`
+	// Prefill says whether the upstream accepts a prefilled answer, for continuing a
+	// broken stream (llmclient.WithPrefill). Default: the vendor adapter says.
+	Prefill *bool `yaml:"prefill"`
 	// Timeout bounds each one-shot attempt; 0 uses timeouts.attempt.
 	Timeout Duration `yaml:"timeout"`
 	// Weight is the share under weighted routing; 0 counts as 1.
@@ -111,6 +126,8 @@ type UpstreamConfig struct {
 type LimitsConfig struct {
 	RPM           int    `yaml:"rpm"`
 	TPM           int    `yaml:"tpm"`
+	ITPM          int    `yaml:"itpm"` // input tokens per minute (Anthropic)
+	OTPM          int    `yaml:"otpm"` // output tokens per minute (Anthropic)
 	RPD           int    `yaml:"rpd"`
 	TPD           int    `yaml:"tpd"`
 	MaxConcurrent int    `yaml:"max_concurrent"`
@@ -189,6 +206,9 @@ type TimeoutConfig struct {
 	FirstToken Duration `yaml:"first_token"`
 	Idle       Duration `yaml:"idle"`
 	Stream     Duration `yaml:"stream"`
+	// CallBudget bounds a call whose request sets no deadline (llmclient.WithCallBudget);
+	// requests get timeouts.request as their deadline when it is set.
+	CallBudget *Duration `yaml:"call_budget"`
 }
 
 // LimiterConfig sets how the limiters wait.
@@ -198,6 +218,16 @@ type LimiterConfig struct {
 	MaxWait        Duration `yaml:"max_wait"`
 	BurstFraction  float64  `yaml:"burst_fraction"`
 	ReservedOutput int      `yaml:"reserved_output"`
+	// QueueTarget bounds the limiter's queueing delay under overload
+	// (llmclient.WithQueueTarget).
+	QueueTarget *Duration `yaml:"queue_target"`
+	// BatchShare is the share of each limit batch requests may use (WithBatchShare).
+	BatchShare *float64 `yaml:"batch_share"`
+	// WaitThreshold is the longest wait on an upstream while another could serve.
+	WaitThreshold WaitThresholdConfig `yaml:"wait_threshold"`
+	// TokenRatios and ModelFamilies correct the prompt estimates per model.
+	TokenRatios   []TokenRatioConfig  `yaml:"token_ratios"`
+	ModelFamilies []ModelFamilyConfig `yaml:"model_families"`
 }
 
 // BreakerConfig is breaker.Config in the file; a zero field keeps its default.
@@ -209,6 +239,8 @@ type BreakerConfig struct {
 	OpenTimeout         Duration `yaml:"open_timeout"`
 	MaxOpenTimeout      Duration `yaml:"max_open_timeout"`
 	HalfOpenProbes      int      `yaml:"half_open_probes"`
+	// RecoveryRamp paces calls after the breaker closes (llmclient.WithRecoveryRamp).
+	RecoveryRamp Duration `yaml:"recovery_ramp"`
 	// Shared names the upstreams whose breakers replicas share through redis
 	// (["*"] for every one).
 	Shared []string `yaml:"shared"`
@@ -597,6 +629,7 @@ func (c *Config) validate() error {
 			p.add("redis: db and timeout must not be negative")
 		}
 	}
+	c.validateEngine(&p)
 	return p.err()
 }
 
@@ -604,7 +637,7 @@ func (l *LimitsConfig) check(p *problems, what string) {
 	if l == nil {
 		return
 	}
-	if l.RPM < 0 || l.TPM < 0 || l.RPD < 0 || l.TPD < 0 || l.MaxConcurrent < 0 || l.RequestBurst < 0 || l.TokenBurst < 0 {
+	if l.RPM < 0 || l.TPM < 0 || l.ITPM < 0 || l.OTPM < 0 || l.RPD < 0 || l.TPD < 0 || l.MaxConcurrent < 0 || l.RequestBurst < 0 || l.TokenBurst < 0 {
 		p.add("%s: must not be negative", what)
 	}
 	if _, ok := meterings[l.Metering]; !ok {

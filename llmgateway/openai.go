@@ -38,7 +38,8 @@ type oaChatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	N *int `json:"n"`
+	N              *int   `json:"n"`
+	PromptCacheKey string `json:"prompt_cache_key"`
 }
 
 type oaMessage struct {
@@ -94,7 +95,7 @@ func decodeOpenAIChat(body []byte) (req *llmclient.Request, stream, includeUsage
 	if in.N != nil && *in.N != 1 {
 		return nil, false, false, fmt.Errorf("n: only 1 is supported")
 	}
-	req = &llmclient.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP}
+	req = &llmclient.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, PromptCacheKey: in.PromptCacheKey}
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.MaxTokens = *in.MaxCompletionTokens

@@ -16,6 +16,7 @@ type inChat struct {
 	Stream              bool        `json:"stream"`
 	MaxTokens           int         `json:"max_tokens"`
 	MaxCompletionTokens int         `json:"max_completion_tokens"`
+	PromptCacheKey      string      `json:"prompt_cache_key"`
 	Messages            []inMessage `json:"messages"`
 	Tools               []struct {
 		Function inFunction `json:"function"`
@@ -74,7 +75,7 @@ func decodeChat(body []byte, call *llmclient.APICall) {
 		lenient(body, &b)
 	}
 	req := &call.Request
-	req.Model = b.Model
+	req.Model, req.PromptCacheKey = b.Model, b.PromptCacheKey
 	call.Stream = b.Stream
 	req.MaxTokens = b.MaxCompletionTokens
 	if req.MaxTokens == 0 {
@@ -100,6 +101,7 @@ type inResponses struct {
 	Model           string          `json:"model"`
 	Stream          bool            `json:"stream"`
 	MaxOutputTokens int             `json:"max_output_tokens"`
+	PromptCacheKey  string          `json:"prompt_cache_key"`
 	Instructions    string          `json:"instructions"`
 	Input           json.RawMessage `json:"input"`
 	Tools           []inFunction    `json:"tools"` // function fields sit at the top level
@@ -127,7 +129,7 @@ func inspectResponses(body []byte, call *llmclient.APICall) {
 		lenient(body, &b)
 	}
 	req := &call.Request
-	req.Model = b.Model
+	req.Model, req.PromptCacheKey = b.Model, b.PromptCacheKey
 	call.Stream = b.Stream
 	req.MaxTokens = b.MaxOutputTokens
 	if b.Instructions != "" {

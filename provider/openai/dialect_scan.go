@@ -49,6 +49,11 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 			if !scanResponseFormat(&sc, body, req) {
 				return false
 			}
+		case "prompt_cache_key":
+			if k := sc.Peek(); k != jsonscan.String && k != jsonscan.Null {
+				return false
+			}
+			req.PromptCacheKey = sc.Text()
 		default:
 			if folds(k, topKeys) {
 				return false
@@ -368,7 +373,7 @@ func rawValue(sc *jsonscan.Scanner, body []byte) json.RawMessage {
 
 // The member names the scanner reads at each level.
 var (
-	topKeys      = []string{"model", "stream", "max_tokens", "max_completion_tokens", "messages", "tools", "response_format"}
+	topKeys      = []string{"model", "stream", "max_tokens", "max_completion_tokens", "messages", "tools", "response_format", "prompt_cache_key"}
 	messageKeys  = []string{"role", "content", "name", "tool_call_id", "tool_calls"}
 	partKeys     = []string{"type", "text", "refusal", "detail", "image_url"}
 	urlKeys      = []string{"detail"}

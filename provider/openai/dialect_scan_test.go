@@ -26,10 +26,12 @@ func TestScanChatMatchesDecode(t *testing.T) {
 		"tools": `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",` +
 			`"function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"42","name":"f"}],` +
 			`"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}]}`,
-		"schema":  `{"model":"m","messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}}}`,
-		"extra":   `{"model":"m","messages":[{"role":"user","content":"x","extra":[1,{"a":null}]}],"seed":3,"logit_bias":{"1":2}}`,
-		"huge":    `{"model":"m","max_tokens":99999999999999999,"messages":[]}`,
-		"no role": `{"messages":[{"content":"x"}]}`,
+		"schema":    `{"model":"m","messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"}}}}`,
+		"extra":     `{"model":"m","messages":[{"role":"user","content":"x","extra":[1,{"a":null}]}],"seed":3,"logit_bias":{"1":2}}`,
+		"huge":      `{"model":"m","max_tokens":99999999999999999,"messages":[]}`,
+		"no role":   `{"messages":[{"content":"x"}]}`,
+		"cache key": `{"model":"m","prompt_cache_key":"tenant-\u00e9","messages":[{"role":"user","content":"x"}]}`,
+		"null key":  `{"model":"m","prompt_cache_key":null,"messages":[]}`,
 	}
 	files, _ := filepath.Glob("testdata/request_*.json")
 	for _, f := range files {
@@ -51,6 +53,10 @@ func TestScanChatMatchesDecode(t *testing.T) {
 				t.Fatalf("scanner:\n%+v\nencoding/json:\n%+v", fast, slow)
 			}
 		})
+	}
+	var call llmclient.APICall
+	if !scanChat([]byte(bodies["cache key"]), &call) || call.Request.PromptCacheKey != "tenant-é" {
+		t.Errorf("prompt_cache_key read as %q, want %q", call.Request.PromptCacheKey, "tenant-é")
 	}
 }
 

@@ -82,6 +82,18 @@ func TestDialectInspect(t *testing.T) {
 			messages: 1,
 		},
 		{
+			name: "responses with a prompt cache key", method: "POST", path: "/responses", ok: true,
+			body:     `{"model":"gpt-4.1","prompt_cache_key":"tenant-9","input":"hello"}`,
+			want:     llmclient.APICall{Shape: openai.ShapeResponses, Request: llmclient.Request{Model: "gpt-4.1", PromptCacheKey: "tenant-9"}},
+			messages: 1,
+		},
+		{
+			name: "chat with a prompt cache key", method: "POST", path: "/chat/completions", ok: true,
+			body:     `{"model":"gpt-4.1","prompt_cache_key":"tenant-9","messages":[{"role":"user","content":"hi"}]}`,
+			want:     llmclient.APICall{Shape: openai.ShapeChatCompletions, Request: llmclient.Request{Model: "gpt-4.1", PromptCacheKey: "tenant-9"}},
+			messages: 1,
+		},
+		{
 			name: "embeddings of strings", method: "POST", path: "/embeddings", ok: true,
 			body:     `{"model":"text-embedding-3-small","input":["a","b","c"]}`,
 			want:     llmclient.APICall{Shape: openai.ShapeEmbeddings, NoOutput: true, Request: llmclient.Request{Model: "text-embedding-3-small"}},
@@ -139,6 +151,7 @@ func TestDialectInspect(t *testing.T) {
 			assert.Equal(t, tt.want.TokenIDs, got.TokenIDs)
 			assert.Equal(t, tt.want.Request.Model, got.Request.Model)
 			assert.Equal(t, tt.want.Request.MaxTokens, got.Request.MaxTokens)
+			assert.Equal(t, tt.want.Request.PromptCacheKey, got.Request.PromptCacheKey)
 			assert.Len(t, got.Request.Messages, tt.messages)
 			assert.Len(t, got.Request.Tools, tt.tools)
 			assert.Equal(t, tt.format, got.Request.ResponseFormat != nil)

@@ -113,6 +113,9 @@ const (
 	// string with maximum length 40"); longer ids from other vendors (Gemini's signed ids)
 	// are shortened with adapter.CapID.
 	maxToolCallID = 40
+	// maxPromptCacheKey is the Responses API's maxLength of prompt_cache_key, in
+	// characters (its OpenAPI schema; Chat Completions' states none).
+	maxPromptCacheKey = 64
 )
 
 // buildBody encodes req as a Chat Completions body for model, recording how it

@@ -3,8 +3,10 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/format"
@@ -103,6 +105,9 @@ func buildResponsesBody(req *llmclient.Request, model string, stream bool, notes
 	}
 	if req.MaxTokens < 0 {
 		return nil, errors.New("openai: MaxTokens is negative")
+	}
+	if n := utf8.RuneCountInString(req.PromptCacheKey); n > maxPromptCacheKey {
+		return nil, fmt.Errorf("openai: PromptCacheKey is %d characters; the Responses API takes at most %d", n, maxPromptCacheKey)
 	}
 	if len(req.Stop) > 0 {
 		return nil, adapter.Unsupported("openai", model, "the Responses API has no stop sequences")

@@ -117,8 +117,28 @@ func TestResponsesRefusals(t *testing.T) {
 	if llmclient.ClassOf(err) != failure.BadRequest || errors.Is(err, llmclient.ErrUnsupported) {
 		t.Errorf("empty role: %v, want a plain bad request", err)
 	}
+	for _, n := range []int{65, 1 << 16} { // prompt_cache_key's maxLength is 64 characters
+		req := &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, PromptCacheKey: strings.Repeat("é", n)}
+		_, err = p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: req})
+		if llmclient.ClassOf(err) != failure.BadRequest || !strings.Contains(err.Error(), "PromptCacheKey") {
+			t.Errorf("a %d-character PromptCacheKey: %v, want a bad request naming it", n, err)
+		}
+	}
 	if u.Len() != 0 {
 		t.Errorf("%d refused requests reached the server", u.Len())
+	}
+}
+
+// A PromptCacheKey of 64 characters, multi-byte ones included, is sent as it is.
+func TestResponsesPromptCacheKeyAtItsLimit(t *testing.T) {
+	p, u := responsesProvider(t, reply{Body: respOK})
+	key := strings.Repeat("é", 64)
+	req := &llmclient.Request{Model: "m", Messages: []llmclient.Message{llmclient.UserMessage("x")}, PromptCacheKey: key}
+	if _, err := p.Complete(context.Background(), &llmclient.Call{Model: "m", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if u.Len() != 1 || !strings.Contains(string(u.Last(t).Body), `"prompt_cache_key":"`+key+`"`) {
+		t.Errorf("the key did not reach the server as it is")
 	}
 }
 

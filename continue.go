@@ -197,7 +197,7 @@ func (s *Stream) resume(err error) bool {
 	}
 	s.splice = nil
 	if !prefill {
-		s.splice = newSplicer(partial)
+		s.splice = newSplicer(partial, &s.acc)
 	}
 	return true
 }
@@ -336,28 +336,38 @@ func addUsage(sum Usage, u *Usage) Usage {
 // splicer filters a restarted stream so that the caller receives only what follows what
 // it already has: the text and each tool call's arguments are matched against what was
 // delivered and skipped while they agree; the restart's reasoning before its first text
-// or tool call is skipped; tool calls keep the first attempt's IDs.
+// or tool call is skipped; tool calls keep the first attempt's IDs and indexes.
+//
+// The restart's tool calls are matched to the delivered ones by the order in which they
+// begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
+// by content block, after any text or thinking block), so a restart on another vendor
+// would otherwise start a second copy of a delivered call. A delta of a delivered call
+// takes that call's index as the caller received it; a call the caller has not seen
+// takes the next index past every delivered one, so that it never merges into one.
 type splicer struct {
 	have      string // delivered text not yet matched by the restart
 	delivered string // all the delivered text, for a DivergedError
 	matched   int
 	got       strings.Builder // the restart's text, while matching
 	started   bool            // the restart's answer began: its reasoning passes from now on
-	tools     map[int]*toolSplice
+	tools     []*toolSplice // the delivered calls, in the order they began
+	seen      map[int]int   // a restart's tool index → the order in which its call began
+	nextIndex int           // the index of the restart's first call the caller has not seen
 }
 
 type toolSplice struct {
+	index    int // as the caller received it
 	id, name string
-	have     string
+	have     string // delivered arguments not yet matched by the restart
 }
 
-func newSplicer(p *Response) *splicer {
+// newSplicer is the splicer of a stream whose caller received p, its tool calls as acc
+// assembled them (with the indexes the caller saw).
+func newSplicer(p *Response, acc *accumulator) *splicer {
 	sp := &splicer{have: p.Text, delivered: p.Text}
-	for i, tc := range p.ToolCalls {
-		if sp.tools == nil {
-			sp.tools = make(map[int]*toolSplice, len(p.ToolCalls))
-		}
-		sp.tools[i] = &toolSplice{id: tc.ID, name: tc.Name, have: tc.Arguments}
+	for _, tc := range acc.calls {
+		sp.tools = append(sp.tools, &toolSplice{index: tc.index, id: tc.id, name: tc.name, have: tc.args.String()})
+		sp.nextIndex = max(sp.nextIndex, tc.index+1)
 	}
 	return sp
 }
@@ -380,14 +390,24 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 		sp.got.WriteString(t[:n])
 		sp.have, sp.matched, ch.Text = sp.have[n:], sp.matched+n, t[n:]
 	}
-	if len(ch.ToolCalls) > 0 && sp.tools != nil {
+	if len(ch.ToolCalls) > 0 {
 		out := ch.ToolCalls[:0:0]
 		for _, d := range ch.ToolCalls {
-			ts, ok := sp.tools[d.Index]
+			ord, ok := sp.seen[d.Index]
 			if !ok {
+				if sp.seen == nil {
+					sp.seen = make(map[int]int, len(sp.tools)+1)
+				}
+				ord = len(sp.seen)
+				sp.seen[d.Index] = ord
+			}
+			if ord >= len(sp.tools) {
+				d.Index = sp.nextIndex + ord - len(sp.tools)
 				out = append(out, d)
 				continue
 			}
+			ts := sp.tools[ord]
+			d.Index = ts.index
 			if d.Name != "" && ts.name != "" && d.Name != ts.name {
 				return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
 			}

@@ -329,3 +329,41 @@ func TestContinuationAsksTheProviderForPrefill(t *testing.T) {
 		})
 	}
 }
+
+// A stream that numbers its tool call by content block (Anthropic: text at 0, the call at
+// 1) restarts on a fallback that numbers by call (OpenAI: 0): the restart's call is the
+// delivered one, its rest keeps index 1, and a second call of the restart takes index 2,
+// never merging into a delivered one.
+func TestContinuationMatchesToolCallsAcrossNumberings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.StreamChunks(
+			llmclient.Chunk{Text: "Let me look. "},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 1, ID: "toolu_a", Name: "lookup", Arguments: `{"q":`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 1, Arguments: `"par`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 1, Arguments: `is"}`}}},
+		).Finish(finish.ToolCalls).CutAfter(3))
+		b := fake.New(fake.StreamChunks(
+			llmclient.Chunk{Text: "Let me look. "},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: "call_b", Name: "lookup", Arguments: `{"q":"pa`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, Arguments: `ris"}`}}},
+			llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 1, ID: "call_c", Name: "weather", Arguments: `{}`}}},
+		).Finish(finish.ToolCalls))
+		c := newClient(t, up("a", a), up("b", b))
+		s, err := c.Stream(context.Background(), chatReq("m"))
+		require.NoError(t, err)
+		defer s.Close()
+		args := map[int]string{}
+		for s.Next() {
+			for _, d := range s.Current().ToolCalls {
+				args[d.Index] += d.Arguments
+			}
+		}
+		require.NoError(t, s.Err())
+		assert.Equal(t, map[int]string{1: `{"q":"paris"}`, 2: `{}`}, args)
+		resp := s.Response()
+		require.Len(t, resp.ToolCalls, 2)
+		assert.Equal(t, llmclient.ToolCall{ID: "toolu_a", Name: "lookup", Arguments: `{"q":"paris"}`}, resp.ToolCalls[0])
+		assert.Equal(t, llmclient.ToolCall{ID: "call_c", Name: "weather", Arguments: `{}`}, resp.ToolCalls[1])
+		assert.Equal(t, "Let me look. ", resp.Text)
+	})
+}

@@ -152,23 +152,10 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 	c.pendEnd = lb.endedEarly
 	c.splice = nil
 	if !prefill {
-		c.splice = c.splicer(partial)
+		c.splice = newSplicer(partial, &c.acc)
 	}
 	c.active = true
 	return true, nil
-}
-
-// splicer is Client.Stream's splicer for partial, its tool calls keyed by their index in
-// the stream (Anthropic's is the content block's).
-func (c *txCont) splicer(partial *Response) *splicer {
-	sp := newSplicer(partial)
-	if len(c.acc.calls) > 0 {
-		sp.tools = make(map[int]*toolSplice, len(c.acc.calls))
-		for _, tc := range c.acc.calls {
-			sp.tools[tc.index] = &toolSplice{id: tc.id, name: tc.name, have: tc.args.String()}
-		}
-	}
-	return sp
 }
 
 // relay reads the continuation and encodes what the caller has not received yet, until

@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -102,7 +103,7 @@ func New(opts ...Option) (*Provider, error) {
 		c.client = httpx.DefaultClient()
 	}
 	return &Provider{
-		url:       httpx.JoinURL(c.baseURL, "/v1/messages"),
+		url:       httpx.JoinURL(strings.TrimSuffix(strings.TrimSuffix(c.baseURL, "/"), "/v1"), "/v1/messages"),
 		apiKey:    c.apiKey,
 		bearer:    c.bearer,
 		version:   c.version,

@@ -1,8 +1,10 @@
 package anthropic_test
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,6 +25,24 @@ func newDialect(t testing.TB, opts ...anthropic.Option) *anthropic.Provider {
 func TestDialectBaseURL(t *testing.T) {
 	assert.Equal(t, "https://api.anthropic.com", newDialect(t).BaseURL())
 	assert.Equal(t, "http://127.0.0.1:9/proxy", newDialect(t, anthropic.WithBaseURL("http://127.0.0.1:9/proxy")).BaseURL())
+	// A base in the OpenAI SDKs' style, ending in /v1, is taken without it.
+	assert.Equal(t, "http://127.0.0.1:9/proxy", newDialect(t, anthropic.WithBaseURL("http://127.0.0.1:9/proxy/v1")).BaseURL())
+	assert.Equal(t, "http://127.0.0.1:9", newDialect(t, anthropic.WithBaseURL("http://127.0.0.1:9/v1/")).BaseURL())
+}
+
+// A base URL ending in /v1 sends to /v1/messages, not /v1/v1/messages.
+func TestBaseURLWithV1(t *testing.T) {
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path = r.URL.Path
+		w.Header().Set("content-type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	defer srv.Close()
+	p := newDialect(t, anthropic.WithBaseURL(srv.URL+"/v1"), anthropic.WithAPIKey("sk-test"))
+	_, err := p.Complete(context.Background(), &llmclient.Call{Model: "c", Request: &llmclient.Request{Model: "c", Messages: []llmclient.Message{llmclient.UserMessage("hi")}}})
+	require.NoError(t, err)
+	assert.Equal(t, "/v1/messages", path)
 }
 
 func TestDialectInspect(t *testing.T) {

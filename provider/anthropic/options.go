@@ -35,8 +35,10 @@ const DefaultVersion = "2023-06-01"
 // requires a value. 4096 fits every current Claude model's output limit.
 const DefaultMaxTokens = 4096
 
-// WithBaseURL sets the API base URL, without the /v1 path (default DefaultBaseURL). Use it
-// for proxies and gateways that speak the Messages API, and for tests.
+// WithBaseURL sets the API base URL (default DefaultBaseURL). Use it for proxies and
+// gateways that speak the Messages API, and for tests. Requests go to its path plus
+// /v1/messages; a base ending in /v1 (the OpenAI SDKs' convention) is taken without it, so
+// that "https://proxy.example/v1" sends to https://proxy.example/v1/messages.
 func WithBaseURL(u string) Option { return optionFunc(func(c *config) { c.baseURL = u }) }
 
 // WithAPIKey sets the key sent as x-api-key when the Call carries none (an upstream without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,12 @@ type keyLimiter struct {
 	models    []string
 	extra     bool
 	hideInput bool
+	// held: its token charges are held in flight until the request ends (an output
+	// quantity the vendor counts at the end, on a state that keeps such holds);
+	// vendorBurst (float64 bits; 0: unknown) the vendor's bucket for it, as its headers
+	// tell it.
+	held        bool
+	vendorBurst atomic.Uint64
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -312,7 +319,10 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	g := &ls.grant
 	r := &ls.res
 	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
-	r.At = time.Time{}
+	r.At, r.InFlight = time.Time{}, l.held && lane == limitstore.LaneMain
+	if r.InFlight {
+		r.VendorBurst = math.Float64frombits(l.vendorBurst.Load())
+	}
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
 	}
@@ -356,6 +366,10 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 
 // giveBack returns the lease's charge on lane.
 func (ls *limitLease) giveBack(lane limitstore.Lane) {
+	if ls.l.held && lane == limitstore.LaneMain {
+		_ = ls.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), ls.cost, -1, -ls.cost)
+		return
+	}
 	_ = ls.l.state.Adjust(context.Background(), lane, -1, -ls.cost)
 }
 
@@ -544,8 +558,13 @@ func (ls *limitLease) settle(actualTokens int, used bool) {
 			delta = max(delta, 0)
 		}
 	}
+	if l.held {
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, ls.cost, requests, delta)
+	}
 	if delta != 0 || requests != 0 {
-		_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
+		if !l.held {
+			_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
+		}
 		if ls.batch {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/ratelimit"
 )
 
@@ -243,11 +245,7 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule rat
 			pname = name + partSuffix[q]
 		}
 		p := newScopeLimiter(pname, pl, c)
-		p.qty, p.rule = q, rule
-		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
-		if q == qtyOutput && rule.OutputOnUsage {
-			p.sync.cfg.spread = outSpread
-		}
+		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
 	}
 	k.sync.cfg.noisy = rule.CacheReadsFree
@@ -273,12 +271,21 @@ func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, ru
 		if p == nil {
 			p = newScopeLimiter("", pl, c)
 		}
-		p.qty, p.rule = q, rule
-		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
-		if q == qtyOutput && rule.OutputOnUsage {
-			p.sync.cfg.spread = outSpread
-		}
+		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
+	}
+}
+
+// setRule makes the part p meter the quantity q as rule says. An output quantity that
+// the vendor counts as generated holds its charges in flight until the request ends,
+// where the state can (limitstore.InFlightAdjuster): its bucket then refills as the
+// vendor's, which gets no refill while full, even with output in flight.
+func (p *keyLimiter) setRule(q quantity, rule ratelimit.Rule) {
+	p.qty, p.rule = q, rule
+	p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
+	if q == qtyOutput && rule.OutputOnUsage {
+		p.sync.cfg.spread = outSpread
+		_, p.held = p.state.(limitstore.InFlightAdjuster)
 	}
 }
 
@@ -366,6 +373,9 @@ func (k *keyLimiter) view(rl *ratelimit.Status) ratelimit.Status {
 		return ratelimit.Status{Tokens: rl.InputTokens}
 	case qtyOutput:
 		if k.rule.OutputOnUsage {
+			if k.held {
+				k.learnVendorBurst(rl.OutputTokens)
+			}
 			return ratelimit.Status{}
 		}
 		return ratelimit.Status{Tokens: rl.OutputTokens}
@@ -425,4 +435,18 @@ func (l *keyLimiter) admitFrom(ctx context.Context, adm *admission, ls *limitLea
 		return w, err
 	}
 	return l.admitParts(ctx, adm, ls, w)
+}
+
+// learnVendorBurst learns the size of the vendor's output bucket from its window: the
+// level it reports plus what its reset refills (see window.learn), which a held part's
+// state takes for the vendor's burst (limitstore.Reservation.VendorBurst).
+func (k *keyLimiter) learnVendorBurst(rw ratelimit.Window) {
+	if !rw.Known || rw.Limit <= 0 {
+		return
+	}
+	var w window
+	w.learn(rw)
+	if w.known && !w.long {
+		k.vendorBurst.Store(math.Float64bits(w.capacity))
+	}
 }

@@ -154,6 +154,10 @@ type admission struct {
 	// noSleep: reserve returns the wait it was granted without sleeping it (a request
 	// admitted by several limiters sleeps once, the longest of their waits).
 	noSleep bool
+	// cached is the part of prompt predicted to be read from the vendor's cache, when
+	// cacheKnown (limiter_reads.go).
+	cached     int
+	cacheKnown bool
 }
 
 // limitLease is what an admitted request holds until its attempt is settled. The zero
@@ -167,6 +171,7 @@ type limitLease struct {
 	slot                   limitstore.SlotLease
 	held                   bool // a concurrency slot is held
 	batch                  bool // the batch lane was charged too
+	predicted              bool // the prompt's cache reads were predicted (keyLimiter.predicts)
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
 	grant limitstore.Grant
 	// res is the reservation being made (kept here so that it need not be allocated
@@ -223,7 +228,13 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 // request that has waited so far (in the limiters before it): it returns the whole wait.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	prompt, out := l.costOf(adm)
-	est := l.sync.estimate(prompt, out)
+	var est int
+	ls.predicted = l.predicts(adm)
+	if ls.predicted {
+		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
+	} else {
+		est = l.sync.estimate(prompt, out)
+	}
 	// Field by field: the grant is written whole by the reservation.
 	ls.l, ls.prompt, ls.estimate, ls.cost = l, prompt, est, l.sync.charge(est)
 	ls.slot, ls.held, ls.batch, ls.more = limitstore.SlotLease{}, false, false, nil
@@ -521,8 +532,8 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	if l == nil {
 		return
 	}
-	if used && u != nil && !u.Estimated {
-		l.learn(u, ls.prompt)
+	if used && u != nil && !u.Estimated && !ls.predicted {
+		l.learn(u, ls.prompt) // the usage ratio: of the calls whose cache reads were unknown
 	}
 	ls.settle(l.counted(u), used)
 }
@@ -619,6 +630,13 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 	*adm = admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
 		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved, model: a.call.Model}
+	if qs := lc.scopes; qs != nil && qs.reads != nil && a.key.limiter().rule.CacheReadsFree && a.tx == nil {
+		if a.reads == 0 {
+			a.reads = affinityOf(a.req, readsPrefix)
+		}
+		a.readsEst = adm.prompt
+		adm.cached, adm.cacheKnown = qs.reads.lookup(a.reads, time.Now())
+	}
 	if a.layerWait == 0 && a.key.source == nil {
 		// Nothing waited since the attempt read the clock (a key source's fetch may
 		// take long): the reservation is made at that reading.

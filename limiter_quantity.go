@@ -91,6 +91,9 @@ type quotaScopes struct {
 	// name (set by New's validation).
 	rules map[string]ratelimit.Rule
 	refs  map[string][]string
+	// reads are the prefixes of the calls to upstreams whose cache reads are free
+	// (limiter_reads.go); nil when no upstream's are.
+	reads *cacheReads
 }
 
 // validateQuota checks the quota scopes and the upstreams' references to them, and
@@ -121,6 +124,9 @@ func (c *config) validateQuota() []error {
 		u := &c.upstreams[i]
 		if u.Provider != nil {
 			qs.rules[u.Name] = ruleOf(u.Provider)
+			if qs.rules[u.Name].CacheReadsFree && qs.reads == nil {
+				qs.reads = &cacheReads{}
+			}
 		}
 		seen := map[string]bool{}
 		for _, n := range u.QuotaScopes {
@@ -309,6 +315,9 @@ func (k *keyLimiter) refresh() {
 // headerSync.estimate).
 func (k *keyLimiter) costOf(adm *admission) (prompt, out int) {
 	prompt, out = max(adm.prompt, 0), max(adm.out, 0)
+	if k.predicts(adm) {
+		prompt = max(prompt-adm.cached, 0) // read from the cache: not counted
+	}
 	switch {
 	case k.qty == qtyInput:
 		return prompt, 0
@@ -320,6 +329,13 @@ func (k *keyLimiter) costOf(adm *admission) (prompt, out int) {
 		return prompt, 0
 	}
 	return prompt, out
+}
+
+// predicts reports whether k charges adm's prompt as predicted from the cache reads of
+// an earlier call with its prefix (limiter_reads.go): k's vendor does not count cache
+// reads against the quantity k meters, and the prefix is known.
+func (k *keyLimiter) predicts(adm *admission) bool {
+	return adm.cacheKnown && k.rule.CacheReadsFree && k.qty != qtyOutput
 }
 
 // counted is what the upstream counted of u against k's buckets, 0 when unknown: the

@@ -229,7 +229,7 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	prompt, out := l.costOf(adm)
 	var est int
-	ls.predicted = l.predicts(adm)
+	ls.predicted = adm.cacheKnown && l.predicts(adm)
 	if ls.predicted {
 		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
 	} else {
@@ -330,8 +330,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	g := &ls.grant
 	r := &ls.res
 	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
-	r.At, r.InFlight = time.Time{}, l.held && lane == limitstore.LaneMain
-	if r.InFlight {
+	r.At, r.InFlight = time.Time{}, false
+	if l.held {
+		r.InFlight = lane == limitstore.LaneMain
 		r.VendorBurst = math.Float64frombits(l.vendorBurst.Load())
 	}
 	if waited == 0 {
@@ -571,11 +572,11 @@ func (ls *limitLease) settle(actualTokens int, used bool) {
 	}
 	if l.held {
 		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, ls.cost, requests, delta)
-	}
-	if delta != 0 || requests != 0 {
-		if !l.held {
-			_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
+		if ls.batch && (delta != 0 || requests != 0) {
+			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}
+	} else if delta != 0 || requests != 0 {
+		_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
 		if ls.batch {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}

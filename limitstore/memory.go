@@ -311,7 +311,9 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 	}
 	s.mu.Lock()
 	m := &s.main
-	s.settleHeld(now)
+	if r.InFlight {
+		s.settleHeld(now)
+	}
 	// Every token bucket is consulted, so that even a request that costs no tokens waits
 	// for a token debt to clear.
 	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
@@ -336,12 +338,9 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 	}
 	if tok > 0 {
 		m[bTok].charge(at, tok)
-		if r.InFlight {
-			s.held += m[bTok].cap(tok)
-		}
 	}
-	if r.InFlight && finite(r.VendorBurst) {
-		s.room = max(r.VendorBurst-m[bTok].burst, 0)
+	if r.InFlight {
+		s.hold(tok, r.VendorBurst)
 	}
 	t := &s.totals
 	t.Tokens += m[bTok].cap(tok)
@@ -423,6 +422,15 @@ func (b *gcra) predict(at float64) float64 {
 func (s *memState) settleHeld(now float64) {
 	if b := &s.main[bTok]; s.held > s.room && b.interval != 0 {
 		b.tat = fmax(b.tat, now+(s.held-s.room)*b.interval)
+	}
+}
+
+// hold holds tok tokens of an InFlight reservation, its vendor's bucket vendorBurst (0:
+// the token bucket's burst). s.mu is held.
+func (s *memState) hold(tok, vendorBurst float64) {
+	s.held += s.main[bTok].cap(tok)
+	if finite(vendorBurst) {
+		s.room = max(vendorBurst-s.main[bTok].burst, 0)
 	}
 }
 

@@ -27,6 +27,11 @@ type attempt struct {
 	call   Call
 	number int
 	cost   int
+	// reads is the prefix hash of a request to a vendor whose cache reads are free, and
+	// readsEst its prompt estimate, for the cache reads the next calls predict
+	// (limiter_reads.go); 0 for other requests.
+	reads    uint64
+	readsEst int
 	// retry is set for every call on the upstream after the call's first one: it needs
 	// the upstream's retry budget.
 	retry bool
@@ -401,6 +406,9 @@ func (a *attempt) settle(class failure.Class, usage *Usage) {
 		a.lease.releaseUsage(usage, used)
 	}
 	a.up.pool().service.observe(a, class, usage)
+	if a.reads != 0 && usage != nil {
+		a.r.c.cfg.limiter.scopes.reads.record(a.reads, a.readsEst, usage, time.Now())
+	}
 	if a.req == a.r.req {
 		a.r.cal.learn(usage) // the model family's calibration
 	}

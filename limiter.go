@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,12 @@ type keyLimiter struct {
 	models    []string
 	extra     bool
 	hideInput bool
+	// held: its token charges are held in flight until the request ends (an output
+	// quantity the vendor counts at the end, on a state that keeps such holds);
+	// vendorBurst (float64 bits; 0: unknown) the vendor's bucket for it, as its headers
+	// tell it.
+	held        bool
+	vendorBurst atomic.Uint64
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -147,6 +154,10 @@ type admission struct {
 	// noSleep: reserve returns the wait it was granted without sleeping it (a request
 	// admitted by several limiters sleeps once, the longest of their waits).
 	noSleep bool
+	// cached is the part of prompt predicted to be read from the vendor's cache, when
+	// cacheKnown (limiter_reads.go).
+	cached     int
+	cacheKnown bool
 }
 
 // limitLease is what an admitted request holds until its attempt is settled. The zero
@@ -160,6 +171,7 @@ type limitLease struct {
 	slot                   limitstore.SlotLease
 	held                   bool // a concurrency slot is held
 	batch                  bool // the batch lane was charged too
+	predicted              bool // the prompt's cache reads were predicted (keyLimiter.predicts)
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
 	grant limitstore.Grant
 	// res is the reservation being made (kept here so that it need not be allocated
@@ -216,7 +228,13 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 // request that has waited so far (in the limiters before it): it returns the whole wait.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	prompt, out := l.costOf(adm)
-	est := l.sync.estimate(prompt, out)
+	var est int
+	ls.predicted = adm.cacheKnown && l.predicts(adm)
+	if ls.predicted {
+		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
+	} else {
+		est = l.sync.estimate(prompt, out)
+	}
 	// Field by field: the grant is written whole by the reservation.
 	ls.l, ls.prompt, ls.estimate, ls.cost = l, prompt, est, l.sync.charge(est)
 	ls.slot, ls.held, ls.batch, ls.more = limitstore.SlotLease{}, false, false, nil
@@ -312,7 +330,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	g := &ls.grant
 	r := &ls.res
 	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
-	r.At = time.Time{}
+	r.At, r.InFlight = time.Time{}, false
+	if l.held {
+		r.InFlight = lane == limitstore.LaneMain
+		r.VendorBurst = math.Float64frombits(l.vendorBurst.Load())
+	}
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
 	}
@@ -356,6 +378,10 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 
 // giveBack returns the lease's charge on lane.
 func (ls *limitLease) giveBack(lane limitstore.Lane) {
+	if ls.l.held && lane == limitstore.LaneMain {
+		_ = ls.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), ls.cost, -1, -ls.cost)
+		return
+	}
 	_ = ls.l.state.Adjust(context.Background(), lane, -1, -ls.cost)
 }
 
@@ -507,8 +533,8 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	if l == nil {
 		return
 	}
-	if used && u != nil && !u.Estimated {
-		l.learn(u, ls.prompt)
+	if used && u != nil && !u.Estimated && !ls.predicted {
+		l.learn(u, ls.prompt) // the usage ratio: of the calls whose cache reads were unknown
 	}
 	ls.settle(l.counted(u), used)
 }
@@ -544,7 +570,12 @@ func (ls *limitLease) settle(actualTokens int, used bool) {
 			delta = max(delta, 0)
 		}
 	}
-	if delta != 0 || requests != 0 {
+	if l.held {
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, ls.cost, requests, delta)
+		if ls.batch && (delta != 0 || requests != 0) {
+			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
+		}
+	} else if delta != 0 || requests != 0 {
 		_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
 		if ls.batch {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
@@ -600,6 +631,13 @@ func (c *Client) admission(adm *admission, a *attempt, switchable bool) {
 	}
 	*adm = admission{prompt: a.cost - out, out: out, prio: a.req.Priority, switchable: switchable,
 		within: a.within, svc: a.up.pool().service, streaming: a.streaming(), svcOut: reserved, model: a.call.Model}
+	if qs := lc.scopes; qs != nil && qs.reads != nil && a.key.limiter().rule.CacheReadsFree && a.tx == nil {
+		if a.reads == 0 {
+			a.reads = affinityOf(a.req, readsPrefix)
+		}
+		a.readsEst = adm.prompt
+		adm.cached, adm.cacheKnown = qs.reads.lookup(a.reads, time.Now())
+	}
 	if a.layerWait == 0 && a.key.source == nil {
 		// Nothing waited since the attempt read the clock (a key source's fetch may
 		// take long): the reservation is made at that reading.

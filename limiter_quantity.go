@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/ratelimit"
 )
 
@@ -89,6 +91,9 @@ type quotaScopes struct {
 	// name (set by New's validation).
 	rules map[string]ratelimit.Rule
 	refs  map[string][]string
+	// reads are the prefixes of the calls to upstreams whose cache reads are free
+	// (limiter_reads.go); nil when no upstream's are.
+	reads *cacheReads
 }
 
 // validateQuota checks the quota scopes and the upstreams' references to them, and
@@ -119,6 +124,9 @@ func (c *config) validateQuota() []error {
 		u := &c.upstreams[i]
 		if u.Provider != nil {
 			qs.rules[u.Name] = ruleOf(u.Provider)
+			if qs.rules[u.Name].CacheReadsFree && qs.reads == nil {
+				qs.reads = &cacheReads{}
+			}
 		}
 		seen := map[string]bool{}
 		for _, n := range u.QuotaScopes {
@@ -243,11 +251,7 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule rat
 			pname = name + partSuffix[q]
 		}
 		p := newScopeLimiter(pname, pl, c)
-		p.qty, p.rule = q, rule
-		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
-		if q == qtyOutput && rule.OutputOnUsage {
-			p.sync.cfg.spread = outSpread
-		}
+		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
 	}
 	k.sync.cfg.noisy = rule.CacheReadsFree
@@ -273,12 +277,21 @@ func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, ru
 		if p == nil {
 			p = newScopeLimiter("", pl, c)
 		}
-		p.qty, p.rule = q, rule
-		p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
-		if q == qtyOutput && rule.OutputOnUsage {
-			p.sync.cfg.spread = outSpread
-		}
+		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
+	}
+}
+
+// setRule makes the part p meter the quantity q as rule says. An output quantity that
+// the vendor counts as generated holds its charges in flight until the request ends,
+// where the state can (limitstore.InFlightAdjuster): its bucket then refills as the
+// vendor's, which gets no refill while full, even with output in flight.
+func (p *keyLimiter) setRule(q quantity, rule ratelimit.Rule) {
+	p.qty, p.rule = q, rule
+	p.sync.cfg.noisy = q == qtyInput && rule.CacheReadsFree
+	if q == qtyOutput && rule.OutputOnUsage {
+		p.sync.cfg.spread = outSpread
+		_, p.held = p.state.(limitstore.InFlightAdjuster)
 	}
 }
 
@@ -302,6 +315,9 @@ func (k *keyLimiter) refresh() {
 // headerSync.estimate).
 func (k *keyLimiter) costOf(adm *admission) (prompt, out int) {
 	prompt, out = max(adm.prompt, 0), max(adm.out, 0)
+	if k.predicts(adm) {
+		prompt = max(prompt-adm.cached, 0) // read from the cache: not counted
+	}
 	switch {
 	case k.qty == qtyInput:
 		return prompt, 0
@@ -313,6 +329,13 @@ func (k *keyLimiter) costOf(adm *admission) (prompt, out int) {
 		return prompt, 0
 	}
 	return prompt, out
+}
+
+// predicts reports whether k charges adm's prompt as predicted from the cache reads of
+// an earlier call with its prefix (limiter_reads.go): k's vendor does not count cache
+// reads against the quantity k meters, and the prefix is known.
+func (k *keyLimiter) predicts(adm *admission) bool {
+	return adm.cacheKnown && k.rule.CacheReadsFree && k.qty != qtyOutput
 }
 
 // counted is what the upstream counted of u against k's buckets, 0 when unknown: the
@@ -366,6 +389,9 @@ func (k *keyLimiter) view(rl *ratelimit.Status) ratelimit.Status {
 		return ratelimit.Status{Tokens: rl.InputTokens}
 	case qtyOutput:
 		if k.rule.OutputOnUsage {
+			if k.held {
+				k.learnVendorBurst(rl.OutputTokens)
+			}
 			return ratelimit.Status{}
 		}
 		return ratelimit.Status{Tokens: rl.OutputTokens}
@@ -425,4 +451,18 @@ func (l *keyLimiter) admitFrom(ctx context.Context, adm *admission, ls *limitLea
 		return w, err
 	}
 	return l.admitParts(ctx, adm, ls, w)
+}
+
+// learnVendorBurst learns the size of the vendor's output bucket from its window: the
+// level it reports plus what its reset refills (see window.learn), which a held part's
+// state takes for the vendor's burst (limitstore.Reservation.VendorBurst).
+func (k *keyLimiter) learnVendorBurst(rw ratelimit.Window) {
+	if !rw.Known || rw.Limit <= 0 {
+		return
+	}
+	var w window
+	w.learn(rw)
+	if w.known && !w.long {
+		k.vendorBurst.Store(math.Float64bits(w.capacity))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/gemini"
@@ -157,6 +158,76 @@ func TestOutputQuotaPacedByExpectedOutput(t *testing.T) {
 		wg.Wait()
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("four calls expected to generate 250 tokens each took %v, want about one call's 2s", d)
+		}
+	})
+}
+
+// cachingVendor answers like a vendor with a prompt cache whose reads its input quota
+// does not count: a prompt of 2,000 input tokens writes 1,400 of them to the cache the
+// first time it comes, and reads them every later time.
+type cachingVendor struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (v *cachingVendor) QuotaRule() ratelimit.Rule { return ratelimit.Rule{CacheReadsFree: true} }
+
+func (v *cachingVendor) Complete(_ context.Context, call *llmclient.Call) (*llmclient.Response, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	prompt := call.Request.Messages[0].Content[0].Text
+	u := llmclient.Usage{InputTokens: 2000, CacheWriteTokens: 1400, OutputTokens: 10, TotalTokens: 2010}
+	if v.seen[prompt] {
+		u.CacheWriteTokens, u.CachedInputTokens = 0, 1400
+	}
+	v.seen[prompt] = true
+	return &llmclient.Response{Text: "ok", FinishReason: finish.Stop, Usage: u}, nil
+}
+
+func (v *cachingVendor) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return nil, llmclient.ErrUnsupported
+}
+
+// TestCacheReadsPredictedFromThePrefix: where the vendor does not count cache reads
+// against its input quota, a prompt whose prefix the Client sent within the cache's
+// lifetime is charged its estimate less what that call read from or wrote to the cache;
+// a prompt it has not sent, or not for longer than the cache keeps it, is charged its
+// estimate times the usage ratio of such prompts (here 1: their input all counts).
+func TestCacheReadsPredictedFromThePrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "u", Provider: &cachingVendor{seen: map[string]bool{}},
+			Limits: llmclient.Limits{ITPM: 600_000}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := func(s string) *llmclient.Request {
+			return &llmclient.Request{Model: "m", MaxTokens: 10, Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat(s+" ", 2000))}}
+		}
+		charged := func(req *llmclient.Request) (charged, estimated int) {
+			t.Helper()
+			resp, err := c.Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := resp.Attempts[len(resp.Attempts)-1]
+			return a.ChargedTokens, a.EstimatedTokens
+		}
+		a, b := prompt("alpha"), prompt("beta")
+		if ch, est := charged(a); ch < est {
+			t.Fatalf("first call: charged %d of an estimate of %d, want all of it", ch, est)
+		}
+		for range 3 { // sent again: 1,400 tokens of its input are read from the cache
+			ch, est := charged(a)
+			if want := est - 1400; ch > want+est/100 || ch < want {
+				t.Errorf("the prefix sent before: charged %d of an estimate of %d, want about %d", ch, est, want)
+			}
+		}
+		if ch, est := charged(b); ch < est {
+			t.Errorf("another prompt: charged %d of an estimate of %d, want all of it", ch, est)
+		}
+		time.Sleep(6 * time.Minute) // the vendor's cache dropped the prefix
+		if ch, est := charged(a); ch < est {
+			t.Errorf("the prefix sent 6 minutes before: charged %d of an estimate of %d, want all of it", ch, est)
 		}
 	})
 }

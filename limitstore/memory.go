@@ -231,7 +231,10 @@ type memState struct {
 	main [4]gcra
 	gate [2]gcra
 	// daily is set while a daily bucket limits (Reserve skips them otherwise).
-	daily                     bool
+	daily bool
+	// held is the tokens of InFlight reservations not yet ended (see Reservation.InFlight),
+	// room how much larger than the token bucket the vendor's is (VendorBurst).
+	held, room                float64
 	pausedUntil, evictedUntil float64
 	// mark is the last Grant.Mark handed out; synced the mark of the latest request a
 	// report was applied for, and syncedTotals the totals of that report.
@@ -308,6 +311,9 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 	}
 	s.mu.Lock()
 	m := &s.main
+	if r.InFlight {
+		s.settleHeld(now)
+	}
 	// Every token bucket is consulted, so that even a request that costs no tokens waits
 	// for a token debt to clear.
 	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
@@ -332,6 +338,9 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 	}
 	if tok > 0 {
 		m[bTok].charge(at, tok)
+	}
+	if r.InFlight {
+		s.hold(tok, r.VendorBurst)
 	}
 	t := &s.totals
 	t.Tokens += m[bTok].cap(tok)
@@ -407,11 +416,43 @@ func (b *gcra) predict(at float64) float64 {
 	return b.level(at) + b.corrected
 }
 
+// settleHeld brings the token bucket to now as a vendor that counts the held tokens at
+// their end keeps its own: it gets no refill while its level plus what is held is the
+// vendor's burst (the bucket's plus room). s.mu is held.
+func (s *memState) settleHeld(now float64) {
+	if b := &s.main[bTok]; s.held > s.room && b.interval != 0 {
+		b.tat = fmax(b.tat, now+(s.held-s.room)*b.interval)
+	}
+}
+
+// hold holds tok tokens of an InFlight reservation, its vendor's bucket vendorBurst (0:
+// the token bucket's burst). s.mu is held.
+func (s *memState) hold(tok, vendorBurst float64) {
+	s.held += s.main[bTok].cap(tok)
+	if finite(vendorBurst) {
+		s.room = max(vendorBurst-s.main[bTok].burst, 0)
+	}
+}
+
+// AdjustInFlight implements InFlightAdjuster.
+func (s *memState) AdjustInFlight(_ context.Context, held, requests, tokens int) error {
+	s.adjust(LaneMain, requests, tokens, count(held))
+	return nil
+}
+
 func (s *memState) Adjust(_ context.Context, l Lane, requests, tokens int) error {
+	s.adjust(l, requests, tokens, 0)
+	return nil
+}
+
+// adjust is Adjust, ending the hold of held tokens first on LaneMain.
+func (s *memState) adjust(l Lane, requests, tokens int, held float64) {
 	now := s.now()
 	amounts := [2]int{requests, tokens}
 	s.mu.Lock()
 	if l == LaneMain {
+		s.settleHeld(now)
+		s.held = max(s.held-held, 0)
 		s.adjustTotals(float64(requests), float64(tokens))
 	}
 	b := s.buckets(l)
@@ -428,7 +469,6 @@ func (s *memState) Adjust(_ context.Context, l Lane, requests, tokens int) error
 		}
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // adjustTotals enters an Adjust of LaneMain in the totals (see Totals).
@@ -460,6 +500,7 @@ func (s *memState) Sync(_ context.Context, r Report) (Correction, error) {
 	c := Correction{Made: Unknown}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settleHeld(now)
 	c.Pending = s.totals.Sub(r.Totals)
 	if r.Mark <= s.synced {
 		c.Fit = s.fit
@@ -554,6 +595,7 @@ func (f *Fit) add(counted, estimated float64, censored bool) bool {
 func (s *memState) Retune(_ context.Context, spec Spec) error {
 	now := s.now()
 	s.mu.Lock()
+	s.settleHeld(now)
 	for i, r := range [4]Rate{spec.Requests, spec.Tokens, spec.DailyRequests, spec.DailyTokens} {
 		s.main[i] = s.main[i].retune(now, r, 1)
 	}
@@ -717,7 +759,7 @@ func (s *memState) Idle() bool {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inUse != 0 || len(s.waiters) != 0 || s.pausedUntil > now || s.evictedUntil > now {
+	if s.inUse != 0 || len(s.waiters) != 0 || s.pausedUntil > now || s.evictedUntil > now || s.held > 0 {
 		return false
 	}
 	for i := range s.main {

@@ -7,6 +7,7 @@ package limitstore
 func (s *memState) Levels() (requests, tokens float64) {
 	now := s.now()
 	s.mu.Lock()
+	s.settleHeld(now)
 	requests, tokens = s.main[0].level(now), s.main[1].level(now)
 	s.mu.Unlock()
 	return requests, tokens

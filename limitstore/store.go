@@ -143,11 +143,32 @@ type Reservation struct {
 	Estimate int
 	// MaxWait is the longest wait the caller accepts; a negative value means no bound.
 	MaxWait time.Duration
+	// InFlight marks Tokens that a vendor counts only when the request ends (the output
+	// it generates): they are charged now, as any, and held as in flight until the caller
+	// ends the hold (InFlightAdjuster.AdjustInFlight). The token bucket then refills as the
+	// vendor's does: the vendor's own bucket holds the level plus what is in flight, and
+	// gets no refill while that is full. Only LaneMain holds; a State that does not
+	// implement InFlightAdjuster ignores it.
+	InFlight bool
+	// VendorBurst is the size of the vendor's bucket for InFlight tokens, when known
+	// (0: the token bucket's burst): the vendor's bucket is full when the level plus
+	// what is held reaches it. The State keeps the last one given.
+	VendorBurst float64
 	// At is the caller's reading of the clock, taken just before it asked, which a store
 	// may use instead of reading its own (the in-memory states do; a shared store keeps
 	// its server's clock). The zero time means none. A reading a little in the past only
 	// makes the wait it is granted that much longer.
 	At time.Time
+}
+
+// InFlightAdjuster is implemented by the States that hold Reservation.InFlight charges
+// (the in-memory ones, redisstore's).
+type InFlightAdjuster interface {
+	// AdjustInFlight ends the hold of held tokens (at most what is held) of reservations
+	// made with InFlight, then adjusts LaneMain by requests and tokens as Adjust does:
+	// the request's end, with the difference between its charge and what the vendor
+	// counted, or its charge given back.
+	AdjustInFlight(ctx context.Context, held, requests, tokens int) error
 }
 
 // Levels are counts for a scope's main buckets: what a State predicts is left right

@@ -60,18 +60,20 @@ const (
 type Rule struct {
 	// OutputOnUsage: output tokens count as they are generated, and max_tokens does not
 	// factor into the output quota (Anthropic's OTPM). A request's output quantity
-	// (Limits.OTPM) still holds its reserved output (MaxTokens or llmclient.WithReservedOutput's
-	// default) while it is in flight — the output it may generate, which the upstream
-	// counts when it is generated — and gives back what it did not generate when the
-	// usage is reported, so only the calls in flight hold more than they use. (Charging
-	// an expected output instead let the queue of reservations made ahead run into the
-	// output that exceeded it, and the upstream refused.) False: the reservation is
-	// charged at admission and kept; only an overrun is charged after.
+	// (Limits.OTPM) holds its expected output (its reserved output, MaxTokens or
+	// llmclient.WithReservedOutput's default, times the share of it the key's calls
+	// generate, plus a reserve for that share's spread) while it is in flight, and is
+	// reconciled with what it generated when the usage is reported; the bucket gets no
+	// refill while its level plus the output in flight fills the vendor's bucket, as the
+	// vendor's own does. False: the reservation is charged at admission and kept; only an
+	// overrun is charged after.
 	OutputOnUsage bool
 	// CacheReadsFree: input read from the vendor's prompt cache does not count toward its
 	// token quotas (Anthropic's ITPM for most models). The usage's CachedInputTokens are
-	// then not reconciled as charged, and the learned ratio of what the upstream counts to
-	// the prompt's estimate, which scales each admission's charge, leaves them out.
+	// then not reconciled as charged; a prompt whose prefix the Client sent within the
+	// cache's lifetime is charged its estimate less what that call read from or wrote to
+	// the cache, and the learned ratio of what the upstream counts to the prompt's
+	// estimate, which scales the charge of the other prompts, leaves the cache reads out.
 	CacheReadsFree bool
 	// InputOnly: the tokens-per-minute quota (Limits.TPM) counts input tokens only
 	// (Gemini's TPM): no output is reserved against it and the output reported is not

@@ -36,6 +36,8 @@ var fitProbe = strconv.FormatFloat(limitstore.FitProbe, 'g', -1, 64)
 //	                    report's; F1-F4 the charge fit (counted, estimated, noise, reports);
 //	U1-U2               the totals (tokens, estimates) of the report the fit last took an
 //	                    observation from (or the first applied report)
+//	mh, mo              the tokens held by InFlight reservations, and how much larger
+//	                    than mt's burst the vendor's bucket is (limitstore.Reservation)
 //
 // The hash expires an hour after its last time has passed (a scope idle that long starts
 // afresh, as the in-memory store drops idle scopes). Marks start at the server's clock in
@@ -186,6 +188,13 @@ local function save()
   end
   redis.call('PEXPIRE', h, math.ceil((last - now) / 1000) + 3600000)
 end
+-- The token bucket refills as a vendor's that counts the held tokens (mh, of InFlight
+-- reservations) at their end: none while its level plus what is held is the vendor's
+-- bucket, the bucket's burst plus mo (limitstore.Reservation.InFlight).
+if B.mt and g('mh') > g('mo') then
+  local t = math.min(now + (g('mh') - g('mo')) * B.mt.i, now + 2 * H)
+  if t > f.mt then set('mt', t) end
+end
 `
 
 // The scripts' arguments: ARGV[1..9] the caller's spec (specArgs), then their own.
@@ -200,7 +209,9 @@ end
 `
 
 // reserveScript: ARGV[10] lane ("m" or "b"), requests, tokens, estimate (0: tokens), max
-// wait in µs (negative: no bound but the horizon). Returns {admitted (1 or 0), wait in µs}
+// wait in µs (negative: no bound but the horizon), "1" when the tokens are held in
+// flight (limitstore.Reservation.InFlight, main lane only) and the vendor's burst ("":
+// unknown). Returns {admitted (1 or 0), wait in µs}
 // and, for an admitted reservation on the main lane, its mark, the predicted levels of
 // mr, mt, dr, dt ("" for a bucket without a limit) and the totals (tokens, estimates,
 // requests). The wait is at most the horizon.
@@ -226,6 +237,11 @@ local wait = math.ceil(at - now)
 if wait > maxw then return {0, math.min(wait, H)} end
 if req > 0 then charge('mr', at, req); charge('dr', at, req) end
 if tok > 0 then charge('mt', at, tok); charge('dt', at, tok) end
+if ARGV[15] == '1' and B.mt then
+  set('mh', g('mh') + cap('mt', tok))
+  local vb = known(ARGV[16])
+  if vb then set('mo', math.max(vb - B.mt.b, 0)) end
+end
 if not f.mk then set('sy', fmt(now - 1)) end
 local mark = math.max(g('mk') + 1, now)
 set('mk', fmt(mark))
@@ -240,12 +256,15 @@ save()
 return r
 `)
 
-// adjustScript: ARGV[10] lane, requests, tokens (negative: give back). A request amount
+// adjustScript: ARGV[10] lane, requests, tokens (negative: give back), and on the main
+// lane the held tokens whose hold ends first ("" or 0: none). A request amount
 // applies to the request buckets, a token amount to the token buckets; on the main lane
 // the totals follow (limitstore.Totals) and each bucket's correction count takes the
 // change of its level.
 var adjustScript = redis.NewScript(luaScope + luaAmount + `
 local req, tok = amount(ARGV[11]), amount(ARGV[12])
+local held = math.max(amount(ARGV[13]), 0)
+if ARGV[10] ~= 'b' and held > 0 then set('mh', math.max(g('mh') - held, 0)) end
 local function shift(k, n, counted)
   if not B[k] then return end
   local before = level(k, now)

@@ -120,7 +120,12 @@ func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (limitst
 	if r.MaxWait >= 0 {
 		maxWait = min(int64(r.MaxWait/time.Microsecond), horizonMicros)
 	}
-	args := append(st.scriptArgs(5), laneName(r.Lane), amount(r.Requests), amount(r.Tokens), amount(r.Estimate), maxWait)
+	inFlight := ""
+	if r.InFlight && r.Lane == limitstore.LaneMain {
+		inFlight = "1"
+	}
+	args := append(st.scriptArgs(7), laneName(r.Lane), amount(r.Requests), amount(r.Tokens), amount(r.Estimate), maxWait,
+		inFlight, known(r.VendorBurst))
 	v, err := st.s.run(ctx, reserveScript, st.bucket, args...)
 	if err == nil {
 		if g, ok := grantOf(v, r.Lane); ok {
@@ -182,14 +187,28 @@ func count(v any) (float64, bool) {
 // Adjust implements limitstore.State. Each amount is clamped to ±limitstore.MaxBurst,
 // and the script caps it as the in-memory store does.
 func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
-	if requests == 0 && tokens == 0 {
+	return st.adjust(ctx, l, requests, tokens, 0)
+}
+
+// AdjustInFlight implements limitstore.InFlightAdjuster, in one script with the
+// adjustment.
+func (st *state) AdjustInFlight(ctx context.Context, held, requests, tokens int) error {
+	return st.adjust(ctx, limitstore.LaneMain, requests, tokens, max(held, 0))
+}
+
+// adjust is Adjust, ending the hold of held tokens first on the main lane.
+func (st *state) adjust(ctx context.Context, l limitstore.Lane, requests, tokens, held int) error {
+	if requests == 0 && tokens == 0 && held == 0 {
 		return nil
 	}
-	args := append(st.scriptArgs(3), laneName(l), amount(requests), amount(tokens))
+	args := append(st.scriptArgs(4), laneName(l), amount(requests), amount(tokens), amount(held))
 	if _, err := st.s.run(ctx, adjustScript, st.bucket, args...); err != nil {
 		loc, err := st.fallback(err)
 		if loc == nil {
 			return err
+		}
+		if a, ok := loc.(limitstore.InFlightAdjuster); ok && held > 0 {
+			return a.AdjustInFlight(ctx, held, requests, tokens)
 		}
 		return loc.Adjust(ctx, l, requests, tokens)
 	}

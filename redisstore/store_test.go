@@ -131,6 +131,25 @@ func adjust(lane limitstore.Lane, req, tok int) func(context.Context, limitstore
 	}
 }
 
+// reserveHeld reserves tokens on the main lane, held in flight (Reservation.InFlight) with
+// the given vendor burst.
+func reserveHeld(tok int, vendorBurst float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
+		g, err := s.Reserve(ctx, limitstore.Reservation{Requests: 1, Tokens: tok, MaxWait: 0, InFlight: true, VendorBurst: vendorBurst})
+		if g.OK {
+			*last = g
+		}
+		return stepResult{g.Wait, g.OK, []float64{g.Levels.Requests, g.Levels.Tokens, g.Totals.Tokens}}, err
+	}
+}
+
+// adjustHeld ends the hold of held tokens and adjusts the main lane (AdjustInFlight).
+func adjustHeld(held, req, tok int) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+		return stepResult{ok: true}, s.(limitstore.InFlightAdjuster).AdjustInFlight(ctx, held, req, tok)
+	}
+}
+
 // reportOf reports the last grant: the upstream had target left (NaN: unknown), with the
 // given reserves and gain.
 func reportOf(target, reserve limitstore.Levels, gain float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
@@ -247,6 +266,16 @@ func TestBucketsMatchMemory(t *testing.T) {
 				{"250 needs 0.5s again", reserve(main, 1, 250, 0)},
 				{"charge an overrun of 100", adjust(main, 0, 100)},
 				{"10 tokens still fit at once", reserve(main, 0, 10, 0)},
+			}
+		}},
+		{"output held in flight", 1000, func(k time.Duration) []step {
+			return []step{
+				{"hold 200 of 300", reserveHeld(200, 0)},
+				{"a vendor bucket of 500: hold 50 more", reserveHeld(50, 500)},
+				{"the first ends, 20 more than held", adjustHeld(200, 0, 20)},
+				{"the second is given back", adjustHeld(50, -1, -50)},
+				{"80 left: 100 needs 0.2s", reserve(main, 1, 100, 0)},
+				{"100 within 1s", reserve(main, 1, 100, time.Second*k)},
 			}
 		}},
 		{"request larger than the bucket", 5, func(k time.Duration) []step {

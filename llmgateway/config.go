@@ -31,6 +31,14 @@ type Config struct {
 	// Open serves requests without a tenant key, as the tenant "" with every model
 	// allowed. Default false: Tenants is required.
 	Open bool `yaml:"open"`
+	// Procs is how many threads run Go code at once (GOMAXPROCS) in the llmgateway
+	// command, set when it starts; a reload cannot change it, and the GOMAXPROCS
+	// environment variable overrides it. New does not read it: a program that embeds
+	// the Gateway owns its runtime. 1 spends less CPU per request (no second thread
+	// woken to share each request's work) but serves at most one core's worth and,
+	// on a busy machine, queues requests behind one another (BENCHMARKS.md §16).
+	// Default 0: Go's default, the CPUs available.
+	Procs int `yaml:"procs"`
 
 	Admin     AdminConfig      `yaml:"admin"`
 	Log       LogConfig        `yaml:"log"`
@@ -434,6 +442,9 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownGrace < 0 {
 		p.add("shutdown_grace: must not be negative")
+	}
+	if c.Procs < 0 {
+		p.add("procs: must not be negative")
 	}
 	if c.Admin.Listen != "" {
 		c.Admin.token = c.secret(&p, "admin.token_env", c.Admin.TokenEnv)

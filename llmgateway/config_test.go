@@ -10,6 +10,7 @@ import (
 func TestConfigReportsEveryProblemAtOnce(t *testing.T) {
 	_, err := llmgateway.Parse([]byte(`
 log: {level: loud}
+procs: -1
 admin: {listen: 127.0.0.1:0, token_env: NO_TOKEN}
 upstreams:
   - {name: a, vendor: openai, keys_env: [MISSING_KEY], limits: {rpm: -1}}
@@ -42,6 +43,7 @@ cache: {enabled: true, redis: true}
 		`unknown upstream "ghost"`, `routing "fastest"`, `unknown group "nowhere"`, `tenant "t": models: at least one`,
 		`tenant "u": models: "[" is not a pattern`, `holds a key of tenant "t"`, "cap_usd must be positive", `unknown tenant "nobody"`,
 		"retry: max_attempts", "timeouts: must not be negative", "limiter.mode", "breaker:", "breaker.shared: needs redis", "cache.redis: needs redis",
+		"procs: must not be negative",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)

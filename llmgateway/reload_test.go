@@ -56,6 +56,7 @@ func TestInvalidReloadChangesNothing(t *testing.T) {
 		{"budget added", withTenantC + "budgets:\n  - {name: x, cap_usd: 1}\n", "budgets: changing it needs a restart"},
 		{"tenant limits", strings.Replace(withTenantC, "models: [gpt-4o-mini]", "models: [gpt-4o-mini]\n    limits: {rpm: 5}", 1), `tenant "b": changing its own limits needs a restart`},
 		{"upstream vendor", strings.Replace(withTenantC, "vendor: anthropic", "vendor: gemini", 1), "upstreams: changing it needs a restart"},
+		{"procs", withTenantC + "procs: 1\n", "procs: changing it needs a restart"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tc.yaml), 0o600); err != nil {

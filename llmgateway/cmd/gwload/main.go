@@ -4,12 +4,17 @@
 // measured from the moment the request was due.
 //
 //	gwload mock -listen 127.0.0.1:9100
+//	gwload proxy -listen 127.0.0.1:9104 -upstream http://127.0.0.1:9100
 //	gwload sweep -direct http://127.0.0.1:9100/v1 \
 //	    -target 'llmgateway=http://127.0.0.1:9101/v1,pid=1234,header=Authorization: Bearer k' \
 //	    -target 'portkey=http://127.0.0.1:9102/v1,pid=5678,header=x-portkey-provider: openai' \
 //	    -rates 50,200,500,1000,1500 -duration 8s
 //
 // mock is a loopback OpenAI-compatible upstream that answers at once (one-shot and SSE).
+// proxy is the floor a Go gateway built on net/http starts from: a bare reverse proxy
+// (a net/http server, and an http.Transport to the upstream) that reads each request
+// body, sends it on and copies the answer back, flushing every read; no
+// authentication, parsing, limiting or logging.
 // sweep sends, at each rate and for one-shot then streaming requests, the same load
 // to the upstream directly and then through each target in turn, and prints per
 // target: p50/p99 latency, overhead (latency less the direct latency at the same rate
@@ -46,6 +51,8 @@ func main() {
 	switch os.Args[1] {
 	case "mock":
 		err = mock(os.Args[2:])
+	case "proxy":
+		err = proxy(os.Args[2:])
 	case "sweep":
 		err = sweep(os.Args[2:])
 	default:
@@ -101,6 +108,60 @@ func mock(args []string) error {
 		}
 	})
 	return (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
+}
+
+// proxy forwards every POST to the same path on upstream and copies the status, the
+// content type and the body back, flushing after each read of the upstream body.
+func proxy(args []string) error {
+	fs := flag.NewFlagSet("proxy", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:9104", "address (loopback)")
+	upstream := fs.String("upstream", "http://127.0.0.1:9100", "the upstream's origin")
+	_ = fs.Parse(args)
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "gwload proxy on", ln.Addr(), "to", *upstream)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 256
+	hc := &http.Client{Transport: tr}
+	origin := strings.TrimSuffix(*upstream, "/")
+	h := func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, origin+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+		resp, err := hc.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		f := w.(http.Flusher)
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return
+				}
+				f.Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	return (&http.Server{Handler: http.HandlerFunc(h), ReadHeaderTimeout: 10 * time.Second}).Serve(ln)
 }
 
 type target struct {

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -28,6 +29,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// procs is the GOMAXPROCS the configuration asks for, or 0 to leave Go's: when it
+// says nothing or the GOMAXPROCS environment variable is set.
+func procs(cfg *llmgateway.Config, getenv func(string) string) int {
+	if getenv("GOMAXPROCS") != "" {
+		return 0
+	}
+	return cfg.Procs
 }
 
 func run() error {
@@ -42,6 +52,9 @@ func run() error {
 	if *check {
 		fmt.Println("configuration ok")
 		return nil
+	}
+	if n := procs(cfg, os.Getenv); n > 0 {
+		runtime.GOMAXPROCS(n)
 	}
 	g, err := llmgateway.New(cfg)
 	if err != nil {

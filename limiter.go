@@ -438,20 +438,19 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
 	}
-	err := l.joint.Reserve(ctx, r, sh[:1+len(l.parts)])
-	wait := ls.grant.Wait
-	for i := range l.parts {
-		if err != nil {
+	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(l.parts)])
+	if err != nil {
+		for i := range l.parts {
 			ls.parts[i].grant = limitstore.Grant{}
 		}
-		wait = max(wait, ls.parts[i].grant.Wait)
+		return 0, err
 	}
-	if err == nil && ls.grant.OK && lane == limitstore.LaneBatch {
+	if ls.grant.OK && lane == limitstore.LaneBatch {
 		for i := range l.parts {
 			ls.parts[i].batch = true
 		}
 	}
-	return wait, err
+	return wait, nil
 }
 
 // maxParts is the most parts a limiter has: one per quantity besides the total.

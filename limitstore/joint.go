@@ -84,16 +84,16 @@ type Share struct {
 
 // Reserve reserves r on every state of the Joint, the i-th charged shares[i]'s tokens
 // (r.Tokens and r.Estimate are not read) and r.Requests, its grant written to
-// *shares[i].Grant. States in memory are reserved in one step: under their locks (one,
-// when they were made beside each other), with the clock read once (r.At, when not
-// zero), at one admission time for all, the earliest at which every state's buckets hold
-// its share; every grant's Wait is the wait until then. When that wait exceeds r.MaxWait
-// none takes anything, and every grant has OK false and that wait. States of other
-// stores are reserved one by one, each at its own time (the request then waits the
-// longest of their Waits); when one refuses or fails, or the longest wait exceeds
-// r.MaxWait, the others give back what they took (Adjust) and every grant has OK false.
-// shares has one entry per state.
-func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) error {
+// *shares[i].Grant, and returns the wait until the request may go. States in memory are
+// reserved in one step: under their locks (one, when they were made beside each other),
+// with the clock read once (r.At, when not zero), at one admission time for all, the
+// earliest at which every state's buckets hold its share; every grant's Wait is the wait
+// until then. When that wait exceeds r.MaxWait none takes anything, and every grant has
+// OK false and that wait. States of other stores are reserved one by one, each at its own
+// time, and the request waits the longest of their Waits; when one refuses or fails, or
+// the longest wait exceeds r.MaxWait, the others give back what they took (Adjust) and
+// every grant has OK false. shares has one entry per state.
+func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (time.Duration, error) {
 	if j.mem == nil {
 		return j.reserveEach(ctx, r, shares)
 	}
@@ -111,7 +111,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) err
 		if r.MaxWait >= 0 && wait > r.MaxWait {
 			s0.mu.Unlock()
 			refuse(shares, wait)
-			return nil
+			return wait, nil
 		}
 		for i, s := range j.mem {
 			sh := &shares[i]
@@ -119,7 +119,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) err
 			sh.Grant.Wait = wait
 		}
 		s0.mu.Unlock()
-		return nil
+		return wait, nil
 	}
 	// States that keep their own clocks: each reads t, and is charged at its reading of
 	// it plus the longest wait.
@@ -141,7 +141,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) err
 			mu.Unlock()
 		}
 		refuse(shares, w)
-		return nil
+		return w, nil
 	}
 	for i, s := range j.mem {
 		sh := &shares[i]
@@ -151,7 +151,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) err
 	for _, mu := range j.locks {
 		mu.Unlock()
 	}
-	return nil
+	return w, nil
 }
 
 // estimate is the share's estimate for the totals (see Reservation.counts).
@@ -170,7 +170,7 @@ func refuse(shares []Share, wait time.Duration) {
 }
 
 // reserveEach is Reserve on states of which one at least is not in memory.
-func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []Share) error {
+func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []Share) (time.Duration, error) {
 	shares = shares[:len(j.states)]
 	var wait time.Duration
 	for i, st := range j.states {
@@ -184,13 +184,13 @@ func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []Share)
 		}
 		j.giveBack(r, shares[:i])
 		refuse(shares, g.Wait)
-		return err
+		return g.Wait, err
 	}
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		j.giveBack(r, shares)
 		refuse(shares, wait)
 	}
-	return nil
+	return wait, nil
 }
 
 // giveBack gives back the shares of r taken on the Joint's first len(shares) states.

@@ -34,8 +34,14 @@ func reserveJoint(t *testing.T, j *Joint, in, out int, maxWait time.Duration) [3
 	t.Helper()
 	var g [3]Grant
 	sh := []Share{{Tokens: 10, Grant: &g[0]}, {Tokens: in, Grant: &g[1]}, {Tokens: out, Grant: &g[2]}}
-	if err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: maxWait}, sh); err != nil {
+	wait, err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: maxWait}, sh)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range g {
+		if g[i].OK && g[i].Wait > wait || !g[i].OK && g[i].Wait != wait {
+			t.Fatalf("grant %d: %+v; the Joint's wait %v", i, g[i], wait)
+		}
 	}
 	return g
 }

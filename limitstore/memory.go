@@ -310,12 +310,7 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 // reserveTo is Reserve into *g. It never fails. It is a Joint's Reserve for one state
 // (readyLocked, grantLocked), written out for the admission of every request.
 func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
-	var now float64
-	if d := r.At.Sub(s.epoch); !r.At.IsZero() && d >= 0 {
-		now = float64(d) // the caller's reading (one from before the state began is not)
-	} else {
-		now = s.now()
-	}
+	now := s.clock(r.At)
 	req, tok := count(r.Requests), count(r.Tokens)
 	if r.Lane == LaneBatch {
 		s.mu.Lock()
@@ -386,8 +381,10 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 // clock is the state's time for the caller's reading t: t itself, unless it is zero or
 // from before the state began, then the state's own reading.
 func (s *memState) clock(t time.Time) float64 {
-	if d := t.Sub(s.epoch); !t.IsZero() && d >= 0 {
-		return float64(d)
+	if !t.IsZero() {
+		if d := t.Sub(s.epoch); d >= 0 {
+			return float64(d)
+		}
 	}
 	return s.now()
 }

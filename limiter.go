@@ -19,6 +19,8 @@ type keyLimiter struct {
 	state limitstore.State
 	// reserveTo is limitstore.ReserverOf(state).
 	reserveTo func(context.Context, *limitstore.Reservation, *limitstore.Grant) error
+	// joint reserves on state and its parts' states together (nil without parts).
+	joint *limitstore.Joint
 	// shared is set when the state lives in a store given with WithLimitStore: other
 	// Clients may admit through it too, and see the key's pauses and evictions.
 	shared   bool
@@ -163,23 +165,40 @@ type admission struct {
 // limitLease is what an admitted request holds until its attempt is settled. The zero
 // lease holds nothing.
 type limitLease struct {
+	// partLease is the charge of l's own buckets.
+	partLease
+	slot limitstore.SlotLease
+	held bool // a concurrency slot is held
+	// res is the reservation being made (kept here so that it need not be allocated
+	// for the call through keyLimiter.reserveTo).
+	res limitstore.Reservation
+	// parts are the charges of l's parts, in l.parts order (the first len(l.parts)).
+	parts [maxParts]partLease
+	// more are the leases of l's scopes, in l.scopes order (a zero lease for a scope that
+	// does not cover the model); nil when l has none.
+	more []limitLease
+}
+
+// partLease is what an admitted request holds of one limiter's token buckets: a key's
+// own, or one of its parts'.
+type partLease struct {
 	l *keyLimiter
 	// cost is the charge taken from the token buckets: estimate, the prompt estimate
-	// (calibrated per model family) times the key's usage ratio plus the reserved output, times the charge multiplier; prompt
-	// is the prompt estimate.
+	// (calibrated per model family) times the key's usage ratio plus the reserved output,
+	// times the charge multiplier; prompt is the prompt estimate.
 	cost, estimate, prompt int
-	slot                   limitstore.SlotLease
-	held                   bool // a concurrency slot is held
 	batch                  bool // the batch lane was charged too
 	predicted              bool // the prompt's cache reads were predicted (keyLimiter.predicts)
 	// grant is the main lane's admission: its store mark, predicted levels and totals.
 	grant limitstore.Grant
-	// res is the reservation being made (kept here so that it need not be allocated
-	// for the call through keyLimiter.reserveTo).
-	res limitstore.Reservation
-	// more are the leases of l's parts and scopes, in l.partAt order (a zero lease for a
-	// scope that does not cover the model); nil when l has none.
-	more []limitLease
+}
+
+// own returns ls's charge of its own buckets, nil for a nil ls.
+func (ls *limitLease) own() *partLease {
+	if ls == nil {
+		return nil
+	}
+	return &ls.partLease
 }
 
 // acquire admits a request of the given token cost: a concurrency slot first, then, for
@@ -202,15 +221,15 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		*ls = limitLease{}
 		return 0, nil
 	}
-	if !l.extra {
-		return l.admit(ctx, adm, ls, 0)
+	if len(l.scopes) == 0 {
+		return l.admit(ctx, adm, ls, 0) // the parts, if any, reserve with l's buckets
 	}
 	// Every limiter reserves first, without sleeping, so that a wait that does not fit
 	// in one refuses at once; then the request sleeps the longest of their waits.
 	adm.noSleep = true
 	wait, err := l.admit(ctx, adm, ls, 0)
 	if err == nil {
-		wait, err = l.admitParts(ctx, adm, ls, wait)
+		wait, err = l.admitScopes(ctx, adm, ls, wait)
 	}
 	adm.noSleep = false
 	if err != nil || wait <= 0 {
@@ -227,19 +246,19 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 // admit is acquireInto once the limiter limits something, on l's own buckets, for a
 // request that has waited so far (in the limiters before it): it returns the whole wait.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
-	prompt, out := l.costOf(adm)
-	var est int
-	ls.predicted = adm.cacheKnown && l.predicts(adm)
-	if ls.predicted {
-		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
-	} else {
-		est = l.sync.estimate(prompt, out)
-	}
 	// Field by field: the grant is written whole by the reservation.
-	ls.l, ls.prompt, ls.estimate, ls.cost = l, prompt, est, l.sync.charge(est)
-	ls.slot, ls.held, ls.batch, ls.more = limitstore.SlotLease{}, false, false, nil
+	l.begin(adm, &ls.partLease)
+	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
+	if l.joint != nil {
+		for i, p := range l.parts {
+			p.begin(adm, &ls.parts[i])
+		}
+	}
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
+		for i, p := range l.parts {
+			p.sizes.observe(ls.parts[i].cost)
+		}
 		adm.expectService()
 	}
 	if l.slots {
@@ -257,14 +276,13 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		}
 		ls.slot, ls.held = lease, true
 	}
-	if adm.prio == ratelimit.Batch && l.gate.Load() {
+	if adm.prio == ratelimit.Batch && (l.gate.Load() || l.joint != nil && l.gated()) {
 		w, err := l.reserve(ctx, limitstore.LaneBatch, ls, waited, adm)
 		if err != nil {
 			ls.undo(false)
 			*ls = limitLease{}
 			return waited, err
 		}
-		ls.batch = true
 		waited += w
 	}
 	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
@@ -302,87 +320,217 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	return waited, nil
 }
 
-// reserve takes the lease's cost from a lane's buckets and sleeps until the reservation's
-// time. On failure nothing stays charged on that lane.
+// reserve takes the lease's cost from a lane's buckets, and its parts' costs from theirs
+// (all or none), and sleeps until the reservation's time. On failure nothing stays
+// charged on that lane.
 func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission) (time.Duration, error) {
-	var margin time.Duration
-	var ns int64
-	if adm.hasDeadline { // the margin and the queue's bound only bound a deadline's wait
-		ns = l.sync.tokNanos.Load()
-		margin = l.sizes.margin(ls.cost, ns)
-	}
 	lim := adm.lim0
-	if waited != 0 || !adm.haveLim0 {
-		var err error
-		if lim, err = l.limit(ctx, waited, adm, margin); err != nil {
-			return 0, err
-		}
+	var err error
+	switch {
+	case adm.hasDeadline:
+		lim, err = l.deadlineWait(ctx, ls.cost, waited, adm)
+	case waited != 0 || !adm.haveLim0:
+		lim, err = l.limit(ctx, waited, adm, 0)
 	}
-	if ns > 0 && l.queue.target > 0 {
-		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(ls.cost))); b >= 0 {
-			if b = max(b-waited-margin, 0); lim < 0 || b < lim {
-				lim = b
-			}
-		}
+	if err != nil {
+		return 0, err
 	}
 	// The grant goes to the lease in place: the main lane's is kept for a report; the
 	// batch lane's, which comes first, only says when (the main lane's overwrites it).
 	g := &ls.grant
-	r := &ls.res
-	r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
-	r.At, r.InFlight = time.Time{}, false
-	if l.held {
-		r.InFlight = lane == limitstore.LaneMain
-		r.VendorBurst = math.Float64frombits(l.vendorBurst.Load())
+	var wait time.Duration
+	if l.joint == nil {
+		r := &ls.res
+		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
+		r.InFlight, r.VendorBurst = l.holds(lane)
+		r.At = time.Time{}
+		if waited == 0 {
+			r.At = adm.now // nothing slept since the caller read the clock
+		}
+		err = l.reserveTo(ctx, r, g)
+		wait = g.Wait
+	} else {
+		wait, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim)
 	}
-	if waited == 0 {
-		r.At = adm.now // nothing slept since the caller read the clock
-	}
-	if err := l.reserveTo(ctx, r, g); err != nil {
+	if err != nil {
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
 	}
-	if ns > 0 && lane == limitstore.LaneMain && l.queue.target > 0 {
-		// The queue ahead: the wait less the time the bucket takes to refill the cost.
-		own := time.Duration(min(float64(ls.cost)*float64(ns), float64(time.Hour)))
-		l.queue.note(g.Wait-own, time.Now().UnixNano())
+	if lane == limitstore.LaneMain && l.queue.target > 0 && adm.hasDeadline {
+		l.noteQueue(wait, ls.cost)
+		for i, p := range l.parts {
+			p.noteQueue(wait, ls.parts[i].cost)
+		}
 	}
 	if !g.OK {
-		e := l.rateLimited(g.Wait)
+		e := l.rateLimited(wait)
 		*g = limitstore.Grant{}
 		if adm.expectService(); adm.service > 0 {
 			e.Message += ", and the upstream's calls take up to " + adm.service.Round(time.Millisecond).String()
 		}
 		return 0, e
 	}
-	if g.Wait > 0 && adm.switchable {
+	if lane == limitstore.LaneBatch {
+		ls.batch = true
+	}
+	if wait > 0 && adm.switchable {
 		// A wait may come from a pause that a 429 seen elsewhere (another replica sharing
 		// the store) put on the key: then another key is better than waiting.
 		if b, err := l.state.Blocked(ctx); err == nil && b.Paused > 0 {
-			ls.giveBack(lane)
+			ls.retract(lane)
 			return 0, &keyPausedError{left: b.Paused}
 		}
 	}
-	if g.Wait <= 0 {
+	if wait <= 0 {
 		return 0, nil
 	}
 	if adm.noSleep {
-		return g.Wait, nil // the caller sleeps, once every limiter of the request said when
+		return wait, nil // the caller sleeps, once every limiter of the request said when
 	}
-	if err := sleepFor(ctx, g.Wait); err != nil {
-		ls.giveBack(lane)
+	if err := sleepFor(ctx, wait); err != nil {
+		ls.retract(lane)
 		return 0, err
 	}
-	return g.Wait, nil
+	return wait, nil
 }
 
-// giveBack returns the lease's charge on lane.
-func (ls *limitLease) giveBack(lane limitstore.Lane) {
-	if ls.l.held && lane == limitstore.LaneMain {
-		_ = ls.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), ls.cost, -1, -ls.cost)
+// noteQueue tells the queue's watch of a request of the given cost granted wait: the
+// queue ahead of it, the wait less the time the token bucket takes to refill the cost.
+func (l *keyLimiter) noteQueue(wait time.Duration, cost int) {
+	if ns := l.sync.tokNanos.Load(); ns > 0 {
+		own := time.Duration(min(float64(cost)*float64(ns), float64(time.Hour)))
+		l.queue.note(wait-own, time.Now().UnixNano())
+	}
+}
+
+// deadlineWait is the longest wait l's buckets may grant a request with a deadline, of
+// the given cost, that has waited so far (negative: no bound): see limit, less the margin
+// the deadline leaves for the request's size, and within the queue's bound (the margin
+// and the queue's bound only bound a deadline's wait).
+func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Duration, adm *admission) (time.Duration, error) {
+	ns := l.sync.tokNanos.Load()
+	margin := l.sizes.margin(cost, ns)
+	lim, err := l.limit(ctx, waited, adm, margin)
+	if err != nil {
+		return 0, err
+	}
+	if ns > 0 && l.queue.target > 0 {
+		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(cost))); b >= 0 {
+			if b = max(b-waited-margin, 0); lim < 0 || b < lim {
+				lim = b
+			}
+		}
+	}
+	return lim, nil
+}
+
+// reserveJoint is reserve's reservation for a limiter with parts: its own and its parts'
+// in one limitstore.Joint, all admitted at once or none, within lim and, with a
+// deadline, each part's own bound. It returns the longest wait granted.
+func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration) (time.Duration, error) {
+	var sh [1 + maxParts]limitstore.Share
+	sh[0] = limitstore.Share{Tokens: ls.cost, Estimate: ls.estimate, Grant: &ls.grant}
+	sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
+	for i, p := range l.parts {
+		pl := &ls.parts[i]
+		sh[i+1] = limitstore.Share{Tokens: pl.cost, Estimate: pl.estimate, Grant: &pl.grant}
+		sh[i+1].InFlight, sh[i+1].VendorBurst = p.holds(lane)
+		if adm.hasDeadline { // else every limiter's bound is the key's
+			plim, err := p.deadlineWait(ctx, pl.cost, waited, adm)
+			if err != nil {
+				return 0, err
+			}
+			if plim >= 0 && (lim < 0 || plim < lim) {
+				lim = plim
+			}
+		}
+	}
+	r := &ls.res
+	r.Lane, r.Requests, r.MaxWait = lane, 1, lim
+	r.At = time.Time{}
+	if waited == 0 {
+		r.At = adm.now // nothing slept since the caller read the clock
+	}
+	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(l.parts)])
+	if err != nil {
+		for i := range l.parts {
+			ls.parts[i].grant = limitstore.Grant{}
+		}
+		return 0, err
+	}
+	if ls.grant.OK && lane == limitstore.LaneBatch {
+		for i := range l.parts {
+			ls.parts[i].batch = true
+		}
+	}
+	return wait, nil
+}
+
+// maxParts is the most parts a limiter has: one per quantity besides the total.
+const maxParts = 2
+
+// begin sets pl to adm's charge on the buckets of l, a part (admit sets the key's own
+// alike); its grant is written by the reservation.
+func (l *keyLimiter) begin(adm *admission, pl *partLease) {
+	prompt, out := l.costOf(adm)
+	var est int
+	if pl.predicted = l.predicts(adm); pl.predicted {
+		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
+	} else {
+		est = l.sync.estimate(prompt, out)
+	}
+	pl.l, pl.prompt, pl.estimate, pl.cost, pl.batch = l, prompt, est, l.sync.charge(est), false
+}
+
+// gated reports whether a batch request passes a batch lane first: l's, or a part's.
+func (l *keyLimiter) gated() bool {
+	if l.gate.Load() {
+		return true
+	}
+	for _, p := range l.parts {
+		if p.gate.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// giveBack returns the charge on lane.
+func (pl *partLease) giveBack(lane limitstore.Lane) {
+	if pl.l.held && lane == limitstore.LaneMain {
+		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.cost, -1, -pl.cost)
 		return
 	}
-	_ = ls.l.state.Adjust(context.Background(), lane, -1, -ls.cost)
+	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.cost)
+}
+
+// holds reports whether l's charge on lane is held in flight until the request ends
+// (keyLimiter.held), and the vendor's bucket for it (0: unknown).
+func (l *keyLimiter) holds(lane limitstore.Lane) (bool, float64) {
+	if !l.held || lane != limitstore.LaneMain {
+		return false, 0
+	}
+	return true, math.Float64frombits(l.vendorBurst.Load())
+}
+
+// retract returns the lease's charges on lane, its own and its parts' (on the batch
+// lane, those it charged).
+func (ls *limitLease) retract(lane limitstore.Lane) {
+	ls.partLease.retract(lane)
+	for i := range ls.l.parts {
+		ls.parts[i].retract(lane)
+	}
+}
+
+// retract is limitLease.retract for one limiter's charge.
+func (pl *partLease) retract(lane limitstore.Lane) {
+	if lane == limitstore.LaneBatch {
+		if !pl.batch {
+			return
+		}
+		pl.batch = false
+	}
+	pl.giveBack(lane)
 }
 
 // limit returns the longest wait the request may still accept (negative: no bound), or
@@ -507,14 +655,12 @@ func (l *keyLimiter) asError(err error, wait time.Duration) error {
 	return e
 }
 
-// undo gives back what a failed acquire took: the batch lane's charge, the main lane's
-// when main is true, and the slot.
+// undo gives back what a failed acquire took: the batch lane's charges, the main lane's
+// when main is true (its own and its parts'), and the slot.
 func (ls *limitLease) undo(main bool) {
-	if ls.batch {
-		ls.giveBack(limitstore.LaneBatch)
-	}
+	ls.retract(limitstore.LaneBatch)
 	if main {
-		ls.giveBack(limitstore.LaneMain)
+		ls.retract(limitstore.LaneMain)
 	}
 	if ls.held {
 		ls.l.state.ReleaseSlot(ls.slot)
@@ -524,7 +670,7 @@ func (ls *limitLease) undo(main bool) {
 // releaseUsage settles the lease with the attempt's reported usage (nil when none), as
 // release does, and feeds the key's usage ratio where the key does not count all of a
 // prompt's input (free cache reads): the estimate is already the model family's
-// calibrated one (family.go).
+// calibrated one (family.go). Each part settles with its own share of the usage.
 func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	for i := range ls.more {
 		ls.more[i].releaseUsage(u, used)
@@ -533,10 +679,21 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 	if l == nil {
 		return
 	}
-	if used && u != nil && !u.Estimated && !ls.predicted {
-		l.learn(u, ls.prompt) // the usage ratio: of the calls whose cache reads were unknown
+	for i := range l.parts {
+		ls.parts[i].settleUsage(u, used)
 	}
-	ls.settle(l.counted(u), used)
+	ls.settleUsage(u, used)
+	ls.done()
+}
+
+// settleUsage settles the charge with the usage u (nil when none), and feeds it to the
+// limiter's usage ratio (keyLimiter.learn).
+func (pl *partLease) settleUsage(u *Usage, used bool) {
+	l := pl.l
+	if used && u != nil && !u.Estimated && !pl.predicted {
+		l.learn(u, pl.prompt) // the usage ratio: of the calls whose cache reads were unknown
+	}
+	pl.settle(l.counted(u), used)
 }
 
 // release settles the lease once the attempt's outcome is known. used is false when the
@@ -544,47 +701,59 @@ func (ls *limitLease) releaseUsage(u *Usage, used bool) {
 // are given back. Otherwise actualTokens, the usage the upstream reported (prompt plus
 // output; 0 when unknown), is reconciled with the charge according to the key's
 // Metering, until the upstream's headers calibrate the charge: they then show what the
-// upstream counted instead. The concurrency slot is always released. It must be called
+// upstream counted instead. The parts, which cannot tell their share of actualTokens,
+// keep their charges. The concurrency slot is always released. It must be called
 // exactly once.
 func (ls *limitLease) release(actualTokens int, used bool) {
 	for i := range ls.more {
 		ls.more[i].release(0, used)
 	}
-	ls.settle(actualTokens, used)
-}
-
-// settle is release for the lease's own buckets (not its parts').
-func (ls *limitLease) settle(actualTokens int, used bool) {
 	l := ls.l
 	if l == nil {
 		return
 	}
+	if l.joint != nil {
+		for i := range l.parts {
+			ls.parts[i].settle(0, used)
+		}
+	}
+	ls.settle(actualTokens, used)
+	ls.done()
+}
+
+// settle is release for one limiter's buckets (the lease's own, or a part's).
+func (pl *partLease) settle(actualTokens int, used bool) {
+	l := pl.l
 	bg := context.Background()
 	delta, requests := 0, 0
 	switch {
 	case !used:
-		delta, requests = -ls.cost, -1
+		delta, requests = -pl.cost, -1
 	case actualTokens > 0 && !l.sync.calibrated.Load():
-		delta = actualTokens - ls.cost
+		delta = actualTokens - pl.cost
 		if l.metering == ratelimit.MeterAdmission {
 			delta = max(delta, 0)
 		}
 	}
 	if l.held {
-		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, ls.cost, requests, delta)
-		if ls.batch && (delta != 0 || requests != 0) {
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.cost, requests, delta)
+		if pl.batch && (delta != 0 || requests != 0) {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}
 	} else if delta != 0 || requests != 0 {
 		_ = l.state.Adjust(bg, limitstore.LaneMain, requests, delta)
-		if ls.batch {
+		if pl.batch {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}
 	}
-	// Count the request out before its slot goes to a waiter, so InFlight never overstates.
-	l.inFlight.Add(-1)
+}
+
+// done counts the settled request out of the limiter and releases its slot: before the
+// slot goes to a waiter, so InFlight never overstates.
+func (ls *limitLease) done() {
+	ls.l.inFlight.Add(-1)
 	if ls.held {
-		l.state.ReleaseSlot(ls.slot)
+		ls.l.state.ReleaseSlot(ls.slot)
 	}
 }
 

@@ -208,7 +208,7 @@ func (s *headerSync) usage(prompt, input int) {
 // request whose lease is ls (nil or another limiter's: none); charged is false when the
 // upstream did not count that request (it refused it). The report's request's grant
 // must be given back already when it was not counted (settle runs first).
-func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *limitLease, charged bool) {
+func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *partLease, charged bool) {
 	reqW, tokW := rl.Requests, rl.Tokens
 	if !tokW.Known && rl.InputTokens.Known {
 		tokW = rl.InputTokens // Anthropic's input-token window
@@ -286,7 +286,7 @@ func (s *headerSync) retuneLocked(now time.Time) (limitstore.Spec, bool) {
 // to a second of its refill, and grows back by a tenth each half minute without another
 // such refusal. Only a private state learns this: replicas sharing a store would each
 // retune the shared buckets on their own refusals.
-func (s *headerSync) refusedLocked(reqW, tokW ratelimit.Window, ls *limitLease, now time.Time) {
+func (s *headerSync) refusedLocked(reqW, tokW ratelimit.Window, ls *partLease, now time.Time) {
 	if !tokW.Known || float64(max(tokW.Remaining, 0)) < 2*float64(ls.cost) || reqW.Known && reqW.Remaining < 2 {
 		return // the window it reported was short, or nearly: the refusal is explained
 	}
@@ -307,7 +307,7 @@ func (l *keyLimiter) retune(ctx context.Context, spec limitstore.Spec) {
 // reportLocked compares the report with the grant of its request. The upstream's bucket
 // and the state's need not be the same size (a minute's quota against ten seconds'
 // worth): the state's is to be as far below full as the upstream's, less the margin.
-func (s *headerSync) reportLocked(ls *limitLease, reqW, tokW ratelimit.Window, charged bool, margin float64) limitstore.Report {
+func (s *headerSync) reportLocked(ls *partLease, reqW, tokW ratelimit.Window, charged bool, margin float64) limitstore.Report {
 	// A request the upstream did not count was given back before its report: the
 	// correction count has it, the prediction needs no change; its totals do.
 	pred, totals := ls.grant.Levels, ls.grant.Totals
@@ -425,22 +425,31 @@ func (l *keyLimiter) observe(rl *ratelimit.Status, ls *limitLease, charged bool)
 		return
 	}
 	if !l.extra && l.qty == qtyTotal {
-		l.sync.observe(l, rl, ls, charged)
+		l.sync.observe(l, rl, ls.own(), charged)
 		return
 	}
 	// Each quantity learns from its own window (limiter_quantity.go), and each scope the
 	// request passed from the windows of its model.
-	if v := l.view(rl); v != (ratelimit.Status{}) {
-		l.sync.observe(l, &v, ls, charged)
+	l.observeView(rl, ls.own(), charged)
+	own := ls != nil && ls.l == l
+	for i, p := range l.parts {
+		var pl *partLease
+		if own {
+			pl = &ls.parts[i]
+		}
+		p.observeView(rl, pl, charged)
 	}
-	for i := range len(l.parts) + len(l.scopes) {
-		var pl *limitLease
-		if ls != nil && ls.l == l && i < len(ls.more) {
-			pl = &ls.more[i]
-		}
-		if i >= len(l.parts) && (pl == nil || pl.l == nil) {
-			continue // a scope the request did not pass
-		}
-		l.partAt(i).observe(rl, pl, charged)
+	for i, s := range l.scopes {
+		if own && i < len(ls.more) && ls.more[i].l != nil {
+			s.observe(rl, &ls.more[i], charged)
+		} // else a scope the request did not pass
+	}
+}
+
+// observeView feeds the part of rl that l's buckets meter (view) to its headerSync, with
+// pl the charge of the reported request on them (nil: none).
+func (l *keyLimiter) observeView(rl *ratelimit.Status, pl *partLease, charged bool) {
+	if v := l.view(rl); v != (ratelimit.Status{}) {
+		l.sync.observe(l, &v, pl, charged)
 	}
 }

@@ -19,11 +19,14 @@ import (
 // of its own on a state of its own (the store scope "<key scope>/in" or "/out"), with only
 // a token bucket, charged its own cost and reconciled with its own share of the usage,
 // which learns its window and level from its own headers
-// (anthropic-ratelimit-input-tokens-*, -output-tokens-*). A quota scope (QuotaScope) is a
-// limiter, with its own parts, shared by every key of the upstreams that name it, for the
-// requests whose model it covers. A request is admitted by the key's limiter, then by
-// each part and each scope in turn, each wait counted against the same deadline; a
-// refusal anywhere gives back what the others took.
+// (anthropic-ratelimit-input-tokens-*, -output-tokens-*). The key's state and its parts'
+// are reserved together (limitstore.Joint): in memory in one step, under the one lock the
+// parts' states share with the key's (limitstore.OpenBeside), at one admission time for
+// all or not at all; the charges of the parts are held in the key's lease, so admission
+// allocates nothing. A quota scope (QuotaScope) is a limiter, with its own parts, shared
+// by every key of the upstreams that name it, for the requests whose model it covers. A
+// request is admitted by the key's limiter, then by each scope in turn, each wait counted
+// against the same deadline; a refusal anywhere gives back what the others took.
 
 // quantity is what a limiter's token buckets meter.
 type quantity uint8
@@ -250,7 +253,8 @@ func (c *limiterConfig) withParts(k *keyLimiter, name string, l Limits, rule rat
 		if name != "" {
 			pname = name + partSuffix[q]
 		}
-		p := newScopeLimiter(pname, pl, c)
+		spec := pl.spec(c)
+		p := limiterOn(limitstore.OpenBeside(c.store, pname, spec, k.state), c.store != nil && pname != "", pl, c)
 		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
 	}
@@ -275,7 +279,7 @@ func (c *limiterConfig) retuneParts(k *keyLimiter, old *keyLimiter, l Limits, ru
 			}
 		}
 		if p == nil {
-			p = newScopeLimiter("", pl, c)
+			p = limiterOn(limitstore.OpenBeside(c.store, "", pl.spec(c), k.state), false, pl, c)
 		}
 		p.setRule(q, rule)
 		k.parts = append(k.parts, p)
@@ -298,6 +302,14 @@ func (p *keyLimiter) setRule(q quantity, rule ratelimit.Rule) {
 // refresh records what k's parts and scopes ask of its admissions.
 func (k *keyLimiter) refresh() {
 	k.extra = len(k.parts)+len(k.scopes) > 0
+	k.joint = nil
+	if len(k.parts) > 0 {
+		states := []limitstore.State{k.state}
+		for _, p := range k.parts {
+			states = append(states, p.state)
+		}
+		k.joint = limitstore.NewJoint(states...)
+	}
 	for _, p := range k.parts {
 		k.hideInput = k.hideInput || p.qty == qtyInput
 	}
@@ -403,20 +415,18 @@ func (k *keyLimiter) view(rl *ratelimit.Status) ratelimit.Status {
 	return v
 }
 
-// admitParts admits the request of adm, which l admitted into ls with the wait waited
-// (not slept: adm.noSleep), against l's parts and the scopes that cover its model, in
-// turn, and returns the longest of their waits. On failure it gives back what l and the
-// parts took and leaves ls the zero lease.
-func (l *keyLimiter) admitParts(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
-	n := len(l.parts) + len(l.scopes)
-	more := make([]limitLease, n)
-	for i := range n {
-		p := l.partAt(i)
-		if i >= len(l.parts) && !covers(p.models, adm.model) {
+// admitScopes admits the request of adm, which l admitted into ls with the wait waited
+// (not slept: adm.noSleep), against the scopes of l that cover its model, in turn, and
+// returns the longest of their waits. On failure it gives back what l and the scopes took
+// and leaves ls the zero lease.
+func (l *keyLimiter) admitScopes(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	more := make([]limitLease, len(l.scopes))
+	for i, s := range l.scopes {
+		if !covers(s.models, adm.model) {
 			continue
 		}
 		adm.haveLim0 = false
-		w, err := p.admitFrom(ctx, adm, &more[i], 0)
+		w, err := s.admitFrom(ctx, adm, &more[i], 0)
 		if err != nil {
 			for j := range i {
 				more[j].release(0, false)
@@ -431,26 +441,18 @@ func (l *keyLimiter) admitParts(ctx context.Context, adm *admission, ls *limitLe
 	return waited, nil
 }
 
-// partAt returns l's i-th part, counting its scopes after its parts.
-func (l *keyLimiter) partAt(i int) *keyLimiter {
-	if i < len(l.parts) {
-		return l.parts[i]
-	}
-	return l.scopes[i-len(l.parts)]
-}
-
-// admitFrom admits adm on l and its own parts, after waited, into ls (the zero lease on
-// failure), and returns the wait so far.
+// admitFrom admits adm on l (with its parts) and its scopes, after waited, into ls (the
+// zero lease on failure), and returns the wait so far.
 func (l *keyLimiter) admitFrom(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	if !l.limited.Load() {
 		*ls = limitLease{}
 		return waited, nil
 	}
 	w, err := l.admit(ctx, adm, ls, waited)
-	if err != nil || len(l.parts)+len(l.scopes) == 0 {
+	if err != nil || len(l.scopes) == 0 {
 		return w, err
 	}
-	return l.admitParts(ctx, adm, ls, w)
+	return l.admitScopes(ctx, adm, ls, w)
 }
 
 // learnVendorBurst learns the size of the vendor's output bucket from its window: the

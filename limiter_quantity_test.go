@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -230,4 +231,120 @@ func TestCacheReadsPredictedFromThePrefix(t *testing.T) {
 			t.Errorf("the prefix sent 6 minutes before: charged %d of an estimate of %d, want all of it", ch, est)
 		}
 	})
+}
+
+// quantityClient is a Client of one key with RPM, TPM, ITPM and OTPM limits (buckets of
+// 2 requests, refilled at one each 5s; of 1,000 input and 1,000 output tokens, each
+// refilled at 100 a second; a large TPM), whose upstream reports one token of input and
+// output (the charges stand).
+func quantityClient(t *testing.T, opts ...llmclient.Option) *llmclient.Client {
+	t.Helper()
+	p := fake.New(fake.Reply("ok").ReportUsage(llmclient.Usage{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}).Forever())
+	l := llmclient.Limits{RPM: 12, RequestBurst: 2, TPM: 1 << 30, ITPM: 6_000, OTPM: 6_000}
+	c, err := llmclient.New(append([]llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{Name: "u", Provider: p, Limits: l})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// quantityRequest asks for maxTokens of output after a prompt of about words tokens.
+func quantityRequest(words, maxTokens int) *llmclient.Request {
+	return &llmclient.Request{Model: "m", MaxTokens: maxTokens,
+		Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat("word ", words))}}
+}
+
+// TestQuantityRefusalReservesNothing: a request that one quantity of a key refuses (here
+// the output or the input tokens, fail-fast) takes nothing from the others: the request
+// after it finds every bucket as the request before left it. Without the refused request
+// in between (admitted instead), the same request after it is refused.
+func TestQuantityRefusalReservesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		refused *llmclient.Request // refused by one quantity, after first
+		control *llmclient.Request // the same charges on the others, admitted
+	}{
+		// After first, 200 output tokens are left: 800 more do not fit; the prompt would
+		// take about 600 of the input tokens, and the request the last of the two
+		// requests.
+		{"by output tokens", quantityRequest(600, 800), quantityRequest(600, 100)},
+		// After first and a prompt of about 600, about 400 input tokens are left.
+		{"by input tokens", quantityRequest(1200, 100), quantityRequest(600, 100)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, control := range []bool{false, true} {
+				synctest.Test(t, func(t *testing.T) {
+					cl := quantityClient(t, llmclient.WithLimiterMode(ratelimit.FailFast))
+					ctx := context.Background()
+					if _, err := cl.Complete(ctx, quantityRequest(5, 800)); err != nil {
+						t.Fatal(err)
+					}
+					if control {
+						if _, err := cl.Complete(ctx, c.control); err != nil {
+							t.Fatalf("control: %v", err)
+						}
+					} else if _, err := cl.Complete(ctx, c.refused); !errors.Is(err, llmclient.ErrRateLimited) {
+						t.Fatalf("the request over one quantity: err %v, want ErrRateLimited", err)
+					}
+					_, err := cl.Complete(ctx, quantityRequest(600, 150))
+					switch {
+					case !control && err != nil:
+						t.Errorf("after a refused request: %v, want the buckets it found", err)
+					case control && !errors.Is(err, llmclient.ErrRateLimited):
+						t.Errorf("control, after an admitted request: err %v, want ErrRateLimited", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestQuantityCanceledWaitGivesBackEveryQuantity: a request that waits for one quantity
+// (input tokens) and is canceled while it waits gives back what it reserved on every
+// quantity: requests, input and output tokens. The request after it, which needs all
+// three at once within 100ms, is admitted; when the first request is not canceled, that
+// request is refused.
+func TestQuantityCanceledWaitGivesBackEveryQuantity(t *testing.T) {
+	for _, cancel := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			cl := quantityClient(t)
+			// 1 request, about 400 input and 200 output tokens left.
+			if _, err := cl.Complete(context.Background(), quantityRequest(600, 800)); err != nil {
+				t.Fatal(err)
+			}
+			// About 200 input tokens short: a wait of about 2s, which reserves the last
+			// request, the input tokens and 250 output tokens.
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := cl.Complete(ctx, quantityRequest(600, 250))
+				done <- err
+			}()
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if cancel {
+				stop()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("canceled while waiting: err %v", err)
+				}
+			}
+			// At 1s: 1.2 requests, about 500 input and 300 output tokens when every
+			// quantity was given back.
+			dl, cancelDL := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancelDL()
+			_, err := cl.Complete(dl, quantityRequest(5, 280))
+			switch {
+			case cancel && err != nil:
+				t.Errorf("after a canceled wait: %v, want every quantity given back", err)
+			case !cancel && !errors.Is(err, llmclient.ErrRateLimited):
+				t.Errorf("while the first waits: err %v, want ErrRateLimited", err)
+			}
+			if !cancel {
+				if err := <-done; err != nil {
+					t.Errorf("the waiting request: %v", err)
+				}
+			}
+			stop()
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 )
@@ -44,9 +45,15 @@ const memorySweepMin = 1024
 // have them too.
 func NewState(spec Spec) State { return newMemState(spec) }
 
-func (s *memoryStore) Open(name string, spec Spec) State {
+func (s *memoryStore) Open(name string, spec Spec) State { return s.open(name, spec, nil) }
+
+// open is Open, for a quantity metered beside main's when main is not nil (see
+// OpenBeside): a state it makes shares main's lock when main is in memory too.
+func (s *memoryStore) open(name string, spec Spec, main State) State {
 	if name == "" {
-		return newMemState(spec)
+		st := newMemState(spec)
+		besides(st, main)
+		return st
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,6 +85,7 @@ func (s *memoryStore) Open(name string, spec Spec) State {
 		s.sweepAt = 2 * len(s.scopes)
 	}
 	st := newMemState(spec)
+	besides(st, main)
 	s.scopes[name] = st
 	return st
 }
@@ -221,11 +229,17 @@ const (
 )
 
 // memState is the in-memory State. One mutex guards it all: every operation is a few
-// arithmetic steps.
+// arithmetic steps. mu is its own lock, or that of the state it was made beside (see
+// OpenBeside), so that a Joint of both takes one lock.
 type memState struct {
-	mu    sync.Mutex
+	mu    *sync.Mutex
+	lock  sync.Mutex
 	epoch time.Time
-	share float64
+	// lockSeq numbers mu: the states in the order they were made, each its own lock's
+	// number, which a state made beside another takes with its lock. A Joint takes the
+	// locks of states that do not share one in that order.
+	lockSeq uint64
+	share   float64
 	// main holds the requests, tokens, daily requests and daily tokens buckets; gate the
 	// batch lane's requests and tokens buckets.
 	main [4]gcra
@@ -264,7 +278,8 @@ func newMemState(spec Spec) *memState {
 	if !(share > 0 && share <= 1) {
 		share = 1
 	}
-	s := &memState{epoch: time.Now(), share: share, maxSlots: max(spec.MaxConcurrent, 0)}
+	s := &memState{epoch: time.Now(), share: share, maxSlots: max(spec.MaxConcurrent, 0), lockSeq: stateSeq.Add(1)}
+	s.mu = &s.lock
 	s.main = [4]gcra{newGCRA(spec.Requests, 1), newGCRA(spec.Tokens, 1),
 		newGCRA(spec.DailyRequests, 1), newGCRA(spec.DailyTokens, 1)}
 	s.gate = [2]gcra{newGCRA(spec.Requests, share), newGCRA(spec.Tokens, share)}
@@ -272,6 +287,9 @@ func newMemState(spec Spec) *memState {
 	s.batchSlots = max(1, int(float64(s.maxSlots)*share))
 	return s
 }
+
+// stateSeq numbers the in-memory states (memState.seq).
+var stateSeq atomic.Uint64
 
 func (s *memState) now() float64 { return float64(time.Since(s.epoch)) }
 
@@ -292,28 +310,64 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 	return g, err
 }
 
-// reserveTo is Reserve into *g. It never fails.
+// reserveTo is Reserve into *g. It never fails. It is a Joint's Reserve for one state:
+// the same readyLocked and grantLocked under the state's lock.
 func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
-	var now float64
-	if d := r.At.Sub(s.epoch); !r.At.IsZero() && d >= 0 {
-		now = float64(d) // the caller's reading (one from before the state began is not)
-	} else {
-		now = s.now()
-	}
-	req, tok := count(r.Requests), count(r.Tokens)
-	if r.Lane == LaneBatch {
-		*g = s.reserveBatch(now, req, tok, r.MaxWait)
+	now := s.clock(r.At)
+	req, tok, est := r.counts()
+	s.mu.Lock()
+	at := s.readyLocked(r.Lane, now, req, tok, r.InFlight)
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
+		s.mu.Unlock()
+		*g = Grant{Wait: wait, Levels: Unknown}
 		return nil
 	}
-	est := tok
+	s.grantLocked(r.Lane, at, req, tok, est, r.InFlight, r.VendorBurst, g)
+	g.Wait = wait
+	s.mu.Unlock()
+	return nil
+}
+
+// clock is the state's time for the caller's reading t: t itself, unless it is zero or
+// from before the state began, then the state's own reading.
+func (s *memState) clock(t time.Time) float64 {
+	if !t.IsZero() {
+		if d := t.Sub(s.epoch); d >= 0 {
+			return float64(d)
+		}
+	}
+	return s.now()
+}
+
+// counts are r's requests and tokens to take (negative counts are 0), and the estimate
+// the totals add up.
+func (r *Reservation) counts() (req, tok, est float64) {
+	req, tok = count(r.Requests), count(r.Tokens)
+	est = tok
 	if r.Estimate > 0 {
 		est = float64(r.Estimate)
 	}
-	s.mu.Lock()
-	m := &s.main
-	if r.InFlight {
+	return req, tok, est
+}
+
+// readyLocked returns the earliest time from now at which the lane's buckets hold req
+// requests and tok tokens (see gcra.ready) and, on LaneMain, the scope is not paused.
+// For a charge to be held in flight (Reservation.InFlight), the token bucket is first
+// brought to now as the vendor keeps its own (settleHeld). s.mu is held.
+func (s *memState) readyLocked(l Lane, now, req, tok float64, inFlight bool) float64 {
+	if l == LaneBatch {
+		b := &s.gate
+		at := fmax(now, b[1].ready(now, tok))
+		if req > 0 {
+			at = fmax(at, b[0].ready(now, req))
+		}
+		return at
+	}
+	if inFlight {
 		s.settleHeld(now)
 	}
+	m := &s.main
 	// Every token bucket is consulted, so that even a request that costs no tokens waits
 	// for a token debt to clear.
 	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
@@ -326,21 +380,36 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 			at = fmax(at, m[bDayReq].ready(now, req))
 		}
 	}
-	wait := Duration(at - now)
-	if r.MaxWait >= 0 && wait > r.MaxWait {
-		s.mu.Unlock()
-		*g = Grant{Wait: wait, Levels: Unknown}
-		return nil
+	return at
+}
+
+// grantLocked charges the lane's buckets req requests and tok tokens (est estimated) at
+// the admission time at, and writes the grant but its Wait to *g: on LaneMain its mark,
+// the totals and the predicted levels, and with inFlight the tokens held in flight, the
+// vendor's bucket vendorBurst (see Reservation.InFlight); on LaneBatch none. s.mu is
+// held.
+func (s *memState) grantLocked(l Lane, at, req, tok, est float64, inFlight bool, vendorBurst float64, g *Grant) {
+	if l == LaneBatch {
+		b := &s.gate
+		if req > 0 {
+			b[0].charge(at, req)
+		}
+		if tok > 0 {
+			b[1].charge(at, tok)
+		}
+		*g = Grant{OK: true, Levels: Unknown}
+		return
 	}
-	g.Wait, g.OK = wait, true
+	m := &s.main
+	g.OK = true
 	if req > 0 {
 		m[bReq].charge(at, req)
 	}
 	if tok > 0 {
 		m[bTok].charge(at, tok)
 	}
-	if r.InFlight {
-		s.hold(tok, r.VendorBurst)
+	if inFlight {
+		s.hold(tok, vendorBurst)
 	}
 	t := &s.totals
 	t.Tokens += m[bTok].cap(tok)
@@ -361,8 +430,6 @@ func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error 
 	} else {
 		g.Levels.DailyRequests, g.Levels.DailyTokens = math.NaN(), math.NaN()
 	}
-	s.mu.Unlock()
-	return nil
 }
 
 // ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory
@@ -383,28 +450,6 @@ func ReserverOf(st State) func(ctx context.Context, r *Reservation, g *Grant) er
 		*g, err = st.Reserve(ctx, *r)
 		return err
 	}
-}
-
-// reserveBatch is Reserve on LaneBatch: its gate's buckets, no pause, no prediction.
-func (s *memState) reserveBatch(now, req, tok float64, maxWait time.Duration) Grant {
-	s.mu.Lock()
-	b := &s.gate
-	at := max(now, b[1].ready(now, tok))
-	if req > 0 {
-		at = max(at, b[0].ready(now, req))
-	}
-	g := Grant{Wait: Duration(at - now), Levels: Unknown}
-	if maxWait < 0 || g.Wait <= maxWait {
-		g.OK = true
-		if req > 0 {
-			b[0].charge(at, req)
-		}
-		if tok > 0 {
-			b[1].charge(at, tok)
-		}
-	}
-	s.mu.Unlock()
-	return g
 }
 
 // predict is the bucket's level at at plus its correction count, what a Grant carries;

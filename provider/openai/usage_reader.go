@@ -70,7 +70,7 @@ func memberValue(body []byte, last bool, name []byte) ([]byte, bool) {
 	if last {
 		i = lastIndex(body, name)
 	} else {
-		i = bytes.Index(body, name)
+		i = firstIndex(body, name)
 	}
 	if i < 0 {
 		return nil, false
@@ -94,6 +94,23 @@ func memberValue(body []byte, last bool, name []byte) ([]byte, bool) {
 
 // The keys readChatUsage looks for, quoted.
 var modelKey, usageKey = []byte(`"model"`), []byte(`"usage"`)
+
+// firstIndex returns the index of name's first occurrence in body, or -1; name begins
+// with a quote. It searches for the rest of name, which starts with a rarer byte than the
+// quotes around every JSON string, and then looks for the quote before it.
+func firstIndex(body []byte, name []byte) int {
+	for from := 1; from < len(body); {
+		k := bytes.Index(body[from:], name[1:])
+		if k < 0 {
+			return -1
+		}
+		if i := from + k - 1; body[i] == '"' {
+			return i
+		}
+		from += k + 1
+	}
+	return -1
+}
 
 // lastIndex returns the index of name's last occurrence in body, or -1; name begins and
 // ends with a quote. It looks from the end, at the quotes only: the usage object that the

@@ -129,8 +129,18 @@ func scriptOf(req *Request) int {
 			}
 			s := p.Text[:min(len(p.Text), scriptPart, budget)]
 			budget -= len(s)
+			words := true // after an ASCII byte: try eight bytes at a time
 			for k := 0; k < len(s); k++ {
-				switch b := s[k]; {
+				if words && k+8 <= len(s) {
+					if word(s[k:k+8])&0x8080808080808080 == 0 {
+						ascii += 8
+						k += 7
+						continue
+					}
+				}
+				b := s[k]
+				words = b < 0x80
+				switch {
 				case b < 0x80:
 					ascii++
 				case b >= 0xE3 && b <= 0xED: // leads U+3000–U+DFFF: kana, CJK ideographs, Hangul
@@ -145,6 +155,13 @@ func scriptOf(req *Request) int {
 		}
 	}
 	return pickScript(ascii, cjk, other)
+}
+
+// word returns the first eight bytes of s, little-endian, in one load.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func pickScript(ascii, cjk, other int) int {

@@ -137,11 +137,11 @@ func readUpTo(r io.Reader, size, max int64) (data []byte, held *bufferedBody, er
 		}
 		return nil, nil, err
 	}
-	var one [1]byte
-	n, err := r.Read(one[:])
+	// One byte more, into the room buf has for it (a local array would escape to the heap).
+	n, err := r.Read(buf[size : size+1])
 	if n > 0 { // longer than declared: read on, up to the limit
 		rest, err := io.ReadAll(io.LimitReader(r, max-size))
-		return append(append(buf, one[0]), rest...), held, err
+		return append(buf[:size+1], rest...), held, err
 	}
 	if err != nil && err != io.EOF {
 		return nil, nil, err

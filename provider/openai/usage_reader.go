@@ -37,7 +37,7 @@ func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage,
 func readChatUsage(body []byte) (llmclient.Usage, string, bool) {
 	if u, ok := readUsageMember(body); ok {
 		var model string
-		if v, ok := memberValue(body, false, `"model"`); ok {
+		if v, ok := memberValue(body, false, modelKey); ok {
 			var sc jsonscan.Scanner
 			sc.Reset(v)
 			if sc.Peek() == jsonscan.String {
@@ -65,14 +65,12 @@ func modelName(b []byte) string {
 
 // memberValue returns what follows the colon after name's first (or last) occurrence as a
 // key: name with an unescaped opening quote, then a colon.
-func memberValue(body []byte, last bool, name string) ([]byte, bool) {
-	i := bytes.Index(body, []byte(name))
-	for last && i >= 0 { // forward searches: bytes.Index is vectorized, LastIndex is not
-		k := bytes.Index(body[i+len(name):], []byte(name))
-		if k < 0 {
-			break
-		}
-		i += len(name) + k
+func memberValue(body []byte, last bool, name []byte) ([]byte, bool) {
+	var i int
+	if last {
+		i = lastIndex(body, name)
+	} else {
+		i = firstIndex(body, name)
 	}
 	if i < 0 {
 		return nil, false
@@ -94,9 +92,47 @@ func memberValue(body []byte, last bool, name string) ([]byte, bool) {
 	return body[j+1:], true
 }
 
+// The keys readChatUsage looks for, quoted.
+var modelKey, usageKey = []byte(`"model"`), []byte(`"usage"`)
+
+// firstIndex returns the index of name's first occurrence in body, or -1; name begins
+// with a quote. It searches for the rest of name, which starts with a rarer byte than the
+// quotes around every JSON string, and then looks for the quote before it.
+func firstIndex(body []byte, name []byte) int {
+	for from := 1; from < len(body); {
+		k := bytes.Index(body[from:], name[1:])
+		if k < 0 {
+			return -1
+		}
+		if i := from + k - 1; body[i] == '"' {
+			return i
+		}
+		from += k + 1
+	}
+	return -1
+}
+
+// lastIndex returns the index of name's last occurrence in body, or -1; name begins and
+// ends with a quote. It looks from the end, at the quotes only: the usage object that the
+// vendors write last is a few dozen bytes from the end of however long a body.
+func lastIndex(body []byte, name []byte) int {
+	n := len(name)
+	for j := len(body); ; {
+		q := bytes.LastIndexByte(body[:j], '"') // the candidate's closing quote
+		i := q + 1 - n
+		if i < 0 {
+			return -1
+		}
+		if body[i] == '"' && body[q-1] == name[n-2] && string(body[i:q+1]) == string(name) {
+			return i
+		}
+		j = q
+	}
+}
+
 // readUsageMember reads the usage object that the body's last "usage" key holds.
 func readUsageMember(body []byte) (llmclient.Usage, bool) {
-	v, ok := memberValue(body, true, `"usage"`)
+	v, ok := memberValue(body, true, usageKey)
 	if !ok {
 		return llmclient.Usage{}, false
 	}
@@ -159,14 +195,15 @@ func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
 		if i >= len(v) || v[i] != '"' {
 			return i, false
 		}
-		k := i + 1
-		for k < len(v) && v[k] != '"' && v[k] != '\\' {
-			k++
-		}
-		if k >= len(v) || v[k] != '"' {
+		k := bytes.IndexByte(v[i+1:], '"')
+		if k < 0 {
 			return i, false
 		}
+		k += i + 1
 		key := v[i+1 : k]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return i, false
+		}
 		i = skipSpace(v, k+1)
 		if i >= len(v) || v[i] != ':' {
 			return i, false

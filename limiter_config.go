@@ -256,7 +256,8 @@ func WithMaxWait(d time.Duration) Option {
 // A key's queue is an overload while, first come first served, requests with a deadline
 // would be refused, or close to it: a request met a wait (plus the work refused early,
 // which would still be queued) longer than half of what its deadline, less the expected
-// service time, or WithMaxWait accepts, in the last 30 seconds. During an overload a
+// service time, or WithMaxWait accepts, over at least a second (longer than a burst) and
+// in the last 30 seconds. During an overload a
 // request whose queue would be longer than d is refused at once with ErrRateLimited, its
 // Error.AdmitAfter saying when it would have been admitted: a call that can go elsewhere
 // fails over at once, another returns. The requests admitted see about the unloaded

@@ -37,7 +37,8 @@ import (
 // one while the limiter keeps its queue short, and ends once the refused work would have
 // been done.
 //
-// During an overload (such a request in the last queueMemory) the
+// During an overload (such requests over at least queueInterval, the last one within
+// queueMemory: one request that does not fit is not an overload) the
 // limiter refuses at once the requests whose queue would be longer than the target. The
 // refusal is by the queue alone (the margin of limiter_fair.go): a large prompt meets the
 // same test as a small one and still waits for its own cost, so it keeps its share. The
@@ -52,6 +53,9 @@ import (
 // upstream is never held: its refusal moves it on at once.
 
 const (
+	// queueInterval is how long requests must keep meeting such waits for an overload:
+	// longer than a burst.
+	queueInterval = time.Second
 	// queueMemory is how long a request that would have waited more than half of what
 	// it accepts keeps the limiter in overload.
 	queueMemory = 30 * time.Second
@@ -70,9 +74,10 @@ const (
 // concurrent requests only loses one request's effect on the backlog or the overload.
 type queueWatch struct {
 	target time.Duration // 0: off
-	// missed is when a request last would have waited more than half of what it accepts
-	// (unix nanoseconds; 0: none).
-	missed atomic.Int64
+	// missed is when a request last would have waited more than half of what it accepts,
+	// since the first of the run of such requests (none queueMemory apart) (unix
+	// nanoseconds; 0: none).
+	missed, since atomic.Int64
 	// backlog is the work refused early that would still be queued first come first
 	// served (nanoseconds of the bucket's refill).
 	backlog atomic.Int64
@@ -98,7 +103,11 @@ func (q *queueWatch) note(wait, spare, fit time.Duration, now int64) {
 	}
 	q.backlog.Store(backlog)
 	if wait+time.Duration(backlog) > fit/2 {
-		q.missed.Store(now) // first come first served would refuse it, or nearly
+		// First come first served would refuse it, or nearly.
+		if m := q.missed.Load(); m == 0 || now-m > int64(queueMemory) {
+			q.since.Store(now) // a new run
+		}
+		q.missed.Store(now)
 	}
 }
 
@@ -114,8 +123,9 @@ func (q *queueWatch) refuse(work int64) {
 // larger: negative (no bound) unless the queue is overloaded, else the target plus the
 // time the bucket takes to refill largest.
 func (q *queueWatch) bound(nsPerToken, largest, now int64) time.Duration {
-	if m := q.missed.Load(); m == 0 || now-m > int64(queueMemory) || nsPerToken <= 0 {
-		return -1
+	m := q.missed.Load()
+	if m == 0 || now-m > int64(queueMemory) || m-q.since.Load() < int64(queueInterval) || nsPerToken <= 0 {
+		return -1 // no such request lately, or only within a burst
 	}
 	return q.target + time.Duration(min(float64(largest)*float64(nsPerToken), float64(time.Hour)))
 }

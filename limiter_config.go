@@ -269,7 +269,7 @@ func WithMaxWait(d time.Duration) Option {
 // that each send their next request once the last is answered, whose queue is bounded by
 // their number. Requests without a deadline are never refused by it.
 //
-// Whatever d, a limiter answers a bounded number of refusals at once: 16 per tenth of a
+// Whatever d, a limiter answers a bounded number of refusals at once: 64 per tenth of a
 // second, plus twice the calls its buckets admit in that time (counting calls of 256
 // tokens where tokens bound it). Beyond that, the refusal of a call that has nowhere else
 // to go returns at the end of the tenth of a second, so that a caller that sends a

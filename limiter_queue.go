@@ -61,7 +61,7 @@ const (
 	queueMemory = 30 * time.Second
 	// refusalWindow and refusalsPerWindow bound the refusals a limiter answers at once.
 	refusalWindow     = 100 * time.Millisecond
-	refusalsPerWindow = 16
+	refusalsPerWindow = 64
 	// refusalSmallCall is the charge, in tokens, of the small calls a token bucket's
 	// allowance of refusals at once is counted in (see refusalAllowance).
 	refusalSmallCall = 256

@@ -105,6 +105,7 @@ func (l *keyLimiter) apply(spec limitstore.Spec) {
 		ns = int64(min(1e9/spec.Tokens.PerSecond, 1e15))
 	}
 	l.sync.tokNanos.Store(ns)
+	l.queue.setAllowance(spec)
 }
 
 // tokensLimited reports whether the scope has a token bucket, configured or learned.
@@ -145,6 +146,9 @@ type admission struct {
 	// deadline it stays the answer until something waits.
 	lim0     time.Duration
 	haveLim0 bool
+	// fit is limit's last answer before the wait threshold (within): the longest wait
+	// the request's deadline and WithMaxWait accept (negative: no bound).
+	fit time.Duration
 	// deadline is the context's, read once per admission (admit sets it); hasDeadline
 	// says whether it has one.
 	deadline    time.Time
@@ -203,7 +207,11 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		return 0, nil
 	}
 	if !l.extra {
-		return l.admit(ctx, adm, ls, 0)
+		waited, err := l.admit(ctx, adm, ls, 0)
+		if err != nil {
+			l.paceRefusal(ctx, adm, err)
+		}
+		return waited, err
 	}
 	// Every limiter reserves first, without sleeping, so that a wait that does not fit
 	// in one refuses at once; then the request sleeps the longest of their waits.
@@ -213,8 +221,12 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		wait, err = l.admitParts(ctx, adm, ls, wait)
 	}
 	adm.noSleep = false
-	if err != nil || wait <= 0 {
+	if err != nil {
+		l.paceRefusal(ctx, adm, err)
 		return 0, err
+	}
+	if wait <= 0 {
+		return 0, nil
 	}
 	if err := sleepFor(ctx, wait); err != nil {
 		ls.release(0, false)
@@ -318,10 +330,15 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 			return 0, err
 		}
 	}
+	fit, bounded := adm.fit, false
+	var now int64 // the clock for the queue's watch: the caller's reading when it has one
 	if ns > 0 && l.queue.target > 0 {
-		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(ls.cost))); b >= 0 {
+		if now = adm.now.UnixNano(); adm.now.IsZero() || waited != 0 {
+			now = time.Now().UnixNano()
+		}
+		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(ls.cost)), now); b >= 0 {
 			if b = max(b-waited-margin, 0); lim < 0 || b < lim {
-				lim = b
+				lim, bounded = b, true
 			}
 		}
 	}
@@ -342,10 +359,17 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
 	}
-	if ns > 0 && lane == limitstore.LaneMain && l.queue.target > 0 {
+	if ns > 0 && lane == limitstore.LaneMain && l.queue.target > 0 && l.mode != ratelimit.FailFast {
 		// The queue ahead: the wait less the time the bucket takes to refill the cost.
 		own := time.Duration(min(float64(ls.cost)*float64(ns), float64(time.Hour)))
-		l.queue.note(g.Wait-own, time.Now().UnixNano())
+		if !g.OK && bounded && (fit < 0 || g.Wait <= fit) {
+			l.queue.refuse(int64(own)) // refused early: first come first served would queue it
+		}
+		var spare time.Duration
+		if g.OK && g.Wait == 0 && g.Levels.Tokens > 0 {
+			spare = time.Duration(min(g.Levels.Tokens*float64(ns), float64(time.Hour)))
+		}
+		l.queue.note(g.Wait, spare, fit, now)
 	}
 	if !g.OK {
 		e := l.rateLimited(g.Wait)
@@ -412,9 +436,6 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 			lim = left
 		}
 	}
-	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
-		lim = max(adm.within-waited, 0)
-	}
 	if hasDeadline && (adm.service > 0 || margin > 0) {
 		service := adm.service
 		if adm.probe {
@@ -433,6 +454,10 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 		if left = max(left-margin, 0); lim < 0 || left < lim {
 			lim = left
 		}
+	}
+	adm.fit = lim // what the request's deadline and WithMaxWait accept
+	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
+		lim = max(adm.within-waited, 0)
 	}
 	return lim, nil
 }

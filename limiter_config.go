@@ -189,11 +189,15 @@ func (c *limiterConfig) validate() error {
 	return errors.Join(errs...)
 }
 
+// meterTokens reports whether l limits tokens (TPM, TPD, ITPM or OTPM): the requests it
+// admits need a token estimate.
+func (l Limits) meterTokens() bool { return l.TPM > 0 || l.TPD > 0 || l.ITPM > 0 || l.OTPM > 0 }
+
 // enabled reports whether any upstream or partition has a token limit: only then does the
 // engine estimate each request's cost. A key that learns a token limit from its
 // upstream's headers estimates its requests' cost itself (see Client.admission).
 func (c *limiterConfig) enabled(cfg *config) bool {
-	tokens := func(l Limits) bool { return l.TPM > 0 || l.TPD > 0 || l.ITPM > 0 || l.OTPM > 0 }
+	tokens := Limits.meterTokens
 	for _, s := range c.scopeDecls {
 		if tokens(s.Limits) {
 			return true

@@ -107,6 +107,7 @@ func (l *keyLimiter) apply(spec limitstore.Spec) {
 		ns = int64(min(1e9/spec.Tokens.PerSecond, 1e15))
 	}
 	l.sync.tokNanos.Store(ns)
+	l.queue.setAllowance(spec)
 }
 
 // tokensLimited reports whether the scope has a token bucket, configured or learned.
@@ -147,6 +148,9 @@ type admission struct {
 	// deadline it stays the answer until something waits.
 	lim0     time.Duration
 	haveLim0 bool
+	// fit is limit's last answer before the wait threshold (within): the longest wait
+	// the request's deadline and WithMaxWait accept (negative: no bound).
+	fit time.Duration
 	// deadline is the context's, read once per admission (admit sets it); hasDeadline
 	// says whether it has one.
 	deadline    time.Time
@@ -221,8 +225,12 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		*ls = limitLease{}
 		return 0, nil
 	}
-	if len(l.scopes) == 0 {
-		return l.admit(ctx, adm, ls, 0) // the parts, if any, reserve with l's buckets
+	if len(l.scopes) == 0 { // the parts, if any, reserve with l's buckets
+		waited, err := l.admit(ctx, adm, ls, 0)
+		if err != nil {
+			l.paceRefusal(ctx, adm, err)
+		}
+		return waited, err
 	}
 	// Every limiter reserves first, without sleeping, so that a wait that does not fit
 	// in one refuses at once; then the request sleeps the longest of their waits.
@@ -232,8 +240,12 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 		wait, err = l.admitScopes(ctx, adm, ls, wait)
 	}
 	adm.noSleep = false
-	if err != nil || wait <= 0 {
+	if err != nil {
+		l.paceRefusal(ctx, adm, err)
 		return 0, err
+	}
+	if wait <= 0 {
+		return 0, nil
 	}
 	if err := sleepFor(ctx, wait); err != nil {
 		ls.release(0, false)
@@ -326,12 +338,18 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission) (time.Duration, error) {
 	lim := adm.lim0
 	var err error
+	var bounded bool // the queue's bound cut the wait
+	var now int64    // the clock for the queue's watch: the caller's reading when it has one
 	switch {
 	case adm.hasDeadline:
-		lim, err = l.deadlineWait(ctx, ls.cost, waited, adm)
+		if now = adm.now.UnixNano(); adm.now.IsZero() || waited != 0 {
+			now = time.Now().UnixNano()
+		}
+		lim, bounded, err = l.deadlineWait(ctx, ls.cost, waited, adm, now)
 	case waited != 0 || !adm.haveLim0:
 		lim, err = l.limit(ctx, waited, adm, 0)
 	}
+	fit := adm.fit
 	if err != nil {
 		return 0, err
 	}
@@ -350,16 +368,16 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		err = l.reserveTo(ctx, r, g)
 		wait = g.Wait
 	} else {
-		wait, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim)
+		wait, bounded, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim, bounded, now)
 	}
 	if err != nil {
 		*g = limitstore.Grant{}
 		return 0, l.asError(err, 0)
 	}
-	if lane == limitstore.LaneMain && l.queue.target > 0 && adm.hasDeadline {
-		l.noteQueue(wait, ls.cost)
+	if adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
+		l.noteQueue(g, ls.cost, bounded, fit, now)
 		for i, p := range l.parts {
-			p.noteQueue(wait, ls.parts[i].cost)
+			p.noteQueue(&ls.parts[i].grant, ls.parts[i].cost, bounded, fit, now)
 		}
 	}
 	if !g.OK {
@@ -394,40 +412,54 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	return wait, nil
 }
 
-// noteQueue tells the queue's watch of a request of the given cost granted wait: the
-// queue ahead of it, the wait less the time the token bucket takes to refill the cost.
-func (l *keyLimiter) noteQueue(wait time.Duration, cost int) {
-	if ns := l.sync.tokNanos.Load(); ns > 0 {
-		own := time.Duration(min(float64(cost)*float64(ns), float64(time.Hour)))
-		l.queue.note(wait-own, time.Now().UnixNano())
+// noteQueue tells l's queue watch, at now, of a request with a deadline of the given cost
+// on the main lane, whose grant on l's buckets is g: granted or refused with its wait
+// (refused early when bounded, the queue's bound having cut the wait, and within fit,
+// what the deadline and WithMaxWait accept), and the bucket's refill time left unused
+// after an admission without a wait.
+func (l *keyLimiter) noteQueue(g *limitstore.Grant, cost int, bounded bool, fit time.Duration, now int64) {
+	ns := l.sync.tokNanos.Load()
+	if ns <= 0 || l.queue.target <= 0 {
+		return
 	}
+	if !g.OK && bounded && (fit < 0 || g.Wait <= fit) {
+		// Refused early: first come first served would queue it for the time the bucket
+		// takes to refill its cost.
+		l.queue.refuse(int64(min(float64(cost)*float64(ns), float64(time.Hour))))
+	}
+	var spare time.Duration
+	if g.OK && g.Wait == 0 && g.Levels.Tokens > 0 {
+		spare = time.Duration(min(g.Levels.Tokens*float64(ns), float64(time.Hour)))
+	}
+	l.queue.note(g.Wait, spare, fit, now)
 }
 
 // deadlineWait is the longest wait l's buckets may grant a request with a deadline, of
 // the given cost, that has waited so far (negative: no bound): see limit, less the margin
-// the deadline leaves for the request's size, and within the queue's bound (the margin
-// and the queue's bound only bound a deadline's wait).
-func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Duration, adm *admission) (time.Duration, error) {
+// the deadline leaves for the request's size, and within the queue's bound at now (the
+// margin and the queue's bound only bound a deadline's wait); bounded reports that the
+// queue's bound cut it.
+func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Duration, adm *admission, now int64) (lim time.Duration, bounded bool, err error) {
 	ns := l.sync.tokNanos.Load()
 	margin := l.sizes.margin(cost, ns)
-	lim, err := l.limit(ctx, waited, adm, margin)
-	if err != nil {
-		return 0, err
+	if lim, err = l.limit(ctx, waited, adm, margin); err != nil {
+		return 0, false, err
 	}
 	if ns > 0 && l.queue.target > 0 {
-		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(cost))); b >= 0 {
+		if b := l.queue.bound(ns, max(l.sizes.q.Load(), int64(cost)), now); b >= 0 {
 			if b = max(b-waited-margin, 0); lim < 0 || b < lim {
-				lim = b
+				lim, bounded = b, true
 			}
 		}
 	}
-	return lim, nil
+	return lim, bounded, nil
 }
 
 // reserveJoint is reserve's reservation for a limiter with parts: its own and its parts'
 // in one limitstore.Joint, all admitted at once or none, within lim and, with a
-// deadline, each part's own bound. It returns the longest wait granted.
-func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration) (time.Duration, error) {
+// deadline, each part's own bound at now. It returns the longest wait granted, and whether
+// the queue's bound cut the wait (bounded: the key's cut lim).
+func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration, bounded bool, now int64) (time.Duration, bool, error) {
 	var sh [1 + maxParts]limitstore.Share
 	sh[0] = limitstore.Share{Tokens: ls.cost, Estimate: ls.estimate, Grant: &ls.grant}
 	sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
@@ -436,12 +468,12 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 		sh[i+1] = limitstore.Share{Tokens: pl.cost, Estimate: pl.estimate, Grant: &pl.grant}
 		sh[i+1].InFlight, sh[i+1].VendorBurst = p.holds(lane)
 		if adm.hasDeadline { // else every limiter's bound is the key's
-			plim, err := p.deadlineWait(ctx, pl.cost, waited, adm)
+			plim, pb, err := p.deadlineWait(ctx, pl.cost, waited, adm, now)
 			if err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			if plim >= 0 && (lim < 0 || plim < lim) {
-				lim = plim
+				lim, bounded = plim, pb
 			}
 		}
 	}
@@ -456,14 +488,14 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 		for i := range l.parts {
 			ls.parts[i].grant = limitstore.Grant{}
 		}
-		return 0, err
+		return 0, false, err
 	}
 	if ls.grant.OK && lane == limitstore.LaneBatch {
 		for i := range l.parts {
 			ls.parts[i].batch = true
 		}
 	}
-	return wait, nil
+	return wait, bounded, nil
 }
 
 // maxParts is the most parts a limiter has: one per quantity besides the total.
@@ -560,9 +592,6 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 			lim = left
 		}
 	}
-	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
-		lim = max(adm.within-waited, 0)
-	}
 	if hasDeadline && (adm.service > 0 || margin > 0) {
 		service := adm.service
 		if adm.probe {
@@ -581,6 +610,10 @@ func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admis
 		if left = max(left-margin, 0); lim < 0 || left < lim {
 			lim = left
 		}
+	}
+	adm.fit = lim // what the request's deadline and WithMaxWait accept
+	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
+		lim = max(adm.within-waited, 0)
 	}
 	return lim, nil
 }

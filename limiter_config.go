@@ -153,6 +153,7 @@ func defaultLimiterConfig() limiterConfig {
 		reservedOutput: defaultReservedOutput,
 		batchShare:     defaultBatchShare,
 		burstFraction:  defaultBurstFraction,
+		queueTarget:    defaultQueueTarget,
 	}
 }
 
@@ -188,11 +189,15 @@ func (c *limiterConfig) validate() error {
 	return errors.Join(errs...)
 }
 
+// meterTokens reports whether l limits tokens (TPM, TPD, ITPM or OTPM): the requests it
+// admits need a token estimate.
+func (l Limits) meterTokens() bool { return l.TPM > 0 || l.TPD > 0 || l.ITPM > 0 || l.OTPM > 0 }
+
 // enabled reports whether any upstream or partition has a token limit: only then does the
 // engine estimate each request's cost. A key that learns a token limit from its
 // upstream's headers estimates its requests' cost itself (see Client.admission).
 func (c *limiterConfig) enabled(cfg *config) bool {
-	tokens := func(l Limits) bool { return l.TPM > 0 || l.TPD > 0 || l.ITPM > 0 || l.OTPM > 0 }
+	tokens := Limits.meterTokens
 	for _, s := range c.scopeDecls {
 		if tokens(s.Limits) {
 			return true
@@ -248,23 +253,31 @@ func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.limiter.maxWait = d })
 }
 
-// WithQueueTarget bounds the queueing delay under sustained overload: once the requests
-// with a deadline have met a queue of reservations longer than d ahead of them for a
-// second (or one meets a queue longer than a second), a request whose queue would be
-// longer than d is refused at once with ErrRateLimited (a local refusal: it fails over, or
-// returns), until no request has met a queue longer than d for a second. The requests
-// admitted then see about the unloaded latency, the upstream's quota is used as before,
-// and a large prompt is refused by the same test as a small one (by the queue ahead of
-// it, not by its own size). Requests without a deadline are never refused by it. Default
-// 0: off (a request waits while its wait and the upstream's expected service time fit
-// before its deadline). It is off by default because the limiter cannot tell open-loop
-// traffic (a server's requests, which a refusal sends elsewhere or answers early) from a
-// few workers that each send their next request once the last is answered: their queue is
-// bounded by their number, and a refusal only makes them send again at once, a busy loop
-// for as long as the overload lasts, where the default blocks them. Turn it on for
-// open-loop traffic: under 2× overload it keeps the median latency of the calls served
-// within 2× the unloaded one with no 429s and full goodput (BENCHMARKS.md). 100ms suits
-// calls that take about a second. d must be in [0, 1h].
+// WithQueueTarget bounds the queueing delay under sustained overload. Default 100ms;
+// 0 turns it off (a request then waits while its wait and the upstream's expected service
+// time fit before its deadline, first come first served). d must be in [0, 1h].
+//
+// A key's queue is an overload while, first come first served, requests with a deadline
+// would be refused, or close to it: a request met a wait (plus the work refused early,
+// which would still be queued) longer than half of what its deadline, less the expected
+// service time, or WithMaxWait accepts, over at least a second (longer than a burst) and
+// in the last 30 seconds. During an overload a
+// request whose queue would be longer than d is refused at once with ErrRateLimited, its
+// Error.AdmitAfter saying when it would have been admitted: a call that can go elsewhere
+// fails over at once, another returns. The requests admitted see about the unloaded
+// latency, the upstream's quota is used as before, and a large prompt is refused by the
+// same test as a small one (by the queue ahead of it, not by its own size). Under 2×
+// overload it keeps the median latency of the calls served within 2× the unloaded one
+// with no 429s (BENCHMARKS.md). Nothing is refused while every request's queue stays
+// within half of what its deadline accepts: a burst the buckets absorb, or a few workers
+// that each send their next request once the last is answered, whose queue is bounded by
+// their number. Requests without a deadline are never refused by it.
+//
+// Whatever d, a limiter answers a bounded number of refusals at once: 64 per tenth of a
+// second, plus twice the calls its buckets admit in that time (counting calls of 256
+// tokens where tokens bound it). Beyond that, the refusal of a call that has nowhere else
+// to go returns at the end of the tenth of a second, so that a caller that sends a
+// refused request again at once does not spin. Fail-fast mode is never held.
 func WithQueueTarget(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.limiter.queueTarget = d })
 }

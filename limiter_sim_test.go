@@ -136,7 +136,9 @@ func simPrompts(t *testing.T) []*llmclient.Request {
 // TestLimiterSimulationAgainstOpenAILikeUpstream: four client loops offer twice the TPM
 // quota for three virtual minutes, and for ten (once the upstream's minute-sized bucket no
 // longer hides an excess); the limiter keeps them under the upstream's limits (no 429)
-// while using at least 90% of the quota.
+// while using at least 90% of the quota. Their queue is four calls long, well within their
+// 30 s deadlines: bounded queueing, on by default, refuses none of them (any error fails
+// the test).
 func TestLimiterSimulationAgainstOpenAILikeUpstream(t *testing.T) {
 	if _, err := tiktoken.Count(tiktoken.O200kBase, "warm up"); err != nil { // load outside the bubble
 		t.Fatal(err)

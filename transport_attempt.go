@@ -368,9 +368,10 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 			return e
 		}
 	}
-	if t.c.cost != nil || a.hasLease && a.lease.l != nil {
-		// What the body says the attempt used (cost.go): its price, and the limiter's
-		// charge reconciled as for Complete.
+	if t.c.cost != nil || a.r.cost > 0 {
+		// What the body says the attempt used (cost.go): its price, and the limiters'
+		// token charges reconciled as for Complete. A call with no token estimate (no
+		// token limit, price or budget: Client.needCost) charged no tokens to reconcile.
 		x.readUsage(a, tu, decodedUsageBody(resp, data, limit))
 	}
 	if held == nil {

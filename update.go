@@ -189,7 +189,7 @@ func (c *Client) Update(changes ...Change) error {
 	for name, u := range p.ups {
 		up := c.byName[name]
 		if p.touched[name] {
-			if u.Limits.TPM > 0 {
+			if u.Limits.meterTokens() {
 				c.needCost.Store(true)
 			}
 			up.keys.Store(up.pool().update(name, u.Keys, u.KeySources, u.Limits, &c.cfg.limiter))

@@ -3,13 +3,16 @@ package llmclient_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/keysource"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -163,5 +166,25 @@ func TestUpdateReportsWhatChanged(t *testing.T) {
 	assert.Equal(t, []string{"a.Keys", "a.Limits.RPM"}, ev[0].Changed)
 	for _, s := range ev[0].Changed {
 		assert.NotContains(t, s, "sk-")
+	}
+}
+
+// An input- or output-token limit set by Update on a Client that had no token limit meters
+// the calls from then on: in fail-fast mode, the second of two calls whose prompts fill the
+// new ITPM is refused (before the change both would pass unmetered); so is the second call
+// under a new OTPM that the first call's max_tokens fills.
+func TestUpdateTokenQuantityStartsMetering(t *testing.T) {
+	for _, lim := range []llmclient.Limits{{ITPM: 1200}, {OTPM: 1200}} {
+		p := fake.New(fake.Reply("ok").Forever())
+		c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-one"}}),
+			llmclient.WithLimiterMode(ratelimit.FailFast))
+		require.NoError(t, c.Update(llmclient.SetLimits("a", lim)))
+		req := chatReq("m")
+		req.Messages[0] = llmclient.UserMessage(strings.Repeat("lorem ipsum dolor sit amet ", 200)) // ~1,000 tokens
+		req.MaxTokens = 1200
+		_, err := c.Complete(context.Background(), req)
+		require.NoError(t, err, "%+v: first call", lim)
+		_, err = c.Complete(context.Background(), req)
+		assert.Equal(t, failure.RateLimited, llmclient.ClassOf(err), "%+v: second call: %v", lim, err)
 	}
 }

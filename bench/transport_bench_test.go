@@ -61,6 +61,14 @@ func transportContenders(b *testing.B) []contender {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The same protection as failsafehttp's below: retry, breaker, a request rate limit
+	// and a timeout, and no token limit (so no body scan for tokens, no estimate, no usage
+	// read).
+	crpm, err := llmclient.New(llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Limits: llmclient.Limits{RPM: 1 << 40}}),
+		llmclient.WithAttemptTimeout(10*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
 	rp := failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(2).WithBackoff(500*time.Millisecond, 30*time.Second).Build()
 	cb := circuitbreaker.NewBuilder[*http.Response]().WithFailureThresholdRatio(10, 20).WithDelay(15 * time.Second).Build()
 	rl := ratelimiter.NewBursty[*http.Response](1<<31, time.Second)
@@ -69,6 +77,7 @@ func transportContenders(b *testing.B) []contender {
 		{"base", static{}},
 		{"llmclient", c.Transport(static{})},
 		{"llmclient-failover", c2.Transport(static{})},
+		{"llmclient-rpm", crpm.Transport(static{})},
 		{"failsafehttp", failsafehttp.NewRoundTripper(static{}, rp, cb, rl, to)},
 	}
 }

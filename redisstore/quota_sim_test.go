@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/quotasim"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
@@ -49,10 +48,9 @@ func TestLimiterQuotaSimulationRedis(t *testing.T) {
 }
 
 // TestLimiterOverloadLatencyRedis is the overload simulation (quotasim.RunOverload) for
-// four replicas on one real redis-server, with WithQueueTarget(100ms).
+// four replicas on one real redis-server, with the default configuration.
 func TestLimiterOverloadLatencyRedis(t *testing.T) {
-	quotasim.RunOverload(t, filepath.Join("..", "testdata", "corpus"), redisDeployment(t),
-		llmclient.WithQueueTarget(100*time.Millisecond))
+	quotasim.RunOverload(t, filepath.Join("..", "testdata", "corpus"), redisDeployment(t))
 }
 
 // redisDeployment is four replicas, each with its own Store on one redis-server started

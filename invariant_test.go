@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -828,9 +829,15 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 			return fmt.Errorf("%d calls on %s, cap %d", n, up, sc.maxAttempts)
 		}
 	}
-	// Every step follows the decision table.
+	// Every step follows the decision table. An ordered route starts on the upstreams
+	// that are not demoted (serve.go: demoteAfter cuts in a row) and puts the demoted ones
+	// last, in order: so a call may go back once, to an upstream it has not called, and
+	// from then on never to one it called before the wrap.
+	visited := map[string]bool{}
+	var before map[string]bool // the upstreams called before the wrap; nil: no wrap
 	for j := 0; j+1 < len(evs); j++ {
 		e, nx := evs[j], evs[j+1]
+		visited[e.Upstream] = true
 		d := sc.decision(e.Class)
 		reordered := sc.routing > routing.Ordered
 		switch {
@@ -845,8 +852,13 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 			return fmt.Errorf("attempt %d: %v retried %s against its decision %+v", j+1, e.Class, e.Upstream, d)
 		case nx.Upstream != e.Upstream && !d.Failover:
 			return fmt.Errorf("attempt %d: %v failed over (%s → %s) against its decision %+v", j+1, e.Class, e.Upstream, nx.Upstream, d)
+		case !reordered && nx.Upstream != e.Upstream && before != nil && before[nx.Upstream]:
+			return fmt.Errorf("attempt %d: went back from %s to %s, called before the demoted upstreams", j+1, e.Upstream, nx.Upstream)
 		case !reordered && nx.Upstream != e.Upstream && route[nx.Upstream] <= route[e.Upstream]:
-			return fmt.Errorf("attempt %d: went back from %s to %s", j+1, e.Upstream, nx.Upstream)
+			if before != nil || visited[nx.Upstream] {
+				return fmt.Errorf("attempt %d: went back from %s to %s", j+1, e.Upstream, nx.Upstream)
+			}
+			before = maps.Clone(visited) // the wrap onto the demoted upstreams
 		}
 	}
 	elapsed := res.end.Sub(res.start)
@@ -880,8 +892,12 @@ func (sc *scenario) checkSteps(res result, end llmclient.Event, route map[string
 	// context's deadline, or without one its time budget (WithCallBudget's default).
 	d := sc.decision(last.Class)
 	outOfBudget := sc.deadline == 0 && elapsed >= defaultCallBudget-time.Second
+	// (A route with demoted upstreams is not in the scenario's order: the check needs
+	// that order, so it applies when the call started on the route's first upstream and
+	// never wrapped.)
+	demoted := before != nil || route[evs[0].Upstream] > 0
 	if final != failure.None && !atDeadline && !outOfBudget && last.Class != failure.StreamInterrupted && d.Failover &&
-		sc.routing <= routing.Ordered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
+		!demoted && sc.routing <= routing.Ordered && len(made) < sc.maxTotal && route[last.Upstream] < len(sc.ups)-1 &&
 		// Moving to the upstream a hedge already called is a retry there, which its retry
 		// budget may refuse.
 		sc.ups[route[last.Upstream]+1].name != hedgedOn {

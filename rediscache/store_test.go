@@ -174,16 +174,22 @@ func TestRedisDownFailsOpen(t *testing.T) {
 // damaged) is refused after reading MaxEncodedEntry+1 bytes of it, not all of it.
 func TestGetReadsAtMostAnEntry(t *testing.T) {
 	srv := startRedis(t)
-	st, rdb := srv.store()
 	const huge = 3 * cache.MaxEncodedEntry // 192 MiB, of zero bytes: SETRANGE sends one
-	// 64 MiB through loopback: a generous deadline, so that a loaded machine is no failure.
+	// 64 MiB through loopback: generous deadlines, so that a loaded machine is no failure.
+	// go-redis bounds each command by the sooner of the context's deadline and the
+	// client's ReadTimeout (3s by default), so this test's client has minute-long ones.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	defer rdb.Close()
+	st, err := rediscache.New(rdb)
+	require.NoError(t, err)
 	slow, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, rdb.SetRange(slow, rediscache.DefaultPrefix+"huge", huge-1, "x").Err())
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := st.Get(slow, "huge")
+	_, err = st.Get(slow, "huge")
 	runtime.ReadMemStats(&after)
 	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
 	read := after.TotalAlloc - before.TotalAlloc

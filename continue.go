@@ -350,9 +350,9 @@ type splicer struct {
 	matched   int
 	got       strings.Builder // the restart's text, while matching
 	started   bool            // the restart's answer began: its reasoning passes from now on
-	tools     []*toolSplice // the delivered calls, in the order they began
-	seen      map[int]int   // a restart's tool index → the order in which its call began
-	nextIndex int           // the index of the restart's first call the caller has not seen
+	tools     []*toolSplice   // the delivered calls, in the order they began
+	seen      map[int]int     // a restart's tool index → the order in which its call began
+	nextIndex int             // the index of the restart's first call the caller has not seen
 }
 
 type toolSplice struct {

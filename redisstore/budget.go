@@ -288,8 +288,28 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
 		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc,
 			mode: modeSettle})
+		if lres, ok := l.spendLocally(ctx, key, p, slice, spent-reserved); ok {
+			return lres, nil
+		}
 	}
 	return res, err
+}
+
+// spendLocally charges the FailOpen ledger with extra, the part of a settle's spend that
+// Redis, away, has not counted and that no reservation it last reported covers (all of
+// a spend-only settle, which a call ending in a later slice than it reserved in makes):
+// the local reservations that follow during the outage count it, as they count the spend
+// of local reservations. The settle itself is queued for Redis. ok is false, and nothing
+// is charged, under FailClosed or when extra is not positive.
+func (l *ledger) spendLocally(ctx context.Context, key string, p limitstore.BudgetPeriod, slice, extra int64) (limitstore.BudgetResult, bool) {
+	if l.s.cfg.mode != FailOpen || extra <= 0 {
+		return limitstore.BudgetResult{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.chargeLocal(ctx, key, p)
+	res, _ := l.local.Settle(ctx, key, p, slice, 0, extra) // in memory: no error
+	return l.localView(key, res), true
 }
 
 // takeLocal reports whether a reservation of reserved in key's slice was taken locally,

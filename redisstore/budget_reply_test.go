@@ -233,3 +233,37 @@ func TestBudgetTimedOutReserveIsTakenBack(t *testing.T) {
 		t.Fatalf("the budget's hash holds %v, %v; want s1, r1, e, f, h, i and v (its incarnation and count of writes)", fields, err)
 	}
 }
+
+// TestBudgetSpendOnlySettleCountsLocally: a call that ends in a later slice than it
+// reserved in settles its spend alone (reserved 0) in that slice. While Redis is away
+// under FailOpen, that spend is charged to the local ledger, so the local reservations
+// that follow in the outage count it, and it reaches Redis once, when Redis answers
+// again. It used to wait for Redis only: the local ledger let the replica spend the cap
+// again on top of it.
+func TestBudgetSpendOnlySettleCountsLocally(t *testing.T) {
+	srv := startRedis(t)
+	s := awayStore(srv, "spendonly")
+	l := s.OpenBudget("b", limitstore.BudgetSpec{Cap: 100})
+	check := srv.store(redisstore.WithPrefix("spendonly")).OpenBudget("b", limitstore.BudgetSpec{Cap: 100})
+	p := limitstore.BudgetPeriod{Slice: 2, Oldest: 1, Epoch: 1, TTL: time.Hour}
+
+	srv.stop()
+	r, err := l.Settle(ctx(t), "", p, p.Slice, 0, 80)
+	if err != nil || r.Spent != 80 {
+		t.Fatalf("a spend-only settle while Redis is away: %+v, %v; want 80 spent locally and no error (FailOpen)", r, err)
+	}
+	if r, err := l.Reserve(ctx(t), "", p, 50, false); err != nil || r.OK {
+		t.Fatalf("a local reservation past the cap after the spend: %+v, %v; want refused", r, err)
+	}
+	if r, err := l.Reserve(ctx(t), "", p, 20, false); err != nil || !r.OK {
+		t.Fatalf("a local reservation within what is left: %+v, %v; want admitted", r, err)
+	}
+	srv.start()
+	waitBack(t, s)
+	if _, err := l.Reserve(ctx(t), "", p, 0, true); err != nil { // sends the queued settle
+		t.Fatal(err)
+	}
+	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 80 {
+		t.Fatalf("Redis after the outage: %+v, %v; want the spend counted once (80)", r, err)
+	}
+}

@@ -9,8 +9,9 @@ import (
 )
 
 // The limiter's acceptance simulation is in internal/quotasim, which redisstore's tests
-// run too, on a real redis-server. LLMCLIENT_SIM_MINUTES and LLMCLIENT_SIM_SEEDS set the
-// simulated minutes (default 3) and the seeds each configuration runs with (default 3).
+// run too, on a real redis-server. LLMCLIENT_SIM_MINUTES, LLMCLIENT_SIM_SEEDS and
+// LLMCLIENT_SIM_SEED set the simulated minutes (default 3), the number of seeds each
+// configuration runs with (default 3) and the first of them (default 12).
 
 // simCorpus is the directory of the corpora the simulation's prompts are cut from.
 var simCorpus = filepath.Join("testdata", "corpus")

@@ -40,7 +40,8 @@ import (
 // upstream's quantum). The store is a parameter, so that a Redis store can run the same
 // simulation (the redisstore module).
 //
-// LLMCLIENT_SIM_MINUTES sets the simulated minutes (default 3); LLMCLIENT_SIM_SEED the seed.
+// LLMCLIENT_SIM_MINUTES sets the simulated minutes (default 3), LLMCLIENT_SIM_SEEDS the
+// number of seeds (default 3) and LLMCLIENT_SIM_SEED the first (default 12).
 
 // ChargeModel is how the upstream counts a prompt at admission.
 type ChargeModel struct {
@@ -184,6 +185,28 @@ type quotaUpstream struct {
 	answered              float64 // the charge of the calls admitted by the horizon and answered
 	chargedThenLate       int     // admitted, then the caller's deadline came first
 	admittedBig, bigLimit float64
+	// idle is the refill the token bucket lost by the horizon while full, atHorizon its
+	// level at the horizon: what it could admit and did not.
+	idle, atHorizon float64
+}
+
+// advance refills the buckets to now, counting the token refill lost while full before
+// the horizon.
+func (u *quotaUpstream) advance(now time.Time) {
+	dt := now.Sub(u.last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	if !u.horizon.IsZero() {
+		in := min(dt, max(u.horizon.Sub(u.last).Seconds(), 0)) // the part before the horizon
+		if lost := u.tok.Level + in*u.tok.Rate - u.tok.Capacity; lost > 0 {
+			u.idle += lost
+		}
+	}
+	u.last = now
+	for _, b := range []*Bucket{&u.req, &u.tok, &u.reqMin, &u.tokMin} {
+		b.Refill(dt)
+	}
 }
 
 const simQuantum = 6 * time.Second
@@ -225,11 +248,7 @@ func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*ll
 	charge := u.model.charge(p)
 	u.mu.Lock()
 	now := time.Now()
-	dt := now.Sub(u.last).Seconds()
-	u.last = now
-	for _, b := range []*Bucket{&u.req, &u.tok, &u.reqMin, &u.tokMin} {
-		b.Refill(dt)
-	}
+	u.advance(now)
 	u.calls++
 	if u.req.Level < 1 || u.tok.Level < charge {
 		wait := max((1-u.req.Level)/u.req.Rate, (charge-u.tok.Level)/u.tok.Rate)
@@ -300,6 +319,10 @@ type simResult struct {
 	goodput                                    float64       // the upstream's charge for the calls it admitted by the horizon and answered, a share of what it could admit
 	bigGoodput                                 float64       // the same for the largest quarter, a share of the largest quarter's charge
 	allGoodput                                 float64       // the charge of the requests served, a share of all requests' charge
+	// idle, atHorizon and late split what the goodput lost, as shares of what the
+	// upstream could admit: refill lost while its token bucket was full, its level at the
+	// horizon, and the charge of calls it admitted and did not answer in time.
+	idle, atHorizon, late float64
 }
 
 func (r simResult) String() string {
@@ -403,6 +426,13 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 			counted += model.charge(p)
 			estimated += float64(p.estimate + p.req.MaxTokens)
 		}
+		go func() {
+			time.Sleep(duration)
+			up.mu.Lock()
+			up.advance(up.horizon)
+			up.atHorizon = up.tok.Level
+			up.mu.Unlock()
+		}()
 		perSecond := load * tpm / 60 / mean // arrivals at load times the TPM
 		var mu sync.Mutex
 		var outcomes []simOutcome
@@ -477,6 +507,7 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 			res.p50 = lat[len(lat)/2]
 		}
 		res.goodput = up.answered / up.couldAdmit(duration)
+		res.idle, res.atHorizon, res.late = up.idle/up.couldAdmit(duration), up.atHorizon/up.couldAdmit(duration), (up.charged-up.answered)/up.couldAdmit(duration)
 		res.allGoodput, res.bigGoodput = allOK/max(all, 1), bigOK/max(bigAll, 1)
 	})
 	return res
@@ -519,6 +550,9 @@ func (r *simResult) add(o simResult, runs int) {
 	r.goodput += o.goodput / float64(runs)
 	r.allGoodput += o.allGoodput / float64(runs)
 	r.bigGoodput += o.bigGoodput / float64(runs)
+	r.idle += o.idle / float64(runs)
+	r.atHorizon += o.atHorizon / float64(runs)
+	r.late += o.late / float64(runs)
 }
 
 // replicaClients builds one Client per replica from opts and the replica's store (none
@@ -612,9 +646,10 @@ func checkQuotaSim(t *testing.T, r simResult, th Thresholds) {
 }
 
 // simSettings reads the runs' length and seeds from the environment:
-// LLMCLIENT_SIM_MINUTES (default 3) and LLMCLIENT_SIM_SEEDS, how many seeds each
+// LLMCLIENT_SIM_MINUTES (default 3), LLMCLIENT_SIM_SEEDS, how many seeds each
 // configuration runs with (default 3; runs differ by seed and by the order goroutines
-// happen to run in).
+// happen to run in), and LLMCLIENT_SIM_SEED, the first of them (default 12; the others
+// follow it).
 func simSettings(t *testing.T) (time.Duration, []uint64) {
 	duration, seeds := 3*time.Minute, 3
 	if v := os.Getenv("LLMCLIENT_SIM_MINUTES"); v != "" {
@@ -631,9 +666,17 @@ func simSettings(t *testing.T) (time.Duration, []uint64) {
 		}
 		seeds = n
 	}
+	first := uint64(12)
+	if v := os.Getenv("LLMCLIENT_SIM_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LLMCLIENT_SIM_SEED=%q", v)
+		}
+		first = n
+	}
 	out := make([]uint64, seeds)
 	for i := range out {
-		out[i] = uint64(12 + i)
+		out[i] = first + uint64(i)
 	}
 	return duration, out
 }
@@ -700,6 +743,13 @@ func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Op
 		retrying.add(r, len(seeds))
 	}
 	t.Logf("all seeds: unloaded p50 %v; 2x: %v; peer, no retry: %v; peer, 1/2/4/8 s retries: %v", unloaded.p50, loaded, peer, retrying)
+	for _, x := range []struct {
+		name string
+		r    simResult
+	}{{"limiter", loaded}, {"peer, no retry", peer}, {"peer, retries", retrying}} {
+		t.Logf("%s: goodput %.3f%%, lost %.3f%% while full, %.3f%% left at the horizon, %.3f%% answered late",
+			x.name, 100*x.r.goodput, 100*x.r.idle, 100*x.r.atHorizon, 100*x.r.late)
+	}
 	if loaded.p50 > overloadLatency*unloaded.p50 {
 		t.Errorf("p50 latency %v under 2x overload, more than %dx the unloaded %v", loaded.p50, overloadLatency, unloaded.p50)
 	}

@@ -705,10 +705,23 @@ const (
 	overloadRejects = 0.005 // upstream 429s, at most this share of the calls
 	overloadBig     = 0.75  // the largest quarter's goodput, at least this share of the overall
 	// overloadGoodputSlack is how far, as a share of the quota, the goodput may fall short
-	// of the better peer's. A peer's calls are admitted by the upstream's exact count; the
-	// limiter admits by its estimates and keeps a reserve for their error, which costs it
-	// 0.1-0.5% of the quota against a peer that sends everything (FIFO queueing too).
-	overloadGoodputSlack = 0.005
+	// of the better peer's. At twice the quota every sender keeps the upstream's bucket
+	// below full from the first arrival on, so each admits the whole rate: the refill
+	// lost before the first arrival is the same for all, and what separates them is the
+	// bucket's level at the horizon (the log splits the loss so). That level is one sample
+	// of a sawtooth: the limiter sends a request once the bucket holds its charge, which
+	// leaves on average E[c²]/2E[c] of the charges c (about 3,000 tokens here, 0.16% of
+	// the quota) plus its reserve (1% of the bucket, 600); the peers send what arrives and
+	// fits, and leave about as much (retrying) or more (not retrying): 3,400-4,000 and
+	// 5,700-6,400 averaged over the last 150 s of seeds 12-14, the limiter 3,500-4,050.
+	// Over twelve sets of three seeds, one process and four replicas on one memory store,
+	// the limiter's goodput was above the better peer's in 15 of 24 runs, 0.01 points
+	// above on average and 0.12 below at worst (nine sets on four replicas on Redis: 4 of
+	// 9 above, 0.12 below at worst). A strict comparison of single samples of processes
+	// with about the same mean fails about half the time, so the check allows 0.2 points.
+	// With a reserve of at least 5% of the bucket the limiter was under in all 24 runs of
+	// the same sets, by 0.13 points on average (0.03-0.24).
+	overloadGoodputSlack = 0.002
 )
 
 // RunOverload runs d, its Clients configured with opts, under sustained overload
@@ -720,9 +733,10 @@ const (
 // half a percent of the calls may be 429s, the goodput (the upstream's charge for the
 // calls it admitted by the end of the arrivals and answered, a share of what it could
 // admit by then: work done after the arrivals stop, by retries or a queue draining, is
-// not counted for anyone) must be at least the better peer's,
-// and the largest quarter of the prompts must be served at least at three quarters of
-// the overall goodput (each a share of its own offered charge).
+// not counted for anyone) must be at least the better peer's less overloadGoodputSlack
+// (0.2 points: see there why a strict comparison is a coin toss), and the largest
+// quarter of the prompts must be served at least at three quarters of the overall
+// goodput (each a share of its own offered charge).
 func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Option) {
 	duration, seeds := simSettings(t)
 	model := ChargeModels[1]

@@ -40,7 +40,8 @@ import (
 // upstream's quantum). The store is a parameter, so that a Redis store can run the same
 // simulation (the redisstore module).
 //
-// LLMCLIENT_SIM_MINUTES sets the simulated minutes (default 3); LLMCLIENT_SIM_SEED the seed.
+// LLMCLIENT_SIM_MINUTES sets the simulated minutes (default 3), LLMCLIENT_SIM_SEEDS the
+// number of seeds (default 3) and LLMCLIENT_SIM_SEED the first (default 12).
 
 // ChargeModel is how the upstream counts a prompt at admission.
 type ChargeModel struct {
@@ -184,9 +185,46 @@ type quotaUpstream struct {
 	answered              float64 // the charge of the calls admitted by the horizon and answered
 	chargedThenLate       int     // admitted, then the caller's deadline came first
 	admittedBig, bigLimit float64
+	// idle is the refill the token bucket lost by the horizon while full, atHorizon its
+	// level at the horizon: what it could admit and did not.
+	idle, atHorizon float64
+	// levelSum is the time integral of the token bucket's level from levelFrom to the
+	// horizon (token-seconds).
+	levelSum  float64
+	levelFrom time.Time
+}
+
+// advance refills the buckets to now, counting the token refill lost while full before
+// the horizon.
+func (u *quotaUpstream) advance(now time.Time) {
+	dt := now.Sub(u.last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	if !u.horizon.IsZero() {
+		in := min(dt, max(u.horizon.Sub(u.last).Seconds(), 0)) // the part before the horizon
+		if lost := u.tok.Level + in*u.tok.Rate - u.tok.Capacity; lost > 0 {
+			u.idle += lost
+		}
+		// The level's integral over the part after levelFrom: it rises at the refill rate
+		// until the bucket is full.
+		if from := max(u.levelFrom.Sub(u.last).Seconds(), 0); in > from {
+			l0 := min(u.tok.Level+from*u.tok.Rate, u.tok.Capacity)
+			rise := min(in-from, (u.tok.Capacity-l0)/u.tok.Rate)
+			u.levelSum += (l0+rise*u.tok.Rate/2)*rise + u.tok.Capacity*(in-from-rise)
+		}
+	}
+	u.last = now
+	for _, b := range []*Bucket{&u.req, &u.tok, &u.reqMin, &u.tokMin} {
+		b.Refill(dt)
+	}
 }
 
 const simQuantum = 6 * time.Second
+
+// levelSkip is the start of a run left out of the upstream's mean level (simResult.level):
+// the first burst, while the bucket drains from full.
+const levelSkip = 30 * time.Second
 
 func newQuotaUpstream(model ChargeModel, minute bool, rpm, tpm int, prompts []*simPrompt, seed uint64) *quotaUpstream {
 	q := simQuantum.Minutes()
@@ -225,11 +263,7 @@ func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*ll
 	charge := u.model.charge(p)
 	u.mu.Lock()
 	now := time.Now()
-	dt := now.Sub(u.last).Seconds()
-	u.last = now
-	for _, b := range []*Bucket{&u.req, &u.tok, &u.reqMin, &u.tokMin} {
-		b.Refill(dt)
-	}
+	u.advance(now)
 	u.calls++
 	if u.req.Level < 1 || u.tok.Level < charge {
 		wait := max((1-u.req.Level)/u.req.Rate, (charge-u.tok.Level)/u.tok.Rate)
@@ -300,6 +334,13 @@ type simResult struct {
 	goodput                                    float64       // the upstream's charge for the calls it admitted by the horizon and answered, a share of what it could admit
 	bigGoodput                                 float64       // the same for the largest quarter, a share of the largest quarter's charge
 	allGoodput                                 float64       // the charge of the requests served, a share of all requests' charge
+	// idle, atHorizon and late split what the goodput lost, as shares of what the
+	// upstream could admit: refill lost while its token bucket was full, its level at the
+	// horizon, and the charge of calls it admitted and did not answer in time.
+	idle, atHorizon, late float64
+	// level is the upstream token bucket's mean level, in tokens, from levelSkip to the
+	// horizon: what it holds unused at an instant, of which atHorizon is one sample.
+	level float64
 }
 
 func (r simResult) String() string {
@@ -394,6 +435,7 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 		up := newQuotaUpstream(model, minute, rpm, tpm, prompts, seed)
 		start := time.Now()
 		up.horizon = start.Add(duration)
+		up.levelFrom = start.Add(min(levelSkip, duration/2))
 		clients, closeStores := replicaClients(t, replicas, stores(), append([]llmclient.Option{llmclient.WithUpstream(llmclient.Upstream{
 			Name: "sim", Provider: up, Limits: llmclient.Limits{RPM: rpm, TPM: tpm}})}, extra...)...)
 		defer closeStores()
@@ -403,6 +445,13 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 			counted += model.charge(p)
 			estimated += float64(p.estimate + p.req.MaxTokens)
 		}
+		go func() {
+			time.Sleep(duration)
+			up.mu.Lock()
+			up.advance(up.horizon)
+			up.atHorizon = up.tok.Level
+			up.mu.Unlock()
+		}()
 		perSecond := load * tpm / 60 / mean // arrivals at load times the TPM
 		var mu sync.Mutex
 		var outcomes []simOutcome
@@ -477,6 +526,8 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 			res.p50 = lat[len(lat)/2]
 		}
 		res.goodput = up.answered / up.couldAdmit(duration)
+		res.idle, res.atHorizon, res.late = up.idle/up.couldAdmit(duration), up.atHorizon/up.couldAdmit(duration), (up.charged-up.answered)/up.couldAdmit(duration)
+		res.level = up.levelSum / up.horizon.Sub(up.levelFrom).Seconds()
 		res.allGoodput, res.bigGoodput = allOK/max(all, 1), bigOK/max(bigAll, 1)
 	})
 	return res
@@ -519,6 +570,10 @@ func (r *simResult) add(o simResult, runs int) {
 	r.goodput += o.goodput / float64(runs)
 	r.allGoodput += o.allGoodput / float64(runs)
 	r.bigGoodput += o.bigGoodput / float64(runs)
+	r.idle += o.idle / float64(runs)
+	r.atHorizon += o.atHorizon / float64(runs)
+	r.late += o.late / float64(runs)
+	r.level += o.level / float64(runs)
 }
 
 // replicaClients builds one Client per replica from opts and the replica's store (none
@@ -612,9 +667,10 @@ func checkQuotaSim(t *testing.T, r simResult, th Thresholds) {
 }
 
 // simSettings reads the runs' length and seeds from the environment:
-// LLMCLIENT_SIM_MINUTES (default 3) and LLMCLIENT_SIM_SEEDS, how many seeds each
+// LLMCLIENT_SIM_MINUTES (default 3), LLMCLIENT_SIM_SEEDS, how many seeds each
 // configuration runs with (default 3; runs differ by seed and by the order goroutines
-// happen to run in).
+// happen to run in), and LLMCLIENT_SIM_SEED, the first of them (default 12; the others
+// follow it).
 func simSettings(t *testing.T) (time.Duration, []uint64) {
 	duration, seeds := 3*time.Minute, 3
 	if v := os.Getenv("LLMCLIENT_SIM_MINUTES"); v != "" {
@@ -631,9 +687,17 @@ func simSettings(t *testing.T) (time.Duration, []uint64) {
 		}
 		seeds = n
 	}
+	first := uint64(12)
+	if v := os.Getenv("LLMCLIENT_SIM_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LLMCLIENT_SIM_SEED=%q", v)
+		}
+		first = n
+	}
 	out := make([]uint64, seeds)
 	for i := range out {
-		out[i] = uint64(12 + i)
+		out[i] = first + uint64(i)
 	}
 	return duration, out
 }
@@ -662,10 +726,23 @@ const (
 	overloadRejects = 0.005 // upstream 429s, at most this share of the calls
 	overloadBig     = 0.75  // the largest quarter's goodput, at least this share of the overall
 	// overloadGoodputSlack is how far, as a share of the quota, the goodput may fall short
-	// of the better peer's. A peer's calls are admitted by the upstream's exact count; the
-	// limiter admits by its estimates and keeps a reserve for their error, which costs it
-	// 0.1-0.5% of the quota against a peer that sends everything (FIFO queueing too).
-	overloadGoodputSlack = 0.005
+	// of the better peer's. At twice the quota every sender keeps the upstream's bucket
+	// below full from the first arrival on, so each admits the whole rate: the refill
+	// lost before the first arrival is the same for all, and what separates them is the
+	// bucket's level at the horizon (the log splits the loss so). That level is one sample
+	// of a sawtooth whose mean the log gives too: the limiter sends a request once the
+	// bucket holds its charge, which leaves on average E[c²]/2E[c] of the charges c
+	// (2,700-2,900 tokens for seeds 12-14) plus its reserve (1% of the bucket, 600); the
+	// peers send what arrives and fits. Over twelve sets of three seeds (12-47), one process and four
+	// replicas on one memory store, the mean level was 3,800-4,200 tokens for the
+	// limiter, 3,700-4,000 for the retrying peer and 6,000-6,700 for the other, and the
+	// limiter's goodput was above the better peer's in 14 of 24 runs, 0.01 points above
+	// on average and 0.12 below at worst (nine sets on Redis: 4 above, 0.12 below at
+	// worst). Single samples of processes with about the same mean fall either way, so
+	// the check allows 0.2 points. With a reserve of at least 5% of the bucket the mean
+	// level was 6,100-6,700 and the limiter was under in all 24 runs, by 0.13 points on
+	// average (0.03-0.24).
+	overloadGoodputSlack = 0.002
 )
 
 // RunOverload runs d, its Clients configured with opts, under sustained overload
@@ -677,9 +754,10 @@ const (
 // half a percent of the calls may be 429s, the goodput (the upstream's charge for the
 // calls it admitted by the end of the arrivals and answered, a share of what it could
 // admit by then: work done after the arrivals stop, by retries or a queue draining, is
-// not counted for anyone) must be at least the better peer's,
-// and the largest quarter of the prompts must be served at least at three quarters of
-// the overall goodput (each a share of its own offered charge).
+// not counted for anyone) must be at least the better peer's less overloadGoodputSlack
+// (0.2 points: see there why a strict comparison is a coin toss), and the largest
+// quarter of the prompts must be served at least at three quarters of the overall
+// goodput (each a share of its own offered charge).
 func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Option) {
 	duration, seeds := simSettings(t)
 	model := ChargeModels[1]
@@ -700,6 +778,13 @@ func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Op
 		retrying.add(r, len(seeds))
 	}
 	t.Logf("all seeds: unloaded p50 %v; 2x: %v; peer, no retry: %v; peer, 1/2/4/8 s retries: %v", unloaded.p50, loaded, peer, retrying)
+	for _, x := range []struct {
+		name string
+		r    simResult
+	}{{"limiter", loaded}, {"peer, no retry", peer}, {"peer, retries", retrying}} {
+		t.Logf("%s: goodput %.3f%%, lost %.3f%% while full, %.3f%% left at the horizon, %.3f%% answered late; the upstream's mean level %.0f tokens",
+			x.name, 100*x.r.goodput, 100*x.r.idle, 100*x.r.atHorizon, 100*x.r.late, x.r.level)
+	}
 	if loaded.p50 > overloadLatency*unloaded.p50 {
 		t.Errorf("p50 latency %v under 2x overload, more than %dx the unloaded %v", loaded.p50, overloadLatency, unloaded.p50)
 	}

@@ -297,7 +297,7 @@ func RunVendor(t *testing.T, corpus string, v Vendor, d Deployment, quota, rejec
 		// A few 429s decide the rejected share of one seed's few hundred calls: eight
 		// seeds by default, so that the sum measures the limiter rather than the lumps.
 		for i := len(seeds); i < vendorSeeds; i++ {
-			seeds = append(seeds, uint64(12+i))
+			seeds = append(seeds, seeds[0]+uint64(i))
 		}
 	}
 	var sum simResult

@@ -44,12 +44,52 @@ func (st *state) retryRelease(lease limitstore.SlotLease) {
 	st.trackLocked()
 }
 
+// addHold records an in-flight hold made in Redis, for renewal.
+func (st *state) addHold(mark int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.holds == nil {
+		st.holds = make(map[int64]struct{})
+	}
+	st.holds[mark] = struct{}{}
+	st.trackLocked()
+}
+
+// endHold stops renewing an in-flight hold that is being ended.
+func (st *state) endHold(mark int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.holds[mark]; ok {
+		delete(st.holds, mark)
+		st.trackLocked()
+	}
+}
+
+// lostHolds forgets holds that Redis no longer has (their lease passed, or Redis lost
+// them): renewing them again would do nothing.
+func (st *state) lostHolds(v any) {
+	lost, _ := v.([]any)
+	if len(lost) == 0 {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, m := range lost {
+		if s, ok := m.(string); ok {
+			if mark, err := strconv.ParseInt(s, 10, 64); err == nil {
+				delete(st.holds, mark)
+			}
+		}
+	}
+	st.trackLocked()
+}
+
 // trackLocked registers st with the store's background work while it has any. st.mu is
 // held; the store's lock is taken inside it, never the other way round.
 func (st *state) trackLocked() {
 	s := st.s
 	s.busyMu.Lock()
-	if len(st.held)+len(st.unreleased) > 0 {
+	if len(st.held)+len(st.unreleased)+len(st.holds) > 0 {
 		s.busy[st] = struct{}{}
 	} else {
 		delete(s.busy, st)
@@ -57,15 +97,23 @@ func (st *state) trackLocked() {
 	s.busyMu.Unlock()
 }
 
-// work returns the renew script's arguments (the TTL, then the members held) and the
+// work returns the renew script's arguments (the TTL, then the members held), the hold
+// renew script's (the clock, the lease, then the marks held; nil for none) and the
 // leases to release again, forgetting those that have expired in Redis anyway.
-func (st *state) work(ttl time.Duration) (renew []any, release []limitstore.SlotLease) {
+func (st *state) work(ttl time.Duration) (renew, holds []any, release []limitstore.SlotLease) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	renew = make([]any, 1, 1+len(st.held))
 	renew[0] = strconv.FormatInt(ttl.Milliseconds(), 10)
 	for id, batch := range st.held {
 		renew = append(renew, member(id, batch))
+	}
+	if len(st.holds) > 0 {
+		holds = make([]any, 2, 2+len(st.holds))
+		holds[0], holds[1] = st.s.clockArg(), st.leaseArg
+		for mark := range st.holds {
+			holds = append(holds, strconv.FormatInt(mark, 10))
+		}
 	}
 	for id, u := range st.unreleased {
 		if time.Since(u.at) > ttl {
@@ -75,7 +123,7 @@ func (st *state) work(ttl time.Duration) (renew []any, release []limitstore.Slot
 		release = append(release, limitstore.SlotLease{ID: id, Batch: u.batch})
 	}
 	st.trackLocked()
-	return renew, release
+	return renew, holds, release
 }
 
 // released forgets a lease released again.
@@ -86,8 +134,9 @@ func (st *state) released(id uint64) {
 	st.trackLocked()
 }
 
-// renewLoop renews held leases every third of the lease TTL, and at once when Redis
-// answers again after a failure, until Close. It also retries failed releases.
+// renewLoop renews held leases, slots and in-flight holds, every third of the lease TTL,
+// and at once when Redis answers again after a failure, until Close. It also retries
+// failed releases.
 func (s *Store) renewLoop(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.leaseTTL / 3)
@@ -111,10 +160,15 @@ func (s *Store) renewAll(ctx context.Context) {
 	}
 	s.busyMu.Unlock()
 	for _, st := range states {
-		renew, release := st.work(s.cfg.leaseTTL)
+		renew, holds, release := st.work(s.cfg.leaseTTL)
 		if len(renew) > 1 {
 			// A failure is recorded by run; the leases then expire unless renewed in time.
 			_, _ = s.run(ctx, renewScript, st.slotKeys[:2], renew...)
+		}
+		if holds != nil {
+			if v, err := s.run(ctx, holdRenewScript, st.bucket[1:], holds...); err == nil {
+				st.lostHolds(v)
+			}
 		}
 		for _, l := range release {
 			if st.release(ctx, l) == nil {

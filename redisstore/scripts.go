@@ -44,6 +44,19 @@ var fitProbe = strconv.FormatFloat(limitstore.FitProbe, 'g', -1, 64)
 // µs, so the marks of a scope started afresh are above every earlier one's, and a report
 // about an earlier one's reservation changes nothing.
 //
+// Holds. mh is the sum of the holds of InFlight reservations, each kept under a lease:
+// KEYS[2] = "{prefix:scope}:hz", a sorted set of the holds' marks scored by the end of
+// their lease (µs, on the scripts' clock), and KEYS[3] = "{prefix:scope}:ha", a hash of
+// each hold's tokens by mark. The reservation takes a lease of the store's lease TTL; the
+// process that made it renews it every third of that (holdRenewScript) until it ends the
+// hold (adjustScript, by mark). Every bucket script first ends the holds whose lease has
+// passed (at most 1,000 a call; the rest in the next calls): a process that died, was
+// killed or lost Redis for longer than the lease keeps the others' buckets short of its
+// holds for at most the lease, never for the hour the hash outlives it. A hold ends once:
+// ending a mark that is not in hz (ended before, its lease passed, or Redis lost its data)
+// ends nothing, so mh never goes below 0 and never loses another reservation's hold; mh
+// is 0 whenever hz is empty (hz lost on its own heals mh).
+//
 // A scope's concurrency slots are four sorted sets sharing the same hash tag: s holds the
 // leases (member: "m" or "b" for main or batch, then the lease id; score: expiry), sb the
 // batch leases again, w the waiters in arrival order, wx the waiters' expiries.
@@ -174,6 +187,23 @@ local function give(k, n)
   local b = B[k]
   if b and f[k] > now then set(k, math.max(now, f[k] - n * b.i)) end
 end
+-- The holds whose lease has passed end (see Holds above); mh is 0 when none is left.
+local HZ, HA = KEYS[2], KEYS[3]
+if HZ and g('mh') > 0 then
+  local mh = g('mh')
+  local first = redis.call('ZRANGE', HZ, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    mh = 0
+  elseif num(first[2]) <= now then
+    local gone = redis.call('ZRANGEBYSCORE', HZ, '-inf', now, 'LIMIT', 0, 1000)
+    local amts = redis.call('HMGET', HA, unpack(gone))
+    for i = 1, #gone do mh = mh - num(amts[i]) end
+    redis.call('ZREM', HZ, unpack(gone))
+    redis.call('HDEL', HA, unpack(gone))
+    if mh <= 0 or redis.call('ZCARD', HZ) == 0 then mh = 0 end
+  end
+  if mh ~= g('mh') then set('mh', mh) end
+end
 local function save()
   local a = {}
   for k in pairs(dirty) do
@@ -210,8 +240,9 @@ end
 
 // reserveScript: ARGV[10] lane ("m" or "b"), requests, tokens, estimate (0: tokens), max
 // wait in µs (negative: no bound but the horizon), "1" when the tokens are held in
-// flight (limitstore.Reservation.InFlight, main lane only) and the vendor's burst ("":
-// unknown). Returns {admitted (1 or 0), wait in µs}
+// flight (limitstore.Reservation.InFlight, main lane only), the vendor's burst ("":
+// unknown) and the hold's lease in µs (within [1 ms, the horizon]); a hold is kept under
+// the reservation's mark (see Holds). Returns {admitted (1 or 0), wait in µs}
 // and, for an admitted reservation on the main lane, its mark, the predicted levels of
 // mr, mt, dr, dt ("" for a bucket without a limit) and the totals (tokens, estimates,
 // requests). The wait is at most the horizon.
@@ -237,14 +268,22 @@ local wait = math.ceil(at - now)
 if wait > maxw then return {0, math.min(wait, H)} end
 if req > 0 then charge('mr', at, req); charge('dr', at, req) end
 if tok > 0 then charge('mt', at, tok); charge('dt', at, tok) end
-if ARGV[15] == '1' and B.mt then
-  set('mh', g('mh') + cap('mt', tok))
-  local vb = known(ARGV[16])
-  if vb then set('mo', math.max(vb - B.mt.b, 0)) end
-end
 if not f.mk then set('sy', fmt(now - 1)) end
 local mark = math.max(g('mk') + 1, now)
 set('mk', fmt(mark))
+if ARGV[15] == '1' and B.mt and HZ then
+  local held = cap('mt', tok)
+  set('mh', g('mh') + held)
+  local vb = known(ARGV[16])
+  if vb then set('mo', math.max(vb - B.mt.b, 0)) end
+  local lease = math.min(math.max(num(ARGV[17]), 1000), H)
+  local m = fmt(mark)
+  redis.call('ZADD', HZ, now + lease, m)
+  redis.call('HSET', HA, m, fmt(held))
+  local keep = math.ceil(lease / 1000) + 3600000
+  redis.call('PEXPIRE', HZ, keep)
+  redis.call('PEXPIRE', HA, keep)
+end
 local t1, t2, t3 = g('T1') + cap('mt', tok), g('T2') + math.min(est, MB), g('T3') + cap('mr', req)
 set('T1', t1); set('T2', t2); set('T3', t3)
 local r = {1, wait, fmt(mark)}
@@ -257,14 +296,21 @@ return r
 `)
 
 // adjustScript: ARGV[10] lane, requests, tokens (negative: give back), and on the main
-// lane the held tokens whose hold ends first ("" or 0: none). A request amount
-// applies to the request buckets, a token amount to the token buckets; on the main lane
-// the totals follow (limitstore.Totals) and each bucket's correction count takes the
-// change of its level.
+// lane the mark of the reservation whose hold ends first ("": none): the hold ends if it
+// has not (see Holds). A request amount applies to the request buckets, a token amount to
+// the token buckets; on the main lane the totals follow (limitstore.Totals) and each
+// bucket's correction count takes the change of its level.
 var adjustScript = redis.NewScript(luaScope + luaAmount + `
 local req, tok = amount(ARGV[11]), amount(ARGV[12])
-local held = math.max(amount(ARGV[13]), 0)
-if ARGV[10] ~= 'b' and held > 0 then set('mh', math.max(g('mh') - held, 0)) end
+local hm = known(ARGV[13])
+if ARGV[10] ~= 'b' and hm and HZ then
+  hm = fmt(hm)
+  if redis.call('ZREM', HZ, hm) == 1 then
+    local held = num(redis.call('HGET', HA, hm))
+    redis.call('HDEL', HA, hm)
+    set('mh', math.max(g('mh') - held, 0))
+  end
+end
 local function shift(k, n, counted)
   if not B[k] then return end
   local before = level(k, now)
@@ -515,6 +561,28 @@ end
 local keep = 2 * (lttl + wttl) / 1000
 for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, keep) end
 return r
+`)
+
+// holdRenewScript: KEYS hz, ha (see Holds); ARGV the clock (as luaClock), the lease in µs
+// (within [1 ms, the horizon]), then the marks of the holds this process has not ended.
+// It extends the leases of those still held and returns the marks that were not (their
+// lease passed, or Redis lost them): nothing renews them again.
+var holdRenewScript = redis.NewScript(luaPrelude + luaClock + `
+local now = now_us()
+local lease = math.min(math.max(num(ARGV[1]), 1000), H)
+local lost = {}
+for i = 2, #ARGV do
+  local m = ARGV[i]
+  if redis.call('ZSCORE', KEYS[1], m) then
+    redis.call('ZADD', KEYS[1], now + lease, m)
+  else
+    lost[#lost + 1] = m
+  end
+end
+local keep = math.ceil(lease / 1000) + 3600000
+redis.call('PEXPIRE', KEYS[1], keep)
+redis.call('PEXPIRE', KEYS[2], keep)
+return lost
 `)
 
 // renewScript: KEYS s, sb; ARGV lease TTL in ms (within [1ms, 1h]), then the members held. It extends the

@@ -166,7 +166,7 @@ func (s *Store) renewAll(ctx context.Context) {
 			_, _ = s.run(ctx, renewScript, st.slotKeys[:2], renew...)
 		}
 		if holds != nil {
-			if v, err := s.run(ctx, holdRenewScript, st.bucket[1:], holds...); err == nil {
+			if v, err := s.run(ctx, holdRenewScript, st.bucket, holds...); err == nil {
 				st.lostHolds(v)
 			}
 		}

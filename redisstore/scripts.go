@@ -563,25 +563,29 @@ for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, keep) end
 return r
 `)
 
-// holdRenewScript: KEYS hz, ha (see Holds); ARGV the clock (as luaClock), the lease in µs
-// (within [1 ms, the horizon]), then the marks of the holds this process has not ended.
-// It extends the leases of those still held and returns the marks that were not (their
-// lease passed, or Redis lost them): nothing renews them again.
+// holdRenewScript: KEYS the scope's hash, hz, ha (see Holds); ARGV the clock (as
+// luaClock), the lease in µs (within [1 ms, the horizon]), then the marks of the holds
+// this process has not ended. It extends the leases of those still held, and the keys'
+// expiry (the scope's hash too, so that it does not start afresh under a call that holds
+// longer than it is kept idle), and returns the marks that were not held (their lease
+// passed, or Redis lost them): nothing renews them again.
 var holdRenewScript = redis.NewScript(luaPrelude + luaClock + `
 local now = now_us()
 local lease = math.min(math.max(num(ARGV[1]), 1000), H)
 local lost = {}
 for i = 2, #ARGV do
   local m = ARGV[i]
-  if redis.call('ZSCORE', KEYS[1], m) then
-    redis.call('ZADD', KEYS[1], now + lease, m)
+  if redis.call('ZSCORE', KEYS[2], m) then
+    redis.call('ZADD', KEYS[2], now + lease, m)
   else
     lost[#lost + 1] = m
   end
 end
 local keep = math.ceil(lease / 1000) + 3600000
-redis.call('PEXPIRE', KEYS[1], keep)
-redis.call('PEXPIRE', KEYS[2], keep)
+for i = 1, 3 do
+  local ttl = redis.call('PTTL', KEYS[i])
+  if ttl >= 0 and ttl < keep then redis.call('PEXPIRE', KEYS[i], keep) end
+end
 return lost
 `)
 

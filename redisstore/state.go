@@ -23,8 +23,8 @@ type state struct {
 	local    limitstore.Spec // the FailOpen fallback's limits
 	bucket   []string        // the scope's hash, then its holds' keys (hz, ha: scripts.go)
 	slotKeys []string        // s, sb, w, wx
-	// leaseArg is the lease of a hold in µs, as the scripts take it.
-	leaseArg string
+	// leaseArg is the lease of a hold in µs, as the scripts take it (a string).
+	leaseArg any
 	// args is the spec this process enforces as the bucket scripts' first arguments: what
 	// a script stores when the scope's hash holds none yet.
 	args atomic.Pointer[specArgs]

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
@@ -44,29 +45,33 @@ func (st *state) retryRelease(lease limitstore.SlotLease) {
 	st.trackLocked()
 }
 
-// addHold records an in-flight hold made in Redis, for renewal.
-func (st *state) addHold(mark int64) {
+// addHold records an in-flight hold made in Redis, its member in hz, for renewal.
+func (st *state) addHold(mark int64, member string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.holds == nil {
-		st.holds = make(map[int64]struct{})
+		st.holds = make(map[int64]string)
 	}
-	st.holds[mark] = struct{}{}
+	st.holds[mark] = member
 	st.trackLocked()
 }
 
-// endHold stops renewing an in-flight hold that is being ended.
-func (st *state) endHold(mark int64) {
+// endHold stops renewing the in-flight hold of the reservation with that mark, and
+// returns its member in hz to end it with; "" when this process holds none by that mark
+// (it ended, or Redis lost it).
+func (st *state) endHold(mark int64) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, ok := st.holds[mark]; ok {
+	m, ok := st.holds[mark]
+	if ok {
 		delete(st.holds, mark)
 		st.trackLocked()
 	}
+	return m
 }
 
 // lostHolds forgets holds that Redis no longer has (their lease passed, or Redis lost
-// them): renewing them again would do nothing.
+// them), given by member: renewing them again would do nothing.
 func (st *state) lostHolds(v any) {
 	lost, _ := v.([]any)
 	if len(lost) == 0 {
@@ -75,10 +80,10 @@ func (st *state) lostHolds(v any) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, m := range lost {
-		if s, ok := m.(string); ok {
-			if mark, err := strconv.ParseInt(s, 10, 64); err == nil {
-				delete(st.holds, mark)
-			}
+		s, _ := m.(string)
+		mark, _, _ := strings.Cut(s, ":")
+		if n, err := strconv.ParseInt(mark, 10, 64); err == nil && st.holds[n] == s {
+			delete(st.holds, n)
 		}
 	}
 	st.trackLocked()
@@ -98,7 +103,7 @@ func (st *state) trackLocked() {
 }
 
 // work returns the renew script's arguments (the TTL, then the members held), the hold
-// renew script's (the clock, the lease, then the marks held; nil for none) and the
+// renew script's (the clock, the lease, then the holds' members; nil for none) and the
 // leases to release again, forgetting those that have expired in Redis anyway.
 func (st *state) work(ttl time.Duration) (renew, holds []any, release []limitstore.SlotLease) {
 	st.mu.Lock()
@@ -111,8 +116,8 @@ func (st *state) work(ttl time.Duration) (renew, holds []any, release []limitsto
 	if len(st.holds) > 0 {
 		holds = make([]any, 2, 2+len(st.holds))
 		holds[0], holds[1] = st.s.clockArg(), st.leaseArg
-		for mark := range st.holds {
-			holds = append(holds, strconv.FormatInt(mark, 10))
+		for _, m := range st.holds {
+			holds = append(holds, m)
 		}
 	}
 	for id, u := range st.unreleased {

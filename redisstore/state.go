@@ -21,7 +21,7 @@ type state struct {
 	name     string
 	spec     limitstore.Spec // sanitized (clamp.go), as opened
 	local    limitstore.Spec // the FailOpen fallback's limits
-	bucket   []string        // the scope's hash, then its holds' keys (hz, ha: scripts.go)
+	bucket   []string        // the scope's hash, then its holds (hz: scripts.go)
 	slotKeys []string        // s, sb, w, wx
 	// leaseArg is the lease of a hold in µs, as the scripts take it (a string).
 	leaseArg any
@@ -38,9 +38,9 @@ type state struct {
 	// unreleased are leases given back while Redis could not be reached, released again
 	// once it answers, unless they have expired by then.
 	unreleased map[uint64]unreleased
-	// holds are the marks of the in-flight holds this process made in Redis and has not
-	// ended, whose leases it renews.
-	holds map[int64]struct{}
+	// holds are the in-flight holds this process made in Redis and has not ended, whose
+	// leases it renews: their members in hz by mark.
+	holds map[int64]string
 }
 
 func newState(s *Store, name string, spec limitstore.Spec) *state {
@@ -51,7 +51,7 @@ func newState(s *Store, name string, spec limitstore.Spec) *state {
 		name:     name,
 		spec:     spec,
 		local:    scaled(spec, s.cfg.localShare),
-		bucket:   []string{tag + "g", tag + "hz", tag + "ha"},
+		bucket:   []string{tag + "g", tag + "hz"},
 		slotKeys: []string{tag + "s", tag + "sb", tag + "w", tag + "wx"},
 		leaseArg: strconv.FormatInt(s.cfg.leaseTTL.Microseconds(), 10),
 		slotArgs: [4]any{
@@ -137,8 +137,8 @@ func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (limitst
 	v, err := st.s.run(ctx, reserveScript, st.bucket, args...)
 	if err == nil {
 		if g, ok := grantOf(v, r.Lane); ok {
-			if g.OK && inFlight != "" {
-				st.addHold(g.Mark)
+			if m := heldMember(v); m != "" {
+				st.addHold(g.Mark, m)
 			}
 			return g, nil
 		}
@@ -167,7 +167,7 @@ func grantOf(v any, lane limitstore.Lane) (limitstore.Grant, bool) {
 	if !g.OK || lane == limitstore.LaneBatch {
 		return g, len(res) == 2
 	}
-	if len(res) != 10 {
+	if len(res) != 10 && len(res) != 11 { // 11: with a hold's member (heldMember)
 		return limitstore.Grant{}, false
 	}
 	var f [8]float64
@@ -180,6 +180,16 @@ func grantOf(v any, lane limitstore.Lane) (limitstore.Grant, bool) {
 	g.Levels = limitstore.Levels{Requests: f[1], Tokens: f[2], DailyRequests: f[3], DailyTokens: f[4]}
 	g.Totals = limitstore.Totals{Tokens: f[5], Estimate: f[6], Requests: f[7]}
 	return g, true
+}
+
+// heldMember returns the member in hz of the hold that the reserve script's reply v
+// made, "" for none.
+func heldMember(v any) string {
+	if res, ok := v.([]any); ok && len(res) == 11 {
+		m, _ := res[10].(string)
+		return m
+	}
+	return ""
 }
 
 // count reads a script's number, sent as a string; "" is unknown (NaN).
@@ -204,7 +214,7 @@ func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens
 // AdjustInFlight implements limitstore.InFlightAdjuster, in one script with the
 // adjustment. A mark of a reservation admitted in Redis ends that hold there, all of it,
 // if it has not ended (held is not used); this process stops renewing it first, so that
-// when Redis cannot be reached the hold ends with its lease. A mark of a reservation the
+// when Redis cannot be reached the hold ends with its lease, and ends it only once. A mark of a reservation the
 // FailOpen fallback admitted ends the hold of held tokens there, where the reservation
 // was charged, and the adjustment goes there too.
 func (st *state) AdjustInFlight(ctx context.Context, mark int64, held, requests, tokens int) error {
@@ -216,16 +226,11 @@ func (st *state) AdjustInFlight(ctx context.Context, mark int64, held, requests,
 		}
 		return nil
 	}
-	hm := ""
-	if mark > 0 {
-		st.endHold(mark)
-		hm = strconv.FormatInt(mark, 10)
-	}
-	return st.adjust(ctx, limitstore.LaneMain, requests, tokens, hm)
+	return st.adjust(ctx, limitstore.LaneMain, requests, tokens, st.endHold(mark))
 }
 
-// adjust is Adjust, ending first on the main lane the hold of the reservation whose mark
-// is hm ("": none). When Redis cannot be reached, the adjustment goes to the FailOpen
+// adjust is Adjust, ending first on the main lane the hold whose member in hz is hm ("":
+// none). When Redis cannot be reached, the adjustment goes to the FailOpen
 // fallback, the hold stays in Redis until its lease passes.
 func (st *state) adjust(ctx context.Context, l limitstore.Lane, requests, tokens int, hm string) error {
 	if requests == 0 && tokens == 0 && hm == "" {

@@ -530,7 +530,7 @@ func (l *keyLimiter) gated() bool {
 // giveBack returns the charge on lane.
 func (pl *partLease) giveBack(lane limitstore.Lane) {
 	if pl.l.held && lane == limitstore.LaneMain {
-		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.cost, -1, -pl.cost)
+		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.grant.Mark, pl.cost, -1, -pl.cost)
 		return
 	}
 	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.cost)
@@ -769,7 +769,7 @@ func (pl *partLease) settle(actualTokens int, used bool) {
 		}
 	}
 	if l.held {
-		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.cost, requests, delta)
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.grant.Mark, pl.cost, requests, delta)
 		if pl.batch && (delta != 0 || requests != 0) {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}

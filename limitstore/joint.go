@@ -205,7 +205,7 @@ func (j *Joint) giveBack(r *Reservation, shares []Share) {
 	for i := range shares {
 		sh, st := &shares[i], j.states[i]
 		if a, ok := st.(InFlightAdjuster); ok && sh.InFlight && r.Lane == LaneMain {
-			_ = a.AdjustInFlight(ctx, sh.Tokens, -r.Requests, -sh.Tokens)
+			_ = a.AdjustInFlight(ctx, sh.Grant.Mark, sh.Tokens, -r.Requests, -sh.Tokens)
 			continue
 		}
 		_ = st.Adjust(ctx, r.Lane, -r.Requests, -sh.Tokens)

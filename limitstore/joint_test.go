@@ -143,8 +143,8 @@ func TestOpenBesideSharesTheLock(t *testing.T) {
 // opaqueHeld is opaque for a state that holds in-flight charges.
 type opaqueHeld struct{ State }
 
-func (o opaqueHeld) AdjustInFlight(ctx context.Context, held, requests, tokens int) error {
-	return o.State.(InFlightAdjuster).AdjustInFlight(ctx, held, requests, tokens)
+func (o opaqueHeld) AdjustInFlight(ctx context.Context, mark int64, held, requests, tokens int) error {
+	return o.State.(InFlightAdjuster).AdjustInFlight(ctx, mark, held, requests, tokens)
 }
 
 // TestJointHoldsInFlight: a Joint holds a share marked InFlight as a Reservation's
@@ -201,8 +201,9 @@ func TestJointHoldsInFlight(t *testing.T) {
 						}
 						return g
 					}
-					if g := reserve(6); !g[0].OK || !g[1].OK {
-						t.Fatalf("first: %+v", g)
+					first := reserve(6)
+					if !first[0].OK || !first[1].OK {
+						t.Fatalf("first: %+v", first)
 					}
 					// The key has no request left: refused, and nothing stays taken or held.
 					if g := reserve(3); g[0].OK || g[1].OK {
@@ -214,7 +215,7 @@ func TestJointHoldsInFlight(t *testing.T) {
 						t.Fatalf("output level %v a second after the charge, want %v", tok, vc.want)
 					}
 					// The request ends, the vendor counted what was charged.
-					if err := out.(InFlightAdjuster).AdjustInFlight(t.Context(), 6, 0, 0); err != nil {
+					if err := out.(InFlightAdjuster).AdjustInFlight(t.Context(), first[0].Mark, 6, 0, 0); err != nil {
 						t.Fatal(err)
 					}
 					time.Sleep(time.Second)

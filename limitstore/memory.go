@@ -479,8 +479,9 @@ func (s *memState) hold(tok, vendorBurst float64) {
 	}
 }
 
-// AdjustInFlight implements InFlightAdjuster.
-func (s *memState) AdjustInFlight(_ context.Context, held, requests, tokens int) error {
+// AdjustInFlight implements InFlightAdjuster: it ends held tokens of the sum held, whatever
+// the mark.
+func (s *memState) AdjustInFlight(_ context.Context, _ int64, held, requests, tokens int) error {
 	s.adjust(LaneMain, requests, tokens, count(held))
 	return nil
 }

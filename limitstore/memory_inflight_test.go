@@ -38,7 +38,7 @@ func TestInFlightChargeLosesRefillAtTheVendorsBurst(t *testing.T) {
 				}
 				// The request ends: the vendor counted 8, 2 more than charged.
 				a := st.(limitstore.InFlightAdjuster)
-				if err := a.AdjustInFlight(ctx, 6, 0, 2); err != nil {
+				if err := a.AdjustInFlight(ctx, g.Mark, 6, 0, 2); err != nil {
 					t.Fatal(err)
 				}
 				if _, tok := levels.Levels(); tok != tc.want-2 {

@@ -148,7 +148,10 @@ type Reservation struct {
 	// ends the hold (InFlightAdjuster.AdjustInFlight). The token bucket then refills as the
 	// vendor's does: the vendor's own bucket holds the level plus what is in flight, and
 	// gets no refill while that is full. Only LaneMain holds; a State that does not
-	// implement InFlightAdjuster ignores it.
+	// implement InFlightAdjuster ignores it. A store shared by several processes keeps
+	// each hold under a lease that the process holding it renews, so that the hold of a
+	// process that dies before it ends the hold ends within the lease (see
+	// InFlightAdjuster).
 	InFlight bool
 	// VendorBurst is the size of the vendor's bucket for InFlight tokens, when known
 	// (0: the token bucket's burst): the vendor's bucket is full when the level plus
@@ -163,12 +166,21 @@ type Reservation struct {
 
 // InFlightAdjuster is implemented by the States that hold Reservation.InFlight charges
 // (the in-memory ones, redisstore's).
+//
+// A hold ends once: AdjustInFlight ends it, or, in a store shared by several processes,
+// its lease does when the process that made it stops renewing it (it died, or lost the
+// store for longer than the lease). The held tokens never go below zero: ending a hold
+// that already ended (a second release, a release after the lease ran out or after the
+// store lost its data) ends nothing, in a store that keeps each hold; the in-memory
+// states, which die with their holders, keep only the sum and take at most what it holds.
 type InFlightAdjuster interface {
-	// AdjustInFlight ends the hold of held tokens (at most what is held) of reservations
-	// made with InFlight, then adjusts LaneMain by requests and tokens as Adjust does:
-	// the request's end, with the difference between its charge and what the vendor
-	// counted, or its charge given back.
-	AdjustInFlight(ctx context.Context, held, requests, tokens int) error
+	// AdjustInFlight ends the hold of the reservation whose Grant carried mark, of held
+	// tokens (its Tokens; at most what is held), then adjusts LaneMain by requests and
+	// tokens as Adjust does: the request's end, with the difference between its charge
+	// and what the vendor counted, or its charge given back. A store that keeps each hold
+	// finds it by mark and ends all of it (0 ends none there); the in-memory states end
+	// held tokens of the sum.
+	AdjustInFlight(ctx context.Context, mark int64, held, requests, tokens int) error
 }
 
 // Levels are counts for a scope's main buckets: what a State predicts is left right

@@ -12,7 +12,8 @@
 // clock (GCRA: one number per bucket), reconciliation of estimated against reported
 // usage, the upstreams' rate-limit reports (each applied once, whichever replica reads
 // it) and the charge fit, limits learned from headers, the pause a 429 puts on a key and
-// a key's eviction (also for keys without limits), and the concurrency slots, which are
+// a key's eviction (also for keys without limits), and the concurrency slots and the
+// output held in flight by calls that run (limitstore.Reservation.InFlight), which are
 // leases that expire unless the holding process renews them. The scripts are a port of
 // limitstore's in-memory state, with the same bounds.
 // Every key of a scope shares one hash tag, {prefix:scope}, so each script touches one

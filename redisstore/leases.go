@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
@@ -44,12 +45,56 @@ func (st *state) retryRelease(lease limitstore.SlotLease) {
 	st.trackLocked()
 }
 
+// addHold records an in-flight hold made in Redis, its member in hz, for renewal.
+func (st *state) addHold(mark int64, member string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.holds == nil {
+		st.holds = make(map[int64]string)
+	}
+	st.holds[mark] = member
+	st.trackLocked()
+}
+
+// endHold stops renewing the in-flight hold of the reservation with that mark, and
+// returns its member in hz to end it with; "" when this process holds none by that mark
+// (it ended, or Redis lost it).
+func (st *state) endHold(mark int64) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	m, ok := st.holds[mark]
+	if ok {
+		delete(st.holds, mark)
+		st.trackLocked()
+	}
+	return m
+}
+
+// lostHolds forgets holds that Redis no longer has (their lease passed, or Redis lost
+// them), given by member: renewing them again would do nothing.
+func (st *state) lostHolds(v any) {
+	lost, _ := v.([]any)
+	if len(lost) == 0 {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, m := range lost {
+		s, _ := m.(string)
+		mark, _, _ := strings.Cut(s, ":")
+		if n, err := strconv.ParseInt(mark, 10, 64); err == nil && st.holds[n] == s {
+			delete(st.holds, n)
+		}
+	}
+	st.trackLocked()
+}
+
 // trackLocked registers st with the store's background work while it has any. st.mu is
 // held; the store's lock is taken inside it, never the other way round.
 func (st *state) trackLocked() {
 	s := st.s
 	s.busyMu.Lock()
-	if len(st.held)+len(st.unreleased) > 0 {
+	if len(st.held)+len(st.unreleased)+len(st.holds) > 0 {
 		s.busy[st] = struct{}{}
 	} else {
 		delete(s.busy, st)
@@ -57,15 +102,23 @@ func (st *state) trackLocked() {
 	s.busyMu.Unlock()
 }
 
-// work returns the renew script's arguments (the TTL, then the members held) and the
+// work returns the renew script's arguments (the TTL, then the members held), the hold
+// renew script's (the clock, the lease, then the holds' members; nil for none) and the
 // leases to release again, forgetting those that have expired in Redis anyway.
-func (st *state) work(ttl time.Duration) (renew []any, release []limitstore.SlotLease) {
+func (st *state) work(ttl time.Duration) (renew, holds []any, release []limitstore.SlotLease) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	renew = make([]any, 1, 1+len(st.held))
 	renew[0] = strconv.FormatInt(ttl.Milliseconds(), 10)
 	for id, batch := range st.held {
 		renew = append(renew, member(id, batch))
+	}
+	if len(st.holds) > 0 {
+		holds = make([]any, 2, 2+len(st.holds))
+		holds[0], holds[1] = st.s.clockArg(), st.leaseArg
+		for _, m := range st.holds {
+			holds = append(holds, m)
+		}
 	}
 	for id, u := range st.unreleased {
 		if time.Since(u.at) > ttl {
@@ -75,7 +128,7 @@ func (st *state) work(ttl time.Duration) (renew []any, release []limitstore.Slot
 		release = append(release, limitstore.SlotLease{ID: id, Batch: u.batch})
 	}
 	st.trackLocked()
-	return renew, release
+	return renew, holds, release
 }
 
 // released forgets a lease released again.
@@ -86,8 +139,9 @@ func (st *state) released(id uint64) {
 	st.trackLocked()
 }
 
-// renewLoop renews held leases every third of the lease TTL, and at once when Redis
-// answers again after a failure, until Close. It also retries failed releases.
+// renewLoop renews held leases, slots and in-flight holds, every third of the lease TTL,
+// and at once when Redis answers again after a failure, until Close. It also retries
+// failed releases.
 func (s *Store) renewLoop(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.leaseTTL / 3)
@@ -111,10 +165,15 @@ func (s *Store) renewAll(ctx context.Context) {
 	}
 	s.busyMu.Unlock()
 	for _, st := range states {
-		renew, release := st.work(s.cfg.leaseTTL)
+		renew, holds, release := st.work(s.cfg.leaseTTL)
 		if len(renew) > 1 {
 			// A failure is recorded by run; the leases then expire unless renewed in time.
 			_, _ = s.run(ctx, renewScript, st.slotKeys[:2], renew...)
+		}
+		if holds != nil {
+			if v, err := s.run(ctx, holdRenewScript, st.bucket, holds...); err == nil {
+				st.lostHolds(v)
+			}
 		}
 		for _, l := range release {
 			if st.release(ctx, l) == nil {

@@ -44,8 +44,9 @@ const (
 	// before one request tries it again: a dead Redis costs at most one timeout per
 	// interval, and a Redis that comes back is used again within it.
 	DefaultProbeInterval = time.Second
-	// DefaultLeaseTTL is how long a concurrency slot outlives the process holding it. The
-	// store renews held slots every third of it.
+	// DefaultLeaseTTL is how long a concurrency slot, or the in-flight hold of a call
+	// (limitstore.Reservation.InFlight), outlives the process holding it. The store renews
+	// held slots and holds every third of it.
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultLocalShare is the share of each limit that the local fallback enforces under
 	// FailOpen: the whole quota in each process.
@@ -135,9 +136,10 @@ func WithProbeInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.probeInterval = d })
 }
 
-// WithLeaseTTL sets how long a concurrency slot outlives a process that stops renewing it
-// (a crash, a lost network): the bound on how long a dead replica's slots stay taken. It
-// must be at least 30ms and three timeouts, and at most an hour. Default DefaultLeaseTTL.
+// WithLeaseTTL sets how long a concurrency slot, or a call's in-flight hold, outlives a
+// process that stops renewing it (a crash, a lost network): the bound on how long a dead
+// replica's slots stay taken and its calls' output stays held. It must be at least 30ms
+// and three timeouts, and at most an hour. Default DefaultLeaseTTL.
 func WithLeaseTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.leaseTTL = d }) }
 
 // WithLocalShare sets the share, in (0, 1], of each rate, burst and concurrency bound that

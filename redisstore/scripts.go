@@ -44,6 +44,20 @@ var fitProbe = strconv.FormatFloat(limitstore.FitProbe, 'g', -1, 64)
 // µs, so the marks of a scope started afresh are above every earlier one's, and a report
 // about an earlier one's reservation changes nothing.
 //
+// Holds. mh is the sum of the holds of InFlight reservations, each kept under a lease in
+// KEYS[2] = "{prefix:scope}:hz", a sorted set whose members are "<mark>:<tokens>" (the
+// reservation's mark and the tokens it holds) scored by the end of the hold's lease (µs,
+// on the scripts' clock). The reservation takes a lease of the store's lease TTL and
+// returns its member; the process that made it renews the lease every third of that
+// (holdRenewScript) until it ends the hold (adjustScript, by member). Every bucket script
+// first ends the holds whose lease has passed (at most 1,000 a call; the rest in the next
+// calls): a process that died, was killed or lost Redis for longer than the lease keeps
+// the others' buckets short of its holds for at most the lease, never for the hour the
+// hash outlives it. A hold ends once: ending a member that is not in hz (ended before,
+// its lease passed, or Redis lost its data) ends nothing, so mh never goes below 0 and
+// never loses another reservation's hold; mh is 0 whenever hz is empty (hz lost on its
+// own heals mh).
+//
 // A scope's concurrency slots are four sorted sets sharing the same hash tag: s holds the
 // leases (member: "m" or "b" for main or batch, then the lease id; score: expiry), sb the
 // batch leases again, w the waiters in arrival order, wx the waiters' expiries.
@@ -174,6 +188,22 @@ local function give(k, n)
   local b = B[k]
   if b and f[k] > now then set(k, math.max(now, f[k] - n * b.i)) end
 end
+-- The holds whose lease has passed end (see Holds above); mh is 0 when none is left.
+local HZ = KEYS[2]
+local function heldby(m) return num(string.match(m, ':(.*)$')) end
+if HZ and g('mh') > 0 then
+  local mh = g('mh')
+  local first = redis.call('ZRANGE', HZ, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    mh = 0
+  elseif num(first[2]) <= now then
+    local gone = redis.call('ZRANGEBYSCORE', HZ, '-inf', now, 'LIMIT', 0, 1000)
+    for i = 1, #gone do mh = mh - heldby(gone[i]) end
+    redis.call('ZREM', HZ, unpack(gone))
+    if mh <= 0 or redis.call('ZCARD', HZ) == 0 then mh = 0 end
+  end
+  if mh ~= g('mh') then set('mh', mh) end
+end
 local function save()
   local a = {}
   for k in pairs(dirty) do
@@ -210,11 +240,12 @@ end
 
 // reserveScript: ARGV[10] lane ("m" or "b"), requests, tokens, estimate (0: tokens), max
 // wait in µs (negative: no bound but the horizon), "1" when the tokens are held in
-// flight (limitstore.Reservation.InFlight, main lane only) and the vendor's burst ("":
-// unknown). Returns {admitted (1 or 0), wait in µs}
-// and, for an admitted reservation on the main lane, its mark, the predicted levels of
-// mr, mt, dr, dt ("" for a bucket without a limit) and the totals (tokens, estimates,
-// requests). The wait is at most the horizon.
+// flight (limitstore.Reservation.InFlight, main lane only), the vendor's burst ("":
+// unknown) and the hold's lease in µs (within [1 ms, the horizon]). Returns {admitted (1
+// or 0), wait in µs} and, for an admitted reservation on the main lane, its mark, the
+// predicted levels of mr, mt, dr, dt ("" for a bucket without a limit), the totals
+// (tokens, estimates, requests) and, when it holds tokens in flight, the hold's member in
+// hz (see Holds). The wait is at most the horizon.
 var reserveScript = redis.NewScript(luaScope + luaAmount + `
 local req, tok = math.max(amount(ARGV[11]), 0), math.max(amount(ARGV[12]), 0)
 local est = math.max(amount(ARGV[13]), 0)
@@ -237,14 +268,20 @@ local wait = math.ceil(at - now)
 if wait > maxw then return {0, math.min(wait, H)} end
 if req > 0 then charge('mr', at, req); charge('dr', at, req) end
 if tok > 0 then charge('mt', at, tok); charge('dt', at, tok) end
-if ARGV[15] == '1' and B.mt then
-  set('mh', g('mh') + cap('mt', tok))
-  local vb = known(ARGV[16])
-  if vb then set('mo', math.max(vb - B.mt.b, 0)) end
-end
 if not f.mk then set('sy', fmt(now - 1)) end
 local mark = math.max(g('mk') + 1, now)
 set('mk', fmt(mark))
+local member
+if ARGV[15] == '1' and B.mt and HZ then
+  local held = cap('mt', tok)
+  set('mh', g('mh') + held)
+  local vb = known(ARGV[16])
+  if vb then set('mo', math.max(vb - B.mt.b, 0)) end
+  local lease = math.min(math.max(num(ARGV[17]), 1000), H)
+  member = fmt(mark) .. ':' .. fmt(held)
+  redis.call('ZADD', HZ, now + lease, member)
+  redis.call('PEXPIRE', HZ, math.ceil(lease / 1000) + 3600000)
+end
 local t1, t2, t3 = g('T1') + cap('mt', tok), g('T2') + math.min(est, MB), g('T3') + cap('mr', req)
 set('T1', t1); set('T2', t2); set('T3', t3)
 local r = {1, wait, fmt(mark)}
@@ -252,19 +289,22 @@ for _, k in ipairs(MAIN) do
   if B[k] then r[#r + 1] = fmt(level(k, at) + g(k .. 'c')) else r[#r + 1] = '' end
 end
 r[#r + 1] = fmt(t1); r[#r + 1] = fmt(t2); r[#r + 1] = fmt(t3)
+if member then r[#r + 1] = member end
 save()
 return r
 `)
 
 // adjustScript: ARGV[10] lane, requests, tokens (negative: give back), and on the main
-// lane the held tokens whose hold ends first ("" or 0: none). A request amount
-// applies to the request buckets, a token amount to the token buckets; on the main lane
-// the totals follow (limitstore.Totals) and each bucket's correction count takes the
-// change of its level.
+// lane the member in hz of the hold that ends first ("": none): the hold ends if it has
+// not (see Holds). A request amount applies to the request buckets, a token amount to
+// the token buckets; on the main lane the totals follow (limitstore.Totals) and each
+// bucket's correction count takes the change of its level.
 var adjustScript = redis.NewScript(luaScope + luaAmount + `
 local req, tok = amount(ARGV[11]), amount(ARGV[12])
-local held = math.max(amount(ARGV[13]), 0)
-if ARGV[10] ~= 'b' and held > 0 then set('mh', math.max(g('mh') - held, 0)) end
+local hm = ARGV[13]
+if ARGV[10] ~= 'b' and hm and hm ~= '' and HZ and redis.call('ZREM', HZ, hm) == 1 then
+  set('mh', math.max(g('mh') - heldby(hm), 0))
+end
 local function shift(k, n, counted)
   if not B[k] then return end
   local before = level(k, now)
@@ -515,6 +555,30 @@ end
 local keep = 2 * (lttl + wttl) / 1000
 for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, keep) end
 return r
+`)
+
+// holdRenewScript: KEYS the scope's hash, hz (see Holds); ARGV the clock (as luaClock),
+// the lease in µs (within [1 ms, the horizon]), then the members of the holds this
+// process has not ended. It extends the leases of those still held, and the keys' expiry
+// (the scope's hash too, so that it does not start afresh under a call that holds longer
+// than it is kept idle), and returns the members that were not held (their lease passed,
+// or Redis lost them): nothing renews them again.
+var holdRenewScript = redis.NewScript(luaPrelude + luaClock + `
+local now = now_us()
+local lease = math.min(math.max(num(ARGV[1]), 1000), H)
+local lost = {}
+for i = 2, #ARGV do
+  local m = ARGV[i]
+  if redis.call('ZADD', KEYS[2], 'XX', 'CH', now + lease, m) == 0 and not redis.call('ZSCORE', KEYS[2], m) then
+    lost[#lost + 1] = m
+  end
+end
+local keep = math.ceil(lease / 1000) + 3600000
+for i = 1, 2 do
+  local ttl = redis.call('PTTL', KEYS[i])
+  if ttl >= 0 and ttl < keep then redis.call('PEXPIRE', KEYS[i], keep) end
+end
+return lost
 `)
 
 // renewScript: KEYS s, sb; ARGV lease TTL in ms (within [1ms, 1h]), then the members held. It extends the

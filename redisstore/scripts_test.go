@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +17,10 @@ var hostile = []string{"nan", "NaN", "-nan", "inf", "-inf", "1e308", "-1e308", "
 	"-9223372036854775808", "4.9e-324", "0", "-0", "", "x", "0x10", " 12 "}
 
 // TestScriptsTakeAnyArgument runs every script with each hostile value in every argument
-// position (others ordinary), on a scope a reservation has just used: no run fails,
-// every reply is an integer within the horizon or a count that is finite (or "" for
-// unknown), and every key the scripts write expires, within twice WaitHorizon and an
-// hour, holding no NaN or infinity.
+// position (others ordinary), on a scope a reservation held in flight has just used: no
+// run fails, every reply is an integer within the horizon or a count that is finite (or
+// "" for unknown; the hold renewal's replies are members it was sent), and every key the
+// scripts write expires, within twice WaitHorizon and an hour, holding no NaN or infinity.
 func TestScriptsTakeAnyArgument(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client()
@@ -34,8 +35,10 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 		args   []string
 	}{
 		{"reserve", false, with("m", "1", "100", "0", "-1")},
+		{"reserve", false, with("m", "1", "100", "0", "-1", "1", "200", "10000000")},
 		{"reserve", false, with("b", "1", "100", "90", "5000")},
 		{"adjust", false, with("m", "1", "100")},
+		{"adjust", false, with("m", "0", "-10", "1800000000000000:100")},
 		{"adjust", false, with("m", "-1", "-100")},
 		{"adjust", false, with("b", "1", "100")},
 		{"sync", false, with(report...)},
@@ -47,6 +50,7 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 		{"slot", true, []string{"wait", "m1", "4", "2", "1000", "600"}},
 		{"slot", true, []string{"release", "m1", "4", "2", "1000", "600"}},
 		{"renew", true, []string{"1000", "m1", "b2"}},
+		{"holdRenew", false, []string{"", "10000000", "1800000000000000:100", "2:1"}},
 	}
 	horizon := redisstore.WaitHorizon.Microseconds()
 	run := 0
@@ -64,11 +68,13 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 					anyArgs[i] = a
 				}
 				run++
-				keys := []string{"{t:" + strconv.Itoa(run) + "}:g"}
+				tag := "{t:" + strconv.Itoa(run) + "}:"
+				keys := []string{tag + "g", tag + "hz"}
 				if c.slots {
 					keys = slotKeys
 				} else {
-					first := with("m", "1", "100", "0", "-1")
+					// A reservation held in flight: the scope has a hold.
+					first := with("m", "1", "100", "0", "-1", "1", "", "10000000")
 					if err := redisstore.Scripts["reserve"].Run(ctx(t), rdb, keys, toAny(first)...).Err(); err != nil {
 						t.Fatal(err)
 					}
@@ -86,7 +92,18 @@ func TestScriptsTakeAnyArgument(t *testing.T) {
 				default:
 					t.Fatalf("%s %q: reply %T", c.script, args, v)
 				}
+				if c.script == "reserve" && len(replies) == 11 { // a hold's member: "<mark>:<tokens>"
+					m, _ := replies[10].(string)
+					mark, tok, _ := strings.Cut(m, ":")
+					replies = append(replies[:10:10], mark, tok)
+				}
 				for _, r := range replies {
+					if c.script == "holdRenew" {
+						if m, ok := r.(string); !ok || !slices.Contains(args[2:], m) {
+							t.Fatalf("%s %q: reply %v is not a member it was sent", c.script, args, v)
+						}
+						continue
+					}
 					switch r := r.(type) {
 					case int64:
 						if r < 0 || r > horizon {

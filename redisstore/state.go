@@ -21,8 +21,10 @@ type state struct {
 	name     string
 	spec     limitstore.Spec // sanitized (clamp.go), as opened
 	local    limitstore.Spec // the FailOpen fallback's limits
-	bucket   []string        // the scope's hash
+	bucket   []string        // the scope's hash, then its holds (hz: scripts.go)
 	slotKeys []string        // s, sb, w, wx
+	// leaseArg is the lease of a hold in µs, as the scripts take it (a string).
+	leaseArg any
 	// args is the spec this process enforces as the bucket scripts' first arguments: what
 	// a script stores when the scope's hash holds none yet.
 	args atomic.Pointer[specArgs]
@@ -36,6 +38,9 @@ type state struct {
 	// unreleased are leases given back while Redis could not be reached, released again
 	// once it answers, unless they have expired by then.
 	unreleased map[uint64]unreleased
+	// holds are the in-flight holds this process made in Redis and has not ended, whose
+	// leases it renews: their members in hz by mark.
+	holds map[int64]string
 }
 
 func newState(s *Store, name string, spec limitstore.Spec) *state {
@@ -46,8 +51,9 @@ func newState(s *Store, name string, spec limitstore.Spec) *state {
 		name:     name,
 		spec:     spec,
 		local:    scaled(spec, s.cfg.localShare),
-		bucket:   []string{tag + "g"},
+		bucket:   []string{tag + "g", tag + "hz"},
 		slotKeys: []string{tag + "s", tag + "sb", tag + "w", tag + "wx"},
+		leaseArg: strconv.FormatInt(s.cfg.leaseTTL.Microseconds(), 10),
 		slotArgs: [4]any{
 			strconv.Itoa(spec.MaxConcurrent), strconv.Itoa(shareOf(spec.MaxConcurrent, spec.BatchShare)),
 			strconv.FormatInt(s.cfg.leaseTTL.Milliseconds(), 10),
@@ -114,7 +120,9 @@ func laneName(l limitstore.Lane) string {
 // Reserve implements limitstore.State. Requests, tokens and the estimate are clamped to
 // ±limitstore.MaxBurst before the script runs, which caps each charge as the in-memory
 // store does; MaxWait is at most WaitHorizon, and a reservation that would wait longer
-// than WaitHorizon is refused.
+// than WaitHorizon is refused. The hold of an InFlight reservation admitted in Redis is
+// kept under the store's lease TTL (WithLeaseTTL), renewed by this process until
+// AdjustInFlight ends it; one admitted by the FailOpen fallback is held there.
 func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (limitstore.Grant, error) {
 	maxWait := int64(-1)
 	if r.MaxWait >= 0 {
@@ -124,11 +132,14 @@ func (st *state) Reserve(ctx context.Context, r limitstore.Reservation) (limitst
 	if r.InFlight && r.Lane == limitstore.LaneMain {
 		inFlight = "1"
 	}
-	args := append(st.scriptArgs(7), laneName(r.Lane), amount(r.Requests), amount(r.Tokens), amount(r.Estimate), maxWait,
-		inFlight, known(r.VendorBurst))
+	args := append(st.scriptArgs(8), laneName(r.Lane), amount(r.Requests), amount(r.Tokens), amount(r.Estimate), maxWait,
+		inFlight, known(r.VendorBurst), st.leaseArg)
 	v, err := st.s.run(ctx, reserveScript, st.bucket, args...)
 	if err == nil {
 		if g, ok := grantOf(v, r.Lane); ok {
+			if m := heldMember(v); m != "" {
+				st.addHold(g.Mark, m)
+			}
 			return g, nil
 		}
 		err = st.s.badReply(v)
@@ -156,7 +167,7 @@ func grantOf(v any, lane limitstore.Lane) (limitstore.Grant, bool) {
 	if !g.OK || lane == limitstore.LaneBatch {
 		return g, len(res) == 2
 	}
-	if len(res) != 10 {
+	if len(res) != 10 && len(res) != 11 { // 11: with a hold's member (heldMember)
 		return limitstore.Grant{}, false
 	}
 	var f [8]float64
@@ -169,6 +180,16 @@ func grantOf(v any, lane limitstore.Lane) (limitstore.Grant, bool) {
 	g.Levels = limitstore.Levels{Requests: f[1], Tokens: f[2], DailyRequests: f[3], DailyTokens: f[4]}
 	g.Totals = limitstore.Totals{Tokens: f[5], Estimate: f[6], Requests: f[7]}
 	return g, true
+}
+
+// heldMember returns the member in hz of the hold that the reserve script's reply v
+// made, "" for none.
+func heldMember(v any) string {
+	if res, ok := v.([]any); ok && len(res) == 11 {
+		m, _ := res[10].(string)
+		return m
+	}
+	return ""
 }
 
 // count reads a script's number, sent as a string; "" is unknown (NaN).
@@ -187,28 +208,42 @@ func count(v any) (float64, bool) {
 // Adjust implements limitstore.State. Each amount is clamped to ±limitstore.MaxBurst,
 // and the script caps it as the in-memory store does.
 func (st *state) Adjust(ctx context.Context, l limitstore.Lane, requests, tokens int) error {
-	return st.adjust(ctx, l, requests, tokens, 0)
+	return st.adjust(ctx, l, requests, tokens, "")
 }
 
 // AdjustInFlight implements limitstore.InFlightAdjuster, in one script with the
-// adjustment.
-func (st *state) AdjustInFlight(ctx context.Context, held, requests, tokens int) error {
-	return st.adjust(ctx, limitstore.LaneMain, requests, tokens, max(held, 0))
-}
-
-// adjust is Adjust, ending the hold of held tokens first on the main lane.
-func (st *state) adjust(ctx context.Context, l limitstore.Lane, requests, tokens, held int) error {
-	if requests == 0 && tokens == 0 && held == 0 {
+// adjustment. A mark of a reservation admitted in Redis ends that hold there, all of it,
+// if it has not ended (held is not used); this process stops renewing it first, so that
+// when Redis cannot be reached the hold ends with its lease, and ends it only once. A mark of a reservation the
+// FailOpen fallback admitted ends the hold of held tokens there, where the reservation
+// was charged, and the adjustment goes there too.
+func (st *state) AdjustInFlight(ctx context.Context, mark int64, held, requests, tokens int) error {
+	if mark > 0 && mark < redisMarks {
+		if st.s.cfg.mode == FailOpen {
+			if a, ok := st.localState().(limitstore.InFlightAdjuster); ok {
+				return a.AdjustInFlight(ctx, mark, held, requests, tokens)
+			}
+		}
 		return nil
 	}
-	args := append(st.scriptArgs(4), laneName(l), amount(requests), amount(tokens), amount(held))
+	return st.adjust(ctx, limitstore.LaneMain, requests, tokens, st.endHold(mark))
+}
+
+// adjust is Adjust, ending first on the main lane the hold whose member in hz is hm ("":
+// none). When Redis cannot be reached, the adjustment goes to the FailOpen
+// fallback, the hold stays in Redis until its lease passes.
+func (st *state) adjust(ctx context.Context, l limitstore.Lane, requests, tokens int, hm string) error {
+	if requests == 0 && tokens == 0 && hm == "" {
+		return nil
+	}
+	args := append(st.scriptArgs(4), laneName(l), amount(requests), amount(tokens), hm)
 	if _, err := st.s.run(ctx, adjustScript, st.bucket, args...); err != nil {
 		loc, err := st.fallback(err)
 		if loc == nil {
 			return err
 		}
-		if a, ok := loc.(limitstore.InFlightAdjuster); ok && held > 0 {
-			return a.AdjustInFlight(ctx, held, requests, tokens)
+		if requests == 0 && tokens == 0 {
+			return nil
 		}
 		return loc.Adjust(ctx, l, requests, tokens)
 	}

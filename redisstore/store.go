@@ -117,12 +117,13 @@ func contextTimeouts(rdb redis.Scripter) (on, known bool) {
 	return false, false
 }
 
-// Close stops renewing the slots this process holds, so they expire within the lease
-// TTL, and stops the store's goroutine. After Close, AcquireSlot takes no lease in Redis
-// (nothing would renew it): it acts as if Redis were away, taking a local slot under
-// FailOpen and refusing with ErrUnavailable under FailClosed; a slot taken before Close is
-// still given back to Redis, and the buckets and pauses work as before. Close does not
-// close the Redis client. It is idempotent and returns nil.
+// Close stops renewing the slots and in-flight holds this process holds, so they expire
+// within the lease TTL (a hold made after Close too), and stops the store's goroutine.
+// After Close, AcquireSlot takes no lease in Redis (nothing would renew it): it acts as if
+// Redis were away, taking a local slot under FailOpen and refusing with ErrUnavailable
+// under FailClosed; a slot taken before Close is still given back to Redis, and the
+// buckets and pauses work as before. Close does not close the Redis client. It is
+// idempotent and returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)

@@ -131,23 +131,34 @@ func adjust(lane limitstore.Lane, req, tok int) func(context.Context, limitstore
 	}
 }
 
-// reserveHeld reserves tokens on the main lane, held in flight (Reservation.InFlight) with
-// the given vendor burst.
-func reserveHeld(tok int, vendorBurst float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
-	return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
-		g, err := s.Reserve(ctx, limitstore.Reservation{Requests: 1, Tokens: tok, MaxWait: 0, InFlight: true, VendorBurst: vendorBurst})
-		if g.OK {
-			*last = g
+// heldSteps returns steps that reserve tokens on the main lane held in flight
+// (Reservation.InFlight) with the given vendor burst, and that end the hold of the
+// reservation of held tokens (AdjustInFlight with its mark) and adjust the main lane.
+func heldSteps() (
+	reserveHeld func(tok int, vendorBurst float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error),
+	adjustHeld func(held, req, tok int) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error),
+) {
+	type hold struct {
+		s   limitstore.State
+		tok int
+	}
+	marks := map[hold]int64{}
+	reserveHeld = func(tok int, vendorBurst float64) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+		return func(ctx context.Context, s limitstore.State, last *limitstore.Grant) (stepResult, error) {
+			g, err := s.Reserve(ctx, limitstore.Reservation{Requests: 1, Tokens: tok, MaxWait: 0, InFlight: true, VendorBurst: vendorBurst})
+			if g.OK {
+				*last = g
+				marks[hold{s, tok}] = g.Mark
+			}
+			return stepResult{g.Wait, g.OK, []float64{g.Levels.Requests, g.Levels.Tokens, g.Totals.Tokens}}, err
 		}
-		return stepResult{g.Wait, g.OK, []float64{g.Levels.Requests, g.Levels.Tokens, g.Totals.Tokens}}, err
 	}
-}
-
-// adjustHeld ends the hold of held tokens and adjusts the main lane (AdjustInFlight).
-func adjustHeld(held, req, tok int) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
-	return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
-		return stepResult{ok: true}, s.(limitstore.InFlightAdjuster).AdjustInFlight(ctx, held, req, tok)
+	adjustHeld = func(held, req, tok int) func(context.Context, limitstore.State, *limitstore.Grant) (stepResult, error) {
+		return func(ctx context.Context, s limitstore.State, _ *limitstore.Grant) (stepResult, error) {
+			return stepResult{ok: true}, s.(limitstore.InFlightAdjuster).AdjustInFlight(ctx, marks[hold{s, held}], held, req, tok)
+		}
 	}
+	return reserveHeld, adjustHeld
 }
 
 // reportOf reports the last grant: the upstream had target left (NaN: unknown), with the
@@ -269,6 +280,7 @@ func TestBucketsMatchMemory(t *testing.T) {
 			}
 		}},
 		{"output held in flight", 1000, func(k time.Duration) []step {
+			reserveHeld, adjustHeld := heldSteps()
 			return []step{
 				{"hold 200 of 300", reserveHeld(200, 0)},
 				{"a vendor bucket of 500: hold 50 more", reserveHeld(50, 500)},

@@ -53,6 +53,8 @@ type keyLimiter struct {
 	// tell it.
 	held        bool
 	vendorBurst atomic.Uint64
+	// partHeld: a part's charges are held in flight (its held is set).
+	partHeld bool
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -745,7 +747,7 @@ func (ls *limitLease) release(actualTokens int, used bool) {
 	if l == nil {
 		return
 	}
-	if l.joint != nil {
+	if l.joint != nil && (!used || l.partHeld) { // else the parts keep their charges as they are
 		for i := range l.parts {
 			ls.parts[i].settle(0, used)
 		}

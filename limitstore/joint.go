@@ -104,26 +104,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	shares = shares[:len(j.mem)]
 	req := count(r.Requests)
 	if j.one {
-		s0 := j.mem[0]
-		now := s0.clock(r.At)
-		s0.mu.Lock()
-		at := now
-		for i, s := range j.mem {
-			at = fmax(at, s.readyLocked(r.Lane, now, req, count(shares[i].Tokens), shares[i].InFlight))
-		}
-		wait := Duration(at - now)
-		if r.MaxWait >= 0 && wait > r.MaxWait {
-			s0.mu.Unlock()
-			refuse(shares, wait)
-			return wait, nil
-		}
-		for i, s := range j.mem {
-			sh := &shares[i]
-			s.grantLocked(r.Lane, at, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
-			sh.Grant.Wait = wait
-		}
-		s0.mu.Unlock()
-		return wait, nil
+		return j.reserveOne(r, shares, req), nil
 	}
 	// States that keep their own clocks: each reads t, and is charged at its reading of
 	// it plus the longest wait.
@@ -137,7 +118,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	var wait float64
 	for i, s := range j.mem {
 		now := s.clock(t)
-		wait = fmax(wait, s.readyLocked(r.Lane, now, req, count(shares[i].Tokens), shares[i].InFlight)-now)
+		wait = fmax(wait, readyLocked(r.Lane, j.mem[i:i+1], shares[i:i+1], now, req)-now)
 	}
 	w := Duration(wait)
 	if r.MaxWait >= 0 && w > r.MaxWait {
@@ -148,14 +129,31 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 		return w, nil
 	}
 	for i, s := range j.mem {
-		sh := &shares[i]
-		s.grantLocked(r.Lane, s.clock(t)+wait, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
-		sh.Grant.Wait = w
+		grantLocked(r.Lane, j.mem[i:i+1], shares[i:i+1], s.clock(t)+wait, req, w)
 	}
 	for _, mu := range j.locks {
 		mu.Unlock()
 	}
 	return w, nil
+}
+
+// reserveOne is Reserve on states in memory that share one lock and one clock.
+func (j *Joint) reserveOne(r *Reservation, shares []Share, req float64) time.Duration {
+	mem := j.mem
+	shares = shares[:len(mem)]
+	s0 := mem[0]
+	now := s0.clock(r.At)
+	s0.mu.Lock()
+	at := readyLocked(r.Lane, mem, shares, now, req)
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
+		s0.mu.Unlock()
+		refuse(shares, wait)
+		return wait
+	}
+	grantLocked(r.Lane, mem, shares, at, req, wait)
+	s0.mu.Unlock()
+	return wait
 }
 
 // estimate is the share's estimate for the totals (see Reservation.counts).

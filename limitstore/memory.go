@@ -314,17 +314,18 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 // the same readyLocked and grantLocked under the state's lock.
 func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	now := s.clock(r.At)
-	req, tok, est := r.counts()
+	req := count(r.Requests)
+	mem := [1]*memState{s}
+	sh := [1]Share{{Tokens: r.Tokens, Estimate: r.Estimate, InFlight: r.InFlight, VendorBurst: r.VendorBurst, Grant: g}}
 	s.mu.Lock()
-	at := s.readyLocked(r.Lane, now, req, tok, r.InFlight)
+	at := readyLocked(r.Lane, mem[:], sh[:], now, req)
 	wait := Duration(at - now)
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
 		*g = Grant{Wait: wait, Levels: Unknown}
 		return nil
 	}
-	s.grantLocked(r.Lane, at, req, tok, est, r.InFlight, r.VendorBurst, g)
-	g.Wait = wait
+	grantLocked(r.Lane, mem[:], sh[:], at, req, wait)
 	s.mu.Unlock()
 	return nil
 }
@@ -340,96 +341,110 @@ func (s *memState) clock(t time.Time) float64 {
 	return s.now()
 }
 
-// counts are r's requests and tokens to take (negative counts are 0), and the estimate
-// the totals add up.
-func (r *Reservation) counts() (req, tok, est float64) {
-	req, tok = count(r.Requests), count(r.Tokens)
-	est = tok
-	if r.Estimate > 0 {
-		est = float64(r.Estimate)
-	}
-	return req, tok, est
-}
-
-// readyLocked returns the earliest time from now at which the lane's buckets hold req
-// requests and tok tokens (see gcra.ready) and, on LaneMain, the scope is not paused.
-// For a charge to be held in flight (Reservation.InFlight), the token bucket is first
-// brought to now as the vendor keeps its own (settleHeld). s.mu is held.
-func (s *memState) readyLocked(l Lane, now, req, tok float64, inFlight bool) float64 {
+// readyLocked returns the earliest time from now at which the lane's buckets of every
+// state of mem hold req requests and the tokens of its share (see gcra.ready) and, on
+// LaneMain, no state is paused. For a share held in flight (Share.InFlight), the state's
+// token bucket is first brought to now as the vendor keeps its own (settleHeld). Every
+// token bucket is consulted, so that even a request that costs no tokens waits for a
+// token debt to clear. The states' locks are held.
+func readyLocked(l Lane, mem []*memState, shares []Share, now, req float64) float64 {
+	shares = shares[:len(mem)]
+	at := now
 	if l == LaneBatch {
-		b := &s.gate
-		at := fmax(now, b[1].ready(now, tok))
-		if req > 0 {
-			at = fmax(at, b[0].ready(now, req))
+		for i, s := range mem {
+			b := &s.gate
+			at = fmax(at, b[1].ready(now, count(shares[i].Tokens)))
+			if req > 0 {
+				at = fmax(at, b[0].ready(now, req))
+			}
 		}
 		return at
 	}
-	if inFlight {
-		s.settleHeld(now)
-	}
-	m := &s.main
-	// Every token bucket is consulted, so that even a request that costs no tokens waits
-	// for a token debt to clear.
-	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
-	if req > 0 {
-		at = fmax(at, m[bReq].ready(now, req))
-	}
-	if s.daily {
-		at = fmax(at, m[bDayTok].ready(now, tok))
-		if req > 0 {
-			at = fmax(at, m[bDayReq].ready(now, req))
+	for i, s := range mem {
+		sh := &shares[i]
+		tok := count(sh.Tokens)
+		if sh.InFlight {
+			s.settleHeld(now)
+		}
+		m := &s.main
+		at = fmax(at, s.pausedUntil)
+		if b := &m[bTok]; b.interval != 0 {
+			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
+		}
+		if b := &m[bReq]; req > 0 && b.interval != 0 {
+			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
+		}
+		if s.daily {
+			at = fmax(at, m[bDayTok].ready(now, tok))
+			if req > 0 {
+				at = fmax(at, m[bDayReq].ready(now, req))
+			}
 		}
 	}
 	return at
 }
 
-// grantLocked charges the lane's buckets req requests and tok tokens (est estimated) at
-// the admission time at, and writes the grant but its Wait to *g: on LaneMain its mark,
-// the totals and the predicted levels, and with inFlight the tokens held in flight, the
-// vendor's bucket vendorBurst (see Reservation.InFlight); on LaneBatch none. s.mu is
-// held.
-func (s *memState) grantLocked(l Lane, at, req, tok, est float64, inFlight bool, vendorBurst float64, g *Grant) {
+// grantLocked charges the lane's buckets of every state of mem req requests and the
+// tokens of its share at the admission time at, and writes the share's grant, with the
+// wait: on LaneMain its mark, the totals (the share's estimate added, Share.Estimate or
+// its tokens) and the predicted levels, and for a share held in flight the tokens held,
+// the vendor's bucket its VendorBurst (see Reservation.InFlight); on LaneBatch none of
+// them. Each bucket's charge, capped charge and level at at are taken in one step
+// (gcra.grant). The states' locks are held.
+func grantLocked(l Lane, mem []*memState, shares []Share, at, req float64, wait time.Duration) {
+	shares = shares[:len(mem)]
 	if l == LaneBatch {
-		b := &s.gate
-		if req > 0 {
-			b[0].charge(at, req)
+		for i, s := range mem {
+			b := &s.gate
+			if req > 0 {
+				b[0].charge(at, req)
+			}
+			if tok := count(shares[i].Tokens); tok > 0 {
+				b[1].charge(at, tok)
+			}
+			*shares[i].Grant = Grant{OK: true, Wait: wait, Levels: Unknown}
 		}
-		if tok > 0 {
-			b[1].charge(at, tok)
-		}
-		*g = Grant{OK: true, Levels: Unknown}
 		return
 	}
-	m := &s.main
-	g.OK = true
-	if req > 0 {
-		m[bReq].charge(at, req)
-	}
-	if tok > 0 {
-		m[bTok].charge(at, tok)
-	}
-	if inFlight {
-		s.hold(tok, vendorBurst)
-	}
-	t := &s.totals
-	t.Tokens += m[bTok].cap(tok)
-	t.Estimate += fmin(est, MaxBurst)
-	t.Requests += m[bReq].cap(req)
-	g.Totals = *t
-	s.mark++
-	g.Mark = s.mark
-	g.Levels.Requests, g.Levels.Tokens = m[bReq].predict(at), m[bTok].predict(at)
-	if s.daily {
-		if req > 0 {
-			m[bDayReq].charge(at, req)
+	for i, s := range mem {
+		sh := &shares[i]
+		tok := count(sh.Tokens)
+		m := &s.main
+		t := &s.totals
+		lr, cr := m[bReq].grant(at, req)
+		lt, ct := m[bTok].grant(at, tok)
+		if sh.InFlight {
+			s.hold(tok, sh.VendorBurst)
 		}
-		if tok > 0 {
-			m[bDayTok].charge(at, tok)
+		t.Tokens += ct
+		t.Estimate += fmin(sh.estimate(), MaxBurst)
+		t.Requests += cr
+		s.mark++
+		ld, ldt := nan, nan
+		if s.daily {
+			ld, _ = m[bDayReq].grant(at, req)
+			ldt, _ = m[bDayTok].grant(at, tok)
 		}
-		g.Levels.DailyRequests, g.Levels.DailyTokens = m[bDayReq].predict(at), m[bDayTok].predict(at)
-	} else {
-		g.Levels.DailyRequests, g.Levels.DailyTokens = math.NaN(), math.NaN()
+		g := sh.Grant
+		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+		g.Levels = Levels{lr, lt, ld, ldt}
 	}
+}
+
+// nan is math.NaN(), the level of a bucket without a limit.
+var nan = math.NaN()
+
+// grant charges n (when positive) at the admission time at, and returns the bucket's
+// predicted level right after (see predict) and what the charge took (see cap).
+func (b *gcra) grant(at, n float64) (level, taken float64) {
+	if b.interval == 0 {
+		return nan, n
+	}
+	taken = fmin(n, b.maxCharge)
+	if n > 0 {
+		b.tat = fmax(b.tat, at) + taken*b.interval
+	}
+	return b.burst - fmax(b.tat-at, 0)*b.perNano + b.corrected, taken
 }
 
 // ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory

@@ -306,17 +306,18 @@ func count(n int) float64 { return float64(max(n, 0)) }
 
 func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 	var g Grant
-	err := s.reserveTo(ctx, &r, &g)
+	err := s.ReserveTo(ctx, &r, &g)
 	return g, err
 }
 
-// reserveTo is Reserve into *g. It never fails. It is a Joint's Reserve for one state:
+// ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's Reserve for one state:
 // the same readyLocked and grantLocked under the state's lock.
-func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
+func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	now := s.clock(r.At)
 	req := count(r.Requests)
 	mem := [1]*memState{s}
-	sh := [1]Share{{Tokens: r.Tokens, Estimate: r.Estimate, InFlight: r.InFlight, VendorBurst: r.VendorBurst, Grant: g}}
+	var sh [1]Share // field by field: a literal is built aside and copied
+	sh[0].Tokens, sh[0].Estimate, sh[0].InFlight, sh[0].VendorBurst, sh[0].Grant = r.Tokens, r.Estimate, r.InFlight, r.VendorBurst, g
 	s.mu.Lock()
 	at := readyLocked(r.Lane, mem[:], sh[:], now, req)
 	wait := Duration(at - now)
@@ -450,21 +451,33 @@ func (b *gcra) grant(at, n float64) (level, taken float64) {
 // ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory
 // states do without copying either.
 func ReserveTo(ctx context.Context, st State, r *Reservation, g *Grant) error {
-	return ReserverOf(st)(ctx, r, g)
+	return ReserverOf(st).ReserveTo(ctx, r, g)
 }
 
-// ReserverOf returns ReserveTo for st, bound to it: what the Client's limiter keeps for
-// every admission, so that an in-memory state is reserved in without a type check or a
-// copy of the reservation or the grant.
-func ReserverOf(st State) func(ctx context.Context, r *Reservation, g *Grant) error {
+// Reserver is a State's Reserve made in place: ReserveTo is Reserve(ctx, *r) with the
+// grant written to *g.
+type Reserver interface {
+	ReserveTo(ctx context.Context, r *Reservation, g *Grant) error
+}
+
+// ReserverOf returns a Reserver of st: what the Client's limiter keeps for every
+// admission, so that an in-memory state is reserved in without a type check or a copy
+// of the reservation or the grant (the state itself); other states' Reserve is called
+// with copies.
+func ReserverOf(st State) Reserver {
 	if m, ok := st.(*memState); ok {
-		return m.reserveTo
+		return m
 	}
-	return func(ctx context.Context, r *Reservation, g *Grant) error {
-		var err error
-		*g, err = st.Reserve(ctx, *r)
-		return err
-	}
+	return copying{st}
+}
+
+// copying is the Reserver of a State without a ReserveTo of its own.
+type copying struct{ st State }
+
+func (c copying) ReserveTo(ctx context.Context, r *Reservation, g *Grant) error {
+	var err error
+	*g, err = c.st.Reserve(ctx, *r)
+	return err
 }
 
 // predict is the bucket's level at at plus its correction count, what a Grant carries;

@@ -193,7 +193,7 @@ func checkAgainstReference(t *testing.T, seed int64) {
 			}
 			for k := range sets {
 				if k == 0 {
-					if err := sets[k][i].reserveTo(ctx, &r, &grants[k][i]); err != nil {
+					if err := sets[k][i].ReserveTo(ctx, &r, &grants[k][i]); err != nil {
 						t.Fatal(err)
 					}
 				} else {

@@ -104,7 +104,19 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	shares = shares[:len(j.mem)]
 	req := count(r.Requests)
 	if j.one {
-		return j.reserveOne(r, shares, req), nil
+		s0 := j.mem[0]
+		now := s0.clock(r.At)
+		s0.mu.Lock()
+		at := readyLocked(r.Lane, j.mem, shares, now, req)
+		wait := Duration(at - now)
+		if r.MaxWait >= 0 && wait > r.MaxWait {
+			s0.mu.Unlock()
+			refuse(shares, wait)
+			return wait, nil
+		}
+		grantLocked(r.Lane, j.mem, shares, at, req, wait)
+		s0.mu.Unlock()
+		return wait, nil
 	}
 	// States that keep their own clocks: each reads t, and is charged at its reading of
 	// it plus the longest wait.
@@ -135,25 +147,6 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 		mu.Unlock()
 	}
 	return w, nil
-}
-
-// reserveOne is Reserve on states in memory that share one lock and one clock.
-func (j *Joint) reserveOne(r *Reservation, shares []Share, req float64) time.Duration {
-	mem := j.mem
-	shares = shares[:len(mem)]
-	s0 := mem[0]
-	now := s0.clock(r.At)
-	s0.mu.Lock()
-	at := readyLocked(r.Lane, mem, shares, now, req)
-	wait := Duration(at - now)
-	if r.MaxWait >= 0 && wait > r.MaxWait {
-		s0.mu.Unlock()
-		refuse(shares, wait)
-		return wait
-	}
-	grantLocked(r.Lane, mem, shares, at, req, wait)
-	s0.mu.Unlock()
-	return wait
 }
 
 // estimate is the share's estimate for the totals (see Reservation.counts).

@@ -310,25 +310,46 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 	return g, err
 }
 
-// ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's Reserve for one state:
-// the same readyLocked and grantLocked under the state's lock.
+// ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
+// Reserve for one state, under the state's lock: on LaneMain the same readyMain and
+// grantMain, on LaneBatch the same readyBatch and grantBatch.
 func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
+	if r.Lane == LaneBatch {
+		s.reserveBatch(r, g)
+		return nil
+	}
 	now := s.clock(r.At)
 	req := count(r.Requests)
 	mem := [1]*memState{s}
 	var sh [1]Share // field by field: a literal is built aside and copied
 	sh[0].Tokens, sh[0].Estimate, sh[0].InFlight, sh[0].VendorBurst, sh[0].Grant = r.Tokens, r.Estimate, r.InFlight, r.VendorBurst, g
 	s.mu.Lock()
-	at := readyLocked(r.Lane, mem[:], sh[:], now, req)
+	at := readyMain(mem[:], sh[:], now, req)
 	wait := Duration(at - now)
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
 		*g = Grant{Wait: wait, Levels: Unknown}
 		return nil
 	}
-	grantLocked(r.Lane, mem[:], sh[:], at, req, wait)
+	grantMain(mem[:], sh[:], at, req, wait)
 	s.mu.Unlock()
 	return nil
+}
+
+// reserveBatch is ReserveTo on LaneBatch.
+func (s *memState) reserveBatch(r *Reservation, g *Grant) {
+	now := s.clock(r.At)
+	req, tok := count(r.Requests), count(r.Tokens)
+	s.mu.Lock()
+	at := s.readyBatch(now, req, tok)
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
+		s.mu.Unlock()
+		*g = Grant{Wait: wait, Levels: Unknown}
+		return
+	}
+	s.grantBatch(at, req, tok, wait, g)
+	s.mu.Unlock()
 }
 
 // clock is the state's time for the caller's reading t: t itself, unless it is zero or
@@ -349,18 +370,20 @@ func (s *memState) clock(t time.Time) float64 {
 // token bucket is consulted, so that even a request that costs no tokens waits for a
 // token debt to clear. The states' locks are held.
 func readyLocked(l Lane, mem []*memState, shares []Share, now, req float64) float64 {
-	shares = shares[:len(mem)]
-	at := now
 	if l == LaneBatch {
+		at := now
 		for i, s := range mem {
-			b := &s.gate
-			at = fmax(at, b[1].ready(now, count(shares[i].Tokens)))
-			if req > 0 {
-				at = fmax(at, b[0].ready(now, req))
-			}
+			at = fmax(at, s.readyBatch(now, req, count(shares[i].Tokens)))
 		}
 		return at
 	}
+	return readyMain(mem, shares, now, req)
+}
+
+// readyMain is readyLocked on LaneMain.
+func readyMain(mem []*memState, shares []Share, now, req float64) float64 {
+	shares = shares[:len(mem)]
+	at := now
 	for i, s := range mem {
 		sh := &shares[i]
 		tok := count(sh.Tokens)
@@ -393,20 +416,18 @@ func readyLocked(l Lane, mem []*memState, shares []Share, now, req float64) floa
 // them. Each bucket's charge, capped charge and level at at are taken in one step
 // (gcra.grant). The states' locks are held.
 func grantLocked(l Lane, mem []*memState, shares []Share, at, req float64, wait time.Duration) {
-	shares = shares[:len(mem)]
 	if l == LaneBatch {
 		for i, s := range mem {
-			b := &s.gate
-			if req > 0 {
-				b[0].charge(at, req)
-			}
-			if tok := count(shares[i].Tokens); tok > 0 {
-				b[1].charge(at, tok)
-			}
-			*shares[i].Grant = Grant{OK: true, Wait: wait, Levels: Unknown}
+			s.grantBatch(at, req, count(shares[i].Tokens), wait, shares[i].Grant)
 		}
 		return
 	}
+	grantMain(mem, shares, at, req, wait)
+}
+
+// grantMain is grantLocked on LaneMain.
+func grantMain(mem []*memState, shares []Share, at, req float64, wait time.Duration) {
+	shares = shares[:len(mem)]
 	for i, s := range mem {
 		sh := &shares[i]
 		tok := count(sh.Tokens)
@@ -430,6 +451,29 @@ func grantLocked(l Lane, mem []*memState, shares []Share, at, req float64, wait 
 		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
 		g.Levels = Levels{lr, lt, ld, ldt}
 	}
+}
+
+// readyBatch is readyLocked on LaneBatch for s: the batch lane's buckets only.
+func (s *memState) readyBatch(now, req, tok float64) float64 {
+	b := &s.gate
+	at := fmax(now, b[1].ready(now, tok))
+	if req > 0 {
+		at = fmax(at, b[0].ready(now, req))
+	}
+	return at
+}
+
+// grantBatch is grantLocked on LaneBatch for s: it charges the batch lane's buckets and
+// writes a grant with no mark, totals or levels to *g.
+func (s *memState) grantBatch(at, req, tok float64, wait time.Duration, g *Grant) {
+	b := &s.gate
+	if req > 0 {
+		b[0].charge(at, req)
+	}
+	if tok > 0 {
+		b[1].charge(at, tok)
+	}
+	*g = Grant{OK: true, Wait: wait, Levels: Unknown}
 }
 
 // nan is math.NaN(), the level of a bucket without a limit.

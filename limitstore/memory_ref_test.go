@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// The reservation steps as they were written before the main lane had its own, kept here
-// as the reference the differential tests compare the in-memory states with
-// (TestReservationMatchesReference).
+// Reference steps of a reservation, one state at a time and one lane at a time, that
+// TestReservationMatchesReference compares the in-memory states' reservations with.
 
 func (s *memState) refReadyLocked(l Lane, now, req, tok float64, inFlight bool) float64 {
 	if l == LaneBatch {

@@ -104,6 +104,32 @@ func refReserveOne(mem []*memState, r *Reservation, shares []Share) time.Duratio
 	return wait
 }
 
+// refReserveApart is a Joint's Reserve on states in memory that keep their own locks and
+// clocks, as written with the reference steps.
+func refReserveApart(mem []*memState, r *Reservation, shares []Share) time.Duration {
+	req := count(r.Requests)
+	t := r.At
+	if t.IsZero() {
+		t = time.Now()
+	}
+	var wait float64
+	for i, s := range mem {
+		now := s.clock(t)
+		wait = fmax(wait, s.refReadyLocked(r.Lane, now, req, count(shares[i].Tokens), shares[i].InFlight)-now)
+	}
+	w := Duration(wait)
+	if r.MaxWait >= 0 && w > r.MaxWait {
+		refuse(shares, w)
+		return w
+	}
+	for i, s := range mem {
+		sh := &shares[i]
+		s.refGrantLocked(r.Lane, s.clock(t)+wait, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
+		sh.Grant.Wait = w
+	}
+	return w
+}
+
 // stateOf is what a differential test compares of a state: everything a reservation
 // reads or writes, NaNs included (%v prints every float so that it reads back exactly).
 func stateOf(s *memState) string {
@@ -111,20 +137,22 @@ func stateOf(s *memState) string {
 		s.main, s.gate, s.held, s.room, s.pausedUntil, s.mark, s.totals, s.daily)
 }
 
-// TestReservationMatchesReference: a key's state and two states beside it, reserved
-// together (Joint) and alone (Reserve), on either lane, with or without a hold in flight,
+// TestReservationMatchesReference: a key's state and two states beside it (or apart, each
+// with its own lock), reserved together (Joint) and alone (Reserve), on either lane, with or without a hold in flight,
 // a caller's clock reading, a bound on the wait, daily buckets, pauses, adjustments and
 // retuning in between, end in the same states with the same grants as the reference
 // steps, bit for bit.
 func TestReservationMatchesReference(t *testing.T) {
-	for seed := range int64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { checkAgainstReference(t, seed) })
-		})
+	for _, apart := range []bool{false, true} {
+		for seed := range int64(8) {
+			t.Run(fmt.Sprint(map[bool]string{false: "beside", true: "apart"}[apart], seed), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { checkAgainstReference(t, seed, apart) })
+			})
+		}
 	}
 }
 
-func checkAgainstReference(t *testing.T, seed int64) {
+func checkAgainstReference(t *testing.T, seed int64, apart bool) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	key := Spec{Requests: Rate{PerSecond: 2, Burst: 5}, Tokens: Rate{PerSecond: 500, Burst: 4000}, BatchShare: 0.5}
 	part := Spec{Tokens: Rate{PerSecond: 200, Burst: 3000}, BatchShare: 0.5}
@@ -136,13 +164,16 @@ func checkAgainstReference(t *testing.T, seed int64) {
 		st0 := NewState(key)
 		st1 := OpenBeside(nil, "", part, st0)
 		st2 := OpenBeside(nil, "", part, st0)
+		if apart {
+			st1, st2 = NewState(part), NewState(part)
+		}
 		sets[k] = [3]*memState{st0.(*memState), st1.(*memState), st2.(*memState)}
 		if k == 0 {
 			joint = NewJoint(st0, st1, st2)
 		}
 	}
-	if !joint.one {
-		t.Fatal("states made beside each other do not share one step")
+	if joint.one == apart || len(joint.locks) != map[bool]int{false: 1, true: 3}[apart] {
+		t.Fatalf("apart %v: one step %v, %d locks", apart, joint.one, len(joint.locks))
 	}
 	ctx := t.Context()
 	for step := range 400 {
@@ -180,6 +211,8 @@ func checkAgainstReference(t *testing.T, seed int64) {
 						t.Fatal(err)
 					}
 					waits[k] = w
+				} else if apart {
+					waits[k] = refReserveApart(sets[k][:], &r, sh[:])
 				} else {
 					waits[k] = refReserveOne(sets[k][:], &r, sh[:])
 				}

@@ -17,8 +17,8 @@ import (
 // A nil *keyLimiter limits nothing. It is safe for concurrent use.
 type keyLimiter struct {
 	state limitstore.State
-	// reserveTo is limitstore.ReserverOf(state).
-	reserveTo func(context.Context, *limitstore.Reservation, *limitstore.Grant) error
+	// reserver is limitstore.ReserverOf(state).
+	reserver limitstore.Reserver
 	// joint reserves on state and its parts' states together (nil without parts).
 	joint *limitstore.Joint
 	// shared is set when the state lives in a store given with WithLimitStore: other
@@ -53,6 +53,8 @@ type keyLimiter struct {
 	// tell it.
 	held        bool
 	vendorBurst atomic.Uint64
+	// partHeld: a part's charges are held in flight (its held is set).
+	partHeld bool
 }
 
 // newKeyLimiter returns a private limiter for l, or nil when l limits nothing.
@@ -83,13 +85,13 @@ func newScopeLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig) *keyLimiter {
 	spec := l.spec(cfg)
 	k := &keyLimiter{
-		state:     state,
-		reserveTo: limitstore.ReserverOf(state),
-		shared:    shared,
-		mode:      cfg.mode,
-		maxWait:   cfg.maxWait,
-		metering:  l.Metering,
-		slots:     l.MaxConcurrent > 0,
+		state:    state,
+		reserver: limitstore.ReserverOf(state),
+		shared:   shared,
+		mode:     cfg.mode,
+		maxWait:  cfg.maxWait,
+		metering: l.Metering,
+		slots:    l.MaxConcurrent > 0,
 	}
 	k.queue.target = cfg.queueTarget
 	k.sync.init(spec, !k.shared, cfg)
@@ -174,7 +176,7 @@ type limitLease struct {
 	slot limitstore.SlotLease
 	held bool // a concurrency slot is held
 	// res is the reservation being made (kept here so that it need not be allocated
-	// for the call through keyLimiter.reserveTo).
+	// for the call through keyLimiter.reserver).
 	res limitstore.Reservation
 	// parts are the charges of l's parts, in l.parts order (the first len(l.parts)).
 	parts [maxParts]partLease
@@ -361,11 +363,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		r := &ls.res
 		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
 		r.InFlight, r.VendorBurst = l.holds(lane)
-		r.At = time.Time{}
-		if waited == 0 {
-			r.At = adm.now // nothing slept since the caller read the clock
+		r.At = adm.now // nothing slept since the caller read the clock
+		if waited != 0 {
+			r.At = time.Time{}
 		}
-		err = l.reserveTo(ctx, r, g)
+		err = l.reserver.ReserveTo(ctx, r, g)
 		wait = g.Wait
 	} else {
 		wait, bounded, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim, bounded, now)
@@ -460,15 +462,22 @@ func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Dur
 // deadline, each part's own bound at now. It returns the longest wait granted, and whether
 // the queue's bound cut the wait (bounded: the key's cut lim).
 func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration, bounded bool, now int64) (time.Duration, bool, error) {
-	var sh [1 + maxParts]limitstore.Share
-	sh[0] = limitstore.Share{Tokens: ls.cost, Estimate: ls.estimate, Grant: &ls.grant}
-	sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
-	for i, p := range l.parts {
-		pl := &ls.parts[i]
-		sh[i+1] = limitstore.Share{Tokens: pl.cost, Estimate: pl.estimate, Grant: &pl.grant}
-		sh[i+1].InFlight, sh[i+1].VendorBurst = p.holds(lane)
-		if adm.hasDeadline { // else every limiter's bound is the key's
-			plim, pb, err := p.deadlineWait(ctx, pl.cost, waited, adm, now)
+	var sh [1 + maxParts]limitstore.Share // field by field: a literal is built aside and copied
+	parts := ls.parts[:len(l.parts)]
+	sh[0].Tokens, sh[0].Estimate, sh[0].Grant = ls.cost, ls.estimate, &ls.grant
+	if l.held && lane == limitstore.LaneMain {
+		sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
+	}
+	for i := range parts {
+		pl, s := &parts[i], &sh[1+i]
+		s.Tokens, s.Estimate, s.Grant = pl.cost, pl.estimate, &pl.grant
+		if p := l.parts[i]; p.held && lane == limitstore.LaneMain {
+			s.InFlight, s.VendorBurst = p.holds(lane)
+		}
+	}
+	if adm.hasDeadline { // else every limiter's bound is the key's
+		for i, p := range l.parts {
+			plim, pb, err := p.deadlineWait(ctx, parts[i].cost, waited, adm, now)
 			if err != nil {
 				return 0, false, err
 			}
@@ -745,7 +754,7 @@ func (ls *limitLease) release(actualTokens int, used bool) {
 	if l == nil {
 		return
 	}
-	if l.joint != nil {
+	if l.joint != nil && (!used || l.partHeld) { // else the parts keep their charges as they are
 		for i := range l.parts {
 			ls.parts[i].settle(0, used)
 		}

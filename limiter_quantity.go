@@ -310,8 +310,10 @@ func (k *keyLimiter) refresh() {
 		}
 		k.joint = limitstore.NewJoint(states...)
 	}
+	k.partHeld = false
 	for _, p := range k.parts {
 		k.hideInput = k.hideInput || p.qty == qtyInput
+		k.partHeld = k.partHeld || p.held
 	}
 	for _, s := range k.scopes {
 		for _, p := range s.parts {

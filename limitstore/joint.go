@@ -106,10 +106,13 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	if j.one {
 		s0 := j.mem[0]
 		now := s0.clock(r.At)
+		main := r.Lane == LaneMain
 		s0.mu.Lock()
-		at := now
-		for i, s := range j.mem {
-			at = fmax(at, s.readyLocked(r.Lane, now, req, count(shares[i].Tokens), shares[i].InFlight))
+		var at float64
+		if main {
+			at = readyMain(j.mem, shares, now, req)
+		} else {
+			at = readyLocked(r.Lane, j.mem, shares, now, req)
 		}
 		wait := Duration(at - now)
 		if r.MaxWait >= 0 && wait > r.MaxWait {
@@ -117,10 +120,10 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 			refuse(shares, wait)
 			return wait, nil
 		}
-		for i, s := range j.mem {
-			sh := &shares[i]
-			s.grantLocked(r.Lane, at, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
-			sh.Grant.Wait = wait
+		if main {
+			grantMain(j.mem, shares, at, req, wait)
+		} else {
+			grantLocked(r.Lane, j.mem, shares, at, req, wait)
 		}
 		s0.mu.Unlock()
 		return wait, nil
@@ -137,7 +140,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	var wait float64
 	for i, s := range j.mem {
 		now := s.clock(t)
-		wait = fmax(wait, s.readyLocked(r.Lane, now, req, count(shares[i].Tokens), shares[i].InFlight)-now)
+		wait = fmax(wait, readyLocked(r.Lane, j.mem[i:i+1], shares[i:i+1], now, req)-now)
 	}
 	w := Duration(wait)
 	if r.MaxWait >= 0 && w > r.MaxWait {
@@ -148,9 +151,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 		return w, nil
 	}
 	for i, s := range j.mem {
-		sh := &shares[i]
-		s.grantLocked(r.Lane, s.clock(t)+wait, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
-		sh.Grant.Wait = w
+		grantLocked(r.Lane, j.mem[i:i+1], shares[i:i+1], s.clock(t)+wait, req, w)
 	}
 	for _, mu := range j.locks {
 		mu.Unlock()

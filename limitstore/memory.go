@@ -306,27 +306,50 @@ func count(n int) float64 { return float64(max(n, 0)) }
 
 func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 	var g Grant
-	err := s.reserveTo(ctx, &r, &g)
+	err := s.ReserveTo(ctx, &r, &g)
 	return g, err
 }
 
-// reserveTo is Reserve into *g. It never fails. It is a Joint's Reserve for one state:
-// the same readyLocked and grantLocked under the state's lock.
-func (s *memState) reserveTo(_ context.Context, r *Reservation, g *Grant) error {
+// ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
+// Reserve for one state, under the state's lock: on LaneMain the same readyMain and
+// grantMain, on LaneBatch the same readyBatch and grantBatch.
+func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
+	if r.Lane == LaneBatch {
+		s.reserveBatch(r, g)
+		return nil
+	}
 	now := s.clock(r.At)
-	req, tok, est := r.counts()
+	req := count(r.Requests)
+	mem := [1]*memState{s}
+	var sh [1]Share // field by field: a literal is built aside and copied
+	sh[0].Tokens, sh[0].Estimate, sh[0].InFlight, sh[0].VendorBurst, sh[0].Grant = r.Tokens, r.Estimate, r.InFlight, r.VendorBurst, g
 	s.mu.Lock()
-	at := s.readyLocked(r.Lane, now, req, tok, r.InFlight)
+	at := readyMain(mem[:], sh[:], now, req)
 	wait := Duration(at - now)
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
 		*g = Grant{Wait: wait, Levels: Unknown}
 		return nil
 	}
-	s.grantLocked(r.Lane, at, req, tok, est, r.InFlight, r.VendorBurst, g)
-	g.Wait = wait
+	grantMain(mem[:], sh[:], at, req, wait)
 	s.mu.Unlock()
 	return nil
+}
+
+// reserveBatch is ReserveTo on LaneBatch.
+func (s *memState) reserveBatch(r *Reservation, g *Grant) {
+	now := s.clock(r.At)
+	req, tok := count(r.Requests), count(r.Tokens)
+	s.mu.Lock()
+	at := s.readyBatch(now, req, tok)
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
+		s.mu.Unlock()
+		*g = Grant{Wait: wait, Levels: Unknown}
+		return
+	}
+	s.grantBatch(at, req, tok, wait, g)
+	s.mu.Unlock()
 }
 
 // clock is the state's time for the caller's reading t: t itself, unless it is zero or
@@ -340,116 +363,165 @@ func (s *memState) clock(t time.Time) float64 {
 	return s.now()
 }
 
-// counts are r's requests and tokens to take (negative counts are 0), and the estimate
-// the totals add up.
-func (r *Reservation) counts() (req, tok, est float64) {
-	req, tok = count(r.Requests), count(r.Tokens)
-	est = tok
-	if r.Estimate > 0 {
-		est = float64(r.Estimate)
-	}
-	return req, tok, est
-}
-
-// readyLocked returns the earliest time from now at which the lane's buckets hold req
-// requests and tok tokens (see gcra.ready) and, on LaneMain, the scope is not paused.
-// For a charge to be held in flight (Reservation.InFlight), the token bucket is first
-// brought to now as the vendor keeps its own (settleHeld). s.mu is held.
-func (s *memState) readyLocked(l Lane, now, req, tok float64, inFlight bool) float64 {
+// readyLocked returns the earliest time from now at which the lane's buckets of every
+// state of mem hold req requests and the tokens of its share (see gcra.ready) and, on
+// LaneMain, no state is paused. For a share held in flight (Share.InFlight), the state's
+// token bucket is first brought to now as the vendor keeps its own (settleHeld). Every
+// token bucket is consulted, so that even a request that costs no tokens waits for a
+// token debt to clear. The states' locks are held.
+func readyLocked(l Lane, mem []*memState, shares []Share, now, req float64) float64 {
 	if l == LaneBatch {
-		b := &s.gate
-		at := fmax(now, b[1].ready(now, tok))
-		if req > 0 {
-			at = fmax(at, b[0].ready(now, req))
+		at := now
+		for i, s := range mem {
+			at = fmax(at, s.readyBatch(now, req, count(shares[i].Tokens)))
 		}
 		return at
 	}
-	if inFlight {
-		s.settleHeld(now)
-	}
-	m := &s.main
-	// Every token bucket is consulted, so that even a request that costs no tokens waits
-	// for a token debt to clear.
-	at := fmax(fmax(now, s.pausedUntil), m[bTok].ready(now, tok))
-	if req > 0 {
-		at = fmax(at, m[bReq].ready(now, req))
-	}
-	if s.daily {
-		at = fmax(at, m[bDayTok].ready(now, tok))
-		if req > 0 {
-			at = fmax(at, m[bDayReq].ready(now, req))
+	return readyMain(mem, shares, now, req)
+}
+
+// readyMain is readyLocked on LaneMain.
+func readyMain(mem []*memState, shares []Share, now, req float64) float64 {
+	shares = shares[:len(mem)]
+	at := now
+	for i, s := range mem {
+		sh := &shares[i]
+		tok := count(sh.Tokens)
+		if sh.InFlight {
+			s.settleHeld(now)
+		}
+		m := &s.main
+		at = fmax(at, s.pausedUntil)
+		if b := &m[bTok]; b.interval != 0 {
+			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
+		}
+		if b := &m[bReq]; req > 0 && b.interval != 0 {
+			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
+		}
+		if s.daily {
+			at = fmax(at, m[bDayTok].ready(now, tok))
+			if req > 0 {
+				at = fmax(at, m[bDayReq].ready(now, req))
+			}
 		}
 	}
 	return at
 }
 
-// grantLocked charges the lane's buckets req requests and tok tokens (est estimated) at
-// the admission time at, and writes the grant but its Wait to *g: on LaneMain its mark,
-// the totals and the predicted levels, and with inFlight the tokens held in flight, the
-// vendor's bucket vendorBurst (see Reservation.InFlight); on LaneBatch none. s.mu is
-// held.
-func (s *memState) grantLocked(l Lane, at, req, tok, est float64, inFlight bool, vendorBurst float64, g *Grant) {
+// grantLocked charges the lane's buckets of every state of mem req requests and the
+// tokens of its share at the admission time at, and writes the share's grant, with the
+// wait: on LaneMain its mark, the totals (the share's estimate added, Share.Estimate or
+// its tokens) and the predicted levels, and for a share held in flight the tokens held,
+// the vendor's bucket its VendorBurst (see Reservation.InFlight); on LaneBatch none of
+// them. Each bucket's charge, capped charge and level at at are taken in one step
+// (gcra.grant). The states' locks are held.
+func grantLocked(l Lane, mem []*memState, shares []Share, at, req float64, wait time.Duration) {
 	if l == LaneBatch {
-		b := &s.gate
-		if req > 0 {
-			b[0].charge(at, req)
+		for i, s := range mem {
+			s.grantBatch(at, req, count(shares[i].Tokens), wait, shares[i].Grant)
 		}
-		if tok > 0 {
-			b[1].charge(at, tok)
-		}
-		*g = Grant{OK: true, Levels: Unknown}
 		return
 	}
-	m := &s.main
-	g.OK = true
+	grantMain(mem, shares, at, req, wait)
+}
+
+// grantMain is grantLocked on LaneMain.
+func grantMain(mem []*memState, shares []Share, at, req float64, wait time.Duration) {
+	shares = shares[:len(mem)]
+	for i, s := range mem {
+		sh := &shares[i]
+		tok := count(sh.Tokens)
+		m := &s.main
+		t := &s.totals
+		lr, cr := m[bReq].grant(at, req)
+		lt, ct := m[bTok].grant(at, tok)
+		if sh.InFlight {
+			s.hold(tok, sh.VendorBurst)
+		}
+		t.Tokens += ct
+		t.Estimate += fmin(sh.estimate(), MaxBurst)
+		t.Requests += cr
+		s.mark++
+		ld, ldt := nan, nan
+		if s.daily {
+			ld, _ = m[bDayReq].grant(at, req)
+			ldt, _ = m[bDayTok].grant(at, tok)
+		}
+		g := sh.Grant
+		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+		g.Levels = Levels{lr, lt, ld, ldt}
+	}
+}
+
+// readyBatch is readyLocked on LaneBatch for s: the batch lane's buckets only.
+func (s *memState) readyBatch(now, req, tok float64) float64 {
+	b := &s.gate
+	at := fmax(now, b[1].ready(now, tok))
 	if req > 0 {
-		m[bReq].charge(at, req)
+		at = fmax(at, b[0].ready(now, req))
+	}
+	return at
+}
+
+// grantBatch is grantLocked on LaneBatch for s: it charges the batch lane's buckets and
+// writes a grant with no mark, totals or levels to *g.
+func (s *memState) grantBatch(at, req, tok float64, wait time.Duration, g *Grant) {
+	b := &s.gate
+	if req > 0 {
+		b[0].charge(at, req)
 	}
 	if tok > 0 {
-		m[bTok].charge(at, tok)
+		b[1].charge(at, tok)
 	}
-	if inFlight {
-		s.hold(tok, vendorBurst)
+	*g = Grant{OK: true, Wait: wait, Levels: Unknown}
+}
+
+// nan is math.NaN(), the level of a bucket without a limit.
+var nan = math.NaN()
+
+// grant charges n (when positive) at the admission time at, and returns the bucket's
+// predicted level right after (see predict) and what the charge took (see cap).
+func (b *gcra) grant(at, n float64) (level, taken float64) {
+	if b.interval == 0 {
+		return nan, n
 	}
-	t := &s.totals
-	t.Tokens += m[bTok].cap(tok)
-	t.Estimate += fmin(est, MaxBurst)
-	t.Requests += m[bReq].cap(req)
-	g.Totals = *t
-	s.mark++
-	g.Mark = s.mark
-	g.Levels.Requests, g.Levels.Tokens = m[bReq].predict(at), m[bTok].predict(at)
-	if s.daily {
-		if req > 0 {
-			m[bDayReq].charge(at, req)
-		}
-		if tok > 0 {
-			m[bDayTok].charge(at, tok)
-		}
-		g.Levels.DailyRequests, g.Levels.DailyTokens = m[bDayReq].predict(at), m[bDayTok].predict(at)
-	} else {
-		g.Levels.DailyRequests, g.Levels.DailyTokens = math.NaN(), math.NaN()
+	taken = fmin(n, b.maxCharge)
+	if n > 0 {
+		b.tat = fmax(b.tat, at) + taken*b.interval
 	}
+	return b.burst - fmax(b.tat-at, 0)*b.perNano + b.corrected, taken
 }
 
 // ReserveTo is st.Reserve(ctx, *r) with the grant written to *g, which the in-memory
 // states do without copying either.
 func ReserveTo(ctx context.Context, st State, r *Reservation, g *Grant) error {
-	return ReserverOf(st)(ctx, r, g)
+	return ReserverOf(st).ReserveTo(ctx, r, g)
 }
 
-// ReserverOf returns ReserveTo for st, bound to it: what the Client's limiter keeps for
-// every admission, so that an in-memory state is reserved in without a type check or a
-// copy of the reservation or the grant.
-func ReserverOf(st State) func(ctx context.Context, r *Reservation, g *Grant) error {
+// Reserver is a State's Reserve made in place: ReserveTo is Reserve(ctx, *r) with the
+// grant written to *g.
+type Reserver interface {
+	ReserveTo(ctx context.Context, r *Reservation, g *Grant) error
+}
+
+// ReserverOf returns a Reserver of st: what the Client's limiter keeps for every
+// admission, so that an in-memory state is reserved in without a type check or a copy
+// of the reservation or the grant (the state itself); other states' Reserve is called
+// with copies.
+func ReserverOf(st State) Reserver {
 	if m, ok := st.(*memState); ok {
-		return m.reserveTo
+		return m
 	}
-	return func(ctx context.Context, r *Reservation, g *Grant) error {
-		var err error
-		*g, err = st.Reserve(ctx, *r)
-		return err
-	}
+	return copying{st}
+}
+
+// copying is the Reserver of a State without a ReserveTo of its own.
+type copying struct{ st State }
+
+func (c copying) ReserveTo(ctx context.Context, r *Reservation, g *Grant) error {
+	var err error
+	*g, err = c.st.Reserve(ctx, *r)
+	return err
 }
 
 // predict is the bucket's level at at plus its correction count, what a Grant carries;

@@ -15,8 +15,8 @@ func TestMemStateReservesAtTheCallersClock(t *testing.T) {
 		reserve := func(at time.Time) time.Duration {
 			t.Helper()
 			var g Grant
-			if err := st.reserveTo(ctx, &Reservation{Requests: 1, Tokens: 10_000, MaxWait: -1, At: at}, &g); err != nil || !g.OK {
-				t.Fatalf("reserveTo: %+v, %v", g, err)
+			if err := st.ReserveTo(ctx, &Reservation{Requests: 1, Tokens: 10_000, MaxWait: -1, At: at}, &g); err != nil || !g.OK {
+				t.Fatalf("ReserveTo: %+v, %v", g, err)
 			}
 			return g.Wait
 		}

@@ -241,7 +241,7 @@ func checkAgainstReference(t *testing.T, seed int64, apart bool) {
 				case 0:
 					_ = s.Adjust(ctx, r.Lane, req, n)
 				case 1:
-					_ = s.AdjustInFlight(ctx, h, 0, n)
+					_ = s.AdjustInFlight(ctx, 0, h, 0, n)
 				default:
 					_ = s.Pause(ctx, time.Duration(h)*time.Millisecond)
 				}

@@ -196,7 +196,7 @@ func (s *sharedBreaker) flush(b *breaker.Breaker) {
 	switch s.pending.Swap(pendingNone) {
 	case pendingTrip:
 		if left := b.Snapshot().OpenRemaining; left > 0 {
-			_ = s.store.TripBreaker(context.Background(), s.name, left) // fail open
+			_ = s.store.TripBreaker(context.Background(), s.name, min(left, maxSharedTrip)) // fail open
 		}
 	case pendingReset:
 		s.openUntil.Store(0)
@@ -235,6 +235,11 @@ func (s *sharedBreaker) open(ctx context.Context, now time.Time) time.Duration {
 // sharedRecheck is how often a Client that saw a trip asks the store whether it still
 // holds.
 const sharedRecheck = time.Second
+
+// maxSharedTrip bounds the open period recorded in a store, whatever the store, so that a
+// breaker configured to stay open for days does not lock the other Clients out of an
+// upstream for longer than a day after the Client that tripped it is gone.
+const maxSharedTrip = 24 * time.Hour
 
 // errSharedOpen is the cause of a refusal by a breaker that another Client opened.
 var errSharedOpen = fmt.Errorf("%w (opened by a Client sharing the store)", breaker.ErrOpen)

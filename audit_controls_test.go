@@ -1,0 +1,204 @@
+package llmclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/limitstore"
+	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
+)
+
+// Claims of docs/operations.md and docs/replicas.md where two controls or a control and a
+// replica meet.
+
+// tripPrimary makes replica a open its shared breaker on "primary" (two failures).
+func tripPrimary(t *testing.T, a *llmclient.Client) {
+	t.Helper()
+	for range 2 {
+		if _, err := a.Complete(context.Background(), chatReq("m")); err != nil {
+			t.Fatalf("a call with a backup failed: %v", err)
+		}
+	}
+	if s := a.Breaker("primary").State(); s != breaker.Open {
+		t.Fatalf("primary's breaker on a is %v, want open", s)
+	}
+}
+
+// TestAuditForceBreakerOpenStaysLocal: "ForceBreakerOpen stays local" with
+// WithSharedBreakers — the store records no trip and another replica keeps calling.
+func TestAuditForceBreakerOpenStaysLocal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		a := replica(t, store, fake.New(fake.Reply("primary").Forever()))
+		onB := fake.New(fake.Reply("primary").Forever())
+		b := replica(t, store, onB)
+		if err := a.ForceBreakerOpen("primary"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := a.Complete(context.Background(), chatReq("m"))
+		if err != nil || resp.Upstream != "backup" {
+			t.Fatalf("a forced open: served by %v, err %v; want backup", upstreamOf(resp), err)
+		}
+		if left, _ := store.(limitstore.Breakers).BreakerOpen(context.Background(), "primary"); left != 0 {
+			t.Errorf("the store records a trip of %v after a local force", left)
+		}
+		time.Sleep(2 * time.Second)
+		resp, err = b.Complete(context.Background(), chatReq("m"))
+		if err != nil || resp.Upstream != "primary" || onB.Calls() != 1 {
+			t.Errorf("b after a's force: served by %v (err %v, primary calls %d), want primary", upstreamOf(resp), err, onB.Calls())
+		}
+	})
+}
+
+// TestAuditForceBreakerClosedClearsTheSharedTrip: "the breaker that tripped clears the
+// record when it closes again (… or ResetBreaker / ForceBreakerClosed)".
+func TestAuditForceBreakerClosedClearsTheSharedTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		a := replica(t, store, fake.New(fake.Fail(500).Forever()))
+		onB := fake.New(fake.Reply("primary").Forever())
+		b := replica(t, store, onB)
+		tripPrimary(t, a)
+		if resp, err := b.Complete(context.Background(), chatReq("m")); err != nil || resp.Upstream != "backup" {
+			t.Fatalf("b during a's trip: served by %v, err %v; want backup", upstreamOf(resp), err)
+		}
+		if err := a.ForceBreakerClosed("primary"); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := store.(limitstore.Breakers).BreakerOpen(context.Background(), "primary"); left != 0 {
+			t.Errorf("the store still records a trip of %v after ForceBreakerClosed", left)
+		}
+		time.Sleep(time.Second) // b asks the store again at most once a second
+		resp, err := b.Complete(context.Background(), chatReq("m"))
+		if err != nil || resp.Upstream != "primary" {
+			t.Errorf("b after a's ForceBreakerClosed: served by %v, err %v; want primary", upstreamOf(resp), err)
+		}
+	})
+}
+
+// TestAuditSharedTripLastsAtMostADay: the record's TTL is the open period, at most a day,
+// even when the breaker's own open time is longer.
+func TestAuditSharedTripLastsAtMostADay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		a := replica(t, store, fake.New(fake.Fail(500).Forever()),
+			llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: 72 * time.Hour, SuccessesToClose: 1}))
+		tripPrimary(t, a)
+		left, err := store.(limitstore.Breakers).BreakerOpen(context.Background(), "primary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left <= 0 || left > 24*time.Hour {
+			t.Errorf("shared trip recorded for %v, want within (0, 24h]", left)
+		}
+	})
+}
+
+// TestAuditDrainHoldsOverForcedClosedBreaker: a drained upstream takes no new call, even
+// while its breaker is forced closed; its calls fail over, and Snapshot says drained.
+func TestAuditDrainHoldsOverForcedClosedBreaker(t *testing.T) {
+	primary := fake.New(fake.Reply("primary").Forever())
+	c := newClient(t, up("primary", primary), up("backup", fake.New(fake.Reply("backup").Forever())))
+	if err := c.ForceBreakerClosed("primary"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Drain("primary", true); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Complete(context.Background(), chatReq("m"))
+	if err != nil || resp.Upstream != "backup" || primary.Calls() != 0 {
+		t.Errorf("drained and forced closed: served by %v, err %v, primary calls %d; want backup and none",
+			upstreamOf(resp), err, primary.Calls())
+	}
+	s := c.Snapshot().Upstreams[0]
+	if s.Serving || s.Refusal != "drained" {
+		t.Errorf("snapshot of a drained, forced-closed upstream: Serving %v, Refusal %q; want false, drained", s.Serving, s.Refusal)
+	}
+}
+
+// TestAuditDrainedUpstreamUnderNoFailoverPinAndHedge: a drained upstream is called by no
+// new call, whatever the call options: NoFailover, a Pin naming it first, or a hedge.
+// With nowhere else to go, the call fails as unavailable.
+func TestAuditDrainedUpstreamUnderNoFailoverPinAndHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := fake.New(fake.Reply("primary").Latency(3 * time.Second).Forever())
+		drained := fake.New(fake.Reply("drained").Forever())
+		c := newClient(t, up("primary", primary), up("drained", drained),
+			llmclient.WithModelGroup("m", "primary", "drained"),
+			llmclient.WithHedging("m", routing.Hedge{Delay: 100 * time.Millisecond}))
+		if err := c.Drain("drained", true); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Complete(context.Background(), chatReq("m"))
+		if err != nil || resp.Upstream != "primary" {
+			t.Errorf("hedged call: served by %v, err %v; want primary (no hedge to the drained one)", upstreamOf(resp), err)
+		}
+		_, err = c.Complete(withOpts(context.Background(), llmclient.CallOptions{Pin: []string{"drained"}, NoFailover: true}), chatReq("m"))
+		if llmclient.ClassOf(err) != failure.Unavailable {
+			t.Errorf("pinned to the drained upstream with NoFailover: err %v (class %v), want unavailable", err, llmclient.ClassOf(err))
+		}
+		if drained.Calls() != 0 {
+			t.Errorf("the drained upstream was called %d times", drained.Calls())
+		}
+	})
+}
+
+// TestAuditEvictKeyLastsTheEvictionTime: EvictKey takes the key out "for WithKeyEviction's
+// time": not a moment less, and back afterwards without a RestoreKey.
+func TestAuditEvictKeyLastsTheEvictionTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := fake.New(fake.Reply("ok").Forever())
+		c := newClient(t, up("a", p, "k1"), llmclient.WithKeyEviction(10*time.Minute))
+		if err := c.EvictKey("a", "key#1"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10*time.Minute - time.Second)
+		_, err := c.Complete(context.Background(), chatReq("m"))
+		if !errors.Is(err, llmclient.ErrNoKey) || p.Calls() != 0 {
+			t.Errorf("a second before the eviction ends: err %v, calls %d; want ErrNoKey and none", err, p.Calls())
+		}
+		time.Sleep(2 * time.Second)
+		if _, err := c.Complete(context.Background(), chatReq("m")); err != nil {
+			t.Errorf("after the eviction time: %v", err)
+		}
+	})
+}
+
+// TestAuditCloseIsIdempotentAndUnavailable: after Close, Complete, Stream and a
+// Transport's requests fail at once with ErrClosed, classed unavailable; Close again
+// returns nil.
+func TestAuditCloseIsIdempotentAndUnavailable(t *testing.T) {
+	p := fake.New(fake.Reply("ok").Forever())
+	c := newClient(t, up("a", p))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	_, err := c.Complete(context.Background(), chatReq("m"))
+	if !errors.Is(err, llmclient.ErrClosed) || llmclient.ClassOf(err) != failure.Unavailable {
+		t.Errorf("Complete after Close: %v (class %v)", err, llmclient.ClassOf(err))
+	}
+	_, err = c.Stream(context.Background(), chatReq("m"))
+	if !errors.Is(err, llmclient.ErrClosed) || llmclient.ClassOf(err) != failure.Unavailable {
+		t.Errorf("Stream after Close: %v (class %v)", err, llmclient.ClassOf(err))
+	}
+	if p.Calls() != 0 {
+		t.Errorf("the upstream was called %d times after Close", p.Calls())
+	}
+}
+
+func upstreamOf(r *llmclient.Response) string {
+	if r == nil {
+		return "<nil>"
+	}
+	return r.Upstream
+}

@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -165,4 +166,38 @@ func TestAuditQueueingIsBoundedByDefault(t *testing.T) {
 			t.Errorf("WithQueueTarget(0): median %v; want first come first served, waiting most of the 10 s deadline", m)
 		}
 	})
+}
+
+// TestAuditHugeRequestLocksNoBucketForLong: "one request … costs a bucket at most its
+// burst plus a minute of refill: no input switches the limiter off or locks a key for
+// longer than about a minute", for the newer buckets too: a key's OTPM, a quota scope's
+// TPM and OTPM, a partition's TPM. After a request with MaxTokens MaxInt, a small request
+// without a deadline is admitted within 70 s.
+func TestAuditHugeRequestLocksNoBucketForLong(t *testing.T) {
+	for name, opts := range map[string][]llmclient.Option{
+		"key OTPM": {llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Reply("ok").Forever()),
+			Limits: llmclient.Limits{OTPM: 60_000}})},
+		"scope TPM and OTPM": {llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Reply("ok").Forever()),
+			QuotaScopes: []string{"s"}}), llmclient.WithQuotaScope(llmclient.QuotaScope{Name: "s", Limits: llmclient.Limits{TPM: 60_000, OTPM: 60_000}})},
+		"partition TPM": {up("a", fake.New(fake.Reply("ok").Forever())),
+			llmclient.WithPartitionLimits("tenant", llmclient.Limits{TPM: 60_000})},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, opts...)
+			huge := chatReq("m")
+			huge.MaxTokens = math.MaxInt
+			huge.Metadata = map[string]string{"tenant": "t"}
+			if _, err := c.Complete(context.Background(), huge); err != nil {
+				t.Fatalf("%s: the huge request on a full bucket: %v", name, err)
+			}
+			small := chatReq("m")
+			small.MaxTokens = 10
+			small.Metadata = map[string]string{"tenant": "t"}
+			var err error
+			d := elapsed(func() { _, err = c.Complete(withOpts(context.Background(), llmclient.CallOptions{}), small) })
+			if err != nil || d > 70*time.Second {
+				t.Errorf("%s: the next small request: err %v after %v, want admitted within 70s", name, err, d)
+			}
+		})
+	}
 }

@@ -202,3 +202,59 @@ func upstreamOf(r *llmclient.Response) string {
 	}
 	return r.Upstream
 }
+
+// TestAuditControlsLetCallsInFlightFinish: "Every control acts at once on the calls that
+// start afterwards; calls in flight finish as they are": a stream and a one-shot call in
+// flight on key#1 of the primary finish whole after ForceBreakerOpen and EvictKey of that
+// key, while the next call goes to the backup.
+func TestAuditControlsLetCallsInFlightFinish(t *testing.T) {
+	for _, control := range []string{"ForceBreakerOpen", "EvictKey", "Drain", "ResetBreaker"} {
+		synctest.Test(t, func(t *testing.T) {
+			primary := fake.New(fake.Stream("a", "b", "c").ChunkDelay(time.Second).Forever())
+			c := newClient(t, up("primary", primary, "k1"), up("backup", fake.New(fake.Reply("backup").Forever())))
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan *llmclient.Response, 1)
+			go func() {
+				resp, err := c.Complete(context.Background(), chatReq("m"))
+				if err != nil {
+					t.Errorf("%s: the one-shot call in flight: %v", control, err)
+				}
+				done <- resp
+			}()
+			synctest.Wait()
+			switch control {
+			case "ForceBreakerOpen":
+				err = c.ForceBreakerOpen("primary")
+			case "EvictKey":
+				err = c.EvictKey("primary", "key#1")
+			case "Drain":
+				err = c.Drain("primary", true)
+			case "ResetBreaker":
+				err = c.ResetBreaker("primary")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if control != "ResetBreaker" {
+				resp, err := c.Complete(context.Background(), chatReq("m"))
+				if err != nil || resp.Upstream != "backup" {
+					t.Errorf("%s: the next call: %v, err %v; want backup", control, upstreamOf(resp), err)
+				}
+			}
+			text := ""
+			for s.Next() {
+				text += s.Current().Text
+			}
+			if s.Err() != nil || text != "abc" {
+				t.Errorf("%s: the stream in flight: %q, err %v; want abc", control, text, s.Err())
+			}
+			_ = s.Close()
+			if resp := <-done; resp != nil && (resp.Text != "abc" || resp.Upstream != "primary") {
+				t.Errorf("%s: the one-shot call in flight: %q from %s", control, resp.Text, resp.Upstream)
+			}
+		})
+	}
+}

@@ -3,15 +3,19 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/routing"
 )
 
 // TestAuditCacheHitMeetsSpentBudgetAndOpenBreaker: docs/cache.md says a hit "has no
@@ -65,6 +69,72 @@ func TestAuditCacheHitMeetsSpentBudgetAndOpenBreaker(t *testing.T) {
 		}
 		if p.Calls() != 1 {
 			t.Errorf("the upstream was called %d times, want once", p.Calls())
+		}
+	})
+}
+
+// TestAuditCacheAffinityLeavesAnUpstreamTrippedElsewhere: affinity makes "the usual
+// choice instead" when the ranked upstream cannot serve, its breaker "tripped elsewhere"
+// included: once another replica sharing the store trips it, this replica's calls with
+// that prefix go to the other upstream without calling it, and come back once the trip is
+// cleared.
+func TestAuditCacheAffinityLeavesAnUpstreamTrippedElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		prompt := strings.Repeat("a long shared system prompt ", 20)
+		req := func() *llmclient.Request {
+			r := chatReq("chat")
+			r.Messages[0] = llmclient.UserMessage(prompt)
+			return r
+		}
+		replica := func(fail string) (*llmclient.Client, map[string]*fake.Provider) {
+			ps := map[string]*fake.Provider{}
+			opts := []llmclient.Option{llmclient.WithLimitStore(store), llmclient.WithSharedBreakers(), llmclient.WithCacheAffinity(64),
+				llmclient.WithMaxAttempts(1), llmclient.WithModelGroup("chat", "x", "y"), llmclient.WithRouting("chat", routing.Weighted),
+				llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Hour, SuccessesToClose: 1})}
+			for _, n := range []string{"x", "y"} {
+				p := fake.New(fake.Reply(n).Forever())
+				if n == fail {
+					p = fake.New(fake.Fail(500).Forever())
+				}
+				ps[n] = p
+				opts = append(opts, up(n, p))
+			}
+			return newClient(t, opts...), ps
+		}
+		b, onB := replica("")
+		resp, err := b.Complete(context.Background(), req())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranked := resp.Upstream
+		for range 5 {
+			if resp, err := b.Complete(context.Background(), req()); err != nil || resp.Upstream != ranked {
+				t.Fatalf("affinity: %v, err %v; want every call on %s", upstreamOf(resp), err, ranked)
+			}
+		}
+		a, _ := replica(ranked)
+		for range 4 {
+			_, _ = a.Complete(context.Background(), req())
+		}
+		if a.Breaker(ranked).State() != breaker.Open {
+			t.Fatalf("a's breaker on %s did not open", ranked)
+		}
+		before := onB[ranked].Calls()
+		for range 5 {
+			if resp, err := b.Complete(context.Background(), req()); err != nil || resp.Upstream == ranked {
+				t.Errorf("during the trip elsewhere: %v, err %v; want the other upstream", upstreamOf(resp), err)
+			}
+		}
+		if n := onB[ranked].Calls() - before; n != 0 {
+			t.Errorf("b called the tripped upstream %d times", n)
+		}
+		if err := a.ResetBreaker(ranked); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if resp, err := b.Complete(context.Background(), req()); err != nil || resp.Upstream != ranked {
+			t.Errorf("after the trip is cleared: %v, err %v; want %s again", upstreamOf(resp), err, ranked)
 		}
 	})
 }

@@ -258,3 +258,50 @@ func TestAuditControlsLetCallsInFlightFinish(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditSharedTripClearedFreesEveryRoutingStrategy: WithSharedBreakers says "a
+// breaker that closed on another replica frees the upstream everywhere within about a
+// second" — under every routing strategy, including those that route around an upstream
+// that cannot serve and so make no attempt there that would ask the store.
+func TestAuditSharedTripClearedFreesEveryRoutingStrategy(t *testing.T) {
+	for _, pol := range []routing.Policy{routing.Ordered, routing.Weighted, routing.LeastInFlight, routing.Latency} {
+		synctest.Test(t, func(t *testing.T) {
+			store := limitstore.NewMemory()
+			replica := func(p *fake.Provider) *llmclient.Client {
+				return newClient(t, llmclient.WithLimitStore(store), llmclient.WithSharedBreakers("x"), llmclient.WithMaxAttempts(1),
+					up("x", p), up("y", fake.New(fake.Reply("y").Forever())), llmclient.WithModelGroup("chat", "x", "y"),
+					llmclient.WithRouting("chat", pol),
+					llmclient.WithBreaker(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Hour, SuccessesToClose: 1}))
+			}
+			a := replica(fake.New(fake.Fail(500).Forever()))
+			onB := fake.New(fake.Reply("x").Forever())
+			b := replica(onB)
+			for range 6 {
+				_, _ = a.Complete(context.Background(), chatReq("chat"))
+			}
+			if a.Breaker("x").State() != breaker.Open {
+				t.Fatalf("policy %v: a's breaker did not open", pol)
+			}
+			for range 3 { // b sees the trip
+				if _, err := b.Complete(context.Background(), chatReq("chat")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := onB.Calls(); n != 0 {
+				t.Fatalf("policy %v: b called x %d times during the trip", pol, n)
+			}
+			if err := a.ResetBreaker("x"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1100 * time.Millisecond)
+			for range 20 {
+				if _, err := b.Complete(context.Background(), chatReq("chat")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if onB.Calls() == 0 {
+				t.Errorf("policy %v: b never called x in 20 calls after the trip was cleared (Refusal %q)", pol, b.Snapshot().Upstreams[0].Refusal)
+			}
+		})
+	}
+}

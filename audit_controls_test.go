@@ -305,3 +305,53 @@ func TestAuditSharedTripClearedFreesEveryRoutingStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditRestoreKeyReachesAReplicaThatSawTheEviction: RestoreKey lifts "a limit store's
+// pause and eviction for every replica sharing the store" — also for a replica that
+// already met the eviction: after the restore, it calls the key again.
+func TestAuditRestoreKeyReachesAReplicaThatSawTheEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		pa := fake.New(fake.Func(func(call *llmclient.Call) fake.Step {
+			if call.APIKey == "sk-one" {
+				return fake.Fail(401)
+			}
+			return fake.Reply("ok")
+		}).Times(1 << 20))
+		a := newClient(t, up("u", pa, "sk-one"), llmclient.WithLimitStore(store), llmclient.WithMaxAttempts(1))
+		pb := fake.New(fake.Reply("ok").Forever())
+		b := newClient(t, up("u", pb, "sk-one", "sk-two"), llmclient.WithLimitStore(store))
+		if _, err := a.Complete(context.Background(), chatReq("m")); err == nil {
+			t.Fatal("a 401: want an error")
+		}
+		for range 4 {
+			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range pb.Requests() {
+			if r.APIKey == "sk-one" {
+				t.Fatalf("b called the key a evicted")
+			}
+		}
+		if err := a.RestoreKey("u", "key#1"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		before := len(pb.Requests())
+		for range 10 {
+			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		used := 0
+		for _, r := range pb.Requests()[before:] {
+			if r.APIKey == "sk-one" {
+				used++
+			}
+		}
+		if used == 0 {
+			t.Errorf("b never used the restored key in 10 calls; its snapshot: %+v", b.Snapshot().Upstreams[0].Keys)
+		}
+	})
+}

@@ -96,6 +96,9 @@ func (p *keyPool) free(now time.Time) (bool, time.Time) {
 	var soonest time.Time
 	for _, k := range p.keys {
 		until, evicted := k.outUntil(now) // the key's own answer, as Snapshot shows it
+		if !until.IsZero() && k.recheck(now) {
+			until, evicted = k.outUntil(now)
+		}
 		if until.IsZero() {
 			return true, time.Time{}
 		}

@@ -355,3 +355,47 @@ func TestAuditRestoreKeyReachesAReplicaThatSawTheEviction(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditEvictKeyReachesEveryReplica: EvictKey with a shared store evicts the key "in
+// the store" too: a replica sharing it no longer calls that key, and RestoreKey on the
+// first replica brings it back for both.
+func TestAuditEvictKeyReachesEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		a := newClient(t, up("u", fake.New(fake.Reply("ok").Forever()), "sk-one", "sk-two"), llmclient.WithLimitStore(store))
+		pb := fake.New(fake.Reply("ok").Forever())
+		b := newClient(t, up("u", pb, "sk-one", "sk-two"), llmclient.WithLimitStore(store))
+		if err := a.EvictKey("u", "key#1"); err != nil {
+			t.Fatal(err)
+		}
+		for range 6 {
+			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range pb.Requests() {
+			if r.APIKey == "sk-one" {
+				t.Fatal("b called the key a evicted")
+			}
+		}
+		if err := a.RestoreKey("u", "key#1"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		before := len(pb.Requests())
+		for range 6 {
+			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		used := 0
+		for _, r := range pb.Requests()[before:] {
+			if r.APIKey == "sk-one" {
+				used++
+			}
+		}
+		if used == 0 {
+			t.Error("b never used the restored key")
+		}
+	})
+}

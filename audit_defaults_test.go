@@ -204,3 +204,50 @@ func TestAuditDefaultTransportAttemptTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditDefaultBreaker: "breaker: trip … 10 failures in a row"; "open 15 s, doubling
+// per failed probe"; the breaker's default configuration through a Client, with a backup
+// so that every call succeeds.
+func TestAuditDefaultBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := fake.New(fake.Fail(500).Forever())
+		c := newClient(t, up("a", a), up("b", fake.New(fake.Reply("b").Forever())), llmclient.WithMaxAttempts(1))
+		call := func() {
+			t.Helper()
+			if _, err := c.Complete(context.Background(), chatReq("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 9 {
+			call()
+		}
+		if s := c.Breaker("a").State(); s.String() != "closed" {
+			t.Fatalf("after 9 failures in a row: %v, want closed", s)
+		}
+		call()
+		if s := c.Breaker("a").State(); s.String() != "open" {
+			t.Fatalf("after 10 failures in a row: %v, want open", s)
+		}
+		calls := a.Calls()
+		time.Sleep(15*time.Second - time.Millisecond)
+		call()
+		if a.Calls() != calls {
+			t.Errorf("a was called before its 15 s open period ended")
+		}
+		time.Sleep(time.Millisecond)
+		call() // the probe fails: open for 30 s
+		if a.Calls() != calls+1 {
+			t.Fatalf("a probed %d times at 15 s, want once", a.Calls()-calls)
+		}
+		time.Sleep(30*time.Second - time.Millisecond)
+		call()
+		if a.Calls() != calls+1 {
+			t.Errorf("a was called before its doubled open period (30 s) ended")
+		}
+		time.Sleep(time.Millisecond)
+		call()
+		if a.Calls() != calls+2 {
+			t.Errorf("a probed %d times at 30 s after the failed probe, want once", a.Calls()-calls-1)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -135,6 +136,34 @@ func TestAuditCacheAffinityLeavesAnUpstreamTrippedElsewhere(t *testing.T) {
 		time.Sleep(time.Second)
 		if resp, err := b.Complete(context.Background(), req()); err != nil || resp.Upstream != ranked {
 			t.Errorf("after the trip is cleared: %v, err %v; want %s again", upstreamOf(resp), err, ranked)
+		}
+	})
+}
+
+// TestAuditContinuationMeetsABudgetAtItsCap: a stream's continuation runs "within … the
+// cost rules" and "a continuation that fails ends the stream with the original
+// interruption, its cause joined with the continuation's error": with the budget spent
+// by the first attempt, the cut stream is not continued, nothing more is called, and the
+// error is a stream interruption that wraps budget.ErrExceeded.
+func TestAuditContinuationMeetsABudgetAtItsCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		p := fake.New(fake.Stream("one ", "two ", "three").Usage(llmclient.EstimatePromptTokens(nil, budgetReq()), 250).CutAfter(2),
+			fake.Stream("one ", "two ", "three").Forever())
+		perCall := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, budgetReq()), Output: 250}, time.Now())
+		c := newClient(t, pricedUp("a", p, m), llmclient.WithBudget(budget.Budget{Name: "cap", Cap: perCall}))
+		s, err := c.Stream(context.Background(), budgetReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		text, err := readAll(s)
+		if text != "one two " || llmclient.ClassOf(err) != failure.StreamInterrupted || !errors.Is(err, budget.ErrExceeded) {
+			t.Errorf("text %q, err %v (class %v); want the partial answer and an interruption wrapping budget.ErrExceeded",
+				text, err, llmclient.ClassOf(err))
+		}
+		if p.Calls() != 1 {
+			t.Errorf("%d upstream calls, want 1", p.Calls())
 		}
 	})
 }

@@ -274,15 +274,18 @@ func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Respon
 }
 
 // failContinued ends the call after the continuation of its interruption e failed with
-// xerr, and returns the error the caller gets. As for any call, the final error is the
-// last attempt's, with the trace of every attempt; its cause names the interruption too,
-// and Partial holds what the caller received.
+// xerr, and returns the error the caller gets: the interruption's class (the stream
+// broke: failure.StreamInterrupted, whose Partial holds what the caller received), with
+// the last attempt's details and the trace of every attempt, and a cause that joins the
+// continuation's error (a budget, the retry budget, the upstream's failure) and the
+// interruption.
 func (cm *committed) failContinued(e *Error, xerr error, partial *Response) *Error {
 	r := cm.r
 	final := r.final(xerr)
 	if !errors.Is(final.Err, e) {
 		final.Err = fmt.Errorf("%w; continuing a stream that broke: %w", final.Err, e)
 	}
+	final.Class = e.Class
 	final.Partial = partial
 	cm.callHeld.Store(true)
 	cm.releaseCall(final)

@@ -399,3 +399,38 @@ func TestAuditEvictKeyReachesEveryReplica(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditContinuationAvoidsAnUpstreamThatCannotServe: a broken stream is continued "on
+// the next upstream of the route (the same one when none is left)"; a next upstream that
+// is drained or forced open is not one that is left: the stream continues on its own
+// upstream and the caller reads the whole answer, never calling the other.
+func TestAuditContinuationAvoidsAnUpstreamThatCannotServe(t *testing.T) {
+	for _, control := range []string{"drain", "force open"} {
+		synctest.Test(t, func(t *testing.T) {
+			a := fake.New(fake.Stream("one ", "two ", "three").CutAfter(2), fake.Stream("one ", "two ", "three").Forever())
+			b := fake.New(fake.Stream("one ", "two ", "three").Forever())
+			c := newClient(t, up("a", a), up("b", b))
+			var err error
+			if control == "drain" {
+				err = c.Drain("b", true)
+			} else {
+				err = c.ForceBreakerOpen("b")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.Stream(context.Background(), chatReq("m"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			text, err := readAll(s)
+			if err != nil || text != "one two three" {
+				t.Errorf("%s: text %q, err %v; want the whole answer", control, text, err)
+			}
+			if b.Calls() != 0 || a.Calls() != 2 {
+				t.Errorf("%s: calls a %d, b %d; want a twice, b never", control, a.Calls(), b.Calls())
+			}
+		})
+	}
+}

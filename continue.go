@@ -294,11 +294,12 @@ func (cm *committed) failContinued(e *Error, xerr error, partial *Response) *Err
 
 // continueOn moves the run to where a broken stream continues, as the decision for its
 // class allows: the next upstream of the route (Failover), or the same one (Retry) when
-// none is left and its caps allow another call.
+// none is left that can serve (a drained upstream, an open breaker, every key out: as
+// elsewhere judges for any failover) and its caps allow another call.
 func (r *run) continueOn(d Decision) bool {
 	r.hedgeSent = true // a continuation is not hedged
 	r.renewBudget()
-	if d.Failover && (r.opts == nil || !r.opts.NoFailover) && r.advance() {
+	if d.Failover && r.elsewhere(time.Now()) && r.advance() {
 		return true
 	}
 	return d.Retry && r.continueSame()

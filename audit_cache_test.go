@@ -141,10 +141,10 @@ func TestAuditCacheAffinityLeavesAnUpstreamTrippedElsewhere(t *testing.T) {
 }
 
 // TestAuditContinuationMeetsABudgetAtItsCap: a stream's continuation runs "within … the
-// cost rules" and "a continuation that fails ends the stream with the original
-// interruption, its cause joined with the continuation's error": with the budget spent
-// by the first attempt, the cut stream is not continued, nothing more is called, and the
-// error is a stream interruption that wraps budget.ErrExceeded.
+// cost rules", and a continuation that fails ends the stream as any call ends, with its
+// last attempt's error (here the budget's refusal), its cause joined with the original
+// interruption, and Error.Partial holding what the caller received: with the budget spent
+// by the first attempt, nothing more is called.
 func TestAuditContinuationMeetsABudgetAtItsCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
@@ -158,9 +158,12 @@ func TestAuditContinuationMeetsABudgetAtItsCap(t *testing.T) {
 		}
 		defer s.Close()
 		text, err := readAll(s)
-		if text != "one two " || llmclient.ClassOf(err) != failure.StreamInterrupted || !errors.Is(err, budget.ErrExceeded) {
-			t.Errorf("text %q, err %v (class %v); want the partial answer and an interruption wrapping budget.ErrExceeded",
-				text, err, llmclient.ClassOf(err))
+		var e *llmclient.Error
+		if text != "one two " || !errors.As(err, &e) || e.Class != failure.BudgetExceeded || !errors.Is(err, budget.ErrExceeded) {
+			t.Fatalf("text %q, err %v (class %v); want the partial answer and the budget's refusal", text, err, llmclient.ClassOf(err))
+		}
+		if e.Partial == nil || e.Partial.Text != "one two " || !strings.Contains(e.Error(), "continuing a stream that broke") {
+			t.Errorf("Partial %+v, message %q; want what the caller received and the interruption named", e.Partial, e.Error())
 		}
 		if p.Calls() != 1 {
 			t.Errorf("%d upstream calls, want 1", p.Calls())

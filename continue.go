@@ -31,8 +31,10 @@ import (
 // text, is skipped too); when it does not, the stream ends with a failure.StreamInterrupted
 // error wrapping a *DivergedError, never with duplicated or mixed text. Tool calls keep
 // their index and the first attempt's ID across the splice. A continuation that fails
-// ends the stream with the original interruption, its cause joined with the
-// continuation's error.
+// ends the stream as any call ends, with its last attempt's error (the continuation's
+// class, such as failure.BudgetExceeded; failure.StreamInterrupted when it made no
+// attempt, as under a spent retry budget), its cause joined with the original
+// interruption, and Error.Partial holding what the caller received.
 //
 // The same continuation applies to the streams of a Transport (OpenAI chat completions and
 // Anthropic messages), whose body goes on with the continuation's events; see Transport.
@@ -274,18 +276,15 @@ func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Respon
 }
 
 // failContinued ends the call after the continuation of its interruption e failed with
-// xerr, and returns the error the caller gets: the interruption's class (the stream
-// broke: failure.StreamInterrupted, whose Partial holds what the caller received), with
-// the last attempt's details and the trace of every attempt, and a cause that joins the
-// continuation's error (a budget, the retry budget, the upstream's failure) and the
-// interruption.
+// xerr, and returns the error the caller gets. As for any call, the final error is the
+// last attempt's, with the trace of every attempt; its cause names the interruption too,
+// and Partial holds what the caller received.
 func (cm *committed) failContinued(e *Error, xerr error, partial *Response) *Error {
 	r := cm.r
 	final := r.final(xerr)
 	if !errors.Is(final.Err, e) {
 		final.Err = fmt.Errorf("%w; continuing a stream that broke: %w", final.Err, e)
 	}
-	final.Class = e.Class
 	final.Partial = partial
 	cm.callHeld.Store(true)
 	cm.releaseCall(final)

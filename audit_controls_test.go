@@ -276,8 +276,8 @@ func TestAuditSharedTripClearedFreesEveryRoutingStrategy(t *testing.T) {
 			a := replica(fake.New(fake.Fail(500).Forever()))
 			onB := fake.New(fake.Reply("x").Forever())
 			b := replica(onB)
-			for range 6 {
-				_, _ = a.Complete(context.Background(), chatReq("chat"))
+			for range 2 {
+				_, _ = a.Complete(withOpts(context.Background(), llmclient.CallOptions{Pin: []string{"x"}}), chatReq("chat"))
 			}
 			if a.Breaker("x").State() != breaker.Open {
 				t.Fatalf("policy %v: a's breaker did not open", pol)

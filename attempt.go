@@ -184,7 +184,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 				break
 			}
 			now := time.Now()
-			a.key.block(now, paused.left, false)
+			a.key.adopt(now, paused.left, false)
 			k, _ := a.up.pool().pick(now, nil)
 			if k == nil {
 				break

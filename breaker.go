@@ -196,7 +196,7 @@ func (s *sharedBreaker) flush(b *breaker.Breaker) {
 	switch s.pending.Swap(pendingNone) {
 	case pendingTrip:
 		if left := b.Snapshot().OpenRemaining; left > 0 {
-			_ = s.store.TripBreaker(context.Background(), s.name, left) // fail open
+			_ = s.store.TripBreaker(context.Background(), s.name, min(left, maxSharedTrip)) // fail open
 		}
 	case pendingReset:
 		s.openUntil.Store(0)
@@ -205,8 +205,35 @@ func (s *sharedBreaker) flush(b *breaker.Breaker) {
 }
 
 // seenOpen reports whether this Client saw a recorded open period still in force at now.
+// A sighting older than sharedRecheck is checked again with the store by one caller (the
+// others keep the sighting meanwhile), so that a trip cleared on another Client frees the
+// upstream here within about sharedRecheck whatever the routing strategy, and not only on
+// routes whose attempts reach it (open): a strategy that avoids an upstream that cannot
+// serve would otherwise never ask again while the recorded period lasts. A store that
+// cannot answer leaves the sighting as it was.
 func (s *sharedBreaker) seenOpen(now time.Time) bool {
-	return s != nil && s.openUntil.Load() > now.UnixNano()
+	if s == nil {
+		return false
+	}
+	n := now.UnixNano()
+	until := s.openUntil.Load()
+	if until <= n {
+		return false
+	}
+	checked := s.checkedAt.Load()
+	if n-checked < int64(sharedRecheck) || !s.checkedAt.CompareAndSwap(checked, n) {
+		return true
+	}
+	left, err := s.store.BreakerOpen(context.Background(), s.name)
+	switch {
+	case err != nil:
+		return true
+	case left <= 0:
+		s.openUntil.CompareAndSwap(until, 0)
+		return false
+	}
+	s.openUntil.Store(addNanos(n, left))
+	return true
 }
 
 // open returns how long the upstream stays open by a recorded trip. A trip this Client
@@ -235,6 +262,11 @@ func (s *sharedBreaker) open(ctx context.Context, now time.Time) time.Duration {
 // sharedRecheck is how often a Client that saw a trip asks the store whether it still
 // holds.
 const sharedRecheck = time.Second
+
+// maxSharedTrip bounds the open period recorded in a store, whatever the store, so that a
+// breaker configured to stay open for days does not lock the other Clients out of an
+// upstream for longer than a day after the Client that tripped it is gone.
+const maxSharedTrip = 24 * time.Hour
 
 // errSharedOpen is the cause of a refusal by a breaker that another Client opened.
 var errSharedOpen = fmt.Errorf("%w (opened by a Client sharing the store)", breaker.ErrOpen)

@@ -31,8 +31,10 @@ import (
 // text, is skipped too); when it does not, the stream ends with a failure.StreamInterrupted
 // error wrapping a *DivergedError, never with duplicated or mixed text. Tool calls keep
 // their index and the first attempt's ID across the splice. A continuation that fails
-// ends the stream with the original interruption, its cause joined with the
-// continuation's error.
+// ends the stream as any call ends, with its last attempt's error (the continuation's
+// class, such as failure.BudgetExceeded; failure.StreamInterrupted when it made no
+// attempt, as under a spent retry budget), its cause joined with the original
+// interruption, and Error.Partial holding what the caller received.
 //
 // The same continuation applies to the streams of a Transport (OpenAI chat completions and
 // Anthropic messages), whose body goes on with the continuation's events; see Transport.
@@ -291,11 +293,12 @@ func (cm *committed) failContinued(e *Error, xerr error, partial *Response) *Err
 
 // continueOn moves the run to where a broken stream continues, as the decision for its
 // class allows: the next upstream of the route (Failover), or the same one (Retry) when
-// none is left and its caps allow another call.
+// none is left that can serve (a drained upstream, an open breaker, every key out: as
+// elsewhere judges for any failover) and its caps allow another call.
 func (r *run) continueOn(d Decision) bool {
 	r.hedgeSent = true // a continuation is not hedged
 	r.renewBudget()
-	if d.Failover && (r.opts == nil || !r.opts.NoFailover) && r.advance() {
+	if d.Failover && r.elsewhere(time.Now()) && r.advance() {
 		return true
 	}
 	return d.Retry && r.continueSame()

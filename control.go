@@ -138,6 +138,7 @@ func (c *Client) RestoreKey(upstream, label string) error {
 		}
 	}
 	k.evicted.Store(false)
+	k.sharedAt.Store(0)
 	paused := k.pausedUntil.Swap(0) > now
 	lifted, err := k.limiter().lift(context.Background())
 	if paused || lifted.Paused > 0 {

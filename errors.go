@@ -72,7 +72,8 @@ type Error struct {
 	RateLimits *ratelimit.Status
 	// Attempts is the whole attempt trace of the call.
 	Attempts []Attempt
-	// Partial holds what a stream produced before it broke (failure.StreamInterrupted), or the
+	// Partial holds what a stream produced before it broke (failure.StreamInterrupted, or
+	// the class of the continuation that failed after it: WithStreamContinuation), or the
 	// filtered response (failure.ContentFiltered, failure.EmptyOutput). Nil otherwise.
 	Partial *Response
 	// Cost is what the failed call's attempts cost together (see WithPricing): attempts

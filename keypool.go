@@ -74,6 +74,10 @@ type poolKey struct {
 	// blockedUntil is the unix-nano end of a cooldown or eviction; evicted marks which.
 	blockedUntil atomic.Int64
 	evicted      atomic.Bool
+	// sharedAt is when a shared store last confirmed the block the key holds (a pause or
+	// an eviction another Client put there, see adopt), in unix nanoseconds; 0 when the
+	// block, if any, is this Client's own.
+	sharedAt atomic.Int64
 	// pausedUntil is the unix-nano end of a pause held by the key's limiter alone (see
 	// cool).
 	pausedUntil atomic.Int64
@@ -201,7 +205,7 @@ func (p *keyPool) pick(now time.Time, avoid *poolKey) (k *poolKey, soonest time.
 	var bestLoad int32
 	var soonestNano int64
 	for _, key := range p.keys {
-		if until := key.blockedUntil.Load(); until > nowNano {
+		if until := key.blockedUntil.Load(); until > nowNano && !key.recheck(now) {
 			if !key.evicted.Load() && (soonestNano == 0 || until < soonestNano) {
 				soonestNano = until
 			}
@@ -266,9 +270,48 @@ func (k *poolKey) block(now time.Time, d time.Duration, evict bool) bool {
 		}
 		if k.blockedUntil.CompareAndSwap(cur, n) {
 			k.evicted.Store(evict)
+			k.sharedAt.Store(0)
 			return true
 		}
 	}
+}
+
+// adopt blocks k for d from now because the shared store says another Client paused
+// (after a 429) or evicted it, and notes that the store confirmed it at now.
+func (k *poolKey) adopt(now time.Time, d time.Duration, evict bool) {
+	if k.block(now, d, evict) || k.sharedAt.Load() != 0 {
+		k.sharedAt.Store(now.UnixNano())
+	}
+}
+
+// recheck asks the shared store again about a block k adopted from it (adopt), once the
+// store's last answer is sharedRecheck old, by one caller (the others keep the block
+// meanwhile): when the store no longer holds it (another Client's RestoreKey), the block
+// ends here too and recheck reports true; otherwise the block follows what the store
+// has left. Without that, a Client that adopted another's eviction would keep the key
+// out for the whole eviction after it was restored, since it asks the store about a key
+// only when an attempt is about to use it. A store that cannot answer leaves the block.
+func (k *poolKey) recheck(now time.Time) bool {
+	n := now.UnixNano()
+	at := k.sharedAt.Load()
+	if at == 0 || n-at < int64(sharedRecheck) || !k.sharedAt.CompareAndSwap(at, n) {
+		return false
+	}
+	b, err := k.limiter().state.Blocked(context.Background())
+	switch {
+	case err != nil:
+		return false
+	case b.Evicted > 0:
+		k.adopt(now, b.Evicted, true)
+		return false
+	case b.Paused > 0:
+		k.adopt(now, b.Paused, false)
+		return false
+	}
+	if until := k.blockedUntil.Load(); k.sharedAt.CompareAndSwap(n, 0) && k.blockedUntil.CompareAndSwap(until, 0) {
+		k.evicted.Store(false)
+	}
+	return k.blockedUntil.Load() <= n
 }
 
 // cool pauses k for d from now after a rate limit and reports whether that extended its
@@ -368,9 +411,9 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 		}
 		now := time.Now()
 		if b.Evicted > 0 {
-			a.key.block(now, b.Evicted, true)
+			a.key.adopt(now, b.Evicted, true)
 		} else {
-			a.key.block(now, b.Paused, false)
+			a.key.adopt(now, b.Paused, false)
 		}
 		if k, _ := a.up.pool().pick(now, nil); k != nil {
 			secret, err := k.credential(ctx, now)

@@ -62,9 +62,10 @@ func (v availability) serves() bool { return v.why == refusalNone }
 
 // availability answers for up at now. A closed breaker, a shared breaker seen closed and a
 // free key cost a few atomic loads: routing and the wait-or-move decision ask on every
-// call. It never calls the shared store: a trip on another Client is seen from the last
-// time an attempt asked it (sharedBreaker.open), which every attempt on a shared upstream
-// does.
+// call. It calls the shared store at most once a second per upstream, and only while a
+// trip on another Client is seen: that trip is seen from the last time an attempt asked
+// the store (sharedBreaker.open), which every attempt on a shared upstream does, and is
+// checked again once it is a second old (sharedBreaker.seenOpen).
 func (up *upstream) availability(now time.Time) availability {
 	if up.drained.Load() {
 		return availability{why: refusedDrained}
@@ -95,6 +96,9 @@ func (p *keyPool) free(now time.Time) (bool, time.Time) {
 	var soonest time.Time
 	for _, k := range p.keys {
 		until, evicted := k.outUntil(now) // the key's own answer, as Snapshot shows it
+		if !until.IsZero() && k.recheck(now) {
+			until, evicted = k.outUntil(now)
+		}
 		if until.IsZero() {
 			return true, time.Time{}
 		}

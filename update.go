@@ -52,7 +52,7 @@ func SetLimits(upstream string, l Limits) Change {
 func PatchLimits(upstream string, l Limits) Change {
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		cur := &p.ups[upstream].Limits
-		for _, f := range [...]struct{ to, from *int }{{&cur.RPM, &l.RPM}, {&cur.TPM, &l.TPM}, {&cur.RPD, &l.RPD},
+		for _, f := range [...]struct{ to, from *int }{{&cur.RPM, &l.RPM}, {&cur.TPM, &l.TPM}, {&cur.ITPM, &l.ITPM}, {&cur.OTPM, &l.OTPM}, {&cur.RPD, &l.RPD},
 			{&cur.TPD, &l.TPD}, {&cur.MaxConcurrent, &l.MaxConcurrent}, {&cur.RequestBurst, &l.RequestBurst},
 			{&cur.TokenBurst, &l.TokenBurst}} {
 			if *f.from != 0 {

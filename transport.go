@@ -203,6 +203,8 @@ type Transport struct {
 	unmatched atomic.Uint64
 	reported  sync.Map
 	reportedN atomic.Int32
+	// deadlines bounds the attempts with one timer (transport_deadlines.go).
+	deadlines deadlines
 }
 
 // maxReportedHosts bounds the hosts a Transport reports unmatched requests for.
@@ -319,6 +321,8 @@ type txCall struct {
 	prefill []byte
 	// usage is what the successful one-shot answer reported (readUsage).
 	usage Usage
+	// deadline is the running attempt's entry in the transport's shared timer.
+	deadline deadline
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.

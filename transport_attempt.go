@@ -47,11 +47,27 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		limit = a.limit(ctx, limit)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
+		var dl *deadline // the attempt's entry in the transport's shared timer
 		if limit > 0 {
-			timer = time.AfterFunc(limit, func() { cancel(cause) })
+			if now := time.Now(); usesShared(now) {
+				dl = &x.deadline
+				dl.at, dl.cancel, dl.cause = now.Add(limit), cancel, cause
+				t.deadlines.add(dl)
+				defer func() {
+					if dl != nil { // a panic below: the entry must not outlive the pooled call
+						t.deadlines.remove(dl)
+					}
+				}()
+			} else {
+				timer = time.AfterFunc(limit, func() { cancel(cause) })
+			}
 		}
 		err := next(actx, a)
 		fired := timer != nil && !timer.Stop()
+		if dl != nil {
+			fired = t.deadlines.remove(dl)
+			dl = nil
+		}
 		if err == nil && fired && x.live != nil {
 			// The timer fired as the attempt succeeded: its context, and so its body, is gone.
 			x.live.abort(x.ps)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/headers"
@@ -409,7 +410,14 @@ func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
 	if tu.ur == nil || !x.known {
 		return
 	}
-	u, model, ok := tu.ur.ReadUsage(x.call.Shape, body)
+	var u Usage
+	var model string
+	var ok bool
+	if tu.tokens != nil && x.t.c.cost == nil {
+		u, ok = tu.tokens.ReadTokenUsage(x.call.Shape, body) // no price kept: the model's name is not needed
+	} else {
+		u, model, ok = tu.ur.ReadUsage(x.call.Shape, body)
+	}
 	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
 		return
 	}
@@ -418,6 +426,13 @@ func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
 	if model != "" {
 		a.bill.model = model
 	}
+}
+
+// tokenUsageReader is what a Dialect's UsageReader may also offer: the usage of a
+// one-shot body without the model's name, which only pricing needs. ReadTokenUsage must
+// return the usage and ok ReadUsage returns for the same body. provider/openai offers it.
+type tokenUsageReader interface {
+	ReadTokenUsage(shape dialect.Shape, body []byte) (Usage, bool)
 }
 
 // inBandError reports whether a one-shot body is an error object: a JSON object whose

@@ -32,6 +32,19 @@ func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage,
 	return llmclient.Usage{}, "", false
 }
 
+// ReadTokenUsage is ReadUsage without the model's name, which only pricing needs: the
+// transport reads the usage alone when the Client keeps no price. It returns the usage
+// and ok ReadUsage returns for the same body.
+func (p *Provider) ReadTokenUsage(shape dialect.Shape, body []byte) (llmclient.Usage, bool) {
+	if shape == ShapeChatCompletions {
+		if u, ok := readUsageMember(body); ok {
+			return u, true
+		}
+	}
+	u, _, ok := p.ReadUsage(shape, body)
+	return u, ok
+}
+
 // readChatUsage reads a Chat Completions body's model and usage with the scanner, as the
 // transport does for every one-shot answer under a token limit: no allocation but the
 // model's name. The vendors put "usage" last and "model" first: they are looked up there,

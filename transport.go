@@ -203,8 +203,9 @@ type Transport struct {
 	unmatched atomic.Uint64
 	reported  sync.Map
 	reportedN atomic.Int32
-	// deadlines bounds the attempts with one timer (transport_deadlines.go).
-	deadlines deadlines
+	// deadlines bounds the attempts with one timer (transport_deadlines.go). Its own
+	// allocation: the timer refers to it until it fires, and not to the Transport.
+	deadlines *deadlines
 }
 
 // maxReportedHosts bounds the hosts a Transport reports unmatched requests for.
@@ -249,12 +250,13 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 		base = http.DefaultTransport
 	}
 	t := &Transport{
-		c:      c,
-		base:   base,
-		cfg:    transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
-		byUp:   make(map[*upstream]*txUpstream),
-		seed:   maphash.MakeSeed(),
-		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
+		c:         c,
+		base:      base,
+		cfg:       transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
+		byUp:      make(map[*upstream]*txUpstream),
+		seed:      maphash.MakeSeed(),
+		recent:    newRecentFailures(recentFailuresMax, recentFailuresTTL),
+		deadlines: new(deadlines),
 	}
 	for _, o := range opts {
 		if o != nil {

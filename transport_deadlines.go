@@ -12,7 +12,8 @@ import (
 // a timer's allocations and the runtime's timer heap. When the timer fires, the attempts
 // whose deadline has passed are canceled with their cause and the timer is armed for the
 // next deadline. An attempt that ends before its deadline leaves the timer as it is: it
-// may fire early, and then only re-arms.
+// may fire early, and then only re-arms. The timer refers to the deadlines alone, a
+// separate allocation, so that it never keeps its Transport in memory.
 //
 // It runs on the real clock only: an attempt whose clock has no monotonic reading (a
 // testing/synctest bubble's) takes a timer of its own (usesShared), since a timer made in

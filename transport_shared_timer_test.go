@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +44,32 @@ func TestSharedTimerCancelsAHungAttempt(t *testing.T) {
 			t.Fatalf("canceled after %v, before the attempt timeout", d)
 		}
 	}
+}
+
+// The shared timer, armed for an attempt's ten minutes, does not keep its Transport in
+// memory once the attempt has ended: a Transport nobody uses any more is collected.
+func TestSharedTimerDoesNotHoldItsTransport(t *testing.T) {
+	collected := make(chan struct{})
+	func() {
+		c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1"), llmclient.WithAttemptTimeout(10*time.Minute))
+		rt := c.Transport(rtFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(strings.NewReader(chatOK)), ContentLength: int64(len(chatOK)), Request: req}, nil
+		}))
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", chatBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = readBody(t, resp)
+		runtime.AddCleanup(rt, func(ch chan struct{}) { close(ch) }, collected)
+	}()
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal("the Transport was not collected while its timer was armed")
 }

@@ -53,10 +53,11 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 			if now := time.Now(); usesShared(now) {
 				dl = &x.deadline
 				dl.at, dl.cancel, dl.cause = now.Add(limit), cancel, cause
-				t.deadlines.add(dl)
+				ds := &t.deadlines[x.shard%deadlineShards]
+				ds.add(dl)
 				defer func() {
 					if dl != nil { // a panic below: the entry must not outlive the pooled call
-						t.deadlines.remove(dl)
+						ds.remove(dl)
 					}
 				}()
 			} else {
@@ -66,7 +67,7 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		err := next(actx, a)
 		fired := timer != nil && !timer.Stop()
 		if dl != nil {
-			fired = t.deadlines.remove(dl)
+			fired = t.deadlines[x.shard%deadlineShards].remove(dl)
 			dl = nil
 		}
 		if err == nil && fired && x.live != nil {

@@ -12,18 +12,24 @@ import (
 // a timer's allocations and the runtime's timer heap. When the timer fires, the attempts
 // whose deadline has passed are canceled with their cause and the timer is armed for the
 // next deadline. An attempt that ends before its deadline leaves the timer as it is: it
-// may fire early, and then only re-arms. The timer refers to the deadlines alone, a
-// separate allocation, so that it never keeps its Transport in memory.
+// may fire early, and then only re-arms. The timer refers to the deadlines alone, in an
+// allocation apart from the Transport, so that it never keeps its Transport in memory.
 //
 // It runs on the real clock only: an attempt whose clock has no monotonic reading (a
 // testing/synctest bubble's) takes a timer of its own (usesShared), since a timer made in
 // a bubble belongs to that bubble.
+//
+// A Transport has deadlineShards of them, so that attempts running at once mostly take
+// different locks.
 type deadlines struct {
 	mu    sync.Mutex
 	heap  []*deadline // by at, earliest first
 	timer *time.Timer // nil until the first deadline
 	armed time.Time   // when timer fires; zero when it is not armed
 }
+
+// deadlineShards is how many deadlines a Transport has.
+const deadlineShards = 8
 
 // deadline is one attempt's entry: when it ends, and how it is canceled then.
 type deadline struct {

@@ -80,3 +80,19 @@ func TestUsesSharedOnlyOnTheRealClock(t *testing.T) {
 		t.Fatal("a time without a monotonic reading uses the shared timer")
 	}
 }
+
+// New pooled calls take the timer's shards in turn, and a pooled call keeps its shard when
+// it is recycled, so that goroutines each reusing their own pooled call take different
+// locks.
+func TestPooledCallsKeepTheirShard(t *testing.T) {
+	a, b := txRuns.New().(*txRun), txRuns.New().(*txRun)
+	if a.x.shard == b.x.shard {
+		t.Fatalf("two new pooled calls share shard %d", a.x.shard)
+	}
+	shard := a.x.shard
+	a.x.deadline.at = time.Now() // something the recycling clears
+	a.release()
+	if a.x.shard != shard || !a.x.deadline.at.IsZero() {
+		t.Fatalf("recycled: shard %d (want %d), deadline %v (want cleared)", a.x.shard, shard, a.x.deadline.at)
+	}
+}

@@ -25,7 +25,8 @@ type Dialect interface {
 	// the transport then still classifies their errors with ClassifyError and retries
 	// them, but does not estimate tokens, guard streams or fail over. body is the whole
 	// request body, or nil when the transport could not buffer it; a body that is not the
-	// expected JSON still yields the shape, with what could be read.
+	// expected JSON still yields the shape, with what could be read. The returned
+	// Request may share body's memory: the transport never modifies body.
 	Inspect(method, path string, body []byte) (APICall, bool)
 	// Authorize sets the authentication headers of an outgoing request for key, removing
 	// any other credential header of the dialect. An empty key means the provider's own

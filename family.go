@@ -130,15 +130,18 @@ func scriptOf(req *Request) int {
 			s := p.Text[:min(len(p.Text), scriptPart, budget)]
 			budget -= len(s)
 			words := true // after an ASCII byte: try eight bytes at a time
-			for k := 0; k < len(s); k++ {
-				if words && k+8 <= len(s) {
-					if word(s[k:k+8])&0x8080808080808080 == 0 {
+			for k := 0; k < len(s); {
+				if words {
+					for k+8 <= len(s) && word(s[k:k+8])&0x8080808080808080 == 0 {
 						ascii += 8
-						k += 7
-						continue
+						k += 8
+					}
+					if k == len(s) {
+						break
 					}
 				}
 				b := s[k]
+				k++
 				words = b < 0x80
 				switch {
 				case b < 0x80:

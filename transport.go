@@ -203,6 +203,10 @@ type Transport struct {
 	unmatched atomic.Uint64
 	reported  sync.Map
 	reportedN atomic.Int32
+	// deadlines bounds the attempts with a timer per shard (transport_deadlines.go), a
+	// call taking its pooled call's shard. Its own allocation: the timers refer to it
+	// until they fire, and not to the Transport.
+	deadlines *[deadlineShards]deadlines
 }
 
 // maxReportedHosts bounds the hosts a Transport reports unmatched requests for.
@@ -247,12 +251,13 @@ func (c *Client) Transport(base http.RoundTripper, opts ...TransportOption) *Tra
 		base = http.DefaultTransport
 	}
 	t := &Transport{
-		c:      c,
-		base:   base,
-		cfg:    transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
-		byUp:   make(map[*upstream]*txUpstream),
-		seed:   maphash.MakeSeed(),
-		recent: newRecentFailures(recentFailuresMax, recentFailuresTTL),
+		c:         c,
+		base:      base,
+		cfg:       transportConfig{maxBody: defaultMaxReplayBody, repeatWindow: defaultRepeatWindow},
+		byUp:      make(map[*upstream]*txUpstream),
+		seed:      maphash.MakeSeed(),
+		recent:    newRecentFailures(recentFailuresMax, recentFailuresTTL),
+		deadlines: new([deadlineShards]deadlines),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -319,6 +324,10 @@ type txCall struct {
 	prefill []byte
 	// usage is what the successful one-shot answer reported (readUsage).
 	usage Usage
+	// deadline is the running attempt's entry in the transport's shared timer, of the
+	// shard shard (kept while the pooled call is reused).
+	deadline deadline
+	shard    uint8
 }
 
 // RoundTrip sends req under the Client's protection; see the Transport type.
@@ -422,7 +431,16 @@ type txRun struct {
 	trace [2]Attempt // the run's first trace entries
 }
 
-var txRuns = sync.Pool{New: func() any { return new(txRun) }}
+var txRuns = sync.Pool{New: func() any {
+	tr := new(txRun)
+	tr.x.shard = uint8(txShards.Add(1) % deadlineShards)
+	return tr
+}}
+
+// txShards numbers the pooled calls, which take the shards of the transports' timers in
+// turn: the calls of goroutines running at once, each reusing a pooled call of its own,
+// mostly take different shards.
+var txShards atomic.Uint32
 
 // end closes the caller's body, gives back what the run still holds once it has begun
 // (run.cleanup), and recycles tr. Should cleanup panic, tr is left to the garbage
@@ -441,8 +459,9 @@ func (tr *txRun) release() {
 		return
 	}
 	reopen := tr.body.reopenFunc // bound to tr.body, which stays where it is
+	shard := tr.x.shard
 	*tr = txRun{}
-	tr.body.reopenFunc = reopen
+	tr.body.reopenFunc, tr.x.shard = reopen, shard
 	txRuns.Put(tr)
 }
 

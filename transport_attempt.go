@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/headers"
@@ -47,11 +48,28 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		limit = a.limit(ctx, limit)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
+		var dl *deadline // the attempt's entry in the transport's shared timer
 		if limit > 0 {
-			timer = time.AfterFunc(limit, func() { cancel(cause) })
+			if now := time.Now(); usesShared(now) {
+				dl = &x.deadline
+				dl.at, dl.cancel, dl.cause = now.Add(limit), cancel, cause
+				ds := &t.deadlines[x.shard%deadlineShards]
+				ds.add(dl)
+				defer func() {
+					if dl != nil { // a panic below: the entry must not outlive the pooled call
+						ds.remove(dl)
+					}
+				}()
+			} else {
+				timer = time.AfterFunc(limit, func() { cancel(cause) })
+			}
 		}
 		err := next(actx, a)
 		fired := timer != nil && !timer.Stop()
+		if dl != nil {
+			fired = t.deadlines[x.shard%deadlineShards].remove(dl)
+			dl = nil
+		}
 		if err == nil && fired && x.live != nil {
 			// The timer fired as the attempt succeeded: its context, and so its body, is gone.
 			x.live.abort(x.ps)
@@ -393,7 +411,14 @@ func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
 	if tu.ur == nil || !x.known {
 		return
 	}
-	u, model, ok := tu.ur.ReadUsage(x.call.Shape, body)
+	var u Usage
+	var model string
+	var ok bool
+	if tu.tokens != nil && x.t.c.cost == nil {
+		u, ok = tu.tokens.ReadTokenUsage(x.call.Shape, body) // no price kept: the model's name is not needed
+	} else {
+		u, model, ok = tu.ur.ReadUsage(x.call.Shape, body)
+	}
 	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
 		return
 	}
@@ -402,6 +427,13 @@ func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
 	if model != "" {
 		a.bill.model = model
 	}
+}
+
+// tokenUsageReader is what a Dialect's UsageReader may also offer: the usage of a
+// one-shot body without the model's name, which only pricing needs. ReadTokenUsage must
+// return the usage and ok ReadUsage returns for the same body. provider/openai offers it.
+type tokenUsageReader interface {
+	ReadTokenUsage(shape dialect.Shape, body []byte) (Usage, bool)
 }
 
 // inBandError reports whether a one-shot body is an error object: a JSON object whose

@@ -17,7 +17,8 @@ type txUpstream struct {
 	up     *upstream
 	self   []*upstream // the route of a call that can go nowhere else
 	d      Dialect
-	ur     UsageReader // d's usage reader, nil when it has none
+	ur     UsageReader      // d's usage reader, nil when it has none
+	tokens tokenUsageReader // ur without the model's name, nil when it has none
 	scheme string
 	host   string // lower case, default port removed
 	path   string // decoded base path, no trailing slash
@@ -81,8 +82,10 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 	}
 	scheme := strings.ToLower(u.Scheme)
 	ur, _ := up.Provider.(UsageReader)
+	tokens, _ := up.Provider.(tokenUsageReader)
 	return &txUpstream{
 		ur:     ur,
+		tokens: tokens,
 		up:     up,
 		self:   []*upstream{up},
 		d:      d,

@@ -27,7 +27,8 @@ func (p *Provider) BaseURL() string {
 // endpoints, including Azure's /openai/deployments/{deployment}/… and /openai/v1/… paths,
 // and reads the model, the stream flag, the output bound and the text to estimate from
 // the body. On Azure deployment paths without a model in the body, the deployment name
-// is the model.
+// is the model. The returned Request's strings may share body's memory (a Chat Completions
+// string without escapes is not copied): body must not change while the call is in use.
 func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
 	if method != http.MethodPost {
 		return llmclient.APICall{}, false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/format"
@@ -17,10 +18,9 @@ import (
 func scanChat(body []byte, call *llmclient.APICall) bool {
 	var sc jsonscan.Scanner
 	sc.Reset(body)
-	// A system prompt and a turn or two, with their plain-string contents and the
-	// body's short strings, in one allocation; more grow as usual.
+	// A system prompt and a turn or two, with their plain-string contents, in one
+	// allocation; more grow as usual. The strings are the body's own bytes (bodyText).
 	blk := new(messageBlock)
-	sc.UseText(blk.text[:0])
 	req := &call.Request
 	var maxTokens, maxCompletion int64
 	var parts []llmclient.Part // the one-part contents' backing array
@@ -38,7 +38,7 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 		case "max_completion_tokens":
 			maxCompletion = sc.Int()
 		case "messages":
-			if !scanMessages(&sc, req, blk, &parts) {
+			if !scanMessages(&sc, body, req, blk, &parts) {
 				return false
 			}
 		case "tools":
@@ -53,7 +53,7 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 			if k := sc.Peek(); k != jsonscan.String && k != jsonscan.Null {
 				return false
 			}
-			req.PromptCacheKey = sc.Text()
+			req.PromptCacheKey = bodyText(&sc, body)
 		default:
 			if folds(k, topKeys) {
 				return false
@@ -77,7 +77,7 @@ func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 
 // scanMessages reads the messages into req. Their content parts given as a plain string
 // share the backing array parts, grown a few at a time.
-func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
+func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
 	if sc.Peek() == jsonscan.Null {
 		sc.Null()
 		return true
@@ -98,15 +98,15 @@ func scanMessages(sc *jsonscan.Scanner, req *llmclient.Request, blk *messageBloc
 			case "role":
 				m.Role = roleOf(sc.Str())
 			case "content":
-				if !scanContent(sc, &m, parts) {
+				if !scanContent(sc, body, &m, parts) {
 					return false
 				}
 			case "name":
-				m.Name = sc.Text()
+				m.Name = bodyText(sc, body)
 			case "tool_call_id":
-				m.ToolCallID = sc.Text()
+				m.ToolCallID = bodyText(sc, body)
 			case "tool_calls":
-				if !scanToolCalls(sc, &m) {
+				if !scanToolCalls(sc, body, &m) {
 					return false
 				}
 			default:
@@ -154,11 +154,24 @@ func (c *nameCache) name(b []byte) string {
 }
 
 // messageBlock is the first backing arrays of a body's messages and their one-part
-// contents, and the first chunk of its strings (jsonscan.Scanner.UseText).
+// contents.
 type messageBlock struct {
 	messages [4]llmclient.Message
 	parts    [4]llmclient.Part
-	text     [256]byte
+}
+
+// bodyText reads a string value as a Go string; null reads as "". A string without
+// escapes is body's own bytes, not copied (Provider.Inspect: the caller keeps body
+// unchanged while it uses the call); an unescaped one is a copy.
+func bodyText(sc *jsonscan.Scanner, body []byte) string {
+	b := sc.Str()
+	if len(b) == 0 {
+		return ""
+	}
+	if p, start := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&body[0])); p >= start && p-start < uintptr(len(body)) {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }
 
 // roleOf maps a role name without allocating.
@@ -174,14 +187,14 @@ func roleOf(r []byte) llmclient.Role {
 	return llmclient.RoleUser
 }
 
-func scanContent(sc *jsonscan.Scanner, m *llmclient.Message, parts *[]llmclient.Part) bool {
+func scanContent(sc *jsonscan.Scanner, body []byte, m *llmclient.Message, parts *[]llmclient.Part) bool {
 	switch sc.Peek() {
 	case jsonscan.String:
 		if len(*parts) == cap(*parts) {
 			*parts = make([]llmclient.Part, 0, 4)
 		}
 		i := len(*parts)
-		*parts = append(*parts, llmclient.TextPart(sc.Text()))
+		*parts = append(*parts, llmclient.TextPart(bodyText(sc, body)))
 		m.Content = (*parts)[i : i+1 : i+1] // a caller's append to it cannot reach the next message's
 		return true
 	case jsonscan.Null:
@@ -199,18 +212,18 @@ func scanContent(sc *jsonscan.Scanner, m *llmclient.Message, parts *[]llmclient.
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "type":
-				typ = sc.Text()
+				typ = bodyText(sc, body)
 			case "text":
-				text = sc.Text()
+				text = bodyText(sc, body)
 			case "refusal":
-				refusal = sc.Text()
+				refusal = bodyText(sc, body)
 			case "detail":
-				detail = sc.Text()
+				detail = bodyText(sc, body)
 			case "image_url":
 				if sc.Peek() == jsonscan.Object {
 					for ok := sc.Object(); ok; ok = sc.More() {
 						if k := sc.Key(); string(k) == "detail" {
-							urlDetail = sc.Text()
+							urlDetail = bodyText(sc, body)
 						} else if folds(k, urlKeys) {
 							return false
 						} else {
@@ -246,7 +259,7 @@ func scanContent(sc *jsonscan.Scanner, m *llmclient.Message, parts *[]llmclient.
 	return sc.Err() == nil
 }
 
-func scanToolCalls(sc *jsonscan.Scanner, m *llmclient.Message) bool {
+func scanToolCalls(sc *jsonscan.Scanner, body []byte, m *llmclient.Message) bool {
 	if sc.Peek() == jsonscan.Null {
 		sc.Null()
 		return true
@@ -259,14 +272,14 @@ func scanToolCalls(sc *jsonscan.Scanner, m *llmclient.Message) bool {
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "id":
-				tc.ID = sc.Text()
+				tc.ID = bodyText(sc, body)
 			case "function":
 				for ok := sc.Object(); ok; ok = sc.More() {
 					switch k := sc.Key(); string(k) {
 					case "name":
-						tc.Name = sc.Text()
+						tc.Name = bodyText(sc, body)
 					case "arguments":
-						tc.Arguments = sc.Text()
+						tc.Arguments = bodyText(sc, body)
 					default:
 						if folds(k, callFuncKeys) {
 							return false
@@ -307,9 +320,9 @@ func scanTools(sc *jsonscan.Scanner, body []byte, req *llmclient.Request) bool {
 			for ok := sc.Object(); ok; ok = sc.More() {
 				switch k := sc.Key(); string(k) {
 				case "name":
-					t.Name = sc.Text()
+					t.Name = bodyText(sc, body)
 				case "description":
-					t.Description = sc.Text()
+					t.Description = bodyText(sc, body)
 				case "parameters":
 					t.Parameters = rawValue(sc, body)
 				default:
@@ -343,7 +356,7 @@ func scanResponseFormat(sc *jsonscan.Scanner, body []byte, req *llmclient.Reques
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "name":
-				name = sc.Text()
+				name = bodyText(sc, body)
 			case "schema":
 				schema = rawValue(sc, body)
 			default:

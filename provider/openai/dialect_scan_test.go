@@ -146,24 +146,25 @@ func TestNameCache(t *testing.T) {
 	wg.Wait()
 }
 
-// TestScanChatModelApart: the message text is in the body's block (one allocation), the
-// model, which outlives the call, is not, so it never holds the others in memory.
+// TestScanChatModelApart: the message text is the body's own bytes (not copied), and an
+// escaped string a copy; the model, which outlives the call, is neither, so it never
+// holds the body in memory.
 func TestScanChatModelApart(t *testing.T) {
-	body := []byte(`{"model":"gpt-4o-mini-apart","messages":[{"role":"user","content":"hi"}]}`)
+	body := []byte(`{"model":"gpt-4o-mini-apart","messages":[{"role":"user","content":"hi"},{"role":"user","content":"a\nb"}]}`)
 	var call llmclient.APICall
 	if !scanChat(body, &call) {
 		t.Fatal("not taken")
 	}
-	model, text := call.Request.Model, call.Request.Messages[0].Content[0].Text
-	if model != "gpt-4o-mini-apart" || text != "hi" {
-		t.Fatalf("read %q, %q", model, text)
+	model, text, escaped := call.Request.Model, call.Request.Messages[0].Content[0].Text, call.Request.Messages[1].Content[0].Text
+	if model != "gpt-4o-mini-apart" || text != "hi" || escaped != "a\nb" {
+		t.Fatalf("read %q, %q, %q", model, text, escaped)
 	}
-	blk := uintptr(unsafe.Pointer(&call.Request.Messages[0])) // the block's first field
+	start := uintptr(unsafe.Pointer(&body[0]))
 	in := func(s string) bool {
 		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
-		return p >= blk && p < blk+unsafe.Sizeof(messageBlock{})
+		return p >= start && p < start+uintptr(len(body))
 	}
-	if !in(text) || in(model) {
-		t.Fatalf("text in the block %v (want true), model in the block %v (want false)", in(text), in(model))
+	if !in(text) || in(escaped) || in(model) {
+		t.Fatalf("in the body: text %v (want true), escaped text %v, model %v (want false)", in(text), in(escaped), in(model))
 	}
 }

@@ -2,7 +2,9 @@ package openai
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/llmclient/llmclient"
@@ -30,6 +32,19 @@ func (p *Provider) ReadUsage(shape dialect.Shape, body []byte) (llmclient.Usage,
 	return llmclient.Usage{}, "", false
 }
 
+// ReadTokenUsage is ReadUsage without the model's name, which only pricing needs: the
+// transport reads the usage alone when the Client keeps no price. It returns the usage
+// and ok ReadUsage returns for the same body.
+func (p *Provider) ReadTokenUsage(shape dialect.Shape, body []byte) (llmclient.Usage, bool) {
+	if shape == ShapeChatCompletions {
+		if u, ok := readUsageMember(body); ok {
+			return u, true
+		}
+	}
+	u, _, ok := p.ReadUsage(shape, body)
+	return u, ok
+}
+
 // readChatUsage reads a Chat Completions body's model and usage with the scanner, as the
 // transport does for every one-shot answer under a token limit: no allocation but the
 // model's name. The vendors put "usage" last and "model" first: they are looked up there,
@@ -38,15 +53,34 @@ func readChatUsage(body []byte) (llmclient.Usage, string, bool) {
 	if u, ok := readUsageMember(body); ok {
 		var model string
 		if v, ok := memberValue(body, false, modelKey); ok {
-			var sc jsonscan.Scanner
-			sc.Reset(v)
-			if sc.Peek() == jsonscan.String {
-				model = modelName(sc.Str())
-			}
+			model = modelValue(v)
 		}
 		return u, model, true
 	}
 	return readChatUsageScan(body)
+}
+
+// modelValue reads the string value at the start of v (after white space) as the model's
+// name; "" when v holds no string. A name without escapes is taken as it is, as the
+// scanner would read it; any other is left to the scanner.
+func modelValue(v []byte) string {
+	i := skipSpace(v, 0)
+	if i < len(v) && v[i] == '"' {
+		for k := i + 1; k < len(v); k++ {
+			if v[k] == '"' {
+				return modelName(v[i+1 : k])
+			}
+			if v[k] == '\\' {
+				break
+			}
+		}
+	}
+	var sc jsonscan.Scanner
+	sc.Reset(v)
+	if sc.Peek() == jsonscan.String {
+		return modelName(sc.Str())
+	}
+	return ""
 }
 
 // lastModel is the model name readChatUsage returned last: an answer that names the same
@@ -112,23 +146,62 @@ func firstIndex(body []byte, name []byte) int {
 	return -1
 }
 
-// lastIndex returns the index of name's last occurrence in body, or -1; name begins and
-// ends with a quote. It looks from the end, at the quotes only: the usage object that the
-// vendors write last is a few dozen bytes from the end of however long a body.
+// lastIndex returns the index of name's last occurrence in body, or -1; name is at least
+// three bytes long. It looks from the end for the third byte from name's end ('g' of
+// "usage", rare in the usage object that the vendors write last, a few dozen bytes from
+// the end of however long a body), eight bytes at a time, and compares name around each
+// such byte.
 func lastIndex(body []byte, name []byte) int {
 	n := len(name)
-	for j := len(body); ; {
-		q := bytes.LastIndexByte(body[:j], '"') // the candidate's closing quote
-		i := q + 1 - n
-		if i < 0 {
-			return -1
+	k := n - 3 // name's pivot byte
+	c := name[k]
+	j := len(body) // the bytes before j are left to look at
+	for ; j >= 8; j -= 8 {
+		w := binary.LittleEndian.Uint64(body[j-8:])
+		for m := zeroBytes(w ^ uint64(c)*ones); m != 0; {
+			b := 63 - bits.LeadingZeros64(m) // from the last byte of the word down
+			m &^= 1 << b
+			if p := j - 8 + b/8; body[p] == c && matchAt(body, p-k, name) {
+				return p - k
+			}
 		}
-		if body[i] == '"' && body[q-1] == name[n-2] && string(body[i:q+1]) == string(name) {
+	}
+	for p := j - 1; p >= 0; p-- {
+		if body[p] == c && matchAt(body, p-k, name) {
+			return p - k
+		}
+	}
+	return -1
+}
+
+// matchAt reports whether name occurs in body at i.
+func matchAt(body []byte, i int, name []byte) bool {
+	return i >= 0 && len(body)-i >= len(name) && string(body[i:i+len(name)]) == string(name)
+}
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// quoteOrEscape returns the index of the first '"' or '\\' at or after i in v, or len(v),
+// looking at eight bytes at a time.
+func quoteOrEscape(v []byte, i int) int {
+	for ; i+8 <= len(v); i += 8 {
+		w := binary.LittleEndian.Uint64(v[i:])
+		// The lowest bit of each mask is exact, and so is the lowest of both.
+		if m := zeroBytes(w^'"'*ones) | zeroBytes(w^'\\'*ones); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] == '"' || v[i] == '\\' {
 			return i
 		}
-		j = q
 	}
+	return len(v)
 }
+
+// zeroBytes returns a mask with the high bit of every zero byte of w set; bytes above a
+// zero byte may be set too (false positives, which callers check).
+func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & highs }
 
 // readUsageMember reads the usage object that the body's last "usage" key holds.
 func readUsageMember(body []byte) (llmclient.Usage, bool) {
@@ -195,14 +268,11 @@ func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
 		if i >= len(v) || v[i] != '"' {
 			return i, false
 		}
-		k := bytes.IndexByte(v[i+1:], '"')
-		if k < 0 {
-			return i, false
-		}
-		k += i + 1
-		key := v[i+1 : k]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return i, false
+		id, k := knownKey(v, i+1)
+		if id == keyOther {
+			if k = quoteOrEscape(v, i+1); k == len(v) || v[k] != '"' {
+				return i, false
+			}
 		}
 		i = skipSpace(v, k+1)
 		if i >= len(v) || v[i] != ':' {
@@ -218,15 +288,15 @@ func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
 				return i, false
 			}
 			i += 4
-			p.set(key, 0, in) // as the scanner reads a null number
+			p.set(id, 0, in) // as the scanner reads a null number
 		case c == '{':
 			obj := inPromptDetails
 			switch {
 			case in != inUsage:
 				return i, false
-			case string(key) == "completion_tokens_details":
+			case id == keyCompletionDetails:
 				obj = inCompletionDetails
-			case string(key) != "prompt_tokens_details":
+			case id != keyPromptDetails:
 				return i, false
 			}
 			var ok bool
@@ -248,13 +318,13 @@ func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
 				i < len(v) && (v[i] == '.' || v[i] == 'e' || v[i] == 'E') {
 				return start, false // not an integer the plain reader takes: the scanner decides
 			}
-			if in == inUsage && (string(key) == "prompt_tokens_details" || string(key) == "completion_tokens_details") {
+			if in == inUsage && (id == keyPromptDetails || id == keyCompletionDetails) {
 				return start, false
 			}
 			if c == '-' {
 				n = -n
 			}
-			p.set(key, int(n), in)
+			p.set(id, int(n), in)
 		default:
 			return i, false
 		}
@@ -273,35 +343,131 @@ func (p *plainUsage) members(v []byte, i int, in int) (int, bool) {
 	}
 }
 
+// The member names plainUsage reads, as keyOf identifies them.
+const (
+	keyOther = iota
+	keyPrompt
+	keyCompletion
+	keyTotal
+	keyCacheHit
+	keyPromptDetails
+	keyCompletionDetails
+	keyCached
+	keyReasoning
+)
+
+// knownKey identifies the member name that starts at v[i] (after its opening quote) when
+// it is one plainUsage reads, followed by its closing quote, and returns the index of that
+// quote; keyOther and i for any other name. The name's first eight bytes pick the
+// candidate, so that a name the vendors write is told in a comparison or two; keyOf
+// decides, as for any name, on the whole of it.
+func knownKey(v []byte, i int) (int, int) {
+	if len(v)-i < 13 { // the shortest name and its quote
+		return keyOther, i
+	}
+	var n int
+	switch binary.LittleEndian.Uint64(v[i:]) {
+	case word8("total_to"):
+		n = len("total_tokens")
+	case word8("prompt_t"):
+		n = len("prompt_tokens")
+		if len(v)-i > len("prompt_tokens_details") && v[i+n] == '_' {
+			n = len("prompt_tokens_details")
+		}
+	case word8("cached_t"):
+		n = len("cached_tokens")
+	case word8("reasonin"):
+		n = len("reasoning_tokens")
+	case word8("completi"):
+		n = len("completion_tokens")
+		if len(v)-i > len("completion_tokens_details") && v[i+n] == '_' {
+			n = len("completion_tokens_details")
+		}
+	case word8("prompt_c"):
+		n = len("prompt_cache_hit_tokens")
+	default:
+		return keyOther, i
+	}
+	if len(v)-i <= n || v[i+n] != '"' {
+		return keyOther, i
+	}
+	return keyOf(v[i : i+n]), i + n
+}
+
+// word8 is the first eight bytes of s, little-endian: a constant for a constant s.
+func word8(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// keyOf identifies a member name of a usage object or of its details objects: by its
+// length first, so that most names are told apart by one comparison.
+func keyOf(k []byte) int {
+	switch len(k) {
+	case 12:
+		if string(k) == "total_tokens" {
+			return keyTotal
+		}
+	case 13:
+		switch string(k) {
+		case "prompt_tokens":
+			return keyPrompt
+		case "cached_tokens":
+			return keyCached
+		}
+	case 16:
+		if string(k) == "reasoning_tokens" {
+			return keyReasoning
+		}
+	case 17:
+		if string(k) == "completion_tokens" {
+			return keyCompletion
+		}
+	case 21:
+		if string(k) == "prompt_tokens_details" {
+			return keyPromptDetails
+		}
+	case 23:
+		if string(k) == "prompt_cache_hit_tokens" {
+			return keyCacheHit
+		}
+	case 25:
+		if string(k) == "completion_tokens_details" {
+			return keyCompletionDetails
+		}
+	}
+	return keyOther
+}
+
 // set keeps an integer member of the object in (see members).
-func (p *plainUsage) set(key []byte, n int, in int) {
+func (p *plainUsage) set(id int, n int, in int) {
 	switch in {
 	case inPromptDetails:
-		if string(key) == "cached_tokens" {
+		if id == keyCached {
 			p.cached = n
 		}
 		return
 	case inCompletionDetails:
-		if string(key) == "reasoning_tokens" {
+		if id == keyReasoning {
 			p.reasoning = n
 		}
 		return
 	}
-	switch string(key) {
-	case "prompt_tokens":
+	switch id {
+	case keyPrompt:
 		p.u.PromptTokens = n
-	case "completion_tokens":
+	case keyCompletion:
 		p.u.CompletionTokens = n
-	case "total_tokens":
+	case keyTotal:
 		p.u.TotalTokens = n
-	case "prompt_cache_hit_tokens":
+	case keyCacheHit:
 		p.u.PromptCacheHitTokens = n
 	}
 }
 
 // skipSpace returns the index of the first byte at or after i that is not JSON white space.
 func skipSpace(v []byte, i int) int {
-	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+	for i < len(v) && v[i] <= ' ' && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
 		i++
 	}
 	return i

@@ -148,6 +148,11 @@ func (t *Transport) received(a *attempt, tu *txUpstream, out *http.Request) erro
 			Message: "failover target answered with a redirect"}
 	}
 	if isEventStream(resp.Header) {
+		if x.known && !x.call.Stream && x.body.unread() {
+			// A body too large to buffer was not read for its stream flag: the answer
+			// says it is a stream, and the Dialect decodes it, cut and stall included.
+			x.call.Stream = true
+		}
 		if x.known && x.call.Stream {
 			return t.openStream(a, tu, resp)
 		}

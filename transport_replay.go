@@ -65,6 +65,10 @@ func readReplayBody(req *http.Request, max int64, b *replayBody) error {
 // replayable reports whether the body can be sent more than once.
 func (b *replayBody) replayable() bool { return b.once == nil }
 
+// unread reports whether the body was too large to buffer, so that the Dialect could not
+// inspect it.
+func (b *replayBody) unread() bool { return b.once != nil || b.get != nil }
+
 // open returns the body for one attempt.
 func (b *replayBody) open() (io.ReadCloser, int64, error) {
 	switch {

@@ -142,3 +142,33 @@ func oaiProvider(t *testing.T, baseURL string) llmclient.Provider {
 	}
 	return p
 }
+
+// TestAuditTransportCutStreamOverTheReplayLimitWithGetBody: a streaming request whose body
+// is over WithMaxReplayBody but has GetBody is not read for its stream flag either; its
+// answer is still decoded as the stream it is, so a cut after the first token reads as an
+// error (it is not continued: the body was never inspected), not as a clean end.
+func TestAuditTransportCutStreamOverTheReplayLimitWithGetBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newScript(sseStep(oaiStream("s1", 100, 7, 9, "Hel", "lo")[:3]...))
+		b := newScript(sseStep(oaiStream("s2", 200, 7, 3, "Hello", " world")...))
+		c, _ := contPair(t, a, b)
+		rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}}, llmclient.WithMaxReplayBody(1024))
+		big := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://a.test/v1/chat/completions",
+			strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if req.GetBody == nil || req.ContentLength != int64(len(big)) {
+			t.Fatal("the request must have GetBody and its length")
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readBody(t, resp); err == nil {
+			t.Error("a cut stream over the replay limit ended cleanly")
+		}
+	})
+}

@@ -334,25 +334,7 @@ func TestAuditRestoreKeyReachesAReplicaThatSawTheEviction(t *testing.T) {
 				t.Fatalf("b called the key a evicted")
 			}
 		}
-		if err := a.RestoreKey("u", "key#1"); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second)
-		before := len(pb.Requests())
-		for range 10 {
-			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		used := 0
-		for _, r := range pb.Requests()[before:] {
-			if r.APIKey == "sk-one" {
-				used++
-			}
-		}
-		if used == 0 {
-			t.Errorf("b never used the restored key in 10 calls; its snapshot: %+v", b.Snapshot().Upstreams[0].Keys)
-		}
+		restoreAndExpectUsed(t, a, b, pb, 10)
 	})
 }
 
@@ -378,25 +360,7 @@ func TestAuditEvictKeyReachesEveryReplica(t *testing.T) {
 				t.Fatal("b called the key a evicted")
 			}
 		}
-		if err := a.RestoreKey("u", "key#1"); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Second)
-		before := len(pb.Requests())
-		for range 6 {
-			if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		used := 0
-		for _, r := range pb.Requests()[before:] {
-			if r.APIKey == "sk-one" {
-				used++
-			}
-		}
-		if used == 0 {
-			t.Error("b never used the restored key")
-		}
+		restoreAndExpectUsed(t, a, b, pb, 6)
 	})
 }
 
@@ -433,4 +397,27 @@ func TestAuditContinuationAvoidsAnUpstreamThatCannotServe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restoreAndExpectUsed restores key#1 ("sk-one") of upstream u on replica a, lets a
+// second pass (virtual time), and fails unless replica b, whose provider is pb, calls
+// that key again within n calls.
+func restoreAndExpectUsed(t *testing.T, a, b *llmclient.Client, pb *fake.Provider, n int) {
+	t.Helper()
+	if err := a.RestoreKey("u", "key#1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	before := len(pb.Requests())
+	for range n {
+		if _, err := b.Complete(context.Background(), chatReq("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range pb.Requests()[before:] {
+		if r.APIKey == "sk-one" {
+			return
+		}
+	}
+	t.Errorf("b never used the restored key in %d calls; its snapshot: %+v", n, b.Snapshot().Upstreams[0].Keys)
 }

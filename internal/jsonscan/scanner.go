@@ -221,7 +221,10 @@ func (s *Scanner) Key() []byte {
 		s.fail("expected member name")
 		return nil
 	}
-	k := s.str()
+	k, i, ok := s.plainStr()
+	if !ok {
+		k = s.strRest(i)
+	}
 	if i := s.pos; i < len(s.data) && s.data[i] == ':' { // no space before the colon
 		s.pos = i + 1
 		return k
@@ -240,7 +243,11 @@ func (s *Scanner) Key() []byte {
 // the scanner.
 func (s *Scanner) Str() []byte {
 	if i := s.pos; i < len(s.data) && s.data[i] == '"' { // a string, no space before it
-		return s.str()
+		if b, i, ok := s.plainStr(); ok {
+			return b
+		} else {
+			return s.strRest(i)
+		}
 	}
 	switch s.Peek() {
 	case String:
@@ -456,22 +463,42 @@ func (s *Scanner) number() int64 {
 
 // str consumes a string token (s.data[s.pos] == '"') and returns its unescaped contents.
 func (s *Scanner) str() []byte {
+	if b, i, ok := s.plainStr(); ok {
+		return b
+	} else {
+		return s.strRest(i)
+	}
+}
+
+// plainStr is str for the most common string in API payloads (member names, ids, tokens):
+// one that ends within its first 64 bytes without an escape, found eight bytes at a time.
+// It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
+// is consumed, and i is where the look stopped: the first backslash, or the first byte
+// not looked at; strRest goes on from there.
+func (s *Scanner) plainStr() (b []byte, i int, ok bool) {
 	start := s.pos + 1
 	d := s.data
-	// Most strings in API payloads (member names, ids, tokens) are short: looking at eight
-	// bytes at a time beats two IndexByte calls there. Longer strings switch to IndexByte.
 	end := min(len(d), start+64)
-	i := start
-	for ; i+8 <= end; i += 8 {
+	for i = start; i+8 <= end; i += 8 {
 		if m := specialBytes(binary.LittleEndian.Uint64(d[i : i+8 : i+8])); m != 0 {
 			i += bits.TrailingZeros64(m) / 8
-			if d[i] == '"' {
-				s.pos = i + 1
-				return d[start:i]
+			if d[i] != '"' {
+				return nil, i, false
 			}
-			return s.unescape(start, i)
+			s.pos = i + 1
+			return d[start:i], i, true
 		}
 	}
+	return nil, i, false
+}
+
+// strRest is str for a string plainStr left at i: the bytes before i are neither '"'
+// nor '\\'.
+func (s *Scanner) strRest(i int) []byte {
+	start := s.pos + 1
+	d := s.data
+	// Longer strings switch to IndexByte.
+	end := min(len(d), start+64)
 	for ; i < end; i++ {
 		switch d[i] {
 		case '"':

@@ -78,11 +78,12 @@ func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 // scanMessages reads the messages into req. Their content parts given as a plain string
 // share the backing array parts, grown a few at a time.
 func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
-	if sc.Peek() == jsonscan.Null {
+	switch sc.Peek() {
+	case jsonscan.Array:
+	case jsonscan.Null:
 		sc.Null()
 		return true
-	}
-	if sc.Peek() != jsonscan.Array {
+	default:
 		return false
 	}
 	for ok := sc.Array(); ok; ok = sc.More() {

@@ -366,7 +366,7 @@ func knownKey(v []byte, i int) (int, int) {
 		return keyOther, i
 	}
 	var n int
-	switch binary.LittleEndian.Uint64(v[i : i+8 : i+8]) {
+	switch binary.LittleEndian.Uint64(v[i:]) {
 	case word8("total_to"):
 		n = len("total_tokens")
 	case word8("prompt_t"):

@@ -151,11 +151,20 @@ func (s *Scanner) open(open, close byte) bool {
 		s.fail("nesting too deep")
 		return false
 	}
-	s.pos++
-	s.ws()
-	if s.pos < len(s.data) && s.data[s.pos] == close {
-		s.pos++
-		return false
+	i := s.pos + 1
+	if d := s.data; i < len(d) && d[i] > ' ' { // no space after the bracket: no reload of the view
+		if d[i] == close {
+			s.pos = i + 1
+			return false
+		}
+		s.pos = i
+	} else {
+		s.pos = i
+		s.skipWS()
+		if s.pos < len(s.data) && s.data[s.pos] == close {
+			s.pos++
+			return false
+		}
 	}
 	d := uint(s.depth)
 	w, bit := &s.objects[d/64%uint(len(s.objects))], uint64(1)<<(d%64)

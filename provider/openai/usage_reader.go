@@ -365,48 +365,33 @@ func knownKey(v []byte, i int) (int, int) {
 	if len(v)-i < 13 { // the shortest name and its quote
 		return keyOther, i
 	}
-	var n, id int
+	var n int
 	switch binary.LittleEndian.Uint64(v[i:]) {
 	case word8("total_to"):
-		n, id = len("total_tokens"), keyTotal
+		n = len("total_tokens")
 	case word8("prompt_t"):
-		n, id = len("prompt_tokens"), keyPrompt
+		n = len("prompt_tokens")
 		if len(v)-i > len("prompt_tokens_details") && v[i+n] == '_' {
-			n, id = len("prompt_tokens_details"), keyPromptDetails
+			n = len("prompt_tokens_details")
 		}
 	case word8("cached_t"):
-		n, id = len("cached_tokens"), keyCached
+		n = len("cached_tokens")
 	case word8("reasonin"):
-		n, id = len("reasoning_tokens"), keyReasoning
+		n = len("reasoning_tokens")
 	case word8("completi"):
-		n, id = len("completion_tokens"), keyCompletion
+		n = len("completion_tokens")
 		if len(v)-i > len("completion_tokens_details") && v[i+n] == '_' {
-			n, id = len("completion_tokens_details"), keyCompletionDetails
+			n = len("completion_tokens_details")
 		}
 	case word8("prompt_c"):
-		n, id = len("prompt_cache_hit_tokens"), keyCacheHit
+		n = len("prompt_cache_hit_tokens")
 	default:
 		return keyOther, i
 	}
 	if len(v)-i <= n || v[i+n] != '"' {
 		return keyOther, i
 	}
-	if n <= 16 { // the first eight bytes are the candidate's: its last eight decide
-		if binary.LittleEndian.Uint64(v[i+n-8:]) != lastWords[id] {
-			id = keyOther
-		}
-		return id, i + n
-	}
 	return keyOf(v[i : i+n]), i + n
-}
-
-// lastWords are the last eight bytes of the names of at most 16 bytes, as knownKey reads
-// them.
-var lastWords = [...]uint64{
-	keyTotal:     word8("total_tokens"[len("total_tokens")-8:]),
-	keyPrompt:    word8("prompt_tokens"[len("prompt_tokens")-8:]),
-	keyCached:    word8("cached_tokens"[len("cached_tokens")-8:]),
-	keyReasoning: word8("reasoning_tokens"[len("reasoning_tokens")-8:]),
 }
 
 // word8 is the first eight bytes of s, little-endian: a constant for a constant s.

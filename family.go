@@ -119,7 +119,12 @@ const (
 // tokens in a sample of it (ASCII at about 4 bytes a token, CJK characters about one token
 // each, other characters about one token per two bytes).
 func scriptOf(req *Request) int {
-	var ascii, cjk, other int
+	return pickScript(scriptCounts(req))
+}
+
+// scriptCounts returns the counts scriptOf picks the class from: the sample's ASCII bytes,
+// the lead bytes of its CJK characters and those of its two-byte characters.
+func scriptCounts(req *Request) (ascii, cjk, other int) {
 	budget := scriptSample
 	for i := range req.Messages {
 		for j := range req.Messages[i].Content {
@@ -139,6 +144,12 @@ func scriptOf(req *Request) int {
 					if k == len(s) {
 						break
 					}
+					// Fewer than eight bytes left, all ASCII: the word that ends s tells
+					// it in one load.
+					if r := len(s) - k; r < 8 && len(s) >= 8 && word(s[len(s)-8:])>>(64-8*uint(r))&0x8080808080808080 == 0 {
+						ascii += r
+						break
+					}
 				}
 				b := s[k]
 				k++
@@ -153,11 +164,11 @@ func scriptOf(req *Request) int {
 				}
 			}
 			if budget == 0 {
-				return pickScript(ascii, cjk, other)
+				return ascii, cjk, other
 			}
 		}
 	}
-	return pickScript(ascii, cjk, other)
+	return ascii, cjk, other
 }
 
 // word returns the first eight bytes of s, little-endian, in one load.

@@ -7,8 +7,10 @@ import (
 )
 
 // scriptOfBytewise is scriptOf one byte at a time: what the eight-byte scan must count.
-func scriptOfBytewise(req *Request) int {
-	var ascii, cjk, other int
+func scriptOfBytewise(req *Request) int { return pickScript(scriptCountsBytewise(req)) }
+
+// scriptCountsBytewise is scriptCounts one byte at a time.
+func scriptCountsBytewise(req *Request) (ascii, cjk, other int) {
 	budget := scriptSample
 	for i := range req.Messages {
 		for j := range req.Messages[i].Content {
@@ -29,11 +31,11 @@ func scriptOfBytewise(req *Request) int {
 				}
 			}
 			if budget == 0 {
-				return pickScript(ascii, cjk, other)
+				return ascii, cjk, other
 			}
 		}
 	}
-	return pickScript(ascii, cjk, other)
+	return ascii, cjk, other
 }
 
 // TestScriptOfCountsEveryByte checks scriptOf against a byte-at-a-time count on texts that
@@ -53,6 +55,10 @@ func TestScriptOfCountsEveryByte(t *testing.T) {
 			msgs = append(msgs, Message{Role: RoleUser, Content: []Part{TextPart(b.String())}})
 		}
 		req := &Request{Messages: msgs}
+		a, c, o := scriptCounts(req)
+		if wa, wc, wo := scriptCountsBytewise(req); a != wa || c != wc || o != wo {
+			t.Fatalf("scriptCounts = %d, %d, %d, counted byte by byte %d, %d, %d, for %+v", a, c, o, wa, wc, wo, msgs)
+		}
 		got, want := scriptOf(req), scriptOfBytewise(req)
 		if got != want {
 			t.Fatalf("scriptOf = %d, counted byte by byte %d, for %+v", got, want, msgs)

@@ -80,10 +80,14 @@ func (s *Scanner) Err() error { return s.err }
 // Offset returns the current byte offset in the document.
 func (s *Scanner) Offset() int { return s.pos }
 
+// fail keeps the first error and empties the document's view, so that every later call
+// finds no input where it expects a token and does nothing: no method needs to test err
+// first.
 func (s *Scanner) fail(msg string) {
 	if s.err == nil {
 		s.err = &SyntaxError{Msg: msg, Offset: s.pos}
 	}
+	s.data = s.data[:0]
 }
 
 // ws skips whitespace. The common case, no whitespace at all, is decided inline.
@@ -108,9 +112,6 @@ func (s *Scanner) skipWS() {
 
 // Peek returns the kind of the next value without consuming it.
 func (s *Scanner) Peek() Kind {
-	if s.err != nil {
-		return Invalid
-	}
 	s.ws()
 	if s.pos >= len(s.data) {
 		return Invalid
@@ -137,9 +138,6 @@ func (s *Scanner) Object() bool { return s.open('{', '}') }
 func (s *Scanner) Array() bool { return s.open('[', ']') }
 
 func (s *Scanner) open(open, close byte) bool {
-	if s.err != nil {
-		return false
-	}
 	s.ws()
 	if s.pos >= len(s.data) || s.data[s.pos] != open {
 		if open == '{' {
@@ -153,11 +151,20 @@ func (s *Scanner) open(open, close byte) bool {
 		s.fail("nesting too deep")
 		return false
 	}
-	s.pos++
-	s.ws()
-	if s.pos < len(s.data) && s.data[s.pos] == close {
-		s.pos++
-		return false
+	i := s.pos + 1
+	if d := s.data; i < len(d) && d[i] > ' ' { // no space after the bracket: no reload of the view
+		if d[i] == close {
+			s.pos = i + 1
+			return false
+		}
+		s.pos = i
+	} else {
+		s.pos = i
+		s.skipWS()
+		if s.pos < len(s.data) && s.data[s.pos] == close {
+			s.pos++
+			return false
+		}
 	}
 	d := uint(s.depth)
 	w, bit := &s.objects[d/64%uint(len(s.objects))], uint64(1)<<(d%64)
@@ -174,8 +181,9 @@ func (s *Scanner) open(open, close byte) bool {
 // More is called after each member or element: it consumes a ',' and reports true when
 // another one follows, or consumes the closing bracket and reports false.
 func (s *Scanner) More() bool {
-	if s.err != nil {
-		return false
+	if i := s.pos; i < len(s.data) && s.data[i] == ',' && s.closer == '}' && s.depth > 0 {
+		s.pos = i + 1 // the next member of an object, no space before the comma
+		return true
 	}
 	if s.depth == 0 {
 		s.fail("More outside an object or array")
@@ -217,15 +225,19 @@ func (s *Scanner) More() bool {
 // Key reads an object member's name and the ':' after it. The name is unescaped; it is
 // valid until the next call on the scanner.
 func (s *Scanner) Key() []byte {
-	if s.err != nil {
-		return nil
-	}
 	s.ws()
 	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
 		s.fail("expected member name")
 		return nil
 	}
-	k := s.str()
+	k, i, ok := s.plainStr()
+	if !ok {
+		k = s.strRest(i)
+	}
+	if i := s.pos; i < len(s.data) && s.data[i] == ':' { // no space before the colon
+		s.pos = i + 1
+		return k
+	}
 	s.ws()
 	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
 		s.fail("expected ':'")
@@ -239,6 +251,13 @@ func (s *Scanner) Key() []byte {
 // the document or into a buffer the scanner reuses: they are valid until the next call on
 // the scanner.
 func (s *Scanner) Str() []byte {
+	if i := s.pos; i < len(s.data) && s.data[i] == '"' { // a string, no space before it
+		if b, i, ok := s.plainStr(); ok {
+			return b
+		} else {
+			return s.strRest(i)
+		}
+	}
 	switch s.Peek() {
 	case String:
 		return s.str()
@@ -356,9 +375,6 @@ func (s *Scanner) Skip() {
 
 // End checks that only whitespace follows the top-level value.
 func (s *Scanner) End() {
-	if s.err != nil {
-		return
-	}
 	s.ws()
 	if s.pos != len(s.data) {
 		s.fail("unexpected data after top-level value")
@@ -456,22 +472,42 @@ func (s *Scanner) number() int64 {
 
 // str consumes a string token (s.data[s.pos] == '"') and returns its unescaped contents.
 func (s *Scanner) str() []byte {
+	if b, i, ok := s.plainStr(); ok {
+		return b
+	} else {
+		return s.strRest(i)
+	}
+}
+
+// plainStr is str for the most common string in API payloads (member names, ids, tokens):
+// one that ends within its first 64 bytes without an escape, found eight bytes at a time.
+// It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
+// is consumed, and i is where the look stopped: the first backslash, or the first byte
+// not looked at; strRest goes on from there.
+func (s *Scanner) plainStr() (b []byte, i int, ok bool) {
 	start := s.pos + 1
 	d := s.data
-	// Most strings in API payloads (member names, ids, tokens) are short: looking at eight
-	// bytes at a time beats two IndexByte calls there. Longer strings switch to IndexByte.
 	end := min(len(d), start+64)
-	i := start
-	for ; i+8 <= end; i += 8 {
-		if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+	for i = start; i+8 <= end; i += 8 {
+		if m := specialBytes(binary.LittleEndian.Uint64(d[i : i+8 : i+8])); m != 0 {
 			i += bits.TrailingZeros64(m) / 8
-			if d[i] == '"' {
-				s.pos = i + 1
-				return d[start:i]
+			if d[i] != '"' {
+				return nil, i, false
 			}
-			return s.unescape(start, i)
+			s.pos = i + 1
+			return d[start:i], i, true
 		}
 	}
+	return nil, i, false
+}
+
+// strRest is str for a string plainStr left at i: the bytes before i are neither '"'
+// nor '\\'.
+func (s *Scanner) strRest(i int) []byte {
+	start := s.pos + 1
+	d := s.data
+	// Longer strings switch to IndexByte.
+	end := min(len(d), start+64)
 	for ; i < end; i++ {
 		switch d[i] {
 		case '"':
@@ -501,11 +537,14 @@ func (s *Scanner) str() []byte {
 // specialBytes returns a mask whose lowest set bit is the high bit of the first byte of w
 // (little-endian) that is '"' or '\\', or 0 when there is none. Bits above the lowest may
 // be set by false positives; only the lowest is exact.
+//
+// It is the zero-byte test (x-ones)&^x&highs of w^'"' and of w^'\\' together: both
+// characters are ASCII, so either x has w's high bits, and one &^w serves both.
 func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := w ^ ('"' * ones)
 	b := w ^ ('\\' * ones)
-	return ((q-ones)&^q | (b-ones)&^b) & highs
+	return ((q - ones) | (b - ones)) &^ w & highs
 }
 
 // unescape decodes the string that starts at start, whose first escape is at i, into s.buf.

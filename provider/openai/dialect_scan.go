@@ -78,11 +78,12 @@ func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 // scanMessages reads the messages into req. Their content parts given as a plain string
 // share the backing array parts, grown a few at a time.
 func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
-	if sc.Peek() == jsonscan.Null {
+	switch sc.Peek() {
+	case jsonscan.Array:
+	case jsonscan.Null:
 		sc.Null()
 		return true
-	}
-	if sc.Peek() != jsonscan.Array {
+	default:
 		return false
 	}
 	for ok := sc.Array(); ok; ok = sc.More() {
@@ -92,13 +93,15 @@ func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk
 		if req.Messages == nil {
 			req.Messages, *parts = blk.messages[:0], blk.parts[:0]
 		}
-		var m llmclient.Message
+		// The message is read in place (on a failure the caller discards the request).
+		req.Messages = append(req.Messages, llmclient.Message{})
+		m := &req.Messages[len(req.Messages)-1]
 		for ok := sc.Object(); ok; ok = sc.More() {
 			switch k := sc.Key(); string(k) {
 			case "role":
 				m.Role = roleOf(sc.Str())
 			case "content":
-				if !scanContent(sc, body, &m, parts) {
+				if !scanContent(sc, body, m, parts) {
 					return false
 				}
 			case "name":
@@ -106,7 +109,7 @@ func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk
 			case "tool_call_id":
 				m.ToolCallID = bodyText(sc, body)
 			case "tool_calls":
-				if !scanToolCalls(sc, body, &m) {
+				if !scanToolCalls(sc, body, m) {
 					return false
 				}
 			default:
@@ -119,10 +122,6 @@ func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk
 		if m.Role == "" {
 			m.Role = llmclient.RoleUser
 		}
-		if req.Messages == nil {
-			req.Messages = make([]llmclient.Message, 0, 4) // a system prompt, a turn or two
-		}
-		req.Messages = append(req.Messages, m)
 	}
 	return sc.Err() == nil
 }
@@ -194,8 +193,9 @@ func scanContent(sc *jsonscan.Scanner, body []byte, m *llmclient.Message, parts 
 			*parts = make([]llmclient.Part, 0, 4)
 		}
 		i := len(*parts)
-		*parts = append(*parts, llmclient.TextPart(bodyText(sc, body)))
-		m.Content = (*parts)[i : i+1 : i+1] // a caller's append to it cannot reach the next message's
+		*parts = (*parts)[:i+1]
+		(*parts)[i] = llmclient.Part{Type: llmclient.PartText, Text: bodyText(sc, body)} // in place
+		m.Content = (*parts)[i : i+1 : i+1]                                              // a caller's append to it cannot reach the next message's
 		return true
 	case jsonscan.Null:
 		sc.Null()

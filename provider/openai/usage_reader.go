@@ -157,7 +157,7 @@ func lastIndex(body []byte, name []byte) int {
 	c := name[k]
 	j := len(body) // the bytes before j are left to look at
 	for ; j >= 8; j -= 8 {
-		w := binary.LittleEndian.Uint64(body[j-8:])
+		w := binary.LittleEndian.Uint64(body[j-8 : j : j])
 		for m := zeroBytes(w ^ uint64(c)*ones); m != 0; {
 			b := 63 - bits.LeadingZeros64(m) // from the last byte of the word down
 			m &^= 1 << b
@@ -185,7 +185,7 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 // looking at eight bytes at a time.
 func quoteOrEscape(v []byte, i int) int {
 	for ; i+8 <= len(v); i += 8 {
-		w := binary.LittleEndian.Uint64(v[i:])
+		w := binary.LittleEndian.Uint64(v[i : i+8 : i+8])
 		// The lowest bit of each mask is exact, and so is the lowest of both.
 		if m := zeroBytes(w^'"'*ones) | zeroBytes(w^'\\'*ones); m != 0 {
 			return i + bits.TrailingZeros64(m)/8

@@ -44,3 +44,30 @@ func searchAgainst(t *testing.T, seed uint64, pieces []string, search func([]byt
 		t.Fatal("no body held the key")
 	}
 }
+
+// TestKnownKeyAgreesWithKeyOf reads each name the plain usage reader knows, and each with
+// one byte changed, followed by its closing quote: knownKey must give what keyOf gives
+// for the name, and the index of the quote whenever it names a key.
+func TestKnownKeyAgreesWithKeyOf(t *testing.T) {
+	names := []string{"total_tokens", "prompt_tokens", "cached_tokens", "reasoning_tokens", "completion_tokens",
+		"prompt_tokens_details", "prompt_cache_hit_tokens", "completion_tokens_details", "total_tokens_", "prompt_tokens_detail"}
+	for _, name := range names {
+		for pos := -1; pos < len(name); pos++ {
+			for _, flip := range []byte{0x01, 0x20, 0x80} {
+				b := []byte(name)
+				if pos >= 0 {
+					b[pos] ^= flip
+				}
+				v := append(b, `":1,"x":2}`...)
+				id, k := knownKey(v, 0)
+				want := keyOf(v[:len(b)])
+				if id != want {
+					t.Fatalf("knownKey(%q) = %d, keyOf %d", v, id, want)
+				}
+				if id != keyOther && k != len(b) {
+					t.Fatalf("knownKey(%q) ends at %d, want %d", v, k, len(b))
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,580 @@
+package jsonscan
+
+// refScanner is the scanner as it was before its fast paths: the reference the
+// differential fuzz test compares Scanner with, call by call.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays the scanner accepts.
+
+// refSyntaxError describes malformed JSON.
+type refSyntaxError struct {
+	Msg    string
+	Offset int // byte offset in the document where the error was found
+}
+
+// Error returns "jsonscan: <msg> at offset N".
+func (e *refSyntaxError) Error() string {
+	return "jsonscan: " + e.Msg + " at offset " + strconv.Itoa(e.Offset)
+}
+
+// refScanner walks one JSON document. The zero value is an empty document; Reset gives it
+// data. A refScanner reuses its buffers across Resets and is not safe for concurrent use.
+type refScanner struct {
+	data   []byte
+	pos    int
+	err    error
+	buf    []byte // unescaped strings
+	depth  int    // open containers
+	closer byte   // '}' or ']': what closes the innermost open container
+	// objects has bit d set when the container at depth d (from 0) is an object, clear
+	// for an array: the nesting without an allocation.
+	objects [MaxDepth / 64]uint64
+	text    []byte // the chunk Text copies strings into; append-only, never rewritten
+}
+
+// Reset starts scanning data, keeping the scanner's buffers.
+func (s *refScanner) Reset(data []byte) {
+	s.data = data
+	s.pos = 0
+	s.err = nil
+	s.depth = 0
+}
+
+// Err returns the first syntax error, or nil.
+func (s *refScanner) Err() error { return s.err }
+
+// Offset returns the current byte offset in the document.
+func (s *refScanner) Offset() int { return s.pos }
+
+func (s *refScanner) fail(msg string) {
+	if s.err == nil {
+		s.err = &refSyntaxError{Msg: msg, Offset: s.pos}
+	}
+}
+
+// ws skips whitespace. The common case, no whitespace at all, is decided inline.
+func (s *refScanner) ws() {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return
+	}
+	s.skipWS()
+}
+
+// skipWS is ws's loop.
+func (s *refScanner) skipWS() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// Peek returns the kind of the next value without consuming it.
+func (s *refScanner) Peek() Kind {
+	if s.err != nil {
+		return Invalid
+	}
+	s.ws()
+	if s.pos >= len(s.data) {
+		return Invalid
+	}
+	return refKinds[s.data[s.pos]]
+}
+
+// refKinds is the Kind of the value each byte starts.
+var refKinds = func() (k [256]Kind) {
+	k['{'], k['['], k['"'], k['t'], k['f'], k['n'], k['-'] = Object, Array, String, Bool, Bool, Null, Number
+	for c := '0'; c <= '9'; c++ {
+		k[c] = Number
+	}
+	return k
+}()
+
+// Object consumes the '{' that opens an object and reports whether the object has a
+// member; an empty object is consumed whole. For each member, call Key, read or Skip the
+// value, then More.
+func (s *refScanner) Object() bool { return s.open('{', '}') }
+
+// Array consumes the '[' that opens an array and reports whether the array has an element;
+// an empty array is consumed whole. For each element, read or Skip it, then call More.
+func (s *refScanner) Array() bool { return s.open('[', ']') }
+
+func (s *refScanner) open(open, close byte) bool {
+	if s.err != nil {
+		return false
+	}
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != open {
+		if open == '{' {
+			s.fail("expected object")
+		} else {
+			s.fail("expected array")
+		}
+		return false
+	}
+	if s.depth >= MaxDepth {
+		s.fail("nesting too deep")
+		return false
+	}
+	s.pos++
+	s.ws()
+	if s.pos < len(s.data) && s.data[s.pos] == close {
+		s.pos++
+		return false
+	}
+	d := uint(s.depth)
+	w, bit := &s.objects[d/64%uint(len(s.objects))], uint64(1)<<(d%64)
+	if open == '{' {
+		*w |= bit
+	} else {
+		*w &^= bit
+	}
+	s.depth++
+	s.closer = close
+	return true
+}
+
+// More is called after each member or element: it consumes a ',' and reports true when
+// another one follows, or consumes the closing bracket and reports false.
+func (s *refScanner) More() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.depth == 0 {
+		s.fail("More outside an object or array")
+		return false
+	}
+	s.ws()
+	if s.pos >= len(s.data) {
+		s.fail("unexpected end of input")
+		return false
+	}
+	close := s.closer
+	switch c := s.data[s.pos]; {
+	case c == ',':
+		s.pos++
+		if close == ']' {
+			s.ws()
+			if s.pos < len(s.data) && s.data[s.pos] == ']' {
+				s.fail("trailing comma")
+				return false
+			}
+		}
+		return true
+	case c == close:
+		s.pos++
+		s.depth--
+		if s.depth > 0 {
+			d := uint(s.depth - 1)
+			s.closer = ']'
+			if s.objects[d/64%uint(len(s.objects))]>>(d%64)&1 != 0 {
+				s.closer = '}'
+			}
+		}
+		return false
+	}
+	s.fail("expected ',' or '" + string(close) + "'")
+	return false
+}
+
+// Key reads an object member's name and the ':' after it. The name is unescaped; it is
+// valid until the next call on the scanner.
+func (s *refScanner) Key() []byte {
+	if s.err != nil {
+		return nil
+	}
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		s.fail("expected member name")
+		return nil
+	}
+	k := s.str()
+	s.ws()
+	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		s.fail("expected ':'")
+		return nil
+	}
+	s.pos++
+	return k
+}
+
+// Str reads a string value and returns it unescaped; null reads as nil. The bytes point into
+// the document or into a buffer the scanner reuses: they are valid until the next call on
+// the scanner.
+func (s *refScanner) Str() []byte {
+	switch s.Peek() {
+	case String:
+		return s.str()
+	case Null:
+		s.literal("null")
+		return nil
+	}
+	s.fail("expected string")
+	return nil
+}
+
+// Text reads a string value as a Go string, unescaped; null reads as "". Short strings
+// share a few larger allocations instead of one each: they are copied into a chunk of
+// between 256 bytes and 4 KiB (the document's size, within those bounds), which stays in
+// memory while any of its strings is referenced; a string longer than a quarter of the
+// chunk gets its own allocation. The strings are immutable and outlive the refScanner and
+// its Resets.
+func (s *refScanner) Text() string {
+	b := s.Str()
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(s.text)-len(s.text) < len(b) {
+		chunk := min(max(len(s.data), 256), 4096)
+		if len(b) > chunk/4 {
+			return string(b)
+		}
+		s.text = make([]byte, 0, chunk)
+	}
+	start := len(s.text)
+	s.text = append(s.text, b...) // within capacity: no byte a returned string holds moves or changes
+	return unsafe.String(&s.text[start], len(b))
+}
+
+// UseText makes buf the chunk Text copies strings into next, in place of one it would
+// allocate: a caller that allocates memory for the document's values anyway can hold
+// their first strings in the same allocation. Text appends to buf within its capacity
+// (from its length on) and never rewrites what it appended; when buf is full, Text
+// allocates chunks as usual. The caller must not write to buf's capacity beyond its
+// length while a string Text returned is in use.
+func (s *refScanner) UseText(buf []byte) { s.text = buf }
+
+// Int reads a number as an int64 (a fraction is truncated); null reads as 0.
+func (s *refScanner) Int() int64 {
+	switch s.Peek() {
+	case Number:
+		return s.number()
+	case Null:
+		s.literal("null")
+		return 0
+	}
+	s.fail("expected number")
+	return 0
+}
+
+// Bool reads true or false; null reads as false.
+func (s *refScanner) Bool() bool {
+	switch s.Peek() {
+	case Bool:
+		if s.data[s.pos] == 't' {
+			s.literal("true")
+			return true
+		}
+		s.literal("false")
+		return false
+	case Null:
+		s.literal("null")
+		return false
+	}
+	s.fail("expected boolean")
+	return false
+}
+
+// Null consumes a null and reports true when the next value is null; otherwise it consumes
+// nothing and reports false.
+func (s *refScanner) Null() bool {
+	if s.Peek() != Null {
+		return false
+	}
+	s.literal("null")
+	return s.err == nil
+}
+
+// Skip consumes the next value, whatever it is, validating it.
+func (s *refScanner) Skip() {
+	switch s.Peek() {
+	case Object:
+		for more := s.Object(); more; more = s.More() {
+			s.Key()
+			s.Skip()
+		}
+	case Array:
+		for more := s.Array(); more; more = s.More() {
+			s.Skip()
+		}
+	case String:
+		s.str()
+	case Number:
+		s.numberToken()
+	case Bool:
+		if s.data[s.pos] == 't' {
+			s.literal("true")
+		} else {
+			s.literal("false")
+		}
+	case Null:
+		s.literal("null")
+	default:
+		if s.err == nil && s.pos >= len(s.data) {
+			s.fail("unexpected end of input")
+		}
+		s.fail("expected value")
+	}
+}
+
+// End checks that only whitespace follows the top-level value.
+func (s *refScanner) End() {
+	if s.err != nil {
+		return
+	}
+	s.ws()
+	if s.pos != len(s.data) {
+		s.fail("unexpected data after top-level value")
+	}
+}
+
+func (s *refScanner) literal(lit string) {
+	if len(s.data)-s.pos < len(lit) || string(s.data[s.pos:s.pos+len(lit)]) != lit {
+		s.fail("invalid literal")
+		return
+	}
+	s.pos += len(lit)
+}
+
+// numberToken consumes a number and returns its bytes and whether it is an integer.
+func (s *refScanner) numberToken() ([]byte, bool) {
+	start := s.pos
+	d := s.data
+	i := s.pos
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	default:
+		s.pos = i
+		s.fail("invalid number")
+		return nil, false
+	}
+	integer := true
+	if i < len(d) && d[i] == '.' {
+		integer = false
+		i++
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			s.pos = i
+			s.fail("invalid number")
+			return nil, false
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		integer = false
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == j {
+			s.pos = i
+			s.fail("invalid number")
+			return nil, false
+		}
+	}
+	s.pos = i
+	return d[start:i], integer
+}
+
+func (s *refScanner) number() int64 {
+	tok, integer := s.numberToken()
+	if s.err != nil {
+		return 0
+	}
+	if integer && len(tok) <= 18 {
+		var n int64
+		neg := tok[0] == '-'
+		if neg {
+			tok = tok[1:]
+		}
+		for _, c := range tok {
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || f >= 1<<63 || f < -(1<<63) {
+		s.fail("number out of range")
+		return 0
+	}
+	return int64(f)
+}
+
+// str consumes a string token (s.data[s.pos] == '"') and returns its unescaped contents.
+func (s *refScanner) str() []byte {
+	start := s.pos + 1
+	d := s.data
+	// Most strings in API payloads (member names, ids, tokens) are short: looking at eight
+	// bytes at a time beats two IndexByte calls there. Longer strings switch to IndexByte.
+	end := min(len(d), start+64)
+	i := start
+	for ; i+8 <= end; i += 8 {
+		if m := refSpecialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			if d[i] == '"' {
+				s.pos = i + 1
+				return d[start:i]
+			}
+			return s.unescape(start, i)
+		}
+	}
+	for ; i < end; i++ {
+		switch d[i] {
+		case '"':
+			s.pos = i + 1
+			return d[start:i]
+		case '\\':
+			return s.unescape(start, i)
+		}
+	}
+	rest := d[end:]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		q = len(rest)
+	}
+	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+		return s.unescape(start, end+e)
+	}
+	if q == len(rest) {
+		s.pos = len(d)
+		s.fail("unterminated string")
+		return nil
+	}
+	s.pos = end + q + 1
+	return d[start : end+q]
+}
+
+// refSpecialBytes returns a mask whose lowest set bit is the high bit of the first byte of w
+// (little-endian) that is '"' or '\\', or 0 when there is none. Bits above the lowest may
+// be set by false positives; only the lowest is exact.
+func refSpecialBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ ('"' * ones)
+	b := w ^ ('\\' * ones)
+	return ((q-ones)&^q | (b-ones)&^b) & highs
+}
+
+// unescape decodes the string that starts at start, whose first escape is at i, into s.buf.
+func (s *refScanner) unescape(start, i int) []byte {
+	d := s.data
+	b := append(s.buf[:0], d[start:i]...)
+	for i < len(d) {
+		c := d[i]
+		if c == '"' {
+			s.pos = i + 1
+			s.buf = b
+			return b
+		}
+		if c != '\\' {
+			// Copy the run up to the next quote or backslash at once.
+			j := i + 1
+			for j < len(d) && d[j] != '"' && d[j] != '\\' {
+				j++
+			}
+			b = append(b, d[i:j]...)
+			i = j
+			continue
+		}
+		if i+1 >= len(d) {
+			break
+		}
+		switch e := d[i+1]; e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := refHex4(d, i+2)
+			if !ok {
+				s.pos = i
+				s.buf = b
+				s.fail("invalid \\u escape")
+				return nil
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(-1), false
+				if i+1 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
+					r2, ok = refHex4(d, i+2)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b = utf8.AppendRune(b, r)
+			continue
+		default:
+			s.pos = i
+			s.buf = b
+			s.fail("invalid escape")
+			return nil
+		}
+		i += 2
+	}
+	s.pos = len(d)
+	s.buf = b
+	s.fail("unterminated string")
+	return nil
+}
+
+// refHex4 parses the four hex digits at d[i:i+4].
+func refHex4(d []byte, i int) (rune, bool) {
+	if i+4 > len(d) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/llmclient/llmclient/routing"
 )
 
@@ -169,4 +170,127 @@ func TestAuditContinuationMeetsABudgetAtItsCap(t *testing.T) {
 			t.Errorf("%d upstream calls, want 1", p.Calls())
 		}
 	})
+}
+
+// TestAuditCacheStreamHitAtTheCap: "A stream served from the cache replays the recorded
+// chunks one by one. A hit has no Attempts, and its Cost is a known $0." A stream repeated
+// while the budget is at its cap and the only upstream is forced open is served chunk by
+// chunk from the cache; its Response is Cached, with no attempts and a known $0, the
+// budget's spend does not move and the upstream is not called.
+func TestAuditCacheStreamHitAtTheCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := cache.New(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		prompt := llmclient.EstimatePromptTokens(nil, budgetReq())
+		p := fake.New(fake.Stream("one ", "two ", "three").Usage(prompt, 250).Forever())
+		perCall := costOf(t, m, pricing.Tokens{Input: prompt, Output: 250}, time.Now())
+		c := newClient(t, pricedUp("a", p, m), llmclient.WithMiddleware(ca.Middleware()),
+			llmclient.WithBudget(budget.Budget{Name: "cap", Cap: perCall}))
+		stream := func() (chunks []string, resp *llmclient.Response, err error) {
+			s, err := c.Stream(context.Background(), budgetReq())
+			if err != nil {
+				return nil, nil, err
+			}
+			defer s.Close()
+			for s.Next() {
+				if txt := s.Current().Text; txt != "" {
+					chunks = append(chunks, txt)
+				}
+			}
+			return chunks, s.Response(), s.Err()
+		}
+		first, resp, err := stream()
+		if err != nil || resp.Cached || !resp.Cost.Known || resp.Cost.Amount != perCall {
+			t.Fatalf("first stream: %q, %+v, %v; want an upstream answer costing %v", first, resp, err, perCall)
+		}
+		if err := c.ForceBreakerOpen("a"); err != nil {
+			t.Fatal(err)
+		}
+		before, err := c.Budget(context.Background(), "cap", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !before.Hard {
+			t.Fatalf("budget before the hit: %+v, want it refusing at its cap", before)
+		}
+		again, resp, err := stream()
+		if err != nil {
+			t.Fatalf("a stream hit at the cap with the breaker forced open: %v", err)
+		}
+		if strings.Join(again, "|") != strings.Join(first, "|") || len(again) != 3 {
+			t.Errorf("replayed chunks %q, want the recorded %q one by one", again, first)
+		}
+		if !resp.Cached || len(resp.Attempts) != 0 || !resp.Cost.Known || resp.Cost.Estimated || resp.Cost.Amount != 0 {
+			t.Errorf("hit: cached %v, %d attempts, cost %+v; want a cached answer, none, a known $0", resp.Cached, len(resp.Attempts), resp.Cost)
+		}
+		after, err := c.Budget(context.Background(), "cap", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Spent != before.Spent || after.Reserved != 0 {
+			t.Errorf("budget after the hit: spent %v reserved %v, before %v", after.Spent, after.Reserved, before.Spent)
+		}
+		if p.Calls() != 1 {
+			t.Errorf("the upstream was called %d times, want once", p.Calls())
+		}
+	})
+}
+
+// TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer: the key is "not Metadata, Priority"
+// and PromptCacheKey "is not part of the response cache's key"; the model as the caller
+// names it is. Through a Client with cache affinity on (where PromptCacheKey also picks the
+// upstream), repeats that differ only in those fields are hits, and another model name is
+// a miss.
+func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := cache.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := fake.New(fake.Reply("x").Forever()), fake.New(fake.Reply("y").Forever())
+	c := newClient(t, up("x", x), up("y", y), llmclient.WithModelGroup("chat", "x", "y"),
+		llmclient.WithRouting("chat", routing.Weighted), llmclient.WithCacheAffinity(64),
+		llmclient.WithMiddleware(ca.Middleware()))
+	req := func(mod func(*llmclient.Request)) *llmclient.Request {
+		r := chatReq("chat")
+		r.PromptCacheKey = "tenant-1"
+		r.Metadata = map[string]string{"tenant": "t1"}
+		mod(r)
+		return r
+	}
+	first, err := c.Complete(context.Background(), req(func(*llmclient.Request) {}))
+	if err != nil || first.Cached {
+		t.Fatalf("first call: %+v, %v", first, err)
+	}
+	for name, mod := range map[string]func(*llmclient.Request){
+		"PromptCacheKey":    func(r *llmclient.Request) { r.PromptCacheKey = "tenant-2" },
+		"no PromptCacheKey": func(r *llmclient.Request) { r.PromptCacheKey = "" },
+		"Metadata":          func(r *llmclient.Request) { r.Metadata = map[string]string{"tenant": "t2", "trace": "z"} },
+		"Priority":          func(r *llmclient.Request) { r.Priority = ratelimit.Batch },
+	} {
+		resp, err := c.Complete(context.Background(), req(mod))
+		if err != nil || !resp.Cached || resp.Text != first.Text || len(resp.Attempts) != 0 {
+			t.Errorf("%s changed: %+v, %v; want a hit with %q", name, resp, err, first.Text)
+		}
+	}
+	if n := x.Calls() + y.Calls(); n != 1 {
+		t.Errorf("%d upstream calls after the repeats, want 1", n)
+	}
+	resp, err := c.Complete(context.Background(), req(func(r *llmclient.Request) { r.Model = "x" }))
+	if err != nil || resp.Cached {
+		t.Errorf("another model name: %+v, %v; want a miss", resp, err)
+	}
+	if n := x.Calls() + y.Calls(); n != 2 {
+		t.Errorf("%d upstream calls after another model name, want 2", n)
+	}
 }

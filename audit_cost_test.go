@@ -1,0 +1,79 @@
+package llmclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/pricing"
+	"github.com/llmclient/llmclient/provider/fake"
+)
+
+// TestAuditCostLocalRefusalIsAKnownZero: docs/cost.md says a local refusal is "a known $0",
+// and a budget's refusal is failure.BudgetExceeded wrapping budget.ErrExceeded with
+// Error.AdmitAfter saying when the window leaves room. With a rolling hour whose whole cap
+// the first call spent, the second call is refused before any call, costs a known $0 on
+// the error and on its one local attempt, and is admitted again after AdmitAfter.
+func TestAuditCostLocalRefusalIsAKnownZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		p := fake.New(exactUsage().Forever())
+		perCall := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, budgetReq()), Output: 250}, time.Now())
+		c := newClient(t, pricedUp("a", p, m),
+			llmclient.WithBudget(budget.Budget{Name: "hour", Window: budget.Rolling(time.Hour), Cap: perCall}))
+		resp, err := c.Complete(context.Background(), budgetReq())
+		if err != nil || !resp.Cost.Known || resp.Cost.Amount != perCall {
+			t.Fatalf("first call: %+v, %v; want a known %v", resp, err, perCall)
+		}
+		_, err = c.Complete(context.Background(), budgetReq())
+		var e *llmclient.Error
+		if !errors.As(err, &e) || e.Class != failure.BudgetExceeded || !errors.Is(err, budget.ErrExceeded) {
+			t.Fatalf("second call: %v, want budget_exceeded wrapping budget.ErrExceeded", err)
+		}
+		if !e.Cost.Known || e.Cost.Estimated || e.Cost.Amount != 0 {
+			t.Errorf("the refusal's cost %+v, want a known $0", e.Cost)
+		}
+		if len(e.Attempts) != 1 || !e.Attempts[0].Local || !e.Attempts[0].Cost.Known || e.Attempts[0].Cost.Amount != 0 {
+			t.Errorf("the refusal's attempts %+v, want one local attempt at a known $0", e.Attempts)
+		}
+		if e.AdmitAfter <= 0 || e.AdmitAfter > time.Hour {
+			t.Fatalf("AdmitAfter %v, want within the rolling hour", e.AdmitAfter)
+		}
+		if p.Calls() != 1 {
+			t.Errorf("%d upstream calls, want 1", p.Calls())
+		}
+		time.Sleep(e.AdmitAfter)
+		if _, err := c.Complete(context.Background(), budgetReq()); err != nil {
+			t.Errorf("after AdmitAfter (%v): %v, want the call admitted", e.AdmitAfter, err)
+		}
+	})
+}
+
+// TestAuditCostUnpricedWithoutABudgetIsUnknown: "no price means Cost{} (unknown), never a
+// silent $0" — with no budget, a model no table prices is served, and its response, its
+// attempt and its call event carry an unknown cost.
+func TestAuditCostUnpricedWithoutABudgetIsUnknown(t *testing.T) {
+	p := fake.New(fake.Reply("ok").Usage(10, 10).Forever())
+	var log eventLog
+	c := newClient(t, up("a", p), llmclient.WithPricing(nil), llmclient.WithObserver(log.observe))
+	resp, err := c.Complete(context.Background(), chatReq("no-such-model-anywhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Cost != (pricing.Cost{}) || len(resp.Attempts) != 1 || resp.Attempts[0].Cost != (pricing.Cost{}) {
+		t.Errorf("cost %+v, attempts %+v; want Cost{} everywhere", resp.Cost, resp.Attempts)
+	}
+	if s := resp.Cost.String(); s != "unknown" {
+		t.Errorf("Cost.String() = %q, want \"unknown\"", s)
+	}
+	calls := log.kinds(event.Call)
+	if len(calls) != 1 || calls[0].Cost != (pricing.Cost{}) {
+		t.Errorf("call events %+v, want one with Cost{}", calls)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/cache"
+	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
@@ -292,5 +294,148 @@ func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
 	}
 	if n := x.Calls() + y.Calls(); n != 2 {
 		t.Errorf("%d upstream calls after another model name, want 2", n)
+	}
+}
+
+// TestAuditCacheDedupIsSeenOnce: with de-duplication, "each caller's copy carries the
+// shared call's Attempts and Cost (… events and metrics see it once)". Five identical
+// calls in flight together make one upstream call; every caller gets its attempts and
+// cost, and the observer sees one call event, carrying that cost once.
+func TestAuditCacheDedupIsSeenOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := cache.New(store, cache.WithDedup(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := priced(t, "m", pricing.Dollar, 2*pricing.Dollar, 0)
+		p := fake.New(fake.Reply("ok").Latency(time.Second).Usage(100, 50).Forever())
+		var log eventLog
+		c := newClient(t, pricedUp("a", p, m), llmclient.WithMiddleware(ca.Middleware()), llmclient.WithObserver(log.observe))
+		one := costOf(t, m, pricing.Tokens{Input: 100, Output: 50}, time.Now())
+		resps := make([]*llmclient.Response, 5)
+		var wg sync.WaitGroup
+		for i := range resps {
+			wg.Go(func() {
+				resp, err := c.Complete(context.Background(), chatReq("m"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resps[i] = resp
+			})
+		}
+		wg.Wait()
+		if p.Calls() != 1 {
+			t.Fatalf("%d upstream calls, want one shared", p.Calls())
+		}
+		for i, r := range resps {
+			if r == nil || len(r.Attempts) != 1 || r.Attempts[0].Cost.Amount != one || !r.Cost.Known || r.Cost.Amount != one {
+				t.Errorf("caller %d: %+v; want the shared call's one attempt and cost %v", i, r, one)
+			}
+		}
+		calls := log.kinds(event.Call)
+		if len(calls) != 1 || calls[0].Cost.Amount != one {
+			t.Errorf("%d call events (%+v), want one carrying %v", len(calls), calls, one)
+		}
+	})
+}
+
+// TestAuditCacheStreamsAreNotShared: "Streams are not shared" by de-duplication: two
+// identical streams in flight together each make their own upstream call, and each gets
+// the whole answer.
+func TestAuditCacheStreamsAreNotShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := cache.New(store, cache.WithDedup(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := fake.New(fake.Stream("one ", "two").ChunkDelay(time.Second).Forever())
+		c := newClient(t, up("a", p), llmclient.WithMiddleware(ca.Middleware()))
+		texts := make([]string, 2)
+		var wg sync.WaitGroup
+		for i := range texts {
+			wg.Go(func() {
+				s, err := c.Stream(context.Background(), chatReq("m"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				text, err := readAll(s)
+				if err != nil {
+					t.Error(err)
+				}
+				texts[i] = text
+			})
+		}
+		wg.Wait()
+		if p.Calls() != 2 || texts[0] != "one two" || texts[1] != "one two" {
+			t.Errorf("%d upstream calls, texts %q; want two calls, each stream the whole answer", p.Calls(), texts)
+		}
+	})
+}
+
+// TestAuditCacheIdempotencyWindowDefault: the first call under an idempotency key "runs on
+// past its caller's timeout (up to WithIdempotencyTTL, 10 min by default)". With the
+// default, a call whose caller left after 1s and that answers at 9m50s is joined by a
+// repeat at 9m, which gets its answer with no second upstream call; a call that would
+// answer at 10m30s is stopped at its window's end, so a repeat at 10m20s makes a new call.
+func TestAuditCacheIdempotencyWindowDefault(t *testing.T) {
+	run := func(t *testing.T, latency, repeatAt time.Duration) (string, int) {
+		var text string
+		var calls int
+		synctest.Test(t, func(t *testing.T) {
+			store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ca, err := cache.New(store, cache.WithTTL(0)) // the exact cache off: only the key answers
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := fake.New(fake.Reply("first").Latency(latency), fake.Reply("second"))
+			c := newClient(t, up("a", p), llmclient.WithMaxAttempts(1), llmclient.WithMiddleware(ca.Middleware()))
+			keyed := cache.WithIdempotencyKey(context.Background(), "job-1")
+			ctx, cancel := context.WithTimeout(keyed, time.Second)
+			_, err = c.Complete(ctx, chatReq("m"))
+			cancel()
+			if llmclient.ClassOf(err) != failure.Timeout {
+				t.Fatalf("the first caller: %v, want a timeout", err)
+			}
+			time.Sleep(repeatAt - time.Second)
+			resp, err := c.Complete(keyed, chatReq("m"))
+			if err != nil {
+				t.Fatalf("the repeat: %v", err)
+			}
+			text, calls = resp.Text, p.Calls()
+			synctest.Wait()
+		})
+		return text, calls
+	}
+	if text, calls := run(t, 9*time.Minute+50*time.Second, 9*time.Minute); text != "first" || calls != 1 {
+		t.Errorf("answer at 9m50s, repeat at 9m: %q after %d calls; want the first call's answer, one call", text, calls)
+	}
+	if text, calls := run(t, 10*time.Minute+30*time.Second, 10*time.Minute+20*time.Second); text != "second" || calls != 2 {
+		t.Errorf("answer due at 10m30s, repeat at 10m20s: %q after %d calls; want a new call", text, calls)
+	}
+	if cache.DefaultIdempotencyTTL != 10*time.Minute {
+		t.Errorf("DefaultIdempotencyTTL = %v, documented as 10 min", cache.DefaultIdempotencyTTL)
+	}
+}
+
+// TestAuditCacheDocumentedBounds: the semantic index's documented defaults (10,000
+// questions, 64 MiB) and the largest embedding kept (65,536 dimensions) are the package's.
+func TestAuditCacheDocumentedBounds(t *testing.T) {
+	if cache.DefaultMaxSemanticEntries != 10_000 || cache.DefaultMaxSemanticBytes != 64<<20 || cache.MaxEmbeddingDimensions != 65_536 {
+		t.Errorf("entries %d, bytes %d, dimensions %d; documented 10,000, 64 MiB, 65,536",
+			cache.DefaultMaxSemanticEntries, cache.DefaultMaxSemanticBytes, cache.MaxEmbeddingDimensions)
 	}
 }

@@ -77,3 +77,35 @@ func TestAuditCostUnpricedWithoutABudgetIsUnknown(t *testing.T) {
 		t.Errorf("call events %+v, want one with Cost{}", calls)
 	}
 }
+
+// TestAuditCostReservationUsesReservedOutputWithoutMaxTokens: each attempt "reserves its
+// estimate — the prompt plus MaxTokens (else WithReservedOutput) at that upstream's price —
+// before any call", and one that does not fit is refused before any call. A request with
+// no MaxTokens under WithReservedOutput(1000) fits a cap of exactly the prompt plus 1,000
+// output tokens and is refused under a cap one output token smaller; a request with
+// MaxTokens reserves that instead, however large WithReservedOutput is.
+func TestAuditCostReservationUsesReservedOutputWithoutMaxTokens(t *testing.T) {
+	m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+	noMax := chatReq("m")
+	prompt := llmclient.EstimatePromptTokens(nil, noMax)
+	call := func(limit pricing.Money, req *llmclient.Request) (int, error) {
+		p := fake.New(fake.Reply("ok").Usage(prompt, 10).Forever())
+		c := newClient(t, pricedUp("a", p, m), llmclient.WithReservedOutput(1000),
+			llmclient.WithBudget(budget.Budget{Name: "cap", Cap: limit}))
+		_, err := c.Complete(context.Background(), req)
+		return p.Calls(), err
+	}
+	fits := costOf(t, m, pricing.Tokens{Input: prompt, Output: 1000}, time.Now())
+	if n, err := call(fits, noMax); err != nil || n != 1 {
+		t.Errorf("cap = prompt + 1,000 output: %v, %d calls; want the call admitted", err, n)
+	}
+	short := costOf(t, m, pricing.Tokens{Input: prompt, Output: 999}, time.Now())
+	if n, err := call(short, noMax); !errors.Is(err, budget.ErrExceeded) || n != 0 {
+		t.Errorf("cap = prompt + 999 output: %v, %d calls; want budget.ErrExceeded before any call", err, n)
+	}
+	withMax := budgetReq() // MaxTokens 250
+	capped := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, withMax), Output: 250}, time.Now())
+	if n, err := call(capped, withMax); err != nil || n != 1 {
+		t.Errorf("MaxTokens 250 under WithReservedOutput(1000), cap = prompt + 250: %v, %d calls; want admitted", err, n)
+	}
+}

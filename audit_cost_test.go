@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -107,5 +109,56 @@ func TestAuditCostReservationUsesReservedOutputWithoutMaxTokens(t *testing.T) {
 	capped := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, withMax), Output: 250}, time.Now())
 	if n, err := call(capped, withMax); err != nil || n != 1 {
 		t.Errorf("MaxTokens 250 under WithReservedOutput(1000), cap = prompt + 250: %v, %d calls; want admitted", err, n)
+	}
+}
+
+// TestAuditCostFailoverRatioBindsOnlyFailover: a refused cost-aware failover is
+// "unavailable wrapping budget.ErrCostlyFailover"; "context and content fallbacks and a
+// budget's Reroute are not bound by it". With a group of mini and a flagship 30× its
+// price under MaxRatio 3: a server error on mini is not failed over to the flagship, but a
+// prompt beyond mini's window goes to the flagship as context fallback, a filtered answer
+// as content fallback, and a call refused at a budget's cap by its Reroute.
+func TestAuditCostFailoverRatioBindsOnlyFailover(t *testing.T) {
+	long := &llmclient.Request{Model: "chat", Messages: []llmclient.Message{llmclient.UserMessage(strings.Repeat("lorem ipsum ", 400))}}
+	prompt := llmclient.EstimatePromptTokens(nil, long)
+	for _, tc := range []struct {
+		name  string
+		first fake.Step
+		req   *llmclient.Request
+		opts  []llmclient.Option
+		want  string // the upstream that answers, "" for a refused failover
+	}{
+		{"failover", fake.Fail(500).Forever(), chatReq("chat"), nil, ""},
+		{"context fallback", fake.Reply("ok").Usage(10, 10).Forever(), long, []llmclient.Option{llmclient.WithContextFallback("flagship")}, "flagship"},
+		{"content fallback", fake.Reply("").Finish(finish.ContentFilter).Usage(10, 10).Forever(), chatReq("chat"),
+			[]llmclient.Option{llmclient.WithContentFallback("flagship")}, "flagship"},
+		{"reroute", fake.Reply("ok").Usage(10, 10).Forever(), chatReq("chat"), []llmclient.Option{llmclient.WithModelGroup("premium", "flagship"),
+			llmclient.WithBudget(budget.Budget{Name: "cheap", Scope: budget.Upstream("mini"), Cap: 1, Reroute: "premium"})}, "flagship"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mini := priced(t, "mini", pricing.Dollar/10, pricing.Dollar/10*4, prompt/2)
+				flagship := priced(t, "flagship", 3*pricing.Dollar, 12*pricing.Dollar, 0)
+				first := fake.New(tc.first)
+				second := fake.New(fake.Reply("big").Usage(10, 10).Forever())
+				opts := append([]llmclient.Option{
+					llmclient.WithUpstream(llmclient.Upstream{Name: "mini", Provider: first, Prices: map[string]*pricing.Model{"": mini}}),
+					llmclient.WithUpstream(llmclient.Upstream{Name: "flagship", Provider: second, Prices: map[string]*pricing.Model{"": flagship}}),
+					llmclient.WithModelGroup("chat", "mini", "flagship"), llmclient.WithMaxAttempts(1),
+					llmclient.WithCostFailover("chat", budget.Failover{MaxRatio: 3})}, tc.opts...)
+				c := newClient(t, opts...)
+				resp, err := c.Complete(context.Background(), tc.req)
+				if tc.want == "" {
+					var e *llmclient.Error
+					if !errors.As(err, &e) || e.Class != failure.Unavailable || !errors.Is(err, budget.ErrCostlyFailover) || second.Calls() != 0 {
+						t.Fatalf("err %v, %d flagship calls; want a refused failover (unavailable, ErrCostlyFailover), none", err, second.Calls())
+					}
+					return
+				}
+				if err != nil || resp.Upstream != tc.want || second.Calls() != 1 {
+					t.Fatalf("%+v, %v, %d flagship calls; want an answer from %s", resp, err, second.Calls(), tc.want)
+				}
+			})
+		})
 	}
 }

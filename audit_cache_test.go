@@ -439,3 +439,33 @@ func TestAuditCacheDocumentedBounds(t *testing.T) {
 			cache.DefaultMaxSemanticEntries, cache.DefaultMaxSemanticBytes, cache.MaxEmbeddingDimensions)
 	}
 }
+
+// TestAuditCacheAffinityLeavesEmbeddingsAlone: "transport requests and embeddings have no
+// affinity". On one Client with cache affinity on, chat calls sharing a long prompt all
+// start on one upstream of their weighted group, while embeddings of one long text spread
+// over both upstreams of theirs, as the weighted choice does without affinity.
+func TestAuditCacheAffinityLeavesEmbeddingsAlone(t *testing.T) {
+	long := strings.Repeat("a long shared text ", 20)
+	ex, ey := fake.New(fake.Embedding(4).Forever()), fake.New(fake.Embedding(4).Forever())
+	cx, cy := fake.New(fake.Reply("x").Forever()), fake.New(fake.Reply("y").Forever())
+	c := newClient(t, up("ex", ex), up("ey", ey), up("cx", cx), up("cy", cy),
+		llmclient.WithModelGroup("emb", "ex", "ey"), llmclient.WithRouting("emb", routing.Weighted),
+		llmclient.WithModelGroup("chat", "cx", "cy"), llmclient.WithRouting("chat", routing.Weighted),
+		llmclient.WithCacheAffinity(64))
+	for range 40 {
+		req := chatReq("chat")
+		req.Messages[0] = llmclient.UserMessage(long)
+		if _, err := c.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Embed(context.Background(), &llmclient.EmbedRequest{Model: "emb", Input: []string{long}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cx.Calls() != 0 && cy.Calls() != 0 {
+		t.Errorf("chat calls %d on cx and %d on cy; want every one on the upstream affinity ranks first", cx.Calls(), cy.Calls())
+	}
+	if ex.Calls() == 0 || ey.Calls() == 0 {
+		t.Errorf("embeddings %d on ex and %d on ey; want both used", ex.Calls(), ey.Calls())
+	}
+}

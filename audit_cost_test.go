@@ -13,6 +13,7 @@ import (
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/fake"
 )
@@ -160,5 +161,76 @@ func TestAuditCostFailoverRatioBindsOnlyFailover(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestAuditCostFirstRefusalReportedOnceAcrossClients: event.Budget reports "the first
+// refusal of a window, once across every Client sharing the budget". Two Clients sharing
+// one limit store and one budget, each refused several times at its cap, report one hard
+// event between them, and both read the budget as Hard with Fraction 1.
+func TestAuditCostFirstRefusalReportedOnceAcrossClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := limitstore.NewMemory()
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		perCall := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, budgetReq()), Output: 250}, time.Now())
+		var log eventLog
+		replica := func() (*llmclient.Client, *fake.Provider) {
+			p := fake.New(exactUsage().Forever())
+			return newClient(t, pricedUp("a", p, m), llmclient.WithLimitStore(store), llmclient.WithObserver(log.observe),
+				llmclient.WithBudget(budget.Budget{Name: "shared", Cap: 2 * perCall})), p
+		}
+		a, pa := replica()
+		b, pb := replica()
+		for _, c := range []*llmclient.Client{a, b} {
+			if _, err := c.Complete(context.Background(), budgetReq()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			for _, c := range []*llmclient.Client{a, b} {
+				if _, err := c.Complete(context.Background(), budgetReq()); !errors.Is(err, budget.ErrExceeded) {
+					t.Fatalf("past the shared cap: %v, want budget.ErrExceeded", err)
+				}
+			}
+		}
+		if n := pa.Calls() + pb.Calls(); n != 2 {
+			t.Errorf("%d upstream calls, want the 2 the shared cap allows", n)
+		}
+		if _, hard := budgetEvents(&log); len(hard) != 1 {
+			t.Errorf("%d hard budget events across both Clients, want 1", len(hard))
+		}
+		for _, c := range []*llmclient.Client{a, b} {
+			if st, err := c.Budget(context.Background(), "shared", ""); err != nil || !st.Hard || st.Fraction != 1 {
+				t.Errorf("status %+v, %v; want Hard and Fraction 1", st, err)
+			}
+		}
+	})
+}
+
+// TestAuditCostBudgetStatusWhileRerouting: a budget whose Reroute moves calls past its cap
+// is read as at its cap: c.Budget says Hard, Fraction 1, while its calls are rerouted.
+func TestAuditCostBudgetStatusWhileRerouting(t *testing.T) {
+	flagship := priced(t, "big", 10*pricing.Dollar, 40*pricing.Dollar, 0)
+	economy := priced(t, "small", pricing.Dollar/10, pricing.Dollar/10*4, 0)
+	big, small := fake.New(exactUsage().Forever()), fake.New(exactUsage().Forever())
+	perBig := costOf(t, flagship, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, budgetReq()), Output: 250}, time.Now())
+	c := newClient(t, pricedUp("big", big, flagship), pricedUp("small", small, economy),
+		llmclient.WithModelGroup("m", "big"), llmclient.WithModelGroup("economy", "small"),
+		llmclient.WithBudget(budget.Budget{Name: "flagship", Scope: budget.Upstream("big"), Cap: perBig, Reroute: "economy"}))
+	for i := range 3 {
+		resp, err := c.Complete(context.Background(), budgetReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: "big", false: "small"}[i == 0]; resp.Upstream != want {
+			t.Fatalf("call %d on %s, want %s", i, resp.Upstream, want)
+		}
+		st, err := c.Budget(context.Background(), "flagship", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && (!st.Hard || st.Fraction != 1) {
+			t.Errorf("after rerouted call %d: %+v, want Hard and Fraction 1", i, st)
+		}
 	}
 }

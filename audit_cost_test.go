@@ -234,3 +234,36 @@ func TestAuditCostBudgetStatusWhileRerouting(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditCostStreamCutWithoutUsageIsEstimated: "a stream cut mid-way costs what it
+// reported or the Client's estimate of it". A stream cut after two chunks that reported
+// no usage ends with an error whose cost, and its attempt's, is a known estimate: the
+// prompt plus some output, less than the prompt plus MaxTokens that a timeout bills.
+func TestAuditCostStreamCutWithoutUsageIsEstimated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		p := fake.New(fake.Stream("one ", "two ", "three").CutAfter(2))
+		c := newClient(t, pricedUp("a", p, m), llmclient.WithMaxAttempts(1))
+		req := chatReq("m")
+		req.MaxTokens = 1000
+		s, err := c.Stream(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		text, err := readAll(s)
+		var e *llmclient.Error
+		if text != "one two " || !errors.As(err, &e) {
+			t.Fatalf("text %q, err %v; want the partial answer and an *Error", text, err)
+		}
+		prompt := llmclient.EstimatePromptTokens(nil, req)
+		floor := costOf(t, m, pricing.Tokens{Input: prompt}, time.Now())
+		ceiling := costOf(t, m, pricing.Tokens{Input: prompt, Output: 1000}, time.Now())
+		if !e.Cost.Known || !e.Cost.Estimated || e.Cost.Amount <= floor || e.Cost.Amount >= ceiling {
+			t.Errorf("cost %+v, want a known estimate above the prompt's %v and below the prompt plus MaxTokens, %v", e.Cost, floor, ceiling)
+		}
+		if len(e.Attempts) != 1 || e.Attempts[0].Cost != e.Cost {
+			t.Errorf("attempts %+v, want one carrying the call's cost %+v", e.Attempts, e.Cost)
+		}
+	})
+}

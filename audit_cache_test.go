@@ -440,8 +440,8 @@ func TestAuditCacheDocumentedBounds(t *testing.T) {
 	}
 }
 
-// TestAuditCacheAffinityLeavesEmbeddingsAlone: "transport requests and embeddings have no
-// affinity". On one Client with cache affinity on, chat calls sharing a long prompt all
+// TestAuditCacheAffinityLeavesEmbeddingsAlone: "Embeddings have no affinity" (docs/cost.md;
+// Transport requests have it, TestTransportCacheAffinity). On one Client with cache affinity on, chat calls sharing a long prompt all
 // start on one upstream of their weighted group, while embeddings of one long text spread
 // over both upstreams of theirs, as the weighted choice does without affinity.
 func TestAuditCacheAffinityLeavesEmbeddingsAlone(t *testing.T) {

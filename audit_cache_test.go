@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -245,11 +246,12 @@ func TestAuditCacheStreamHitAtTheCap(t *testing.T) {
 	})
 }
 
-// TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer: the key is "not Metadata, Priority"
-// and PromptCacheKey "is not part of the response cache's key"; the model as the caller
-// names it is. Through a Client with cache affinity on (where PromptCacheKey also picks the
-// upstream), repeats that differ only in those fields are hits, and another model name is
-// a miss.
+// TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer: the key is "not Metadata, Priority or
+// the context's CallOptions", and PromptCacheKey "is not part of the response cache's
+// key"; the model as the caller names it is. Through a Client with cache affinity on
+// (where PromptCacheKey also picks the upstream), repeats that differ only in those are
+// hits, even one pinned to the other upstream with an extra header, and another model
+// name is a miss.
 func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
 	store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
 	if err != nil {
@@ -284,6 +286,15 @@ func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
 		if err != nil || !resp.Cached || resp.Text != first.Text || len(resp.Attempts) != 0 {
 			t.Errorf("%s changed: %+v, %v; want a hit with %q", name, resp, err, first.Text)
 		}
+	}
+	other := "x"
+	if first.Upstream == "x" {
+		other = "y"
+	}
+	ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Pin: []string{other},
+		Headers: http.Header{"Anthropic-Beta": {"some-beta"}}})
+	if resp, err := c.Complete(ctx, req(func(*llmclient.Request) {})); err != nil || !resp.Cached || resp.Text != first.Text {
+		t.Errorf("CallOptions pinning %s with a header: %+v, %v; want a hit with %q", other, resp, err, first.Text)
 	}
 	if n := x.Calls() + y.Calls(); n != 1 {
 		t.Errorf("%d upstream calls after the repeats, want 1", n)

@@ -267,3 +267,31 @@ func TestAuditCostStreamCutWithoutUsageIsEstimated(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditCostCanceledAfterSendBillsTheMaximum: "a timeout or cancellation after the
+// request was sent … costs the prompt plus the largest output allowed, marked estimated".
+// A caller that cancels 1s into a call its upstream answers after a minute gets an error
+// whose cost, and its attempt's, is the estimate of the prompt plus MaxTokens.
+func TestAuditCostCanceledAfterSendBillsTheMaximum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
+		p := fake.New(fake.Reply("late").Usage(10, 10).Latency(time.Minute))
+		c := newClient(t, pricedUp("a", p, m))
+		req := budgetReq() // MaxTokens 250
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		_, err := c.Complete(ctx, req)
+		var e *llmclient.Error
+		if !errors.As(err, &e) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want the caller's cancellation", err)
+		}
+		want := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, req), Output: 250}, time.Now())
+		if !e.Cost.Known || !e.Cost.Estimated || e.Cost.Amount != want {
+			t.Errorf("cost %+v, want a known estimate of %v", e.Cost, want)
+		}
+		if len(e.Attempts) != 1 || e.Attempts[0].Cost != e.Cost {
+			t.Errorf("attempts %+v, want one carrying the call's cost", e.Attempts)
+		}
+		synctest.Wait()
+	})
+}

@@ -30,14 +30,7 @@ import (
 // same state is refused by the budget or the breaker.
 func TestAuditCacheHitMeetsSpentBudgetAndOpenBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := cache.New(store)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ca := memoryCache(t)
 		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
 		p := fake.New(exactUsage().Forever())
 		perCall := costOf(t, m, pricing.Tokens{Input: llmclient.EstimatePromptTokens(nil, budgetReq()), Output: 250}, time.Now())
@@ -65,16 +58,7 @@ func TestAuditCacheHitMeetsSpentBudgetAndOpenBreaker(t *testing.T) {
 		if len(resp.Attempts) != 0 || !resp.Cost.Known || resp.Cost.Amount != 0 || resp.Text != "ok" {
 			t.Errorf("hit: %d attempts, cost %+v, text %q; want none, a known $0, the cached text", len(resp.Attempts), resp.Cost, resp.Text)
 		}
-		after, err := c.Budget(context.Background(), "cap", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if after.Spent != before.Spent || after.Reserved != 0 {
-			t.Errorf("budget after the hit: spent %v reserved %v, before %v", after.Spent, after.Reserved, before.Spent)
-		}
-		if p.Calls() != 1 {
-			t.Errorf("the upstream was called %d times, want once", p.Calls())
-		}
+		expectHitSpentNothing(t, c, before, p)
 	})
 }
 
@@ -182,14 +166,7 @@ func TestAuditContinuationMeetsABudgetAtItsCap(t *testing.T) {
 // budget's spend does not move and the upstream is not called.
 func TestAuditCacheStreamHitAtTheCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := cache.New(store)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ca := memoryCache(t)
 		m := priced(t, "m", pricing.Dollar, 4*pricing.Dollar, 0)
 		prompt := llmclient.EstimatePromptTokens(nil, budgetReq())
 		p := fake.New(fake.Stream("one ", "two ", "three").Usage(prompt, 250).Forever())
@@ -233,16 +210,7 @@ func TestAuditCacheStreamHitAtTheCap(t *testing.T) {
 		if !resp.Cached || len(resp.Attempts) != 0 || !resp.Cost.Known || resp.Cost.Estimated || resp.Cost.Amount != 0 {
 			t.Errorf("hit: cached %v, %d attempts, cost %+v; want a cached answer, none, a known $0", resp.Cached, len(resp.Attempts), resp.Cost)
 		}
-		after, err := c.Budget(context.Background(), "cap", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if after.Spent != before.Spent || after.Reserved != 0 {
-			t.Errorf("budget after the hit: spent %v reserved %v, before %v", after.Spent, after.Reserved, before.Spent)
-		}
-		if p.Calls() != 1 {
-			t.Errorf("the upstream was called %d times, want once", p.Calls())
-		}
+		expectHitSpentNothing(t, c, before, p)
 	})
 }
 
@@ -253,14 +221,7 @@ func TestAuditCacheStreamHitAtTheCap(t *testing.T) {
 // hits, even one pinned to the other upstream with an extra header, and another model
 // name is a miss.
 func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
-	store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := cache.New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := memoryCache(t)
 	x, y := fake.New(fake.Reply("x").Forever()), fake.New(fake.Reply("y").Forever())
 	c := newClient(t, up("x", x), up("y", y), llmclient.WithModelGroup("chat", "x", "y"),
 		llmclient.WithRouting("chat", routing.Weighted), llmclient.WithCacheAffinity(64),
@@ -314,14 +275,7 @@ func TestAuditCacheKeyIgnoresWhatDoesNotReachTheAnswer(t *testing.T) {
 // cost, and the observer sees one call event, carrying that cost once.
 func TestAuditCacheDedupIsSeenOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := cache.New(store, cache.WithDedup(true))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ca := memoryCache(t, cache.WithDedup(true))
 		m := priced(t, "m", pricing.Dollar, 2*pricing.Dollar, 0)
 		p := fake.New(fake.Reply("ok").Latency(time.Second).Usage(100, 50).Forever())
 		var log eventLog
@@ -360,14 +314,7 @@ func TestAuditCacheDedupIsSeenOnce(t *testing.T) {
 // the whole answer.
 func TestAuditCacheStreamsAreNotShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := cache.New(store, cache.WithDedup(true))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ca := memoryCache(t, cache.WithDedup(true))
 		p := fake.New(fake.Stream("one ", "two").ChunkDelay(time.Second).Forever())
 		c := newClient(t, up("a", p), llmclient.WithMiddleware(ca.Middleware()))
 		texts := make([]string, 2)
@@ -404,19 +351,12 @@ func TestAuditCacheIdempotencyWindowDefault(t *testing.T) {
 		var text string
 		var calls int
 		synctest.Test(t, func(t *testing.T) {
-			store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ca, err := cache.New(store, cache.WithTTL(0)) // the exact cache off: only the key answers
-			if err != nil {
-				t.Fatal(err)
-			}
+			ca := memoryCache(t, cache.WithTTL(0)) // the exact cache off: only the key answers
 			p := fake.New(fake.Reply("first").Latency(latency), fake.Reply("second"))
 			c := newClient(t, up("a", p), llmclient.WithMaxAttempts(1), llmclient.WithMiddleware(ca.Middleware()))
 			keyed := cache.WithIdempotencyKey(context.Background(), "job-1")
 			ctx, cancel := context.WithTimeout(keyed, time.Second)
-			_, err = c.Complete(ctx, chatReq("m"))
+			_, err := c.Complete(ctx, chatReq("m"))
 			cancel()
 			if llmclient.ClassOf(err) != failure.Timeout {
 				t.Fatalf("the first caller: %v, want a timeout", err)
@@ -478,5 +418,35 @@ func TestAuditCacheAffinityLeavesEmbeddingsAlone(t *testing.T) {
 	}
 	if ex.Calls() == 0 || ey.Calls() == 0 {
 		t.Errorf("embeddings %d on ex and %d on ey; want both used", ex.Calls(), ey.Calls())
+	}
+}
+
+// memoryCache returns a response cache over a 1 MiB memory store, with opts.
+func memoryCache(t *testing.T, opts ...cache.Option) *cache.Cache {
+	t.Helper()
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := cache.New(store, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// expectHitSpentNothing fails unless budget "cap" of c is where it was before a cache hit
+// (spend unchanged, nothing reserved) and p was called once (by the miss that filled it).
+func expectHitSpentNothing(t *testing.T, c *llmclient.Client, before budget.Status, p *fake.Provider) {
+	t.Helper()
+	after, err := c.Budget(context.Background(), "cap", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Spent != before.Spent || after.Reserved != 0 {
+		t.Errorf("budget after the hit: spent %v reserved %v, before %v", after.Spent, after.Reserved, before.Spent)
+	}
+	if p.Calls() != 1 {
+		t.Errorf("the upstream was called %d times, want once", p.Calls())
 	}
 }

@@ -64,6 +64,9 @@ func (c *Client) breakerLayer(next attemptFunc) attemptFunc {
 			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, Err: errDrained}
 		}
 		p, err := a.up.breaker.Allow()
+		if err != nil && a.up.followSharedClear(a.begun) {
+			p, err = a.up.breaker.Allow()
+		}
 		if err == nil && a.up.sharedOpen(ctx, a.begun) {
 			p.Done(breaker.Ignore)
 			err = errSharedOpen
@@ -112,7 +115,9 @@ func (a *attempt) slowSoFar() bool {
 // so a trip on one replica holds on another from its next attempt on, one store round
 // trip later, and a replica started later sees it too. A replica that saw a trip asks
 // again at most once a second while it lasts, so a breaker that closed on another replica
-// frees the upstream everywhere within about a second. When the store cannot be reached the
+// frees the upstream everywhere within about a second; the replica that recorded the trip
+// asks too, and closes its own breaker when the record was cleared elsewhere (ResetBreaker
+// or ForceBreakerClosed on another replica) or lost (a store that restarted empty). When the store cannot be reached the
 // local breaker alone decides (fail open, whatever the store's FailClosed setting: a
 // store outage is no upstream outage); a trip that could not be recorded is not retried.
 func WithSharedBreakers(upstreams ...string) Option {
@@ -169,6 +174,10 @@ type sharedBreaker struct {
 	// pending is a state change of the local breaker to record: pendingTrip or
 	// pendingReset. The breaker's hook sets it; the attempt that caused it records it.
 	pending atomic.Int32
+	// ownAt is when this Client's own trip was recorded in the store or last found there
+	// (unix nanoseconds); 0 when the store holds no trip of this Client's. ownUntil is
+	// when that record ends by itself.
+	ownAt, ownUntil atomic.Int64
 }
 
 const (
@@ -195,13 +204,58 @@ func (s *sharedBreaker) flush(b *breaker.Breaker) {
 	}
 	switch s.pending.Swap(pendingNone) {
 	case pendingTrip:
-		if left := b.Snapshot().OpenRemaining; left > 0 {
-			_ = s.store.TripBreaker(context.Background(), s.name, min(left, maxSharedTrip)) // fail open
+		if left := min(b.Snapshot().OpenRemaining, maxSharedTrip); left > 0 &&
+			s.store.TripBreaker(context.Background(), s.name, left) == nil { // fail open
+			now := time.Now().UnixNano()
+			s.ownUntil.Store(addNanos(now, left))
+			s.ownAt.Store(now)
 		}
 	case pendingReset:
+		s.ownAt.Store(0)
 		s.openUntil.Store(0)
 		_ = s.store.ResetBreaker(context.Background(), s.name)
 	}
+}
+
+// ownTripCleared reports whether the trip this Client recorded for its open breaker is
+// gone from the store before its end: cleared by ResetBreaker or ForceBreakerClosed on
+// another Client, or lost by a store that restarted empty. It asks the store at most
+// once per sharedRecheck, by one caller, and only while such a trip is recorded and a
+// second or more from its end (a record that ends by itself is no clearing); a store that
+// cannot answer leaves the trip. The caller then closes its breaker, as the other Clients
+// already stopped refusing: the store's record is the one every Client follows.
+func (s *sharedBreaker) ownTripCleared(now time.Time) bool {
+	if s == nil {
+		return false
+	}
+	n := now.UnixNano()
+	at := s.ownAt.Load()
+	if at == 0 || n-at < int64(sharedRecheck) || !s.ownAt.CompareAndSwap(at, n) {
+		return false
+	}
+	if n >= s.ownUntil.Load()-int64(sharedRecheck) {
+		s.ownAt.CompareAndSwap(n, 0)
+		return false
+	}
+	left, err := s.store.BreakerOpen(context.Background(), s.name)
+	if err != nil || left > 0 {
+		return false
+	}
+	return s.ownAt.CompareAndSwap(n, 0)
+}
+
+// followSharedClear closes up's breaker when the trip it recorded in the shared store was
+// cleared there before its end (ownTripCleared), and reports whether it did. A forced
+// state and a breaker that is not open stay as they are.
+func (up *upstream) followSharedClear(now time.Time) bool {
+	if up.shared == nil || up.shared.ownAt.Load() == 0 {
+		return false
+	}
+	if up.breaker.State() != breaker.Open || up.breaker.AdmissionAt(now).Forced || !up.shared.ownTripCleared(now) {
+		return false
+	}
+	up.breaker.Reset()
+	return true
 }
 
 // seenOpen reports whether this Client saw a recorded open period still in force at now.

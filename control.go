@@ -105,8 +105,7 @@ func (c *Client) EvictKey(upstream, label string) error {
 	if k.block(now, d, true) || !wasEvicted {
 		changed = append(changed, "pool_eviction")
 	}
-	if l := k.limiter(); l.shared {
-		l.evict(d)
+	if k.follow(now, k.limiter().evict(d)) {
 		changed = append(changed, "store_eviction")
 	}
 	c.observe(Event{Kind: event.Control, Upstream: up.Name, Key: label, Action: actionKeyEvict,

@@ -284,6 +284,19 @@ func (k *poolKey) adopt(now time.Time, d time.Duration, evict bool) {
 	}
 }
 
+// follow makes the block k just put on itself follow the shared store from now on, as an
+// adopted one does (recheck), when stored says the store holds it too: a RestoreKey on
+// another Client, or a store that lost it (a Redis restarted empty), then ends it here
+// as well within about sharedRecheck. A block the store does not hold stays this
+// Client's own.
+// It returns stored.
+func (k *poolKey) follow(now time.Time, stored bool) bool {
+	if stored && k.blockedUntil.Load() > now.UnixNano() {
+		k.sharedAt.Store(now.UnixNano())
+	}
+	return stored
+}
+
 // recheck asks the shared store again about a block k adopted from it (adopt), once the
 // store's last answer is sharedRecheck old, by one caller (the others keep the block
 // meanwhile): when the store no longer holds it (another Client's RestoreKey), the block
@@ -368,11 +381,12 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 	kc := &c.cfg.keys
 	switch {
 	case d.Evict:
-		a.key.limiter().evict(kc.evictFor)
+		stored := a.key.limiter().evict(kc.evictFor)
 		if a.key.block(now, kc.evictFor, true) {
 			ev.add(Event{Kind: event.KeyEvicted, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(kc.evictFor)})
 		}
+		a.key.follow(now, stored)
 	case d.Cooldown:
 		dur := e.RetryAfter
 		if dur <= 0 {
@@ -383,7 +397,7 @@ func (c *Client) effects(a *attempt, e *Error, d Decision, p plan) events {
 		}
 		dur = min(dur, kc.evictFor)
 		if a.key.cool(now, dur, len(a.up.pool().keys) == 1) {
-			a.key.limiter().pause(now.Add(dur))
+			a.key.follow(now, a.key.limiter().pause(now.Add(dur)))
 			ev.add(Event{Kind: event.KeyCooldown, Time: now, Upstream: a.up.Name, Key: a.keyLabel(),
 				Class: e.Class, Until: now.Add(dur)})
 		}

@@ -799,21 +799,25 @@ func (ls *limitLease) done() {
 	}
 }
 
-// pause stops admission on the scope until the given time, for every caller.
-func (l *keyLimiter) pause(until time.Time) {
+// pause stops admission on the scope until the given time, for every caller. It reports
+// whether a shared store now holds the pause.
+func (l *keyLimiter) pause(until time.Time) bool {
 	if l == nil {
-		return
+		return false
 	}
 	if d := time.Until(until); d > 0 {
-		_ = l.state.Pause(context.Background(), d)
+		return l.state.Pause(context.Background(), d) == nil && l.shared
 	}
+	return false
 }
 
-// evict marks the scope's key out of use for d in a shared store, for every replica.
-func (l *keyLimiter) evict(d time.Duration) {
+// evict marks the scope's key out of use for d in a shared store, for every replica. It
+// reports whether the store now holds the eviction.
+func (l *keyLimiter) evict(d time.Duration) bool {
 	if l != nil && l.shared && d > 0 {
-		_ = l.state.Evict(context.Background(), d)
+		return l.state.Evict(context.Background(), d) == nil
 	}
+	return false
 }
 
 // InFlight returns the number of admitted requests whose lease is not yet released.

@@ -71,6 +71,9 @@ func (up *upstream) availability(now time.Time) availability {
 		return availability{why: refusedDrained}
 	}
 	adm := up.breaker.AdmissionAt(now)
+	if !adm.Admits && !adm.Forced && up.followSharedClear(now) {
+		adm = up.breaker.AdmissionAt(now)
+	}
 	if !adm.Admits {
 		if adm.Forced {
 			return availability{why: refusedForcedOpen}

@@ -192,6 +192,9 @@ type quotaUpstream struct {
 	// horizon (token-seconds).
 	levelSum  float64
 	levelFrom time.Time
+	// sum1 and sum2 are the sums of the charges admitted from levelFrom to the horizon
+	// and of their squares.
+	sum1, sum2 float64
 }
 
 // advance refills the buckets to now, counting the token refill lost while full before
@@ -282,6 +285,10 @@ func (u *quotaUpstream) Complete(ctx context.Context, call *llmclient.Call) (*ll
 	inTime := !now.After(u.horizon)
 	if inTime {
 		u.charged += charge
+		if !now.Before(u.levelFrom) {
+			u.sum1 += charge
+			u.sum2 += charge * charge
+		}
 	}
 	rl := u.rateLimits()
 	out := call.Request.MaxTokens/4 + u.rng.IntN(call.Request.MaxTokens*3/4+1)
@@ -341,6 +348,12 @@ type simResult struct {
 	// level is the upstream token bucket's mean level, in tokens, from levelSkip to the
 	// horizon: what it holds unused at an instant, of which atHorizon is one sample.
 	level float64
+	// saw is E[c²]/2E[c] of the charges c admitted from levelSkip to the horizon: the
+	// mean level of a bucket that sends each request once it holds exactly its charge.
+	saw float64
+	// atMean is what the goodput would have been had the bucket held its mean level
+	// (level) at the horizon instead of the one sample atHorizon.
+	atMean float64
 }
 
 func (r simResult) String() string {
@@ -528,6 +541,8 @@ func runLoad(t *testing.T, prompts []*simPrompt, model ChargeModel, minute bool,
 		res.goodput = up.answered / up.couldAdmit(duration)
 		res.idle, res.atHorizon, res.late = up.idle/up.couldAdmit(duration), up.atHorizon/up.couldAdmit(duration), (up.charged-up.answered)/up.couldAdmit(duration)
 		res.level = up.levelSum / up.horizon.Sub(up.levelFrom).Seconds()
+		res.saw = up.sum2 / 2 / max(up.sum1, 1)
+		res.atMean = res.goodput + res.atHorizon - res.level/up.couldAdmit(duration)
 		res.allGoodput, res.bigGoodput = allOK/max(all, 1), bigOK/max(bigAll, 1)
 	})
 	return res
@@ -574,6 +589,8 @@ func (r *simResult) add(o simResult, runs int) {
 	r.atHorizon += o.atHorizon / float64(runs)
 	r.late += o.late / float64(runs)
 	r.level += o.level / float64(runs)
+	r.saw += o.saw / float64(runs)
+	r.atMean += o.atMean / float64(runs)
 }
 
 // replicaClients builds one Client per replica from opts and the replica's store (none
@@ -732,16 +749,15 @@ const (
 	// bucket's level at the horizon (the log splits the loss so). That level is one sample
 	// of a sawtooth whose mean the log gives too: the limiter sends a request once the
 	// bucket holds its charge, which leaves on average E[c²]/2E[c] of the charges c
-	// (2,700-2,900 tokens for seeds 12-14) plus its reserve (1% of the bucket, 600); the
-	// peers send what arrives and fits. Over twelve sets of three seeds (12-47), one process and four
-	// replicas on one memory store, the mean level was 3,800-4,200 tokens for the
-	// limiter, 3,700-4,000 for the retrying peer and 6,000-6,700 for the other, and the
-	// limiter's goodput was above the better peer's in 14 of 24 runs, 0.01 points above
-	// on average and 0.12 below at worst (nine sets on Redis: 4 above, 0.12 below at
-	// worst). Single samples of processes with about the same mean fall either way, so
-	// the check allows 0.2 points. With a reserve of at least 5% of the bucket the mean
-	// level was 6,100-6,700 and the limiter was under in all 24 runs, by 0.13 points on
-	// average (0.03-0.24).
+	// (2,900 tokens for seeds 12-14) plus its reserve (1% of the bucket, 600); the peers
+	// send what arrives and fits. Over 24 sets of three seeds (12-83), one process and
+	// four replicas on one memory store, the limiter less the better peer was 0.000
+	// points on average with a standard deviation of 0.080, uncorrelated (-0.01) with the
+	// difference of their mean levels, from -0.24 to +0.13; on Redis (21 sets) from -0.31
+	// to +0.17. A lower reserve, a reserve that follows the 429s, and letting a queued
+	// request that fits go first each moved the mean by 0.01 points or less (BENCHMARKS.md,
+	// section 14), so a strict comparison stays a coin toss, and the check allows 0.2
+	// points, which the default seeds (12-14) meet; set 60 does not.
 	overloadGoodputSlack = 0.002
 )
 
@@ -782,8 +798,9 @@ func RunOverload(t *testing.T, corpus string, d Deployment, opts ...llmclient.Op
 		name string
 		r    simResult
 	}{{"limiter", loaded}, {"peer, no retry", peer}, {"peer, retries", retrying}} {
-		t.Logf("%s: goodput %.3f%%, lost %.3f%% while full, %.3f%% left at the horizon, %.3f%% answered late; the upstream's mean level %.0f tokens",
-			x.name, 100*x.r.goodput, 100*x.r.idle, 100*x.r.atHorizon, 100*x.r.late, x.r.level)
+		t.Logf("%s: goodput %.3f%%, lost %.3f%% while full, %.3f%% left at the horizon, %.3f%% answered late; the upstream's mean level %.0f tokens (E[c²]/2E[c] of the charges it admitted %.0f), "+
+			"which at the horizon would give a goodput of %.3f%%",
+			x.name, 100*x.r.goodput, 100*x.r.idle, 100*x.r.atHorizon, 100*x.r.late, x.r.level, x.r.saw, 100*x.r.atMean)
 	}
 	if loaded.p50 > overloadLatency*unloaded.p50 {
 		t.Errorf("p50 latency %v under 2x overload, more than %dx the unloaded %v", loaded.p50, overloadLatency, unloaded.p50)

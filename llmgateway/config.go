@@ -267,8 +267,9 @@ type FallbackConfig struct {
 	Content []string `yaml:"content"`
 }
 
-// PricingConfig points at a price table file (pricing.LoadFile); empty uses the
-// embedded table.
+// PricingConfig points at a price table file (pricing.LoadFile), which turns pricing on;
+// empty uses the embedded table once a budget turns pricing on. Without a file or a
+// budget every cost is unknown (the access log then has no cost_usd).
 type PricingConfig struct {
 	File string `yaml:"file"`
 }

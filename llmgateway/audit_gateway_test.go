@@ -1,0 +1,435 @@
+package llmgateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient/llmgateway"
+)
+
+// Claims of docs/gateway.md about what every answer carries, where the key is read, the
+// size limit, the error rows the other tests do not reach, the access log, /metrics, hot
+// reload and shutdown.
+
+const auditChat = `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+
+// callHeaders checks x-llmclient-upstream, -attempts and -overhead-ms.
+func callHeaders(t *testing.T, what string, resp *http.Response, upstream string, attempts int) {
+	t.Helper()
+	if got := resp.Header.Get("x-llmclient-upstream"); got != upstream {
+		t.Errorf("%s: x-llmclient-upstream %q, want %q", what, got, upstream)
+	}
+	if got := resp.Header.Get("x-llmclient-attempts"); got != strconv.Itoa(attempts) {
+		t.Errorf("%s: x-llmclient-attempts %q, want %d", what, got, attempts)
+	}
+	if ms, err := strconv.ParseFloat(resp.Header.Get("x-llmclient-overhead-ms"), 64); err != nil || ms < 0 {
+		t.Errorf("%s: x-llmclient-overhead-ms %q", what, resp.Header.Get("x-llmclient-overhead-ms"))
+	}
+}
+
+// TestAuditEveryAnswerCarriesTheCallHeaders: "Every answer carries x-request-id (the
+// caller's, or a new one), x-llmclient-upstream, x-llmclient-attempts and
+// x-llmclient-overhead-ms" — a one-shot, a stream, an answer after a retry, an upstream
+// failure after its retries, and a local refusal (which reached no upstream: no upstream
+// or attempts to name).
+func TestAuditEveryAnswerCarriesTheCallHeaders(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, ""))
+	url := g.api.URL + "/v1/chat/completions"
+
+	resp, body := post(t, url, "gw-key-a", auditChat, "x-request-id", "caller-id-1")
+	if resp.StatusCode != 200 || resp.Header.Get("x-request-id") != "caller-id-1" {
+		t.Fatalf("one-shot: %d x-request-id %q: %s", resp.StatusCode, resp.Header.Get("x-request-id"), body)
+	}
+	callHeaders(t, "one-shot", resp, "oa", 1)
+
+	resp, _ = post(t, url, "gw-key-a", auditChat)
+	if id := resp.Header.Get("x-request-id"); id == "" || id == "caller-id-1" {
+		t.Errorf("no caller id: x-request-id %q, want a new one", id)
+	}
+	resp, _ = post(t, url, "gw-key-a", auditChat, "x-request-id", strings.Repeat("i", 129))
+	if id := resp.Header.Get("x-request-id"); id == "" || len(id) > 128 {
+		t.Errorf("an id over 128 bytes was echoed (%d bytes)", len(id))
+	}
+
+	resp, body = post(t, url, "gw-key-a", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, "[DONE]") || resp.Header.Get("x-request-id") == "" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, body)
+	}
+	callHeaders(t, "stream", resp, "oa", 1)
+
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if n%2 == 0 {
+			return upstreamError(500, `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`)(w, r, n)
+		}
+		return false
+	})
+	resp, body = post(t, url, "gw-key-a", auditChat)
+	if resp.StatusCode != 200 {
+		t.Fatalf("after a retry: %d %s", resp.StatusCode, body)
+	}
+	callHeaders(t, "served after a retry", resp, "oa", 2)
+
+	oa.setHandler(upstreamError(500, `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`))
+	resp, body = post(t, url, "gw-key-a", auditChat)
+	if resp.StatusCode != 502 || resp.Header.Get("x-request-id") == "" {
+		t.Fatalf("upstream failure: %d %s", resp.StatusCode, body)
+	}
+	callHeaders(t, "upstream failure", resp, "oa", 2)
+
+	resp, _ = post(t, url, "nope", auditChat)
+	if resp.StatusCode != 401 || resp.Header.Get("x-request-id") == "" || resp.Header.Get("x-llmclient-overhead-ms") == "" {
+		t.Errorf("local refusal: %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	if resp.Header.Get("x-llmclient-upstream") != "" || resp.Header.Get("x-llmclient-attempts") != "" {
+		t.Errorf("a refusal that reached no upstream names one: %v", resp.Header)
+	}
+}
+
+// TestAuditRequestIDHeaderIsConfigurable: headers.request_id names the header read and
+// echoed.
+func TestAuditRequestIDHeaderIsConfigurable(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "headers: {request_id: x-trace-id}"))
+	resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat, "x-trace-id", "trace-7")
+	if resp.StatusCode != 200 || resp.Header.Get("x-trace-id") != "trace-7" {
+		t.Fatalf("%d x-trace-id %q", resp.StatusCode, resp.Header.Get("x-trace-id"))
+	}
+}
+
+// TestAuditGatewayKeyAndPaths: "The gateway key is read from Authorization: Bearer …,
+// x-api-key or api-key", and "the same paths without /v1 work too"; "n other than 1 is
+// refused".
+func TestAuditGatewayKeyAndPaths(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, ""))
+	for _, tc := range []struct{ path, header, value string }{
+		{"/v1/chat/completions", "Authorization", "Bearer gw-key-a"},
+		{"/chat/completions", "x-api-key", "gw-key-a"},
+		{"/messages", "api-key", "gw-key-a"},
+		{"/embeddings", "x-api-key", "gw-key-a"},
+	} {
+		body := auditChat
+		switch tc.path {
+		case "/messages":
+			body = `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+		case "/embeddings":
+			body = `{"model":"text-embedding-3-small","input":"hi"}`
+		}
+		resp, out := post(t, g.api.URL+tc.path, "", body, tc.header, tc.value)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s with %s: %d %s", tc.path, tc.header, resp.StatusCode, out)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, g.api.URL+"/models", nil)
+	req.Header.Set("x-api-key", "gw-key-b")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"gpt-4o-mini"`) || strings.Contains(string(b), `"claude-sonnet"`) {
+		t.Errorf("GET /models for tenant b: %d %s", resp.StatusCode, b)
+	}
+	calls := oa.count()
+	resp, out := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","n":2,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 400 || oa.count() != calls {
+		t.Errorf("n: 2 answered %d (%d upstream calls): %s", resp.StatusCode, oa.count()-calls, out)
+	}
+}
+
+// TestAuditRequestSizeLimit: "body over max_request_bytes → 413 request_too_large": a body
+// of exactly the limit passes, one byte more is refused before any upstream call; the
+// default limit is 4 MiB.
+func TestAuditRequestSizeLimit(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	body := func(n int) string {
+		pre, post := `{"model":"gpt-4o","messages":[{"role":"user","content":"`, `"}]}`
+		return pre + strings.Repeat("x", n-len(pre)-len(post)) + post
+	}
+	g := startGateway(t, baseConfig(oa, an, "max_request_bytes: 1000"))
+	if resp, out := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", body(1000)); resp.StatusCode != 200 {
+		t.Fatalf("a body of exactly the limit: %d %s", resp.StatusCode, out)
+	}
+	calls := oa.count()
+	resp, out := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", body(1001))
+	if resp.StatusCode != 413 || at(decode(t, out), "error", "code") != "request_too_large" || oa.count() != calls {
+		t.Fatalf("one byte over: %d %s (%d upstream calls)", resp.StatusCode, out, oa.count()-calls)
+	}
+	d := startGateway(t, baseConfig(oa, an, ""))
+	if resp, out := post(t, d.api.URL+"/v1/chat/completions", "gw-key-a", body(4<<20+1)); resp.StatusCode != 413 {
+		t.Fatalf("default limit, 4 MiB + 1: %d %.200s", resp.StatusCode, out)
+	}
+}
+
+// TestAuditErrorRowsNotCoveredElsewhere: the table's rows for an upstream key without
+// permission (502 upstream_permission_denied), a content filter (200 with the filtered
+// answer), a timeout (504), and a model no budget can price (403 model_unpriced).
+func TestAuditErrorRowsNotCoveredElsewhere(t *testing.T) {
+	t.Run("permission", func(t *testing.T) {
+		oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+		oa.setHandler(upstreamError(403, `{"error":{"message":"not allowed","type":"invalid_request_error","param":null,"code":"permission_denied"}}`))
+		g := startGateway(t, baseConfig(oa, an, ""))
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat)
+		checkError(t, "permission", resp, body, 502, true, 0)
+		if at(decode(t, body), "error", "code") != "upstream_permission_denied" {
+			t.Fatalf("body %s", body)
+		}
+	})
+	t.Run("content filter", func(t *testing.T) {
+		oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+		oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+			w.Header().Set("content-type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"partial"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+			return true
+		})
+		g := startGateway(t, baseConfig(oa, an, ""))
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat)
+		if resp.StatusCode != 200 || at(decode(t, body), "choices", 0, "finish_reason") != "content_filter" {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+		oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+			<-r.Context().Done()
+			return true
+		})
+		g := startGateway(t, baseConfig(oa, an, "timeouts: {request: 100ms}"))
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat)
+		if resp.StatusCode != 504 || at(decode(t, body), "error", "type") != "timeout_error" {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		resp, body = post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+		if resp.StatusCode != 504 || at(decode(t, body), "error", "type") != "timeout_error" {
+			t.Fatalf("anthropic: %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("unpriced", func(t *testing.T) {
+		oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+		cfg := strings.Replace(baseConfig(oa, an, "budgets: [{name: all, cap_usd: 10}]"), "gpt-4o-mini: gpt-4o-mini", "gpt-4o-mini: no-price-model-x", 1)
+		g := startGateway(t, cfg)
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`)
+		checkError(t, "unpriced", resp, body, 403, true, 0)
+		if at(decode(t, body), "error", "code") != "model_unpriced" || oa.count() != 0 {
+			t.Fatalf("body %s, %d upstream calls", body, oa.count())
+		}
+	})
+}
+
+// TestAuditAccessLogAndKeys: the access log's line has request_id, route, tenant, model,
+// stream, status, upstream, attempts, class (on a failure), cached (on a hit),
+// duration_ms, overhead_ms, tokens and cost (when priced); a key evicted after an auth failure is
+// logged by its label, and no key (the caller's, the upstream's, the admin token) is
+// ever in the log.
+func TestAuditAccessLogAndKeys(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	// A budget turns pricing on (the embedded table): without one, or pricing.file, every
+	// cost is unknown and the line has no cost_usd.
+	g := startGateway(t, baseConfig(oa, an, "cache: {enabled: true}\nadmin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\nbudgets: [{name: all, cap_usd: 100}]"))
+	url := g.api.URL + "/v1/chat/completions"
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`)
+		return true
+	})
+	for range 2 {
+		if resp, body := post(t, url, "gw-key-a", auditChat); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	oa.setHandler(upstreamError(401, `{"error":{"message":"Incorrect API key provided: sk-upstream-1","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`))
+	if resp, body := post(t, url, "gw-key-a", `{"model":"gpt-4o","messages":[{"role":"user","content":"other"}]}`); resp.StatusCode != 502 {
+		t.Fatalf("auth failure: %d %s", resp.StatusCode, body)
+	}
+	logs := g.logs.String()
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	var requests []map[string]any
+	for _, l := range lines {
+		if m := decode(t, l); m["msg"] == "request" {
+			requests = append(requests, m)
+		}
+	}
+	if len(requests) != 3 {
+		t.Fatalf("%d access log lines, want 3:\n%s", len(requests), logs)
+	}
+	first := requests[0]
+	for _, f := range []string{"request_id", "route", "tenant", "model", "stream", "status", "upstream", "attempts", "duration_ms", "overhead_ms", "input_tokens", "output_tokens", "cost_usd"} {
+		if _, ok := first[f]; !ok {
+			t.Errorf("the access log line lacks %s: %v", f, first)
+		}
+	}
+	if requests[1]["cached"] != true {
+		t.Errorf("the second, identical request is not logged as cached: %v", requests[1])
+	}
+	if requests[2]["class"] != "auth" || requests[2]["status"] != float64(502) {
+		t.Errorf("the failure's line: %v", requests[2])
+	}
+	if !strings.Contains(logs, `"msg":"key evicted"`) || !strings.Contains(logs, `"key":"key#1"`) {
+		t.Errorf("the eviction is not logged by its label:\n%s", logs)
+	}
+	for _, secret := range []string{"sk-upstream-1", "gw-key-a", "admin-secret"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("%q is in the log", secret)
+		}
+	}
+}
+
+// TestAuditMetricsNames: /metrics has llmgateway_requests_total{route,tenant,status},
+// llmgateway_overhead_seconds and llmgateway_request_duration_seconds beside the GenAI
+// metrics; metrics.disabled removes /metrics.
+func TestAuditMetricsNames(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}"))
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	code, body := admin(t, g, "GET", "/metrics", "")
+	for _, want := range []string{`llmgateway_requests_total{`, `status="200"`, `tenant="a"`, "llmgateway_overhead_seconds_bucket", "llmgateway_request_duration_seconds_bucket",
+		"gen_ai_client_operation_duration", "gen_ai_client_token_usage"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics (%d) lack %q", code, want)
+		}
+	}
+	off := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\nmetrics: {disabled: true}"))
+	if code, _ := admin(t, off, "GET", "/metrics", ""); code != 404 {
+		t.Errorf("metrics.disabled: /metrics answered %d", code)
+	}
+}
+
+// TestAuditReloadLiveFields: max_request_bytes, timeouts.request, shutdown_grace, the
+// admin token and tenants change live; a reload that changes two restart-only fields
+// (cache, retry) names both, and so does one changing log.format; nothing changes then.
+func TestAuditReloadLiveFields(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	base := baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\n")
+	file := writeConfig(t, base)
+	g := startGatewayFile(t, file)
+	big := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 600) + `"}]}`
+	if resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", big); resp.StatusCode != 200 {
+		t.Fatalf("before: %d", resp.StatusCode)
+	}
+	reload := func(yaml string) error {
+		t.Helper()
+		cfg, err := parseWith(yaml, "ADMIN_TOKEN2", "admin-secret-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Reload(cfg)
+	}
+	live := strings.Replace(base, "token_env: ADMIN_TOKEN}", "token_env: ADMIN_TOKEN2}\nmax_request_bytes: 500\nshutdown_grace: 1s\ntimeouts: {request: 50ms}", 1)
+	live = strings.Replace(live, "models: [gpt-4o-mini]", "models: [gpt-4o-mini, gpt-4o]", 1)
+	if err := reload(live); err != nil {
+		t.Fatalf("live reload: %v", err)
+	}
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", big); resp.StatusCode != 413 {
+		t.Errorf("max_request_bytes not applied: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-b", auditChat); resp.StatusCode != 200 {
+		t.Errorf("tenant b's new model: %d %s", resp.StatusCode, body)
+	}
+	if code, _ := admin(t, g, "GET", "/admin/snapshot", "admin-secret"); code != 401 {
+		t.Errorf("the old admin token still works: %d", code)
+	}
+	if code, _ := admin(t, g, "GET", "/admin/snapshot", "admin-secret-2"); code != 200 {
+		t.Errorf("the new admin token: %d", code)
+	}
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		<-r.Context().Done()
+		return true
+	})
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat); resp.StatusCode != 504 {
+		t.Errorf("timeouts.request not applied: %d %s", resp.StatusCode, body)
+	}
+	oa.setHandler(nil)
+
+	refused := live + "cache: {enabled: true}\nretry: {max_attempts: 5}\n"
+	refused = strings.Replace(refused, "retry: {backoff_initial: 1ms, backoff_max: 2ms, max_attempts: 2}\n", "", 1)
+	err := reload(refused)
+	if err == nil || !strings.Contains(err.Error(), "cache: changing it needs a restart") || !strings.Contains(err.Error(), "retry: changing it needs a restart") {
+		t.Errorf("two restart-only fields: %v", err)
+	}
+	if err := reload(strings.Replace(live, "log: {level: warn}", "log: {level: warn, format: text}", 1)); err == nil || !strings.Contains(err.Error(), "log: changing it needs a restart") {
+		t.Errorf("log.format: %v", err)
+	}
+	if resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", big); resp.StatusCode != 413 {
+		t.Errorf("a refused reload changed max_request_bytes: %d", resp.StatusCode)
+	}
+}
+
+// TestAuditShutdownRefusesNewRequests: "/readyz (503 once shutdown began)" and "a
+// request arriving on an open keep-alive connection gets 503".
+func TestAuditShutdownRefusesNewRequests(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}"))
+	if code, _ := admin(t, g, "GET", "/readyz", ""); code != 200 {
+		t.Fatalf("readyz before: %d", code)
+	}
+	if err := g.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := admin(t, g, "GET", "/readyz", ""); code != 503 {
+		t.Errorf("readyz after shutdown began: %d", code)
+	}
+	if code, _ := admin(t, g, "GET", "/healthz", ""); code != 200 {
+		t.Errorf("healthz after shutdown began: %d", code)
+	}
+	resp, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 503 || at(decode(t, body), "error", "type") != "overloaded_error" || oa.count() != 0 {
+		t.Errorf("a request after shutdown began: %d %s, %d upstream calls", resp.StatusCode, body, oa.count())
+	}
+}
+
+// parseWith parses yaml with the tests' environment plus kv.
+func parseWith(yaml string, kv ...string) (*llmgateway.Config, error) {
+	return llmgateway.Parse([]byte(yaml), env(append(append(append([]string{}, baseEnv...), reloadEnv...), kv...)...))
+}
+
+// TestAuditCallerGoneIsLoggedAsCanceled: a caller that goes away before any answer is
+// logged with status 499 and class canceled, and the upstream call is canceled with it.
+func TestAuditCallerGoneIsLoggedAsCanceled(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	upstreamGone := make(chan struct{})
+	arrived := make(chan struct{})
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		close(arrived)
+		<-r.Context().Done()
+		close(upstreamGone)
+		return true
+	})
+	g := startGateway(t, baseConfig(oa, an, ""))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.api.URL+"/v1/chat/completions", strings.NewReader(auditChat))
+	req.Header.Set("Authorization", "Bearer gw-key-a")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the canceled request got an answer")
+	}
+	<-upstreamGone
+	// The line is logged when the handler returns, after the upstream call ended.
+	for i := 0; !strings.Contains(g.logs.String(), `"msg":"request"`); i++ {
+		if i > 2000 {
+			t.Fatalf("no access log line:\n%s", g.logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	logs := g.logs.String()
+	if !strings.Contains(logs, `"status":499`) || !strings.Contains(logs, `"class":"canceled"`) {
+		t.Fatalf("the access log line:\n%s", logs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,16 +284,22 @@ func TestAuditAccessLogAndKeys(t *testing.T) {
 
 // TestAuditMetricsNames: /metrics has llmgateway_requests_total{route,tenant,status},
 // llmgateway_overhead_seconds and llmgateway_request_duration_seconds beside the GenAI
-// metrics; metrics.disabled removes /metrics.
+// metrics (duration, token usage, time to first chunk) and llmclient's own (breakers,
+// keys, limiters); metrics.disabled removes /metrics.
 func TestAuditMetricsNames(t *testing.T) {
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}"))
-	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", auditChat); resp.StatusCode != 200 {
-		t.Fatalf("%d %s", resp.StatusCode, body)
+	cfg := strings.Replace(baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}"),
+		"keys_env: [UP_KEY]\n    models: {gpt-4o", "keys_env: [UP_KEY]\n    limits: {rpm: 1000}\n    models: {gpt-4o", 1)
+	g := startGateway(t, cfg)
+	for _, s := range []string{"false", "true"} {
+		if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","stream":`+s+`,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
 	}
 	code, body := admin(t, g, "GET", "/metrics", "")
-	for _, want := range []string{`llmgateway_requests_total{`, `status="200"`, `tenant="a"`, "llmgateway_overhead_seconds_bucket", "llmgateway_request_duration_seconds_bucket",
-		"gen_ai_client_operation_duration", "gen_ai_client_token_usage"} {
+	for _, want := range []string{`llmgateway_requests_total{`, `status="200"`, `tenant="a"`, `route="openai.chat"`, "llmgateway_overhead_seconds_bucket", "llmgateway_request_duration_seconds_bucket",
+		"gen_ai_client_operation_duration", "gen_ai_client_token_usage", "gen_ai_client_operation_time_to_first_chunk",
+		"llmclient_breaker_state", "llmclient_key_state", "llmclient_limiter_remaining"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics (%d) lack %q", code, want)
 		}
@@ -431,5 +438,72 @@ func TestAuditCallerGoneIsLoggedAsCanceled(t *testing.T) {
 	logs := g.logs.String()
 	if !strings.Contains(logs, `"status":499`) || !strings.Contains(logs, `"class":"canceled"`) {
 		t.Fatalf("the access log line:\n%s", logs)
+	}
+}
+
+// TestAuditTenantIsThePartition: "the tenant is the call's partition (its own limiter
+// buckets, each_tenant budgets, cache entries)": with the cache on, tenant b's request
+// identical to tenant a's cached one goes to the upstream, and then is cached for b.
+func TestAuditTenantIsThePartition(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "cache: {enabled: true}"))
+	q := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"same question"}]}`
+	for i, key := range []string{"gw-key-a", "gw-key-a", "gw-key-b", "gw-key-b"} {
+		if resp, body := post(t, g.api.URL+"/v1/chat/completions", key, q); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if oa.count() != 2 {
+		t.Fatalf("%d upstream calls, want 2: one per tenant", oa.count())
+	}
+}
+
+// TestAuditOpenServesWithoutKeys: "open: true serves without keys", every model allowed.
+func TestAuditOpenServesWithoutKeys(t *testing.T) {
+	oa := newVendor(t, "openai")
+	g := startGateway(t, "open: true\nlog: {level: warn}\nupstreams: [{name: oa, vendor: openai, base_url: '"+oa.URL+"/v1'}]\n")
+	for _, key := range []string{"", "any-key"} {
+		if resp, body := post(t, g.api.URL+"/v1/chat/completions", key, `{"model":"whatever-model","messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+			t.Fatalf("key %q: %d %s", key, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestAuditAdminReload: "POST /admin/reload" reloads the file; "an invalid one is refused,
+// logged, and nothing changes"; a gateway whose configuration was not read from a file
+// answers the reload with an error.
+func TestAuditAdminReload(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	base := baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\n")
+	file := writeConfig(t, base)
+	g := startGatewayFile(t, file)
+	if err := os.WriteFile(file, []byte(strings.Replace(base, "models: [gpt-4o-mini]", "models: [gpt-4o-mini, gpt-4o]", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := admin(t, g, "POST", "/admin/reload", ""); code != 401 {
+		t.Fatalf("reload without the token: %d %s", code, body)
+	}
+	if code, body := admin(t, g, "POST", "/admin/reload", "admin-secret"); code != 200 {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-b", auditChat); resp.StatusCode != 200 {
+		t.Fatalf("the reloaded tenant models: %d %s", resp.StatusCode, body)
+	}
+	if err := os.WriteFile(file, []byte(base+"limiter: {mode: never}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, body := admin(t, g, "POST", "/admin/reload", "admin-secret")
+	if code != 400 || !strings.Contains(body, "limiter.mode") {
+		t.Fatalf("invalid reload: %d %s", code, body)
+	}
+	if !strings.Contains(g.logs.String(), `"msg":"reload refused"`) {
+		t.Errorf("the refused reload is not logged:\n%s", g.logs.String())
+	}
+	if resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-b", auditChat); resp.StatusCode != 200 {
+		t.Errorf("the refused reload changed the tenants: %d", resp.StatusCode)
+	}
+	noFile := startGateway(t, base)
+	if code, body := admin(t, noFile, "POST", "/admin/reload", "admin-secret"); code != 400 || !strings.Contains(body, "not read from a file") {
+		t.Errorf("reload without a file: %d %s", code, body)
 	}
 }

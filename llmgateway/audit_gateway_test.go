@@ -507,3 +507,76 @@ func TestAuditAdminReload(t *testing.T) {
 		t.Errorf("reload without a file: %d %s", code, body)
 	}
 }
+
+// TestAuditStreamCutAfterCommitEndsTheVendorsWay: "A failure after it ends the stream the
+// vendor's way: an OpenAI data: {"error":…} line without [DONE], an Anthropic event:
+// error. A stream never ends cleanly when the upstream cut it." (Continuation off, so the
+// cut is not repaired on another attempt.)
+func TestAuditStreamCutAfterCommitEndsTheVendorsWay(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		w.Header().Set("content-type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`+"\n\n")
+		return true // the body ends here: no finish reason, no [DONE]
+	})
+	g := startGateway(t, baseConfig(oa, an, "streams: {continuation: false}"))
+	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	evs := parseSSE(t, body)
+	if resp.StatusCode != 200 || len(evs) < 2 || !strings.Contains(evs[0].data, "Hel") || strings.Contains(body, "data: [DONE]") {
+		t.Fatalf("openai: %d %q", resp.StatusCode, body)
+	}
+	if last := decode(t, evs[len(evs)-1].data); at(last, "error", "message") == nil || at(last, "error", "type") == nil {
+		t.Fatalf("openai: the last event is not an error: %q", evs[len(evs)-1].data)
+	}
+	resp, body = post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"gpt-4o","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	evs = parseSSE(t, body)
+	if resp.StatusCode != 200 || len(evs) < 2 || !strings.Contains(body, "Hel") || strings.Contains(body, "event: message_stop") {
+		t.Fatalf("anthropic: %d %q", resp.StatusCode, body)
+	}
+	if last := evs[len(evs)-1]; last.name != "error" || at(decode(t, last.data), "type") != "error" {
+		t.Fatalf("anthropic: the last event is not an error: %+v", last)
+	}
+}
+
+// TestAuditReloadChangesGroupMembers: "group members" change live (Client.Update): a
+// group reloaded without its first upstream sends its requests to the one left.
+func TestAuditReloadChangesGroupMembers(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	base := baseConfig(oa, an, "")
+	g := startGateway(t, base)
+	if resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"both","messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 || resp.Header.Get("x-llmclient-upstream") != "oa" {
+		t.Fatalf("before: %d upstream %q", resp.StatusCode, resp.Header.Get("x-llmclient-upstream"))
+	}
+	cfg, err := parseWith(strings.Replace(base, "upstreams: [oa, an]", "upstreams: [an]", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"both","messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 || resp.Header.Get("x-llmclient-upstream") != "an" {
+		t.Fatalf("after: %d upstream %q", resp.StatusCode, resp.Header.Get("x-llmclient-upstream"))
+	}
+}
+
+// TestAuditBudgetRefusalSaysWhenRoomFrees: budget_exceeded carries "retry-after when the
+// window frees room, else x-should-retry: false": a rolling window frees room as its
+// spend ages out, so its refusal says when (within the window's hour).
+func TestAuditBudgetRefusalSaysWhenRoomFrees(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "budgets: [{name: roll, scope: each_tenant, window: 'rolling:1h', cap_usd: 0.0002}]"))
+	for i := 0; ; i++ {
+		resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+		if resp.StatusCode == 200 {
+			if i > 20 {
+				t.Fatal("never refused")
+			}
+			continue
+		}
+		ra, err := strconv.Atoi(resp.Header.Get("retry-after"))
+		if resp.StatusCode != 429 || at(decode(t, body), "error", "code") != "budget_exceeded" || err != nil || ra < 1 || ra > 3600 || resp.Header.Get("x-should-retry") == "false" {
+			t.Fatalf("%d retry-after %q x-should-retry %q: %s", resp.StatusCode, resp.Header.Get("retry-after"), resp.Header.Get("x-should-retry"), body)
+		}
+		return
+	}
+}

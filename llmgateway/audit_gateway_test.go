@@ -580,3 +580,20 @@ func TestAuditBudgetRefusalSaysWhenRoomFrees(t *testing.T) {
 		return
 	}
 }
+
+// TestAuditModelsMapBoundsAnUpstream: "with a map the upstream serves only what it maps":
+// a name only the anthropic upstream maps goes there alone, and a name no upstream maps
+// is 404 model_not_found without any upstream call.
+func TestAuditModelsMapBoundsAnUpstream(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, ""))
+	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"claude-sonnet","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || an.count() != 1 || oa.count() != 0 || !strings.Contains(an.lastBody(), `"claude-sonnet-4-5"`) {
+		t.Fatalf("mapped by an only: %d %s; calls oa %d an %d, body sent %s", resp.StatusCode, body, oa.count(), an.count(), an.lastBody())
+	}
+	resp, body = post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"mystery","messages":[{"role":"user","content":"hi"}]}`)
+	checkError(t, "unmapped", resp, body, 404, true, 0)
+	if at(decode(t, body), "error", "code") != "model_not_found" || oa.count()+an.count() != 1 {
+		t.Fatalf("unmapped: %s; calls oa %d an %d", body, oa.count(), an.count())
+	}
+}

@@ -228,7 +228,7 @@ func TestAuditErrorRowsNotCoveredElsewhere(t *testing.T) {
 // stream, status, upstream, attempts, class (on a failure), cached (on a hit),
 // duration_ms, overhead_ms, tokens and cost (when priced); a key evicted after an auth failure is
 // logged by its label, and no key (the caller's, the upstream's, the admin token) is
-// ever in the log.
+// ever in the log, nor the upstream key its own error message quoted in the answer.
 func TestAuditAccessLogAndKeys(t *testing.T) {
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
 	// A budget turns pricing on (the embedded table): without one, or pricing.file, every
@@ -246,7 +246,7 @@ func TestAuditAccessLogAndKeys(t *testing.T) {
 		}
 	}
 	oa.setHandler(upstreamError(401, `{"error":{"message":"Incorrect API key provided: sk-upstream-1","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`))
-	if resp, body := post(t, url, "gw-key-a", `{"model":"gpt-4o","messages":[{"role":"user","content":"other"}]}`); resp.StatusCode != 502 {
+	if resp, body := post(t, url, "gw-key-a", `{"model":"gpt-4o","messages":[{"role":"user","content":"other"}]}`); resp.StatusCode != 502 || strings.Contains(body, "sk-upstream-1") {
 		t.Fatalf("auth failure: %d %s", resp.StatusCode, body)
 	}
 	logs := g.logs.String()

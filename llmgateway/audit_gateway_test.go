@@ -597,3 +597,39 @@ func TestAuditModelsMapBoundsAnUpstream(t *testing.T) {
 		t.Fatalf("unmapped: %s; calls oa %d an %d", body, oa.count(), an.count())
 	}
 }
+
+// TestAuditRequestNumbersAtTheirEdges: a request's numbers below their range are a 400
+// before any upstream call (max_tokens, max_completion_tokens, n), one beyond a Go int is
+// a 400, and sampling parameters out of the upstream's range are clamped by its adapter
+// (provider/openai: temperature to [0, 2], top_p to [0, 1]), as docs/gateway.md says.
+func TestAuditRequestNumbersAtTheirEdges(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, ""))
+	for _, tc := range []struct {
+		path, body string
+		status     int
+		sent       string // a member the upstream's body has, for a 200
+	}{
+		{"/v1/chat/completions", `{"model":"gpt-4o","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`, 400, ""},
+		{"/v1/chat/completions", `{"model":"gpt-4o","max_completion_tokens":-5,"messages":[{"role":"user","content":"hi"}]}`, 400, ""},
+		{"/v1/chat/completions", `{"model":"gpt-4o","max_tokens":1e400,"messages":[{"role":"user","content":"hi"}]}`, 400, ""},
+		{"/v1/chat/completions", `{"model":"gpt-4o","n":0,"messages":[{"role":"user","content":"hi"}]}`, 400, ""},
+		{"/v1/messages", `{"model":"gpt-4o","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`, 400, ""},
+		{"/v1/chat/completions", `{"model":"gpt-4o","temperature":-1,"messages":[{"role":"user","content":"hi"}]}`, 200, `"temperature":0`},
+		{"/v1/chat/completions", `{"model":"gpt-4o","temperature":7,"messages":[{"role":"user","content":"hi"}]}`, 200, `"temperature":2`},
+		{"/v1/chat/completions", `{"model":"gpt-4o","top_p":1e300,"messages":[{"role":"user","content":"hi"}]}`, 200, `"top_p":1`},
+	} {
+		calls := oa.count()
+		resp, body := post(t, g.api.URL+tc.path, "gw-key-a", tc.body)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s", tc.body, resp.StatusCode, body)
+			continue
+		}
+		if tc.status == 400 && oa.count() != calls {
+			t.Errorf("%s: refused after an upstream call", tc.body)
+		}
+		if tc.sent != "" && !strings.Contains(oa.lastBody(), tc.sent) {
+			t.Errorf("%s: the upstream got %s, want %s in it", tc.body, oa.lastBody(), tc.sent)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package llmgateway_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,44 @@ func TestAuditConfigDurationsAreReadWhole(t *testing.T) {
 		case tc.want != 0 && cfg.ShutdownGrace.D() != tc.want:
 			t.Errorf("%q read as %v, want %v", tc.in, cfg.ShutdownGrace.D(), tc.want)
 		}
+	}
+}
+
+// TestAuditUpstreamAndBudgetDefaults: max_tokens_field defaults to the adapter's choice
+// (max_tokens for a base_url other than api.openai.com; max_tokens_field overrides it),
+// stream_usage to true (the upstream is asked for the usage chunk), and a budget's scope
+// to client and its window to daily (UTC).
+func TestAuditUpstreamAndBudgetDefaults(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\nbudgets: [{name: plain, cap_usd: 5}]"))
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if b := oa.lastBody(); !strings.Contains(b, `"max_tokens":7`) || strings.Contains(b, `"max_completion_tokens"`) {
+		t.Errorf("max_tokens_field default: the upstream got %s", b)
+	}
+	set := startGateway(t, strings.Replace(baseConfig(oa, an, ""), "keys_env: [UP_KEY]\n    models: {gpt-4o", "keys_env: [UP_KEY]\n    max_tokens_field: max_completion_tokens\n    models: {gpt-4o", 1))
+	if resp, body := post(t, set.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if b := oa.lastBody(); !strings.Contains(b, `"max_completion_tokens":7`) || strings.Contains(b, `"max_tokens"`) {
+		t.Errorf("max_tokens_field: max_completion_tokens: the upstream got %s", b)
+	}
+	if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if b := oa.lastBody(); !strings.Contains(b, `"include_usage":true`) {
+		t.Errorf("stream_usage default: the upstream got %s", b)
+	}
+	code, body := admin(t, g, "GET", "/admin/budgets", "admin-secret")
+	var budgets []map[string]any
+	if err := json.Unmarshal([]byte(body), &budgets); err != nil || code != 200 || len(budgets) != 1 {
+		t.Fatalf("budgets %d: %s", code, body)
+	}
+	start, err1 := time.Parse(time.RFC3339, budgets[0]["window_start"].(string))
+	end, err2 := time.Parse(time.RFC3339, budgets[0]["window_end"].(string))
+	if budgets[0]["scope"] != "client" || err1 != nil || err2 != nil || end.Sub(start) != 24*time.Hour ||
+		start.Location() != time.UTC || start.Hour() != 0 || start.Minute() != 0 {
+		t.Errorf("budget defaults: %v", budgets[0])
 	}
 }

@@ -128,7 +128,8 @@ type UpstreamConfig struct {
 	AzureEndpoint   string `yaml:"azure_endpoint"`
 	AzureAPIVersion string `yaml:"azure_api_version"`
 	// MaxTokensField is openai's name for the output bound: max_tokens or
-	// max_completion_tokens (the default).
+	// max_completion_tokens. Default: the adapter's, max_completion_tokens for
+	// api.openai.com and Azure, max_tokens for any other base_url.
 	MaxTokensField string `yaml:"max_tokens_field"`
 	// StreamUsage asks OpenAI-compatible upstreams for the usage chunk. Default true.
 	StreamUsage *bool `yaml:"stream_usage"`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,8 @@ type Config struct {
 	// the Gateway owns its runtime. 1 spends less CPU per request (no second thread
 	// woken to share each request's work) but serves at most one core's worth and,
 	// on a busy machine, queues requests behind one another (BENCHMARKS.md §16).
-	// Default 0: Go's default, the CPUs available.
+	// Default 0: Go's default, the CPUs available. At most 1024 (maxProcs): the runtime
+	// sets no bound of its own and allocates every one.
 	Procs int `yaml:"procs"`
 
 	Admin     AdminConfig      `yaml:"admin"`
@@ -72,6 +74,9 @@ type Config struct {
 	raw       []byte                    // its contents
 	env       func(string) (string, bool)
 }
+
+// maxProcs bounds Config.Procs.
+const maxProcs = 1024
 
 // AdminConfig configures the admin listener.
 type AdminConfig struct {
@@ -123,7 +128,8 @@ type UpstreamConfig struct {
 	AzureEndpoint   string `yaml:"azure_endpoint"`
 	AzureAPIVersion string `yaml:"azure_api_version"`
 	// MaxTokensField is openai's name for the output bound: max_tokens or
-	// max_completion_tokens (the default).
+	// max_completion_tokens. Default: the adapter's, max_completion_tokens for
+	// api.openai.com and Azure, max_tokens for any other base_url.
 	MaxTokensField string `yaml:"max_tokens_field"`
 	// StreamUsage asks OpenAI-compatible upstreams for the usage chunk. Default true.
 	StreamUsage *bool `yaml:"stream_usage"`
@@ -262,8 +268,9 @@ type FallbackConfig struct {
 	Content []string `yaml:"content"`
 }
 
-// PricingConfig points at a price table file (pricing.LoadFile); empty uses the
-// embedded table.
+// PricingConfig points at a price table file (pricing.LoadFile), which turns pricing on;
+// empty uses the embedded table once a budget turns pricing on. Without a file or a
+// budget every cost is unknown (the access log then has no cost_usd).
 type PricingConfig struct {
 	File string `yaml:"file"`
 }
@@ -324,8 +331,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		*d = Duration(v)
 		return nil
 	}
-	var f float64
-	if _, err := fmt.Sscanf(s, "%g", &f); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e9 {
+	// The whole value is a number of seconds: "2 hours" or "5x" is not read as 2 or 5.
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e9 {
 		*d = Duration(f * float64(time.Second))
 		return nil
 	}
@@ -445,6 +452,8 @@ func (c *Config) validate() error {
 	}
 	if c.Procs < 0 {
 		p.add("procs: must not be negative")
+	} else if c.Procs > maxProcs {
+		p.add("procs: %d is more than %d", c.Procs, maxProcs)
 	}
 	if c.Admin.Listen != "" {
 		c.Admin.token = c.secret(&p, "admin.token_env", c.Admin.TokenEnv)

@@ -481,7 +481,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		if rec.class == failure.None {
 			rec.class = e.class
 		}
-		w.Header().Set("x-llmclient-overhead-ms", overheadHeader(rec.overhead))
+		g.callHeaders(w.Header(), rec)
 		e.write(w, d, rec.id)
 	}
 	if g.closing.Load() {

@@ -139,7 +139,7 @@ func (c *Client) keyLayer(next attemptFunc) attemptFunc {
 			}
 			if soonest.IsZero() {
 				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
-					Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+					AdmitAfter: a.up.pool().back(now), Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 			}
 			wait := soonest.Sub(now)
 			lim, err := c.cfg.limiter.waitLimit(ctx, a.layerWait, a.within)

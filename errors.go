@@ -63,8 +63,9 @@ type Error struct {
 	// RetryAfter is the wait the upstream asked for (headers or body hints), 0 when none.
 	RetryAfter time.Duration
 	// AdmitAfter is, for a local refusal (the limiter could not admit in time, every key
-	// is cooling down), how long the Client's own limits would have made the request
-	// wait; 0 otherwise. It is not a Retry-After: no upstream asked for it.
+	// is cooling down or evicted), how long the Client's own limits would have made the
+	// request wait — for evicted keys, until the first eviction ends; 0 otherwise. It is
+	// not a Retry-After: no upstream asked for it.
 	AdmitAfter time.Duration
 	// ShouldRetry is the upstream's x-should-retry header: nil when absent.
 	ShouldRetry *bool

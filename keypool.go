@@ -229,6 +229,27 @@ func (p *keyPool) pick(now time.Time, avoid *poolKey) (k *poolKey, soonest time.
 	return best, time.Time{}
 }
 
+// back returns how long after now the first of p's keys comes back into use, evicted
+// ones included (an eviction ends too, after WithKeyEviction): what a refusal because no
+// key is usable reports as its AdmitAfter. 0 when a key is usable or the pool is empty.
+func (p *keyPool) back(now time.Time) time.Duration {
+	n := now.UnixNano()
+	var first int64
+	for _, k := range p.keys {
+		until := max(k.blockedUntil.Load(), k.pausedUntil.Load())
+		if until <= n {
+			return 0
+		}
+		if first == 0 || until < first {
+			first = until
+		}
+	}
+	if first == 0 {
+		return 0
+	}
+	return time.Duration(first - n)
+}
+
 // available reports whether some key other than except could be picked now.
 func (p *keyPool) available(now time.Time, except *poolKey) bool {
 	nowNano := now.UnixNano()
@@ -442,7 +463,7 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 		}
 		if b.Evicted > 0 {
 			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
-				Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
+				AdmitAfter: a.up.pool().back(now), Err: fmt.Errorf("%w: every key is evicted", ErrNoKey)}
 		}
 		if a.key.limiter().limited.Load() {
 			return nil // the limiter's reservation waits for the pause

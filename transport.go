@@ -347,7 +347,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	x := &tr.x // zero: pooled calls are cleared on release
 	x.t, x.req, x.match, x.rel, x.body = t, req, m, rel, body
-	x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
+	if m.into != nil {
+		x.known = m.into.InspectCall(req.Method, x.rel, body.buf, &x.call, tr.msgs[:0], tr.parts[:0])
+	} else {
+		x.call, x.known = m.d.Inspect(req.Method, x.rel, body.buf)
+	}
 
 	count, fromSDK := sdkRetries(req.Header)
 	var fp uint64
@@ -425,10 +429,27 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 // txRun is what one transport call needs, in one allocation: recycled when the call
 // returns without handing a live body to its caller, which then owns it.
 type txRun struct {
+	txState
+	// The first messages of the request and their one-part contents, when its Dialect
+	// writes them into the call's arrays (callInspector); cleared apart on release.
+	msgs  [4]Message
+	parts [4]Part
+}
+
+// txState is what a txRun clears as a whole on release.
+type txState struct {
 	r     run
 	x     txCall
 	body  replayBody
 	trace [2]Attempt // the run's first trace entries
+}
+
+// callInspector is what a Dialect may also offer: Inspect writing into call (zero), with
+// arrays for the first messages and their one-part contents that it writes from index 0
+// (the pooled call's), so that inspecting a short conversation allocates nothing. It
+// reports what Inspect reports, leaving call zero when that is false.
+type callInspector interface {
+	InspectCall(method, path string, body []byte, call *APICall, msgs []Message, parts []Part) bool
 }
 
 var txRuns = sync.Pool{New: func() any {
@@ -460,7 +481,17 @@ func (tr *txRun) release() {
 	}
 	reopen := tr.body.reopenFunc // bound to tr.body, which stays where it is
 	shard := tr.x.shard
-	*tr = txRun{}
+	// The entries of msgs and parts the call may have written: as many as its messages
+	// when they are in msgs (a block part holds the one-part content of one of them),
+	// else all of them (a read that failed half-way, more messages than msgs holds).
+	n := len(tr.msgs)
+	if m := tr.x.call.Request.Messages; len(m) > 0 && len(m) <= len(tr.msgs) && &m[0] == &tr.msgs[0] {
+		n = len(m)
+	}
+	for i := range n {
+		tr.msgs[i], tr.parts[i] = Message{}, Part{}
+	}
+	tr.txState = txState{}
 	tr.body.reopenFunc, tr.x.shard = reopen, shard
 	txRuns.Put(tr)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -73,4 +74,42 @@ func FuzzIsEventStream(f *testing.F) {
 			t.Fatalf("isEventStream(%q) = %v, want %v", ct, got, want)
 		}
 	})
+}
+
+// A pooled call's message arrays keep nothing of its request once it is released, however
+// much of them the Dialect wrote: the request's messages in them, a read that gave up
+// half-way (the messages then come from elsewhere, or are none), more messages than they
+// hold.
+func TestReleaseClearsTheMessageArrays(t *testing.T) {
+	fill := func(tr *txRun, n int) {
+		for i := range n {
+			tr.parts[i] = TextPart("body text")
+			tr.msgs[i] = Message{Role: RoleUser, Content: tr.parts[i : i+1], Name: "n"}
+		}
+	}
+	cases := map[string]func(tr *txRun){
+		"in the arrays": func(tr *txRun) {
+			fill(tr, 2)
+			tr.x.call.Request.Messages = tr.msgs[:2]
+		},
+		"given up half-way": func(tr *txRun) {
+			fill(tr, 3)
+			tr.x.call.Request.Messages = []Message{UserMessage("decoded")}
+		},
+		"given up, none": func(tr *txRun) {
+			fill(tr, 4)
+		},
+		"more than they hold": func(tr *txRun) {
+			fill(tr, 4)
+			tr.x.call.Request.Messages = append(tr.msgs[:4:4], UserMessage("fifth"))
+		},
+	}
+	for name, write := range cases {
+		tr := new(txRun)
+		write(tr)
+		tr.release()
+		if !reflect.DeepEqual(tr.msgs, [len(tr.msgs)]Message{}) || !reflect.DeepEqual(tr.parts, [len(tr.parts)]Part{}) {
+			t.Errorf("%s: the released call's arrays still hold %+v %+v", name, tr.msgs, tr.parts)
+		}
+	}
 }

@@ -19,6 +19,7 @@ type txUpstream struct {
 	d      Dialect
 	ur     UsageReader      // d's usage reader, nil when it has none
 	tokens tokenUsageReader // ur without the model's name, nil when it has none
+	into   callInspector    // d's Inspect into a pooled call, nil when it has none
 	scheme string
 	host   string // lower case, default port removed
 	path   string // decoded base path, no trailing slash
@@ -83,9 +84,11 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 	scheme := strings.ToLower(u.Scheme)
 	ur, _ := up.Provider.(UsageReader)
 	tokens, _ := up.Provider.(tokenUsageReader)
+	into, _ := d.(callInspector)
 	return &txUpstream{
 		ur:     ur,
 		tokens: tokens,
+		into:   into,
 		up:     up,
 		self:   []*upstream{up},
 		d:      d,

@@ -30,28 +30,42 @@ func (p *Provider) BaseURL() string {
 // is the model. The returned Request's strings may share body's memory (a Chat Completions
 // string without escapes is not copied): body must not change while the call is in use.
 func (p *Provider) Inspect(method, path string, body []byte) (llmclient.APICall, bool) {
-	if method != http.MethodPost {
+	var call llmclient.APICall
+	if !p.InspectCall(method, path, body, &call, nil, nil) {
 		return llmclient.APICall{}, false
 	}
-	var call llmclient.APICall
+	return call, true
+}
+
+// InspectCall is Inspect writing into call, which must be zero: it reports what Inspect
+// reports, and leaves call zero when that is false. The first messages of a Chat
+// Completions body and their one-part contents are written into the arrays of msgs and
+// parts, from index 0 up to their capacity (their contents are overwritten; more grow as
+// usual), so that a caller that reuses them (the transport's pooled calls) makes no
+// allocation for a short conversation. The call then shares their memory as well as
+// body's: neither may change while it is in use.
+func (p *Provider) InspectCall(method, path string, body []byte, call *llmclient.APICall, msgs []llmclient.Message, parts []llmclient.Part) bool {
+	if method != http.MethodPost {
+		return false
+	}
 	switch {
 	case strings.HasSuffix(path, "/chat/completions"):
 		call.Shape = ShapeChatCompletions
-		inspectChat(body, &call)
+		inspectChat(body, call, msgs, parts)
 	case strings.HasSuffix(path, "/responses"):
 		call.Shape = ShapeResponses
-		inspectResponses(body, &call)
+		inspectResponses(body, call)
 	case strings.HasSuffix(path, "/embeddings"):
 		call.Shape = ShapeEmbeddings
 		call.NoOutput = true
-		inspectEmbeddings(body, &call)
+		inspectEmbeddings(body, call)
 	default:
-		return llmclient.APICall{}, false
+		return false
 	}
 	if call.Request.Model == "" {
 		call.Request.Model = deploymentOf(path)
 	}
-	return call, true
+	return true
 }
 
 // deploymentOf returns the deployment name of an Azure deployment path, or "".

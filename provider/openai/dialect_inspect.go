@@ -59,8 +59,8 @@ type inPart struct {
 	ImageURL json.RawMessage `json:"image_url"`
 }
 
-func inspectChat(body []byte, call *llmclient.APICall) {
-	if scanChat(body, call) {
+func inspectChat(body []byte, call *llmclient.APICall, msgs []llmclient.Message, parts []llmclient.Part) {
+	if scanChatInto(body, call, msgs, parts) {
 		return
 	}
 	call.Stream, call.Request = false, llmclient.Request{}

@@ -16,14 +16,19 @@ import (
 // when the body is not the JSON it expects (a syntax error, or a field of another type),
 // and inspectChat then reads it leniently with encoding/json.
 func scanChat(body []byte, call *llmclient.APICall) bool {
+	return scanChatInto(body, call, nil, nil)
+}
+
+// scanChatInto is scanChat writing the first messages and their one-part contents into
+// the arrays of msgs and parts (from index 0, up to their capacity; more grow as usual).
+// Without room in msgs, a body with messages takes a block for a system prompt and a turn
+// or two, with their plain-string contents, in one allocation. The strings are the body's
+// own bytes (bodyText).
+func scanChatInto(body []byte, call *llmclient.APICall, msgs []llmclient.Message, parts []llmclient.Part) bool {
 	var sc jsonscan.Scanner
 	sc.Reset(body)
-	// A system prompt and a turn or two, with their plain-string contents, in one
-	// allocation; more grow as usual. The strings are the body's own bytes (bodyText).
-	blk := new(messageBlock)
 	req := &call.Request
 	var maxTokens, maxCompletion int64
-	var parts []llmclient.Part // the one-part contents' backing array
 	for ok := sc.Object(); ok; ok = sc.More() {
 		switch k := sc.Key(); string(k) { // the conversion does not allocate in a switch
 		case "model":
@@ -38,7 +43,7 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 		case "max_completion_tokens":
 			maxCompletion = sc.Int()
 		case "messages":
-			if !scanMessages(&sc, body, req, blk, &parts) {
+			if !scanMessages(&sc, body, req, msgs, &parts) {
 				return false
 			}
 		case "tools":
@@ -75,9 +80,10 @@ func scanChat(body []byte, call *llmclient.APICall) bool {
 // clampTokens keeps a token count the body states within [0, 1<<40].
 func clampTokens(n int64) int64 { return min(max(n, 0), 1<<40) }
 
-// scanMessages reads the messages into req. Their content parts given as a plain string
-// share the backing array parts, grown a few at a time.
-func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk *messageBlock, parts *[]llmclient.Part) bool {
+// scanMessages reads the messages into req, the first ones into msgs's array (a block of
+// their own when it has no room). Their content parts given as a plain string share the
+// backing array parts, grown a few at a time.
+func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, msgs []llmclient.Message, parts *[]llmclient.Part) bool {
 	switch sc.Peek() {
 	case jsonscan.Array:
 	case jsonscan.Null:
@@ -91,7 +97,11 @@ func scanMessages(sc *jsonscan.Scanner, body []byte, req *llmclient.Request, blk
 			return false
 		}
 		if req.Messages == nil {
-			req.Messages, *parts = blk.messages[:0], blk.parts[:0]
+			if cap(msgs) == 0 {
+				blk := new(messageBlock)
+				msgs, *parts = blk.messages[:], blk.parts[:0]
+			}
+			req.Messages, *parts = msgs[:0], (*parts)[:0]
 		}
 		// The message is read in place (on a failure the caller discards the request).
 		req.Messages = append(req.Messages, llmclient.Message{})

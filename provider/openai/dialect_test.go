@@ -309,6 +309,7 @@ func FuzzDialectInspect(f *testing.F) {
 	f.Add("/chat/completions", []byte(`{"model":1,"max_tokens":"x","messages":{}}`))
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		call, ok := p.Inspect("POST", path, body)
+		requireInspectCallAgrees(t, p, "POST", path, body, call, ok)
 		if !ok {
 			return
 		}
@@ -339,4 +340,59 @@ func FuzzDialectResponsesStream(f *testing.F) {
 		}
 		t.Fatal("no end after 10000 events")
 	})
+}
+
+// requireInspectCallAgrees: InspectCall, writing into arrays that hold another call's
+// messages, reads what Inspect read (want, ok), and leaves the call zero when ok is false.
+func requireInspectCallAgrees(t *testing.T, p *openai.Provider, method, path string, body []byte, want llmclient.APICall, ok bool) {
+	t.Helper()
+	var msgs [4]llmclient.Message
+	var parts [4]llmclient.Part
+	for i := range msgs {
+		parts[i] = llmclient.Part{Type: llmclient.PartImage, Text: "stale", Detail: "high", ImageURL: "u"}
+		msgs[i] = llmclient.Message{Role: llmclient.RoleTool, Name: "stale", ToolCallID: "c", Content: parts[i : i+1],
+			ToolCalls: []llmclient.ToolCall{{ID: "x"}}}
+	}
+	var got llmclient.APICall
+	gotOK := p.InspectCall(method, path, body, &got, msgs[:0], parts[:0])
+	require.Equal(t, ok, gotOK, "InspectCall's answer for %s %s", method, path)
+	require.Equal(t, want, got, "InspectCall's call for %s %s %q", method, path, body)
+}
+
+// InspectCall reads every request as Inspect does, whatever the arrays it is given hold;
+// a short Chat Completions conversation is written into them.
+func TestInspectCallAgreesWithInspect(t *testing.T) {
+	p := mustNew(t)
+	az := mustNew(t, openai.WithAzure("https://res.openai.azure.com", "2024-10-21"))
+	chat := `{"model":"gpt-4o","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":9}`
+	long := `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"x"},`, 6) + `{"role":"assistant","content":"y"}]}`
+	cases := []struct {
+		p            *openai.Provider
+		method, path string
+		body         string
+	}{
+		{p, "POST", "/chat/completions", chat},
+		{p, "POST", "/chat/completions", long},
+		{p, "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u","detail":"low"}}]}]}`},
+		{p, "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":7}]}`}, // the scanner gives up half-way
+		{p, "POST", "/chat/completions", `{"model":"m","messages":[]}`},
+		{p, "POST", "/chat/completions", ``},
+		{p, "POST", "/responses", `{"model":"o4-mini","instructions":"be brief","input":"hi","max_output_tokens":5}`},
+		{p, "POST", "/embeddings", `{"model":"e","input":["a","b"]}`},
+		{az, "POST", "/openai/deployments/dep/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`},
+		{p, "GET", "/chat/completions", chat},
+		{p, "POST", "/models", `{}`},
+	}
+	for _, c := range cases {
+		want, ok := c.p.Inspect(c.method, c.path, []byte(c.body))
+		requireInspectCallAgrees(t, c.p, c.method, c.path, []byte(c.body), want, ok)
+	}
+
+	var msgs [4]llmclient.Message
+	var parts [4]llmclient.Part
+	var call llmclient.APICall
+	require.True(t, p.InspectCall("POST", "/chat/completions", []byte(chat), &call, msgs[:0], parts[:0]))
+	require.Len(t, call.Request.Messages, 2)
+	assert.Same(t, &msgs[0], &call.Request.Messages[0], "the first messages are written into msgs")
+	assert.Same(t, &parts[1], &call.Request.Messages[1].Content[0], "their one-part contents into parts")
 }

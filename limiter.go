@@ -188,15 +188,16 @@ type limitLease struct {
 // partLease is what an admitted request holds of one limiter's token buckets: a key's
 // own, or one of its parts'.
 type partLease struct {
-	l *keyLimiter
-	// cost is the charge taken from the token buckets: estimate, the prompt estimate
+	// Share is the charge and its grant, which a limitstore.Joint reserves in place.
+	// Tokens is the charge taken from the token buckets: Estimate, the prompt estimate
 	// (calibrated per model family) times the key's usage ratio plus the reserved output,
-	// times the charge multiplier; prompt is the prompt estimate.
-	cost, estimate, prompt int
-	batch                  bool // the batch lane was charged too
-	predicted              bool // the prompt's cache reads were predicted (keyLimiter.predicts)
-	// grant is the main lane's admission: its store mark, predicted levels and totals.
-	grant limitstore.Grant
+	// times the charge multiplier. Grant is the main lane's admission: its store mark,
+	// predicted levels and totals. InFlight and VendorBurst are set for a reservation only.
+	limitstore.Share
+	l         *keyLimiter
+	prompt    int  // the prompt estimate
+	batch     bool // the batch lane was charged too
+	predicted bool // the prompt's cache reads were predicted (keyLimiter.predicts)
 }
 
 // own returns ls's charge of its own buckets, nil for a nil ls.
@@ -269,9 +270,9 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		}
 	}
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
-		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
+		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
-			p.sizes.observe(ls.parts[i].cost)
+			p.sizes.observe(ls.parts[i].Tokens)
 		}
 		adm.expectService()
 	}
@@ -347,7 +348,7 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		if now = adm.now.UnixNano(); adm.now.IsZero() || waited != 0 {
 			now = time.Now().UnixNano()
 		}
-		lim, bounded, err = l.deadlineWait(ctx, ls.cost, waited, adm, now)
+		lim, bounded, err = l.deadlineWait(ctx, ls.Tokens, waited, adm, now)
 	case waited != 0 || !adm.haveLim0:
 		lim, err = l.limit(ctx, waited, adm, 0)
 	}
@@ -357,11 +358,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	}
 	// The grant goes to the lease in place: the main lane's is kept for a report; the
 	// batch lane's, which comes first, only says when (the main lane's overwrites it).
-	g := &ls.grant
+	g := &ls.Grant
 	var wait time.Duration
 	if l.joint == nil {
 		r := &ls.res
-		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
+		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.Tokens, ls.Estimate, lim
 		r.InFlight, r.VendorBurst = l.holds(lane)
 		r.At = adm.now // nothing slept since the caller read the clock
 		if waited != 0 {
@@ -377,9 +378,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		return 0, l.asError(err, 0)
 	}
 	if adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
-		l.noteQueue(g, ls.cost, bounded, fit, now)
+		l.noteQueue(g, ls.Tokens, bounded, fit, now)
 		for i, p := range l.parts {
-			p.noteQueue(&ls.parts[i].grant, ls.parts[i].cost, bounded, fit, now)
+			p.noteQueue(&ls.parts[i].Grant, ls.parts[i].Tokens, bounded, fit, now)
 		}
 	}
 	if !g.OK {
@@ -462,22 +463,21 @@ func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Dur
 // deadline, each part's own bound at now. It returns the longest wait granted, and whether
 // the queue's bound cut the wait (bounded: the key's cut lim).
 func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration, bounded bool, now int64) (time.Duration, bool, error) {
-	var sh [1 + maxParts]limitstore.Share // field by field: a literal is built aside and copied
+	var sh [1 + maxParts]*limitstore.Share
+	sh[0] = &ls.Share
 	parts := ls.parts[:len(l.parts)]
-	sh[0].Tokens, sh[0].Estimate, sh[0].Grant = ls.cost, ls.estimate, &ls.grant
-	if l.held && lane == limitstore.LaneMain {
-		sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
-	}
 	for i := range parts {
-		pl, s := &parts[i], &sh[1+i]
-		s.Tokens, s.Estimate, s.Grant = pl.cost, pl.estimate, &pl.grant
-		if p := l.parts[i]; p.held && lane == limitstore.LaneMain {
-			s.InFlight, s.VendorBurst = p.holds(lane)
+		sh[1+i] = &parts[i].Share
+	}
+	if l.held || l.partHeld {
+		ls.InFlight, ls.VendorBurst = l.holds(lane)
+		for i, p := range l.parts {
+			parts[i].InFlight, parts[i].VendorBurst = p.holds(lane)
 		}
 	}
 	if adm.hasDeadline { // else every limiter's bound is the key's
 		for i, p := range l.parts {
-			plim, pb, err := p.deadlineWait(ctx, parts[i].cost, waited, adm, now)
+			plim, pb, err := p.deadlineWait(ctx, parts[i].Tokens, waited, adm, now)
 			if err != nil {
 				return 0, false, err
 			}
@@ -492,16 +492,16 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
 	}
-	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(l.parts)])
+	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(parts)])
 	if err != nil {
-		for i := range l.parts {
-			ls.parts[i].grant = limitstore.Grant{}
+		for i := range parts {
+			parts[i].Grant = limitstore.Grant{}
 		}
 		return 0, false, err
 	}
-	if ls.grant.OK && lane == limitstore.LaneBatch {
-		for i := range l.parts {
-			ls.parts[i].batch = true
+	if ls.Grant.OK && lane == limitstore.LaneBatch {
+		for i := range parts {
+			parts[i].batch = true
 		}
 	}
 	return wait, bounded, nil
@@ -520,7 +520,8 @@ func (l *keyLimiter) begin(adm *admission, pl *partLease) {
 	} else {
 		est = l.sync.estimate(prompt, out)
 	}
-	pl.l, pl.prompt, pl.estimate, pl.cost, pl.batch = l, prompt, est, l.sync.charge(est), false
+	pl.l, pl.prompt, pl.Estimate, pl.Tokens, pl.batch = l, prompt, est, l.sync.charge(est), false
+	pl.InFlight, pl.VendorBurst = false, 0 // set by a joint reservation that holds it
 }
 
 // gated reports whether a batch request passes a batch lane first: l's, or a part's.
@@ -539,10 +540,10 @@ func (l *keyLimiter) gated() bool {
 // giveBack returns the charge on lane.
 func (pl *partLease) giveBack(lane limitstore.Lane) {
 	if pl.l.held && lane == limitstore.LaneMain {
-		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.grant.Mark, pl.cost, -1, -pl.cost)
+		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.Grant.Mark, pl.Tokens, -1, -pl.Tokens)
 		return
 	}
-	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.cost)
+	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.Tokens)
 }
 
 // holds reports whether l's charge on lane is held in flight until the request ends
@@ -770,15 +771,15 @@ func (pl *partLease) settle(actualTokens int, used bool) {
 	delta, requests := 0, 0
 	switch {
 	case !used:
-		delta, requests = -pl.cost, -1
+		delta, requests = -pl.Tokens, -1
 	case actualTokens > 0 && !l.sync.calibrated.Load():
-		delta = actualTokens - pl.cost
+		delta = actualTokens - pl.Tokens
 		if l.metering == ratelimit.MeterAdmission {
 			delta = max(delta, 0)
 		}
 	}
 	if l.held {
-		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.grant.Mark, pl.cost, requests, delta)
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.Grant.Mark, pl.Tokens, requests, delta)
 		if pl.batch && (delta != 0 || requests != 0) {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}

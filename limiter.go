@@ -262,13 +262,8 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 // request that has waited so far (in the limiters before it): it returns the whole wait.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	// Field by field: the grant is written whole by the reservation.
-	l.begin(adm, &ls.partLease)
+	l.beginAll(adm, ls)
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
-	if l.joint != nil {
-		for i, p := range l.parts {
-			p.begin(adm, &ls.parts[i])
-		}
-	}
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
 		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
@@ -510,18 +505,32 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 // maxParts is the most parts a limiter has: one per quantity besides the total.
 const maxParts = 2
 
-// begin sets pl to adm's charge on the buckets of l, a part (admit sets the key's own
-// alike); its grant is written by the reservation.
-func (l *keyLimiter) begin(adm *admission, pl *partLease) {
-	prompt, out := l.costOf(adm)
-	var est int
-	if pl.predicted = l.predicts(adm); pl.predicted {
-		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
-	} else {
-		est = l.sync.estimate(prompt, out)
+// beginAll sets the lease's charges of adm: on l's buckets and, when l reserves with its
+// parts (l.joint), on each part's, in one pass; their grants are written by the
+// reservation. Each charge is the cost of the limiter's quantity (costOf): the prompt
+// scaled by its usage ratio plus the output, or, when the prompt's cache reads are
+// predicted, the two as they are; times its charge multiplier.
+func (l *keyLimiter) beginAll(adm *admission, ls *limitLease) {
+	k, pl := l, &ls.partLease
+	n := 0
+	if l.joint != nil {
+		n = len(l.parts)
 	}
-	pl.l, pl.prompt, pl.Estimate, pl.Tokens, pl.batch = l, prompt, est, l.sync.charge(est), false
-	pl.InFlight, pl.VendorBurst = false, 0 // set by a joint reservation that holds it
+	for i := 0; ; i++ {
+		prompt, out := k.costOf(adm)
+		var est int
+		if pl.predicted = k.predicts(adm); pl.predicted {
+			est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
+		} else {
+			est = k.sync.estimate(prompt, out)
+		}
+		pl.l, pl.prompt, pl.Estimate, pl.Tokens, pl.batch = k, prompt, est, k.sync.charge(est), false
+		pl.InFlight, pl.VendorBurst = false, 0 // set by a joint reservation that holds it
+		if i == n {
+			return
+		}
+		k, pl = l.parts[i], &ls.parts[i]
+	}
 }
 
 // gated reports whether a batch request passes a batch lane first: l's, or a part's.

@@ -457,6 +457,18 @@ func grantMainAll(mem []*memState, shares []*Share, at, req float64, wait time.D
 		tok := count(sh.Tokens)
 		m := &s.main
 		t := &s.totals
+		g := &sh.Grant
+		if m[bReq].interval == 0 && !sh.InFlight && !s.daily {
+			// A quantity's state beside the key's: its token bucket alone.
+			lt, ct := m[bTok].grant(at, tok)
+			t.Tokens += ct
+			t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
+			t.Requests += req
+			s.mark++
+			g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+			g.Levels = Levels{nan, lt, nan, nan}
+			continue
+		}
 		lr, cr := m[bReq].grant(at, req)
 		lt, ct := m[bTok].grant(at, tok)
 		if sh.InFlight {
@@ -471,7 +483,6 @@ func grantMainAll(mem []*memState, shares []*Share, at, req float64, wait time.D
 			ld, _ = m[bDayReq].grant(at, req)
 			ldt, _ = m[bDayTok].grant(at, tok)
 		}
-		g := &sh.Grant
 		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
 		g.Levels = Levels{lr, lt, ld, ldt}
 	}

@@ -483,9 +483,10 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	}
 	r := &ls.res
 	r.Lane, r.Requests, r.MaxWait = lane, 1, lim
-	r.At = time.Time{}
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
+	} else {
+		r.At = time.Time{}
 	}
 	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(parts)])
 	if err != nil {

@@ -109,14 +109,24 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (t
 		s0 := j.mem[0]
 		now := s0.clock(r.At)
 		s0.mu.Lock()
-		at := readyLocked(r.Lane, j.mem, shares, now, req)
+		main := r.Lane == LaneMain
+		var at float64
+		if main {
+			at = readyMainAll(j.mem, shares, now, req)
+		} else {
+			at = readyLocked(r.Lane, j.mem, shares, now, req)
+		}
 		wait := Duration(at - now)
 		if r.MaxWait >= 0 && wait > r.MaxWait {
 			s0.mu.Unlock()
 			refuse(shares, wait)
 			return wait, nil
 		}
-		grantLocked(r.Lane, j.mem, shares, at, req, wait)
+		if main {
+			grantMainAll(j.mem, shares, at, req, wait)
+		} else {
+			grantLocked(r.Lane, j.mem, shares, at, req, wait)
+		}
 		s0.mu.Unlock()
 		return wait, nil
 	}

@@ -311,8 +311,9 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 }
 
 // ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
-// Reserve for one state, under the state's lock: on LaneMain the same readyMain and
-// grantMain, on LaneBatch the same readyBatch and grantBatch.
+// Reserve for one state, under the state's lock: on LaneMain the steps of readyMain and
+// grantMain (which a Joint's readyMainAll and grantMainAll write out for each of its
+// states), on LaneBatch the same readyBatch and grantBatch.
 func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	if r.Lane == LaneBatch {
 		s.reserveBatch(r, g)
@@ -379,7 +380,8 @@ func readyLocked(l Lane, mem []*memState, shares []*Share, now, req float64) flo
 }
 
 // readyMainAll is readyLocked on LaneMain: for each state, the steps of memState.readyMain
-// written out, so that the loop makes no call.
+// written out in the loop, which calls nothing for a state without daily buckets or a
+// share held in flight.
 func readyMainAll(mem []*memState, shares []*Share, now, req float64) float64 {
 	shares = shares[:len(mem)]
 	at := now
@@ -448,8 +450,9 @@ func grantLocked(l Lane, mem []*memState, shares []*Share, at, req float64, wait
 }
 
 // grantMainAll is grantLocked on LaneMain: for each state, the steps of
-// memState.grantMain written out, so that the loop makes no call but to hold a share
-// in flight.
+// memState.grantMain written out in the loop, which calls nothing but to hold a share in
+// flight; a state whose only limit is its token bucket (no request bucket, no daily
+// bucket, nothing held) takes the token bucket's steps alone.
 func grantMainAll(mem []*memState, shares []*Share, at, req float64, wait time.Duration) {
 	shares = shares[:len(mem)]
 	for i, s := range mem {

@@ -458,12 +458,8 @@ func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Dur
 // deadline, each part's own bound at now. It returns the longest wait granted, and whether
 // the queue's bound cut the wait (bounded: the key's cut lim).
 func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration, bounded bool, now int64) (time.Duration, bool, error) {
-	var sh [1 + maxParts]*limitstore.Share
-	sh[0] = &ls.Share
+	sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
 	parts := ls.parts[:len(l.parts)]
-	for i := range parts {
-		sh[1+i] = &parts[i].Share
-	}
 	if l.held || l.partHeld {
 		ls.InFlight, ls.VendorBurst = l.holds(lane)
 		for i, p := range l.parts {
@@ -505,6 +501,9 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 
 // maxParts is the most parts a limiter has: one per quantity besides the total.
 const maxParts = 2
+
+// reserveJoint lists the shares of a lease with maxParts parts as a literal.
+var _ = [1]struct{}{}[maxParts-2]
 
 // beginAll sets the lease's charges of adm: on l's buckets and, when l reserves with its
 // parts (l.joint), on each part's, in one pass; their grants are written by the

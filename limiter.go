@@ -188,15 +188,16 @@ type limitLease struct {
 // partLease is what an admitted request holds of one limiter's token buckets: a key's
 // own, or one of its parts'.
 type partLease struct {
-	l *keyLimiter
-	// cost is the charge taken from the token buckets: estimate, the prompt estimate
+	// Share is the charge and its grant, which a limitstore.Joint reserves in place.
+	// Tokens is the charge taken from the token buckets: Estimate, the prompt estimate
 	// (calibrated per model family) times the key's usage ratio plus the reserved output,
-	// times the charge multiplier; prompt is the prompt estimate.
-	cost, estimate, prompt int
-	batch                  bool // the batch lane was charged too
-	predicted              bool // the prompt's cache reads were predicted (keyLimiter.predicts)
-	// grant is the main lane's admission: its store mark, predicted levels and totals.
-	grant limitstore.Grant
+	// times the charge multiplier. Grant is the main lane's admission: its store mark,
+	// predicted levels and totals. InFlight and VendorBurst are set for a reservation only.
+	limitstore.Share
+	l         *keyLimiter
+	prompt    int  // the prompt estimate
+	batch     bool // the batch lane was charged too
+	predicted bool // the prompt's cache reads were predicted (keyLimiter.predicts)
 }
 
 // own returns ls's charge of its own buckets, nil for a nil ls.
@@ -261,17 +262,12 @@ func (l *keyLimiter) acquireInto(ctx context.Context, adm *admission, ls *limitL
 // request that has waited so far (in the limiters before it): it returns the whole wait.
 func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	// Field by field: the grant is written whole by the reservation.
-	l.begin(adm, &ls.partLease)
+	l.beginAll(adm, ls)
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
-	if l.joint != nil {
-		for i, p := range l.parts {
-			p.begin(adm, &ls.parts[i])
-		}
-	}
 	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
-		l.sizes.observe(ls.cost) // the margins it sets are for requests with deadlines
+		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
-			p.sizes.observe(ls.parts[i].cost)
+			p.sizes.observe(ls.parts[i].Tokens)
 		}
 		adm.expectService()
 	}
@@ -347,7 +343,7 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		if now = adm.now.UnixNano(); adm.now.IsZero() || waited != 0 {
 			now = time.Now().UnixNano()
 		}
-		lim, bounded, err = l.deadlineWait(ctx, ls.cost, waited, adm, now)
+		lim, bounded, err = l.deadlineWait(ctx, ls.Tokens, waited, adm, now)
 	case waited != 0 || !adm.haveLim0:
 		lim, err = l.limit(ctx, waited, adm, 0)
 	}
@@ -357,11 +353,11 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	}
 	// The grant goes to the lease in place: the main lane's is kept for a report; the
 	// batch lane's, which comes first, only says when (the main lane's overwrites it).
-	g := &ls.grant
+	g := &ls.Grant
 	var wait time.Duration
 	if l.joint == nil {
 		r := &ls.res
-		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.cost, ls.estimate, lim
+		r.Lane, r.Requests, r.Tokens, r.Estimate, r.MaxWait = lane, 1, ls.Tokens, ls.Estimate, lim
 		r.InFlight, r.VendorBurst = l.holds(lane)
 		r.At = adm.now // nothing slept since the caller read the clock
 		if waited != 0 {
@@ -377,9 +373,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		return 0, l.asError(err, 0)
 	}
 	if adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
-		l.noteQueue(g, ls.cost, bounded, fit, now)
+		l.noteQueue(g, ls.Tokens, bounded, fit, now)
 		for i, p := range l.parts {
-			p.noteQueue(&ls.parts[i].grant, ls.parts[i].cost, bounded, fit, now)
+			p.noteQueue(&ls.parts[i].Grant, ls.parts[i].Tokens, bounded, fit, now)
 		}
 	}
 	if !g.OK {
@@ -462,22 +458,17 @@ func (l *keyLimiter) deadlineWait(ctx context.Context, cost int, waited time.Dur
 // deadline, each part's own bound at now. It returns the longest wait granted, and whether
 // the queue's bound cut the wait (bounded: the key's cut lim).
 func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls *limitLease, waited time.Duration, adm *admission, lim time.Duration, bounded bool, now int64) (time.Duration, bool, error) {
-	var sh [1 + maxParts]limitstore.Share // field by field: a literal is built aside and copied
+	sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
 	parts := ls.parts[:len(l.parts)]
-	sh[0].Tokens, sh[0].Estimate, sh[0].Grant = ls.cost, ls.estimate, &ls.grant
-	if l.held && lane == limitstore.LaneMain {
-		sh[0].InFlight, sh[0].VendorBurst = l.holds(lane)
-	}
-	for i := range parts {
-		pl, s := &parts[i], &sh[1+i]
-		s.Tokens, s.Estimate, s.Grant = pl.cost, pl.estimate, &pl.grant
-		if p := l.parts[i]; p.held && lane == limitstore.LaneMain {
-			s.InFlight, s.VendorBurst = p.holds(lane)
+	if l.held || l.partHeld {
+		ls.InFlight, ls.VendorBurst = l.holds(lane)
+		for i, p := range l.parts {
+			parts[i].InFlight, parts[i].VendorBurst = p.holds(lane)
 		}
 	}
 	if adm.hasDeadline { // else every limiter's bound is the key's
 		for i, p := range l.parts {
-			plim, pb, err := p.deadlineWait(ctx, parts[i].cost, waited, adm, now)
+			plim, pb, err := p.deadlineWait(ctx, parts[i].Tokens, waited, adm, now)
 			if err != nil {
 				return 0, false, err
 			}
@@ -488,20 +479,21 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	}
 	r := &ls.res
 	r.Lane, r.Requests, r.MaxWait = lane, 1, lim
-	r.At = time.Time{}
 	if waited == 0 {
 		r.At = adm.now // nothing slept since the caller read the clock
+	} else {
+		r.At = time.Time{}
 	}
-	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(l.parts)])
+	wait, err := l.joint.Reserve(ctx, r, sh[:1+len(parts)])
 	if err != nil {
-		for i := range l.parts {
-			ls.parts[i].grant = limitstore.Grant{}
+		for i := range parts {
+			parts[i].Grant = limitstore.Grant{}
 		}
 		return 0, false, err
 	}
-	if ls.grant.OK && lane == limitstore.LaneBatch {
-		for i := range l.parts {
-			ls.parts[i].batch = true
+	if ls.Grant.OK && lane == limitstore.LaneBatch {
+		for i := range parts {
+			parts[i].batch = true
 		}
 	}
 	return wait, bounded, nil
@@ -510,17 +502,36 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 // maxParts is the most parts a limiter has: one per quantity besides the total.
 const maxParts = 2
 
-// begin sets pl to adm's charge on the buckets of l, a part (admit sets the key's own
-// alike); its grant is written by the reservation.
-func (l *keyLimiter) begin(adm *admission, pl *partLease) {
-	prompt, out := l.costOf(adm)
-	var est int
-	if pl.predicted = l.predicts(adm); pl.predicted {
-		est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
-	} else {
-		est = l.sync.estimate(prompt, out)
+// reserveJoint lists a lease's 1+maxParts shares as a literal: this fails to compile
+// when maxParts is not 2.
+var _ = [1]struct{}{}[maxParts-2]
+
+// beginAll sets the lease's charges of adm: on l's buckets and, when l reserves with its
+// parts (l.joint), on each part's, in one pass; their grants are written by the
+// reservation. Each charge is the cost of the limiter's quantity (costOf): the prompt
+// scaled by its usage ratio plus the output, or, when the prompt's cache reads are
+// predicted, the two as they are; times its charge multiplier.
+func (l *keyLimiter) beginAll(adm *admission, ls *limitLease) {
+	k, pl := l, &ls.partLease
+	n := 0
+	if l.joint != nil {
+		n = len(l.parts)
 	}
-	pl.l, pl.prompt, pl.estimate, pl.cost, pl.batch = l, prompt, est, l.sync.charge(est), false
+	for i := 0; ; i++ {
+		prompt, out := k.costOf(adm)
+		var est int
+		if pl.predicted = k.predicts(adm); pl.predicted {
+			est = min(satAdd(prompt, out), maxCost) // the cache reads are known: no usage ratio
+		} else {
+			est = k.sync.estimate(prompt, out)
+		}
+		pl.l, pl.prompt, pl.Estimate, pl.Tokens, pl.batch = k, prompt, est, k.sync.charge(est), false
+		pl.InFlight, pl.VendorBurst = false, 0 // set by a joint reservation that holds it
+		if i == n {
+			return
+		}
+		k, pl = l.parts[i], &ls.parts[i]
+	}
 }
 
 // gated reports whether a batch request passes a batch lane first: l's, or a part's.
@@ -539,10 +550,10 @@ func (l *keyLimiter) gated() bool {
 // giveBack returns the charge on lane.
 func (pl *partLease) giveBack(lane limitstore.Lane) {
 	if pl.l.held && lane == limitstore.LaneMain {
-		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.grant.Mark, pl.cost, -1, -pl.cost)
+		_ = pl.l.state.(limitstore.InFlightAdjuster).AdjustInFlight(context.Background(), pl.Grant.Mark, pl.Tokens, -1, -pl.Tokens)
 		return
 	}
-	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.cost)
+	_ = pl.l.state.Adjust(context.Background(), lane, -1, -pl.Tokens)
 }
 
 // holds reports whether l's charge on lane is held in flight until the request ends
@@ -770,15 +781,15 @@ func (pl *partLease) settle(actualTokens int, used bool) {
 	delta, requests := 0, 0
 	switch {
 	case !used:
-		delta, requests = -pl.cost, -1
+		delta, requests = -pl.Tokens, -1
 	case actualTokens > 0 && !l.sync.calibrated.Load():
-		delta = actualTokens - pl.cost
+		delta = actualTokens - pl.Tokens
 		if l.metering == ratelimit.MeterAdmission {
 			delta = max(delta, 0)
 		}
 	}
 	if l.held {
-		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.grant.Mark, pl.cost, requests, delta)
+		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.Grant.Mark, pl.Tokens, requests, delta)
 		if pl.batch && (delta != 0 || requests != 0) {
 			_ = l.state.Adjust(bg, limitstore.LaneBatch, requests, delta)
 		}

@@ -233,7 +233,7 @@ func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *partLease,
 		s.refusedLocked(reqW, tokW, ls, now)
 	}
 	spec, retune := s.retuneLocked(now)
-	own := ls != nil && ls.l == l && ls.grant.Mark > 0
+	own := ls != nil && ls.l == l && ls.Grant.Mark > 0
 	var rep limitstore.Report
 	margin := syncMargin
 	if own {
@@ -295,7 +295,7 @@ func (s *headerSync) retuneLocked(now time.Time) (limitstore.Spec, bool) {
 // such refusal. Only a private state learns this: replicas sharing a store would each
 // retune the shared buckets on their own refusals.
 func (s *headerSync) refusedLocked(reqW, tokW ratelimit.Window, ls *partLease, now time.Time) {
-	if !tokW.Known || float64(max(tokW.Remaining, 0)) < 2*float64(ls.cost) || reqW.Known && reqW.Remaining < 2 {
+	if !tokW.Known || float64(max(tokW.Remaining, 0)) < 2*float64(ls.Tokens) || reqW.Known && reqW.Remaining < 2 {
 		return // the window it reported was short, or nearly: the refusal is explained
 	}
 	r := s.applied.Tokens
@@ -318,9 +318,9 @@ func (l *keyLimiter) retune(ctx context.Context, spec limitstore.Spec) {
 func (s *headerSync) reportLocked(ls *partLease, reqW, tokW ratelimit.Window, charged bool, margin float64) limitstore.Report {
 	// A request the upstream did not count was given back before its report: the
 	// correction count has it, the prediction needs no change; its totals do.
-	pred, totals := ls.grant.Levels, ls.grant.Totals
+	pred, totals := ls.Grant.Levels, ls.Grant.Totals
 	if !charged {
-		totals = totals.Sub(limitstore.Totals{Tokens: float64(ls.cost), Estimate: float64(ls.estimate), Requests: 1})
+		totals = totals.Sub(limitstore.Totals{Tokens: float64(ls.Tokens), Estimate: float64(ls.Estimate), Requests: 1})
 	}
 	target, reserve := limitstore.Unknown, limitstore.Unknown
 	a := &s.applied
@@ -336,7 +336,7 @@ func (s *headerSync) reportLocked(ls *partLease, reqW, tokW ratelimit.Window, ch
 	} else {
 		target.Tokens, reserve.Tokens = tok, tokR
 	}
-	return limitstore.Report{Mark: ls.grant.Mark, Predicted: pred, Target: target, Reserve: reserve,
+	return limitstore.Report{Mark: ls.Grant.Mark, Predicted: pred, Target: target, Reserve: reserve,
 		Totals: totals, Gain: s.gainLocked()}
 }
 

@@ -96,7 +96,7 @@ func (r *run) record(a *attempt, e *Error, usage *Usage) {
 	at := &r.trace[n]
 	at.Upstream, at.Model, at.Key, at.Number = a.up.Name, a.call.Model, a.keyLabel(), a.number
 	at.Start, at.Latency, at.TimeToFirstToken, at.Waited = a.sent, a.latency, a.ttft, a.waited
-	at.EstimatedTokens, at.ChargedTokens, at.Status, at.Local = a.cost, a.lease.cost, a.status, !a.called
+	at.EstimatedTokens, at.ChargedTokens, at.Status, at.Local = a.cost, a.lease.Tokens, a.status, !a.called
 	at.Notes, at.Hedge, at.Cost = a.call.Notes, a.hedge, a.bill.cost
 	if at.Start.IsZero() {
 		at.Start = a.begun

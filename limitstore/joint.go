@@ -73,7 +73,9 @@ func NewJoint(states ...State) *Joint {
 	return j
 }
 
-// Share is one state's part of a Joint's reservation.
+// Share is one state's part of a Joint's reservation, and the grant it received: a
+// caller keeps it in place (in the lease of its request) and hands the Joint a pointer,
+// so that nothing is copied either way.
 type Share struct {
 	// Tokens and Estimate are the state's token cost and its estimate, and InFlight and
 	// VendorBurst whether its tokens are held in flight until the request ends and the
@@ -82,13 +84,13 @@ type Share struct {
 	InFlight         bool
 	VendorBurst      float64
 	// Grant receives the state's grant.
-	Grant *Grant
+	Grant Grant
 }
 
 // Reserve reserves r on every state of the Joint, the i-th charged shares[i]'s tokens,
 // held in flight as shares[i] says (r.Tokens, r.Estimate, r.InFlight and r.VendorBurst
 // are not read), and r.Requests, its grant written to
-// *shares[i].Grant, and returns the wait until the request may go. States in memory are
+// shares[i].Grant, and returns the wait until the request may go. States in memory are
 // reserved in one step: under their locks (one, when they were made beside each other),
 // with the clock read once (r.At, when not zero), at one admission time for all, the
 // earliest at which every state's buckets hold its share; every grant's Wait is the wait
@@ -97,7 +99,7 @@ type Share struct {
 // time, and the request waits the longest of their Waits; when one refuses or fails, or
 // the longest wait exceeds r.MaxWait, the others give back what they took (Adjust) and
 // every grant has OK false. shares has one entry per state.
-func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (time.Duration, error) {
+func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
 	if j.mem == nil {
 		return j.reserveEach(ctx, r, shares)
 	}
@@ -106,11 +108,11 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	if j.one {
 		s0 := j.mem[0]
 		now := s0.clock(r.At)
-		main := r.Lane == LaneMain
 		s0.mu.Lock()
+		main := r.Lane == LaneMain
 		var at float64
 		if main {
-			at = readyMain(j.mem, shares, now, req)
+			at = readyMainAll(j.mem, shares, now, req)
 		} else {
 			at = readyLocked(r.Lane, j.mem, shares, now, req)
 		}
@@ -121,7 +123,7 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 			return wait, nil
 		}
 		if main {
-			grantMain(j.mem, shares, at, req, wait)
+			grantMainAll(j.mem, shares, at, req, wait)
 		} else {
 			grantLocked(r.Lane, j.mem, shares, at, req, wait)
 		}
@@ -159,32 +161,24 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []Share) (ti
 	return w, nil
 }
 
-// estimate is the share's estimate for the totals (see Reservation.counts).
-func (sh *Share) estimate() float64 {
-	if sh.Estimate > 0 {
-		return float64(sh.Estimate)
-	}
-	return count(sh.Tokens)
-}
-
 // refuse writes a refusal with wait to every share's grant.
-func refuse(shares []Share, wait time.Duration) {
-	for i := range shares {
-		*shares[i].Grant = Grant{Wait: wait, Levels: Unknown}
+func refuse(shares []*Share, wait time.Duration) {
+	for _, sh := range shares {
+		sh.Grant = Grant{Wait: wait, Levels: Unknown}
 	}
 }
 
 // reserveEach is Reserve on states of which one at least is not in memory.
-func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []Share) (time.Duration, error) {
+func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
 	shares = shares[:len(j.states)]
 	var wait time.Duration
 	for i, st := range j.states {
 		ri := *r
-		sh := &shares[i]
+		sh := shares[i]
 		ri.Tokens, ri.Estimate, ri.InFlight, ri.VendorBurst = sh.Tokens, sh.Estimate, sh.InFlight, sh.VendorBurst
 		g, err := st.Reserve(ctx, ri)
 		if err == nil && g.OK {
-			*shares[i].Grant = g
+			sh.Grant = g
 			wait = max(wait, g.Wait)
 			continue
 		}
@@ -201,10 +195,10 @@ func (j *Joint) reserveEach(ctx context.Context, r *Reservation, shares []Share)
 
 // giveBack gives back the shares of r taken on the Joint's first len(shares) states,
 // ending the hold of those held in flight.
-func (j *Joint) giveBack(r *Reservation, shares []Share) {
+func (j *Joint) giveBack(r *Reservation, shares []*Share) {
 	ctx := context.Background()
-	for i := range shares {
-		sh, st := &shares[i], j.states[i]
+	for i, sh := range shares {
+		st := j.states[i]
 		if a, ok := st.(InFlightAdjuster); ok && sh.InFlight && r.Lane == LaneMain {
 			_ = a.AdjustInFlight(ctx, sh.Grant.Mark, sh.Tokens, -r.Requests, -sh.Tokens)
 			continue

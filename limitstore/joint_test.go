@@ -34,12 +34,12 @@ func jointOf(store Store, apart bool) ([3]State, *Joint) {
 // reserveJoint reserves one request of in and out tokens (10 on the key) within maxWait.
 func reserveJoint(t *testing.T, j *Joint, in, out int, maxWait time.Duration) [3]Grant {
 	t.Helper()
-	var g [3]Grant
-	sh := []Share{{Tokens: 10, Grant: &g[0]}, {Tokens: in, Grant: &g[1]}, {Tokens: out, Grant: &g[2]}}
-	wait, err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: maxWait}, sh)
+	sh := [3]Share{{Tokens: 10}, {Tokens: in}, {Tokens: out}}
+	wait, err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: maxWait}, []*Share{&sh[0], &sh[1], &sh[2]})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := [3]Grant{sh[0].Grant, sh[1].Grant, sh[2].Grant}
 	for i := range g {
 		if g[i].OK && g[i].Wait > wait || !g[i].OK && g[i].Wait != wait {
 			t.Fatalf("grant %d: %+v; the Joint's wait %v", i, g[i], wait)
@@ -193,13 +193,13 @@ func TestJointHoldsInFlight(t *testing.T) {
 					if (j.mem == nil) != c.each || j.one != (!c.apart && !c.each) {
 						t.Fatalf("in memory %v, one step %v", j.mem != nil, j.one)
 					}
-					reserve := func(tokens int) (g [2]Grant) {
+					reserve := func(tokens int) [2]Grant {
 						t.Helper()
-						sh := []Share{{Tokens: tokens, InFlight: true, VendorBurst: vc.vendorBurst, Grant: &g[0]}, {Grant: &g[1]}}
-						if _, err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: 0}, sh); err != nil {
+						sh := [2]Share{{Tokens: tokens, InFlight: true, VendorBurst: vc.vendorBurst}, {}}
+						if _, err := j.Reserve(t.Context(), &Reservation{Requests: 1, MaxWait: 0}, []*Share{&sh[0], &sh[1]}); err != nil {
 							t.Fatal(err)
 						}
-						return g
+						return [2]Grant{sh[0].Grant, sh[1].Grant}
 					}
 					first := reserve(6)
 					if !first[0].OK || !first[1].OK {

@@ -311,27 +311,25 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 }
 
 // ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
-// Reserve for one state, under the state's lock: on LaneMain the same readyMain and
-// grantMain, on LaneBatch the same readyBatch and grantBatch.
+// Reserve for one state, under the state's lock: on LaneMain the steps of readyMain and
+// grantMain (which a Joint's readyMainAll and grantMainAll write out for each of its
+// states), on LaneBatch the same readyBatch and grantBatch.
 func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	if r.Lane == LaneBatch {
 		s.reserveBatch(r, g)
 		return nil
 	}
 	now := s.clock(r.At)
-	req := count(r.Requests)
-	mem := [1]*memState{s}
-	var sh [1]Share // field by field: a literal is built aside and copied
-	sh[0].Tokens, sh[0].Estimate, sh[0].InFlight, sh[0].VendorBurst, sh[0].Grant = r.Tokens, r.Estimate, r.InFlight, r.VendorBurst, g
+	req, tok := count(r.Requests), count(r.Tokens)
 	s.mu.Lock()
-	at := readyMain(mem[:], sh[:], now, req)
+	at := s.readyMain(now, now, req, tok, r.InFlight)
 	wait := Duration(at - now)
 	if r.MaxWait >= 0 && wait > r.MaxWait {
 		s.mu.Unlock()
 		*g = Grant{Wait: wait, Levels: Unknown}
 		return nil
 	}
-	grantMain(mem[:], sh[:], at, req, wait)
+	s.grantMain(at, req, tok, estimateOf(r.Estimate, tok), r.InFlight, r.VendorBurst, wait, g)
 	s.mu.Unlock()
 	return nil
 }
@@ -369,33 +367,36 @@ func (s *memState) clock(t time.Time) float64 {
 // token bucket is first brought to now as the vendor keeps its own (settleHeld). Every
 // token bucket is consulted, so that even a request that costs no tokens waits for a
 // token debt to clear. The states' locks are held.
-func readyLocked(l Lane, mem []*memState, shares []Share, now, req float64) float64 {
+func readyLocked(l Lane, mem []*memState, shares []*Share, now, req float64) float64 {
+	shares = shares[:len(mem)]
+	at := now
 	if l == LaneBatch {
-		at := now
 		for i, s := range mem {
 			at = fmax(at, s.readyBatch(now, req, count(shares[i].Tokens)))
 		}
 		return at
 	}
-	return readyMain(mem, shares, now, req)
+	return readyMainAll(mem, shares, now, req)
 }
 
-// readyMain is readyLocked on LaneMain.
-func readyMain(mem []*memState, shares []Share, now, req float64) float64 {
+// readyMainAll is readyLocked on LaneMain: for each state, the steps of memState.readyMain
+// written out in the loop, which calls nothing for a state without daily buckets or a
+// share held in flight.
+func readyMainAll(mem []*memState, shares []*Share, now, req float64) float64 {
 	shares = shares[:len(mem)]
 	at := now
 	for i, s := range mem {
-		sh := &shares[i]
+		sh := shares[i]
 		tok := count(sh.Tokens)
-		if sh.InFlight {
-			s.settleHeld(now)
-		}
 		m := &s.main
 		at = fmax(at, s.pausedUntil)
 		if b := &m[bTok]; b.interval != 0 {
+			if sh.InFlight {
+				s.settleHeld(now)
+			}
 			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
 		}
-		if b := &m[bReq]; req > 0 && b.interval != 0 {
+		if b := &m[bReq]; b.interval != 0 && req > 0 {
 			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
 		}
 		if s.daily {
@@ -408,6 +409,29 @@ func readyMain(mem []*memState, shares []Share, now, req float64) float64 {
 	return at
 }
 
+// readyMain is readyLocked on LaneMain for s, a share of tok tokens (held in flight when
+// inFlight): at, or the later time s's buckets need.
+func (s *memState) readyMain(at, now, req, tok float64, inFlight bool) float64 {
+	m := &s.main
+	at = fmax(at, s.pausedUntil)
+	if b := &m[bTok]; b.interval != 0 {
+		if inFlight {
+			s.settleHeld(now)
+		}
+		at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
+	}
+	if b := &m[bReq]; b.interval != 0 && req > 0 {
+		at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
+	}
+	if s.daily {
+		at = fmax(at, m[bDayTok].ready(now, tok))
+		if req > 0 {
+			at = fmax(at, m[bDayReq].ready(now, req))
+		}
+	}
+	return at
+}
+
 // grantLocked charges the lane's buckets of every state of mem req requests and the
 // tokens of its share at the admission time at, and writes the share's grant, with the
 // wait: on LaneMain its mark, the totals (the share's estimate added, Share.Estimate or
@@ -415,31 +439,46 @@ func readyMain(mem []*memState, shares []Share, now, req float64) float64 {
 // the vendor's bucket its VendorBurst (see Reservation.InFlight); on LaneBatch none of
 // them. Each bucket's charge, capped charge and level at at are taken in one step
 // (gcra.grant). The states' locks are held.
-func grantLocked(l Lane, mem []*memState, shares []Share, at, req float64, wait time.Duration) {
+func grantLocked(l Lane, mem []*memState, shares []*Share, at, req float64, wait time.Duration) {
 	if l == LaneBatch {
 		for i, s := range mem {
-			s.grantBatch(at, req, count(shares[i].Tokens), wait, shares[i].Grant)
+			s.grantBatch(at, req, count(shares[i].Tokens), wait, &shares[i].Grant)
 		}
 		return
 	}
-	grantMain(mem, shares, at, req, wait)
+	grantMainAll(mem, shares, at, req, wait)
 }
 
-// grantMain is grantLocked on LaneMain.
-func grantMain(mem []*memState, shares []Share, at, req float64, wait time.Duration) {
+// grantMainAll is grantLocked on LaneMain: for each state, the steps of
+// memState.grantMain written out in the loop, which calls nothing but to hold a share in
+// flight; a state whose only limit is its token bucket (no request bucket, no daily
+// bucket, nothing held) takes the token bucket's steps alone.
+func grantMainAll(mem []*memState, shares []*Share, at, req float64, wait time.Duration) {
 	shares = shares[:len(mem)]
 	for i, s := range mem {
-		sh := &shares[i]
+		sh := shares[i]
 		tok := count(sh.Tokens)
 		m := &s.main
 		t := &s.totals
+		g := &sh.Grant
+		if m[bReq].interval == 0 && !sh.InFlight && !s.daily {
+			// A quantity's state beside the key's: its token bucket alone.
+			lt, ct := m[bTok].grant(at, tok)
+			t.Tokens += ct
+			t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
+			t.Requests += req
+			s.mark++
+			g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+			g.Levels = Levels{nan, lt, nan, nan}
+			continue
+		}
 		lr, cr := m[bReq].grant(at, req)
 		lt, ct := m[bTok].grant(at, tok)
 		if sh.InFlight {
 			s.hold(tok, sh.VendorBurst)
 		}
 		t.Tokens += ct
-		t.Estimate += fmin(sh.estimate(), MaxBurst)
+		t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
 		t.Requests += cr
 		s.mark++
 		ld, ldt := nan, nan
@@ -447,10 +486,41 @@ func grantMain(mem []*memState, shares []Share, at, req float64, wait time.Durat
 			ld, _ = m[bDayReq].grant(at, req)
 			ldt, _ = m[bDayTok].grant(at, tok)
 		}
-		g := sh.Grant
 		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
 		g.Levels = Levels{lr, lt, ld, ldt}
 	}
+}
+
+// estimateOf is a share's estimate for the totals (see Reservation.counts): its estimate
+// when positive, else its tokens tok.
+func estimateOf(estimate int, tok float64) float64 {
+	if estimate > 0 {
+		return float64(estimate)
+	}
+	return tok
+}
+
+// grantMain is grantLocked on LaneMain for s: a share of tok tokens, its estimate est,
+// held in flight when inFlight (the vendor's bucket vendorBurst), its grant written to *g.
+func (s *memState) grantMain(at, req, tok, est float64, inFlight bool, vendorBurst float64, wait time.Duration, g *Grant) {
+	m := &s.main
+	t := &s.totals
+	lr, cr := m[bReq].grant(at, req)
+	lt, ct := m[bTok].grant(at, tok)
+	if inFlight {
+		s.hold(tok, vendorBurst)
+	}
+	t.Tokens += ct
+	t.Estimate += fmin(est, MaxBurst)
+	t.Requests += cr
+	s.mark++
+	ld, ldt := nan, nan
+	if s.daily {
+		ld, _ = m[bDayReq].grant(at, req)
+		ldt, _ = m[bDayTok].grant(at, tok)
+	}
+	g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+	g.Levels = Levels{lr, lt, ld, ldt}
 }
 
 // readyBatch is readyLocked on LaneBatch for s: the batch lane's buckets only.

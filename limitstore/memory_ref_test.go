@@ -84,7 +84,7 @@ func (s *memState) refGrantLocked(l Lane, at, req, tok, est float64, inFlight bo
 
 // refReserveOne is a Joint's Reserve on states in memory sharing one lock and one clock,
 // and a state's own Reserve (one state), as written with the reference steps.
-func refReserveOne(mem []*memState, r *Reservation, shares []Share) time.Duration {
+func refReserveOne(mem []*memState, r *Reservation, shares []*Share) time.Duration {
 	req := count(r.Requests)
 	now := mem[0].clock(r.At)
 	at := now
@@ -97,16 +97,25 @@ func refReserveOne(mem []*memState, r *Reservation, shares []Share) time.Duratio
 		return wait
 	}
 	for i, s := range mem {
-		sh := &shares[i]
-		s.refGrantLocked(r.Lane, at, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
+		sh := shares[i]
+		s.refGrantLocked(r.Lane, at, req, count(sh.Tokens), refEstimate(sh), sh.InFlight, sh.VendorBurst, &sh.Grant)
 		sh.Grant.Wait = wait
 	}
 	return wait
 }
 
+// refEstimate is the share's estimate for the totals: its Estimate when positive, else
+// its tokens.
+func refEstimate(sh *Share) float64 {
+	if sh.Estimate > 0 {
+		return float64(sh.Estimate)
+	}
+	return count(sh.Tokens)
+}
+
 // refReserveApart is a Joint's Reserve on states in memory that keep their own locks and
 // clocks, as written with the reference steps.
-func refReserveApart(mem []*memState, r *Reservation, shares []Share) time.Duration {
+func refReserveApart(mem []*memState, r *Reservation, shares []*Share) time.Duration {
 	req := count(r.Requests)
 	t := r.At
 	if t.IsZero() {
@@ -123,8 +132,8 @@ func refReserveApart(mem []*memState, r *Reservation, shares []Share) time.Durat
 		return w
 	}
 	for i, s := range mem {
-		sh := &shares[i]
-		s.refGrantLocked(r.Lane, s.clock(t)+wait, req, count(sh.Tokens), sh.estimate(), sh.InFlight, sh.VendorBurst, sh.Grant)
+		sh := shares[i]
+		s.refGrantLocked(r.Lane, s.clock(t)+wait, req, count(sh.Tokens), refEstimate(sh), sh.InFlight, sh.VendorBurst, &sh.Grant)
 		sh.Grant.Wait = w
 	}
 	return w
@@ -202,19 +211,20 @@ func checkAgainstReference(t *testing.T, seed int64, apart bool) {
 			}
 			for k := range sets {
 				sh := shares
-				for i := range sh {
-					sh[i].Grant = &grants[k][i]
-				}
+				ptrs := []*Share{&sh[0], &sh[1], &sh[2]}
 				if k == 0 {
-					w, err := joint.Reserve(ctx, &r, sh[:])
+					w, err := joint.Reserve(ctx, &r, ptrs)
 					if err != nil {
 						t.Fatal(err)
 					}
 					waits[k] = w
 				} else if apart {
-					waits[k] = refReserveApart(sets[k][:], &r, sh[:])
+					waits[k] = refReserveApart(sets[k][:], &r, ptrs)
 				} else {
-					waits[k] = refReserveOne(sets[k][:], &r, sh[:])
+					waits[k] = refReserveOne(sets[k][:], &r, ptrs)
+				}
+				for i := range sh {
+					grants[k][i] = sh[i].Grant
 				}
 			}
 		case op < 8: // one alone
@@ -229,8 +239,9 @@ func checkAgainstReference(t *testing.T, seed int64, apart bool) {
 						t.Fatal(err)
 					}
 				} else {
-					sh := []Share{{Tokens: r.Tokens, Estimate: r.Estimate, InFlight: r.InFlight, VendorBurst: r.VendorBurst, Grant: &grants[k][i]}}
-					refReserveOne(sets[k][i:i+1], &r, sh)
+					sh := Share{Tokens: r.Tokens, Estimate: r.Estimate, InFlight: r.InFlight, VendorBurst: r.VendorBurst}
+					refReserveOne(sets[k][i:i+1], &r, []*Share{&sh})
+					grants[k][i] = sh.Grant
 				}
 			}
 		case op == 8: // an adjustment, a hold ended, a pause

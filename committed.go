@@ -49,6 +49,7 @@ type committed struct {
 	// mu guards the two callbacks' handles: the callbacks may run before commit returns.
 	mu        sync.Mutex
 	watchdog  *time.Timer
+	watcher   *idleWatch
 	stopWatch func() bool // stops the context.AfterFunc
 
 	// idle and idleReasoning are the idle limits of the content and reasoning phases
@@ -132,7 +133,9 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 	if idle, reasoning := a.idleLimits(); idle > 0 && ps != nil {
 		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
 		cm.learnGaps = c.cfg.stream.learnIdle
-		cm.watchdog = time.AfterFunc(idle, cm.watch)
+		cm.watcher = &idleWatch{}
+		cm.watcher.cm.Store(cm)
+		cm.watchdog = time.AfterFunc(idle, cm.watcher.fire)
 	}
 	cm.stopWatch = context.AfterFunc(ctx, cm.ctxDone)
 	return cm
@@ -328,6 +331,17 @@ func (cm *committed) note(ch *Chunk) {
 	}
 }
 
+// idleWatch is what the idle timer holds. A stopped timer can stay in the runtime's timer
+// heap until that heap is next tidied; settle empties it, so that a settled attempt, with
+// its upstream stream and buffers, is not kept alive there.
+type idleWatch struct{ cm atomic.Pointer[committed] }
+
+func (w *idleWatch) fire() {
+	if cm := w.cm.Load(); cm != nil {
+		cm.watch()
+	}
+}
+
 // watch is the idle watchdog: it fires at least every content-phase idle period and
 // expires the attempt when a read from the upstream has been under way for the whole idle
 // limit of the stream's phase.
@@ -471,6 +485,7 @@ func (cm *committed) settle(class failure.Class, e *Error) {
 		cm.mu.Lock()
 		if cm.watchdog != nil {
 			cm.watchdog.Stop()
+			cm.watcher.cm.Store(nil)
 		}
 		cm.stopWatch()
 		cm.mu.Unlock()

@@ -405,7 +405,7 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 		s.cm.note(&s.pending[i])
 	}
 	s.link = &streamLink{cm: s.cm, ctx: ctx, cancel: func() { cancelCont(); cancelTotal() }}
-	runtime.AddCleanup(s, (*streamLink).abandon, s.link)
+	s.dropped = runtime.AddCleanup(s, (*streamLink).abandon, s.link)
 	return s, nil
 }
 
@@ -442,6 +442,7 @@ type Stream struct {
 	// continued is set once a continuation is read; contErr is the error a failed
 	// continuation or a divergence ended the stream with.
 	link      *streamLink
+	dropped   runtime.Cleanup // settles a stream dropped without Close; stopped by Close
 	splice    *splicer
 	prior     Usage
 	continued bool
@@ -699,6 +700,9 @@ func (s *Stream) Response() *Response {
 func (s *Stream) Close() error {
 	if s.link != nil {
 		s.link.close()
+		// Closed, the stream needs no cleanup; one left waiting would hold the attempt,
+		// and its buffers, for a collection after the stream's own.
+		s.dropped.Stop()
 	}
 	if len(s.taps) > 0 && !s.cmEnded() {
 		s.tapEnd(nil, context.Canceled)

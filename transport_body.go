@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -37,6 +38,9 @@ type liveBody struct {
 	// cont is set for a stream the transport continues after a break
 	// (transport_continue.go).
 	cont *txCont
+	// dropped settles the attempt of a body the caller drops without Close; Close stops
+	// it, so that the attempt and the upstream body go with the body's own collection.
+	dropped runtime.Cleanup
 }
 
 func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
@@ -183,6 +187,7 @@ func (b *liveBody) Close() error {
 			b.cm.close()
 		}
 		_ = b.raw.Close()
+		b.dropped.Stop()
 	})
 	return nil
 }

@@ -1,0 +1,38 @@
+package httpx
+
+import (
+	"io"
+	"time"
+)
+
+// The bounds of CloseAfterEnd: what it reads of a body after its end marker, and how long it
+// waits for the body's end.
+const (
+	endDrainMax  = 4 << 10
+	endDrainWait = 10 * time.Millisecond
+)
+
+// CloseAfterEnd closes rc, the body of a response whose content was all read (an event
+// stream after its end marker), after reading on to the body's end so that the connection
+// can be reused: net/http returns an HTTP/1.1 connection to its pool only once a read has
+// reached the body's end (the chunked terminator, which a server writes after the last
+// event, often in a packet of its own), and closing the body before that closes the
+// connection. It reads at most 4 KiB for at most 10 ms: an upstream that holds the body
+// open after its end marker, or keeps sending, delays the call by no more than that, and
+// its connection is closed as before. At that bound rc is closed from a timer, which must
+// unblock a Read in progress (as a net/http body's Close does); no goroutine outlives the
+// call. It returns rc's Close error.
+func CloseAfterEnd(rc io.ReadCloser) error {
+	var closeErr error
+	fired := make(chan struct{})
+	t := time.AfterFunc(endDrainWait, func() {
+		closeErr = rc.Close()
+		close(fired)
+	})
+	_, _ = io.Copy(io.Discard, io.LimitReader(rc, endDrainMax))
+	if t.Stop() {
+		return rc.Close()
+	}
+	<-fired
+	return closeErr
+}

@@ -1,0 +1,96 @@
+package httpx_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient/internal/httpx"
+)
+
+// countingBody counts the bytes read from r and the calls to Close.
+type countingBody struct {
+	r      io.Reader
+	n      int
+	closes int
+	close  func()
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += n
+	return n, err
+}
+
+func (b *countingBody) Close() error {
+	b.closes++
+	if b.close != nil {
+		b.close()
+	}
+	return nil
+}
+
+func TestCloseAfterEndReadsToTheEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countingBody{r: strings.NewReader(": trailing comment\n")}
+		start := time.Now()
+		if err := httpx.CloseAfterEnd(b); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("took %v for a body at hand", d)
+		}
+		if b.n != len(": trailing comment\n") || b.closes != 1 {
+			t.Errorf("read %d bytes, closed %d times", b.n, b.closes)
+		}
+	})
+}
+
+// TestCloseAfterEndStalledBody: a body that stays open is closed after the wait, which
+// unblocks the read; nothing is left running (synctest.Test fails on a goroutine left
+// blocked in the bubble).
+func TestCloseAfterEndStalledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		b := &countingBody{r: pr, close: func() { pr.Close() }}
+		start := time.Now()
+		if err := httpx.CloseAfterEnd(b); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Errorf("took %v, want the 10ms bound", d)
+		}
+		if b.closes != 1 {
+			t.Errorf("closed %d times, want once", b.closes)
+		}
+		pw.Close()
+	})
+}
+
+// TestCloseAfterEndEndlessBody: a body that keeps sending is read up to 4 KiB, not on.
+func TestCloseAfterEndEndlessBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countingBody{r: endless{}}
+		start := time.Now()
+		if err := httpx.CloseAfterEnd(b); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("took %v", d)
+		}
+		if b.n != 4<<10 || b.closes != 1 {
+			t.Errorf("read %d bytes, closed %d times; want 4096, once", b.n, b.closes)
+		}
+	})
+}
+
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}

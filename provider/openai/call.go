@@ -140,6 +140,7 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 	}
 	cs := newChunkStream(resp)
 	cs.key = p.keyFor(call)
+	cs.drain = true
 	return cs, nil
 }
 

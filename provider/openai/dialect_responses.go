@@ -67,6 +67,7 @@ type responsesStream struct {
 	skips  adapter.Skips
 	err    error
 
+	ended     atomic.Bool // response.completed or .incomplete, or a one-shot body, was read
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -190,6 +191,7 @@ func (s *responsesStream) event(typ string, e *respEvent, data []byte) (llmclien
 		return c, nil
 	case typ == "response.completed", typ == "response.incomplete":
 		s.err = io.EOF
+		s.ended.Store(true)
 		status := strings.TrimPrefix(typ, "response.")
 		reason := ""
 		if r := e.Response; r != nil {
@@ -264,6 +266,7 @@ func (s *responsesStream) inBand(body []byte) error {
 // does (see replayBody); for the transport's guard, the chunk's text is the answer.
 func (s *responsesStream) wholeBody(data []byte) (llmclient.Chunk, error) {
 	c, end, ok := replayBody(parseResponsesBody, s.status, s.header, data, s.key)
+	s.ended.Store(true)
 	if s.err = end; !ok {
 		return c, end
 	}
@@ -283,11 +286,13 @@ func (s *responsesStream) readError(err error) error {
 	return &adapter.NetError{Pkg: "openai", Op: "reading stream", Err: err}
 }
 
-// Close closes the response body. It is idempotent and safe to call concurrently with Recv.
+// Close closes the response body, after the terminal event as chunkStream.Close does for a
+// typed stream (the Transport's decoder leaves the body to the Transport). It is idempotent
+// and safe to call concurrently with Recv.
 func (s *responsesStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		_ = s.body.Close()
+		_ = closeBody(s.body, s.typed && s.ended.Load())
 	})
 	return nil
 }

@@ -44,6 +44,11 @@ type chunkStream struct {
 	key       string        // the call's API key, redacted from in-band error messages
 	err       error         // sticky: io.EOF after [DONE], or the failure
 
+	// drain: Close reads the body on to its end after the end marker (see closeBody);
+	// set for Provider.Stream, whose stream owns the connection's body. The Transport's
+	// decoder reads through a body the Transport closes, and leaves it alone.
+	drain     bool
+	ended     atomic.Bool // the stream's end was read ([DONE], or a one-shot body): set by Recv
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -151,6 +156,7 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 			continue
 		case string(data) == "[DONE]":
 			s.err = io.EOF
+			s.ended.Store(true)
 			return llmclient.Chunk{}, io.EOF
 		}
 		c, err := s.decode(data)
@@ -184,12 +190,27 @@ func (s *chunkStream) Recv() (llmclient.Chunk, error) {
 func (s *chunkStream) SkippedEvents() int { return s.skips.Count() }
 
 // Close closes the response body. It is idempotent and safe to call concurrently with Recv.
+// After the end marker it first lets the body reach its end, for at most 10 ms, so that
+// the connection is reused (see closeBody).
 func (s *chunkStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.closeErr = s.body.Close()
+		s.closeErr = closeBody(s.body, s.drain && s.ended.Load())
 	})
 	return s.closeErr
+}
+
+// closeBody closes a stream's body. After the stream's end (ended), the body's own end,
+// the chunked terminator the server writes after the end marker, is usually still on its
+// way: closing the body before a read reaches it makes net/http close the connection
+// instead of reusing it, so the body is first read on, within httpx.CloseAfterEnd's
+// bounds (4 KiB, 10 ms), which an upstream that holds the body open cannot stretch.
+// Nothing else reads the body then: Recv reads no more after the end.
+func closeBody(body io.ReadCloser, ended bool) error {
+	if ended {
+		return httpx.CloseAfterEnd(body)
+	}
+	return body.Close()
 }
 
 // readError turns the SSE decoder's error into Recv's error.
@@ -215,6 +236,7 @@ func (s *chunkStream) readError(err error) error {
 // replayBody.
 func (s *chunkStream) wholeBody(data []byte) (llmclient.Chunk, error) {
 	c, end, ok := replayBody(parseResponse, s.status, s.header, data, s.key)
+	s.ended.Store(true) // the whole answer was read: nothing after it is the caller's
 	if s.err = end; !ok {
 		return c, end
 	}

@@ -154,7 +154,9 @@ func (p *Provider) Stream(ctx context.Context, call *llmclient.Call) (llmclient.
 		cancel()
 		return nil, err
 	}
-	return newStream(resp, cancel, p.keyFor(call)), nil
+	st := newStream(resp, cancel, p.keyFor(call))
+	st.drain = true
+	return st, nil
 }
 
 // send encodes the call, posts it and turns a non-2xx answer into an *llmclient.Error.

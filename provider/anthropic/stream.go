@@ -19,6 +19,7 @@ import (
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -73,6 +74,12 @@ type stream struct {
 	err    error         // sticky: io.EOF after message_stop, or the failure
 	closed atomic.Bool
 	once   sync.Once
+
+	// drain: Close reads the body on to its end after message_stop (see Close); set for
+	// Provider.Stream, whose stream owns the connection's body. The Transport's decoder
+	// reads through a body the Transport closes, and leaves it alone.
+	drain bool
+	ended atomic.Bool // message_stop, or a one-shot body, was read: set by Recv
 }
 
 func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
@@ -127,6 +134,7 @@ func (s *stream) Recv() (llmclient.Chunk, error) {
 			return llmclient.Chunk{KeepAlive: true}, nil
 		}
 		if ev.Raw {
+			s.ended.Store(true) // the whole answer: nothing after it is the caller's
 			c, err := s.wholeBody(ev.Data)
 			switch {
 			case err != nil:
@@ -251,6 +259,7 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		return c, c.FinishReason != "" || c.Usage != nil, nil
 	case "message_stop":
 		s.err = io.EOF
+		s.ended.Store(true)
 		if n := s.skips.Count(); n > 0 && !s.stop {
 			// A skipped event may have been the message_delta: the end is not known.
 			s.err = fmt.Errorf("anthropic: message_stop without a stop_reason after %d malformed events skipped: %w", n, io.ErrUnexpectedEOF)
@@ -320,9 +329,22 @@ func (s *stream) eventError(data []byte) error {
 }
 
 // Close releases the connection. It is idempotent and unblocks a concurrent Recv.
+//
+// After message_stop, the body's own end (the chunked terminator the server writes after
+// the last event) is usually still on its way, and closing the body before a read reaches
+// it makes net/http close the connection instead of reusing it; so Close first reads the
+// body on, within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms), which an upstream that
+// holds the body open cannot stretch, and only then cancels the request, which would
+// close the connection too. Nothing else reads the body then: Recv reads no more after
+// the end.
 func (s *stream) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
+		if s.drain && s.ended.Load() {
+			_ = httpx.CloseAfterEnd(s.body)
+			s.cancel()
+			return
+		}
 		s.cancel()
 		_ = s.body.Close()
 	})

@@ -191,3 +191,22 @@ func (b *exhaustibleBody) Read(p []byte) (int, error) {
 }
 
 func (*exhaustibleBody) Close() error { return nil }
+
+// CheckBodyEndKeepsConnection reads streams of body, which the upstream ends right after
+// sending it, to their end and closes them, one after another: for a stream that ends
+// only with its body (no end marker), one connection must serve them all.
+func CheckBodyEndKeepsConnection(t *testing.T, body string, open Opener) {
+	t.Helper()
+	srv := newEndServer(t, body, func(http.ResponseWriter, *http.Request, <-chan struct{}) {})
+	const n = 20
+	for range n {
+		st := open(t, srv.Server)
+		recvToEnd(t, st)
+		if err := st.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	if got := srv.conns.Load(); got != 1 {
+		t.Fatalf("%d streams used %d connections; want 1", n, got)
+	}
+}

@@ -12,6 +12,23 @@ const (
 	endDrainWait = 10 * time.Millisecond
 )
 
+// EndReader reads R and notes whether a read returned an error: io.EOF at the end of a
+// response body (net/http has then taken its connection back), or a failure. A stream
+// decodes its body through one, so that Close knows whether CloseAfterEnd has anything to
+// wait for. It is not safe for concurrent use.
+type EndReader struct {
+	R    io.Reader
+	Done bool // a read returned an error
+}
+
+func (r *EndReader) Read(p []byte) (int, error) {
+	n, err := r.R.Read(p)
+	if err != nil {
+		r.Done = true
+	}
+	return n, err
+}
+
 // CloseAfterEnd closes rc, the body of a response whose content was all read (an event
 // stream after its end marker), after reading on to the body's end so that the connection
 // can be reused: net/http returns an HTTP/1.1 connection to its pool only once a read has

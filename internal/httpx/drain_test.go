@@ -94,3 +94,14 @@ func (endless) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+func TestEndReader(t *testing.T) {
+	r := &httpx.EndReader{R: strings.NewReader("ab")}
+	p := make([]byte, 2)
+	if n, err := r.Read(p); n != 2 || err != nil || r.Done {
+		t.Fatalf("first read: %d, %v, done %v", n, err, r.Done)
+	}
+	if n, err := r.Read(p); n != 0 || err != io.EOF || !r.Done {
+		t.Fatalf("read at the end: %d, %v, done %v", n, err, r.Done)
+	}
+}

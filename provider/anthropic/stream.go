@@ -61,6 +61,7 @@ type openTool struct {
 //	message_delta → message_stop, with ping and error events anywhere.
 type stream struct {
 	body   io.ReadCloser
+	src    httpx.EndReader // body, as the decoder reads it
 	cancel context.CancelFunc
 	dec    *sse.Decoder
 	status int
@@ -85,12 +86,13 @@ type stream struct {
 func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
 	s := &stream{
 		body:   resp.Body,
+		src:    httpx.EndReader{R: resp.Body},
 		cancel: cancel,
-		dec:    sse.NewDecoder(resp.Body, 0),
 		status: resp.StatusCode,
 		header: resp.Header,
 		key:    key,
 	}
+	s.dec = sse.NewDecoder(&s.src, 0)
 	s.dec.AcceptRawJSON() // a one-shot body sent instead of events: see wholeBody
 	return s
 }
@@ -331,7 +333,7 @@ func (s *stream) eventError(data []byte) error {
 // Close releases the connection. It is idempotent and unblocks a concurrent Recv.
 //
 // After message_stop, the body's own end (the chunked terminator the server writes after
-// the last event) is usually still on its way, and closing the body before a read reaches
+// the last event) may still be on its way when no read has reached it yet, and closing the body before a read reaches
 // it makes net/http close the connection instead of reusing it; so Close first reads the
 // body on, within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms), which an upstream that
 // holds the body open cannot stretch, and only then cancels the request, which would
@@ -340,7 +342,7 @@ func (s *stream) eventError(data []byte) error {
 func (s *stream) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
-		if s.drain && s.ended.Load() {
+		if s.drain && s.ended.Load() && !s.src.Done {
 			_ = httpx.CloseAfterEnd(s.body)
 			s.cancel()
 			return

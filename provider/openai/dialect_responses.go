@@ -15,6 +15,7 @@ import (
 	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -57,6 +58,7 @@ import (
 // Recv is not safe for concurrent use with itself; Close may be called at any time.
 type responsesStream struct {
 	body   io.ReadCloser
+	src    httpx.EndReader // body, as the decoder reads it
 	status int
 	header http.Header
 	dec    *sse.Decoder
@@ -73,8 +75,10 @@ type responsesStream struct {
 }
 
 func newResponsesStream(resp *http.Response, typed bool, key string) *responsesStream {
-	return &responsesStream{body: resp.Body, status: resp.StatusCode, header: resp.Header,
-		dec: newDecoder(resp.Body), typed: typed, key: key}
+	s := &responsesStream{body: resp.Body, src: httpx.EndReader{R: resp.Body}, status: resp.StatusCode,
+		header: resp.Header, typed: typed, key: key}
+	s.dec = newDecoder(&s.src)
+	return s
 }
 
 // respEvent is the part of a Responses API event the stream reads.
@@ -292,7 +296,7 @@ func (s *responsesStream) readError(err error) error {
 func (s *responsesStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		_ = closeBody(s.body, s.typed && s.ended.Load())
+		_ = closeBody(s.body, s.typed && s.ended.Load() && !s.src.Done)
 	})
 	return nil
 }

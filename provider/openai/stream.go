@@ -31,6 +31,7 @@ const maxStreamEvent = sse.DefaultMaxEventSize
 // any goroutine, and unblocks a Recv waiting on the network by closing the body.
 type chunkStream struct {
 	body   io.ReadCloser
+	src    httpx.EndReader // body, as the decoder reads it
 	status int
 	header http.Header
 	dec    *sse.Decoder
@@ -90,12 +91,14 @@ var errStreamClosed = fmt.Errorf("openai: stream closed: %w", net.ErrClosed)
 // io.ErrUnexpectedEOF when it has no finish reason); an error body is its classified
 // error (for example quota_exhausted), not an interruption.
 func newChunkStream(resp *http.Response) *chunkStream {
-	return &chunkStream{
+	s := &chunkStream{
 		body:   resp.Body,
+		src:    httpx.EndReader{R: resp.Body},
 		status: resp.StatusCode,
 		header: resp.Header,
-		dec:    newDecoder(resp.Body),
 	}
+	s.dec = newDecoder(&s.src)
+	return s
 }
 
 // newDecoder returns the event decoder of a stream: it also returns a bare JSON value
@@ -195,17 +198,18 @@ func (s *chunkStream) SkippedEvents() int { return s.skips.Count() }
 func (s *chunkStream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.closeErr = closeBody(s.body, s.drain && s.ended.Load())
+		s.closeErr = closeBody(s.body, s.drain && s.ended.Load() && !s.src.Done)
 	})
 	return s.closeErr
 }
 
-// closeBody closes a stream's body. After the stream's end (ended), the body's own end,
-// the chunked terminator the server writes after the end marker, is usually still on its
-// way: closing the body before a read reaches it makes net/http close the connection
-// instead of reusing it, so the body is first read on, within httpx.CloseAfterEnd's
-// bounds (4 KiB, 10 ms), which an upstream that holds the body open cannot stretch.
-// Nothing else reads the body then: Recv reads no more after the end.
+// closeBody closes a stream's body. After the stream's end, when no read has reached the
+// body's own end yet (ended), that end, the chunked terminator the server writes after the
+// end marker, may still be on its way: closing the body before a read reaches it makes
+// net/http close the connection instead of reusing it, so the body is first read on,
+// within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms), which an upstream that holds the
+// body open cannot stretch. Nothing else reads the body then: Recv reads no more after
+// the end.
 func closeBody(body io.ReadCloser, ended bool) error {
 	if ended {
 		return httpx.CloseAfterEnd(body)

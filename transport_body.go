@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"sync"
+
+	"github.com/llmclient/llmclient/internal/httpx"
 )
 
 // liveBody is the body of a response handed to the caller while its upstream is still
@@ -25,9 +27,12 @@ type liveBody struct {
 	// decoding: the committed attempt's decoder reads raw through rec; after it saw the
 	// end (or an in-band error event) the rest passes through.
 	decoding bool
-	err      error      // sticky: returned once everything read was delivered
-	mu       sync.Mutex // held by Read while it reads; Close parses what was read under it
-	closed   sync.Once
+	// sawEnd: the decoder read the end marker, and Close reads the body on to its end
+	// before closing it (httpx.CloseAfterEnd), so that its connection can be reused.
+	sawEnd bool
+	err    error      // sticky: returned once everything read was delivered
+	mu     sync.Mutex // held by Read while it reads; Close parses what was read under it
+	closed sync.Once
 	// pre is what the decoder saw before the commit point, for the committed attempt;
 	// endedEarly: the stream ended before any content.
 	pre        Chunk
@@ -117,6 +122,7 @@ func (b *liveBody) decode() {
 	var ve *Error
 	switch {
 	case err == io.EOF:
+		b.sawEnd = true // raw's end marker: a continuation's is read by relay
 		b.cm.finish(io.EOF) // the end marker: what follows passes through
 	case errors.As(err, &ve):
 		// An in-band error event: the caller reads it from the bytes, as its SDK expects —
@@ -174,9 +180,16 @@ func (b *liveBody) Close() error {
 				b.rec.pend, b.rec.poff, b.rec.perr = nil, 0, nil
 				for {
 					if _, err := b.cm.recv(); err != nil {
+						b.sawEnd = err == io.EOF
 						break
 					}
 				}
+			}
+			if b.sawEnd && b.err == nil {
+				// The end marker was read and the body's end was not: read on to it (a
+				// few bytes, bounded in size and time) before the attempt's context is
+				// canceled, or net/http closes the connection instead of reusing it.
+				_ = httpx.CloseAfterEnd(b.raw)
 			}
 			b.mu.Unlock()
 		}

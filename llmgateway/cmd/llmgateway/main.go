@@ -40,16 +40,39 @@ func procs(cfg *llmgateway.Config, getenv func(string) string) int {
 	return cfg.Procs
 }
 
+const usage = `Usage: llmgateway [-config file] [-watch interval] [-check]
+
+llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front of llmclient
+(docs/gateway.md). SIGHUP, a change of the file (checked every -watch interval) and
+POST /admin/reload reload the configuration; an invalid file is refused, logged, and
+changes nothing. SIGINT and SIGTERM close the listeners and wait for the requests in
+flight, open streams included, up to shutdown_grace.
+
+`
+
 func run() error {
 	file := flag.String("config", "llmgateway.yaml", "configuration file (YAML or JSON)")
-	check := flag.Bool("check", false, "validate the configuration and exit")
-	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP)")
+	check := flag.Bool("check", false, "validate the configuration as a start would, print \"configuration ok\" and exit")
+	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP and /admin/reload)")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), usage)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	cfg, err := llmgateway.LoadFile(*file, nil)
 	if err != nil {
 		return err
 	}
 	if *check {
+		// Building the gateway finds what only New checks (a pricing file it cannot
+		// read, options the Client refuses); it connects to nothing.
+		g, err := llmgateway.New(cfg)
+		if err != nil {
+			return err
+		}
+		if err := g.Shutdown(context.Background()); err != nil {
+			return err
+		}
 		fmt.Println("configuration ok")
 		return nil
 	}

@@ -750,9 +750,20 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 // Serve serves the API on api and, when admin is not nil, the admin API on admin,
 // until Shutdown. It returns the first listener's error other than
 // http.ErrServerClosed, or nil as soon as Shutdown begins: the requests in flight are
-// drained when Shutdown returns.
+// drained when Shutdown returns. Called after Shutdown began, it closes the listeners
+// and returns nil at once.
 func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.srvMu.Lock()
+	// Shutdown sets closing before it reads servers: a Shutdown that has begun and
+	// missed these servers is seen here, one that has not will find them.
+	if g.closing.Load() {
+		g.srvMu.Unlock()
+		_ = api.Close()
+		if admin != nil {
+			_ = admin.Close()
+		}
+		return nil
+	}
 	apiSrv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.servers = append(g.servers, apiSrv)
 	var adminSrv *http.Server

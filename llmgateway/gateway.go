@@ -42,6 +42,12 @@ type Gateway struct {
 	logFlush func() error
 
 	reloadMu sync.Mutex
+	// seen is the configuration file as last read by New's configuration, a reload
+	// or WatchFile, applied or refused: the watcher skips what was already tried.
+	seenMu   sync.Mutex
+	seenFile string
+	seenData []byte
+
 	closing  atomic.Bool
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -212,6 +218,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		}
 	}
 	g.state.Store(st)
+	g.see(cfg)
 	warmFrontDoors()
 	return g, nil
 }

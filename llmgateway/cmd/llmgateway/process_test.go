@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -233,8 +234,27 @@ func (p *proc) Write(b []byte) (int, error) {
 }
 
 // start starts the command with args in dir ("" for the package's) and, unless it is
-// a -check run, waits until it serves.
+// a -check or -help run, waits until it serves.
 func start(t *testing.T, dir string, args ...string) *proc {
+	t.Helper()
+	p := launch(t, dir, args...)
+	for _, a := range args {
+		if a == "-check" || a == "-help" {
+			return p
+		}
+	}
+	i := p.waitLine(0, "llmgateway: serving on ")
+	addrs := strings.TrimPrefix(p.line(i), "llmgateway: serving on ")
+	api, admin, ok := strings.Cut(addrs, ", admin on ")
+	if !ok {
+		t.Fatalf("no admin address in %q", p.line(i))
+	}
+	p.api, p.admin = "http://"+api, "http://"+admin
+	return p
+}
+
+// launch starts the command with args in dir.
+func launch(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
 	bin := gatewayBinary(t)
 	tr := &http.Transport{}
@@ -274,18 +294,6 @@ func start(t *testing.T, dir string, args ...string) *proc {
 			t.Errorf("the gateway raced:\n%s", out)
 		}
 	})
-	for _, a := range args {
-		if a == "-check" || a == "-help" {
-			return p
-		}
-	}
-	i := p.waitLine(0, "llmgateway: serving on ")
-	addrs := strings.TrimPrefix(p.line(i), "llmgateway: serving on ")
-	api, admin, ok := strings.Cut(addrs, ", admin on ")
-	if !ok {
-		t.Fatalf("no admin address in %q", p.line(i))
-	}
-	p.api, p.admin = "http://"+api, "http://"+admin
 	return p
 }
 
@@ -556,8 +564,15 @@ func TestSIGHUPReloads(t *testing.T) {
 		{"needs a restart", strings.Replace(conf{tenants: tenantB + tenantC}.yaml(u), "name: spare\n    vendor: openai", "name: spare\n    vendor: anthropic", 1), "upstreams: changing it needs a restart"},
 		{"not YAML", "upstreams: [broken", "did not find expected"},
 		{"empty", "", "the configuration is empty"},
+		{"removed", "REMOVE", "no such file"},
 	} {
-		writeFile(t, file, tc.yaml)
+		if tc.yaml == "REMOVE" {
+			if err := os.Remove(file); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			writeFile(t, file, tc.yaml)
+		}
 		m := p.mark()
 		p.signal(syscall.SIGHUP)
 		i := p.waitLine(m, "reload refused")
@@ -704,13 +719,18 @@ func TestSignalsDrainStreamsInFlight(t *testing.T) {
 	}
 }
 
-// TestShutdownGraceCutsStreams: a stream still open after shutdown_grace is cut, the
-// caller sees no end marker, and the command says so.
+// TestShutdownGraceCutsStreams: a stream still open after shutdown_grace (changed by
+// a reload from 10 minutes to 100ms) is cut, the caller sees no end marker, and the
+// command says so.
 func TestShutdownGraceCutsStreams(t *testing.T) {
 	u := newUpstream(t)
 	file := filepath.Join(t.TempDir(), "gw.yaml")
-	writeFile(t, file, conf{grace: "100ms"}.yaml(u))
+	writeFile(t, file, conf{grace: "10m"}.yaml(u))
 	p := start(t, "", "-config", file)
+	writeFile(t, file, conf{grace: "100ms"}.yaml(u))
+	if code, body := p.adminCall("POST", "/admin/reload"); code != 200 {
+		t.Fatalf("admin reload: %d %s", code, body)
+	}
 	resp, r := openStream(t, p, "cut-1")
 	defer resp.Body.Close()
 	p.signal(syscall.SIGTERM)
@@ -809,4 +829,25 @@ func TestReloadUnderLoadThroughTheCommand(t *testing.T) {
 		t.Fatalf("only %d requests served", served)
 	}
 	t.Logf("%d requests served across %d reloads", served, reloads)
+}
+
+// TestListenerInUseExits: a listener that cannot be opened stops the command with
+// exit code 1 and the error.
+func TestListenerInUseExits(t *testing.T) {
+	u := newUpstream(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	writeFile(t, file, strings.Replace(conf{}.yaml(u), "listen: 127.0.0.1:0\n", "listen: "+l.Addr().String()+"\n", 1))
+	p := start(t, "", "-config", file, "-check")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("-check: exit code %d:\n%s", code, p.output())
+	}
+	p = launch(t, "", "-config", file)
+	if code := p.wait(); code != 1 || !strings.Contains(p.output(), "address already in use") {
+		t.Fatalf("exit code %d, want 1 with the error:\n%s", code, p.output())
+	}
 }

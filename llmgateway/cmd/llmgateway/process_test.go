@@ -69,6 +69,7 @@ var secrets = []string{
 	"TENANT_B", "gw-tenant-b-88a0f1",
 	"TENANT_C", "gw-tenant-c-2b6e77",
 	"GW_ADMIN", "gw-admin-e90d3b5a",
+	"GW_ADMIN_2", "gw-admin-2-6c1f07",
 }
 
 func secret(name string) string {
@@ -146,6 +147,7 @@ type conf struct {
 	tenants string // more tenant lines
 	level   string // default info
 	grace   string // default 20s
+	admin   string // the admin token's variable, default GW_ADMIN
 	extra   string // more top-level lines
 }
 
@@ -159,9 +161,12 @@ func (c conf) yaml(u *upstream) string {
 	if c.grace == "" {
 		c.grace = "20s"
 	}
+	if c.admin == "" {
+		c.admin = "GW_ADMIN"
+	}
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_grace: %s
-admin: {listen: 127.0.0.1:0, token_env: GW_ADMIN}
+admin: {listen: 127.0.0.1:0, token_env: %s}
 log: {level: %s}
 retry: {backoff_initial: 1ms, backoff_max: 2ms}
 upstreams:
@@ -177,7 +182,7 @@ upstreams:
     models: {spare-model: gpt-4o}
 tenants:
   - {name: a, keys_env: [TENANT_A], models: ["*"]}
-%s%s`, c.grace, c.level, u.URL, c.upKeys, u.URL, c.tenants, c.extra)
+%s%s`, c.grace, c.admin, c.level, u.URL, c.upKeys, u.URL, c.tenants, c.extra)
 }
 
 const (
@@ -213,6 +218,7 @@ type proc struct {
 	waitErr error
 
 	api, admin string // base URLs
+	adminToken string // the variable adminCall takes the token from; default GW_ADMIN
 }
 
 // Write takes the process's stderr.
@@ -417,7 +423,11 @@ func (p *proc) do(key, model string, stream bool, requestID string) (*http.Respo
 func (p *proc) adminCall(method, path string) (int, string) {
 	p.t.Helper()
 	req, _ := http.NewRequest(method, p.admin+path, nil)
-	req.Header.Set("Authorization", "Bearer "+secret("GW_ADMIN"))
+	tok := p.adminToken
+	if tok == "" {
+		tok = "GW_ADMIN"
+	}
+	req.Header.Set("Authorization", "Bearer "+secret(tok))
 	resp, err := p.hc.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
@@ -607,6 +617,18 @@ func TestSIGHUPReloads(t *testing.T) {
 	}
 	if code, _ := p.chat("TENANT_C", "gpt-4o", false, "loud-1"); code != 200 {
 		t.Fatalf("tenant c: %d", code)
+	}
+	// The admin token changes too.
+	writeFile(t, file, conf{tenants: tenantB + tenantC, admin: "GW_ADMIN_2"}.yaml(u))
+	m = p.mark()
+	p.signal(syscall.SIGHUP)
+	p.waitLine(m, "configuration reloaded")
+	if code, _ := p.adminCall("GET", "/admin/snapshot"); code != 401 {
+		t.Fatalf("the old admin token after the reload: %d", code)
+	}
+	p.adminToken = "GW_ADMIN_2"
+	if code, _ := p.adminCall("GET", "/admin/snapshot"); code != 200 {
+		t.Fatalf("the new admin token after the reload: %d", code)
 	}
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(); code != 0 {

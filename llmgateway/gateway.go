@@ -41,6 +41,12 @@ type Gateway struct {
 	// logFlush writes out the default logger's buffered lines; it runs after closers.
 	logFlush func() error
 
+	// handlers counts the requests being served; a Shutdown that cuts some waits
+	// for theirs to end (handlersIdle), so that their access log lines are written.
+	handlers     atomic.Int64
+	handlersMu   sync.Mutex
+	handlersIdle chan struct{}
+
 	reloadMu sync.Mutex
 	// seen is the configuration file as last read by New's configuration, a reload
 	// or WatchFile, applied or refused: the watcher skips what was already tried.
@@ -473,6 +479,8 @@ func overheadHeader(d time.Duration) string {
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	g.handlers.Add(1)
+	defer g.handlerDone()
 	rec := &record{start: time.Now(), route: rt}
 	st := g.state.Load()
 	cfg := st.cfg
@@ -826,8 +834,45 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if len(errs) > 0 {
+		// The requests cut end as their connections close: wait for them a moment,
+		// so that their access log lines are written before the log is flushed.
+		g.waitHandlers(time.Second)
+	}
 	g.close()
 	return errors.Join(errs...)
+}
+
+func (g *Gateway) handlerDone() {
+	if g.handlers.Add(-1) == 0 && g.closing.Load() {
+		g.handlersMu.Lock()
+		if g.handlersIdle != nil {
+			close(g.handlersIdle)
+			g.handlersIdle = nil
+		}
+		g.handlersMu.Unlock()
+	}
+}
+
+// waitHandlers waits, at most d, until no request is being served. Shutdown has
+// begun: a handler that ends after the check below sees closing and wakes it.
+func (g *Gateway) waitHandlers(d time.Duration) {
+	g.handlersMu.Lock()
+	if g.handlers.Load() == 0 {
+		g.handlersMu.Unlock()
+		return
+	}
+	if g.handlersIdle == nil {
+		g.handlersIdle = make(chan struct{})
+	}
+	idle := g.handlersIdle
+	g.handlersMu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
 }
 
 // warmFrontDoors runs the front doors' decoders and encoders once on samples, in New,

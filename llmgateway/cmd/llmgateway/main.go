@@ -7,7 +7,8 @@
 //
 // SIGHUP and any change of the file reload the configuration (an invalid one is
 // refused and the running one kept); SIGINT and SIGTERM shut down gracefully,
-// waiting for requests in flight, open streams included.
+// waiting for requests in flight, open streams included, and a second one cuts
+// those left.
 package main
 
 import (
@@ -46,7 +47,7 @@ llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front of llmcl
 (docs/gateway.md). SIGHUP, a change of the file (checked every -watch interval) and
 POST /admin/reload reload the configuration; an invalid file is refused, logged, and
 changes nothing. SIGINT and SIGTERM close the listeners and wait for the requests in
-flight, open streams included, up to shutdown_grace.
+flight, open streams included, up to shutdown_grace; a second one cuts those left.
 
 `
 
@@ -110,8 +111,22 @@ func run() error {
 					continue
 				}
 				stop()
-				drained <- g.Shutdown(context.Background())
-				return
+				// A second SIGINT or SIGTERM cuts the drain short.
+				cut, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- g.Shutdown(cut) }()
+				for {
+					select {
+					case err := <-done:
+						cancel()
+						drained <- err
+						return
+					case s := <-sig:
+						if s != syscall.SIGHUP {
+							cancel()
+						}
+					}
+				}
 			}
 		}
 	}()

@@ -687,6 +687,29 @@ func openStream(t *testing.T, p *proc, id string) (*http.Response, *bufio.Reader
 	return resp, r
 }
 
+// readRest reads the rest of a stream, within the deadline.
+func readRest(t *testing.T, resp *http.Response, r *bufio.Reader) string {
+	t.Helper()
+	type result struct {
+		b   []byte
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		c <- result{b, err}
+	}()
+	select {
+	case res := <-c:
+		return string(res.b)
+	case <-time.After(deadline):
+		resp.Body.Close()
+		<-c
+		t.Fatalf("the stream did not end within %v", deadline)
+		return ""
+	}
+}
+
 // waitRefused waits until the admin listener refuses connections: shutdown began.
 func waitRefused(t *testing.T, p *proc) {
 	t.Helper()
@@ -729,9 +752,8 @@ func TestSignalsDrainStreamsInFlight(t *testing.T) {
 				t.Fatal("a new connection was served during the drain")
 			}
 			u.releaseHeld()
-			rest, err := io.ReadAll(r)
-			if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
-				t.Fatalf("the drained stream: %v %q", err, rest)
+			if rest := readRest(t, resp, r); !strings.HasSuffix(rest, "data: [DONE]\n\n") {
+				t.Fatalf("the drained stream: %q", rest)
 			}
 			if code := p.wait(); code != 0 {
 				t.Fatalf("exit code %d:\n%s", code, p.output())
@@ -756,8 +778,8 @@ func TestShutdownGraceCutsStreams(t *testing.T) {
 	resp, r := openStream(t, p, "cut-1")
 	defer resp.Body.Close()
 	p.signal(syscall.SIGTERM)
-	rest, _ := io.ReadAll(r)
-	if strings.Contains(string(rest), "[DONE]") {
+	rest := readRest(t, resp, r)
+	if strings.Contains(rest, "[DONE]") {
 		t.Fatalf("a stream cut at shutdown ended cleanly: %q", rest)
 	}
 	code := p.wait()
@@ -765,6 +787,8 @@ func TestShutdownGraceCutsStreams(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, p.output())
 	}
+	// The cut stream has its access log line.
+	p.waitLine(0, `"request_id":"cut-1"`, `"class":"canceled"`)
 }
 
 // TestReloadUnderLoadThroughTheCommand sends requests, one-shot and streams, from
@@ -872,4 +896,28 @@ func TestListenerInUseExits(t *testing.T) {
 	if code := p.wait(); code != 1 || !strings.Contains(p.output(), "address already in use") {
 		t.Fatalf("exit code %d, want 1 with the error:\n%s", code, p.output())
 	}
+}
+
+// TestSecondSignalCutsTheDrain: a second SIGINT or SIGTERM during the drain cuts the
+// streams still open and stops the command at once, whatever shutdown_grace is left.
+func TestSecondSignalCutsTheDrain(t *testing.T) {
+	u := newUpstream(t)
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	writeFile(t, file, conf{grace: "10m"}.yaml(u))
+	p := start(t, "", "-config", file)
+	resp, r := openStream(t, p, "cut-2")
+	defer resp.Body.Close()
+	p.signal(syscall.SIGTERM)
+	waitRefused(t, p)
+	p.signal(syscall.SIGINT)
+	rest := readRest(t, resp, r)
+	if strings.Contains(rest, "[DONE]") {
+		t.Fatalf("a stream cut by the second signal ended cleanly: %q", rest)
+	}
+	code := p.wait()
+	p.waitLine(0, "llmgateway: shutdown:")
+	if code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, p.output())
+	}
+	p.waitLine(0, `"request_id":"cut-2"`, `"class":"canceled"`)
 }

@@ -603,6 +603,15 @@ func TestSIGHUPReloads(t *testing.T) {
 		}
 	}
 
+	// POST /admin/reload answers a refusal with its problems.
+	writeFile(t, file, conf{tenants: tenantB + tenantC}.yaml(u)+"bogus: 1\n")
+	if code, body := p.adminCall("POST", "/admin/reload"); code != 400 || !strings.Contains(body, "field bogus not found") {
+		t.Fatalf("admin reload of an invalid file: %d %s", code, body)
+	}
+	if code, _ := p.chat("TENANT_C", "gpt-4o", false, ""); code != 401 {
+		t.Fatalf("tenant c was added by a refused admin reload: %d", code)
+	}
+
 	// POST /admin/reload reloads the same file, at once.
 	writeFile(t, file, conf{tenants: tenantB + tenantC, level: "warn"}.yaml(u))
 	if code, body := p.adminCall("POST", "/admin/reload"); code != 200 {
@@ -783,7 +792,7 @@ func TestShutdownGraceCutsStreams(t *testing.T) {
 		t.Fatalf("a stream cut at shutdown ended cleanly: %q", rest)
 	}
 	code := p.wait()
-	p.waitLine(0, "llmgateway: shutdown:")
+	p.waitLine(0, "llmgateway: shutdown: context deadline exceeded")
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, p.output())
 	}
@@ -915,7 +924,7 @@ func TestSecondSignalCutsTheDrain(t *testing.T) {
 		t.Fatalf("a stream cut by the second signal ended cleanly: %q", rest)
 	}
 	code := p.wait()
-	p.waitLine(0, "llmgateway: shutdown:")
+	p.waitLine(0, "llmgateway: shutdown: context canceled")
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, p.output())
 	}

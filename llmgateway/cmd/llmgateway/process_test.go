@@ -472,6 +472,10 @@ func TestCheckValidatesTheFileAndExits(t *testing.T) {
 	}{
 		{"valid", valid, []string{"-config", "FILE"}, 0, "configuration ok\n", nil},
 		{"the default file name", valid, nil, 0, "configuration ok\n", nil},
+		{"JSON", `{"listen": "127.0.0.1:0", "open": true, "upstreams": [{"name": "x", "vendor": "openai", "base_url": "http://127.0.0.1:1/v1", "keys_env": ["UP_KEY_1"]}]}`,
+			[]string{"-config", "FILE"}, 0, "configuration ok\n", nil},
+		{"nothing connected to", valid + "redis: {addr: '127.0.0.1:1'}\ncache: {enabled: true, redis: true}\n",
+			[]string{"-config", "FILE"}, 0, "configuration ok\n", nil},
 		{"every problem listed", conf{tenants: "  - {name: z, keys_env: [UNSET_VAR], models: ['*']}\n", level: "loud"}.yaml(u),
 			[]string{"-config", "FILE"}, 1, "", []string{"2 problem(s)", "UNSET_VAR is not set", `log.level: "loud"`}},
 		{"a restart-only option New refuses", valid + "pricing: {file: " + filepath.Join(dir, "nowhere.json") + "}\n",

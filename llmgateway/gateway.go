@@ -806,8 +806,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 
 // Shutdown stops accepting requests (readiness turns false, new requests get 503),
 // waits for the requests in flight, open streams included, until ctx ends or the
-// configured shutdown_grace passes, then cuts those left, and releases the Client's
-// stores. It is safe to call more than once.
+// configured shutdown_grace passes, then cuts those left (and waits up to a second
+// for them to end, so that their access log lines are written), and releases the
+// Client's stores. It is safe to call more than once.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	if !g.closing.CompareAndSwap(false, true) {
 		return nil

@@ -349,6 +349,11 @@ func LoadFile(file string, env func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmgateway: %w", err)
 	}
+	return parseFile(file, data, env)
+}
+
+// parseFile is LoadFile of data, read from file.
+func parseFile(file string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	c, err := Parse(data, env)
 	if err != nil {
 		return nil, fmt.Errorf("llmgateway: %s: %w", file, err)

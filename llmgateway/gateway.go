@@ -41,7 +41,19 @@ type Gateway struct {
 	// logFlush writes out the default logger's buffered lines; it runs after closers.
 	logFlush func() error
 
+	// handlers counts the requests being served; a Shutdown that cuts some waits
+	// for theirs to end (handlersIdle), so that their access log lines are written.
+	handlers     atomic.Int64
+	handlersMu   sync.Mutex
+	handlersIdle chan struct{}
+
 	reloadMu sync.Mutex
+	// seen is the configuration file as last read by New's configuration, a reload
+	// or WatchFile, applied or refused: the watcher skips what was already tried.
+	seenMu   sync.Mutex
+	seenFile string
+	seenData []byte
+
 	closing  atomic.Bool
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -212,6 +224,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		}
 	}
 	g.state.Store(st)
+	g.see(cfg)
 	warmFrontDoors()
 	return g, nil
 }
@@ -466,6 +479,8 @@ func overheadHeader(d time.Duration) string {
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	g.handlers.Add(1)
+	defer g.handlerDone()
 	rec := &record{start: time.Now(), route: rt}
 	st := g.state.Load()
 	cfg := st.cfg
@@ -750,9 +765,20 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 // Serve serves the API on api and, when admin is not nil, the admin API on admin,
 // until Shutdown. It returns the first listener's error other than
 // http.ErrServerClosed, or nil as soon as Shutdown begins: the requests in flight are
-// drained when Shutdown returns.
+// drained when Shutdown returns. Called after Shutdown began, it closes the listeners
+// and returns nil at once.
 func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.srvMu.Lock()
+	// Shutdown sets closing before it reads servers: a Shutdown that has begun and
+	// missed these servers is seen here, one that has not will find them.
+	if g.closing.Load() {
+		g.srvMu.Unlock()
+		_ = api.Close()
+		if admin != nil {
+			_ = admin.Close()
+		}
+		return nil
+	}
 	apiSrv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.servers = append(g.servers, apiSrv)
 	var adminSrv *http.Server
@@ -780,8 +806,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 
 // Shutdown stops accepting requests (readiness turns false, new requests get 503),
 // waits for the requests in flight, open streams included, until ctx ends or the
-// configured shutdown_grace passes, then cuts those left, and releases the Client's
-// stores. It is safe to call more than once.
+// configured shutdown_grace passes, then cuts those left (and waits up to a second
+// for them to end, so that their access log lines are written), and releases the
+// Client's stores. It is safe to call more than once.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	if !g.closing.CompareAndSwap(false, true) {
 		return nil
@@ -808,8 +835,45 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if len(errs) > 0 {
+		// The requests cut end as their connections close: wait for them a moment,
+		// so that their access log lines are written before the log is flushed.
+		g.waitHandlers(time.Second)
+	}
 	g.close()
 	return errors.Join(errs...)
+}
+
+func (g *Gateway) handlerDone() {
+	if g.handlers.Add(-1) == 0 && g.closing.Load() {
+		g.handlersMu.Lock()
+		if g.handlersIdle != nil {
+			close(g.handlersIdle)
+			g.handlersIdle = nil
+		}
+		g.handlersMu.Unlock()
+	}
+}
+
+// waitHandlers waits, at most d, until no request is being served. Shutdown has
+// begun: a handler that ends after the check below sees closing and wakes it.
+func (g *Gateway) waitHandlers(d time.Duration) {
+	g.handlersMu.Lock()
+	if g.handlers.Load() == 0 {
+		g.handlersMu.Unlock()
+		return
+	}
+	if g.handlersIdle == nil {
+		g.handlersIdle = make(chan struct{})
+	}
+	idle := g.handlersIdle
+	g.handlersMu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
 }
 
 // warmFrontDoors runs the front doors' decoders and encoders once on samples, in New,

@@ -1,6 +1,7 @@
 package llmgateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,12 +17,44 @@ import (
 // ReloadFile reads file (secrets from the same environment as the running
 // configuration) and applies it with Reload. An invalid file changes nothing.
 func (g *Gateway) ReloadFile(file string) error {
-	cfg, err := LoadFile(file, g.state.Load().cfg.env)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		err = fmt.Errorf("llmgateway: %w", err)
+		g.log.Error("reload refused", "file", file, "err", err.Error())
+		return err
+	}
+	return g.reloadData(file, data)
+}
+
+// reloadData is ReloadFile of data, read from file.
+func (g *Gateway) reloadData(file string, data []byte) error {
+	g.seeData(file, data)
+	cfg, err := parseFile(file, data, g.state.Load().cfg.env)
 	if err != nil {
 		g.log.Error("reload refused", "file", file, "err", err.Error())
 		return err
 	}
 	return g.Reload(cfg)
+}
+
+// see notes the file cfg was read from, if any, as seen.
+func (g *Gateway) see(cfg *Config) {
+	if cfg.source != "" {
+		g.seeData(cfg.source, cfg.raw)
+	}
+}
+
+func (g *Gateway) seeData(file string, data []byte) {
+	g.seenMu.Lock()
+	g.seenFile, g.seenData = file, data
+	g.seenMu.Unlock()
+}
+
+// seen says whether data is what file held when it was last read.
+func (g *Gateway) seen(file string, data []byte) bool {
+	g.seenMu.Lock()
+	defer g.seenMu.Unlock()
+	return g.seenFile == file && bytes.Equal(g.seenData, data)
 }
 
 // Reload applies a new configuration while requests are in flight, keeping the
@@ -36,6 +69,7 @@ func (g *Gateway) ReloadFile(file string) error {
 func (g *Gateway) Reload(cfg *Config) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
+	g.see(cfg)
 	old := g.state.Load()
 	changes, err := plan(old.cfg, cfg)
 	if err == nil && len(changes) > 0 {
@@ -135,18 +169,29 @@ func restartPart(c *Config) Config {
 	return x
 }
 
-// WatchFile reloads the configuration whenever file changes (its size, time or
-// contents), checking every interval (0 means 2s), until ctx ends. An invalid file is
-// logged and refused; the gateway keeps its configuration.
+// WatchFile reloads the configuration when the contents of file change, checking
+// every interval (0 means 2s), until ctx ends. A change is applied once the file
+// reads the same at two checks in a row, so that a file caught half-written is not
+// applied; contents a reload already tried (ReloadFile, or Reload of a configuration
+// LoadFile read from file) are not tried again. An invalid file is logged and
+// refused; the gateway keeps its configuration.
 func (g *Gateway) WatchFile(ctx context.Context, file string, interval time.Duration) {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
 	// A change made since the running configuration was read counts too.
-	last := g.state.Load().cfg.raw
-	if g.state.Load().cfg.source != file {
-		last, _ = os.ReadFile(file)
+	g.seenMu.Lock()
+	if g.seenFile != file {
+		g.seenFile, g.seenData = file, nil
+		if data, err := os.ReadFile(file); err == nil {
+			g.seenData = data
+		}
 	}
+	g.seenMu.Unlock()
+	var (
+		pending    []byte
+		hasPending bool
+	)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -156,13 +201,19 @@ func (g *Gateway) WatchFile(ctx context.Context, file string, interval time.Dura
 		case <-t.C:
 		}
 		data, err := os.ReadFile(file)
-		if err != nil || slices.Equal(data, last) {
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
+		switch {
+		case err != nil:
+			if !errors.Is(err, os.ErrNotExist) {
 				g.log.Error("watch", "file", file, "err", err.Error())
 			}
-			continue
+			hasPending = false
+		case g.seen(file, data):
+			hasPending = false
+		case !hasPending || !bytes.Equal(pending, data):
+			pending, hasPending = data, true
+		default:
+			hasPending = false
+			_ = g.reloadData(file, data)
 		}
-		last = data
-		_ = g.ReloadFile(file)
 	}
 }

@@ -7,7 +7,8 @@
 //
 // SIGHUP and any change of the file reload the configuration (an invalid one is
 // refused and the running one kept); SIGINT and SIGTERM shut down gracefully,
-// waiting for requests in flight, open streams included.
+// waiting for requests in flight, open streams included, and a second one cuts
+// those left.
 package main
 
 import (
@@ -40,16 +41,39 @@ func procs(cfg *llmgateway.Config, getenv func(string) string) int {
 	return cfg.Procs
 }
 
+const usage = `Usage: llmgateway [-config file] [-watch interval] [-check]
+
+llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front of llmclient
+(docs/gateway.md). SIGHUP, a change of the file (checked every -watch interval) and
+POST /admin/reload reload the configuration; an invalid file is refused, logged, and
+changes nothing. SIGINT and SIGTERM close the listeners and wait for the requests in
+flight, open streams included, up to shutdown_grace; a second one cuts those left.
+
+`
+
 func run() error {
 	file := flag.String("config", "llmgateway.yaml", "configuration file (YAML or JSON)")
-	check := flag.Bool("check", false, "validate the configuration and exit")
-	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP)")
+	check := flag.Bool("check", false, "validate the configuration as a start would, print \"configuration ok\" and exit")
+	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP and /admin/reload)")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), usage)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	cfg, err := llmgateway.LoadFile(*file, nil)
 	if err != nil {
 		return err
 	}
 	if *check {
+		// Building the gateway finds what only New checks (a pricing file it cannot
+		// read, options the Client refuses); it connects to nothing.
+		g, err := llmgateway.New(cfg)
+		if err != nil {
+			return err
+		}
+		if err := g.Shutdown(context.Background()); err != nil {
+			return err
+		}
 		fmt.Println("configuration ok")
 		return nil
 	}
@@ -87,8 +111,22 @@ func run() error {
 					continue
 				}
 				stop()
-				drained <- g.Shutdown(context.Background())
-				return
+				// A second SIGINT or SIGTERM cuts the drain short.
+				cut, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- g.Shutdown(cut) }()
+				for {
+					select {
+					case err := <-done:
+						cancel()
+						drained <- err
+						return
+					case s := <-sig:
+						if s != syscall.SIGHUP {
+							cancel()
+						}
+					}
+				}
 			}
 		}
 	}()

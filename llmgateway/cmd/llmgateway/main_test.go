@@ -1,10 +1,31 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/llmclient/llmclient/llmgateway"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "llmgateway-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 func TestProcsComesFromTheConfigUnlessTheEnvironmentSetsIt(t *testing.T) {
 	env := func(vars map[string]string) func(string) string {

@@ -295,7 +295,13 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		}
 		waited += w
 	}
-	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
+	var w time.Duration
+	var err error
+	if waited == 0 && !adm.hasDeadline {
+		w, err = l.reserveNow(ctx, ls, adm)
+	} else {
+		w, err = l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
+	}
 	if err != nil {
 		ls.undo(false)
 		*ls = limitLease{}
@@ -368,15 +374,61 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	} else {
 		wait, bounded, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim, bounded, now)
 	}
-	if err != nil {
-		*g = limitstore.Grant{}
-		return 0, l.asError(err, 0)
-	}
-	if adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
+	if err == nil && adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
 		l.noteQueue(g, ls.Tokens, bounded, fit, now)
 		for i, p := range l.parts {
 			p.noteQueue(&ls.parts[i].Grant, ls.parts[i].Tokens, bounded, fit, now)
 		}
+	}
+	return l.granted(ctx, lane, ls, adm, wait, err)
+}
+
+// reserveNow is reserve on the main lane for a request without a deadline that has not
+// waited yet (no slot, no batch lane before): the same steps, without the deadline's.
+func (l *keyLimiter) reserveNow(ctx context.Context, ls *limitLease, adm *admission) (time.Duration, error) {
+	lim := adm.lim0
+	if !adm.haveLim0 {
+		var err error
+		if lim, err = l.limit(ctx, 0, adm, 0); err != nil {
+			return 0, err
+		}
+	}
+	r := &ls.res
+	r.Lane, r.Requests, r.MaxWait = limitstore.LaneMain, 1, lim
+	r.At = adm.now // nothing slept since the caller read the clock
+	var wait time.Duration
+	var err error
+	if l.joint == nil {
+		r.Tokens, r.Estimate = ls.Tokens, ls.Estimate
+		r.InFlight, r.VendorBurst = l.holds(limitstore.LaneMain)
+		err = l.reserver.ReserveTo(ctx, r, &ls.Grant)
+		wait = ls.Grant.Wait
+	} else {
+		if l.held || l.partHeld {
+			ls.holdAll(limitstore.LaneMain)
+		}
+		sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
+		if wait, err = l.joint.Reserve(ctx, r, sh[:1+len(l.parts)]); err != nil {
+			for i := range l.parts {
+				ls.parts[i].Grant = limitstore.Grant{}
+			}
+		}
+	}
+	if err == nil && wait <= 0 && ls.Grant.OK {
+		return 0, nil
+	}
+	return l.granted(ctx, limitstore.LaneMain, ls, adm, wait, err)
+}
+
+// granted ends a reservation on lane of the lease's charges, made with the wait and
+// error given: a refusal or an error gives the lease's grant back as none, a wait is
+// slept (but when adm.noSleep) or, on a key paused in the store, refused for another
+// key (adm.switchable).
+func (l *keyLimiter) granted(ctx context.Context, lane limitstore.Lane, ls *limitLease, adm *admission, wait time.Duration, err error) (time.Duration, error) {
+	g := &ls.Grant
+	if err != nil {
+		*g = limitstore.Grant{}
+		return 0, l.asError(err, 0)
 	}
 	if !g.OK {
 		e := l.rateLimited(wait)
@@ -461,10 +513,7 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
 	parts := ls.parts[:len(l.parts)]
 	if l.held || l.partHeld {
-		ls.InFlight, ls.VendorBurst = l.holds(lane)
-		for i, p := range l.parts {
-			parts[i].InFlight, parts[i].VendorBurst = p.holds(lane)
-		}
+		ls.holdAll(lane)
 	}
 	if adm.hasDeadline { // else every limiter's bound is the key's
 		for i, p := range l.parts {
@@ -497,6 +546,16 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 		}
 	}
 	return wait, bounded, nil
+}
+
+// holdAll marks the lease's charges on lane held in flight where their limiters hold
+// them (keyLimiter.holds).
+func (ls *limitLease) holdAll(lane limitstore.Lane) {
+	l := ls.l
+	ls.InFlight, ls.VendorBurst = l.holds(lane)
+	for i, p := range l.parts {
+		ls.parts[i].InFlight, ls.parts[i].VendorBurst = p.holds(lane)
+	}
 }
 
 // maxParts is the most parts a limiter has: one per quantity besides the total.
@@ -591,6 +650,28 @@ func (pl *partLease) retract(lane limitstore.Lane) {
 // the request is refused (a rate-limited *Error). margin is taken from the deadline's
 // part of the bound only (see sizeQuantile.margin).
 func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
+	if adm.hasDeadline {
+		return l.limitDeadline(ctx, waited, adm, margin)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	lim := time.Duration(-1) // no deadline: what waitLimit returns
+	switch {
+	case l.mode == ratelimit.FailFast:
+		lim = 0
+	case l.maxWait > 0:
+		lim = max(l.maxWait-waited, 0)
+	}
+	adm.fit = lim
+	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
+		lim = max(adm.within-waited, 0)
+	}
+	return lim, nil
+}
+
+// limitDeadline is limit for a request with a deadline.
+func (l *keyLimiter) limitDeadline(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -100,6 +100,9 @@ type Share struct {
 // the longest wait exceeds r.MaxWait, the others give back what they took (Adjust) and
 // every grant has OK false. shares has one entry per state.
 func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
+	if j.one && r.Lane == LaneMain {
+		return reserveMainAll(j.mem, shares, r), nil
+	}
 	if j.mem == nil {
 		return j.reserveEach(ctx, r, shares)
 	}
@@ -109,24 +112,14 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (t
 		s0 := j.mem[0]
 		now := s0.clock(r.At)
 		s0.mu.Lock()
-		main := r.Lane == LaneMain
-		var at float64
-		if main {
-			at = readyMainAll(j.mem, shares, now, req)
-		} else {
-			at = readyLocked(r.Lane, j.mem, shares, now, req)
-		}
+		at := readyLocked(r.Lane, j.mem, shares, now, req)
 		wait := Duration(at - now)
 		if r.MaxWait >= 0 && wait > r.MaxWait {
 			s0.mu.Unlock()
 			refuse(shares, wait)
 			return wait, nil
 		}
-		if main {
-			grantMainAll(j.mem, shares, at, req, wait)
-		} else {
-			grantLocked(r.Lane, j.mem, shares, at, req, wait)
-		}
+		grantLocked(r.Lane, j.mem, shares, at, req, wait)
 		s0.mu.Unlock()
 		return wait, nil
 	}

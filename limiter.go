@@ -23,9 +23,12 @@ type keyLimiter struct {
 	joint *limitstore.Joint
 	// shared is set when the state lives in a store given with WithLimitStore: other
 	// Clients may admit through it too, and see the key's pauses and evictions.
-	shared   bool
-	mode     ratelimit.Mode
-	maxWait  time.Duration // 0: no bound but the deadline
+	shared  bool
+	mode    ratelimit.Mode
+	maxWait time.Duration // 0: no bound but the deadline
+	// waitCap is the longest wait of a request without a deadline, before any wait (see
+	// limit): 0 in fail-fast mode, else maxWait, or -1 for no bound.
+	waitCap  time.Duration
 	metering ratelimit.Metering
 	slots    bool // MaxConcurrent is set
 	// limited is set while the scope limits anything, by its Limits or by limits learned
@@ -94,6 +97,12 @@ func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig
 		slots:    l.MaxConcurrent > 0,
 	}
 	k.queue.target = cfg.queueTarget
+	switch k.waitCap = -1; {
+	case k.mode == ratelimit.FailFast:
+		k.waitCap = 0
+	case k.maxWait > 0:
+		k.waitCap = k.maxWait
+	}
 	k.sync.init(spec, !k.shared, cfg)
 	k.apply(spec)
 	return k
@@ -387,10 +396,14 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 // waited yet (no slot, no batch lane before): the same steps, without the deadline's.
 func (l *keyLimiter) reserveNow(ctx context.Context, ls *limitLease, adm *admission) (time.Duration, error) {
 	lim := adm.lim0
-	if !adm.haveLim0 {
-		var err error
-		if lim, err = l.limit(ctx, 0, adm, 0); err != nil {
+	if !adm.haveLim0 { // limit's steps without a deadline or a wait so far
+		if err := ctx.Err(); err != nil {
 			return 0, err
+		}
+		lim = l.waitCap
+		adm.fit = lim
+		if adm.within >= 0 && (lim < 0 || lim > adm.within) {
+			lim = adm.within
 		}
 	}
 	r := &ls.res

@@ -103,6 +103,11 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (t
 	if j.one && r.Lane == LaneMain {
 		return reserveMainAll(j.mem, shares, r), nil
 	}
+	return j.reserve(ctx, r, shares)
+}
+
+// reserve is Reserve but on the main lane of states on one lock.
+func (j *Joint) reserve(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
 	if j.mem == nil {
 		return j.reserveEach(ctx, r, shares)
 	}

@@ -321,7 +321,7 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 
 // ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
 // Reserve for one state, under the state's lock: on LaneMain the steps of readyMain and
-// grantMain (which a Joint's reserveMainAll writes out for each of its states), on
+// grantMain (which a Joint's Reserve writes out for each of its states on one lock), on
 // LaneBatch the same readyBatch and grantBatch.
 func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	if r.Lane == LaneBatch {
@@ -388,93 +388,6 @@ func readyLocked(l Lane, mem []*memState, shares []*Share, now, req float64) flo
 		}
 	}
 	return at
-}
-
-// reserveMainAll is a Joint's Reserve on LaneMain for states that share one lock and one
-// clock: for each state, the steps of memState.readyMain and then, unless the wait
-// exceeds r.MaxWait, of memState.grantMain, written out in the loops, which call nothing
-// but to hold a share in flight. A state whose only limit is its token bucket
-// (memState.tokOnly; a quantity's beside a key's, as a rule) takes the token bucket's
-// steps alone. It returns the wait.
-func reserveMainAll(mem []*memState, shares []*Share, r *Reservation) time.Duration {
-	shares = shares[:len(mem)]
-	s0 := mem[0]
-	now := s0.clock(r.At)
-	req := count(r.Requests)
-	s0.mu.Lock()
-	at := now
-	for i, s := range mem {
-		sh := shares[i]
-		tok := count(sh.Tokens)
-		m := &s.main
-		at = fmax(at, s.pausedUntil)
-		b := &m[bTok]
-		if s.tokOnly && !sh.InFlight {
-			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
-			continue
-		}
-		if b.interval != 0 {
-			if sh.InFlight {
-				s.settleHeld(now)
-			}
-			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
-		}
-		if b := &m[bReq]; b.interval != 0 && req > 0 {
-			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
-		}
-		if s.daily {
-			at = fmax(at, m[bDayTok].ready(now, tok))
-			if req > 0 {
-				at = fmax(at, m[bDayReq].ready(now, req))
-			}
-		}
-	}
-	wait := Duration(at - now)
-	if r.MaxWait >= 0 && wait > r.MaxWait {
-		s0.mu.Unlock()
-		refuse(shares, wait)
-		return wait
-	}
-	for i, s := range mem {
-		sh := shares[i]
-		tok := count(sh.Tokens)
-		m := &s.main
-		t := &s.totals
-		g := &sh.Grant
-		if s.tokOnly && !sh.InFlight {
-			b := &m[bTok]
-			ct := fmin(tok, b.maxCharge)
-			if tok > 0 {
-				b.tat = fmax(b.tat, at) + ct*b.interval
-			}
-			lt := b.burst - fmax(b.tat-at, 0)*b.perNano + b.corrected
-			t.Tokens += ct
-			t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
-			t.Requests += req
-			s.mark++
-			g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
-			g.Levels = Levels{nan, lt, nan, nan}
-			continue
-		}
-		lr, cr := m[bReq].grant(at, req)
-		lt, ct := m[bTok].grant(at, tok)
-		if sh.InFlight {
-			s.hold(tok, sh.VendorBurst)
-		}
-		t.Tokens += ct
-		t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
-		t.Requests += cr
-		s.mark++
-		ld, ldt := nan, nan
-		if s.daily {
-			ld, _ = m[bDayReq].grant(at, req)
-			ldt, _ = m[bDayTok].grant(at, tok)
-		}
-		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
-		g.Levels = Levels{lr, lt, ld, ldt}
-	}
-	s0.mu.Unlock()
-	return wait
 }
 
 // readyMain is readyLocked on LaneMain for s, a share of tok tokens (held in flight when

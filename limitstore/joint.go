@@ -111,7 +111,12 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (t
 	mem := j.mem
 	shares = shares[:len(mem)]
 	s0 := mem[0]
-	now := s0.clock(r.At)
+	var now float64
+	if r.At.IsZero() {
+		now = s0.now()
+	} else {
+		now = s0.clock(r.At)
+	}
 	req := count(r.Requests)
 	s0.mu.Lock()
 	at := now

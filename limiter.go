@@ -871,7 +871,6 @@ func (ls *limitLease) release(actualTokens int, used bool) {
 // settle is release for one limiter's buckets (the lease's own, or a part's).
 func (pl *partLease) settle(actualTokens int, used bool) {
 	l := pl.l
-	bg := context.Background()
 	delta, requests := 0, 0
 	switch {
 	case !used:
@@ -882,6 +881,16 @@ func (pl *partLease) settle(actualTokens int, used bool) {
 			delta = max(delta, 0)
 		}
 	}
+	if l.held || delta != 0 || requests != 0 {
+		pl.adjust(requests, delta)
+	}
+}
+
+// adjust is settle's change to the charge's buckets: requests and tokens taken (given
+// back when negative), and the hold in flight ended.
+func (pl *partLease) adjust(requests, delta int) {
+	l := pl.l
+	bg := context.Background()
 	if l.held {
 		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.Grant.Mark, pl.Tokens, requests, delta)
 		if pl.batch && (delta != 0 || requests != 0) {

@@ -273,7 +273,29 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	// Field by field: the grant is written whole by the reservation.
 	l.beginAll(adm, ls)
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
-	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
+	adm.deadline, adm.hasDeadline = ctx.Deadline()
+	if adm.hasDeadline || waited != 0 || l.slots || adm.prio == ratelimit.Batch {
+		return l.admitWaiting(ctx, adm, ls, waited)
+	}
+	// Nothing before the main lane: its reservation, as admitWaiting's.
+	w, err := l.reserveNow(ctx, ls, adm)
+	if err != nil {
+		ls.undo(false)
+		*ls = limitLease{}
+		return 0, err
+	}
+	if w > 0 && !adm.noSleep {
+		return l.afterSleep(ctx, adm, ls, w)
+	}
+	l.inFlight.Add(1)
+	return w, nil
+}
+
+// admitWaiting is admit once its charges are set, for a request that may wait before
+// the main lane (in the limiters before l, for a slot, or on the batch lane) or has a
+// deadline.
+func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	if adm.hasDeadline {
 		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
 			p.sizes.observe(ls.parts[i].Tokens)
@@ -318,28 +340,36 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	}
 	waited += w
 	if w > 0 && !adm.noSleep {
-		// A 429 may have paused the scope while this request slept.
-		for {
-			b, err := l.state.Blocked(ctx)
-			left := b.Paused
-			if err != nil || left <= 0 {
-				break
-			}
-			if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
-				ls.undo(true)
-				*ls = limitLease{}
-				if err == nil {
-					err = l.rateLimited(left)
-				}
-				return waited, err
-			}
-			if err := sleep(ctx, left); err != nil {
-				ls.undo(true)
-				*ls = limitLease{}
-				return waited + left, err
-			}
-			waited += left
+		return l.afterSleep(ctx, adm, ls, waited)
+	}
+	l.inFlight.Add(1)
+	return waited, nil
+}
+
+// afterSleep ends the admission of a request into ls that slept on the main lane, having
+// waited so far: a 429 may have paused the scope while it slept, and then it waits for
+// the pause, or gives up when the pause exceeds what it may still wait.
+func (l *keyLimiter) afterSleep(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	for {
+		b, err := l.state.Blocked(ctx)
+		left := b.Paused
+		if err != nil || left <= 0 {
+			break
 		}
+		if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
+			ls.undo(true)
+			*ls = limitLease{}
+			if err == nil {
+				err = l.rateLimited(left)
+			}
+			return waited, err
+		}
+		if err := sleep(ctx, left); err != nil {
+			ls.undo(true)
+			*ls = limitLease{}
+			return waited + left, err
+		}
+		waited += left
 	}
 	l.inFlight.Add(1)
 	return waited, nil

@@ -275,10 +275,55 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
 	adm.deadline, adm.hasDeadline = ctx.Deadline()
 	if adm.hasDeadline || waited != 0 || l.slots || adm.prio == ratelimit.Batch {
-		return l.admitWaiting(ctx, adm, ls, waited)
+		var err error
+		if waited, err = l.admitBefore(ctx, adm, ls, waited); err != nil {
+			return waited, err
+		}
+		if adm.hasDeadline || waited != 0 {
+			return l.admitMain(ctx, adm, ls, waited)
+		}
 	}
-	// Nothing before the main lane: its reservation, as admitWaiting's.
-	w, err := l.reserveNow(ctx, ls, adm)
+	// Nothing waited before the main lane, and no deadline: reserve's steps without
+	// theirs, written out.
+	lim := adm.lim0
+	if !adm.haveLim0 {
+		if err := ctx.Err(); err != nil {
+			ls.undo(false) // a batch lane's charge, taken without a wait
+			*ls = limitLease{}
+			return 0, err
+		}
+		lim = l.waitCap
+		adm.fit = lim
+		if adm.within >= 0 && (lim < 0 || lim > adm.within) {
+			lim = adm.within
+		}
+	}
+	r := &ls.res
+	r.Lane, r.Requests, r.MaxWait = limitstore.LaneMain, 1, lim
+	r.At = adm.now // nothing slept since the caller read the clock
+	var wait time.Duration
+	var err error
+	if l.joint == nil {
+		r.Tokens, r.Estimate = ls.Tokens, ls.Estimate
+		r.InFlight, r.VendorBurst = l.holds(limitstore.LaneMain)
+		err = l.reserver.ReserveTo(ctx, r, &ls.Grant)
+		wait = ls.Grant.Wait
+	} else {
+		if l.held || l.partHeld {
+			ls.holdAll(limitstore.LaneMain)
+		}
+		sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
+		if wait, err = l.joint.Reserve(ctx, r, sh[:1+len(l.parts)]); err != nil {
+			for i := range l.parts {
+				ls.parts[i].Grant = limitstore.Grant{}
+			}
+		}
+	}
+	if err == nil && wait <= 0 && ls.Grant.OK {
+		l.inFlight.Add(1)
+		return 0, nil
+	}
+	w, err := l.granted(ctx, limitstore.LaneMain, ls, adm, wait, err)
 	if err != nil {
 		ls.undo(false)
 		*ls = limitLease{}
@@ -291,10 +336,10 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	return w, nil
 }
 
-// admitWaiting is admit once its charges are set, for a request that may wait before
-// the main lane (in the limiters before l, for a slot, or on the batch lane) or has a
-// deadline.
-func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+// admitBefore is admit's steps before the main lane, once its charges are set, for a
+// request that may wait there (in the limiters before l, for a slot, or on the batch
+// lane) or has a deadline: it returns the wait so far. On failure ls is the zero lease.
+func (l *keyLimiter) admitBefore(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
 	if adm.hasDeadline {
 		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
@@ -326,13 +371,12 @@ func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limit
 		}
 		waited += w
 	}
-	var w time.Duration
-	var err error
-	if waited == 0 && !adm.hasDeadline {
-		w, err = l.reserveNow(ctx, ls, adm)
-	} else {
-		w, err = l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
-	}
+	return waited, nil
+}
+
+// admitMain is admit's main lane for a request that waited so far or has a deadline.
+func (l *keyLimiter) admitMain(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
 	if err != nil {
 		ls.undo(false)
 		*ls = limitLease{}
@@ -420,47 +464,6 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		}
 	}
 	return l.granted(ctx, lane, ls, adm, wait, err)
-}
-
-// reserveNow is reserve on the main lane for a request without a deadline that has not
-// waited yet (no slot, no batch lane before): the same steps, without the deadline's.
-func (l *keyLimiter) reserveNow(ctx context.Context, ls *limitLease, adm *admission) (time.Duration, error) {
-	lim := adm.lim0
-	if !adm.haveLim0 { // limit's steps without a deadline or a wait so far
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		lim = l.waitCap
-		adm.fit = lim
-		if adm.within >= 0 && (lim < 0 || lim > adm.within) {
-			lim = adm.within
-		}
-	}
-	r := &ls.res
-	r.Lane, r.Requests, r.MaxWait = limitstore.LaneMain, 1, lim
-	r.At = adm.now // nothing slept since the caller read the clock
-	var wait time.Duration
-	var err error
-	if l.joint == nil {
-		r.Tokens, r.Estimate = ls.Tokens, ls.Estimate
-		r.InFlight, r.VendorBurst = l.holds(limitstore.LaneMain)
-		err = l.reserver.ReserveTo(ctx, r, &ls.Grant)
-		wait = ls.Grant.Wait
-	} else {
-		if l.held || l.partHeld {
-			ls.holdAll(limitstore.LaneMain)
-		}
-		sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
-		if wait, err = l.joint.Reserve(ctx, r, sh[:1+len(l.parts)]); err != nil {
-			for i := range l.parts {
-				ls.parts[i].Grant = limitstore.Grant{}
-			}
-		}
-	}
-	if err == nil && wait <= 0 && ls.Grant.OK {
-		return 0, nil
-	}
-	return l.granted(ctx, limitstore.LaneMain, ls, adm, wait, err)
 }
 
 // granted ends a reservation on lane of the lease's charges, made with the wait and

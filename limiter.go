@@ -696,28 +696,6 @@ func (pl *partLease) retract(lane limitstore.Lane) {
 // the request is refused (a rate-limited *Error). margin is taken from the deadline's
 // part of the bound only (see sizeQuantile.margin).
 func (l *keyLimiter) limit(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
-	if adm.hasDeadline {
-		return l.limitDeadline(ctx, waited, adm, margin)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	lim := time.Duration(-1) // no deadline: what waitLimit returns
-	switch {
-	case l.mode == ratelimit.FailFast:
-		lim = 0
-	case l.maxWait > 0:
-		lim = max(l.maxWait-waited, 0)
-	}
-	adm.fit = lim
-	if adm.within >= 0 && (lim < 0 || lim > adm.within-waited) {
-		lim = max(adm.within-waited, 0)
-	}
-	return lim, nil
-}
-
-// limitDeadline is limit for a request with a deadline.
-func (l *keyLimiter) limitDeadline(ctx context.Context, waited time.Duration, adm *admission, margin time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -607,8 +607,8 @@ func (ls *limitLease) holdAll(lane limitstore.Lane) {
 // maxParts is the most parts a limiter has: one per quantity besides the total.
 const maxParts = 2
 
-// reserveJoint lists a lease's 1+maxParts shares as a literal: this fails to compile
-// when maxParts is not 2.
+// admit and reserveJoint list a lease's 1+maxParts shares as a literal: this fails to
+// compile when maxParts is not 2.
 var _ = [1]struct{}{}[maxParts-2]
 
 // beginAll sets the lease's charges of adm: on l's buckets and, when l reserves with its

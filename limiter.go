@@ -275,12 +275,9 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
 	adm.deadline, adm.hasDeadline = ctx.Deadline()
 	if adm.hasDeadline || waited != 0 || l.slots || adm.prio == ratelimit.Batch {
-		var err error
-		if waited, err = l.admitBefore(ctx, adm, ls, waited); err != nil {
-			return waited, err
-		}
-		if adm.hasDeadline || waited != 0 {
-			return l.admitMain(ctx, adm, ls, waited)
+		w, done, err := l.admitWaiting(ctx, adm, ls, waited)
+		if done || err != nil {
+			return w, err
 		}
 	}
 	// Nothing waited before the main lane, and no deadline: reserve's steps without
@@ -336,10 +333,12 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	return w, nil
 }
 
-// admitBefore is admit's steps before the main lane, once its charges are set, for a
-// request that may wait there (in the limiters before l, for a slot, or on the batch
-// lane) or has a deadline: it returns the wait so far. On failure ls is the zero lease.
-func (l *keyLimiter) admitBefore(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+// admitWaiting is admit once the charges are set, for a request that may wait before the
+// main lane (in the limiters before l, for a slot, or on the batch lane) or has a
+// deadline. It returns the whole wait, done, and admit's error, when it admitted the
+// request or failed; else (no deadline, and nothing waited) the wait so far, 0, and admit
+// reserves the main lane. On failure ls is the zero lease.
+func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, bool, error) {
 	if adm.hasDeadline {
 		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
@@ -351,14 +350,14 @@ func (l *keyLimiter) admitBefore(ctx context.Context, adm *admission, ls *limitL
 		lim, err := l.limit(ctx, 0, adm, 0)
 		if err != nil {
 			*ls = limitLease{}
-			return 0, err
+			return 0, true, err
 		}
 		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline && waited == 0
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == ratelimit.Batch, lim)
 		waited += w
 		if err != nil {
 			*ls = limitLease{}
-			return waited, l.asError(err, 0)
+			return waited, true, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
 	}
@@ -367,27 +366,26 @@ func (l *keyLimiter) admitBefore(ctx context.Context, adm *admission, ls *limitL
 		if err != nil {
 			ls.undo(false)
 			*ls = limitLease{}
-			return waited, err
+			return waited, true, err
 		}
 		waited += w
 	}
-	return waited, nil
-}
-
-// admitMain is admit's main lane for a request that waited so far or has a deadline.
-func (l *keyLimiter) admitMain(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	if !adm.hasDeadline && waited == 0 {
+		return 0, false, nil
+	}
 	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
 	if err != nil {
 		ls.undo(false)
 		*ls = limitLease{}
-		return waited, err
+		return waited, true, err
 	}
 	waited += w
 	if w > 0 && !adm.noSleep {
-		return l.afterSleep(ctx, adm, ls, waited)
+		waited, err = l.afterSleep(ctx, adm, ls, waited)
+		return waited, true, err
 	}
 	l.inFlight.Add(1)
-	return waited, nil
+	return waited, true, nil
 }
 
 // afterSleep ends the admission of a request into ls that slept on the main lane, having
@@ -462,6 +460,9 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		for i, p := range l.parts {
 			p.noteQueue(&ls.parts[i].Grant, ls.parts[i].Tokens, bounded, fit, now)
 		}
+	}
+	if err == nil && wait <= 0 && g.OK && lane == limitstore.LaneMain {
+		return 0, nil
 	}
 	return l.granted(ctx, lane, ls, adm, wait, err)
 }

@@ -23,9 +23,12 @@ type keyLimiter struct {
 	joint *limitstore.Joint
 	// shared is set when the state lives in a store given with WithLimitStore: other
 	// Clients may admit through it too, and see the key's pauses and evictions.
-	shared   bool
-	mode     ratelimit.Mode
-	maxWait  time.Duration // 0: no bound but the deadline
+	shared  bool
+	mode    ratelimit.Mode
+	maxWait time.Duration // 0: no bound but the deadline
+	// waitCap is the longest wait of a request without a deadline, before any wait (see
+	// limit): 0 in fail-fast mode, else maxWait, or -1 for no bound.
+	waitCap  time.Duration
 	metering ratelimit.Metering
 	slots    bool // MaxConcurrent is set
 	// limited is set while the scope limits anything, by its Limits or by limits learned
@@ -94,6 +97,12 @@ func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig
 		slots:    l.MaxConcurrent > 0,
 	}
 	k.queue.target = cfg.queueTarget
+	switch k.waitCap = -1; {
+	case k.mode == ratelimit.FailFast:
+		k.waitCap = 0
+	case k.maxWait > 0:
+		k.waitCap = k.maxWait
+	}
 	k.sync.init(spec, !k.shared, cfg)
 	k.apply(spec)
 	return k
@@ -264,7 +273,73 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 	// Field by field: the grant is written whole by the reservation.
 	l.beginAll(adm, ls)
 	ls.slot, ls.held, ls.more = limitstore.SlotLease{}, false, nil
-	if adm.deadline, adm.hasDeadline = ctx.Deadline(); adm.hasDeadline {
+	adm.deadline, adm.hasDeadline = ctx.Deadline()
+	if adm.hasDeadline || waited != 0 || l.slots || adm.prio == ratelimit.Batch {
+		w, done, err := l.admitWaiting(ctx, adm, ls, waited)
+		if done || err != nil {
+			return w, err
+		}
+	}
+	// Nothing waited before the main lane, and no deadline: reserve's steps without
+	// theirs, written out.
+	lim := adm.lim0
+	if !adm.haveLim0 {
+		if err := ctx.Err(); err != nil {
+			ls.undo(false) // a batch lane's charge, taken without a wait
+			*ls = limitLease{}
+			return 0, err
+		}
+		lim = l.waitCap
+		adm.fit = lim
+		if adm.within >= 0 && (lim < 0 || lim > adm.within) {
+			lim = adm.within
+		}
+	}
+	r := &ls.res
+	r.Lane, r.Requests, r.MaxWait = limitstore.LaneMain, 1, lim
+	r.At = adm.now // nothing slept since the caller read the clock
+	var wait time.Duration
+	var err error
+	if l.joint == nil {
+		r.Tokens, r.Estimate = ls.Tokens, ls.Estimate
+		r.InFlight, r.VendorBurst = l.holds(limitstore.LaneMain)
+		err = l.reserver.ReserveTo(ctx, r, &ls.Grant)
+		wait = ls.Grant.Wait
+	} else {
+		if l.held || l.partHeld {
+			ls.holdAll(limitstore.LaneMain)
+		}
+		sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
+		if wait, err = l.joint.Reserve(ctx, r, sh[:1+len(l.parts)]); err != nil {
+			for i := range l.parts {
+				ls.parts[i].Grant = limitstore.Grant{}
+			}
+		}
+	}
+	if err == nil && wait <= 0 && ls.Grant.OK {
+		l.inFlight.Add(1)
+		return 0, nil
+	}
+	w, err := l.granted(ctx, limitstore.LaneMain, ls, adm, wait, err)
+	if err != nil {
+		ls.undo(false)
+		*ls = limitLease{}
+		return 0, err
+	}
+	if w > 0 && !adm.noSleep {
+		return l.afterSleep(ctx, adm, ls, w)
+	}
+	l.inFlight.Add(1)
+	return w, nil
+}
+
+// admitWaiting is admit once the charges are set, for a request that may wait before the
+// main lane (in the limiters before l, for a slot, or on the batch lane) or has a
+// deadline. It returns the whole wait, done, and admit's error, when it admitted the
+// request or failed; else (no deadline, and nothing waited) the wait so far, 0, and admit
+// reserves the main lane. On failure ls is the zero lease.
+func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, bool, error) {
+	if adm.hasDeadline {
 		l.sizes.observe(ls.Tokens) // the margins it sets are for requests with deadlines
 		for i, p := range l.parts {
 			p.sizes.observe(ls.parts[i].Tokens)
@@ -275,14 +350,14 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		lim, err := l.limit(ctx, 0, adm, 0)
 		if err != nil {
 			*ls = limitLease{}
-			return 0, err
+			return 0, true, err
 		}
 		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline && waited == 0
 		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == ratelimit.Batch, lim)
 		waited += w
 		if err != nil {
 			*ls = limitLease{}
-			return waited, l.asError(err, 0)
+			return waited, true, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
 	}
@@ -291,40 +366,52 @@ func (l *keyLimiter) admit(ctx context.Context, adm *admission, ls *limitLease, 
 		if err != nil {
 			ls.undo(false)
 			*ls = limitLease{}
-			return waited, err
+			return waited, true, err
 		}
 		waited += w
+	}
+	if !adm.hasDeadline && waited == 0 {
+		return 0, false, nil
 	}
 	w, err := l.reserve(ctx, limitstore.LaneMain, ls, waited, adm)
 	if err != nil {
 		ls.undo(false)
 		*ls = limitLease{}
-		return waited, err
+		return waited, true, err
 	}
 	waited += w
 	if w > 0 && !adm.noSleep {
-		// A 429 may have paused the scope while this request slept.
-		for {
-			b, err := l.state.Blocked(ctx)
-			left := b.Paused
-			if err != nil || left <= 0 {
-				break
-			}
-			if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
-				ls.undo(true)
-				*ls = limitLease{}
-				if err == nil {
-					err = l.rateLimited(left)
-				}
-				return waited, err
-			}
-			if err := sleep(ctx, left); err != nil {
-				ls.undo(true)
-				*ls = limitLease{}
-				return waited + left, err
-			}
-			waited += left
+		waited, err = l.afterSleep(ctx, adm, ls, waited)
+		return waited, true, err
+	}
+	l.inFlight.Add(1)
+	return waited, true, nil
+}
+
+// afterSleep ends the admission of a request into ls that slept on the main lane, having
+// waited so far: a 429 may have paused the scope while it slept, and then it waits for
+// the pause, or gives up when the pause exceeds what it may still wait.
+func (l *keyLimiter) afterSleep(ctx context.Context, adm *admission, ls *limitLease, waited time.Duration) (time.Duration, error) {
+	for {
+		b, err := l.state.Blocked(ctx)
+		left := b.Paused
+		if err != nil || left <= 0 {
+			break
 		}
+		if lim, err := l.limit(ctx, waited, adm, 0); err != nil || (lim >= 0 && left > lim) {
+			ls.undo(true)
+			*ls = limitLease{}
+			if err == nil {
+				err = l.rateLimited(left)
+			}
+			return waited, err
+		}
+		if err := sleep(ctx, left); err != nil {
+			ls.undo(true)
+			*ls = limitLease{}
+			return waited + left, err
+		}
+		waited += left
 	}
 	l.inFlight.Add(1)
 	return waited, nil
@@ -368,15 +455,27 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 	} else {
 		wait, bounded, err = l.reserveJoint(ctx, lane, ls, waited, adm, lim, bounded, now)
 	}
-	if err != nil {
-		*g = limitstore.Grant{}
-		return 0, l.asError(err, 0)
-	}
-	if adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
+	if err == nil && adm.hasDeadline && lane == limitstore.LaneMain && l.mode != ratelimit.FailFast {
 		l.noteQueue(g, ls.Tokens, bounded, fit, now)
 		for i, p := range l.parts {
 			p.noteQueue(&ls.parts[i].Grant, ls.parts[i].Tokens, bounded, fit, now)
 		}
+	}
+	if err == nil && wait <= 0 && g.OK && lane == limitstore.LaneMain {
+		return 0, nil
+	}
+	return l.granted(ctx, lane, ls, adm, wait, err)
+}
+
+// granted ends a reservation on lane of the lease's charges, made with the wait and
+// error given: a refusal or an error gives the lease's grant back as none, a wait is
+// slept (but when adm.noSleep) or, on a key paused in the store, refused for another
+// key (adm.switchable).
+func (l *keyLimiter) granted(ctx context.Context, lane limitstore.Lane, ls *limitLease, adm *admission, wait time.Duration, err error) (time.Duration, error) {
+	g := &ls.Grant
+	if err != nil {
+		*g = limitstore.Grant{}
+		return 0, l.asError(err, 0)
 	}
 	if !g.OK {
 		e := l.rateLimited(wait)
@@ -461,10 +560,7 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	sh := [1 + maxParts]*limitstore.Share{&ls.Share, &ls.parts[0].Share, &ls.parts[1].Share}
 	parts := ls.parts[:len(l.parts)]
 	if l.held || l.partHeld {
-		ls.InFlight, ls.VendorBurst = l.holds(lane)
-		for i, p := range l.parts {
-			parts[i].InFlight, parts[i].VendorBurst = p.holds(lane)
-		}
+		ls.holdAll(lane)
 	}
 	if adm.hasDeadline { // else every limiter's bound is the key's
 		for i, p := range l.parts {
@@ -499,11 +595,21 @@ func (l *keyLimiter) reserveJoint(ctx context.Context, lane limitstore.Lane, ls 
 	return wait, bounded, nil
 }
 
+// holdAll marks the lease's charges on lane held in flight where their limiters hold
+// them (keyLimiter.holds).
+func (ls *limitLease) holdAll(lane limitstore.Lane) {
+	l := ls.l
+	ls.InFlight, ls.VendorBurst = l.holds(lane)
+	for i, p := range l.parts {
+		ls.parts[i].InFlight, ls.parts[i].VendorBurst = p.holds(lane)
+	}
+}
+
 // maxParts is the most parts a limiter has: one per quantity besides the total.
 const maxParts = 2
 
-// reserveJoint lists a lease's 1+maxParts shares as a literal: this fails to compile
-// when maxParts is not 2.
+// admit and reserveJoint list a lease's 1+maxParts shares as a literal: this fails to
+// compile when maxParts is not 2.
 var _ = [1]struct{}{}[maxParts-2]
 
 // beginAll sets the lease's charges of adm: on l's buckets and, when l reserves with its
@@ -777,7 +883,6 @@ func (ls *limitLease) release(actualTokens int, used bool) {
 // settle is release for one limiter's buckets (the lease's own, or a part's).
 func (pl *partLease) settle(actualTokens int, used bool) {
 	l := pl.l
-	bg := context.Background()
 	delta, requests := 0, 0
 	switch {
 	case !used:
@@ -788,6 +893,16 @@ func (pl *partLease) settle(actualTokens int, used bool) {
 			delta = max(delta, 0)
 		}
 	}
+	if l.held || delta != 0 || requests != 0 {
+		pl.adjust(requests, delta)
+	}
+}
+
+// adjust is settle's change to the charge's buckets: requests and tokens taken (given
+// back when negative), and the hold in flight ended.
+func (pl *partLease) adjust(requests, delta int) {
+	l := pl.l
+	bg := context.Background()
 	if l.held {
 		_ = l.state.(limitstore.InFlightAdjuster).AdjustInFlight(bg, pl.Grant.Mark, pl.Tokens, requests, delta)
 		if pl.batch && (delta != 0 || requests != 0) {

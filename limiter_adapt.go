@@ -154,8 +154,8 @@ func factor(a *atomic.Uint64) float64 {
 // estimate is a request's charge before the charge multiplier: its prompt estimate
 // times the usage ratio, plus its reserved output, saturating at maxCost.
 func (s *headerSync) estimate(prompt, out int) int {
-	if prompt > 0 && s.ratio.Load() != 0 {
-		prompt = int(min(math.Ceil(float64(prompt)*factor(&s.ratio)), maxCost))
+	if r := s.ratio.Load(); r != 0 && prompt > 0 {
+		prompt = ceilCost(float64(prompt) * math.Float64frombits(r))
 	}
 	return min(satAdd(prompt, out), maxCost)
 }
@@ -163,10 +163,21 @@ func (s *headerSync) estimate(prompt, out int) int {
 // charge is what a request of the given estimate costs the token buckets: the estimate
 // times the charge multiplier, saturating at maxCost.
 func (s *headerSync) charge(estimate int) int {
-	if s.scale.Load() != 0 {
-		return int(min(math.Ceil(float64(estimate)*factor(&s.scale)), maxCost))
+	if k := s.scale.Load(); k != 0 {
+		return ceilCost(float64(estimate) * math.Float64frombits(k))
 	}
 	return estimate
+}
+
+// ceilCost is int(min(math.Ceil(x), maxCost)), without a call (an admission computes
+// one for each quantity): an integer's truncation is its ceiling up to one.
+func ceilCost(x float64) int {
+	x = min(x, maxCost)
+	n := int(x)
+	if float64(n) < x {
+		n++
+	}
+	return n
 }
 
 // capacities returns the bursts of the per-minute request and token buckets the state

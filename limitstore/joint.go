@@ -100,6 +100,102 @@ type Share struct {
 // the longest wait exceeds r.MaxWait, the others give back what they took (Adjust) and
 // every grant has OK false. shares has one entry per state.
 func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
+	if !j.one || r.Lane != LaneMain {
+		return j.reserve(ctx, r, shares)
+	}
+	// The main lane of states on one lock: for each state the steps of memState.readyMain
+	// and then, unless the wait exceeds r.MaxWait, of memState.grantMain, written out in
+	// the loops, which call nothing but to hold a share in flight. A state whose only
+	// limit is its token bucket (memState.tokOnly; a quantity's beside a key's, as a rule)
+	// takes the token bucket's steps alone.
+	mem := j.mem
+	shares = shares[:len(mem)]
+	s0 := mem[0]
+	var now float64
+	if r.At.IsZero() {
+		now = s0.now()
+	} else {
+		now = s0.clock(r.At)
+	}
+	req := count(r.Requests)
+	s0.mu.Lock()
+	at := now
+	for i, s := range mem {
+		sh := shares[i]
+		tok := count(sh.Tokens)
+		m := &s.main
+		at = fmax(at, s.pausedUntil)
+		b := &m[bTok]
+		if s.tokOnly && !sh.InFlight {
+			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
+			continue
+		}
+		if b.interval != 0 {
+			if sh.InFlight {
+				s.settleHeld(now)
+			}
+			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
+		}
+		if b := &m[bReq]; b.interval != 0 && req > 0 {
+			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
+		}
+		if s.daily {
+			at = fmax(at, m[bDayTok].ready(now, tok))
+			if req > 0 {
+				at = fmax(at, m[bDayReq].ready(now, req))
+			}
+		}
+	}
+	wait := Duration(at - now)
+	if r.MaxWait >= 0 && wait > r.MaxWait {
+		s0.mu.Unlock()
+		refuse(shares, wait)
+		return wait, nil
+	}
+	for i, s := range mem {
+		sh := shares[i]
+		tok := count(sh.Tokens)
+		m := &s.main
+		t := &s.totals
+		g := &sh.Grant
+		if s.tokOnly && !sh.InFlight {
+			b := &m[bTok]
+			ct := fmin(tok, b.maxCharge)
+			if tok > 0 {
+				b.tat = fmax(b.tat, at) + ct*b.interval
+			}
+			lt := b.burst - fmax(b.tat-at, 0)*b.perNano + b.corrected
+			t.Tokens += ct
+			t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
+			t.Requests += req
+			s.mark++
+			g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+			g.Levels = Levels{nan, lt, nan, nan}
+			continue
+		}
+		lr, cr := m[bReq].grant(at, req)
+		lt, ct := m[bTok].grant(at, tok)
+		if sh.InFlight {
+			s.hold(tok, sh.VendorBurst)
+		}
+		t.Tokens += ct
+		t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
+		t.Requests += cr
+		s.mark++
+		ld, ldt := nan, nan
+		if s.daily {
+			ld, _ = m[bDayReq].grant(at, req)
+			ldt, _ = m[bDayTok].grant(at, tok)
+		}
+		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
+		g.Levels = Levels{lr, lt, ld, ldt}
+	}
+	s0.mu.Unlock()
+	return wait, nil
+}
+
+// reserve is Reserve but on the main lane of states on one lock.
+func (j *Joint) reserve(ctx context.Context, r *Reservation, shares []*Share) (time.Duration, error) {
 	if j.mem == nil {
 		return j.reserveEach(ctx, r, shares)
 	}
@@ -109,24 +205,14 @@ func (j *Joint) Reserve(ctx context.Context, r *Reservation, shares []*Share) (t
 		s0 := j.mem[0]
 		now := s0.clock(r.At)
 		s0.mu.Lock()
-		main := r.Lane == LaneMain
-		var at float64
-		if main {
-			at = readyMainAll(j.mem, shares, now, req)
-		} else {
-			at = readyLocked(r.Lane, j.mem, shares, now, req)
-		}
+		at := readyLocked(r.Lane, j.mem, shares, now, req)
 		wait := Duration(at - now)
 		if r.MaxWait >= 0 && wait > r.MaxWait {
 			s0.mu.Unlock()
 			refuse(shares, wait)
 			return wait, nil
 		}
-		if main {
-			grantMainAll(j.mem, shares, at, req, wait)
-		} else {
-			grantLocked(r.Lane, j.mem, shares, at, req, wait)
-		}
+		grantLocked(r.Lane, j.mem, shares, at, req, wait)
 		s0.mu.Unlock()
 		return wait, nil
 	}

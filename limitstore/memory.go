@@ -244,8 +244,10 @@ type memState struct {
 	// batch lane's requests and tokens buckets.
 	main [4]gcra
 	gate [2]gcra
-	// daily is set while a daily bucket limits (Reserve skips them otherwise).
-	daily bool
+	// daily is set while a daily bucket limits (Reserve skips them otherwise); tokOnly
+	// while the per-minute token bucket is the main lane's only limit (no request or
+	// daily bucket), as a quantity's state beside a key's is, as a rule.
+	daily, tokOnly bool
 	// held is the tokens of InFlight reservations not yet ended (see Reservation.InFlight),
 	// room how much larger than the token bucket the vendor's is (VendorBurst).
 	held, room                float64
@@ -283,9 +285,16 @@ func newMemState(spec Spec) *memState {
 	s.main = [4]gcra{newGCRA(spec.Requests, 1), newGCRA(spec.Tokens, 1),
 		newGCRA(spec.DailyRequests, 1), newGCRA(spec.DailyTokens, 1)}
 	s.gate = [2]gcra{newGCRA(spec.Requests, share), newGCRA(spec.Tokens, share)}
-	s.daily = s.main[bDayReq].interval != 0 || s.main[bDayTok].interval != 0
+	s.setDaily()
 	s.batchSlots = max(1, int(float64(s.maxSlots)*share))
 	return s
+}
+
+// setDaily records which of the main lane's buckets limit (daily, tokOnly).
+func (s *memState) setDaily() {
+	m := &s.main
+	s.daily = m[bDayReq].interval != 0 || m[bDayTok].interval != 0
+	s.tokOnly = !s.daily && m[bReq].interval == 0 && m[bTok].interval != 0
 }
 
 // stateSeq numbers the in-memory states (memState.seq).
@@ -312,8 +321,8 @@ func (s *memState) Reserve(ctx context.Context, r Reservation) (Grant, error) {
 
 // ReserveTo implements Reserver: Reserve into *g. It never fails. It is a Joint's
 // Reserve for one state, under the state's lock: on LaneMain the steps of readyMain and
-// grantMain (which a Joint's readyMainAll and grantMainAll write out for each of its
-// states), on LaneBatch the same readyBatch and grantBatch.
+// grantMain (which a Joint's Reserve writes out for each of its states on one lock), on
+// LaneBatch the same readyBatch and grantBatch.
 func (s *memState) ReserveTo(_ context.Context, r *Reservation, g *Grant) error {
 	if r.Lane == LaneBatch {
 		s.reserveBatch(r, g)
@@ -370,40 +379,12 @@ func (s *memState) clock(t time.Time) float64 {
 func readyLocked(l Lane, mem []*memState, shares []*Share, now, req float64) float64 {
 	shares = shares[:len(mem)]
 	at := now
-	if l == LaneBatch {
-		for i, s := range mem {
-			at = fmax(at, s.readyBatch(now, req, count(shares[i].Tokens)))
-		}
-		return at
-	}
-	return readyMainAll(mem, shares, now, req)
-}
-
-// readyMainAll is readyLocked on LaneMain: for each state, the steps of memState.readyMain
-// written out in the loop, which calls nothing for a state without daily buckets or a
-// share held in flight.
-func readyMainAll(mem []*memState, shares []*Share, now, req float64) float64 {
-	shares = shares[:len(mem)]
-	at := now
 	for i, s := range mem {
 		sh := shares[i]
-		tok := count(sh.Tokens)
-		m := &s.main
-		at = fmax(at, s.pausedUntil)
-		if b := &m[bTok]; b.interval != 0 {
-			if sh.InFlight {
-				s.settleHeld(now)
-			}
-			at = fmax(at, b.tat-b.tau+fmin(tok+b.reserve, b.burst)*b.interval)
-		}
-		if b := &m[bReq]; b.interval != 0 && req > 0 {
-			at = fmax(at, b.tat-b.tau+fmin(req+b.reserve, b.burst)*b.interval)
-		}
-		if s.daily {
-			at = fmax(at, m[bDayTok].ready(now, tok))
-			if req > 0 {
-				at = fmax(at, m[bDayReq].ready(now, req))
-			}
+		if l == LaneBatch {
+			at = fmax(at, s.readyBatch(now, req, count(sh.Tokens)))
+		} else {
+			at = s.readyMain(at, now, req, count(sh.Tokens), sh.InFlight)
 		}
 	}
 	return at
@@ -440,54 +421,15 @@ func (s *memState) readyMain(at, now, req, tok float64, inFlight bool) float64 {
 // them. Each bucket's charge, capped charge and level at at are taken in one step
 // (gcra.grant). The states' locks are held.
 func grantLocked(l Lane, mem []*memState, shares []*Share, at, req float64, wait time.Duration) {
-	if l == LaneBatch {
-		for i, s := range mem {
-			s.grantBatch(at, req, count(shares[i].Tokens), wait, &shares[i].Grant)
-		}
-		return
-	}
-	grantMainAll(mem, shares, at, req, wait)
-}
-
-// grantMainAll is grantLocked on LaneMain: for each state, the steps of
-// memState.grantMain written out in the loop, which calls nothing but to hold a share in
-// flight; a state whose only limit is its token bucket (no request bucket, no daily
-// bucket, nothing held) takes the token bucket's steps alone.
-func grantMainAll(mem []*memState, shares []*Share, at, req float64, wait time.Duration) {
 	shares = shares[:len(mem)]
 	for i, s := range mem {
 		sh := shares[i]
 		tok := count(sh.Tokens)
-		m := &s.main
-		t := &s.totals
-		g := &sh.Grant
-		if m[bReq].interval == 0 && !sh.InFlight && !s.daily {
-			// A quantity's state beside the key's: its token bucket alone.
-			lt, ct := m[bTok].grant(at, tok)
-			t.Tokens += ct
-			t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
-			t.Requests += req
-			s.mark++
-			g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
-			g.Levels = Levels{nan, lt, nan, nan}
-			continue
+		if l == LaneBatch {
+			s.grantBatch(at, req, tok, wait, &sh.Grant)
+		} else {
+			s.grantMain(at, req, tok, estimateOf(sh.Estimate, tok), sh.InFlight, sh.VendorBurst, wait, &sh.Grant)
 		}
-		lr, cr := m[bReq].grant(at, req)
-		lt, ct := m[bTok].grant(at, tok)
-		if sh.InFlight {
-			s.hold(tok, sh.VendorBurst)
-		}
-		t.Tokens += ct
-		t.Estimate += fmin(estimateOf(sh.Estimate, tok), MaxBurst)
-		t.Requests += cr
-		s.mark++
-		ld, ldt := nan, nan
-		if s.daily {
-			ld, _ = m[bDayReq].grant(at, req)
-			ldt, _ = m[bDayTok].grant(at, tok)
-		}
-		g.Wait, g.OK, g.Mark, g.Totals = wait, true, s.mark, *t
-		g.Levels = Levels{lr, lt, ld, ldt}
 	}
 }
 
@@ -790,7 +732,7 @@ func (s *memState) Retune(_ context.Context, spec Spec) error {
 	for i, r := range [2]Rate{spec.Requests, spec.Tokens} {
 		s.gate[i] = s.gate[i].retune(now, r, s.share)
 	}
-	s.daily = s.main[bDayReq].interval != 0 || s.main[bDayTok].interval != 0
+	s.setDaily()
 	s.mu.Unlock()
 	return nil
 }

@@ -45,12 +45,14 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		if x.call.Stream {
 			limit, cause = t.c.cfg.stream.firstToken, ErrFirstTokenTimeout
 		}
-		limit = a.limit(ctx, limit)
+		// One clock reading for the time left and the deadline.
+		now := time.Now()
+		limit = a.limitAt(ctx, limit, now)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
 		var dl *deadline // the attempt's entry in the transport's shared timer
 		if limit > 0 {
-			if now := time.Now(); usesShared(now) {
+			if usesShared(now) {
 				dl = &x.deadline
 				dl.at, dl.cancel, dl.cause = now.Add(limit), cancel, cause
 				ds := &t.deadlines[x.shard%deadlineShards]

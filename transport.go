@@ -324,6 +324,9 @@ type txCall struct {
 	prefill []byte
 	// usage is what the successful one-shot answer reported (readUsage).
 	usage Usage
+	// hdr is what the latest attempt read of its response's headers (respHeaders.read); zero
+	// when it read none.
+	hdr respHeaders
 	// deadline is the running attempt's entry in the transport's shared timer, of the
 	// shard shard (kept while the pooled call is reused).
 	deadline deadline
@@ -409,7 +412,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // was read whole, else committed to its live body.
 func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) *http.Response {
 	resp := x.resp
-	t.observeLimits(a, resp.Header)
+	t.observeLimits(a, x, resp.Header)
 	if x.live != nil {
 		t.commit(r, a, x, caller, cancelTotal)
 		return resp
@@ -727,8 +730,8 @@ func (t *Transport) compatible(next attemptFunc) attemptFunc {
 }
 
 // observeLimits pulls the key's limiter down to the quota a successful response reported.
-func (t *Transport) observeLimits(a *attempt, h http.Header) {
-	if a.key == nil {
+func (t *Transport) observeLimits(a *attempt, x *txCall, h http.Header) {
+	if a.key == nil || x.hdr.noQuota() {
 		return
 	}
 	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {

@@ -2,11 +2,13 @@ package llmclient
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"mime"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // readUpTo reads what io.ReadAll reads, up to the limit, at every size around the held
@@ -17,7 +19,7 @@ func TestReadUpToIsReadAll(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 127, 128, 129, 255, 256, 511, 512, 1000, 1023, 1024, 2047, 2048, 4095, 4096, 4097, 4999, 5000, 5001, 6000} {
 		src := strings.Repeat("0123456789abcdef", n/16+1)[:n]
 		for _, declared := range []int64{int64(n), int64(n) + 1, int64(n) - 1, 0, -1} {
-			data, held, err := readUpTo(strings.NewReader(src), declared, max)
+			data, held, err := readUpTo(io.NopCloser(strings.NewReader(src)), declared, max)
 			want := src
 			if len(want) > max {
 				want = want[:max+1]
@@ -44,6 +46,38 @@ func TestReadUpToIsReadAll(t *testing.T) {
 			got, _ := io.ReadAll(held)
 			if !bytes.Equal(got, data) {
 				t.Errorf("size %d declared %d: the held body reads %d bytes", n, declared, len(got))
+			}
+		}
+	}
+}
+
+// readFull returns the error io.ReadFull returns, whatever the reader returns with its
+// last bytes or after them, and fills the buffer as far as it does.
+func TestReadFullIsIoReadFull(t *testing.T) {
+	errOther := errors.New("other")
+	readers := map[string]func(src string) io.Reader{
+		"whole":         func(src string) io.Reader { return strings.NewReader(src) },
+		"a byte a time": func(src string) io.Reader { return iotest.OneByteReader(strings.NewReader(src)) },
+		"half":          func(src string) io.Reader { return iotest.HalfReader(strings.NewReader(src)) },
+		"EOF with data": func(src string) io.Reader { return iotest.DataErrReader(strings.NewReader(src)) },
+		"error after": func(src string) io.Reader {
+			return io.MultiReader(strings.NewReader(src), iotest.ErrReader(errOther))
+		},
+		"error at once": func(string) io.Reader { return iotest.ErrReader(errOther) },
+	}
+	for name, newReader := range readers {
+		for _, n := range []int{0, 1, 7, 8, 100} {
+			for _, size := range []int{0, 1, n - 1, n, n + 1} {
+				if size < 0 {
+					continue
+				}
+				src := strings.Repeat("x", n)
+				got, want := make([]byte, size), make([]byte, size)
+				_, wantErr := io.ReadFull(newReader(src), want)
+				gotErr := readFull(io.NopCloser(newReader(src)), got)
+				if gotErr != wantErr || !bytes.Equal(got, want) {
+					t.Errorf("%s, %d bytes into %d: %v %q, want %v %q", name, n, size, gotErr, got, wantErr, want)
+				}
 			}
 		}
 	}

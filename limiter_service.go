@@ -335,7 +335,16 @@ func (f *outputFit) expect(out int, now int64) (full, stale time.Duration) {
 	a := math.Float64frombits(f.intercept.Load())
 	b := math.Float64frombits(f.slope.Load())
 	sd := math.Float64frombits(f.deviation.Load())
-	o := min(float64(min(max(out, 0), maxCost)), math.Float64frombits(f.reach.Load()))
-	full = time.Duration(min(math.Ceil(a+b*o+4*sd), float64(maxService)))
+	// Comparisons stand in for the float min: reach is at least 2 and the line is not
+	// NaN unless its terms are, so they choose as min does.
+	o := float64(min(max(out, 0), maxCost))
+	if r := math.Float64frombits(f.reach.Load()); r < o {
+		o = r
+	}
+	e := math.Ceil(a + b*o + 4*sd)
+	if e > float64(maxService) {
+		e = float64(maxService)
+	}
+	full = time.Duration(e)
 	return full, decayed(full, staleness(f.at.Load(), now))
 }

@@ -123,3 +123,29 @@ func TestServiceTimeAddReturnsTheEstimate(t *testing.T) {
 		}
 	}
 }
+
+// outputFit.expect gives what its arithmetic with the float min gives.
+func TestOutputFitExpectKeepsItsArithmetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 17))
+	var f outputFit
+	now := int64(1e18)
+	for i := range 500 {
+		now += int64(rng.Int64N(int64(2 * time.Second)))
+		f.add(rng.IntN(3000), time.Duration(rng.Int64N(int64(time.Minute))), now)
+		for _, out := range []int{-1, 0, 1, rng.IntN(100_000), math.MaxInt} {
+			later := now + int64(rng.Int64N(int64(time.Minute)))
+			gotFull, gotStale := f.expect(out, later)
+			a, b := math.Float64frombits(f.intercept.Load()), math.Float64frombits(f.slope.Load())
+			sd := math.Float64frombits(f.deviation.Load())
+			o := min(float64(min(max(out, 0), maxCost)), math.Float64frombits(f.reach.Load()))
+			full := time.Duration(min(math.Ceil(a+b*o+4*sd), float64(maxService)))
+			if i < outputMinCalls-1 {
+				full = 0
+			}
+			stale := decayed(full, staleness(f.at.Load(), later))
+			if gotFull != full || gotStale != stale {
+				t.Fatalf("call %d, out %d: expect = %v, %v, want %v, %v", i, out, gotFull, gotStale, full, stale)
+			}
+		}
+	}
+}

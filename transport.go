@@ -434,17 +434,18 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 type txRun struct {
 	txState
 	// The first messages of the request and their one-part contents, when its Dialect
-	// writes them into the call's arrays (callInspector); cleared apart on release.
+	// writes them into the call's arrays (callInspector), and the run's first trace
+	// entries: cleared apart on release, as far as they may have been written.
 	msgs  [4]Message
 	parts [4]Part
+	trace [2]Attempt
 }
 
 // txState is what a txRun clears as a whole on release.
 type txState struct {
-	r     run
-	x     txCall
-	body  replayBody
-	trace [2]Attempt // the run's first trace entries
+	r    run
+	x    txCall
+	body replayBody
 }
 
 // callInspector is what a Dialect may also offer: Inspect writing into call (zero), with
@@ -493,6 +494,12 @@ func (tr *txRun) release() {
 	}
 	for i := range n {
 		tr.msgs[i], tr.parts[i] = Message{}, Part{}
+	}
+	// The trace entries the run may have written: the first, and the second unless the
+	// run's trace is still the pooled array with one entry (record only appends to it).
+	tr.trace[0] = Attempt{}
+	if rt := tr.r.trace; len(rt) != 1 || &rt[0] != &tr.trace[0] {
+		tr.trace[1] = Attempt{}
 	}
 	tr.txState = txState{}
 	tr.body.reopenFunc, tr.x.shard = reopen, shard

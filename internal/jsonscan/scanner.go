@@ -302,6 +302,19 @@ func (s *Scanner) UseText(buf []byte) { s.text = buf }
 
 // Int reads a number as an int64 (a fraction is truncated); null reads as 0.
 func (s *Scanner) Int() int64 {
+	// The common case at once: a positive integer of at most 18 digits, no space before
+	// it, and no fraction or exponent after it.
+	if d, i := s.data, s.pos; i < len(d) && d[i] >= '1' && d[i] <= '9' {
+		n, j := int64(d[i]-'0'), i+1
+		for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
+			n = n*10 + int64(d[j]-'0')
+			j++
+		}
+		if j == len(d) || d[j] != '.' && d[j] != 'e' && d[j] != 'E' && (d[j] < '0' || d[j] > '9') {
+			s.pos = j
+			return n
+		}
+	}
 	switch s.Peek() {
 	case Number:
 		return s.number()
@@ -496,6 +509,17 @@ func (s *Scanner) plainStr() (b []byte, i int, ok bool) {
 			}
 			s.pos = i + 1
 			return d[start:i], i, true
+		}
+	}
+	// Fewer than eight bytes left before end: a string that ends near the end of the
+	// document (its last member's name), a byte at a time.
+	for ; i < end; i++ {
+		switch d[i] {
+		case '"':
+			s.pos = i + 1
+			return d[start:i], i, true
+		case '\\':
+			return nil, i, false
 		}
 	}
 	return nil, i, false

@@ -493,8 +493,8 @@ func (s *Scanner) str() []byte {
 }
 
 // plainStr is str for the most common string in API payloads (member names, ids, tokens):
-// one that ends within its first 64 bytes without an escape, found eight bytes at a time.
-// It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
+// one that ends within its first 64 bytes without an escape, found eight bytes at a time
+// (the last bytes of the document one at a time). It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
 // is consumed, and i is where the look stopped: the first backslash, or the first byte
 // not looked at; strRest goes on from there.
 func (s *Scanner) plainStr() (b []byte, i int, ok bool) {

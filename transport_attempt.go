@@ -587,11 +587,12 @@ func notePre(pre, ch *Chunk) {
 	pre.Text += ch.Text
 }
 
-// respHeaders is what the transport reads of a successful response's headers (read): its Content-Type and Content-Encoding and, when the Dialect tells its
-// quota headers apart (quotaHeaders), whether any is there. A small map, as self-hosted
-// servers send, is read in one walk, which costs less than a lookup per name and spares
-// the Dialect's RateLimits its own walk when no quota header is there; a larger one is
-// read by a lookup per name when it is needed.
+// respHeaders is what the transport reads of a successful response's headers (read): its
+// Content-Type and Content-Encoding and, when the Dialect tells its quota headers apart
+// (quotaHeaders), whether any is there. A small map, as self-hosted servers send, is read
+// in one walk, which costs less than a lookup per name and spares the Dialect's
+// RateLimits its own walk when no quota header is there; a larger one is read by a lookup
+// per name when it is needed.
 type respHeaders struct {
 	walked bool   // the fields below hold what the map has
 	ct, ce string // Content-Type, Content-Encoding
@@ -599,7 +600,7 @@ type respHeaders struct {
 	quota bool
 }
 
-// smallHeaders is the most keys a response's header map has for readHeaders to walk it: a
+// smallHeaders is the most keys a response's header map has for read to walk it: a
 // map of up to 8 keys is one group of slots, cheap to walk, and the big vendors, which
 // send quota headers, send more than that.
 const smallHeaders = 8

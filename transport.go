@@ -493,7 +493,8 @@ func (tr *txRun) release() {
 		n = len(m)
 	}
 	for i := range n {
-		tr.msgs[i], tr.parts[i] = Message{}, Part{}
+		tr.msgs[i] = Message{} // apart: a tuple assignment zeroes a copy first
+		tr.parts[i] = Part{}
 	}
 	// The trace entries the run may have written: the first, and the second unless the
 	// run's trace is still the pooled array with one entry (record only appends to it).

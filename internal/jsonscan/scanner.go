@@ -181,9 +181,13 @@ func (s *Scanner) open(open, close byte) bool {
 // More is called after each member or element: it consumes a ',' and reports true when
 // another one follows, or consumes the closing bracket and reports false.
 func (s *Scanner) More() bool {
-	if i := s.pos; i < len(s.data) && s.data[i] == ',' && s.closer == '}' && s.depth > 0 {
-		s.pos = i + 1 // the next member of an object, no space before the comma
-		return true
+	if i := s.pos; i+1 < len(s.data) && s.data[i] == ',' && s.depth > 0 {
+		// The next member of an object, or element of an array, no space before the comma
+		// (nor, in an array, after it: neither a space nor the ']' of a trailing comma).
+		if s.closer == '}' || s.data[i+1] > ' ' && s.data[i+1] != ']' {
+			s.pos = i + 1
+			return true
+		}
 	}
 	if s.depth == 0 {
 		s.fail("More outside an object or array")

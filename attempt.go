@@ -261,12 +261,22 @@ func (a *attempt) timeout() time.Duration {
 // deadline bounds the call first; the time budget, which no context enforces, bounds it
 // here, budgetMargin before its end.
 func (a *attempt) limit(ctx context.Context, own time.Duration) time.Duration {
+	return a.limitAt(ctx, own, time.Time{})
+}
+
+// limitAt is limit with the clock read at now; a zero now reads it when a deadline needs it.
+func (a *attempt) limitAt(ctx context.Context, own time.Duration, now time.Time) time.Duration {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return own
 	}
 	budget := !a.r.budgetEnd.IsZero() && dl.Equal(a.r.budgetEnd)
-	left := time.Until(dl)
+	var left time.Duration
+	if now.IsZero() {
+		left = time.Until(dl)
+	} else {
+		left = dl.Sub(now)
+	}
 	if budget {
 		left -= budgetMargin
 	}

@@ -99,9 +99,7 @@ func (k *serviceKind) expect(out int, now int64) (full, stale time.Duration) {
 }
 
 func (k *serviceKind) add(out int, d time.Duration, lowerBound bool, now int64) {
-	c := &k.classes[serviceClass(out)]
-	c.add(d, lowerBound, now)
-	e, _ := c.expect(now)
+	e := k.classes[serviceClass(out)].add(d, lowerBound, now)
 	// Raise the slowest when the class's estimate passes its decayed value. (Two adds at
 	// once may leave the lower of the two: the bound is an estimate either way.)
 	cur := time.Duration(k.slowest.Load())
@@ -130,8 +128,8 @@ const maxService = time.Hour
 
 // add records a call's duration at now (unix nanoseconds); with lowerBound, the call was
 // cut short (a timeout) and its duration only raises the estimate (it confirms it
-// either way).
-func (s *serviceTime) add(d time.Duration, lowerBound bool, now int64) {
+// either way). It returns the estimate as the sample left it, which is fresh at now.
+func (s *serviceTime) add(d time.Duration, lowerBound bool, now int64) time.Duration {
 	x := float64(min(max(d, 0), maxService))
 	// Every value here is finite and not negative, so plain comparisons stand in for the
 	// float min and max (whose NaN and signed-zero cases cost a dozen instructions each),
@@ -145,8 +143,9 @@ func (s *serviceTime) add(d time.Duration, lowerBound bool, now int64) {
 	s.at.Store(now)
 	switch {
 	case lowerBound && (n == 0 || x <= s.mean):
+		e := s.expected.Load()
 		s.mu.Unlock()
-		return
+		return time.Duration(e)
 	case n == 0:
 		s.mean, s.dev, s.peak = x, x/2, x
 	default:
@@ -172,6 +171,7 @@ func (s *serviceTime) add(d time.Duration, lowerBound bool, now int64) {
 	s.calls.Store(n + 1)
 	s.expected.Store(int64(e))
 	s.mu.Unlock()
+	return time.Duration(int64(e))
 }
 
 // expect returns what a call is expected to take at most, 0 when unknown, and that
@@ -221,16 +221,25 @@ func (s *serviceTimes) observe(a *attempt, class failure.Class, usage *Usage) {
 		if streaming && a.ttft <= 0 {
 			return // a stream that sent no token
 		}
-		now := time.Now().UnixNano()
+		now := a.endNano()
 		kind.add(out, d, false, now)
 		if !streaming && usage != nil && !usage.Estimated && usage.OutputTokens >= 0 {
 			s.perToken.add(usage.OutputTokens, d, now)
 		}
 		s.probeUntil.Store(0)
 	case failure.Timeout:
-		kind.add(out, d, true, time.Now().UnixNano())
+		kind.add(out, d, true, a.endNano())
 		s.probeUntil.Store(0)
 	}
+}
+
+// endNano is the attempt's end in unix nanoseconds: the time its layers read as the
+// upstream call ended (a stream's when it was settled), else the time now.
+func (a *attempt) endNano() int64 {
+	if a.end.IsZero() {
+		return time.Now().UnixNano()
+	}
+	return a.end.UnixNano()
 }
 
 // outputFit fits one-shot calls' durations as a line in their output tokens, by
@@ -262,8 +271,9 @@ const (
 
 func (f *outputFit) add(out int, d time.Duration, now int64) {
 	o, x := float64(min(max(out, 0), maxCost)), float64(min(max(d, 0), maxService))
+	// As in serviceTime.add: the sums are finite and nothing between Lock and Unlock can
+	// panic (no defer), and nonNegative stands in for the float max with 0.
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if k := staleness(f.at.Load(), now); k < 1 {
 		// The calls are remembered as if they had taken k times as long.
 		f.d, f.od, f.dd = f.d*k, f.od*k, f.dd*k*k
@@ -277,20 +287,20 @@ func (f *outputFit) add(out int, d time.Duration, now int64) {
 	f.dd = f.dd*outputForget + x*x
 	f.calls++
 	mo, md := f.o/f.w, f.d/f.w
-	varO := max(f.oo/f.w-mo*mo, 0)
-	varD := max(f.dd/f.w-md*md, 0)
+	varO := nonNegative(f.oo/f.w - mo*mo)
+	varD := nonNegative(f.dd/f.w - md*md)
 	var slope, intercept float64
 	if mo > 0 && math.Sqrt(varO) >= mo/20 {
-		slope = max((f.od/f.w-mo*md)/varO, 0)
-		intercept = max(md-slope*mo, 0)
+		slope = nonNegative((f.od/f.w - mo*md) / varO)
+		intercept = nonNegative(md - slope*mo)
 	} else if mo > 0 {
 		slope = md / mo
 	} else {
 		intercept = md
 	}
 	// The deviation about the line: the durations' variance less what the line explains.
-	resid := max(varD-slope*slope*varO, 0)
-	if math.IsNaN(resid) || math.IsInf(resid, 0) {
+	resid := nonNegative(varD - slope*slope*varO)
+	if math.IsInf(resid, 0) {
 		resid = 0
 	}
 	f.intercept.Store(math.Float64bits(intercept))
@@ -303,6 +313,16 @@ func (f *outputFit) add(out int, d time.Duration, now int64) {
 	}
 	f.reach.Store(math.Float64bits(2 * max(f.peak, 1)))
 	f.ready.Store(f.calls >= outputMinCalls)
+	f.mu.Unlock()
+}
+
+// nonNegative is max(v, 0) for a v that is not NaN (0 for NaN), without the float max's
+// NaN and signed-zero cases: -0 gives +0, as max does.
+func nonNegative(v float64) float64 {
+	if !(v > 0) {
+		return 0
+	}
+	return v
 }
 
 // expect returns what a call of reserved output out is expected to take at most by the
@@ -315,7 +335,16 @@ func (f *outputFit) expect(out int, now int64) (full, stale time.Duration) {
 	a := math.Float64frombits(f.intercept.Load())
 	b := math.Float64frombits(f.slope.Load())
 	sd := math.Float64frombits(f.deviation.Load())
-	o := min(float64(min(max(out, 0), maxCost)), math.Float64frombits(f.reach.Load()))
-	full = time.Duration(min(math.Ceil(a+b*o+4*sd), float64(maxService)))
+	// Comparisons stand in for the float min: reach is at least 2 and the line is not
+	// NaN unless its terms are, so they choose as min does.
+	o := float64(min(max(out, 0), maxCost))
+	if r := math.Float64frombits(f.reach.Load()); r < o {
+		o = r
+	}
+	e := math.Ceil(a + b*o + 4*sd)
+	if e > float64(maxService) {
+		e = float64(maxService)
+	}
+	full = time.Duration(e)
 	return full, decayed(full, staleness(f.at.Load(), now))
 }

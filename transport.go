@@ -324,6 +324,9 @@ type txCall struct {
 	prefill []byte
 	// usage is what the successful one-shot answer reported (readUsage).
 	usage Usage
+	// hdr is what the latest attempt read of its response's headers (respHeaders.read); zero
+	// when it read none.
+	hdr respHeaders
 	// deadline is the running attempt's entry in the transport's shared timer, of the
 	// shard shard (kept while the pooled call is reused).
 	deadline deadline
@@ -409,7 +412,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // was read whole, else committed to its live body.
 func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Context, cancelTotal context.CancelFunc) *http.Response {
 	resp := x.resp
-	t.observeLimits(a, resp.Header)
+	t.observeLimits(a, x, resp.Header)
 	if x.live != nil {
 		t.commit(r, a, x, caller, cancelTotal)
 		return resp
@@ -431,17 +434,18 @@ func (t *Transport) succeeded(r *run, a *attempt, x *txCall, caller context.Cont
 type txRun struct {
 	txState
 	// The first messages of the request and their one-part contents, when its Dialect
-	// writes them into the call's arrays (callInspector); cleared apart on release.
+	// writes them into the call's arrays (callInspector), and the run's first trace
+	// entries: cleared apart on release, as far as they may have been written.
 	msgs  [4]Message
 	parts [4]Part
+	trace [2]Attempt
 }
 
 // txState is what a txRun clears as a whole on release.
 type txState struct {
-	r     run
-	x     txCall
-	body  replayBody
-	trace [2]Attempt // the run's first trace entries
+	r    run
+	x    txCall
+	body replayBody
 }
 
 // callInspector is what a Dialect may also offer: Inspect writing into call (zero), with
@@ -489,7 +493,14 @@ func (tr *txRun) release() {
 		n = len(m)
 	}
 	for i := range n {
-		tr.msgs[i], tr.parts[i] = Message{}, Part{}
+		tr.msgs[i] = Message{} // apart: a tuple assignment zeroes a copy first
+		tr.parts[i] = Part{}
+	}
+	// The trace entries the run may have written: the first, and the second unless the
+	// run's trace is still the pooled array with one entry (record only appends to it).
+	tr.trace[0] = Attempt{}
+	if rt := tr.r.trace; len(rt) != 1 || &rt[0] != &tr.trace[0] {
+		tr.trace[1] = Attempt{}
 	}
 	tr.txState = txState{}
 	tr.body.reopenFunc, tr.x.shard = reopen, shard
@@ -727,8 +738,8 @@ func (t *Transport) compatible(next attemptFunc) attemptFunc {
 }
 
 // observeLimits pulls the key's limiter down to the quota a successful response reported.
-func (t *Transport) observeLimits(a *attempt, h http.Header) {
-	if a.key == nil {
+func (t *Transport) observeLimits(a *attempt, x *txCall, h http.Header) {
+	if a.key == nil || x.hdr.noQuota() {
 		return
 	}
 	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {

@@ -45,12 +45,14 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 		if x.call.Stream {
 			limit, cause = t.c.cfg.stream.firstToken, ErrFirstTokenTimeout
 		}
-		limit = a.limit(ctx, limit)
+		// One clock reading for the time left and the deadline.
+		now := time.Now()
+		limit = a.limitAt(ctx, limit, now)
 		actx, cancel := context.WithCancelCause(ctx)
 		var timer *time.Timer
 		var dl *deadline // the attempt's entry in the transport's shared timer
 		if limit > 0 {
-			if now := time.Now(); usesShared(now) {
+			if usesShared(now) {
 				dl = &x.deadline
 				dl.at, dl.cancel, dl.cause = now.Add(limit), cancel, cause
 				ds := &t.deadlines[x.shard%deadlineShards]
@@ -98,8 +100,11 @@ func (t *Transport) guard(next attemptFunc) attemptFunc {
 // to the first content event.
 func (t *Transport) send(ctx context.Context, a *attempt) error {
 	x := a.tx
-	x.resp, x.live, x.ps, x.pend = nil, nil, nil, x.pend[:0]
-	tu := t.byUp[a.up]
+	x.resp, x.live, x.ps, x.pend, x.hdr = nil, nil, nil, x.pend[:0], respHeaders{}
+	tu := x.match // the upstream the URL names, without a map lookup
+	if a.up != tu.up {
+		tu = t.byUp[a.up]
+	}
 	out := t.outgoing(ctx, a, tu)
 	if x.prefill != nil {
 		t.sendPrefill(out, x, a)
@@ -147,7 +152,8 @@ func (t *Transport) received(a *attempt, tu *txUpstream, out *http.Request) erro
 		return &Error{Class: failure.Unavailable, Status: resp.StatusCode, Err: ErrNoUpstream,
 			Message: "failover target answered with a redirect"}
 	}
-	if isEventStream(resp.Header) {
+	x.hdr.read(resp.Header, tu.quota)
+	if isEventStream(x.hdr.contentType(resp.Header)) {
 		if x.known && !x.call.Stream && x.body.unread() {
 			// A body too large to buffer was not read for its stream flag: the answer
 			// says it is a stream, and the Dialect decodes it, cut and stall included.
@@ -395,7 +401,7 @@ func (t *Transport) readResponse(a *attempt, tu *txUpstream, resp *http.Response
 		// What the body says the attempt used (cost.go): its price, and the limiters'
 		// token charges reconciled as for Complete. A call with no token estimate (no
 		// token limit, price or budget: Client.needCost) charged no tokens to reconcile.
-		x.readUsage(a, tu, decodedUsageBody(resp, data, limit))
+		x.readUsage(a, tu, decodedUsageBody(resp, x.hdr.contentEncoding(resp.Header), data, limit))
 	}
 	if held == nil {
 		held = new(bufferedBody)
@@ -506,7 +512,7 @@ func (t *Transport) openStream(a *attempt, tu *txUpstream, resp *http.Response) 
 	view := *resp
 	view.Body = rec
 	var decoded *tailReader
-	if !resp.Uncompressed && headers.Value(resp.Header, "Content-Encoding") != "" {
+	if !resp.Uncompressed && x.hdr.contentEncoding(resp.Header) != "" {
 		// The caller asked for an encoding and gets the bytes as they came; the guard
 		// reads them decoded.
 		var err error
@@ -581,9 +587,78 @@ func notePre(pre, ch *Chunk) {
 	pre.Text += ch.Text
 }
 
-// isEventStream reports whether a response is a server-sent event stream.
-func isEventStream(h http.Header) bool {
-	ct := headers.Value(h, "Content-Type")
+// respHeaders is what the transport reads of a successful response's headers (read): its
+// Content-Type and Content-Encoding and, when the Dialect tells its quota headers apart
+// (quotaHeaders), whether any is there. A small map, as self-hosted servers send, is read
+// in one walk, which costs less than a lookup per name and spares the Dialect's
+// RateLimits its own walk when no quota header is there; a larger one is read by a lookup
+// per name when it is needed.
+type respHeaders struct {
+	walked bool   // the fields below hold what the map has
+	ct, ce string // Content-Type, Content-Encoding
+	// quota: a header the Dialect's RateLimits reads is there.
+	quota bool
+}
+
+// smallHeaders is the most keys a response's header map has for read to walk it: a
+// map of up to 8 keys is one group of slots, cheap to walk, and the big vendors, which
+// send quota headers, send more than that.
+const smallHeaders = 8
+
+// read reads h in one walk when it is small and the Dialect tells its quota headers
+// apart (q non-nil); otherwise the fields are looked up when asked for. rh is zero.
+func (rh *respHeaders) read(h http.Header, q quotaHeaders) {
+	if q == nil || len(h) > smallHeaders {
+		return
+	}
+	rh.walked = true
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue // headers.Value's "" too
+		}
+		switch k {
+		case "Content-Type":
+			rh.ct = vs[0]
+		case "Content-Encoding":
+			rh.ce = vs[0]
+		default:
+			if !rh.quota && q.RateLimitHeader(k) {
+				rh.quota = true
+			}
+		}
+	}
+}
+
+// contentType returns the response's Content-Type; h is its header map.
+func (rh *respHeaders) contentType(h http.Header) string {
+	if rh.walked {
+		return rh.ct
+	}
+	return headers.Value(h, "Content-Type")
+}
+
+// contentEncoding returns the response's Content-Encoding; h is its header map.
+func (rh *respHeaders) contentEncoding(h http.Header) string {
+	if rh.walked {
+		return rh.ce
+	}
+	return headers.Value(h, "Content-Encoding")
+}
+
+// noQuota reports that the response was walked and holds none of the Dialect's quota
+// headers: its RateLimits would return nil.
+func (rh *respHeaders) noQuota() bool { return rh.walked && !rh.quota }
+
+// quotaHeaders is what a Dialect may also offer: RateLimitHeader reports whether its
+// RateLimits reads the header name (canonical), so that RateLimits returns nil for a
+// header map with none of them. provider/openai offers it.
+type quotaHeaders interface {
+	RateLimitHeader(name string) bool
+}
+
+// isEventStream reports whether a response with the Content-Type ct is a server-sent event
+// stream.
+func isEventStream(ct string) bool {
 	for len(ct) > 0 && (ct[0] == ' ' || ct[0] == '\t') { // strings.TrimLeft, without its cutset
 		ct = ct[1:]
 	}

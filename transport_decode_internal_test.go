@@ -59,7 +59,7 @@ func FuzzDecodeBodies(f *testing.F) {
 		if len(got) > httpx.MaxErrorBody {
 			t.Fatalf("error body of %d bytes", len(got))
 		}
-		usage := decodedUsageBody(resp(), body, limit)
+		usage := decodedUsageBody(resp(), header, body, limit)
 		if len(usage) > limit {
 			t.Fatalf("usage body of %d bytes", len(usage))
 		}

@@ -74,8 +74,7 @@ func deflateReader(body io.Reader) (rc io.ReadCloser, ok bool) {
 // decodedUsageBody is data, a one-shot body read whole, decoded for its usage when the
 // base transport left it gzip or deflate encoded (the caller asked so): at most limit
 // bytes of it, so that a decompression bomb stays bounded; nil when it does not decode.
-func decodedUsageBody(resp *http.Response, data []byte, limit int64) []byte {
-	enc := headers.Value(resp.Header, "Content-Encoding")
+func decodedUsageBody(resp *http.Response, enc string, data []byte, limit int64) []byte {
 	if resp.Uncompressed || enc == "" || strings.EqualFold(strings.TrimSpace(enc), "identity") {
 		return data
 	}

@@ -2,12 +2,13 @@ package llmclient
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"mime"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // readUpTo reads what io.ReadAll reads, up to the limit, at every size around the held
@@ -18,7 +19,7 @@ func TestReadUpToIsReadAll(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 127, 128, 129, 255, 256, 511, 512, 1000, 1023, 1024, 2047, 2048, 4095, 4096, 4097, 4999, 5000, 5001, 6000} {
 		src := strings.Repeat("0123456789abcdef", n/16+1)[:n]
 		for _, declared := range []int64{int64(n), int64(n) + 1, int64(n) - 1, 0, -1} {
-			data, held, err := readUpTo(strings.NewReader(src), declared, max)
+			data, held, err := readUpTo(io.NopCloser(strings.NewReader(src)), declared, max)
 			want := src
 			if len(want) > max {
 				want = want[:max+1]
@@ -50,6 +51,38 @@ func TestReadUpToIsReadAll(t *testing.T) {
 	}
 }
 
+// readFull returns the error io.ReadFull returns, whatever the reader returns with its
+// last bytes or after them, and fills the buffer as far as it does.
+func TestReadFullIsIoReadFull(t *testing.T) {
+	errOther := errors.New("other")
+	readers := map[string]func(src string) io.Reader{
+		"whole":         func(src string) io.Reader { return strings.NewReader(src) },
+		"a byte a time": func(src string) io.Reader { return iotest.OneByteReader(strings.NewReader(src)) },
+		"half":          func(src string) io.Reader { return iotest.HalfReader(strings.NewReader(src)) },
+		"EOF with data": func(src string) io.Reader { return iotest.DataErrReader(strings.NewReader(src)) },
+		"error after": func(src string) io.Reader {
+			return io.MultiReader(strings.NewReader(src), iotest.ErrReader(errOther))
+		},
+		"error at once": func(string) io.Reader { return iotest.ErrReader(errOther) },
+	}
+	for name, newReader := range readers {
+		for _, n := range []int{0, 1, 7, 8, 100} {
+			for _, size := range []int{0, 1, n - 1, n, n + 1} {
+				if size < 0 {
+					continue
+				}
+				src := strings.Repeat("x", n)
+				got, want := make([]byte, size), make([]byte, size)
+				_, wantErr := io.ReadFull(newReader(src), want)
+				gotErr := readFull(io.NopCloser(newReader(src)), got)
+				if gotErr != wantErr || !bytes.Equal(got, want) {
+					t.Errorf("%s, %d bytes into %d: %v %q, want %v %q", name, n, size, gotErr, got, wantErr, want)
+				}
+			}
+		}
+	}
+}
+
 // isEventStreamTrimLeft is isEventStream as it was with strings.TrimLeft: the oracle.
 func isEventStreamTrimLeft(ct string) bool {
 	ct = strings.TrimLeft(ct, " \t")
@@ -70,7 +103,7 @@ func FuzzIsEventStream(f *testing.F) {
 		f.Add(ct)
 	}
 	f.Fuzz(func(t *testing.T, ct string) {
-		if got, want := isEventStream(http.Header{"Content-Type": {ct}}), isEventStreamTrimLeft(ct); got != want {
+		if got, want := isEventStream(ct), isEventStreamTrimLeft(ct); got != want {
 			t.Fatalf("isEventStream(%q) = %v, want %v", ct, got, want)
 		}
 	})

@@ -129,13 +129,16 @@ func (b *replayBody) reopen() (io.ReadCloser, error) {
 // the body is read into one buffer of the right size, allocated together with a
 // bufferedBody for it (held, not yet reading anything) when it is small (newHeld): a
 // caller that hands the bytes on as a body uses held instead of allocating one.
-func readUpTo(r io.Reader, size, max int64) (data []byte, held *bufferedBody, err error) {
+//
+// r is an io.ReadCloser, as both callers hold their body, and is read as one: converting
+// it to an io.Reader would cost a method table look-up per call.
+func readUpTo(r io.ReadCloser, size, max int64) (data []byte, held *bufferedBody, err error) {
 	if size <= 0 || size > max {
 		data, err = io.ReadAll(io.LimitReader(r, max+1))
 		return data, nil, err
 	}
 	held, buf := newHeld(size)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	if err := readFull(r, buf); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			return nil, nil, fmt.Errorf("llmclient: body shorter than its ContentLength %d: %w", size, err)
 		}
@@ -151,6 +154,24 @@ func readUpTo(r io.Reader, size, max int64) (data []byte, held *bufferedBody, er
 		return nil, nil, err
 	}
 	return buf, held, nil
+}
+
+// readFull is io.ReadFull(r, buf), returning its error only.
+func readFull(r io.ReadCloser, buf []byte) error {
+	n := 0
+	var err error
+	for n < len(buf) && err == nil {
+		var nn int
+		nn, err = r.Read(buf[n:])
+		n += nn
+	}
+	switch {
+	case n >= len(buf):
+		return nil
+	case n > 0 && err == io.EOF:
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // newHeld returns a buffer of length size with room for one byte more and, for a size

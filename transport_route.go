@@ -20,6 +20,7 @@ type txUpstream struct {
 	ur     UsageReader      // d's usage reader, nil when it has none
 	tokens tokenUsageReader // ur without the model's name, nil when it has none
 	into   callInspector    // d's Inspect into a pooled call, nil when it has none
+	quota  quotaHeaders     // d's quota header names, nil when it does not tell them
 	scheme string
 	host   string // lower case, default port removed
 	path   string // decoded base path, no trailing slash
@@ -85,7 +86,9 @@ func newTxUpstream(up *upstream, d Dialect) (*txUpstream, bool) {
 	ur, _ := up.Provider.(UsageReader)
 	tokens, _ := up.Provider.(tokenUsageReader)
 	into, _ := d.(callInspector)
+	quota, _ := d.(quotaHeaders)
 	return &txUpstream{
+		quota:  quota,
 		ur:     ur,
 		tokens: tokens,
 		into:   into,

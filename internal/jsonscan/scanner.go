@@ -181,9 +181,13 @@ func (s *Scanner) open(open, close byte) bool {
 // More is called after each member or element: it consumes a ',' and reports true when
 // another one follows, or consumes the closing bracket and reports false.
 func (s *Scanner) More() bool {
-	if i := s.pos; i < len(s.data) && s.data[i] == ',' && s.closer == '}' && s.depth > 0 {
-		s.pos = i + 1 // the next member of an object, no space before the comma
-		return true
+	if i := s.pos; i+1 < len(s.data) && s.data[i] == ',' && s.depth > 0 {
+		// The next member of an object, or element of an array, no space before the comma
+		// (nor, in an array, after it: neither a space nor the ']' of a trailing comma).
+		if s.closer == '}' || s.data[i+1] > ' ' && s.data[i+1] != ']' {
+			s.pos = i + 1
+			return true
+		}
 	}
 	if s.depth == 0 {
 		s.fail("More outside an object or array")
@@ -302,6 +306,19 @@ func (s *Scanner) UseText(buf []byte) { s.text = buf }
 
 // Int reads a number as an int64 (a fraction is truncated); null reads as 0.
 func (s *Scanner) Int() int64 {
+	// The common case at once: a positive integer of at most 18 digits, no space before
+	// it, and no fraction or exponent after it.
+	if d, i := s.data, s.pos; i < len(d) && d[i] >= '1' && d[i] <= '9' {
+		n, j := int64(d[i]-'0'), i+1
+		for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
+			n = n*10 + int64(d[j]-'0')
+			j++
+		}
+		if j == len(d) || d[j] != '.' && d[j] != 'e' && d[j] != 'E' && (d[j] < '0' || d[j] > '9') {
+			s.pos = j
+			return n
+		}
+	}
 	switch s.Peek() {
 	case Number:
 		return s.number()
@@ -480,8 +497,8 @@ func (s *Scanner) str() []byte {
 }
 
 // plainStr is str for the most common string in API payloads (member names, ids, tokens):
-// one that ends within its first 64 bytes without an escape, found eight bytes at a time.
-// It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
+// one that ends within its first 64 bytes without an escape, found eight bytes at a time
+// (the last bytes of the document one at a time). It calls nothing, so it needs no stack frame. For any other string ok is false, nothing
 // is consumed, and i is where the look stopped: the first backslash, or the first byte
 // not looked at; strRest goes on from there.
 func (s *Scanner) plainStr() (b []byte, i int, ok bool) {
@@ -496,6 +513,17 @@ func (s *Scanner) plainStr() (b []byte, i int, ok bool) {
 			}
 			s.pos = i + 1
 			return d[start:i], i, true
+		}
+	}
+	// Fewer than eight bytes left before end: a string that ends near the end of the
+	// document (its last member's name), a byte at a time.
+	for ; i < end; i++ {
+		switch d[i] {
+		case '"':
+			s.pos = i + 1
+			return d[start:i], i, true
+		case '\\':
+			return nil, i, false
 		}
 	}
 	return nil, i, false

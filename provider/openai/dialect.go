@@ -111,6 +111,14 @@ func (p *Provider) RateLimits(h http.Header) *ratelimit.Status {
 	return ParseRateLimits(h, time.Time{})
 }
 
+// RateLimitHeader reports whether RateLimits reads the response header name, which must
+// be in canonical form ("X-Ratelimit-Remaining-Tokens"): RateLimits returns nil for a
+// header map in which no such name has a value. llmclient's Transport uses it to pass
+// over a response without quota headers.
+func (p *Provider) RateLimitHeader(name string) bool {
+	return len(name) > len(rateLimitPrefix) && name[:len(rateLimitPrefix)] == rateLimitPrefix
+}
+
 // NewStream decodes a Chat Completions event stream, or a Responses API one for
 // ShapeResponses. It owns resp.Body.
 func (p *Provider) NewStream(shape dialect.Shape, resp *http.Response) llmclient.ProviderStream {

@@ -21,7 +21,7 @@ func ParseRateLimits(h http.Header, now time.Time) *ratelimit.Status {
 		return nil
 	}
 	var w [3]headers.Window
-	headers.ReadWindows(h, "X-Ratelimit-", rateNames[:], now, w[:])
+	headers.ReadWindows(h, rateLimitPrefix, rateNames[:], now, w[:])
 	return rateLimitsOf(&w)
 }
 
@@ -38,8 +38,11 @@ func rateLimitsOf(w *[3]headers.Window) *ratelimit.Status {
 	return &out
 }
 
-// rateNames are the canonical header names after "X-Ratelimit-": requests, tokens, and the
-// generic trio.
+// rateLimitPrefix is what the quota headers' canonical names start with.
+const rateLimitPrefix = "X-Ratelimit-"
+
+// rateNames are the canonical header names after rateLimitPrefix: requests, tokens, and
+// the generic trio.
 var rateNames = [3][3]string{
 	{"Limit-Requests", "Remaining-Requests", "Reset-Requests"},
 	{"Limit-Tokens", "Remaining-Tokens", "Reset-Tokens"},

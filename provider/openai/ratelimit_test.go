@@ -62,3 +62,49 @@ func TestParseRateLimits(t *testing.T) {
 		})
 	}
 }
+
+// Every quota header RateLimits reads is one RateLimitHeader names, and a header map in
+// which no name RateLimitHeader names has a value gives no status.
+func TestRateLimitHeaderNamesWhatRateLimitsReads(t *testing.T) {
+	p, err := openai.New(openai.WithBaseURL("http://api.test/v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dim := range []string{"Requests", "Tokens"} {
+		for _, part := range []string{"Limit", "Remaining", "Reset"} {
+			for _, name := range []string{"X-Ratelimit-" + part + "-" + dim, "X-Ratelimit-" + part} {
+				if !p.RateLimitHeader(name) {
+					t.Errorf("RateLimitHeader(%q) = false", name)
+				}
+				if part != "Reset" && p.RateLimits(http.Header{name: {"7"}}) == nil {
+					t.Errorf("RateLimits does not read %q", name)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"Content-Type", "X-Ratelimit-", "X-Ratelimit", "Ratelimit-Remaining", "X-Request-Id", ""} {
+		if p.RateLimitHeader(name) {
+			t.Errorf("RateLimitHeader(%q) = true", name)
+		}
+	}
+}
+
+func FuzzRateLimitHeader(f *testing.F) {
+	f.Add("X-Ratelimit-Remaining-Requests", "0", "Content-Type", "application/json")
+	f.Add("X-Ratelimit-Reset", "1700000000000", "X-Ratelimit-Limit", "10")
+	f.Add("X-Ratelimit-", "5", "Retry-After", "1")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		p, err := openai.New(openai.WithBaseURL("http://api.test/v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{k1: {v1}, k2: {v2}, "Content-Type": {"application/json"}}
+		named := false
+		for k, vs := range h {
+			named = named || len(vs) > 0 && p.RateLimitHeader(k)
+		}
+		if !named && p.RateLimits(h) != nil {
+			t.Fatalf("RateLimits(%v) reports a status, and RateLimitHeader names none of its keys", h)
+		}
+	})
+}

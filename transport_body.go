@@ -122,7 +122,7 @@ func (b *liveBody) decode() {
 	var ve *Error
 	switch {
 	case err == io.EOF:
-		b.sawEnd = true // raw's end marker: a continuation's is read by relay
+		b.sawEnd = true     // raw's end marker: a continuation's is read by relay
 		b.cm.finish(io.EOF) // the end marker: what follows passes through
 	case errors.As(err, &ve):
 		// An in-band error event: the caller reads it from the bytes, as its SDK expects —

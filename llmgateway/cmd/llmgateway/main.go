@@ -60,6 +60,14 @@ func run() error {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	sig := make(chan os.Signal, 4)
+	if !*check {
+		// From here on a signal waits for the loop below instead of ending the process
+		// with Go's default action: a SIGHUP sent while the gateway starts is a reload
+		// once it serves, a SIGTERM a shutdown.
+		signal.Notify(sig, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(sig)
+	}
 	cfg, err := llmgateway.LoadFile(*file, nil)
 	if err != nil {
 		return err
@@ -96,9 +104,6 @@ func run() error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	drained := make(chan error, 1)
 	go func() {
 		for {

@@ -62,10 +62,11 @@ func run() error {
 	flag.Parse()
 	sig := make(chan os.Signal, 4)
 	if !*check {
-		// From here on a signal waits for the loop below instead of ending the process
-		// with Go's default action: a SIGHUP sent while the gateway starts is a reload
-		// once it serves, a SIGTERM a shutdown.
-		signal.Notify(sig, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+		// From here on a SIGHUP waits for the loop below instead of ending the process
+		// with Go's default action: sent while the gateway starts, it is a reload once it
+		// serves. SIGINT and SIGTERM keep their default until then: they end a start that
+		// hangs (a store that does not answer).
+		signal.Notify(sig, syscall.SIGHUP)
 		defer signal.Stop(sig)
 	}
 	cfg, err := llmgateway.LoadFile(*file, nil)
@@ -104,6 +105,7 @@ func run() error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	drained := make(chan error, 1)
 	go func() {
 		for {

@@ -10,12 +10,11 @@ import (
 	"time"
 )
 
-// A SIGHUP that arrives while the gateway is still starting is a reload once it serves,
-// not the end of the process (Go's default action for a signal nobody asked for). The
-// start is held at a known point: the price file is a named pipe, which the gateway opens
-// while it builds, after reading its configuration; opening the pipe's other end returns
-// once it has.
-func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
+// heldStart launches the gateway with a named pipe as its price file and returns once
+// the gateway has opened it, while it builds: the process, the pipe's writing end, the
+// configuration file and a plain price file beside it.
+func heldStart(t *testing.T) (p *proc, w *os.File, file, plain string, u *upstream) {
+	t.Helper()
 	if signal.Ignored(syscall.SIGHUP) {
 		// This test process started with SIGHUP ignored (nohup, a job control shell),
 		// which the gateway would inherit. A handler is not inherited across exec: with
@@ -24,19 +23,19 @@ func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
 		signal.Notify(c, syscall.SIGHUP)
 		defer signal.Stop(c)
 	}
-	u := newUpstream(t)
+	u = newUpstream(t)
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "prices.json")
 	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
 		t.Skipf("no named pipes here: %v", err)
 	}
-	plain := filepath.Join(dir, "prices-plain.json")
+	plain = filepath.Join(dir, "prices-plain.json")
 	if err := os.WriteFile(plain, []byte("[]"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, "gw.yaml")
+	file = filepath.Join(dir, "gw.yaml")
 	writeFile(t, file, conf{extra: "pricing: {file: " + pipe + "}\n"}.yaml(u))
-	p := launch(t, "", "-config", file, "-watch", "0")
+	p = launch(t, "", "-config", file, "-watch", "0")
 
 	opened := make(chan *os.File, 1)
 	go func() {
@@ -46,7 +45,6 @@ func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
 		}
 		opened <- w
 	}()
-	var w *os.File
 	select {
 	case w = <-opened:
 	case <-p.exited:
@@ -54,6 +52,16 @@ func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatalf("the gateway did not open its price file within %v:\n%s", deadline, p.output())
 	}
+	return p, w, file, plain, u
+}
+
+// A SIGHUP that arrives while the gateway is still starting is a reload once it serves,
+// not the end of the process (Go's default action for a signal nobody asked for). The
+// start is held at a known point: the price file is a named pipe, which the gateway opens
+// while it builds, after reading its configuration; opening the pipe's other end returns
+// once it has.
+func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
+	p, w, file, plain, u := heldStart(t)
 	// The gateway is building; the file it reloads from names a plain price file.
 	writeFile(t, file, conf{extra: "pricing: {file: " + plain + "}\n"}.yaml(u))
 	p.signal(syscall.SIGHUP)
@@ -73,5 +81,21 @@ func TestSIGHUPWhileStartingIsAReload(t *testing.T) {
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM:\n%s", code, p.output())
+	}
+}
+
+// SIGINT and SIGTERM keep their default action until the gateway serves: they end a
+// start that hangs.
+func TestSIGTERMWhileStartingEndsIt(t *testing.T) {
+	p, w, _, _, _ := heldStart(t)
+	defer w.Close()
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(deadline):
+		t.Fatalf("a SIGTERM did not end the start within %v:\n%s", deadline, p.output())
+	}
+	if err := p.exitErr(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("exit: %v", err)
 	}
 }

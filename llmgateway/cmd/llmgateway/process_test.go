@@ -791,17 +791,23 @@ func TestShutdownGraceCutsStreams(t *testing.T) {
 	resp, r := openStream(t, p, "cut-1")
 	defer resp.Body.Close()
 	p.signal(syscall.SIGTERM)
+	expectCut(t, p, resp, r, "cut-1", "context deadline exceeded")
+}
+
+// expectCut checks a stream cut at shutdown: it ends without [DONE], the gateway exits 0
+// after logging why the drain ended, and the cut request has its access log line.
+func expectCut(t *testing.T, p *proc, resp *http.Response, r *bufio.Reader, id, why string) {
+	t.Helper()
 	rest := readRest(t, resp, r)
 	if strings.Contains(rest, "[DONE]") {
 		t.Fatalf("a stream cut at shutdown ended cleanly: %q", rest)
 	}
 	code := p.wait()
-	p.waitLine(0, "llmgateway: shutdown: context deadline exceeded")
+	p.waitLine(0, "llmgateway: shutdown: "+why)
 	if code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, p.output())
 	}
-	// The cut stream has its access log line.
-	p.waitLine(0, `"request_id":"cut-1"`, `"class":"canceled"`)
+	p.waitLine(0, `"request_id":"`+id+`"`, `"class":"canceled"`)
 }
 
 // TestReloadUnderLoadThroughTheCommand sends requests, one-shot and streams, from
@@ -923,14 +929,5 @@ func TestSecondSignalCutsTheDrain(t *testing.T) {
 	p.signal(syscall.SIGTERM)
 	waitRefused(t, p)
 	p.signal(syscall.SIGINT)
-	rest := readRest(t, resp, r)
-	if strings.Contains(rest, "[DONE]") {
-		t.Fatalf("a stream cut by the second signal ended cleanly: %q", rest)
-	}
-	code := p.wait()
-	p.waitLine(0, "llmgateway: shutdown: context canceled")
-	if code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, p.output())
-	}
-	p.waitLine(0, `"request_id":"cut-2"`, `"class":"canceled"`)
+	expectCut(t, p, resp, r, "cut-2", "context canceled")
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
@@ -44,4 +45,19 @@ func Holds(s *Store, name string) int {
 func LocalTokens(st limitstore.State) float64 {
 	_, tok := st.(*state).localState().(interface{ Levels() (float64, float64) }).Levels()
 	return tok
+}
+
+// RenewAround runs one renewal of st's slot leases and in-flight holds, running between
+// after the renewal took the list of what st holds and before it reaches Redis.
+func RenewAround(st limitstore.State, between func()) {
+	s := st.(*state)
+	renew, holds, _ := s.work(s.s.cfg.leaseTTL)
+	between()
+	ctx := context.Background()
+	if len(renew) > 1 {
+		s.renewSlots(ctx, renew)
+	}
+	if holds != nil {
+		s.renewHolds(ctx, holds)
+	}
 }

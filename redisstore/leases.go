@@ -58,7 +58,7 @@ func (st *state) addHold(mark int64, member string) {
 
 // endHold stops renewing the in-flight hold of the reservation with that mark, and
 // returns its member in hz to end it with; "" when this process holds none by that mark
-// (it ended, or Redis lost it).
+// (it ended already).
 func (st *state) endHold(mark int64) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -70,23 +70,52 @@ func (st *state) endHold(mark int64) string {
 	return m
 }
 
-// lostHolds forgets holds that Redis no longer has (their lease passed, or Redis lost
-// them), given by member: renewing them again would do nothing.
-func (st *state) lostHolds(v any) {
-	lost, _ := v.([]any)
-	if len(lost) == 0 {
-		return
+// endedHolds returns the members in v (holdRenewScript's reply: the holds it made again)
+// of holds this process no longer holds: their calls ended while the renewal was on its
+// way, so the renewal made them again after they ended.
+func (st *state) endedHolds(v any) []string {
+	made, _ := v.([]any)
+	if len(made) == 0 {
+		return nil
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for _, m := range lost {
+	var ended []string
+	for _, m := range made {
 		s, _ := m.(string)
 		mark, _, _ := strings.Cut(s, ":")
-		if n, err := strconv.ParseInt(mark, 10, 64); err == nil && st.holds[n] == s {
-			delete(st.holds, n)
+		if n, err := strconv.ParseInt(mark, 10, 64); err != nil || st.holds[n] != s {
+			ended = append(ended, s)
 		}
 	}
-	st.trackLocked()
+	return ended
+}
+
+// releasedSlots returns the leases in v (renewScript's reply: the members it took again)
+// that this process no longer holds: they were released while the renewal was on its way,
+// so the renewal took them again after their release.
+func (st *state) releasedSlots(v any) []limitstore.SlotLease {
+	made, _ := v.([]any)
+	if len(made) == 0 {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var gone []limitstore.SlotLease
+	for _, m := range made {
+		s, _ := m.(string)
+		if s == "" {
+			continue
+		}
+		id, err := strconv.ParseUint(s[1:], 36, 64)
+		if err != nil {
+			continue
+		}
+		if _, ok := st.held[id]; !ok {
+			gone = append(gone, limitstore.SlotLease{ID: id, Batch: s[0] == 'b'})
+		}
+	}
+	return gone
 }
 
 // trackLocked registers st with the store's background work while it has any. st.mu is
@@ -167,18 +196,45 @@ func (s *Store) renewAll(ctx context.Context) {
 	for _, st := range states {
 		renew, holds, release := st.work(s.cfg.leaseTTL)
 		if len(renew) > 1 {
-			// A failure is recorded by run; the leases then expire unless renewed in time.
-			_, _ = s.run(ctx, renewScript, st.slotKeys[:2], renew...)
+			st.renewSlots(ctx, renew)
 		}
 		if holds != nil {
-			if v, err := s.run(ctx, holdRenewScript, st.bucket, holds...); err == nil {
-				st.lostHolds(v)
-			}
+			st.renewHolds(ctx, holds)
 		}
 		for _, l := range release {
 			if st.release(ctx, l) == nil {
 				st.released(l.ID)
 			}
 		}
+	}
+}
+
+// renewSlots renews the slot leases given by renew (renewScript's arguments from work).
+// Those Redis no longer has (it lost them, or their lease passed) are taken again, as
+// their calls still run; one released meanwhile is released again. A failure is recorded
+// by run; the leases then expire unless renewed in time.
+func (st *state) renewSlots(ctx context.Context, renew []any) {
+	v, err := st.s.run(ctx, renewScript, st.slotKeys[:2], renew...)
+	if err != nil {
+		return
+	}
+	for _, l := range st.releasedSlots(v) {
+		if st.release(ctx, l) != nil {
+			st.retryRelease(l)
+		}
+	}
+}
+
+// renewHolds renews the in-flight holds given by holds (holdRenewScript's arguments from
+// work). Those Redis no longer has are made again, as their calls are still in flight;
+// one whose call ended meanwhile is ended again (it ends once, whichever end comes
+// first). Should that fail, the hold ends with its lease, as nothing renews it.
+func (st *state) renewHolds(ctx context.Context, holds []any) {
+	v, err := st.s.run(ctx, holdRenewScript, st.bucket, holds...)
+	if err != nil {
+		return
+	}
+	for _, m := range st.endedHolds(v) {
+		_ = st.adjust(ctx, limitstore.LaneMain, 0, 0, m)
 	}
 }

@@ -53,10 +53,16 @@ var fitProbe = strconv.FormatFloat(limitstore.FitProbe, 'g', -1, 64)
 // first ends the holds whose lease has passed (at most 1,000 a call; the rest in the next
 // calls): a process that died, was killed or lost Redis for longer than the lease keeps
 // the others' buckets short of its holds for at most the lease, never for the hour the
-// hash outlives it. A hold ends once: ending a member that is not in hz (ended before,
-// its lease passed, or Redis lost its data) ends nothing, so mh never goes below 0 and
-// never loses another reservation's hold; mh is 0 whenever hz is empty (hz lost on its
-// own heals mh).
+// hash outlives it. A renewal that finds a hold missing while its call is still in flight
+// (Redis lost its data, or the lease passed while the process could not reach Redis)
+// makes it again, member and tokens, with a fresh lease, and sets mh to the sum of hz; in
+// a scope started afresh the hash then holds mh alone, which the bucket scripts read as a
+// scope without a spec, mark or levels yet, holding mh. A hold ends once: ending a member
+// that is not in hz (ended before, its lease passed, or Redis lost its data) ends
+// nothing, so mh never goes below 0 and never loses another reservation's hold; mh is 0
+// whenever hz is empty (hz lost on its own heals mh). A hold made again after its call
+// ended (the end reached Redis between the renewal's start and its run) is ended again
+// by the renewing process, or else ends with its lease, as nothing renews it.
 //
 // A scope's concurrency slots are four sorted sets sharing the same hash tag: s holds the
 // leases (member: "m" or "b" for main or batch, then the lease id; score: expiry), sb the
@@ -559,30 +565,48 @@ return r
 
 // holdRenewScript: KEYS the scope's hash, hz (see Holds); ARGV the clock (as luaClock),
 // the lease in µs (within [1 ms, the horizon]), then the members of the holds this
-// process has not ended. It extends the leases of those still held, and the keys' expiry
-// (the scope's hash too, so that it does not start afresh under a call that holds longer
-// than it is kept idle), and returns the members that were not held (their lease passed,
-// or Redis lost them): nothing renews them again.
+// process has not ended. It extends the leases of those still held, makes again those
+// that are not (their lease passed, or Redis lost them) with a fresh lease, as the calls
+// that hold them are still in flight, and extends the keys' expiry (the scope's hash too,
+// so that it does not start afresh under a call that holds longer than it is kept idle).
+// When it made any again, mh becomes the sum of the holds in hz, which heals an mh that
+// was lost with the hash or kept when hz was lost. Returns the members it made again: a
+// hold whose call ended while the renewal was on its way must then be ended again
+// (ending it is safe either way: a hold ends once).
 var holdRenewScript = redis.NewScript(luaPrelude + luaClock + `
 local now = now_us()
 local lease = math.min(math.max(num(ARGV[1]), 1000), H)
-local lost = {}
+local h, hz = KEYS[1], KEYS[2]
+local function heldby(m) return math.max(num(string.match(m, ':(.*)$')), 0) end
+local made = {}
 for i = 2, #ARGV do
   local m = ARGV[i]
-  if redis.call('ZADD', KEYS[2], 'XX', 'CH', now + lease, m) == 0 and not redis.call('ZSCORE', KEYS[2], m) then
-    lost[#lost + 1] = m
+  if redis.call('ZADD', hz, 'XX', 'CH', now + lease, m) == 0 and not redis.call('ZSCORE', hz, m) then
+    local tok = known(string.match(m, '^[^:]+:(.*)$'))
+    if tok and tok >= 0 and tok <= 2 * MB then
+      redis.call('ZADD', hz, now + lease, m)
+      made[#made + 1] = m
+    end
   end
+end
+if #made > 0 then
+  local sum = 0
+  for _, m in ipairs(redis.call('ZRANGE', hz, 0, -1)) do sum = sum + heldby(m) end
+  redis.call('HSET', h, 'mh', fmt(sum))
 end
 local keep = math.ceil(lease / 1000) + 3600000
 for i = 1, 2 do
   local ttl = redis.call('PTTL', KEYS[i])
-  if ttl >= 0 and ttl < keep then redis.call('PEXPIRE', KEYS[i], keep) end
+  if (ttl >= 0 or (ttl == -1 and #made > 0)) and ttl < keep then redis.call('PEXPIRE', KEYS[i], keep) end
 end
-return lost
+return made
 `)
 
-// renewScript: KEYS s, sb; ARGV lease TTL in ms (within [1ms, 1h]), then the members held. It extends the
-// leases that still exist and returns how many had already expired.
+// renewScript: KEYS s, sb; ARGV lease TTL in ms (within [1ms, 1h]), then the members held.
+// It extends the leases that still exist and takes again, with a fresh lease, those that
+// do not (their lease passed, or Redis lost them), even beyond the scope's limits, as the
+// calls that hold them are still running. Returns the members it took again: a slot
+// released while the renewal was on its way must then be released again.
 var renewScript = redis.NewScript(luaPrelude + `
 local s, sb = KEYS[1], KEYS[2]
 local now = now_us()
@@ -590,18 +614,18 @@ local ttl = math.min(math.max(math.floor(num(ARGV[1])), 1), 3600000)
 local exp = now + ttl * 1000
 redis.call('ZREMRANGEBYSCORE', s, '-inf', now)
 redis.call('ZREMRANGEBYSCORE', sb, '-inf', now)
-local lost = 0
+local made = {}
 for i = 2, #ARGV do
   local x = ARGV[i]
-  if redis.call('ZSCORE', s, x) then
+  local held = redis.call('ZSCORE', s, x)
+  if held or string.match(x, '^[mb][0-9a-z]+$') then
     redis.call('ZADD', s, exp, x)
     if string.sub(x, 1, 1) == 'b' then redis.call('ZADD', sb, exp, x) end
-  else
-    lost = lost + 1
+    if not held then made[#made + 1] = x end
   end
 end
 local keep = 4 * ttl
 redis.call('PEXPIRE', s, keep)
 redis.call('PEXPIRE', sb, keep)
-return lost
+return made
 `)

@@ -186,12 +186,14 @@ func TestOutage(t *testing.T) {
 				}
 
 				waitFor("admissions before the outage", func() bool { _, ok := count(0); return ok >= enough })
-				wentDown := time.Since(start)
 				if kind == "killed" {
-					srv.stop()
+					srv.stop() // returns once the process has exited
 				} else {
-					srv.freeze()
+					srv.freeze() // returns once the process is stopped
 				}
+				// An admission that started before the server was down may have been
+				// answered: the outage counts from here.
+				wentDown := time.Since(start)
 				waitFor("admissions during the outage", func() bool {
 					ended, _ := count(wentDown)
 					return ended >= enough && time.Since(start)-wentDown >= 3*probe

@@ -216,8 +216,32 @@ func (s *redisServer) stop() {
 	s.cmd = nil
 }
 
-// freeze stops the server process without closing its connections: calls hang.
-func (s *redisServer) freeze() { s.signal(syscall.SIGSTOP) }
+// freeze stops the server process without closing its connections: calls hang. It
+// returns once the process is stopped (a signal is delivered asynchronously): from then
+// on no command is answered.
+func (s *redisServer) freeze() {
+	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	pid := 0
+	if s.cmd != nil {
+		pid = s.cmd.Process.Pid
+	}
+	s.mu.Unlock()
+	if pid == 0 {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", pid)
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return // no /proc: as before, the signal is on its way
+		}
+		// The state follows the command's name in parentheses: "T" once stopped.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+	}
+}
 
 // thaw resumes a frozen server.
 func (s *redisServer) thaw() { s.signal(syscall.SIGCONT) }

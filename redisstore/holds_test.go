@@ -33,6 +33,21 @@ func virtualReplica(t *testing.T, srv *redisServer, prefix string) (*redisstore.
 	return st, rdb
 }
 
+// replicaPair opens two replicas of prefix on srv with virtualReplica, closed (store, then
+// client) when the test ends. In a synctest bubble it must be called inside it.
+func replicaPair(t *testing.T, srv *redisServer, prefix string) (a, b *redisstore.Store) {
+	t.Helper()
+	a, rdbA := virtualReplica(t, srv, prefix)
+	b, rdbB := virtualReplica(t, srv, prefix)
+	t.Cleanup(func() {
+		a.Close()
+		rdbA.Close()
+		b.Close()
+		rdbB.Close()
+	})
+	return a, b
+}
+
 // takes reports whether st admits tok tokens at once.
 func takes(t *testing.T, st limitstore.State, tok int) bool {
 	t.Helper()
@@ -92,12 +107,7 @@ func TestCrashedReplicasHoldEndsWithItsLease(t *testing.T) {
 func TestLiveReplicasHoldOutlastsTheLease(t *testing.T) {
 	srv := startRedis(t)
 	synctest.Test(t, func(t *testing.T) {
-		holder, rdbA := virtualReplica(t, srv, "live")
-		other, rdbB := virtualReplica(t, srv, "live")
-		defer rdbA.Close()
-		defer holder.Close()
-		defer rdbB.Close()
-		defer other.Close()
+		holder, other := replicaPair(t, srv, "live")
 		a, b := holder.Open("key", holdSpec), other.Open("key", holdSpec)
 		g := holdAll(t, a)
 		for i := range 6 { // 18 s, six leases; the bucket would have refilled in 10 s

@@ -30,12 +30,7 @@ func members(t *testing.T, rdb *redis.Client, key string) int64 {
 func TestHoldRemadeAfterRedisLostIt(t *testing.T) {
 	srv := startRedis(t)
 	synctest.Test(t, func(t *testing.T) {
-		holder, rdbA := virtualReplica(t, srv, "remade")
-		other, rdbB := virtualReplica(t, srv, "remade")
-		defer rdbA.Close()
-		defer holder.Close()
-		defer rdbB.Close()
-		defer other.Close()
+		holder, other := replicaPair(t, srv, "remade")
 		admin := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true})
 		defer admin.Close()
 		a, b := holder.Open("key", holdSpec), other.Open("key", holdSpec)
@@ -104,12 +99,7 @@ func TestSlotRemadeAfterRedisLostIt(t *testing.T) {
 	srv := startRedis(t)
 	spec := limitstore.Spec{MaxConcurrent: 1, BatchShare: 1}
 	synctest.Test(t, func(t *testing.T) {
-		holder, rdbA := virtualReplica(t, srv, "slotre")
-		other, rdbB := virtualReplica(t, srv, "slotre")
-		defer rdbA.Close()
-		defer holder.Close()
-		defer rdbB.Close()
-		defer other.Close()
+		holder, other := replicaPair(t, srv, "slotre")
 		admin := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true})
 		defer admin.Close()
 		a, b := holder.Open("key", spec), other.Open("key", spec)

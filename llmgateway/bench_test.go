@@ -3,6 +3,7 @@ package llmgateway_test
 import (
 	"io"
 	"net/http"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 // BenchmarkGatewayOverhead sends requests one after another through the gateway to a
 // loopback upstream that answers at once, and reports the gateway's own
 // x-llmclient-overhead-ms (p50, p99) and the client-side time to the first byte; the
-// direct rows send the same requests to the upstream without the gateway.
+// direct rows send the same requests to the upstream without the gateway. goroutines/op
+// counts the goroutines started per request in the whole process.
 //
 //	go test -run '^$' -bench GatewayOverhead -benchtime 2000x .
 func BenchmarkGatewayOverhead(b *testing.B) {
@@ -31,6 +33,9 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 				defer hc.CloseIdleConnections()
 				var over, first []float64
 				b.ReportAllocs()
+				created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+				metrics.Read(created)
+				created0 := created[0].Value.Uint64()
 				b.ResetTimer()
 				for range b.N {
 					url := g.api.URL
@@ -53,6 +58,11 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 					over = append(over, o)
 				}
 				b.StopTimer()
+				metrics.Read(created)
+				// Goroutines started per request in this process: the test's client, the
+				// gateway and the loopback upstream (the direct rows hold the client's and
+				// the upstream's share).
+				b.ReportMetric(float64(created[0].Value.Uint64()-created0)/float64(b.N), "goroutines/op")
 				slices.Sort(over)
 				slices.Sort(first)
 				q := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }

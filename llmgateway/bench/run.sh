@@ -10,6 +10,7 @@
 #
 #   llmgateway/bench/run.sh                      # defaults below
 #   RATES=50,200,500 DURATION=5s llmgateway/bench/run.sh
+#   PAIRED=1 llmgateway/bench/run.sh             # each target beside its own direct anchor
 #
 # Portkey is installed with npm into a temporary directory (PORTKEY_DIR reuses one);
 # @hono/node-server 1.13.5 and @hono/node-ws 1.2.0 are pinned (later ones break its
@@ -87,4 +88,4 @@ echo "node $(node --version), $(go version | cut -d' ' -f3), $(nproc) cores, loa
   -target "llmgateway=http://127.0.0.1:9101/v1,pid=$gw,header=Authorization: Bearer $GWB_TENANT_KEY" \
   "${p1_target[@]}" \
   -target "portkey=http://127.0.0.1:9102/v1,pid=$pk_pid,header=Authorization: Bearer $GWB_UPSTREAM_KEY,header=x-portkey-provider: openai,header=x-portkey-custom-host: http://127.0.0.1:9100/v1" \
-  -rates "$RATES" -duration "$DURATION" -warmup "$WARMUP" -modes "$MODES" -json "$OUT/results.jsonl"
+  -rates "$RATES" -duration "$DURATION" -warmup "$WARMUP" -modes "$MODES" ${PAIRED:+-paired} -json "$OUT/results.jsonl"

@@ -20,7 +20,12 @@
 // target: p50/p99 latency, overhead (latency less the direct latency at the same rate
 // and percentile), time to the first chunk of a stream and how late it is against the
 // direct stream, and the target process's CPU time per request (utime+stime from
-// /proc/PID/stat over the measured window). See llmgateway/bench/run.sh.
+// /proc/PID/stat over the measured window). With -paired, each target is driven at the
+// same time as the upstream directly, at the same rate, the two schedules interleaved,
+// and its overhead is taken against those direct requests: a pause of the machine or
+// of the load generator then lands on both sides of the difference, where without it a
+// p99 overhead is the difference of two tails measured seconds apart. See
+// llmgateway/bench/run.sh.
 package main
 
 import (
@@ -228,6 +233,10 @@ type result struct {
 	FirstLat50 float64 `json:"first_chunk_late_p50_ms,omitempty"`
 	FirstLat99 float64 `json:"first_chunk_late_p99_ms,omitempty"`
 	LoadAvg    string  `json:"loadavg"`
+	// With -paired: the direct requests sent in the same window, the anchor.
+	Paired     bool    `json:"paired,omitempty"`
+	AnchorP50  float64 `json:"anchor_p50_ms,omitempty"`
+	AnchorP99  float64 `json:"anchor_p99_ms,omitempty"`
 	FirstError string  `json:"first_error,omitempty"`
 }
 
@@ -245,6 +254,7 @@ func sweep(args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Second, "per-request timeout")
 	stopAt := fs.Float64("stop-p50-ms", 50, "skip a target's higher rates once it is saturated: its p50 overhead exceeds this, more than 1% of its requests fail or it answers less than 90% of the rate")
 	jsonOut := fs.String("json", "", "also write the results as JSON lines to this file")
+	paired := fs.Bool("paired", false, "drive each target and the upstream directly at the same time, at the same rate, their requests interleaved (each direct request half an interval after a target's), and take each target's overhead against the direct requests of its own window: machine noise then falls on both alike")
 	_ = fs.Parse(args)
 
 	var rates []int
@@ -273,18 +283,35 @@ func sweep(args []string) error {
 		out = f
 	}
 	var all []result
+	emit := func(r result) {
+		all = append(all, r)
+		line, _ := json.Marshal(r)
+		fmt.Fprintf(out, "%s\n", line)
+		fmt.Fprintf(os.Stderr, "%-10s stream=%-5v rate=%-5d achieved=%7.1f ok=%d err=%d p50=%.3f p99=%.3f over=%.3f/%.3f first=%.3f/%.3f late=%.3f/%.3f cpu/req=%.3fms gen-late-p99=%.2f load=%s\n",
+			r.Target, r.Stream, r.Rate, r.Achieved, r.OK, r.Errors, r.P50, r.P99, r.Over50, r.Over99, r.First50, r.First99, r.FirstLat50, r.FirstLat99, r.CPUms, r.LateP99, r.LoadAvg)
+	}
 	for _, m := range strings.Split(*modes, ",") {
 		stream := strings.TrimSpace(m) == "stream"
 		for _, rate := range rates {
 			var anchor *result
 			for _, t := range ts {
-				if t.stopped[stream] {
+				if t.stopped[stream] || (*paired && t == ts[0]) {
 					continue
 				}
 				time.Sleep(*pause)
-				r, err := step(t, stream, rate, *warm, *dur, *timeout, *model)
+				lanes := []*target{t}
+				if *paired {
+					lanes = append(lanes, ts[0])
+				}
+				rs, err := step(lanes, stream, rate, *warm, *dur, *timeout, *model)
 				if err != nil {
 					return err
+				}
+				r := rs[0]
+				if *paired {
+					anchor = &rs[1]
+					r.Paired = true
+					r.AnchorP50, r.AnchorP99 = anchor.P50, anchor.P99
 				}
 				if anchor == nil {
 					anchor = &r
@@ -297,11 +324,7 @@ func sweep(args []string) error {
 						t.stopped[stream] = true
 					}
 				}
-				all = append(all, r)
-				line, _ := json.Marshal(r)
-				fmt.Fprintf(out, "%s\n", line)
-				fmt.Fprintf(os.Stderr, "%-10s stream=%-5v rate=%-5d achieved=%7.1f ok=%d err=%d p50=%.3f p99=%.3f over=%.3f/%.3f first=%.3f/%.3f late=%.3f/%.3f cpu/req=%.3fms gen-late-p99=%.2f load=%s\n",
-					r.Target, r.Stream, r.Rate, r.Achieved, r.OK, r.Errors, r.P50, r.P99, r.Over50, r.Over99, r.First50, r.First99, r.FirstLat50, r.FirstLat99, r.CPUms, r.LateP99, r.LoadAvg)
+				emit(r)
 			}
 		}
 	}
@@ -349,85 +372,108 @@ type sample struct {
 	ok                 bool
 }
 
-func step(t *target, stream bool, rate int, warm, dur, timeout time.Duration, model string) (result, error) {
-	tr := &http.Transport{
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 4096,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: timeout}
+// step drives each lane at rate for warm then dur, the lanes' arrivals interleaved
+// evenly within each interval (lane j's request i is due j/len(lanes) of an interval
+// after lane 0's), and returns one result per lane, in order.
+func step(lanes []*target, stream bool, rate int, warm, dur, timeout time.Duration, model string) ([]result, error) {
 	body := []byte(`{"model":"` + model + `","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}`)
 	if stream {
 		body = []byte(`{"model":"` + model + `","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}`)
 	}
-	url := t.url + "/chat/completions"
 	interval := time.Second / time.Duration(rate)
 	nWarm := int(warm / interval)
 	n := int(dur / interval)
-	samples := make([]sample, n)
+	type lane struct {
+		t          *target
+		hc         *http.Client
+		url        string
+		offset     time.Duration
+		samples    []sample
+		cpu0, cpu1 int64
+	}
+	ls := make([]*lane, len(lanes))
+	for j, t := range lanes {
+		tr := &http.Transport{
+			MaxIdleConns:        4096,
+			MaxIdleConnsPerHost: 4096,
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		}
+		defer tr.CloseIdleConnections()
+		ls[j] = &lane{t: t, hc: &http.Client{Transport: tr, Timeout: timeout}, url: t.url + "/chat/completions",
+			offset: time.Duration(j) * interval / time.Duration(len(lanes)), samples: make([]sample, n)}
+	}
 	var wg sync.WaitGroup
-	var cpu0, cpu1 int64
 	var cpuErr error
 	var measuredStart, lastSent time.Time
 	start := time.Now()
 	for i := -nWarm; i < n; i++ {
-		due := start.Add(time.Duration(i+nWarm) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		if i == 0 {
-			measuredStart = time.Now()
-			if t.pid > 0 {
-				cpu0, cpuErr = cpuTicks(t.pid)
+		for _, l := range ls {
+			due := start.Add(time.Duration(i+nWarm)*interval + l.offset)
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
 			}
-		}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			s := send(hc, url, body, t.headers, stream, due)
-			if i >= 0 {
-				samples[i] = s
+			if i == 0 && l == ls[0] {
+				measuredStart = time.Now()
+				for _, l := range ls {
+					if l.t.pid > 0 && cpuErr == nil {
+						l.cpu0, cpuErr = cpuTicks(l.t.pid)
+					}
+				}
 			}
-		}(i, due)
+			wg.Add(1)
+			go func(l *lane, i int, due time.Time) {
+				defer wg.Done()
+				s := send(l.hc, l.url, body, l.t.headers, stream, due)
+				if i >= 0 {
+					l.samples[i] = s
+				}
+			}(l, i, due)
+		}
 	}
 	lastSent = time.Now()
 	wg.Wait()
-	if t.pid > 0 && cpuErr == nil {
-		cpu1, cpuErr = cpuTicks(t.pid)
+	for _, l := range ls {
+		if l.t.pid > 0 && cpuErr == nil {
+			l.cpu1, cpuErr = cpuTicks(l.t.pid)
+		}
 	}
 	if cpuErr != nil {
-		return result{}, fmt.Errorf("%s: cpu: %w", t.name, cpuErr)
+		return nil, fmt.Errorf("%s: cpu: %w", lanes[0].name, cpuErr)
 	}
-	r := result{Target: t.name, Stream: stream, Rate: rate, Sent: n, LoadAvg: loadavg()}
-	r.Achieved = float64(n) / lastSent.Sub(measuredStart).Seconds()
-	var tot, first, late []float64
-	for _, s := range samples {
-		late = append(late, ms(s.late))
-		if !s.ok {
-			r.Errors++
-			if r.FirstError == "" && s.err != nil {
-				r.FirstError = s.err.Error()
+	load := loadavg()
+	out := make([]result, len(ls))
+	for j, l := range ls {
+		r := result{Target: l.t.name, Stream: stream, Rate: rate, Sent: n, LoadAvg: load}
+		r.Achieved = float64(n) / lastSent.Sub(measuredStart).Seconds()
+		var tot, first, late []float64
+		for _, s := range l.samples {
+			late = append(late, ms(s.late))
+			if !s.ok {
+				r.Errors++
+				if r.FirstError == "" && s.err != nil {
+					r.FirstError = s.err.Error()
+				}
+				continue
 			}
-			continue
+			r.OK++
+			tot = append(tot, ms(s.total))
+			first = append(first, ms(s.first))
 		}
-		r.OK++
-		tot = append(tot, ms(s.total))
-		first = append(first, ms(s.first))
+		r.LateP99 = pct(late, 0.99)
+		r.P50, r.P99 = pct(tot, 0.5), pct(tot, 0.99)
+		if stream {
+			r.First50, r.First99 = pct(first, 0.5), pct(first, 0.99)
+		}
+		if l.t.pid > 0 && r.OK > 0 {
+			// The window spans the measured requests from the first send to the last
+			// answer; the warm-up's requests still in flight at its start are few.
+			r.CPUms = float64(l.cpu1-l.cpu0) * 1000 / userHZ / float64(n)
+		}
+		out[j] = r
 	}
-	r.LateP99 = pct(late, 0.99)
-	r.P50, r.P99 = pct(tot, 0.5), pct(tot, 0.99)
-	if stream {
-		r.First50, r.First99 = pct(first, 0.5), pct(first, 0.99)
-	}
-	if t.pid > 0 && r.OK > 0 {
-		// The window spans the measured requests from the first send to the last
-		// answer; the warm-up's requests still in flight at its start are few.
-		r.CPUms = float64(cpu1-cpu0) * 1000 / userHZ / float64(n)
-	}
-	return r, nil
+	return out, nil
 }
 
 func send(hc *http.Client, url string, body []byte, headers [][2]string, stream bool, due time.Time) sample {

@@ -641,13 +641,19 @@ func msgID(id, rid string) string {
 	return "msg_" + rid
 }
 
+// writeOK writes a one-shot answer and sends it at once, with its length, so that the
+// client has all of it before the access log and the metrics are written.
 func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
 	h := w.Header()
 	h.Set("content-type", "application/json")
+	h.Set("content-length", strconv.Itoa(len(body)))
 	g.callHeaders(h, rec)
 	rec.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (g *Gateway) callHeaders(h http.Header, rec *record) {

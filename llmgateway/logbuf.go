@@ -9,11 +9,19 @@ import (
 // logBuffer batches the default logger's lines (one per request at level info) into
 // few writes: a line is appended to a buffer that is written out when it reaches
 // logBufferMax, or logFlushEvery after the first line put into an empty buffer. The
-// access log then costs a request an append instead of a write system call. Lines
-// stay whole and in order. Safe for concurrent use.
+// access log then costs a request an append instead of a write system call, and a line
+// never waits for an earlier batch's write to finish unless the buffer is full (then
+// the line's writer waits, so a log destination that cannot keep up slows the lines
+// down instead of growing the buffer). Lines stay whole and in order. Safe for
+// concurrent use.
 type logBuffer struct {
 	w     io.Writer
 	every time.Duration
+
+	// wmu is held while a batch is written to w, so batches go out whole and in the
+	// order they were taken; out is the batch being written, kept for reuse.
+	wmu sync.Mutex
+	out []byte
 
 	mu     sync.Mutex
 	buf    []byte
@@ -33,8 +41,10 @@ func newLogBuffer(w io.Writer) *logBuffer {
 // Write takes one log line. After close it writes through.
 func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
+		b.wmu.Lock()
+		defer b.wmu.Unlock()
 		return b.w.Write(p)
 	}
 	if len(b.buf) == 0 {
@@ -45,38 +55,47 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	b.buf = append(b.buf, p...)
-	if len(b.buf) >= logBufferMax {
-		b.writeLocked()
+	full := len(b.buf) >= logBufferMax
+	b.mu.Unlock()
+	if full {
+		b.flush()
 	}
 	return len(p), nil
 }
 
+// flush writes out what is buffered, the buffer's lock released during the write.
 func (b *logBuffer) flush() {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	b.mu.Lock()
-	b.writeLocked()
+	b.buf, b.out = b.out[:0], b.buf
 	b.mu.Unlock()
+	b.writeOut()
 }
 
-func (b *logBuffer) writeLocked() {
-	if len(b.buf) == 0 {
-		return
+// writeOut writes out to w; wmu is held.
+func (b *logBuffer) writeOut() {
+	if len(b.out) > 0 {
+		_, _ = b.w.Write(b.out)
 	}
-	_, _ = b.w.Write(b.buf)
-	if cap(b.buf) > 4*logBufferMax {
-		b.buf = nil
+	if cap(b.out) > 4*logBufferMax {
+		b.out = nil
 	} else {
-		b.buf = b.buf[:0]
+		b.out = b.out[:0]
 	}
 }
 
 // close writes what is buffered; later lines are written at once.
 func (b *logBuffer) close() error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.timer != nil {
 		b.timer.Stop()
 	}
 	b.closed = true
-	b.writeLocked()
+	b.buf, b.out = nil, b.buf
+	b.mu.Unlock()
+	b.writeOut()
 	return nil
 }

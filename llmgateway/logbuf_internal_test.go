@@ -78,3 +78,52 @@ func TestLogBufferBatchesLines(t *testing.T) {
 		}
 	})
 }
+
+// blockingWriter holds every write until release is closed.
+type blockingWriter struct {
+	countingWriter
+	started chan struct{}
+	release chan struct{}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case w.started <- struct{}{}:
+	default:
+	}
+	<-w.release
+	return w.countingWriter.Write(p)
+}
+
+// A line does not wait for an earlier batch's write: while a flush is stuck in a slow
+// destination, requests still log (only a full buffer waits).
+func TestLogLineDoesNotWaitForAnEarlierBatch(t *testing.T) {
+	w := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
+	b := newLogBuffer(w)
+	b.every = time.Hour // flushed below, not by the timer
+	_, _ = b.Write([]byte("first\n"))
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		b.flush()
+	}()
+	<-w.started // the flush is in the destination's Write, and stays there
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.Write([]byte("second\n"))
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a line waited for the earlier batch's write")
+	}
+	close(w.release)
+	<-flushed
+	if err := b.close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, got := w.state(); n != 2 || got != "first\nsecond\n" {
+		t.Fatalf("%d writes: %q", n, got)
+	}
+}

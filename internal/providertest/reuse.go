@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -62,12 +63,42 @@ func recvToEnd(t *testing.T, st llmclient.ProviderStream) {
 	t.Fatal("no end after 1000 chunks")
 }
 
+// recvToError reads st up to its first error, which must be an *llmclient.Error: the
+// in-band error event the body ends with.
+func recvToError(t *testing.T, st llmclient.ProviderStream) {
+	t.Helper()
+	for range 1000 {
+		_, err := st.Recv()
+		if err == nil {
+			continue
+		}
+		var le *llmclient.Error
+		if !errors.As(err, &le) {
+			t.Fatalf("Recv: %v; want the in-band error", err)
+		}
+		return
+	}
+	t.Fatal("no error after 1000 chunks")
+}
+
 // CheckEndKeepsConnection reads streams of body (which ends with the vendor's end marker)
 // to their end and closes them, one after another. The upstream sends the body's own end
 // (the chunked terminator) only once the reader has seen the end marker, as a real
 // server's last packet may arrive after it. Each stream's connection must go back to the
 // pool: one connection serves them all.
 func CheckEndKeepsConnection(t *testing.T, body string, open Opener) {
+	t.Helper()
+	checkKeepsConnection(t, body, open, recvToEnd)
+}
+
+// CheckErrorEventKeepsConnection is CheckEndKeepsConnection for a body that ends with an
+// in-band error event (after a 200): the stream's connection goes back to the pool too.
+func CheckErrorEventKeepsConnection(t *testing.T, body string, open Opener) {
+	t.Helper()
+	checkKeepsConnection(t, body, open, recvToError)
+}
+
+func checkKeepsConnection(t *testing.T, body string, open Opener, read func(*testing.T, llmclient.ProviderStream)) {
 	t.Helper()
 	release := make(chan struct{})
 	srv := newEndServer(t, body, func(_ http.ResponseWriter, r *http.Request, testDone <-chan struct{}) {
@@ -80,7 +111,7 @@ func CheckEndKeepsConnection(t *testing.T, body string, open Opener) {
 	const n = 20
 	for range n {
 		st := open(t, srv.Server)
-		recvToEnd(t, st)
+		read(t, st)
 		release <- struct{}{} // the handler returns: the server writes the body's end
 		if err := st.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -101,6 +132,18 @@ func CheckEndKeepsConnection(t *testing.T, body string, open Opener) {
 // s, on a real loopback connection). The package's TestMain (goleak) checks that nothing
 // is left running.
 func CheckEndHostileUpstream(t *testing.T, body string, open Opener) {
+	t.Helper()
+	checkHostileUpstream(t, body, open, recvToEnd)
+}
+
+// CheckErrorEventHostileUpstream is CheckEndHostileUpstream for a body that ends with an
+// in-band error event.
+func CheckErrorEventHostileUpstream(t *testing.T, body string, open Opener) {
+	t.Helper()
+	checkHostileUpstream(t, body, open, recvToError)
+}
+
+func checkHostileUpstream(t *testing.T, body string, open Opener, read func(*testing.T, llmclient.ProviderStream)) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
@@ -147,7 +190,7 @@ func CheckEndHostileUpstream(t *testing.T, body string, open Opener) {
 			srv := newEndServer(t, body, tc.end)
 			st := open(t, srv.Server)
 			start := time.Now()
-			recvToEnd(t, st)
+			read(t, st)
 			if err := st.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}

@@ -80,7 +80,7 @@ type stream struct {
 	// Provider.Stream, whose stream owns the connection's body. The Transport's decoder
 	// reads through a body the Transport closes, and leaves it alone.
 	drain bool
-	ended atomic.Bool // message_stop, or a one-shot body, was read: set by Recv
+	ended atomic.Bool // message_stop, an error event or a one-shot body was read: set by Recv
 }
 
 func newStream(resp *http.Response, cancel context.CancelFunc, key string) *stream {
@@ -322,6 +322,7 @@ func (s *stream) malformed(data []byte, why error) *llmclient.Error {
 // alone decides; an unknown type is a server error, since the upstream failed after
 // accepting the request.
 func (s *stream) eventError(data []byte) error {
+	s.ended.Store(true) // the upstream ends the body after it: Close lets it, as after message_stop
 	e := classifyAt(s.status, s.header, data, time.Now())
 	if e.Class == failure.Unknown {
 		e.Class = failure.ServerError
@@ -332,7 +333,7 @@ func (s *stream) eventError(data []byte) error {
 
 // Close releases the connection. It is idempotent and unblocks a concurrent Recv.
 //
-// After message_stop, the body's own end (the chunked terminator the server writes after
+// After message_stop (or an error event), the body's own end (the chunked terminator the server writes after
 // the last event) may still be on its way, and closing the body before a read reaches it
 // makes net/http close the connection instead of reusing it; so Close first reads the
 // body on, within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms), which an upstream that

@@ -62,3 +62,17 @@ func TestDecoderCloseAfterEndLeavesBody(t *testing.T) {
 		})
 	}
 }
+
+// errorEventBody is a stream that fails in band: an overloaded error after a 200.
+const errorEventBody = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-opus-4-6\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+	"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+
+// TestStreamCloseAfterErrorEventKeepsConnection: a stream that ends with an error event
+// gives its connection back to the pool, and an upstream that holds the body open after
+// the event does not hold up Close.
+func TestStreamCloseAfterErrorEventKeepsConnection(t *testing.T) {
+	providertest.CheckErrorEventKeepsConnection(t, errorEventBody, opener)
+	t.Run("hostile upstream", func(t *testing.T) {
+		providertest.CheckErrorEventHostileUpstream(t, errorEventBody, opener)
+	})
+}

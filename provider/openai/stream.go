@@ -49,7 +49,7 @@ type chunkStream struct {
 	// set for Provider.Stream, whose stream owns the connection's body. The Transport's
 	// decoder reads through a body the Transport closes, and leaves it alone.
 	drain     bool
-	ended     atomic.Bool // the stream's end was read ([DONE], or a one-shot body): set by Recv
+	ended     atomic.Bool // the stream's end was read ([DONE], an in-band error or a one-shot body): set by Recv
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -290,6 +290,7 @@ func bareFailure(typ string) []byte {
 
 // inBandError turns an error event received after HTTP 200 into an *llmclient.Error.
 func (s *chunkStream) inBandError(data []byte) error {
+	s.ended.Store(true) // the upstream ends the body after it: Close lets it, as after [DONE]
 	return streamError(errorFromBody(s.status, s.header, data), s.key)
 }
 

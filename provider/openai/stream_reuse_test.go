@@ -88,3 +88,22 @@ func TestDecoderCloseAfterEndLeavesBody(t *testing.T) {
 		})
 	}
 }
+
+// errorEventBodies are streams that fail in band after a 200.
+var errorEventBodies = []struct{ name, body string }{
+	{"error object", `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}` + "\n\n" +
+		`data: {"error":{"message":"The server had an error","type":"server_error"}}` + "\n\n"},
+	{"error event", "event: error\ndata: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n"},
+}
+
+// TestStreamCloseAfterErrorEventKeepsConnection: a stream that ends with an in-band error
+// gives its connection back to the pool, and an upstream that holds the body open after
+// it does not hold up Close.
+func TestStreamCloseAfterErrorEventKeepsConnection(t *testing.T) {
+	for _, tc := range errorEventBodies {
+		t.Run(tc.name, func(t *testing.T) {
+			providertest.CheckErrorEventKeepsConnection(t, tc.body, opener())
+			providertest.CheckErrorEventHostileUpstream(t, tc.body, opener())
+		})
+	}
+}

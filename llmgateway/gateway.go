@@ -769,10 +769,12 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 }
 
 // Serve serves the API on api and, when admin is not nil, the admin API on admin,
-// until Shutdown. It returns the first listener's error other than
-// http.ErrServerClosed, or nil as soon as Shutdown begins: the requests in flight are
-// drained when Shutdown returns. Called after Shutdown began, it closes the listeners
-// and returns nil at once.
+// until Shutdown. It returns nil as soon as Shutdown begins: the requests in flight are
+// drained when Shutdown returns. When a listener fails, Serve shuts the gateway down
+// itself, as Shutdown does with no deadline (the requests in flight get up to
+// shutdown_grace, and their access log lines are written), and then returns that
+// listener's error. Called after Shutdown began, it closes the listeners and returns nil
+// at once.
 func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.srvMu.Lock()
 	// Shutdown sets closing before it reads servers: a Shutdown that has begun and
@@ -804,7 +806,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 	for range n {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && first == nil {
 			first = err
-			go g.Shutdown(context.Background())
+			// The other server's Serve returns into errc (room for both) while this
+			// drains.
+			_ = g.Shutdown(context.Background())
 		}
 	}
 	return first

@@ -1,0 +1,99 @@
+package llmgateway_test
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient/llmgateway"
+)
+
+// brokenListener's Accept fails for good once broken is closed.
+type brokenListener struct {
+	net.Listener
+	broken chan struct{}
+}
+
+func (l *brokenListener) Accept() (net.Conn, error) {
+	<-l.broken
+	return nil, errors.New("listener broke")
+}
+
+// A listener that fails ends Serve only after the requests in flight on the other one
+// were answered: the process that exits on Serve's error does not cut them.
+func TestFailedListenerDrainsBeforeServeReturns(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		close(inFlight)
+		<-release
+		return false // the usual answer
+	})
+	cfg, err := llmgateway.Parse([]byte(baseConfig(oa, an, "")), env(baseEnv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := llmgateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &brokenListener{Listener: adminLn, broken: make(chan struct{})}
+	defer adminLn.Close()
+
+	var order atomic.Int32 // 1: answered first; 2: Serve returned first
+	served := make(chan error, 1)
+	go func() {
+		err := g.Serve(api, admin)
+		order.CompareAndSwap(0, 2)
+		served <- err
+	}()
+	answered := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+api.Addr().String()+"/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"Say hello."}]}`))
+		req.Header.Set("Authorization", "Bearer gw-key-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		order.CompareAndSwap(0, 1)
+		answered <- resp.StatusCode
+	}()
+	<-inFlight
+	close(admin.broken)
+	// Shutdown has begun once the API listener no longer accepts.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c, err := net.Dial("tcp", api.Addr().String())
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the API listener still accepts after the admin listener failed")
+		}
+	}
+	close(release)
+	if code := <-answered; code != http.StatusOK {
+		t.Fatalf("the request in flight got %d", code)
+	}
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "listener broke") {
+		t.Fatalf("Serve: %v; want the listener's error", err)
+	}
+	if order.Load() != 1 {
+		t.Fatal("Serve returned before the request in flight was answered")
+	}
+}

@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"runtime"
@@ -27,8 +28,9 @@ type liveBody struct {
 	// decoding: the committed attempt's decoder reads raw through rec; after it saw the
 	// end (or an in-band error event) the rest passes through.
 	decoding bool
-	// sawEnd: the decoder read the end marker, and Close reads the body on to its end
-	// before closing it (httpx.CloseAfterEnd), so that its connection can be reused.
+	// sawEnd: the decoder read the end marker or an in-band error event the caller reads,
+	// and Close reads the body on to its end before closing it (httpx.CloseAfterEnd), so
+	// that its connection can be reused.
 	sawEnd bool
 	err    error      // sticky: returned once everything read was delivered
 	mu     sync.Mutex // held by Read while it reads; Close parses what was read under it
@@ -131,6 +133,8 @@ func (b *liveBody) decode() {
 		// the SDK could not see an error, and Read reports the interruption.
 		if e := b.cm.finish(err); e != nil && (!errors.Is(e, err) || !b.ends.atEventEnd()) {
 			b.err = e
+		} else {
+			b.sawEnd = true // the upstream ends the body after the event: Close lets it
 		}
 	default:
 		if e := b.cm.finish(err); e != nil {
@@ -139,6 +143,14 @@ func (b *liveBody) decode() {
 			b.err = errBodyClosed
 		}
 	}
+}
+
+// inBandEnd reports whether err, the decoder's error on what was read, is a whole in-band
+// error event: the upstream ends the body after it.
+func (b *liveBody) inBandEnd(err error) bool {
+	var ve *Error
+	return errors.As(err, &ve) && !errors.Is(err, io.ErrUnexpectedEOF) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && b.ends.atEventEnd()
 }
 
 // errBodyClosed is what Read returns after Close.
@@ -180,7 +192,7 @@ func (b *liveBody) Close() error {
 				b.rec.pend, b.rec.poff, b.rec.perr = nil, 0, nil
 				for {
 					if _, err := b.cm.recv(); err != nil {
-						b.sawEnd = err == io.EOF
+						b.sawEnd = err == io.EOF || b.inBandEnd(err)
 						break
 					}
 				}

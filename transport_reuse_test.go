@@ -22,12 +22,18 @@ import (
 // decides, and counts the connections it accepts.
 func reuseServer(t *testing.T, end func(w http.ResponseWriter, r *http.Request, testDone <-chan struct{})) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
+	return reuseServerOf(t, roleChunk+chunk("hello")+stopChunk+done, end)
+}
+
+// reuseServerOf is reuseServer streaming body.
+func reuseServerOf(t *testing.T, body string, end func(w http.ResponseWriter, r *http.Request, testDone <-chan struct{})) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
 	var conns atomic.Int64
 	testDone := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, roleChunk+chunk("hello")+stopChunk+done)
+		_, _ = io.WriteString(w, body)
 		w.(http.Flusher).Flush() // chunked: the terminator comes when the handler returns
 		end(w, r, testDone)
 	}))
@@ -111,5 +117,52 @@ func TestTransportStreamClosedAtDoneHostileUpstream(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waits only for the bounded read")
 	assert.Equal(t, 0, c.InFlight("oai"))
 	assert.Equal(t, 0, c.Breaker("oai").Snapshot().Failures, "the stream ended at its marker: a success")
+	srv.CloseClientConnections()
+}
+
+// A caller that reads a stream up to its in-band error event and closes the body, as
+// the SDKs do, leaves the upstream connection reusable too, and an upstream that holds
+// the response open after the event delays Close by no more than the bounded read.
+func TestTransportStreamClosedAtErrorEventKeepsConnection(t *testing.T) {
+	const failed = `data: {"error":{"message":"The server had an error","type":"server_error"}}` + "\n\n"
+	release := make(chan struct{})
+	srv, conns := reuseServerOf(t, roleChunk+chunk("hel")+failed, func(_ http.ResponseWriter, r *http.Request, testDone <-chan struct{}) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-testDone:
+		}
+	})
+	c := newClient(t, oaiUpstream(t, "oai", srv.URL+"/v1"), llmclient.WithStreamContinuation(false))
+	rt := c.Transport(srv.Client().Transport)
+	readToError := func(body io.Reader) {
+		t.Helper()
+		var got strings.Builder
+		buf := make([]byte, 4<<10)
+		for !strings.Contains(got.String(), "server_error") {
+			n, err := body.Read(buf)
+			got.Write(buf[:n])
+			require.NoError(t, err, "read before the error event: %q", got.String())
+		}
+	}
+	const n = 20
+	for range n {
+		resp, err := post(t, context.Background(), rt, srv.URL+"/v1/chat/completions", streamBody)
+		require.NoError(t, err)
+		readToError(resp.Body)
+		release <- struct{}{} // the handler returns: the server writes the body's end
+		require.NoError(t, resp.Body.Close())
+	}
+	assert.LessOrEqual(t, conns.Load(), int64(3), "%d streams, %d connections", n, conns.Load())
+	assert.Equal(t, 0, c.InFlight("oai"))
+
+	// Held open after the event: Close does not wait for the server.
+	resp, err := post(t, context.Background(), rt, srv.URL+"/v1/chat/completions", streamBody)
+	require.NoError(t, err)
+	readToError(resp.Body)
+	start := time.Now()
+	require.NoError(t, resp.Body.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waits only for the bounded read")
+	assert.Equal(t, 0, c.InFlight("oai"))
 	srv.CloseClientConnections()
 }

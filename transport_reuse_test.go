@@ -52,12 +52,18 @@ func reuseServerOf(t *testing.T, body string, end func(w http.ResponseWriter, r 
 // stops there.
 func readToDone(t *testing.T, body io.Reader) {
 	t.Helper()
+	readTo(t, body, "[DONE]")
+}
+
+// readTo reads a response body until it has delivered marker, and stops there.
+func readTo(t *testing.T, body io.Reader, marker string) {
+	t.Helper()
 	var got strings.Builder
 	buf := make([]byte, 4<<10)
-	for !strings.Contains(got.String(), "[DONE]") {
+	for !strings.Contains(got.String(), marker) {
 		n, err := body.Read(buf)
 		got.Write(buf[:n])
-		require.NoError(t, err, "read before [DONE]: %q", got.String())
+		require.NoError(t, err, "read before %s: %q", marker, got.String())
 	}
 }
 
@@ -135,21 +141,11 @@ func TestTransportStreamClosedAtErrorEventKeepsConnection(t *testing.T) {
 	})
 	c := newClient(t, oaiUpstream(t, "oai", srv.URL+"/v1"), llmclient.WithStreamContinuation(false))
 	rt := c.Transport(srv.Client().Transport)
-	readToError := func(body io.Reader) {
-		t.Helper()
-		var got strings.Builder
-		buf := make([]byte, 4<<10)
-		for !strings.Contains(got.String(), "server_error") {
-			n, err := body.Read(buf)
-			got.Write(buf[:n])
-			require.NoError(t, err, "read before the error event: %q", got.String())
-		}
-	}
 	const n = 20
 	for range n {
 		resp, err := post(t, context.Background(), rt, srv.URL+"/v1/chat/completions", streamBody)
 		require.NoError(t, err)
-		readToError(resp.Body)
+		readTo(t, resp.Body, "server_error")
 		release <- struct{}{} // the handler returns: the server writes the body's end
 		require.NoError(t, resp.Body.Close())
 	}
@@ -159,7 +155,7 @@ func TestTransportStreamClosedAtErrorEventKeepsConnection(t *testing.T) {
 	// Held open after the event: Close does not wait for the server.
 	resp, err := post(t, context.Background(), rt, srv.URL+"/v1/chat/completions", streamBody)
 	require.NoError(t, err)
-	readToError(resp.Body)
+	readTo(t, resp.Body, "server_error")
 	start := time.Now()
 	require.NoError(t, resp.Body.Close())
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waits only for the bounded read")

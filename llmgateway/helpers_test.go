@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -326,4 +327,18 @@ func at(v any, path ...any) any {
 		}
 	}
 	return v
+}
+
+// loopbackListeners opens two listeners on loopback ports, for the API and the admin API.
+func loopbackListeners(t *testing.T) (api, admin net.Listener) {
+	t.Helper()
+	var ls [2]net.Listener
+	for i := range ls {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+	}
+	return ls[0], ls[1]
 }

@@ -41,14 +41,7 @@ func TestFailedListenerDrainsBeforeServeReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, adminLn := loopbackListeners(t)
 	admin := &brokenListener{Listener: adminLn, broken: make(chan struct{})}
 	defer adminLn.Close()
 

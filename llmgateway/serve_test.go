@@ -27,14 +27,7 @@ func TestServeAfterShutdownReturnsAtOnce(t *testing.T) {
 	if err := g.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	api, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, admin := loopbackListeners(t)
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(api, admin) }()
 	select {

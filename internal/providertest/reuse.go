@@ -91,13 +91,6 @@ func CheckEndKeepsConnection(t *testing.T, body string, open Opener) {
 	checkKeepsConnection(t, body, open, recvToEnd)
 }
 
-// CheckErrorEventKeepsConnection is CheckEndKeepsConnection for a body that ends with an
-// in-band error event (after a 200): the stream's connection goes back to the pool too.
-func CheckErrorEventKeepsConnection(t *testing.T, body string, open Opener) {
-	t.Helper()
-	checkKeepsConnection(t, body, open, recvToError)
-}
-
 func checkKeepsConnection(t *testing.T, body string, open Opener, read func(*testing.T, llmclient.ProviderStream)) {
 	t.Helper()
 	release := make(chan struct{})
@@ -136,10 +129,13 @@ func CheckEndHostileUpstream(t *testing.T, body string, open Opener) {
 	checkHostileUpstream(t, body, open, recvToEnd)
 }
 
-// CheckErrorEventHostileUpstream is CheckEndHostileUpstream for a body that ends with an
-// in-band error event.
-func CheckErrorEventHostileUpstream(t *testing.T, body string, open Opener) {
+// CheckErrorEventEnd is CheckEndKeepsConnection and CheckEndHostileUpstream for a body
+// that ends with an in-band error event (after a 200): read up to that error and closed,
+// the stream gives its connection back to the pool, and an upstream that holds the
+// response open after the event does not hold up Close.
+func CheckErrorEventEnd(t *testing.T, body string, open Opener) {
 	t.Helper()
+	checkKeepsConnection(t, body, open, recvToError)
 	checkHostileUpstream(t, body, open, recvToError)
 }
 

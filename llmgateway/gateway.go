@@ -54,7 +54,14 @@ type Gateway struct {
 	seenFile string
 	seenData []byte
 
-	closing  atomic.Bool
+	closing atomic.Bool
+	// The shutdown under way, set by the Shutdown that set closing before it sets it:
+	// cut ends its drain early; shut is closed when it has ended, with its result in
+	// shutErr.
+	cut     context.CancelFunc
+	shut    chan struct{}
+	shutErr error
+
 	idPrefix string
 	idSeq    atomic.Uint64
 
@@ -399,6 +406,9 @@ type record struct {
 	// overhead is the time spent in the gateway and the engine: the request's time
 	// less the upstream calls and the deliberate waits (backoff, Retry-After, limits).
 	overhead time.Duration
+	// logged: the access log was on (level info) when the request arrived. Its line is
+	// written after the answer was sent, and a reload in between does not change that.
+	logged bool
 }
 
 func (g *Gateway) logAccess(rec *record) {
@@ -406,7 +416,7 @@ func (g *Gateway) logAccess(rec *record) {
 	if g.metrics != nil {
 		g.metrics.request(rec, d)
 	}
-	if !g.log.Enabled(context.Background(), slog.LevelInfo) {
+	if !rec.logged {
 		return
 	}
 	attrs := []slog.Attr{
@@ -481,7 +491,7 @@ func overheadHeader(d time.Duration) string {
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	g.handlers.Add(1)
 	defer g.handlerDone()
-	rec := &record{start: time.Now(), route: rt}
+	rec := &record{start: time.Now(), route: rt, logged: g.log.Enabled(context.Background(), slog.LevelInfo)}
 	st := g.state.Load()
 	cfg := st.cfg
 	d := dialectOpenAI
@@ -818,17 +828,31 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 // waits for the requests in flight, open streams included, until ctx ends or the
 // configured shutdown_grace passes, then cuts those left (and waits up to a second
 // for them to end, so that their access log lines are written), and releases the
-// Client's stores. It is safe to call more than once.
+// Client's stores. It is safe to call more than once: a later call waits for the
+// shutdown under way to end and returns its result, and when its own ctx ends first it
+// cuts that shutdown's drain as the first call's ctx would (so a second signal cuts a
+// drain that a failed listener began).
 func (g *Gateway) Shutdown(ctx context.Context) error {
-	if !g.closing.CompareAndSwap(false, true) {
-		return nil
+	g.srvMu.Lock()
+	if g.closing.Load() {
+		shut, cut := g.shut, g.cut
+		g.srvMu.Unlock()
+		select {
+		case <-shut:
+		case <-ctx.Done():
+			cut()
+			<-shut
+		}
+		return g.shutErr
 	}
 	grace := g.state.Load().cfg.ShutdownGrace.D()
 	ctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	g.srvMu.Lock()
+	g.cut, g.shut = cancel, make(chan struct{})
+	g.closing.Store(true)
 	servers := g.servers
 	g.srvMu.Unlock()
+	defer close(g.shut)
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -851,7 +875,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.waitHandlers(time.Second)
 	}
 	g.close()
-	return errors.Join(errs...)
+	g.shutErr = errors.Join(errs...)
+	return g.shutErr
 }
 
 func (g *Gateway) handlerDone() {

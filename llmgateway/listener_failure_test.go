@@ -1,7 +1,9 @@
 package llmgateway_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -68,17 +70,7 @@ func TestFailedListenerDrainsBeforeServeReturns(t *testing.T) {
 	}()
 	<-inFlight
 	close(admin.broken)
-	// Shutdown has begun once the API listener no longer accepts.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		c, err := net.Dial("tcp", api.Addr().String())
-		if err != nil {
-			break
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the API listener still accepts after the admin listener failed")
-		}
-	}
+	waitNotAccepting(t, api.Addr().String())
 	close(release)
 	if code := <-answered; code != http.StatusOK {
 		t.Fatalf("the request in flight got %d", code)
@@ -88,5 +80,79 @@ func TestFailedListenerDrainsBeforeServeReturns(t *testing.T) {
 	}
 	if order.Load() != 1 {
 		t.Fatal("Serve returned before the request in flight was answered")
+	}
+}
+
+// A second Shutdown waits for the drain a failed listener began, and its context's end
+// cuts that drain: the request held in flight is cut and Serve returns.
+func TestSecondShutdownCutsTheDrainOfAFailedListener(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		close(inFlight)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return false
+	})
+	cfg, err := llmgateway.Parse([]byte(baseConfig(oa, an, "shutdown_grace: 1h\n")), env(baseEnv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := llmgateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, adminLn := loopbackListeners(t)
+	admin := &brokenListener{Listener: adminLn, broken: make(chan struct{})}
+	defer adminLn.Close()
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(api, admin) }()
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+api.Addr().String()+"/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"Say hello."}]}`))
+		req.Header.Set("Authorization", "Bearer gw-key-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK {
+				err = errors.New("answered")
+			}
+		}
+		answered <- err
+	}()
+	<-inFlight
+	close(admin.broken)
+	waitNotAccepting(t, api.Addr().String()) // the failed listener's shutdown has begun
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Shutdown(ctx); err == nil {
+		t.Fatal("a second Shutdown with an ended context returned nil: it did not wait for the drain or cut it")
+	}
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "listener broke") {
+		t.Fatalf("Serve: %v; want the listener's error", err)
+	}
+	if err := <-answered; err != nil && err.Error() == "answered" {
+		t.Fatal("the request held in flight was answered: the drain was not cut")
+	}
+}
+
+// waitNotAccepting returns once addr refuses connections: the gateway's shutdown has
+// begun.
+func waitNotAccepting(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the API listener still accepts after the admin listener failed")
+		}
 	}
 }

@@ -406,8 +406,8 @@ type record struct {
 	// overhead is the time spent in the gateway and the engine: the request's time
 	// less the upstream calls and the deliberate waits (backoff, Retry-After, limits).
 	overhead time.Duration
-	// logged: the access log was on (level info) when the request arrived. Its line is
-	// written after the answer was sent, and a reload in between does not change that.
+	// logged: the access log was on (level info) when the request arrived; a reload
+	// while it runs does not change that.
 	logged bool
 }
 
@@ -651,8 +651,9 @@ func msgID(id, rid string) string {
 	return "msg_" + rid
 }
 
-// writeOK writes a one-shot answer and sends it at once, with its length, so that the
-// client has all of it before the access log and the metrics are written.
+// writeOK writes a one-shot answer with its length (a large one is then not sent
+// chunked). The handler sends it when it returns, after the access log line and the
+// metrics: a client that has the answer finds the request logged and counted.
 func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
 	h := w.Header()
 	h.Set("content-type", "application/json")
@@ -661,9 +662,6 @@ func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
 	rec.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 func (g *Gateway) callHeaders(h http.Header, rec *record) {

@@ -65,7 +65,7 @@ func main() {
 
 	fmt.Println("\n3. A stream stalls before its first token (keep-alives only): the caller never notices.")
 	fmt.Println("   changed from the defaults: WithMaxAttempts(1) (default 3 per upstream);")
-	fmt.Println("   WithFirstTokenTimeout(2s) (default 2m)")
+	fmt.Println("   WithFirstTokenTimeout(2s) (default: learned per upstream and model, 1m until then)")
 	stalled := newSimUpstream(stallStream(time.Minute))
 	defer stalled.Close()
 	healthy := newSimUpstream(streamOK("Streaming ", "from ", "the ", "backup."))

@@ -150,8 +150,10 @@ func WithCostFailover(group string, f budget.Failover) Option {
 // MaxTokens exceeds the window, with the prompt tokens that fit (the window less
 // MaxTokens), and returns a shorter request for that attempt (for example with the oldest
 // turns dropped), or nil to leave it. The request it returns is estimated again and must
-// not be modified afterwards; the caller's request is never modified. It turns pricing
-// on (see WithPricing). Default none.
+// not be modified afterwards; the caller's request is never modified. It is not called
+// for a Transport request, whose body is the caller's SDK's and is not rewritten: one
+// that does not fit is refused, or goes to the context fallback, at once. It turns
+// pricing on (see WithPricing). Default none.
 func WithContextTrim(f func(ctx context.Context, req *Request, maxPrompt int) *Request) Option {
 	return optionFunc(func(c *config) { c.cost.trim = f })
 }

@@ -237,7 +237,7 @@ func (c *limiterConfig) open(name string, l Limits) limitstore.State {
 }
 
 // WithLimiterMode sets what a request does when the limiter cannot admit it at once.
-// Default LimiterWait: it waits its turn, in arrival order. With a deadline it is admitted
+// Default ratelimit.Wait: it waits its turn, in arrival order. With a deadline it is admitted
 // only when its wait and the upstream's expected service time fit before the deadline,
 // and otherwise fails over or returns at once; without a deadline it waits as long as the
 // buckets need (a request larger than a bucket, up to the debt it leaves), unless

@@ -18,8 +18,9 @@ import (
 
 // Config is the gateway's configuration file, in YAML or JSON (JSON is read as YAML).
 // Secrets never appear in it: API keys, tenant keys, the admin token and the Redis
-// password are named by environment variables, read when the file is loaded. See
-// sample.yaml for every field with its default. Unknown fields are errors.
+// password are named by environment variables, read when the file is loaded. sample.yaml
+// shows the usual sections; docs/gateway.md lists every key and the rule for a zero or
+// absent value. Unknown fields are errors.
 type Config struct {
 	// Listen is the address of the API listener. Default "127.0.0.1:8080".
 	Listen string `yaml:"listen"`
@@ -212,7 +213,8 @@ type RetryConfig struct {
 	KeyEviction  Duration `yaml:"key_eviction"`
 }
 
-// TimeoutConfig sets the call's timeouts; 0 keeps the library's default.
+// TimeoutConfig sets the call's timeouts; 0 or absent keeps the library's default,
+// except call_budget, where a written 0 turns the time budget off.
 type TimeoutConfig struct {
 	// Request bounds a whole request (the context deadline the gateway gives each call).
 	Request    Duration `yaml:"request"`
@@ -603,6 +605,8 @@ func (c *Config) validate() error {
 	}
 	if r.BudgetRatio != nil && (math.IsNaN(*r.BudgetRatio) || *r.BudgetRatio < 0 || r.BudgetWindow <= 0 || r.BudgetFloor < 0) {
 		p.add("retry: budget_ratio needs a ratio ≥ 0, budget_floor ≥ 0 and a positive budget_window")
+	} else if r.BudgetRatio == nil && (r.BudgetFloor != 0 || r.BudgetWindow != 0) {
+		p.add("retry: budget_floor and budget_window need budget_ratio")
 	}
 	t := c.Timeouts
 	if t.Request < 0 || t.Attempt < 0 || t.FirstToken < 0 || t.Idle < 0 || t.Stream < 0 {

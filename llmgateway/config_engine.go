@@ -12,8 +12,9 @@ import (
 // The engine settings of the file that have no section of their own above: quota scopes,
 // prompt-cache affinity, bounded queueing and the estimator's ratios, the time budget and
 // throughput floor of a call, stream continuation, the breaker's recovery ramp and the
-// decision table. Each maps to the llmclient option named in its comment; a zero or
-// absent field keeps the library's default.
+// decision table. Each maps to the llmclient option named in its comment; an absent
+// field keeps the library's default, and a written one is passed on as it is (so a
+// written 0 of queue_target, wait_threshold or call_budget is the option's "off").
 
 // QuotaScopeConfig is llmclient.QuotaScope: a limit shared by several upstreams' keys (a
 // Gemini project) and models (a model class), declared once and named by the upstreams in

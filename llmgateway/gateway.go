@@ -55,9 +55,8 @@ type Gateway struct {
 	seenData []byte
 
 	closing atomic.Bool
-	// The shutdown under way, set by the Shutdown that set closing before it sets it:
-	// cut ends its drain early; shut is closed when it has ended, with its result in
-	// shutErr.
+	// Set with closing, under srvMu, by the first Shutdown: cut ends its drain early;
+	// shut is closed when that shutdown has ended, its result then in shutErr.
 	cut     context.CancelFunc
 	shut    chan struct{}
 	shutErr error

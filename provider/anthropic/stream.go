@@ -333,13 +333,13 @@ func (s *stream) eventError(data []byte) error {
 
 // Close releases the connection. It is idempotent and unblocks a concurrent Recv.
 //
-// After message_stop (or an error event), the body's own end (the chunked terminator the server writes after
-// the last event) may still be on its way, and closing the body before a read reaches it
-// makes net/http close the connection instead of reusing it; so Close first reads the
-// body on, within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms), which an upstream that
-// holds the body open cannot stretch, and only then cancels the request, which would
-// close the connection too. Nothing else reads the body then: Recv reads no more after
-// the end.
+// After message_stop (or an error event), the body's own end (the chunked terminator the
+// server writes after the last event) may still be on its way, and closing the body
+// before a read reaches it makes net/http close the connection instead of reusing it;
+// so Close first reads the body on, within httpx.CloseAfterEnd's bounds (4 KiB, 10 ms),
+// which an upstream that holds the body open cannot stretch, and only then cancels the
+// request, which would close the connection too. Nothing else reads the body then: Recv
+// reads no more after the end.
 func (s *stream) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)

@@ -383,14 +383,28 @@ func (r *run) outOfTime() bool {
 // deadline, so that every wait (Retry-After, backoff, a cooling key, the limiter) is sized
 // to end before it and every attempt gets its share of the time left, and it is done only
 // when the caller's context is. Nothing cancels at the budget's end: attempt.limit bounds
-// each attempt by a timer of its own (ending budgetMargin early), and a committed stream
-// runs on.
+// each attempt by a timer of its own (ending budgetMargin early), a committed stream
+// runs on, and code that waits on ctx.Done for a deadline gets enforcedDeadline's.
 type budgetCtx struct {
 	context.Context
 	end time.Time
 }
 
 func (c *budgetCtx) Deadline() (time.Time, bool) { return c.end, true }
+
+// enforcedDeadline returns ctx with its deadline enforced by a timer, for code that
+// waits on ctx.Done (a key source): a budgetCtx reports the budget's end as its deadline
+// but is not done at it. The result is done when ctx is or when the deadline passes;
+// cancel releases its timer. Without a deadline it is ctx.
+func enforcedDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	inner, cancel := context.WithDeadline(context.WithoutCancel(ctx), d)
+	stop := context.AfterFunc(ctx, cancel)
+	return inner, func() { stop(); cancel() }
+}
 
 // budgetMargin is how much earlier than the budget's end an attempt's own timer ends: a
 // timer asked for at or after a parent's deadline is not started (context.WithDeadline

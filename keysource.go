@@ -51,6 +51,8 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 			if valid {
 				return c.key, nil
 			}
+			ctx, cancel := enforcedDeadline(ctx)
+			defer cancel()
 			select {
 			case <-ch:
 				now = time.Now()
@@ -73,7 +75,9 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 		s.refreshing = ch
 		s.mu.Unlock()
 
-		next, err := s.fetch(ctx)
+		fctx, cancel := enforcedDeadline(ctx) // the call's time budget ends a source that hangs
+		next, err := s.fetch(fctx)
+		cancel()
 
 		s.mu.Lock()
 		if err == nil {

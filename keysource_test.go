@@ -244,3 +244,29 @@ func TestUpdateKeySources(t *testing.T) {
 	assert.Equal(t, "rotated", lastKey(p))
 	assert.Equal(t, []string{"key#2 ready"}, keyLabels(c, 0))
 }
+
+// Without a deadline, a source that never answers (it waits on its context) is ended by
+// the call's time budget (WithCallBudget, 10m by default), and so are the callers
+// waiting for its refresh.
+func TestKeySourceHungWithoutDeadlineEndsWithTheCallBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := fake.New(fake.Reply("ok").Forever())
+		src := &tokenSource{life: time.Hour, block: make(chan struct{})}
+		defer close(src.block)
+		c := newClient(t, sourceUp("vertex", p, src))
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				_, err := c.Complete(context.Background(), chatReq("m"))
+				assert.Error(t, err)
+				assert.LessOrEqual(t, time.Since(start), 10*time.Minute, "the default call budget ends the wait")
+			}()
+		}
+		wg.Wait()
+		assert.EqualValues(t, 1, src.calls.Load(), "one caller fetched, the others waited for it")
+		assert.Zero(t, p.Calls())
+	})
+}

@@ -69,6 +69,11 @@ type committed struct {
 	// readAt is 1 + the nanoseconds since base at which the wait for the upstream's next
 	// data event began; 0 when no such wait is under way.
 	readAt atomic.Int64
+	// waited is how long the reads since the last data event waited for the upstream, when
+	// recv returned keep-alives to the transport's body: the next read's wait starts that
+	// much earlier, so that keep-alives do not restart it (unless WithKeepAliveResetsIdle)
+	// and the caller's own time between reads does not count. Guarded by readMu.
+	waited int64
 
 	// readMu is held by whoever reads the upstream: the caller's recv or readAhead.
 	// ahead holds what readAhead read and the caller has not yet received (aheadBytes of
@@ -165,7 +170,7 @@ func (cm *committed) recv() (Chunk, error) {
 			return Chunk{}, io.EOF // unreachable: the end is the last item ahead
 		}
 		if cm.readAt.Load() == 0 {
-			cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+			cm.readAt.Store(int64(time.Since(cm.base)) + 1 - cm.waited)
 		}
 	}
 	for {
@@ -176,6 +181,10 @@ func (cm *committed) recv() (Chunk, error) {
 			continue
 		}
 		if timed {
+			cm.waited = 0
+			if err == nil && ch.KeepAlive && !cm.keepAliveIdle {
+				cm.waited = int64(time.Since(cm.base)) + 1 - cm.readAt.Load()
+			}
 			cm.readAt.Store(0)
 			cm.readMu.Unlock()
 		}

@@ -67,6 +67,11 @@ func TestTransportStreamAfterFirstToken(t *testing.T) {
 		wantErr error
 	}{
 		{"idle timeout", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{-1, ""}), roleChunk + chunk("Hel"), llmclient.ErrIdleTimeout},
+		// Keep-alives every 6s pass through to the caller but do not restart the 10s wait
+		// for data (WithKeepAliveResetsIdle is off by default): cut at 10s, after one.
+		{"keep-alives only", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}, ev{6 * time.Second, ": ping\n\n"},
+			ev{6 * time.Second, ": ping\n\n"}, ev{6 * time.Second, ": ping\n\n"}, ev{-1, ""}),
+			roleChunk + chunk("Hel") + ": ping\n\n", llmclient.ErrIdleTimeout},
 		{"cut without [DONE]", sseStep(ev{0, roleChunk}, ev{0, chunk("Hel")}), roleChunk + chunk("Hel"), io.ErrUnexpectedEOF},
 		// The next event dripped a byte a second from 0.5s: the idle timer counts events,
 		// not bytes; the 10 bytes read pass through, then the interruption (before, a clean

@@ -359,6 +359,10 @@ const maxCallBudget = 24 * time.Hour
 // call whose context has a deadline is bounded by that deadline alone. d must be within
 // [0, 24h]; 0 turns the budget off, leaving such calls bounded only by the attempt caps
 // and the per-attempt bounds (WithAttemptTimeout, WithFirstTokenTimeout). Default 10m.
+// Two waits are not under it: a partition's (WithPartitionLimits), which comes before
+// the call's attempts and waits on the caller's context alone, and Embed's, whose
+// batches each get the budget (a call of many batches at low concurrency may take
+// several budgets).
 func WithCallBudget(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callBudget = d })
 }

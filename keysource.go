@@ -51,10 +51,10 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 			if valid {
 				return c.key, nil
 			}
-			ctx, cancel := enforcedDeadline(ctx)
-			defer cancel()
+			wctx, cancel := enforcedDeadline(ctx) // the call's time budget ends this wait
 			select {
 			case <-ch:
+				cancel()
 				now = time.Now()
 				if s.cur.Load() == c { // that refresh failed: report it rather than retry at once
 					s.mu.Lock()
@@ -63,8 +63,9 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 					return "", err
 				}
 				continue
-			case <-ctx.Done():
-				return "", ctx.Err()
+			case <-wctx.Done():
+				cancel()
+				return "", wctx.Err()
 			}
 		}
 		if valid && !s.failedAt.IsZero() && now.Sub(s.failedAt) < keySourceRetry {

@@ -135,9 +135,15 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 		cm.priorChunks = prev.priorChunks + prev.chunks.Load()
 		cm.firstToken = prev.firstTokenAt()
 	}
-	if idle, reasoning := a.idleLimits(); idle > 0 && ps != nil {
+	if idle, reasoning := a.idleLimits(); idle > 0 {
+		if ps == nil {
+			// A body passed through raw is timed too: its reads (liveBody.readRaw) are its
+			// waits on the upstream, and any bytes are progress. Its phase is unknown: it
+			// gets the longer limit, the reasoning phase's.
+			idle = reasoning
+		}
 		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
-		cm.learnGaps = c.cfg.stream.learnIdle
+		cm.learnGaps = c.cfg.stream.learnIdle && ps != nil
 		cm.watcher = &idleWatch{}
 		cm.watcher.cm.Store(cm)
 		cm.watchdog = time.AfterFunc(idle, cm.watcher.fire)
@@ -181,15 +187,23 @@ func (cm *committed) recv() (Chunk, error) {
 			continue
 		}
 		if timed {
-			cm.waited = 0
-			if err == nil && ch.KeepAlive && !cm.keepAliveIdle {
-				cm.waited = int64(time.Since(cm.base)) + 1 - cm.readAt.Load()
-			}
-			cm.readAt.Store(0)
+			cm.endWait(&ch, err)
 			cm.readMu.Unlock()
 		}
 		return ch, err
 	}
+}
+
+// endWait ends the wait for the upstream that a read began (readAt), under readMu. A
+// chunk that is not progress — a keep-alive, or a data event without content or a finish
+// reason (an id, a model, a role, usage alone) — does not end it unless
+// WithKeepAliveResetsIdle: the time it waited carries over to the next read (waited).
+func (cm *committed) endWait(ch *Chunk, err error) {
+	cm.waited = 0
+	if err == nil && !cm.keepAliveIdle && !ch.HasContent() && ch.FinishReason == finish.None {
+		cm.waited = int64(time.Since(cm.base)) + 1 - cm.readAt.Load()
+	}
+	cm.readAt.Store(0)
 }
 
 // noteRead records what a read from the upstream returned; it reports true for a
@@ -257,12 +271,12 @@ func (cm *committed) readAhead() {
 			return
 		}
 		if cm.readAt.Load() == 0 { // a keep-alive before does not restart the wait
-			cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+			cm.readAt.Store(int64(time.Since(cm.base)) + 1 - cm.waited)
 		}
 		ch, err := cm.ps.Recv()
 		skip := cm.noteRead(&ch, err, true)
 		if !skip {
-			cm.readAt.Store(0)
+			cm.endWait(&ch, err)
 			size := len(ch.Text) + len(ch.Reasoning) + len(ch.Refusal) + 64
 			for i := range ch.ToolCalls {
 				size += len(ch.ToolCalls[i].Arguments)

@@ -102,8 +102,12 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 // chunks), so an upstream that stalls is cut and one that finishes settles at once; a
 // caller that leaves that buffer full and unread for another idle period ends the stream
 // too. Otherwise only the waits on the upstream count, never the caller's own time
-// between reads. Reasoning deltas are progress like content deltas; keep-alives are not
-// (see WithKeepAliveResetsIdle). It applies with or without a context deadline.
+// between reads. Reasoning deltas are progress like content deltas, and so is a finish
+// reason; keep-alives are not, nor are data events without content (an id, a model, a
+// role or usage alone), see WithKeepAliveResetsIdle. It applies with or without a context
+// deadline. In transport mode it also times a body passed through raw (a stream of a shape
+// the Dialect does not know, a one-shot body larger than WithMaxReplayBody): any bytes are
+// progress there, and the limit is the reasoning phase's, the phase being unknown.
 //
 // Default: a limit per phase, learned per upstream and model. In the content phase (the
 // answer streams) it is 1m until learned, then four times the 95th percentile of the
@@ -155,9 +159,10 @@ func WithStreamTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.stream.total = d })
 }
 
-// WithKeepAliveResetsIdle makes keep-alives (SSE comments, Anthropic pings) reset the idle
-// timer. Default false: some vendors keep a stalled or queued request open for many minutes
-// with keep-alives alone. Keep-alives never satisfy the first-token timeout.
+// WithKeepAliveResetsIdle makes keep-alives (SSE comments, Anthropic pings) and data
+// events without content (an id, a model, a role or usage alone) reset the idle timer.
+// Default false: some vendors keep a stalled or queued request open for many minutes with
+// keep-alives alone. They never satisfy the first-token timeout.
 func WithKeepAliveResetsIdle(on bool) Option {
 	return optionFunc(func(c *config) { c.stream.keepAliveCounts = on })
 }

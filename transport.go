@@ -148,12 +148,18 @@ const (
 //     that cannot be replayed), and every stream with continuation off, pass the
 //     upstream's bytes as they come: a read that stalls longer than the idle timeout, or
 //     a stream cut before the vendor's end marker, then fails with a
-//     failure.StreamInterrupted *Error.
+//     failure.StreamInterrupted *Error. A stream of a shape the Dialect does not know is
+//     passed through raw: any bytes are progress, and a read that waits longer than the
+//     reasoning phase's idle limit fails the same way. After the end marker, the body is
+//     read on for at most 4 KiB and 10 ms, then ends: an upstream that holds the
+//     connection open after it does not hold a caller that reads to the body's end.
 //   - A one-shot response is read whole (up to WithMaxReplayBody) before it is returned,
 //     under the upstream's attempt timeout, so a cut body is retried too, and so is a
 //     recognized call's 2xx whose body is an error object (an in-band error, as
 //     OpenAI-compatible proxies send), classified like an error response; a larger one is
-//     handed over while its remainder is still read, and settles when it ends.
+//     handed over while its remainder is still read, and settles when it ends: a read of
+//     it that waits longer than the reasoning phase's idle limit (WithIdleTimeout) fails
+//     with a failure.StreamInterrupted *Error wrapping ErrIdleTimeout.
 //   - Limits apply as for Complete: the key's RPM, TPM (prompt estimate plus the output
 //     bound, or WithReservedOutput; none for embeddings) and concurrency, and the caller
 //     partition named by the request's context (WithPartition). The usage a response

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/llmclient/llmclient/internal/httpx"
 )
@@ -32,8 +33,9 @@ type liveBody struct {
 	// and Close reads the body on to its end before closing it (httpx.CloseAfterEnd), so
 	// that its connection can be reused.
 	sawEnd bool
-	err    error      // sticky: returned once everything read was delivered
-	mu     sync.Mutex // held by Read while it reads; Close parses what was read under it
+	after  httpx.AfterEnd // reads raw past the end marker
+	err    error          // sticky: returned once everything read was delivered
+	mu     sync.Mutex     // held by Read while it reads; Close parses what was read under it
 	closed sync.Once
 	// pre is what the decoder saw before the commit point, for the committed attempt;
 	// endedEarly: the stream ended before any content.
@@ -80,7 +82,7 @@ func (b *liveBody) Read(p []byte) (int, error) {
 			b.decode()
 			continue
 		}
-		n, err := b.raw.Read(p)
+		n, err := b.readRaw(p)
 		if err != nil {
 			b.rawEnd(err)
 		}
@@ -88,6 +90,28 @@ func (b *liveBody) Read(p []byte) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// readRaw reads the upstream body past what the decoder read. After the end marker (or
+// an in-band error event) it reads within httpx.AfterEnd's bounds: the content is over,
+// and an upstream that holds the body open must not hold the caller. Before it, in a body
+// passed through raw, each read is a wait on the upstream, timed by the committed
+// attempt's idle timeout until the attempt settles; any bytes are progress.
+func (b *liveBody) readRaw(p []byte) (int, error) {
+	if b.sawEnd {
+		if b.after.Body == nil {
+			b.after.Body = b.raw
+		}
+		return b.after.Read(p)
+	}
+	cm := b.cm
+	if cm.idle <= 0 || cm.settled.Load() {
+		return b.raw.Read(p)
+	}
+	cm.readAt.Store(int64(time.Since(cm.base)) + 1)
+	n, err := b.raw.Read(p)
+	cm.readAt.Store(0)
+	return n, err
 }
 
 // decode reads one event through the decoder, which records its bytes for delivery.
@@ -157,10 +181,16 @@ func (b *liveBody) inBandEnd(err error) bool {
 var errBodyClosed = errors.New("llmclient: read on closed response body")
 
 // rawEnd settles a body read raw (a one-shot body, or the rest after the end marker).
-// A read failure after the attempt settled is the settlement's answer: a clean EOF only
+// A read's end after the attempt settled is the settlement's answer: a clean EOF only
 // when the decoder saw the end already (what follows it does not matter), the attempt's
-// error when it ended otherwise first (a timeout, the caller's context: the body is cut).
+// error when it ended otherwise first (a timeout, the caller's context: the body is cut,
+// even when the base transport reports the cut as the body's end).
 func (b *liveBody) rawEnd(err error) {
+	if err == io.EOF && !b.sawEnd {
+		if cause := context.Cause(b.cm.ctx); cause != nil {
+			err = cause // the body ended because the attempt did: a cut, not its end
+		}
+	}
 	switch {
 	case err == io.EOF:
 		b.err = io.EOF

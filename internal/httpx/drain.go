@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"io"
+	"sync"
 	"time"
 )
 
@@ -52,4 +53,67 @@ func CloseAfterEnd(rc io.ReadCloser) error {
 	}
 	<-fired
 	return closeErr
+}
+
+// AfterEnd reads what follows the end of a response's content (an event stream after its
+// end marker) for a caller that reads on to the body's end, within CloseAfterEnd's bounds
+// over all its reads: at most 4 KiB, and at most 10 ms spent waiting. Past either bound it
+// closes the body, from a timer when a read is blocked, and reports io.EOF: an upstream
+// that holds the body open after its end marker, or keeps sending, does not hold the
+// caller. Set Body before the first Read. It is not safe for concurrent use.
+type AfterEnd struct {
+	Body io.ReadCloser
+	read int           // bytes read
+	wait time.Duration // time spent in reads
+	over bool          // a bound was reached: Body is closed
+}
+
+func (r *AfterEnd) Read(p []byte) (int, error) {
+	if r.over || r.read >= endDrainMax || r.wait >= endDrainWait {
+		if !r.over {
+			r.over = true
+			_ = r.Body.Close()
+		}
+		return 0, io.EOF
+	}
+	p = p[:min(len(p), endDrainMax-r.read)]
+	start := time.Now()
+	// The timer holds the body through a closer it lets go of after the read: a stopped
+	// timer may stay in the runtime's heap for a while, and must not keep the body alive.
+	c := &closer{rc: r.Body}
+	t := time.AfterFunc(endDrainWait-r.wait, c.close)
+	n, err := r.Body.Read(p)
+	r.read += n
+	r.wait += time.Since(start)
+	t.Stop()
+	if c.release() {
+		r.over = true // closed by the timer: what this read returned is all there is
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// closer closes rc once, from a timer, unless released first.
+type closer struct {
+	mu     sync.Mutex
+	rc     io.Closer
+	closed bool
+}
+
+func (c *closer) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rc != nil {
+		_ = c.rc.Close()
+		c.rc, c.closed = nil, true
+	}
+}
+
+// release lets go of rc and reports whether close closed it. Once it returns, close has
+// returned or will do nothing.
+func (c *closer) release() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rc = nil
+	return c.closed
 }

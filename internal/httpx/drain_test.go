@@ -105,3 +105,61 @@ func TestEndReader(t *testing.T) {
 		t.Fatalf("read at the end: %d, %v, done %v", n, err, r.Done)
 	}
 }
+
+// TestAfterEndPassesTheRest: what follows the end marker reaches the caller, and the
+// body's end is reported as it is.
+func TestAfterEndPassesTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countingBody{r: strings.NewReader(": trailing comment\n")}
+		got, err := io.ReadAll(&httpx.AfterEnd{Body: b})
+		if err != nil || string(got) != ": trailing comment\n" {
+			t.Fatalf("read %q, %v", got, err)
+		}
+		if b.closes != 0 {
+			t.Errorf("closed %d times: closing is the caller's", b.closes)
+		}
+	})
+}
+
+// TestAfterEndStalledBody: reads that wait 10 ms in all end the body, however the wait is
+// split, and the timer that closed it is done when Read returns.
+func TestAfterEndStalledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		b := &countingBody{r: pr, close: func() { pr.Close() }}
+		r := &httpx.AfterEnd{Body: b}
+		go func() {
+			time.Sleep(6 * time.Millisecond)
+			_, _ = pw.Write([]byte("x"))
+		}()
+		start := time.Now()
+		p := make([]byte, 8)
+		if n, err := r.Read(p); n != 1 || err != nil {
+			t.Fatalf("first read: %d, %v", n, err)
+		}
+		if n, err := r.Read(p); n != 0 || err != io.EOF {
+			t.Fatalf("second read: %d, %v; want the end", n, err)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Errorf("took %v, want the 10ms bound over both reads", d)
+		}
+		if b.closes != 1 {
+			t.Errorf("closed %d times, want once", b.closes)
+		}
+		if n, err := r.Read(p); n != 0 || err != io.EOF || b.closes != 1 {
+			t.Errorf("read after the bound: %d, %v, %d closes", n, err, b.closes)
+		}
+		pw.Close()
+	})
+}
+
+// TestAfterEndEndlessBody: a body that keeps sending is read up to 4 KiB, then closed.
+func TestAfterEndEndlessBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countingBody{r: endless{}}
+		got, err := io.ReadAll(&httpx.AfterEnd{Body: b})
+		if err != nil || len(got) != 4<<10 || b.closes != 1 {
+			t.Errorf("read %d bytes (%v), closed %d times; want 4096, once", len(got), err, b.closes)
+		}
+	})
+}

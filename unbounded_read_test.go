@@ -1,0 +1,201 @@
+package llmclient_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
+	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Reads with no context deadline and the default options end, whatever the upstream does
+// after the response's headers: every wait on it is bounded by the idle timeout, and so is
+// every lease the call holds. A body read raw, whose phase is unknown, gets the reasoning
+// phase's limit (2m by default, until learned); a decoded stream in its content phase,
+// 1m. Inside a synctest
+// bubble, a read that waits for ever is a deadlock, and fails the test.
+
+// emptyChunk is a data event without content: an id and an empty delta.
+const emptyChunk = `data: {"id":"s1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{}}]}` + "\n\n"
+
+// dripEmpty streams one content chunk, then content-less chunks every second for ever.
+func dripEmpty(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, roleChunk+chunk("a"))
+	for {
+		select {
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+			return
+		}
+		if _, err := io.WriteString(w, emptyChunk); err != nil {
+			return
+		}
+	}
+}
+
+// oneAtATime is an OpenAI-dialect upstream at http://a.test/v1 with one key that serves
+// one request at a time, through h when h is set (for a typed Client).
+func oneAtATime(t *testing.T, h http.Handler) llmclient.Option {
+	t.Helper()
+	opts := []openai.Option{openai.WithBaseURL("http://a.test/v1")}
+	if h != nil {
+		opts = append(opts, openai.WithHTTPClient(&http.Client{Transport: memTransport{h}}))
+	}
+	p, err := openai.New(opts...)
+	require.NoError(t, err)
+	return llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"k1"},
+		Limits: llmclient.Limits{MaxConcurrent: 1}})
+}
+
+// readAllTimed reads resp's body to its end and reports what it read, the error and how
+// long it took.
+func readAllTimed(t *testing.T, resp *http.Response) (string, error, time.Duration) {
+	t.Helper()
+	var body string
+	var err error
+	d := elapsed(func() { body, err = readBody(t, resp) })
+	return body, err, d
+}
+
+func TestTransportBodyReadRawIsBoundedByTheIdleTimeout(t *testing.T) {
+	stallAfter := func(contentType, data string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			_, _ = io.WriteString(w, data)
+			<-r.Context().Done()
+		}
+	}
+	for name, tc := range map[string]struct {
+		path, body string
+		answer     func(http.ResponseWriter, *http.Request)
+		opts       []llmclient.TransportOption
+	}{
+		"an event stream on a path the dialect does not know": {
+			path: "/v1/realtime/events", body: `{"model":"gpt-4o"}`,
+			answer: stallAfter("text/event-stream", "data: {\"x\":1}\n\n"),
+		},
+		"a one-shot request answered as an event stream": {
+			path: "/v1/chat/completions", body: chatBody,
+			answer: stallAfter("text/event-stream", roleChunk+chunk("a")),
+		},
+		"a one-shot body larger than the replay limit": {
+			path: "/v1/chat/completions", body: chatBody,
+			answer: stallAfter("application/json", `{"id":"c1","choices":[{"message":{"content":"`+strings.Repeat("x", 4<<10)),
+			opts:   []llmclient.TransportOption{llmclient.WithMaxReplayBody(1 << 10)},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				up := newScript(tc.answer)
+				c := newClient(t, oneAtATime(t, nil))
+				rt := c.Transport(memTransport{hostMux{"a.test": up}}, tc.opts...)
+				resp, err := post(t, context.Background(), rt, "http://a.test"+tc.path, tc.body)
+				require.NoError(t, err)
+				_, err, d := readAllTimed(t, resp)
+				require.ErrorIs(t, err, llmclient.ErrIdleTimeout)
+				assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+				assert.Equal(t, 2*time.Minute, d, "the reasoning phase's default idle timeout")
+
+				// The call's slot came back: the next call is admitted at once.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				resp, err = post(t, ctx, rt, "http://a.test"+tc.path, tc.body)
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				assert.Equal(t, 2, up.count())
+			})
+		})
+	}
+}
+
+// Once a stream's end marker was read, what follows is read for at most the drain bound
+// of a closing body: an upstream holding the connection open after [DONE] does not hold
+// a caller that reads on to the body's end (as openai-go's stream reader does).
+func TestTransportReadPastTheEndMarkerIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := newScript(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, roleChunk+chunk("ok")+stopChunk+done)
+			<-r.Context().Done()
+		})
+		c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"))
+		rt := c.Transport(memTransport{hostMux{"a.test": up}})
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+		require.NoError(t, err)
+		body, err, d := readAllTimed(t, resp)
+		require.NoError(t, err, "the stream ended at its marker: a clean end")
+		assert.True(t, strings.HasSuffix(body, done), "every byte up to the end marker is delivered")
+		assert.LessOrEqual(t, d, 10*time.Millisecond)
+	})
+}
+
+// Data events without content (an id, a model, an empty delta) are not progress: like
+// keep-alives they do not restart the idle timeout, in a typed stream and through the
+// transport. (The calls' 10-minute deadline only ends the test should they go on.)
+func TestContentlessChunksDoNotHoldAStreamOpen(t *testing.T) {
+	t.Run("typed stream", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, openaiOver(t, "a", newScript(dripEmpty), "k1"), llmclient.WithMaxAttempts(1))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			s, err := c.Stream(ctx, chatReq("gpt-4o"))
+			require.NoError(t, err)
+			defer s.Close()
+			var text string
+			d := elapsed(func() {
+				for s.Next() {
+					text += s.Current().Text
+				}
+			})
+			assert.Equal(t, "a", text)
+			require.ErrorIs(t, s.Err(), llmclient.ErrIdleTimeout)
+			assert.Equal(t, time.Minute, d)
+		})
+	})
+	t.Run("typed stream, caller away", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			up := newScript(dripEmpty, ok(chatOK))
+			c := newClient(t, oneAtATime(t, up), llmclient.WithMaxAttempts(1))
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer scancel()
+			s, err := c.Stream(sctx, chatReq("gpt-4o"))
+			require.NoError(t, err)
+			defer s.Close()
+			require.True(t, s.Next())
+			// The caller stops reading: the read-ahead times the upstream, and the stream
+			// ends, giving its slot back, within two idle periods: 1m away, then 1m of
+			// content-less chunks read ahead.
+			time.Sleep(2*time.Minute + time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err = c.Complete(ctx, chatReq("gpt-4o"))
+			require.NoError(t, err, "the stream's slot came back")
+			for s.Next() {
+				assert.Empty(t, s.Current().Text, "only content-less chunks were read ahead")
+			}
+			assert.ErrorIs(t, s.Err(), llmclient.ErrIdleTimeout)
+		})
+	})
+	t.Run("transport", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"), llmclient.WithMaxAttempts(1))
+			rt := c.Transport(memTransport{hostMux{"a.test": newScript(dripEmpty)}})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			resp, err := post(t, ctx, rt, "http://a.test/v1/chat/completions", streamBody)
+			require.NoError(t, err)
+			_, err, d := readAllTimed(t, resp)
+			require.ErrorIs(t, err, llmclient.ErrIdleTimeout)
+			assert.Equal(t, time.Minute, d)
+		})
+	})
+}

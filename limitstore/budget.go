@@ -79,7 +79,7 @@ type QuickLedger interface {
 // slices of its window. Every method is atomic with respect to the others, in every
 // process that shares the ledger. Amounts below 0 count as 0; totals saturate at
 // math.MaxInt64. Implementations must be safe for concurrent use and must not block
-// beyond the store's own round trip.
+// beyond the store's own round trip, bounded by ctx.Deadline() as State's is.
 type Ledger interface {
 	// Reserve takes amount in slice p.Slice of key when the window's spent and reserved
 	// totals leave room for it under the cap, or unconditionally when over is true (a

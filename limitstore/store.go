@@ -359,7 +359,10 @@ type SlotLease struct {
 // State is one scope's state. Every method is atomic with respect to the others, in
 // every process that shares the scope, and reads time from the store's own clock, so
 // processes with skewed clocks agree. Methods other than AcquireSlot do not block beyond
-// the store's own round trip. Implementations must be safe for concurrent use.
+// the store's own round trip, which they bound by ctx.Deadline() and not by ctx.Done()
+// alone: a call without a deadline passes a context that reports its call budget's end
+// (llmclient.WithCallBudget) as its deadline, and no timer ends it then. Implementations
+// must be safe for concurrent use.
 //
 // Buckets follow the generic cell rate algorithm, one number per bucket (its theoretical
 // arrival time), which a server-side script can update in one step: a reservation's

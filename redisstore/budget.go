@@ -155,7 +155,7 @@ func periodArgs(p limitstore.BudgetPeriod) []any {
 // away; see OpenBudget.
 func (l *ledger) Reserve(ctx context.Context, key string, p limitstore.BudgetPeriod, amount int64, over bool) (limitstore.BudgetResult, error) {
 	amount = max(amount, 0)
-	l.flush(ctx)
+	l.flush(ctx, flushPerCall)
 	o := "0"
 	if over {
 		o = "1"
@@ -283,7 +283,7 @@ func (l *ledger) Settle(ctx context.Context, key string, p limitstore.BudgetPeri
 		return res, err
 	}
 	tr := l.takeToken(key, slice, reserved)
-	l.flush(ctx)
+	l.flush(ctx, flushPerCall)
 	res, err := l.settle(ctx, key, p, slice, reserved, spent, tr, modeSettle)
 	if err != nil && !errors.Is(err, errBadBudgetReply) && ctx.Err() == nil {
 		l.keep(pendingSettle{key: key, p: p, slice: slice, reserved: reserved, spent: spent, token: tr.token, inc: tr.inc,
@@ -393,9 +393,15 @@ func (l *ledger) keep(ps pendingSettle) {
 	l.pending = append(l.pending, ps)
 }
 
-// flush sends the queued settles again, while Redis answers, before the ledger's next
-// call. Their soft thresholds are not reported: the attempts they end were reported.
-func (l *ledger) flush(ctx context.Context) {
+// flushPerCall is how many queued settles a ledger call sends before its own: after an
+// outage the queue drains over the calls that follow, each delayed by a few round trips
+// at most, rather than all of it by the first.
+const flushPerCall = 32
+
+// flush sends up to most queued settles again (all of them when most is negative), oldest
+// first, while Redis answers. Their soft thresholds are not reported: the attempts they
+// end were reported.
+func (l *ledger) flush(ctx context.Context, most int) {
 	l.mu.Lock()
 	if len(l.pending) == 0 {
 		l.mu.Unlock()
@@ -403,6 +409,9 @@ func (l *ledger) flush(ctx context.Context) {
 	}
 	todo := l.pending
 	l.pending = nil
+	if most >= 0 && len(todo) > most {
+		todo, l.pending = todo[:most:most], append([]pendingSettle(nil), todo[most:]...)
+	}
 	l.mu.Unlock()
 	for i, ps := range todo {
 		if _, err := l.settle(ctx, ps.key, ps.p, ps.slice, ps.reserved, ps.spent, takenRes{ps.token, ps.inc}, ps.mode); err != nil {

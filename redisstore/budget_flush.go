@@ -9,7 +9,7 @@ import (
 // Client.Close calls it. It returns an error wrapping ErrUnavailable when some are still
 // queued (Redis did not answer).
 func (l *ledger) Flush(ctx context.Context) error {
-	l.flush(ctx)
+	l.flush(ctx, -1)
 	l.mu.Lock()
 	n := len(l.pending)
 	l.mu.Unlock()

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -265,5 +266,46 @@ func TestBudgetSpendOnlySettleCountsLocally(t *testing.T) {
 	}
 	if r, err := check.Reserve(ctx(t), "", p, 0, true); err != nil || r.Spent != 80 {
 		t.Fatalf("Redis after the outage: %+v, %v; want the spend counted once (80)", r, err)
+	}
+}
+
+// TestBudgetQueuedSettlesDrainOverTheNextCalls: after an outage, the settles queued while
+// Redis was away are sent again a few at a time by the ledger's next calls, not all by
+// the first (which would wait out thousands of round trips); Flush sends the rest. Each
+// is counted once.
+func TestBudgetQueuedSettlesDrainOverTheNextCalls(t *testing.T) {
+	srv := startRedis(t)
+	s := awayStore(srv, "drain")
+	spec := limitstore.BudgetSpec{Cap: 1_000_000}
+	l := s.OpenBudget("b", spec)
+	check := srv.store(redisstore.WithPrefix("drain")).OpenBudget("b", spec)
+	p := limitstore.BudgetPeriod{Slice: 1, Oldest: 1, Epoch: 1, TTL: time.Hour}
+	const n = 100
+	for range n {
+		if r, err := l.Reserve(ctx(t), "", p, 2, false); err != nil || !r.OK {
+			t.Fatalf("%+v, %v", r, err)
+		}
+	}
+	srv.stop()
+	for range n {
+		_, _ = l.Settle(ctx(t), "", p, p.Slice, 2, 1)
+	}
+	if got := redisstore.PendingSettles(l); got != n {
+		t.Fatalf("%d settles queued while Redis is away, want %d", got, n)
+	}
+	srv.start()
+	waitBack(t, s)
+	read(t, l, p)
+	if got := redisstore.PendingSettles(l); got != n-32 {
+		t.Fatalf("%d settles still queued after one call, want %d: a call sends 32", got, n-32)
+	}
+	if err := l.(interface{ Flush(context.Context) error }).Flush(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := redisstore.PendingSettles(l); got != 0 {
+		t.Fatalf("%d settles still queued after Flush", got)
+	}
+	if r := read(t, check, p); r.Spent != n || r.Reserved != 0 {
+		t.Fatalf("Redis after the queue drained: %+v; want %d spent, nothing reserved", r, n)
 	}
 }

@@ -61,3 +61,12 @@ func RenewAround(st limitstore.State, between func()) {
 		s.renewHolds(ctx, holds)
 	}
 }
+
+// PendingSettles returns how many settles l, a ledger of this package, holds queued for
+// Redis.
+func PendingSettles(l limitstore.Ledger) int {
+	lg := l.(*ledger)
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return len(lg.pending)
+}

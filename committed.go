@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
@@ -86,6 +87,11 @@ type committed struct {
 	// nanoseconds since base at which readAhead stopped on a full buffer (0: not full).
 	reading, wantRead atomic.Bool
 	fullAt            atomic.Int64
+	// body is a transport body's, whose upstream liveBody.readAhead reads while its
+	// caller is away, as readAhead does a typed stream's. Weak: the attempt must not keep
+	// a body its caller dropped from being collected (and settled by its cleanup). Set
+	// under mu.
+	body weak.Pointer[liveBody]
 	// holdCall: an interruption's event.Call is left to the Stream, which may continue
 	// the call on another attempt; callHeld is set while one is held.
 	holdCall bool
@@ -376,14 +382,19 @@ func (cm *committed) watch() {
 	}
 	next := cm.idle
 	now := time.Since(cm.base)
-	away := false
+	var away func()
 	if at := cm.readAt.Load(); at != 0 {
 		next = time.Duration(at-1) + cm.idleLimit() - now
 	} else if full := cm.fullAt.Load(); full != 0 {
 		// The caller left a full read-ahead buffer unread: its own time counts now.
 		next = time.Duration(full-1) + cm.idle - now
-	} else {
-		away = cm.ps != nil && !cm.keepAlives
+	} else if cm.ps != nil && !cm.keepAlives {
+		away = cm.readAhead
+	} else if b := cm.body.Value(); b != nil {
+		away = func() {
+			defer cm.reading.Store(false)
+			b.readAhead()
+		}
 	}
 	if next > 0 {
 		cm.watchdog.Reset(min(next, cm.idle)) // a phase may end: look again within idle
@@ -393,9 +404,18 @@ func (cm *committed) watch() {
 		cm.expire(ErrIdleTimeout)
 		return
 	}
-	if away && cm.reading.CompareAndSwap(false, true) {
-		go cm.readAhead() // nobody waits on the upstream: time it without the caller
+	if away != nil && cm.reading.CompareAndSwap(false, true) {
+		go away() // nobody waits on the upstream: time it without the caller
 	}
+}
+
+// setBody makes b the transport body whose upstream is read while its caller is away.
+func (cm *committed) setBody(b *liveBody) {
+	cm.mu.Lock()
+	if cm.watchdog != nil {
+		cm.body = weak.Make(b)
+	}
+	cm.mu.Unlock()
 }
 
 // ctxDone runs when the attempt's context ends: the caller canceled, its deadline passed,

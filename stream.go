@@ -105,9 +105,11 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 // between reads. Reasoning deltas are progress like content deltas, and so is a finish
 // reason; keep-alives are not, nor are data events without content (an id, a model, a
 // role or usage alone), see WithKeepAliveResetsIdle. It applies with or without a context
-// deadline. In transport mode it also times a body passed through raw (a stream of a shape
-// the Dialect does not know, a one-shot body larger than WithMaxReplayBody): any bytes are
-// progress there, and the limit is the reasoning phase's, the phase being unknown.
+// deadline. In transport mode the same holds for a response body handed to the caller,
+// read-ahead included (into the body's buffer, whose bytes the caller then reads
+// unchanged); it also times a body passed through raw (a stream of a shape the Dialect
+// does not know, a one-shot body larger than WithMaxReplayBody): any bytes are progress
+// there, and the limit is the reasoning phase's, the phase being unknown.
 //
 // Default: a limit per phase, learned per upstream and model. In the content phase (the
 // answer streams) it is 1m until learned, then four times the 95th percentile of the

@@ -544,6 +544,7 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 		}
 	}
 	lb.dropped = runtime.AddCleanup(lb, abandonBody, droppedBody{cm, lb.raw, cont})
+	cm.setBody(lb) // last: the read-ahead it allows sees every write above (through cm.mu)
 	// The committed attempt keeps the run, and so this call, alive while the upstream is
 	// read (its goroutines hold the attempt's context): the call must not hold the body
 	// or its response, or a body the caller drops without Close would never become

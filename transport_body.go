@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient/internal/httpx"
@@ -50,6 +51,8 @@ type liveBody struct {
 	// dropped settles the attempt of a body the caller drops without Close; Close stops
 	// it, so that the attempt and the upstream body go with the body's own collection.
 	dropped runtime.Cleanup
+	// wantRead is set while the caller waits for mu, which stops readAhead.
+	wantRead atomic.Bool
 }
 
 func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
@@ -64,8 +67,13 @@ func (b *liveBody) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	b.wantRead.Store(true)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.wantRead.Store(false)
+	if b.cm != nil && b.cm.fullAt.Load() != 0 {
+		b.cm.fullAt.Store(0) // the caller is back for what was read ahead
+	}
 	for {
 		if n := b.rec.take(p); n > 0 {
 			return n, nil
@@ -89,6 +97,47 @@ func (b *liveBody) Read(p []byte) (int, error) {
 		if n > 0 || err == nil {
 			return n, nil
 		}
+	}
+}
+
+// readAhead reads the upstream while the caller is away, into what the body holds for it,
+// as a typed stream's read-ahead does: the idle timeout then times the upstream, a stream
+// that ends settles and gives its leases back at once, and a continuation is made when
+// the stream breaks. It stops when the caller reads again, at the body's end, or once
+// the body holds maxAheadBytes the caller has not read (fullAt: the attempt's watchdog
+// ends the stream when they stay unread for another idle period).
+func (b *liveBody) readAhead() {
+	for !b.wantRead.Load() {
+		if !b.mu.TryLock() {
+			return // the caller reads, or closes
+		}
+		cm := b.cm
+		if b.err != nil || b.sawEnd || cm.settled.Load() && !(b.cont != nil && b.cont.active) {
+			b.mu.Unlock()
+			return
+		}
+		held := len(b.rec.buf)
+		if b.cont != nil {
+			held += len(b.cont.out)
+		}
+		if held >= maxAheadBytes {
+			if cm.fullAt.Load() == 0 {
+				cm.fullAt.Store(int64(time.Since(cm.base)) + 1)
+			}
+			b.mu.Unlock()
+			return
+		}
+		if b.decoding {
+			b.decode()
+		} else {
+			var p [16 << 10]byte
+			n, err := b.readRaw(p[:])
+			b.rec.buf = append(b.rec.buf, p[:n]...)
+			if err != nil {
+				b.rawEnd(err)
+			}
+		}
+		b.mu.Unlock()
 	}
 }
 

@@ -143,6 +143,7 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 	}
 	cm.cancel(context.Canceled)
 	b.cm = next
+	next.setBody(b)
 	c.frec = lb.rec
 	c.frec.buf = c.frec.buf[:0]
 	c.pending, x.pend = x.pend, nil

@@ -199,3 +199,61 @@ func TestContentlessChunksDoNotHoldAStreamOpen(t *testing.T) {
 		})
 	})
 }
+
+// A transport caller that holds a stream's body and stops reading it gets the same bound
+// as a typed stream's caller: after an idle period away the body is read ahead (up to
+// 1 MiB), so an upstream that stalls is cut at the idle timeout, and a read-ahead buffer
+// left full for another idle period ends the stream; either way the call's leases come
+// back while the caller still holds the body.
+func TestTransportBodyNotReadGivesItsLeasesBack(t *testing.T) {
+	big := strings.Repeat("x", 8<<10)
+	for name, tc := range map[string]struct {
+		answer func(http.ResponseWriter, *http.Request)
+		back   time.Duration // when the second call is admitted
+	}{
+		"the upstream stalls": {
+			answer: sseStep(ev{0, roleChunk + chunk("a")}, ev{-1, ""}),
+			back:   2 * time.Minute, // an idle period away, then one timed on the upstream
+		},
+		"the upstream keeps sending": {
+			answer: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for {
+					if _, err := io.WriteString(w, chunk(big)); err != nil {
+						return
+					}
+					select {
+					case <-time.After(100 * time.Millisecond):
+					case <-r.Context().Done():
+						return
+					}
+				}
+			},
+			// An idle period away; 1 MiB read ahead in about 13 s; an idle period full.
+			back: 2*time.Minute + 13*time.Second,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				up := newScript(tc.answer, ok(chatOK))
+				c := newClient(t, oneAtATime(t, nil), llmclient.WithMaxAttempts(1))
+				rt := c.Transport(memTransport{hostMux{"a.test": up}})
+				held, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+				require.NoError(t, err)
+				defer held.Body.Close()
+				start := time.Now()
+				var resp *http.Response
+				d := elapsed(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+					defer cancel()
+					resp, err = post(t, ctx, rt, "http://a.test/v1/chat/completions", chatBody)
+				})
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode, "the held body's slot came back (after %v)", time.Since(start))
+				assert.InDelta(t, tc.back.Seconds(), d.Seconds(), 1)
+				assert.Equal(t, 2, up.count())
+			})
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient/internal/httpx"
+	"github.com/llmclient/llmclient/internal/sse"
 )
 
 // liveBody is the body of a response handed to the caller while its upstream is still
@@ -333,6 +335,16 @@ type recorder struct {
 	tail bool
 }
 
+// maxHeld bounds what a recorder holds for the caller: the prefix before the commit point
+// (maxStreamPrefix), a read-ahead (maxAheadBytes) and one event of the largest size the
+// decoders take (sse.DefaultMaxEventSize). A decoder that reads past it without returning
+// — events it drops, lines that never end an event — gets an error wrapping
+// sse.ErrEventTooLarge, which fails the attempt as an event too large does.
+const maxHeld = maxStreamPrefix + maxAheadBytes + sse.DefaultMaxEventSize
+
+// errHeld is the recorder's read error past maxHeld.
+var errHeld = fmt.Errorf("llmclient: the upstream sent more than %d bytes without an event to deliver: %w", maxHeld, sse.ErrEventTooLarge)
+
 func (r *recorder) Read(p []byte) (int, error) {
 	if r.events {
 		return r.readEvent(p)
@@ -340,6 +352,9 @@ func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.buf = append(r.buf, p[:n]...)
 	r.note(p[:n])
+	if len(r.buf) > maxHeld {
+		return n, errHeld
+	}
 	return n, err
 }
 
@@ -375,6 +390,9 @@ func (r *recorder) readEvent(p []byte) (int, error) {
 	r.buf = append(r.buf, p[:n]...)
 	r.passed += n
 	r.note(p[:n])
+	if len(r.buf) > maxHeld {
+		return n, errHeld
+	}
 	if whole {
 		r.prevBound, r.bound = r.bound, r.passed
 		if r.w != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -253,6 +254,59 @@ func TestTransportBodyNotReadGivesItsLeasesBack(t *testing.T) {
 				require.Equal(t, http.StatusOK, resp.StatusCode, "the held body's slot came back (after %v)", time.Since(start))
 				assert.InDelta(t, tc.back.Seconds(), d.Seconds(), 1)
 				assert.Equal(t, 2, up.count())
+			})
+		})
+	}
+}
+
+// flood answers with head, then writes unit over and over until the client goes away,
+// counting the bytes the client took.
+func flood(head, unit string, sent *atomic.Int64) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, head)
+		block := strings.Repeat(unit, (64<<10)/len(unit))
+		for r.Context().Err() == nil {
+			n, err := io.WriteString(w, block)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A transport stream holds at most a few MiB for its caller whatever the upstream sends:
+// events its decoder drops, or lines that never end an event, past that bound fail the
+// attempt as an event too large does (failure.ServerError before the first token, an
+// interruption after it).
+func TestTransportStreamMemoryIsBoundedWhateverTheUpstreamSends(t *testing.T) {
+	roleOnly := `data: {"choices":[{"index":0,"delta":{"role":"assistant"}}]}` + "\n\n"
+	for name, tc := range map[string]struct {
+		head, unit string
+		class      failure.Class
+	}{
+		"role-only deltas before the first token": {"", roleOnly, failure.ServerError},
+		// Keep-alives: handed over at 1 MiB (maxStreamPrefix), then interrupted.
+		"comment lines that end no event, before the first token": {"", ":\n", failure.StreamInterrupted},
+		"comment lines that end no event, after the first token": {roleChunk + chunk("a"), ":\n", failure.StreamInterrupted},
+		"fields that end no event, after the first token": {roleChunk + chunk("a"), "id:1\nevent:x\nretry:1\n", failure.StreamInterrupted},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var sent atomic.Int64
+				c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"), llmclient.WithMaxAttempts(1))
+				rt := c.Transport(memTransport{hostMux{"a.test": newScript(flood(tc.head, tc.unit, &sent))}})
+				resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+				if err == nil {
+					_, err = readBody(t, resp)
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = &llmclient.Error{Class: failure.ServerError, Status: resp.StatusCode}
+					}
+				}
+				require.Error(t, err)
+				assert.Equal(t, tc.class, llmclient.ClassOf(err), "%v", err)
+				assert.Less(t, sent.Load(), int64(8<<20), "bytes read from the upstream before the attempt failed")
 			})
 		})
 	}

@@ -289,8 +289,8 @@ func TestTransportStreamMemoryIsBoundedWhateverTheUpstreamSends(t *testing.T) {
 		"role-only deltas before the first token": {"", roleOnly, failure.ServerError},
 		// Keep-alives: handed over at 1 MiB (maxStreamPrefix), then interrupted.
 		"comment lines that end no event, before the first token": {"", ":\n", failure.StreamInterrupted},
-		"comment lines that end no event, after the first token": {roleChunk + chunk("a"), ":\n", failure.StreamInterrupted},
-		"fields that end no event, after the first token": {roleChunk + chunk("a"), "id:1\nevent:x\nretry:1\n", failure.StreamInterrupted},
+		"comment lines that end no event, after the first token":  {roleChunk + chunk("a"), ":\n", failure.StreamInterrupted},
+		"fields that end no event, after the first token":         {roleChunk + chunk("a"), "id:1\nevent:x\nretry:1\n", failure.StreamInterrupted},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -133,6 +133,10 @@ const (
 //   - When the upstream has a key pool (Upstream.Keys), every attempt carries the chosen
 //     key in place of the caller's; without a pool, the caller's own credentials go to the
 //     upstream it addressed, and an alternate upstream gets its provider's configured key.
+//     None of the caller's credential headers (cookies, and every header whose name
+//     speaks of auth, a key, token, secret, session, signature or password) goes to an
+//     alternate upstream on another host, or to one with a key of its own on the same
+//     host (another account behind the same API gateway).
 //   - A streaming response is held until its first content event: before it, an error
 //     status, an in-band error event, a cut or the first-token timeout is retried or
 //     failed over invisibly; after it, the body is handed to the caller, who reads the

@@ -203,9 +203,13 @@ func followed(resp *http.Response) bool {
 // outgoing builds the attempt's request from the caller's, which it never modifies. On
 // the caller's own upstream the caller's headers go out as they are, with a pool key in
 // place of its credential. On another upstream the URL, and the Host, are the target's,
-// the target's Dialect sets its credential and configured headers, and, when the host
-// changes, every credential of the caller's stays behind. a.secret() then returns the
-// credential that went out, for redaction.
+// the target's Dialect sets its credential and configured headers, and every credential
+// of the caller's stays behind when the host changes or the target has a credential of
+// its own (a pool key, its provider's key): on the same host, another upstream may be
+// another account (two deployments of an API gateway), which the caller's other
+// credential headers (an X-Api-Key, a gateway's token) are not for. Only an upstream on
+// the caller's host without a credential of its own gets the caller's. a.secret() then
+// returns the credential that went out, for redaction.
 func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *http.Request {
 	x := a.tx
 	// A shallow copy: its URL and headers are the caller's until they must change, and
@@ -215,7 +219,7 @@ func (t *Transport) outgoing(ctx context.Context, a *attempt, tu *txUpstream) *h
 		out.URL = target(x.req.URL, x.rel, x.match, tu)
 		out.Host = ""
 		out.Header = x.req.Header.Clone()
-		if tu.key != x.match.key {
+		if tu.key != x.match.key || tu.d.Authorize(http.Header{}, a.call.APIKey) != "" {
 			stripCredentials(out)
 		}
 	}

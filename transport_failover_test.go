@@ -299,3 +299,51 @@ func TestTransportErrorTraceOutlivesTheCall(t *testing.T) {
 		}
 	})
 }
+
+// Two upstreams on one host (two accounts behind one API gateway): failing over from the
+// one the caller addressed to the other, none of the caller's credentials goes along when
+// the target has a key of its own. An upstream of that host without a key of its own
+// gets the caller's other credential headers, as the only way to authenticate there (its
+// dialect's own header, here Authorization, is never the caller's on another upstream).
+func TestTransportFailoverOnTheSameHostLeavesTheCallersCredentials(t *testing.T) {
+	for name, tc := range map[string]struct {
+		keysB []string
+		want  map[string]string
+	}{
+		"the target has a pool key": {[]string{"sk-b"}, map[string]string{
+			"Authorization": "Bearer sk-b", "X-Api-Key": "", "Cf-Aig-Authorization": ""}},
+		"the target has no key of its own": {nil, map[string]string{
+			"Authorization": "", "X-Api-Key": "sk-caller", "Cf-Aig-Authorization": "Bearer cf-caller"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gw := newScript(func(w http.ResponseWriter, r *http.Request) {
+					if strings.HasPrefix(r.URL.Path, "/a/") {
+						status(500, err503)(w, r)
+						return
+					}
+					ok(chatOK)(w, r)
+				})
+				pa, err := openai.New(openai.WithBaseURL("http://gw.test/a/v1"))
+				require.NoError(t, err)
+				pb, err := openai.New(openai.WithBaseURL("http://gw.test/b/v1"))
+				require.NoError(t, err)
+				c := newClient(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: pa, Keys: []string{"sk-a"}}),
+					llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: pb, Keys: tc.keysB}),
+					llmclient.WithModelGroup("gpt-4o", "a", "b"), llmclient.WithMaxAttempts(3))
+				rt := c.Transport(memTransport{gw})
+				resp, err := post(t, context.Background(), rt, "http://gw.test/a/v1/chat/completions", chatBody,
+					"Authorization", "Bearer sk-caller", "X-Api-Key", "sk-caller", "Cf-Aig-Authorization", "Bearer cf-caller")
+				require.NoError(t, err)
+				_, _ = readBody(t, resp)
+				require.Equal(t, 200, resp.StatusCode)
+				got := gw.requests()
+				last := got[len(got)-1]
+				require.Equal(t, "/b/v1/chat/completions", last.Path)
+				for h, v := range tc.want {
+					assert.Equal(t, v, last.Header.Get(h), h)
+				}
+			})
+		})
+	}
+}

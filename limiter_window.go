@@ -38,6 +38,12 @@ const (
 	longWindow  = 1.25
 	// maxReset bounds the reset considered.
 	maxReset = 31 * secondsPerDay
+	// maxUnitWait bounds, in seconds, what a long window learned from the headers makes
+	// one unit (a request, a token) wait: its span is at most that many times its limit.
+	// A daily quota of 24 or more units is learned as reported; a report of a tiny limit
+	// with a far reset (a lying or broken upstream) throttles the key to a unit an hour,
+	// the default key eviction, rather than locking it for up to maxReset.
+	maxUnitWait = 3600
 )
 
 // remaining is the reported remaining count, within [0, limit].
@@ -70,7 +76,7 @@ func (w *window) learn(rw ratelimit.Window) {
 	was := *w
 	switch {
 	case reset > 0 && refilled > longWindow*limit && u < limit:
-		span := min(max(reset*limit/(limit-u), 120), maxReset)
+		span := min(max(reset*limit/(limit-u), 120), maxReset, maxUnitWait*limit)
 		rate := limit / span
 		if was.known && was.long {
 			rate = was.rate + (rate-was.rate)/5

@@ -1,0 +1,42 @@
+package llmclient_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// One answer whose rate-limit headers report a limit of one request, none remaining and
+// a reset 10,000 hours away (a lying or broken upstream), then answers without headers:
+// the window it teaches throttles the key to a request an hour at most, instead of
+// locking it until the reset (up to 31 days were believed).
+func TestLyingRateLimitHeadersThrottleAKeyForAnHourAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				w.Header().Set("x-ratelimit-limit-requests", "1")
+				w.Header().Set("x-ratelimit-remaining-requests", "0")
+				w.Header().Set("x-ratelimit-reset-requests", "10000h")
+			}
+			ok(chatOK)(w, r)
+		})
+		c := newClient(t, openaiOver(t, "a", h, "k1"))
+		_, err := c.Complete(context.Background(), chatReq("gpt-4o"))
+		require.NoError(t, err)
+		for i := range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+			var err error
+			d := elapsed(func() { _, err = c.Complete(ctx, chatReq("gpt-4o")) })
+			cancel()
+			require.NoError(t, err, "call %d", i+2)
+			assert.LessOrEqual(t, d, time.Hour+time.Minute, "call %d waited", i+2)
+		}
+	})
+}

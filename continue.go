@@ -346,7 +346,9 @@ func addUsage(sum Usage, u *Usage) Usage {
 // by content block, after any text or thinking block), so a restart on another vendor
 // would otherwise start a second copy of a delivered call. A delta of a delivered call
 // takes that call's index as the caller received it; a call the caller has not seen
-// takes the next index past every delivered one, so that it never merges into one.
+// takes the next index past every delivered one, so that it never merges into one. A
+// call begins with its first delta that carries an id, a name or arguments, as the
+// accumulator keeps it; a delta that carries none of them is dropped.
 type splicer struct {
 	have      string // delivered text not yet matched by the restart
 	delivered string // all the delivered text, for a DivergedError
@@ -396,6 +398,9 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	if len(ch.ToolCalls) > 0 {
 		out := ch.ToolCalls[:0:0]
 		for _, d := range ch.ToolCalls {
+			if d.ID == "" && d.Name == "" && d.Arguments == "" {
+				continue // carries nothing, as the accumulator keeps nothing of it
+			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
 				if sp.seen == nil {

@@ -339,7 +339,10 @@ func addUsage(sum Usage, u *Usage) Usage {
 // splicer filters a restarted stream so that the caller receives only what follows what
 // it already has: the text and each tool call's arguments are matched against what was
 // delivered and skipped while they agree; the restart's reasoning before its first text
-// or tool call is skipped; tool calls keep the first attempt's IDs and indexes.
+// or tool call is skipped; tool calls keep the first attempt's IDs and indexes. The
+// restart diverges, with nothing of the chunk delivered, where it differs: other text, a
+// tool call that begins while delivered text is unmatched, other arguments or another
+// name for a delivered call, a finish reason while anything delivered is unmatched.
 //
 // The restart's tool calls are matched to the delivered ones by the order in which they
 // begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
@@ -401,6 +404,9 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			if d.ID == "" && d.Name == "" && d.Arguments == "" {
 				continue // carries nothing, as the accumulator keeps nothing of it
 			}
+			if sp.have != "" {
+				return ch, false, sp.diverged() // a tool call where the delivered text goes on
+			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
 				if sp.seen == nil {
@@ -432,6 +438,9 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			}
 		}
 		ch.ToolCalls = out
+	}
+	if ch.FinishReason != finish.None && sp.pending() {
+		return ch, false, sp.diverged() // the restart ends short of what was delivered
 	}
 	keep := ch.HasContent() || ch.FinishReason != finish.None || ch.Usage != nil
 	return ch, keep, nil

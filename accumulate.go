@@ -10,7 +10,10 @@ import (
 // accumulator assembles a Response from stream chunks as they arrive: text, reasoning
 // and refusal appended, tool calls assembled by index with their arguments appended, the
 // last finish reason, usage, id and model. Its memory grows with the output it keeps,
-// never with the number of chunks. The zero value is ready to use.
+// never with the number of chunks: a tool call is kept from its first delta that carries
+// an id, a name or arguments, and a delta that carries none of them (whatever its index)
+// keeps nothing. Tool calls are in the order in which they were kept. The zero value is
+// ready to use.
 type accumulator struct {
 	text, reasoning, refusal strings.Builder
 	calls                    []*toolAcc       // by pointer: a Builder must not move once written
@@ -33,6 +36,9 @@ func (a *accumulator) add(ch *Chunk) {
 	a.reasoning.WriteString(ch.Reasoning)
 	a.refusal.WriteString(ch.Refusal)
 	for _, d := range ch.ToolCalls {
+		if d.ID == "" && d.Name == "" && d.Arguments == "" {
+			continue // nothing to keep: no call is added for it
+		}
 		tc := a.call(d.Index)
 		if d.ID != "" {
 			tc.id = d.ID

@@ -11,7 +11,8 @@ import (
 
 // Tool-call deltas assemble by index whatever their order and however many calls there
 // are: the accumulator (a map past manyCalls calls) agrees with assembling by a search
-// over the calls, in the order each index was first seen.
+// over the calls, in the order each index first carried something (an id, a name or
+// arguments; a delta that carries nothing adds no call).
 func TestAccumulateToolCallsByIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
@@ -20,8 +21,11 @@ func TestAccumulateToolCallsByIndex(t *testing.T) {
 		for range rng.IntN(400) {
 			ix := rng.IntN(calls) * (1 + round%3) // sparse indices too
 			d := dialect.ToolCallDelta{Index: ix, Arguments: strconv.Itoa(rng.IntN(10))}
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(6) {
+			case 0:
 				d.ID, d.Name = "id"+strconv.Itoa(ix), "f"+strconv.Itoa(ix)
+			case 1:
+				d.Arguments = "" // carries nothing
 			}
 			ch := Chunk{ToolCalls: []dialect.ToolCallDelta{d}}
 			if rng.IntN(3) == 0 { // a second delta in the same chunk, often the same index
@@ -39,6 +43,9 @@ func referenceToolCalls(chunks []Chunk) []ToolCall {
 	byIndex := map[int]*ToolCall{}
 	for _, ch := range chunks {
 		for _, d := range ch.ToolCalls {
+			if d.ID == "" && d.Name == "" && d.Arguments == "" {
+				continue
+			}
 			tc, ok := byIndex[d.Index]
 			if !ok {
 				tc = &ToolCall{}

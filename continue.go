@@ -339,14 +339,19 @@ func addUsage(sum Usage, u *Usage) Usage {
 // splicer filters a restarted stream so that the caller receives only what follows what
 // it already has: the text and each tool call's arguments are matched against what was
 // delivered and skipped while they agree; the restart's reasoning before its first text
-// or tool call is skipped; tool calls keep the first attempt's IDs and indexes.
+// or tool call is skipped; tool calls keep the first attempt's IDs and indexes. The
+// restart diverges, with nothing of the chunk delivered, where it differs: other text, a
+// tool call that begins while delivered text is unmatched, other arguments or another
+// name for a delivered call, a finish reason while anything delivered is unmatched.
 //
 // The restart's tool calls are matched to the delivered ones by the order in which they
 // begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
 // by content block, after any text or thinking block), so a restart on another vendor
 // would otherwise start a second copy of a delivered call. A delta of a delivered call
 // takes that call's index as the caller received it; a call the caller has not seen
-// takes the next index past every delivered one, so that it never merges into one.
+// takes the next index past every delivered one, so that it never merges into one. A
+// call begins with its first delta that carries an id, a name or arguments, as the
+// accumulator keeps it; a delta that carries none of them is dropped.
 type splicer struct {
 	have      string // delivered text not yet matched by the restart
 	delivered string // all the delivered text, for a DivergedError
@@ -396,6 +401,12 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	if len(ch.ToolCalls) > 0 {
 		out := ch.ToolCalls[:0:0]
 		for _, d := range ch.ToolCalls {
+			if d.ID == "" && d.Name == "" && d.Arguments == "" {
+				continue // carries nothing, as the accumulator keeps nothing of it
+			}
+			if sp.have != "" {
+				return ch, false, sp.diverged() // a tool call where the delivered text goes on
+			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
 				if sp.seen == nil {
@@ -427,6 +438,9 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			}
 		}
 		ch.ToolCalls = out
+	}
+	if ch.FinishReason != finish.None && sp.pending() {
+		return ch, false, sp.diverged() // the restart ends short of what was delivered
 	}
 	keep := ch.HasContent() || ch.FinishReason != finish.None || ch.Usage != nil
 	return ch, keep, nil

@@ -367,3 +367,66 @@ func TestContinuationMatchesToolCallsAcrossNumberings(t *testing.T) {
 		assert.Equal(t, "Let me look. ", resp.Text)
 	})
 }
+
+// A restart that begins a tool call while text the caller received is still unmatched,
+// or ends (a finish reason) short of what the caller received, diverges at once: the
+// caller gets none of its arguments and no finish reason, which would complete a call
+// from an answer that never said what the caller read.
+func TestContinuationRestartDivergesBeforeItsToolCallOrFinish(t *testing.T) {
+	tool := func(id, name, args string) llmclient.Chunk {
+		return llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0, ID: id, Name: name, Arguments: args}}}
+	}
+	tests := []struct {
+		name    string
+		restart []llmclient.Chunk
+		at      int
+	}{
+		{"a tool call before the delivered text", []llmclient.Chunk{tool("call_b", "f", `{"a":1}`)}, 0},
+		{"a tool call within the delivered text", []llmclient.Chunk{{Text: "Let me"}, tool("call_b", "f", `{"a":1}`)}, 6},
+		{"a finish reason within the delivered text", []llmclient.Chunk{{Text: "Let me"}}, 6},
+		{"a finish reason within the delivered arguments", []llmclient.Chunk{{Text: "Let me call."}, tool("call_b", "f", `{"a`)}, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := fake.New(fake.StreamChunks(
+					llmclient.Chunk{Text: "Let me call."},
+					tool("call_a", "f", `{"a":`),
+					tool("", "", `1}`),
+				).Finish(finish.ToolCalls).CutAfter(2))
+				b := fake.New(fake.StreamChunks(tt.restart...).Finish(finish.ToolCalls))
+				c := newClient(t, up("a", a), up("b", b))
+				s, err := c.Stream(context.Background(), chatReq("m"))
+				require.NoError(t, err)
+				defer s.Close()
+				var text, args string
+				for s.Next() {
+					ch := s.Current()
+					text += ch.Text
+					for _, d := range ch.ToolCalls {
+						args += d.Arguments
+					}
+					assert.Equal(t, finish.None, ch.FinishReason, "no finish reason of the restart")
+				}
+				assert.Equal(t, "Let me call.", text)
+				assert.Equal(t, `{"a":`, args, "nothing of the restart's arguments")
+				err = s.Err()
+				require.Error(t, err)
+				assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
+				assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+				var de *llmclient.DivergedError
+				require.ErrorAs(t, err, &de)
+				assert.Equal(t, "Let me call.", de.Delivered)
+				assert.Equal(t, tt.at, de.At)
+				var e *llmclient.Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, "Let me call.", e.Partial.Text)
+				assert.Equal(t, []llmclient.ToolCall{{ID: "call_a", Name: "f", Arguments: `{"a":`}}, e.Partial.ToolCalls)
+				assert.Equal(t, finish.None, e.Partial.FinishReason)
+				assert.Equal(t, 1, b.Calls())
+				synctest.Wait()
+				assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
+			})
+		})
+	}
+}

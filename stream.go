@@ -174,7 +174,10 @@ func WithKeepAliveResetsIdle(on bool) Option {
 // them (ContinuationRequest needs them). With false a Stream keeps nothing of its content
 // beyond the current chunk: its memory does not grow with the stream, and Response and
 // Partial carry only the finish reason, usage, id and model. Default true; the memory it
-// keeps is the output text itself, never per-chunk overhead.
+// keeps is the output itself (text, and each tool call's id, name and arguments, with
+// about a hundred bytes of bookkeeping per call), never per-chunk overhead: a tool-call
+// delta that carries none of these adds no call, whatever its index, and a call is kept,
+// in order, from its first delta that carries one.
 func WithStreamAccumulate(keep bool) Option {
 	return optionFunc(func(c *config) { c.stream.accumulate = keep })
 }

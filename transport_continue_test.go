@@ -406,3 +406,35 @@ func TestTransportContinuesToolCallsAcrossTheSplice(t *testing.T) {
 		})
 	})
 }
+
+// A restart that begins a tool call while text the caller received is still unmatched
+// diverges at once: the body holds the first stream as it was, and nothing of the
+// restart's arguments or finish reason.
+func TestTransportContinuationToolCallBeforeTheDeliveredTextDiverges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tool := func(id, delta, finish string) ev {
+			return ev{0, `data: {"id":"` + id + `","object":"chat.completion.chunk","created":100,"model":"gpt-4o","choices":[{"index":0,"delta":` +
+				delta + `,"finish_reason":` + finish + `}]}` + "\n\n"}
+		}
+		first := []ev{
+			tool("s1", `{"role":"assistant","content":"Let me call."}`, "null"),
+			tool("s1", `{"tool_calls":[{"index":0,"id":"call_x","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}`, "null"),
+		} // then the connection ends
+		a := newScript(sseStep(first...))
+		b := newScript(sseStep(
+			tool("s2", `{"role":"assistant","tool_calls":[{"index":0,"id":"call_y","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`, "null"),
+			tool("s2", `{}`, `"tool_calls"`),
+			ev{0, done}))
+		c, rt := contPair(t, a, b)
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+		require.NoError(t, err)
+		body, err := readBody(t, resp)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
+		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+		assert.Equal(t, first[0].data+first[1].data, body, "the first stream as it was, nothing of the restart")
+		assert.Equal(t, 1, b.count())
+		synctest.Wait()
+		assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
+	})
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"time"
 )
 
@@ -134,11 +133,11 @@ func (g *Gateway) adminAuthorized(r *http.Request) bool {
 	if st.adminToken == ([32]byte{}) {
 		return false
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return false
 	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	h := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(h[:], st.adminToken[:]) == 1
 }
 

@@ -285,19 +285,28 @@ func (g *Gateway) requestID(r *http.Request, header string) string {
 	return g.idPrefix + strconv.FormatUint(g.idSeq.Add(1), 36)
 }
 
-// callerKey is the gateway key of a request: a bearer token, or x-api-key, or
-// api-key.
+// callerKey is the gateway key of a request: a bearer token (the scheme's name in any
+// case, as HTTP reads it), or else x-api-key, or else api-key. An Authorization header of
+// another scheme carries no gateway key and does not hide the others.
 func callerKey(r *http.Request) string {
-	if a := r.Header.Get("Authorization"); a != "" {
-		if k, ok := strings.CutPrefix(a, "Bearer "); ok {
-			return strings.TrimSpace(k)
-		}
-		return ""
+	if k, ok := bearer(r.Header.Get("Authorization")); ok {
+		return k
 	}
 	if k := r.Header.Get("x-api-key"); k != "" {
 		return k
 	}
 	return r.Header.Get("api-key")
+}
+
+// bearer returns the token of an Authorization header of the Bearer scheme, whose name
+// is case-insensitive (RFC 9110, 11.1).
+func bearer(a string) (string, bool) {
+	const scheme = "bearer "
+	if len(a) < len(scheme) || !strings.EqualFold(a[:len(scheme)], scheme) {
+		return "", false
+	}
+	k := strings.TrimSpace(a[len(scheme):])
+	return k, k != ""
 }
 
 // Handler returns the API handler: POST /v1/chat/completions, /v1/embeddings and

@@ -165,6 +165,9 @@ func (g *Gateway) budgets(ctx context.Context) ([]budgetState, error) {
 			for _, t := range cfg.Tenants {
 				parts = append(parts, t.Name)
 			}
+			if cfg.Open {
+				parts = append(parts, OpenTenant)
+			}
 		}
 		for _, p := range parts {
 			st, err := g.client.Budget(ctx, b.Name, p)

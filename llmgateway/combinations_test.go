@@ -1,9 +1,12 @@
 package llmgateway_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/llmclient/llmclient/llmgateway"
 )
 
 const chatBodyMini = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
@@ -47,5 +50,72 @@ func TestCallerKeyHeaders(t *testing.T) {
 	}
 	if strings.Contains(g.logs.String(), "gw-key-a") {
 		t.Error("a key in the log")
+	}
+}
+
+// Under open: true the callers without a key (or with one no tenant has) are one tenant,
+// "-": tenant_limits and each_tenant budgets apply to them as to any tenant, and
+// /admin/budgets lists their budget. They used to be no partition at all, so that a
+// keyed tenant escaped its limits by dropping its key.
+func TestOpenCallersAreATenantUnderLimitsAndBudgets(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, `
+open: true
+admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}
+limiter: {mode: fail_fast}
+tenant_limits: {rpm: 1, request_burst: 1}
+`))
+	for _, c := range [][2]string{{"a tenant", "gw-key-a"}, {"no key", ""}, {"an unknown key", "not-a-key"}} {
+		name, key := c[0], c[1]
+		codes := []int{}
+		for range 3 {
+			resp, _ := post(t, g.api.URL+"/v1/chat/completions", key, chatBodyMini)
+			codes = append(codes, resp.StatusCode)
+		}
+		if name == "an unknown key" {
+			// The same tenant as "no key", whose one request a minute is spent.
+			if codes[0] != http.StatusTooManyRequests {
+				t.Errorf("%s: %v, want 429 from the first (the open tenant's request was spent)", name, codes)
+			}
+			continue
+		}
+		if codes[0] != http.StatusOK || codes[1] != http.StatusTooManyRequests || codes[2] != http.StatusTooManyRequests {
+			t.Errorf("%s: %v, want 200 then 429s", name, codes)
+		}
+	}
+	if !strings.Contains(g.logs.String(), `"tenant":"-"`) {
+		t.Errorf("the open callers' tenant is not in the log:\n%s", g.logs.String())
+	}
+
+	// An each_tenant budget counts the open tenant's spend, and lists it.
+	g2 := startGateway(t, baseConfig(oa, an, `
+open: true
+admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}
+budgets: [{name: each, scope: each_tenant, cap_usd: 0.000001}]
+`))
+	codes := []int{}
+	for range 3 {
+		resp, _ := post(t, g2.api.URL+"/v1/chat/completions", "", chatBodyMini)
+		codes = append(codes, resp.StatusCode)
+	}
+	if codes[len(codes)-1] == http.StatusOK {
+		t.Errorf("open callers past their each_tenant cap: %v", codes)
+	}
+	req, _ := http.NewRequest(http.MethodGet, g2.admin.URL+"/admin/budgets", nil)
+	req.Header.Set("Authorization", "Bearer admin-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"tenant": "-"`) {
+		t.Errorf("/admin/budgets does not list the open tenant:\n%s", b)
+	}
+
+	// No tenant may take the name.
+	if _, err := llmgateway.Parse([]byte(baseConfig(oa, an, "")+"  - name: \"-\"\n    keys_env: [TENANT_C]\n    models: [\"*\"]\n"),
+		env(append(append([]string{}, baseEnv...), "TENANT_C", "gw-key-c")...)); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("a tenant named -: %v", err)
 	}
 }

@@ -30,8 +30,10 @@ type Config struct {
 	// ShutdownGrace is how long a shutdown waits for requests in flight, open streams
 	// included, before it cuts them. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
-	// Open serves requests without a tenant key, as the tenant "" with every model
-	// allowed. Default false: Tenants is required.
+	// Open serves requests without a tenant key (or with a key no tenant has), as the
+	// tenant OpenTenant ("-") with every model allowed: one partition for all of them,
+	// under TenantLimits and each_tenant budgets like any tenant without limits of its
+	// own. A reload may change it. Default false: Tenants is required.
 	Open bool `yaml:"open"`
 	// Procs is how many threads run Go code at once (GOMAXPROCS) in the llmgateway
 	// command, set when it starts; a reload cannot change it, and the GOMAXPROCS
@@ -546,6 +548,9 @@ func (c *Config) validate() error {
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
 		w := p.named(tenants, "tenants", i, t.Name)
+		if t.Name == OpenTenant {
+			p.add("%s: the name is reserved for the callers without a key (open: true)", w)
+		}
 		if len(t.KeysEnv) == 0 {
 			p.add("%s: keys_env: at least one is required", w)
 		}

@@ -76,6 +76,14 @@ type state struct {
 	vendors    map[string]string // upstream name → vendor
 }
 
+// OpenTenant is the tenant of the callers without a key of a gateway with open: true:
+// one partition, so that tenant_limits and each_tenant budgets apply to them together.
+// No configured tenant may take the name.
+const OpenTenant = "-"
+
+// openCaller is the tenant of every caller without a key under open: true.
+var openCaller = &tenant{name: OpenTenant, all: true}
+
 type tenant struct {
 	name   string
 	models []string
@@ -349,7 +357,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 			localError(http.StatusUnauthorized, "invalid gateway API key").write(w, dialectOpenAI, g.requestID(r, st.cfg.Headers.RequestID))
 			return
 		}
-		tn = &tenant{all: true}
+		tn = openCaller
 	}
 	type model struct {
 		ID      string `json:"id"`
@@ -530,7 +538,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			fail(localError(http.StatusUnauthorized, "invalid gateway API key"))
 			return
 		}
-		tn = &tenant{all: true}
+		tn = openCaller
 	}
 	rec.tenant = tn.name
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, cfg.MaxRequestBytes))

@@ -841,8 +841,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 // Shutdown stops accepting requests (readiness turns false, new requests get 503),
 // waits for the requests in flight, open streams included, until ctx ends or the
 // configured shutdown_grace passes, then cuts those left (and waits up to a second
-// for them to end, so that their access log lines are written), and releases the
-// Client's stores. It is safe to call more than once: a later call waits for the
+// for them to end, so that their access log lines are written), closes the Client (which
+// sends what its stores hold back, such as budget spend queued while Redis did not
+// answer, waiting at most 5 s) and releases the Client's stores. It is safe to call more than once: a later call waits for the
 // shutdown under way to end and returns its result, and when its own ctx ends first it
 // cuts that shutdown's drain as the first call's ctx would (so a second signal cuts a
 // drain that a failed listener began).
@@ -887,6 +888,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		// The requests cut end as their connections close: wait for them a moment,
 		// so that their access log lines are written before the log is flushed.
 		g.waitHandlers(time.Second)
+	}
+	// The Client's Close sends what its stores hold back (the budget settles queued
+	// while Redis did not answer, the shared breakers' pending trips) before they close.
+	if err := g.client.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	g.close()
 	g.shutErr = errors.Join(errs...)

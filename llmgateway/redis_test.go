@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,13 @@ import (
 // startRedis runs a redis-server on a free loopback port for the test, without
 // persistence; the test is skipped when redis-server is not installed.
 func startRedis(t *testing.T) string {
+	t.Helper()
+	addr, _ := startRedisProc(t)
+	return addr
+}
+
+// startRedisProc is startRedis, returning the server's process too.
+func startRedisProc(t *testing.T) (string, *os.Process) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -40,7 +49,7 @@ func startRedis(t *testing.T) string {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return addr
+	return addr, cmd.Process
 }
 
 // Two replicas configured with the same redis share a tenant's limit and the cache.
@@ -79,5 +88,54 @@ tenant_limits: {rpm: 2, request_burst: 2}
 	codes := []int{chat(r2, "two"), chat(r1, "three"), chat(r2, "four")}
 	if codes[len(codes)-1] != 429 {
 		t.Fatalf("the shared tenant limit was not enforced across replicas: %v", codes)
+	}
+}
+
+// Shutdown closes the Client before the stores: the budget spend queued while Redis did
+// not answer is sent once it does, and a replica that starts afterwards reads it.
+func TestShutdownFlushesBudgetSpendQueuedDuringARedisOutage(t *testing.T) {
+	addr, proc := startRedisProc(t)
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	cfg := baseConfig(oa, an, fmt.Sprintf(`
+redis: {addr: %q, prefix: gwflush, timeout: 200ms, fail_mode: open}
+budgets: [{name: all, cap_usd: 10}]
+`, addr))
+	g := newGW(t, cfg)
+	defer g.api.Close()
+	defer g.admin.Close()
+	chat := func() {
+		t.Helper()
+		if resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", chatBodyMini); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	spent := func(g *gw) float64 {
+		t.Helper()
+		st, err := g.Client().Budget(context.Background(), "all", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Spent.Dollars()
+	}
+	chat()
+	one := spent(g)
+	if one <= 0 {
+		t.Fatalf("one call spent %v", one)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Skipf("cannot stop redis-server: %v", err)
+	}
+	for range 5 {
+		chat()
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	r := startGateway(t, cfg)
+	if got := spent(r); got < 5.5*one {
+		t.Fatalf("a replica started after the shutdown reads %v spent, want the 6 calls' %v", got, 6*one)
 	}
 }

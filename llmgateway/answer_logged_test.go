@@ -1,10 +1,17 @@
 package llmgateway_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/llmclient/llmclient/llmgateway"
 )
 
 // A client that has a one-shot answer finds the request in the access log and in the
@@ -27,4 +34,49 @@ func TestOneShotAnswerComesAfterItsLogLineAndCount(t *testing.T) {
 	if !strings.Contains(metrics, `llmgateway_requests_total{`) || !strings.Contains(metrics, "} "+strconv.Itoa(n)) {
 		t.Fatalf("metrics do not count the %d requests:\n%.2000s", n, metrics)
 	}
+}
+
+// The same for an answer larger than net/http's write buffer, which reaches the client
+// as it is written.
+func TestLargeOneShotAnswerComesAfterItsLogLine(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	text := strings.Repeat("word ", 16<<10)
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		w.Header().Set("content-type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"`+
+			text+`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":16384,"total_tokens":16389}}`)
+		return true
+	})
+	cfg, err := llmgateway.Parse([]byte(baseConfig(oa, an, "")), env(baseEnv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A log destination that takes its time: the answer must wait for it.
+	logs := &syncBuffer{}
+	slow := slog.NewJSONHandler(logs, nil)
+	g, err := llmgateway.New(cfg, llmgateway.WithLogger(slog.New(slowHandler{slow})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer func() { srv.Close(); _ = g.Shutdown(context.Background()) }()
+	for i := range 5 {
+		resp, body := post(t, srv.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","messages":[{"role":"user","content":"Say hello."}]}`)
+		if resp.StatusCode != http.StatusOK || len(body) < len(text) {
+			t.Fatalf("status %d, %d bytes", resp.StatusCode, len(body))
+		}
+		if got := strings.Count(logs.String(), `"msg":"request"`); got != i+1 {
+			t.Fatalf("after answer %d: %d access log lines", i+1, got)
+		}
+	}
+}
+
+// slowHandler takes 50 ms over each access log line.
+type slowHandler struct{ slog.Handler }
+
+func (h slowHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "request" {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return h.Handler.Handle(ctx, r)
 }

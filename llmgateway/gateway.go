@@ -425,9 +425,16 @@ type record struct {
 	// logged: the access log was on (level info) when the request arrived; a reload
 	// while it runs does not change that.
 	logged bool
+	// accounted: the request's line and metrics were written (logAccess runs once).
+	accounted bool
 }
 
+// logAccess writes the request's access log line and metrics, once.
 func (g *Gateway) logAccess(rec *record) {
+	if rec.accounted {
+		return
+	}
+	rec.accounted = true
 	d := time.Since(rec.start)
 	if g.metrics != nil {
 		g.metrics.request(rec, d)
@@ -676,6 +683,9 @@ func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
 	h.Set("content-length", strconv.Itoa(len(body)))
 	g.callHeaders(h, rec)
 	rec.status = http.StatusOK
+	// The line and metrics first: a body larger than net/http's buffer goes to the
+	// client as it is written, and a client that has its answer finds it counted.
+	g.logAccess(rec)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }

@@ -119,3 +119,36 @@ budgets: [{name: each, scope: each_tenant, cap_usd: 0.000001}]
 		t.Errorf("a tenant named -: %v", err)
 	}
 }
+
+// x-llmclient-upstream and x-llmclient-attempts name what was tried: a refusal that no
+// upstream saw (a drained upstream, the only one of the model) and an answer from the
+// cache, one-shot or streamed, name neither.
+func TestCallHeadersNameOnlyWhatWasTried(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\ncache: {enabled: true}\n"))
+	check := func(what string, resp *http.Response, wantUpstream string) {
+		t.Helper()
+		up, n := resp.Header.Get("x-llmclient-upstream"), resp.Header.Get("x-llmclient-attempts")
+		if up != wantUpstream || (wantUpstream == "") != (n == "") {
+			t.Errorf("%s: upstream %q, attempts %q; want upstream %q", what, up, n, wantUpstream)
+		}
+	}
+	for _, body := range []string{chatBodyMini, `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"a stream"}]}`} {
+		resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", body)
+		check("the first call", resp, "oa")
+		calls := oa.count()
+		resp, _ = post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", body)
+		if oa.count() != calls {
+			t.Fatalf("not answered from the cache")
+		}
+		check("a cache hit", resp, "")
+	}
+	if code, body := admin(t, g, "POST", "/admin/upstreams/oa/drain", "admin-secret"); code != http.StatusOK {
+		t.Fatalf("drain: %d %s", code, body)
+	}
+	resp, _ := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","messages":[{"role":"user","content":"new"}]}`)
+	if resp.StatusCode == http.StatusOK {
+		t.Fatal("served by a drained upstream")
+	}
+	check("a refusal no upstream saw", resp, "")
+}

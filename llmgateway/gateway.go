@@ -476,7 +476,14 @@ func (rec *record) fromResponse(resp *llmclient.Response) {
 	if resp == nil {
 		return
 	}
-	rec.upstream, rec.attempts, rec.fallback, rec.cached = resp.Upstream, len(resp.Attempts), resp.Fallback, resp.Cached
+	switch {
+	case resp.Cached: // no upstream was tried
+	case resp.Upstream != "":
+		rec.upstream, rec.attempts = resp.Upstream, max(len(resp.Attempts), 1)
+	default: // the fallback function's, after the attempts that failed
+		rec.upstream, rec.attempts = tried(resp.Attempts)
+	}
+	rec.fallback, rec.cached = resp.Fallback, resp.Cached
 	rec.input, rec.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
 	rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
 	rec.waited = waited(resp.Attempts)
@@ -486,10 +493,22 @@ func (rec *record) fromError(err error) {
 	var le *llmclient.Error
 	rec.class = llmclient.ClassOf(err)
 	if errors.As(err, &le) {
-		rec.upstream, rec.attempts = le.Upstream, len(le.Attempts)
+		rec.upstream, rec.attempts = tried(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
 	}
+}
+
+// tried returns the upstream of the last attempt that called one, and how many attempts
+// the call made, once one called an upstream: a call that none did (refused by the
+// gateway or the Client, answered from the cache) names neither.
+func tried(as []llmclient.Attempt) (upstream string, attempts int) {
+	for i := len(as) - 1; i >= 0; i-- {
+		if !as[i].Local {
+			return as[i].Upstream, len(as)
+		}
+	}
+	return "", 0
 }
 
 func waited(as []llmclient.Attempt) time.Duration {
@@ -731,8 +750,8 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	// the first chunk, and the attempts before it have reported.
 	if p := clock.served.Load(); p != nil {
 		rec.upstream = *p
-	}
-	rec.attempts = int(clock.attempts.Load()) + 1
+		rec.attempts = int(clock.attempts.Load()) + 1
+	} // else no upstream served it: the cache did
 	h := w.Header()
 	h.Set("content-type", "text/event-stream")
 	h.Set("cache-control", "no-cache")

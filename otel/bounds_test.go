@@ -95,3 +95,29 @@ func BenchmarkNewModelNames(b *testing.B) {
 		})
 	}
 }
+
+// A call whose model no upstream serves, and an attempt the vendor answers "model not
+// found", carry no gen_ai.request.model: the names callers invent add no series. Known
+// models keep theirs.
+func TestUnknownModelNamesAddNoSeries(t *testing.T) {
+	r := newRig(t)
+	known := fake.New(fake.Reply("hi").Usage(3, 1).Forever())
+	unknown := fake.New(fake.Fail(404).Forever())
+	c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: known, Models: map[string]string{"gpt-4o": "gpt-4o"}}),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "b", Provider: unknown, Models: map[string]string{"vendor-forgot": "vendor-forgot"}}))
+	for i := range 50 {
+		_, err := c.Complete(context.Background(), chatReq(fmt.Sprintf("invented-%d", i)))
+		require.Error(t, err)
+	}
+	_, err := c.Complete(context.Background(), chatReq("vendor-forgot"))
+	require.Error(t, err)
+	_, err = c.Complete(context.Background(), chatReq("gpt-4o"))
+	require.NoError(t, err)
+	ms := r.collect(t)
+	models := map[string]bool{}
+	for _, p := range wrapHF(histF(t, ms, "gen_ai.client.operation.duration")) {
+		m, _ := p.Attributes.Value("gen_ai.request.model")
+		models[m.AsString()] = true
+	}
+	require.Equal(t, map[string]bool{"": true, "gpt-4o": true}, models)
+}

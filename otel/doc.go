@@ -65,7 +65,9 @@
 //
 // String attribute values and the model in a call span's name are cut to MaxValueLen
 // (256) bytes, at a rune boundary, ending with "…": model names come from callers, and
-// each distinct value is kept for the process's life. At most 4,096 attribute sets are
+// each distinct value is kept for the process's life. A call or attempt that failed
+// because its model is unknown (failure.NotFound) carries no model at all, so that names
+// that route nowhere add no series. At most 4,096 attribute sets are
 // cached (beyond, a set is built for each use); adding one copies a 256th of the cache.
 //
 // # Metrics

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 )
 
 // The bucket boundaries the GenAI semantic conventions recommend: token counts in powers
@@ -198,7 +199,7 @@ func (t *Telemetry) recordAttempt(ctx context.Context, c *call, e *llmclient.Eve
 		op := opFor(c, e)
 		s := t.sets.lastAttempt(op, e)
 		if s == nil {
-			k := setKey{kind: setAttempt, op: op, upstream: clampValue(e.Upstream), model: clampValue(e.Model), class: e.Class, status: e.Status}
+			k := setKey{kind: setAttempt, op: op, upstream: clampValue(e.Upstream), model: clampValue(metricModel(e)), class: e.Class, status: e.Status}
 			if s = t.sets.lookup(&k); s == nil {
 				s = t.sets.add(&k, t.attemptSet(&k))
 			}
@@ -258,6 +259,17 @@ func refusalReason(err error) string {
 	return "other"
 }
 
+// metricModel is the model a call's or an attempt's metrics and span carry: none when it
+// failed because the model is unknown (failure.NotFound: no upstream serves it, or the
+// vendor does not know it). Callers choose model names; those that route nowhere must not
+// each add a series to every instrument.
+func metricModel(e *llmclient.Event) string {
+	if e.Class == failure.NotFound {
+		return ""
+	}
+	return e.Model
+}
+
 // recordCall records a call's end: the GenAI duration, token usage and stream timings,
 // and its attempts. It returns the call's attribute set, which also serves its span.
 func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event) *setEntry {
@@ -265,7 +277,7 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 	op := opFor(c, e)
 	s := t.sets.lastCall(op, e)
 	if s == nil {
-		k := setKey{kind: setCall, op: op, upstream: clampValue(e.Upstream), model: clampValue(e.Model), respModel: clampValue(e.ResponseModel), class: e.Class}
+		k := setKey{kind: setCall, op: op, upstream: clampValue(e.Upstream), model: clampValue(metricModel(e)), respModel: clampValue(e.ResponseModel), class: e.Class}
 		if s = t.sets.lookup(&k); s == nil {
 			s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
 		}

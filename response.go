@@ -16,9 +16,11 @@ import (
 // (CacheWriteTokens). Anthropic reports those apart from its input_tokens, so its adapter
 // adds them; OpenAI's prompt_tokens and Gemini's promptTokenCount already include them.
 //
-// The Client does not take a report with a negative count, or with an input, output or
-// total above 2^30 tokens: its estimate stands for it (Estimated), so the usage a Client
-// returns is never negative.
+// A provider's adapter reads a count as stated, a fraction truncated (5.7 is 5), and a
+// count that cannot be one (not a number, beyond int64, a negative fraction) as -1. The
+// Client does not take a report with a negative count, or with an input, output or total
+// above 2^30 tokens: its estimate stands for it (Estimated), so the usage a Client returns
+// is never negative.
 type Usage struct {
 	InputTokens  int
 	OutputTokens int

@@ -22,8 +22,13 @@ var hostileUsages = []struct {
 }{
 	{"negative", `{"prompt_tokens":-5,"completion_tokens":-1000000}`, 0, 0},
 	{"negative input", `{"prompt_tokens":-5,"completion_tokens":3,"total_tokens":-2}`, 0, 0},
+	{"fractional", `{"prompt_tokens":5.7,"completion_tokens":3,"total_tokens":8.7}`, 5, 3},
+	{"1e18", `{"prompt_tokens":1e18,"completion_tokens":1}`, 0, 0},
+	{"-1e18", `{"prompt_tokens":1,"completion_tokens":-1e18}`, 0, 0},
 	{"MaxInt64", `{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807}`, 0, 0},
+	{"beyond int64", `{"prompt_tokens":92233720368547758070,"completion_tokens":1}`, 0, 0},
 	{"above 2^30", `{"prompt_tokens":1073741825,"completion_tokens":1}`, 0, 0},
+	{"a string", `{"prompt_tokens":"5","completion_tokens":3}`, 0, 0},
 }
 
 // chatWithUsage is a gpt-4o answer carrying usage (none when usage is "").
@@ -70,9 +75,11 @@ func checkHostileSpend(t *testing.T, c *llmclient.Client, up *script, log *event
 }
 
 // TestHostileUsageComplete: a one-shot answer whose usage cannot be the call's (a negative
-// count, a count above 2^30 tokens) is served once and costs what an answer without usage
-// costs: the Client's estimate, marked estimated, in the response, the attempt event and
-// the budget, never a known $0 nor a budget's cap.
+// count, 1e18, beyond int64, above 2^30 tokens, not a number) is served once, never
+// failed and retried, and costs what an answer without usage costs: the Client's
+// estimate, marked estimated, in the response, the attempt event and the budget, never a
+// known $0 nor a budget's cap. A fractional count is read truncated, as the transport
+// reads it.
 func TestHostileUsageComplete(t *testing.T) {
 	m, found := pricing.Default().Lookup("openai", "gpt-4o")
 	if !found {
@@ -111,10 +118,10 @@ func TestHostileUsageComplete(t *testing.T) {
 	}
 }
 
-// TestHostileUsageTransport: the Transport takes a one-shot body's usage by the same rule
-// as Complete: an impossible one is priced as a body without usage (the Client's
-// estimate, marked estimated); the caller gets the body as the upstream sent it, after
-// one call.
+// TestHostileUsageTransport: the Transport reads and takes a one-shot body's usage by the
+// same rules as Complete: an impossible one (1e18 included, which it used to bill) is
+// priced as a body without usage (the Client's estimate, marked estimated), a fractional
+// count is truncated; the caller gets the body as the upstream sent it, after one call.
 func TestHostileUsageTransport(t *testing.T) {
 	m, found := pricing.Default().Lookup("openai", "gpt-4o")
 	if !found {

@@ -338,8 +338,18 @@ func (cm *committed) note(ch *Chunk) {
 		cm.thinking.Store(true)
 	}
 	if ch.Usage != nil {
-		u := *ch.Usage
-		cm.usage.Store(&u)
+		if u := *ch.Usage; usageReported(&u) {
+			cm.usage.Store(&u)
+			if u != *ch.Usage { // parts not reported, now 0: the caller sees them so too
+				c := u
+				ch.Usage = &c
+			}
+		} else if u.InputTokens != 0 || u.OutputTokens != 0 || u.TotalTokens != 0 {
+			// An impossible report voids what the stream reported before: the attempt is
+			// the Client's estimate (settle), and the caller is not handed the counts.
+			cm.usage.Store(nil)
+			ch.Usage = nil
+		}
 	}
 	if ch.FinishReason != finish.None {
 		cm.ended.Store(true)

@@ -144,9 +144,10 @@ func plainTokens(t pricing.Tokens) bool {
 }
 
 // clampTokens turns a usage report's counts into counts to price, clamped so that the
-// report cannot fail the pricing: negative counts are 0, and parts larger than their
-// totals are cut to them (cache reads first, then cache writes, of which the one-hour
-// writes; reasoning to the output).
+// report cannot fail the pricing: negative counts (which usageReported keeps from the
+// reports the Client takes) are 0, and parts larger than their totals are cut to them
+// (cache reads first, then cache writes, of which the one-hour writes; reasoning to the
+// output).
 func clampTokens(t pricing.Tokens) pricing.Tokens {
 	t.Input, t.CacheRead, t.CacheWrite = max(t.Input, 0), max(t.CacheRead, 0), max(t.CacheWrite, 0)
 	t.CacheWrite1h = max(t.CacheWrite1h, 0)
@@ -280,9 +281,10 @@ func (b *attemptBill) noteError(err error) {
 	}
 	b.status = e.Status
 	if p := e.Partial; p != nil {
-		u := p.Usage
-		if u.InputTokens != 0 || u.OutputTokens != 0 || u.TotalTokens != 0 {
-			b.partial = &u
+		if u := p.Usage; usageReported(&u) {
+			p.Usage, b.partial = u, &u
+		} else {
+			p.Usage = Usage{} // none the Client takes: the caller is not handed the counts
 		}
 		if p.Model != "" {
 			b.model = p.Model

@@ -52,9 +52,11 @@ func TestCostTimeOfDay(t *testing.T) {
 	})
 }
 
-// TestCostOfExtremeUsage: whatever an upstream reports, the cost is defined: negative
-// counts are 0, parts larger than their totals are cut to them, and amounts saturate at
-// pricing.MaxMoney instead of overflowing.
+// TestCostOfExtremeUsage: whatever an upstream reports, the cost is defined: a report
+// with a negative count, or a total above 2^30 tokens, is not taken (the Client's
+// estimate prices the call, marked estimated, never a known $0 nor a cap's worth), parts
+// larger than their totals are cut to them, and amounts saturate at pricing.MaxMoney
+// instead of overflowing.
 func TestCostOfExtremeUsage(t *testing.T) {
 	m := priced(t, "m", pricing.Dollar, 2*pricing.Dollar, 0)
 	cached, err := m.WithPrice(pricing.Price{Input: pricing.PerMTok(pricing.Dollar), CacheRead: pricing.PerMTok(pricing.Dollar / 10),
@@ -62,17 +64,20 @@ func TestCostOfExtremeUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const estimated = -1 // the Client's estimate of the call
 	for _, tc := range []struct {
 		name  string
 		usage llmclient.Usage
 		want  pricing.Money
 	}{
-		{"negative", llmclient.Usage{InputTokens: -5, OutputTokens: -1, TotalTokens: 1}, 0},
+		{"negative", llmclient.Usage{InputTokens: -5, OutputTokens: -1, TotalTokens: 1}, estimated},
 		{"cache reads beyond the input", llmclient.Usage{InputTokens: 1_000_000, CachedInputTokens: math.MaxInt, OutputTokens: 0, TotalTokens: 1},
 			pricing.Dollar / 10},
 		{"reasoning beyond the output", llmclient.Usage{InputTokens: 0, OutputTokens: 1_000_000, ReasoningTokens: math.MaxInt, TotalTokens: 1},
 			2 * pricing.Dollar},
-		{"MaxInt", llmclient.Usage{InputTokens: math.MaxInt, OutputTokens: math.MaxInt, TotalTokens: math.MaxInt}, pricing.MaxMoney},
+		{"at the bound", llmclient.Usage{InputTokens: 1 << 30, OutputTokens: 1 << 30, TotalTokens: 1 << 30}, 3 << 30 * pricing.Microdollar},
+		{"above the bound", llmclient.Usage{InputTokens: 1<<30 + 1, OutputTokens: 1, TotalTokens: 1 << 30}, estimated},
+		{"MaxInt", llmclient.Usage{InputTokens: math.MaxInt, OutputTokens: math.MaxInt, TotalTokens: math.MaxInt}, estimated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fake.New(fake.Reply("hi").ReportUsage(tc.usage))
@@ -81,7 +86,15 @@ func TestCostOfExtremeUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !resp.Cost.Known || resp.Cost.Amount != tc.want {
+			if tc.want == estimated {
+				u := resp.Usage
+				want := costOf(t, cached, pricing.Tokens{Input: u.InputTokens, Output: u.OutputTokens}, time.Now())
+				if !u.Estimated || u.InputTokens <= 0 || u.OutputTokens != 1 || !resp.Cost.Known || !resp.Cost.Estimated || resp.Cost.Amount != want {
+					t.Fatalf("Usage %+v, Cost %+v; want the estimate, priced at %v", u, resp.Cost, want)
+				}
+				return
+			}
+			if !resp.Cost.Known || resp.Cost.Estimated || resp.Cost.Amount != tc.want {
 				t.Fatalf("Cost %+v, want %v", resp.Cost, tc.want)
 			}
 		})

@@ -67,8 +67,10 @@ type APICall struct {
 // body, read whole by the transport, says about its cost. With pricing on (WithPricing),
 // the transport prices such an attempt from it; without it, or when ok is false (a shape
 // it does not parse, a body that is not the expected JSON), the attempt is priced from the
-// Client's estimate. The adapters of provider/openai, provider/anthropic and
-// provider/gemini implement it. It must not keep body and must be safe for concurrent use.
+// Client's estimate, and so it is when the usage is not one the Client takes (see Usage).
+// The adapters of provider/openai, provider/anthropic and provider/gemini implement it,
+// reading each count as their typed responses do. It must not keep body and must be safe
+// for concurrent use.
 type UsageReader interface {
 	ReadUsage(shape dialect.Shape, body []byte) (usage Usage, model string, ok bool)
 }

@@ -15,6 +15,12 @@ import (
 // read from the vendor's prompt cache (CachedInputTokens) and those written to it
 // (CacheWriteTokens). Anthropic reports those apart from its input_tokens, so its adapter
 // adds them; OpenAI's prompt_tokens and Gemini's promptTokenCount already include them.
+//
+// A provider's adapter reads a count as stated, a fraction truncated (5.7 is 5), and a
+// count that cannot be one (not a number, beyond int64, a negative fraction) as -1. The
+// Client does not take a report with a negative count, or with an input, output or total
+// above 2^30 tokens: its estimate stands for it (Estimated), so the usage a Client returns
+// is never negative.
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
@@ -33,8 +39,10 @@ type Usage struct {
 	CacheWrite1hTokens int
 	// ReasoningTokens is the part of OutputTokens spent on hidden reasoning.
 	ReasoningTokens int
-	// Estimated is true when the vendor reported no usage and the numbers are the Client's
-	// own estimate: the prompt's estimate and the output's, from the text received.
+	// Estimated is true when the vendor reported no usage, or one the Client does not take
+	// (a negative count, or an input, output or total above 2^30 tokens), and the numbers
+	// are the Client's own estimate: the prompt's estimate and the output's, from the
+	// text received.
 	Estimated bool
 }
 

@@ -296,7 +296,9 @@ func (h *heldOutput) add(ch *Chunk) {
 		h.bytes += len(ch.ToolCalls[i].Arguments)
 	}
 	if ch.Usage != nil {
-		h.usage = int64(ch.Usage.OutputTokens)
+		if u := *ch.Usage; usageReported(&u) {
+			h.usage = int64(u.OutputTokens)
+		}
 	}
 }
 

@@ -434,8 +434,8 @@ func (x *txCall) readUsage(a *attempt, tu *txUpstream, body []byte) {
 	} else {
 		u, model, ok = tu.ur.ReadUsage(x.call.Shape, body)
 	}
-	if !ok || u.InputTokens == 0 && u.OutputTokens == 0 && u.TotalTokens == 0 {
-		return
+	if !ok || !usageReported(&u) {
+		return // priced and reconciled as a call without usage
 	}
 	x.usage = u
 	a.bill.partial = &x.usage

@@ -16,8 +16,9 @@ import (
 
 // TestAbsurdUsageIsNeverAKnownZero: a usage report whose counts add past the largest int
 // (Anthropic's input plus cache reads and writes, Gemini's candidates plus thoughts, a
-// total left out) saturates; it is never priced as a negative count, a known $0, and a
-// budget counts it as at least what the attempt reserved.
+// total left out) saturates in the adapter, and is then beyond what the Client takes as a
+// report (2^30 tokens): it is never priced as a negative count, a known $0, and the
+// budget counts the Client's estimate.
 func TestAbsurdUsageIsNeverAKnownZero(t *testing.T) {
 	const huge = "9223372036854775807"
 	for _, tc := range []struct {

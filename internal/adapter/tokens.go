@@ -12,3 +12,15 @@ func AddTokens(a, b int) int {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// SumCounts adds two counts a vendor's usage report states as parts of one count of
+// llmclient.Usage (Anthropic's input and cache tokens, Gemini's candidates and thoughts):
+// when either is impossible (negative: the report's own, or a value that was no count, see
+// jsonx.Count) so is the sum, -1, which the Client takes as no report; else the sum,
+// saturating at the largest int.
+func SumCounts(a, b int) int {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return AddTokens(a, b)
+}

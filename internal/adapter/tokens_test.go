@@ -21,3 +21,18 @@ func TestAddTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestSumCounts(t *testing.T) {
+	for _, tc := range []struct{ a, b, want int }{
+		{0, 0, 0},
+		{12, 2000, 2012},
+		{-5, 7, -1},
+		{7, -1, -1},
+		{math.MinInt, 1, -1},
+		{math.MaxInt, 1, math.MaxInt},
+	} {
+		if got := SumCounts(tc.a, tc.b); got != tc.want {
+			t.Errorf("SumCounts(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

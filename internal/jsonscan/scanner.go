@@ -3,7 +3,7 @@
 // where encoding/json's allocations dominate the cost.
 //
 // A caller walks the document in order: Object/Key/More for objects, Array/More for arrays,
-// Str, Int, Bool and Null for scalars, Skip for values it does not need. The first syntax
+// Str, Int, Count, Bool and Null for scalars, Skip for values it does not need. The first syntax
 // error is kept and every later call becomes a no-op returning a zero value, so a walker
 // checks Err once at the end, like bufio.Scanner.
 //
@@ -328,6 +328,72 @@ func (s *Scanner) Int() int64 {
 	}
 	s.fail("expected number")
 	return 0
+}
+
+// Count reads a count (a usage report's tokens) by the rule every usage reader follows,
+// never failing on a value that is not one: an integer as it is, a negative one too; a
+// number with a fraction or an exponent as its value truncated toward zero (5.7 is 5,
+// 1e3 is 1000); null as 0; and as -1, which no count can be, any other value, a negative
+// number that is not an integer, and a number beyond int. Only malformed JSON fails the
+// scanner. The Client takes a report with a negative count as no report.
+func (s *Scanner) Count() int {
+	if d, i := s.data, s.pos; i < len(d) && d[i] >= '1' && d[i] <= '9' { // as Int
+		n, j := int64(d[i]-'0'), i+1
+		for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
+			n = n*10 + int64(d[j]-'0')
+			j++
+		}
+		if j == len(d) || d[j] != '.' && d[j] != 'e' && d[j] != 'E' && (d[j] < '0' || d[j] > '9') {
+			s.pos = j
+			if int64(int(n)) != n {
+				return -1 // beyond int (32-bit platforms)
+			}
+			return int(n)
+		}
+	}
+	switch s.Peek() {
+	case Number:
+		tok, integer := s.numberToken()
+		if s.err != nil {
+			return 0
+		}
+		return countOf(tok, integer)
+	case Null:
+		s.literal("null")
+		return 0
+	}
+	s.Skip()
+	return -1
+}
+
+// countOf is the count a number token states (see Count).
+func countOf(tok []byte, integer bool) int {
+	if integer {
+		if n, err := strconv.ParseInt(string(tok), 10, strconv.IntSize); err == nil {
+			return int(n)
+		}
+		return -1 // beyond int
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || !(f >= 0 && f < float64(maxInt)) { // negative, or beyond int
+		return -1
+	}
+	return int(f)
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// CountOf is Count for a whole JSON value (as encoding/json hands one to an UnmarshalJSON
+// method); -1 for malformed JSON.
+func CountOf(v []byte) int {
+	var s Scanner
+	s.Reset(v)
+	n := s.Count()
+	s.End()
+	if s.err != nil {
+		return -1
+	}
+	return n
 }
 
 // Bool reads true or false; null reads as false.

@@ -1,6 +1,10 @@
 package jsonx
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/llmclient/llmclient/internal/jsonscan"
+)
 
 // Int is an int field decoded as encoding/json decodes an int, except that a value it
 // cannot take never fails the decoding: it sets Bad and, as encoding/json does, leaves N
@@ -43,5 +47,18 @@ func (f *Bool) UnmarshalJSON(b []byte) error {
 	default:
 		f.Bad = true
 	}
+	return nil
+}
+
+// Count is a usage report's count decoded by the rule of jsonscan.Scanner.Count, so that
+// encoding/json and the scanner read every report alike and no value fails the decoding:
+// an integer as it is, a number with a fraction or an exponent truncated toward zero,
+// null as 0 (as the scanner reads it), and -1, which no count can be, for any
+// other value, a negative number that is not an integer, and a number beyond int.
+type Count int
+
+// UnmarshalJSON reads the count b states; it never fails.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	*c = Count(jsonscan.CountOf(b))
 	return nil
 }

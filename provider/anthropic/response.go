@@ -8,6 +8,7 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // wireResponse is a Messages API response (Message), also the message of message_start.
@@ -31,12 +32,14 @@ type wireOutBlock struct {
 }
 
 // wireUsage is Usage and MessageDeltaUsage. Input counts are pointers because a
-// message_delta may leave them null.
+// message_delta may leave them null. Counts are read as every usage reader reads them
+// (jsonx.Count): a count that is not an integer never fails the answer; one that cannot
+// be a count reads as -1, which the Client takes as no report.
 type wireUsage struct {
-	InputTokens              *int `json:"input_tokens"`
-	OutputTokens             int  `json:"output_tokens"`
-	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	InputTokens              *jsonx.Count `json:"input_tokens"`
+	OutputTokens             jsonx.Count  `json:"output_tokens"`
+	CacheReadInputTokens     *jsonx.Count `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *jsonx.Count `json:"cache_creation_input_tokens"`
 	// CacheCreation splits the cache writes by time to live.
 	CacheCreation *wireCacheCreation `json:"cache_creation"`
 }
@@ -44,7 +47,7 @@ type wireUsage struct {
 // wireCacheCreation is the Usage's cache_creation: the writes of the 5-minute and the
 // 1-hour cache.
 type wireCacheCreation struct {
-	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
+	Ephemeral1h jsonx.Count `json:"ephemeral_1h_input_tokens"`
 }
 
 // parseResponse decodes a one-shot response body.
@@ -80,14 +83,15 @@ func parseResponse(body []byte) (*llmclient.Response, error) {
 // prompt as llmclient.Usage documents; CachedInputTokens is the cache reads and
 // CacheWriteTokens the cache writes, of which CacheWrite1hTokens went to the one-hour
 // cache. start, when not nil, supplies the input counts a stream's message_delta leaves
-// out.
+// out. A count that cannot be one (negative) makes the counts it is part of -1
+// (adapter.SumCounts).
 func usage(u wireUsage, start *wireUsage) llmclient.Usage {
-	in := pick(u.InputTokens, start, func(s *wireUsage) *int { return s.InputTokens })
-	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *int { return s.CacheReadInputTokens })
-	created := pick(u.CacheCreationInputTokens, start, func(s *wireUsage) *int { return s.CacheCreationInputTokens })
+	in := pick(u.InputTokens, start, func(s *wireUsage) *jsonx.Count { return s.InputTokens })
+	read := pick(u.CacheReadInputTokens, start, func(s *wireUsage) *jsonx.Count { return s.CacheReadInputTokens })
+	created := pick(u.CacheCreationInputTokens, start, func(s *wireUsage) *jsonx.Count { return s.CacheCreationInputTokens })
 	out := llmclient.Usage{
-		InputTokens:       adapter.AddTokens(adapter.AddTokens(in, read), created),
-		OutputTokens:      u.OutputTokens,
+		InputTokens:       adapter.SumCounts(adapter.SumCounts(in, read), created),
+		OutputTokens:      int(u.OutputTokens),
 		CachedInputTokens: read,
 		CacheWriteTokens:  created,
 	}
@@ -96,20 +100,20 @@ func usage(u wireUsage, start *wireUsage) llmclient.Usage {
 		cc = start.CacheCreation
 	}
 	if cc != nil {
-		out.CacheWrite1hTokens = min(max(cc.Ephemeral1h, 0), max(created, 0))
+		out.CacheWrite1hTokens = min(max(int(cc.Ephemeral1h), 0), max(created, 0))
 	}
 	out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)
 	return out
 }
 
 // pick returns *v, else the start value, else 0.
-func pick(v *int, start *wireUsage, field func(*wireUsage) *int) int {
+func pick(v *jsonx.Count, start *wireUsage, field func(*wireUsage) *jsonx.Count) int {
 	if v != nil {
-		return *v
+		return int(*v)
 	}
 	if start != nil {
 		if s := field(start); s != nil {
-			return *s
+			return int(*s)
 		}
 	}
 	return 0

@@ -30,6 +30,7 @@ func TestReadUsage(t *testing.T) {
 
 func FuzzReadUsage(f *testing.F) {
 	f.Add(`{"usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":1}}`)
+	f.Add(`{"usage":{"input_tokens":5.7,"cache_read_input_tokens":"x","output_tokens":-1e18}}`)
 	p, err := anthropic.New(anthropic.WithAPIKey("k"))
 	if err != nil {
 		f.Fatal(err)

@@ -53,7 +53,7 @@ type wireEmbedResponse struct {
 	Embedding     *wireEmbedding  `json:"embedding"`
 	Embeddings    []wireEmbedding `json:"embeddings"`
 	UsageMetadata *struct {
-		PromptTokenCount int `json:"promptTokenCount"`
+		PromptTokenCount jsonx.Count `json:"promptTokenCount"` // read as wireUsage's
 	} `json:"usageMetadata"`
 	Error *wireStatus `json:"error"`
 }
@@ -181,7 +181,7 @@ func parseEmbeddings(status int, body []byte, n int) (*llmclient.EmbedResponse, 
 		out.Vectors[i] = v.Values
 	}
 	if u := w.UsageMetadata; u != nil {
-		out.Usage = llmclient.Usage{InputTokens: u.PromptTokenCount, TotalTokens: u.PromptTokenCount}
+		out.Usage = llmclient.Usage{InputTokens: int(u.PromptTokenCount), TotalTokens: int(u.PromptTokenCount)}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/internal/adapter"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 // wireResponse is a GenerateContentResponse; in a stream, a data line may instead carry
@@ -30,13 +31,16 @@ type wireCandidate struct {
 	FinishReason string       `json:"finishReason"`
 }
 
+// wireUsage is usageMetadata. Counts are read as every usage reader reads them
+// (jsonx.Count): a count that is not an integer never fails the answer; one that cannot be
+// a count reads as -1, which the Client takes as no report.
 type wireUsage struct {
-	PromptTokenCount        int `json:"promptTokenCount"`
-	CandidatesTokenCount    int `json:"candidatesTokenCount"`
-	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
-	CachedContentTokenCount int `json:"cachedContentTokenCount"`
-	ToolUsePromptTokenCount int `json:"toolUsePromptTokenCount"`
-	TotalTokenCount         int `json:"totalTokenCount"`
+	PromptTokenCount        jsonx.Count `json:"promptTokenCount"`
+	CandidatesTokenCount    jsonx.Count `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      jsonx.Count `json:"thoughtsTokenCount"`
+	CachedContentTokenCount jsonx.Count `json:"cachedContentTokenCount"`
+	ToolUsePromptTokenCount jsonx.Count `json:"toolUsePromptTokenCount"`
+	TotalTokenCount         jsonx.Count `json:"totalTokenCount"`
 }
 
 // parseResponse decodes a one-shot response body. A prompt blocked before generation
@@ -128,14 +132,15 @@ func toolCall(p *wirePart, n int) llmclient.ToolCall {
 // usage converts usageMetadata. Thoughts are billed as output, so OutputTokens is
 // candidates + thoughts and ReasoningTokens the thoughts; InputTokens is the prompt plus
 // tool-use prompt tokens, of which CachedInputTokens came from the context cache.
-// TotalTokens is Gemini's totalTokenCount when reported.
+// TotalTokens is Gemini's totalTokenCount when reported. A count that cannot be one
+// (negative) makes the counts it is part of -1 (adapter.SumCounts).
 func usage(u *wireUsage) llmclient.Usage {
 	out := llmclient.Usage{
-		InputTokens:       adapter.AddTokens(u.PromptTokenCount, u.ToolUsePromptTokenCount),
-		OutputTokens:      adapter.AddTokens(u.CandidatesTokenCount, u.ThoughtsTokenCount),
-		CachedInputTokens: u.CachedContentTokenCount,
-		ReasoningTokens:   u.ThoughtsTokenCount,
-		TotalTokens:       u.TotalTokenCount,
+		InputTokens:       adapter.SumCounts(int(u.PromptTokenCount), int(u.ToolUsePromptTokenCount)),
+		OutputTokens:      adapter.SumCounts(int(u.CandidatesTokenCount), int(u.ThoughtsTokenCount)),
+		CachedInputTokens: int(u.CachedContentTokenCount),
+		ReasoningTokens:   int(u.ThoughtsTokenCount),
+		TotalTokens:       int(u.TotalTokenCount),
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)

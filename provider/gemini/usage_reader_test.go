@@ -30,6 +30,7 @@ func TestReadUsage(t *testing.T) {
 
 func FuzzReadUsage(f *testing.F) {
 	f.Add(`{"usageMetadata":{"promptTokenCount":9223372036854775807,"toolUsePromptTokenCount":1}}`)
+	f.Add(`{"usageMetadata":{"promptTokenCount":5.7,"candidatesTokenCount":"x","thoughtsTokenCount":-1e18}}`)
 	p, err := gemini.New(gemini.WithAPIKey("k"))
 	if err != nil {
 		f.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
+	"github.com/llmclient/llmclient/internal/jsonx"
 	"github.com/llmclient/llmclient/internal/sse"
 )
 
@@ -99,15 +100,16 @@ type respEvent struct {
 	Error   json.RawMessage `json:"error"`
 }
 
+// respUsage is the Responses API's usage object; its counts are read as ccUsage's.
 type respUsage struct {
-	InputTokens        int `json:"input_tokens"`
-	OutputTokens       int `json:"output_tokens"`
-	TotalTokens        int `json:"total_tokens"`
+	InputTokens        jsonx.Count `json:"input_tokens"`
+	OutputTokens       jsonx.Count `json:"output_tokens"`
+	TotalTokens        jsonx.Count `json:"total_tokens"`
 	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens jsonx.Count `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
+		ReasoningTokens jsonx.Count `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/internal/httpx"
+	"github.com/llmclient/llmclient/internal/jsonx"
 )
 
 var _ llmclient.Embedder = (*Provider)(nil)
@@ -56,9 +57,9 @@ type embedResponse struct {
 		// (encoding_format "base64", which Extra may ask for).
 		Embedding json.RawMessage `json:"embedding"`
 	} `json:"data"`
-	Usage *struct {
-		PromptTokens int `json:"prompt_tokens"`
-		TotalTokens  int `json:"total_tokens"`
+	Usage *struct { // counts read as ccUsage's
+		PromptTokens jsonx.Count `json:"prompt_tokens"`
+		TotalTokens  jsonx.Count `json:"total_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -152,9 +153,9 @@ func parseEmbeddings(status int, h http.Header, body []byte, n int, now time.Tim
 		}
 	}
 	if u := r.Usage; u != nil {
-		out.Usage = llmclient.Usage{InputTokens: u.PromptTokens, TotalTokens: u.TotalTokens}
+		out.Usage = llmclient.Usage{InputTokens: int(u.PromptTokens), TotalTokens: int(u.TotalTokens)}
 		if out.Usage.TotalTokens == 0 {
-			out.Usage.TotalTokens = u.PromptTokens
+			out.Usage.TotalTokens = int(u.PromptTokens)
 		}
 	}
 	return out, nil

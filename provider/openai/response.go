@@ -21,7 +21,7 @@ type ccResponse struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Choices []ccChoice      `json:"choices"`
-	Usage   *ccUsage        `json:"usage"`
+	Usage   json.RawMessage `json:"usage"` // read by usageObject, as the transport reads it
 	Error   json.RawMessage `json:"error"`
 }
 
@@ -50,7 +50,7 @@ type ccFunction struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// ccUsage is the usage object of responses and of the final stream chunk.
+// ccUsage is the counts of a usage object, as usageObject reads them.
 type ccUsage struct {
 	PromptTokens        int `json:"prompt_tokens"`
 	CompletionTokens    int `json:"completion_tokens"`
@@ -159,8 +159,8 @@ func parseResponse(status int, h http.Header, body []byte, now time.Time) (*llmc
 	} else if fc := c.Message.FunctionCall; fc != nil && fc.Name != "" {
 		out.ToolCalls = []llmclient.ToolCall{{Name: fc.Name, Arguments: arguments(fc.Arguments)}}
 	}
-	if r.Usage != nil {
-		out.Usage = r.Usage.usage()
+	if u, ok := usageObject(r.Usage); ok {
+		out.Usage = u
 	}
 	return out, nil
 }

@@ -49,11 +49,11 @@ type respItem struct {
 // output_tokens the reasoning tokens, as llmclient.Usage counts them.
 func (u *respUsage) usage() llmclient.Usage {
 	out := llmclient.Usage{
-		InputTokens:       u.InputTokens,
-		OutputTokens:      u.OutputTokens,
-		TotalTokens:       u.TotalTokens,
-		CachedInputTokens: u.InputTokensDetails.CachedTokens,
-		ReasoningTokens:   u.OutputTokensDetails.ReasoningTokens,
+		InputTokens:       int(u.InputTokens),
+		OutputTokens:      int(u.OutputTokens),
+		TotalTokens:       int(u.TotalTokens),
+		CachedInputTokens: int(u.InputTokensDetails.CachedTokens),
+		ReasoningTokens:   int(u.OutputTokensDetails.ReasoningTokens),
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = adapter.AddTokens(out.InputTokens, out.OutputTokens)

@@ -528,7 +528,8 @@ func (s *chunkStream) function(d *dialect.ToolCallDelta) {
 	}
 }
 
-// usage reads a usage object, including DeepSeek's prompt_cache_hit_tokens.
+// usage reads a usage object, including DeepSeek's prompt_cache_hit_tokens, as
+// usageObject reads a one-shot answer's (its counts by jsonscan.Scanner.Count).
 func (s *chunkStream) usage() *llmclient.Usage {
 	sc := &s.sc
 	u := &llmclient.Usage{}
@@ -536,17 +537,17 @@ func (s *chunkStream) usage() *llmclient.Usage {
 	for more := sc.Object(); more; more = sc.More() {
 		switch string(sc.Key()) {
 		case "prompt_tokens":
-			u.InputTokens = int(sc.Int())
+			u.InputTokens = sc.Count()
 		case "completion_tokens":
-			u.OutputTokens = int(sc.Int())
+			u.OutputTokens = sc.Count()
 		case "total_tokens":
-			u.TotalTokens = int(sc.Int())
+			u.TotalTokens = sc.Count()
 		case "prompt_cache_hit_tokens":
-			cacheHit = int(sc.Int())
+			cacheHit = sc.Count()
 		case "prompt_tokens_details":
 			for m := s.object(); m; m = sc.More() {
 				if string(sc.Key()) == "cached_tokens" {
-					u.CachedInputTokens = int(sc.Int())
+					u.CachedInputTokens = sc.Count()
 				} else {
 					sc.Skip()
 				}
@@ -554,7 +555,7 @@ func (s *chunkStream) usage() *llmclient.Usage {
 		case "completion_tokens_details":
 			for m := s.object(); m; m = sc.More() {
 				if string(sc.Key()) == "reasoning_tokens" {
-					u.ReasoningTokens = int(sc.Int())
+					u.ReasoningTokens = sc.Count()
 				} else {
 					sc.Skip()
 				}
@@ -563,7 +564,7 @@ func (s *chunkStream) usage() *llmclient.Usage {
 			sc.Skip()
 		}
 	}
-	if u.CachedInputTokens == 0 {
+	if u.CachedInputTokens <= 0 { // as usageObject: cached_tokens when it counts some
 		u.CachedInputTokens = cacheHit
 	}
 	if u.TotalTokens == 0 {

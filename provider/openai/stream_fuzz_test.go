@@ -24,6 +24,7 @@ func FuzzChunkStream(f *testing.F) {
 	f.Add([]byte(ev(`{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"t"}]}]}}]}`)))
 	f.Add([]byte("event: error\ndata: {}\n\n"))
 	f.Add([]byte(ev(`{"choices":[{"delta":{"content":"\ud83d\ude00\u00"}}]}`)))
+	f.Add([]byte(ev(helloChunk) + ev(`{"choices":[],"usage":{"prompt_tokens":5.7,"completion_tokens":-1e18,"total_tokens":"x","prompt_tokens_details":{"cached_tokens":1e400}}}`) + done))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		whole, wholeErr := fuzzDecode(t, bytes.NewReader(body), len(body))
 		split, splitErr := fuzzDecode(t, iotest.OneByteReader(bytes.NewReader(body)), len(body))

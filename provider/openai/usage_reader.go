@@ -209,6 +209,15 @@ func readUsageMember(body []byte) (llmclient.Usage, bool) {
 	if !ok {
 		return llmclient.Usage{}, false
 	}
+	return usageObject(v)
+}
+
+// usageObject reads the usage object at the start of v (after white space), as both the
+// typed answer (parseResponse) and the transport read it: one reading, so that they agree
+// on every count, however the upstream writes it (jsonscan.Scanner.Count: a count that is
+// not an integer never fails the answer, one that cannot be a count reads as -1, which the
+// Client takes as no report). ok is false when v holds no object (null) or is malformed.
+func usageObject(v []byte) (llmclient.Usage, bool) {
 	if u, ok := plainChatUsage(v); ok {
 		return u, true
 	}
@@ -500,7 +509,8 @@ func readChatUsageScan(body []byte) (llmclient.Usage, string, bool) {
 	return u, model, true
 }
 
-// scanChatUsage reads a Chat Completions usage object, as ccUsage.usage converts it.
+// scanChatUsage reads a Chat Completions usage object, as ccUsage.usage converts it; its
+// counts by jsonscan.Scanner.Count.
 func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 	var u ccUsage
 	var cached, reasoning int
@@ -510,7 +520,7 @@ func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 		}
 		for more := sc.Object(); more; more = sc.More() {
 			if string(sc.Key()) == key {
-				*into = int(sc.Int())
+				*into = sc.Count()
 			} else {
 				sc.Skip()
 			}
@@ -519,13 +529,13 @@ func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 	for m := sc.Object(); m; m = sc.More() {
 		switch string(sc.Key()) {
 		case "prompt_tokens":
-			u.PromptTokens = int(sc.Int())
+			u.PromptTokens = sc.Count()
 		case "completion_tokens":
-			u.CompletionTokens = int(sc.Int())
+			u.CompletionTokens = sc.Count()
 		case "total_tokens":
-			u.TotalTokens = int(sc.Int())
+			u.TotalTokens = sc.Count()
 		case "prompt_cache_hit_tokens":
-			u.PromptCacheHitTokens = int(sc.Int())
+			u.PromptCacheHitTokens = sc.Count()
 		case "prompt_tokens_details":
 			details("cached_tokens", &cached)
 		case "completion_tokens_details":

@@ -60,6 +60,7 @@ func FuzzPlainChatUsage(f *testing.F) {
 	f.Add([]byte(`{"prompt_tokens":25,"completion_tokens":4,"total_tokens":29}`))
 	f.Add([]byte(`{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}`))
 	f.Add([]byte(`{"prompt_tokens":null}`))
+	f.Add([]byte(`{"prompt_tokens":-5,"completion_tokens":5.7,"total_tokens":1e18}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		u, ok := plainChatUsage(body)
 		if !ok {

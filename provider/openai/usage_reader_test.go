@@ -46,6 +46,8 @@ func TestReadUsage(t *testing.T) {
 func FuzzReadUsage(f *testing.F) {
 	f.Add(`{"model":"m","usage":{"prompt_tokens":-1,"completion_tokens":9223372036854775807}}`)
 	f.Add(`{"usage":null}`)
+	f.Add(`{"model":"m","usage":{"prompt_tokens":5.7,"completion_tokens":-1e18,"total_tokens":"x","prompt_tokens_details":{"cached_tokens":1e400}}}`)
+	f.Add(`{"model":"m","usage":{"input_tokens":1e18,"output_tokens":-0.5,"output_tokens_details":{"reasoning_tokens":null}}}`)
 	p, err := openai.New(openai.WithAPIKey("k"))
 	if err != nil {
 		f.Fatal(err)

@@ -49,6 +49,7 @@ func TestReadTokenUsageAgreesWithReadUsage(t *testing.T) {
 func FuzzReadTokenUsage(f *testing.F) {
 	f.Add([]byte(`{"model":"m","usage":{"prompt_tokens":25,"completion_tokens":4,"total_tokens":29}}`))
 	f.Add([]byte(`{"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":1}}}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":5.7,"completion_tokens":-1e18,"total_tokens":"x","prompt_cache_hit_tokens":92233720368547758070}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tokenUsageAgrees(t, ShapeChatCompletions, body)
 		tokenUsageAgrees(t, ShapeResponses, body)

@@ -306,18 +306,8 @@ func (s *Scanner) UseText(buf []byte) { s.text = buf }
 
 // Int reads a number as an int64 (a fraction is truncated); null reads as 0.
 func (s *Scanner) Int() int64 {
-	// The common case at once: a positive integer of at most 18 digits, no space before
-	// it, and no fraction or exponent after it.
-	if d, i := s.data, s.pos; i < len(d) && d[i] >= '1' && d[i] <= '9' {
-		n, j := int64(d[i]-'0'), i+1
-		for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
-			n = n*10 + int64(d[j]-'0')
-			j++
-		}
-		if j == len(d) || d[j] != '.' && d[j] != 'e' && d[j] != 'E' && (d[j] < '0' || d[j] > '9') {
-			s.pos = j
-			return n
-		}
+	if n, ok := s.smallInt(); ok {
+		return n
 	}
 	switch s.Peek() {
 	case Number:
@@ -330,6 +320,26 @@ func (s *Scanner) Int() int64 {
 	return 0
 }
 
+// smallInt reads the common case of a number at once: a positive integer of at most 18
+// digits, no space before it, and no fraction or exponent after it. It reports false,
+// having read nothing, for anything else.
+func (s *Scanner) smallInt() (int64, bool) {
+	d, i := s.data, s.pos
+	if i >= len(d) || d[i] < '1' || d[i] > '9' {
+		return 0, false
+	}
+	n, j := int64(d[i]-'0'), i+1
+	for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
+		n = n*10 + int64(d[j]-'0')
+		j++
+	}
+	if j < len(d) && (d[j] == '.' || d[j] == 'e' || d[j] == 'E' || d[j] >= '0' && d[j] <= '9') {
+		return 0, false
+	}
+	s.pos = j
+	return n, true
+}
+
 // Count reads a count (a usage report's tokens) by the rule every usage reader follows,
 // never failing on a value that is not one: an integer as it is, a negative one too; a
 // number with a fraction or an exponent as its value truncated toward zero (5.7 is 5,
@@ -337,19 +347,11 @@ func (s *Scanner) Int() int64 {
 // number that is not an integer, and a number beyond int. Only malformed JSON fails the
 // scanner. The Client takes a report with a negative count as no report.
 func (s *Scanner) Count() int {
-	if d, i := s.data, s.pos; i < len(d) && d[i] >= '1' && d[i] <= '9' { // as Int
-		n, j := int64(d[i]-'0'), i+1
-		for j < len(d) && j-i < 18 && d[j] >= '0' && d[j] <= '9' {
-			n = n*10 + int64(d[j]-'0')
-			j++
+	if n, ok := s.smallInt(); ok {
+		if int64(int(n)) != n {
+			return -1 // beyond int (32-bit platforms)
 		}
-		if j == len(d) || d[j] != '.' && d[j] != 'e' && d[j] != 'E' && (d[j] < '0' || d[j] > '9') {
-			s.pos = j
-			if int64(int(n)) != n {
-				return -1 // beyond int (32-bit platforms)
-			}
-			return int(n)
-		}
+		return int(n)
 	}
 	switch s.Peek() {
 	case Number:

@@ -20,6 +20,9 @@ func (c *Client) complete(ctx context.Context, req *Request) (*Response, error) 
 	}
 	r.detachTrace()
 	resp := r.succeed(a, a.resp)
+	if resp.RateLimits == nil {
+		a.unreported()
+	}
 	r.called(resp, nil, nil)
 	return resp, nil
 }

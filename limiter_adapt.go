@@ -103,6 +103,7 @@ type headerSync struct {
 	tokNanos    atomic.Int64  // the token bucket's nanoseconds per token; 0: no token bucket
 	dailyTokens atomic.Bool   // a daily token bucket is in force
 	calibrated  atomic.Bool   // the headers calibrate the charge
+	long        atomic.Bool   // req or tok is a long window (see forgetLong)
 
 	mu       sync.Mutex
 	cfg      syncConfig
@@ -240,6 +241,7 @@ func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *partLease,
 	s.mu.Lock()
 	s.req.learn(reqW)
 	s.tok.learn(tokW)
+	s.long.Store(s.req.long || s.tok.long)
 	if !charged && ls != nil && ls.l == l && s.cfg.private {
 		s.refusedLocked(reqW, tokW, ls, now)
 	}
@@ -435,6 +437,53 @@ func (a *attempt) syncLimits(rl *ratelimit.Status, charged bool) {
 	if rl != nil && a.key != nil {
 		a.key.record(rl)
 		a.key.limiter().observe(rl, &a.lease, charged)
+	}
+}
+
+// unreported tells a's key's limiter that a's successful answer, whose headers were
+// read, carried no quota report (see keyLimiter.unreported). A stream's or an embedding's
+// answer does not say: their quota headers are not read at their end.
+func (a *attempt) unreported() {
+	if a.key != nil {
+		a.key.limiter().unreported()
+	}
+}
+
+// unreported tells the limiter that a successful answer carried no quota report. A long
+// window (a day's quota) learned from earlier headers is then forgotten: a vendor that
+// meters one reports it on every answer, so a window no longer reported was a broken or
+// lying report, which must not throttle the key until its far reset. Windows of a minute
+// are kept: they are bounded by their refill anyway. Cheap when nothing long was learned.
+func (l *keyLimiter) unreported() {
+	if l == nil {
+		return
+	}
+	l.sync.forgetLong(l)
+	for _, p := range l.parts {
+		p.sync.forgetLong(p)
+	}
+	for _, s := range l.scopes {
+		s.sync.forgetLong(s)
+	}
+}
+
+// forgetLong forgets the long windows s learned, and retunes l's state without them.
+func (s *headerSync) forgetLong(l *keyLimiter) {
+	if !s.long.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.req.long {
+		s.req = window{}
+	}
+	if s.tok.long {
+		s.tok = window{}
+	}
+	s.long.Store(false)
+	spec, retune := s.retuneLocked(time.Now())
+	s.mu.Unlock()
+	if retune {
+		l.retune(context.Background(), spec)
 	}
 }
 

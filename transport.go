@@ -750,10 +750,14 @@ func (t *Transport) compatible(next attemptFunc) attemptFunc {
 
 // observeLimits pulls the key's limiter down to the quota a successful response reported.
 func (t *Transport) observeLimits(a *attempt, x *txCall, h http.Header) {
-	if a.key == nil || x.hdr.noQuota() {
+	if a.key == nil {
 		return
 	}
-	if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {
-		a.syncLimits(rl, true)
+	if !x.hdr.noQuota() {
+		if rl := t.byUp[a.up].d.RateLimits(h); rl != nil {
+			a.syncLimits(rl, true)
+			return
+		}
 	}
+	a.unreported()
 }

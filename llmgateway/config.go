@@ -608,8 +608,9 @@ func (c *Config) validate() error {
 	if (r.BackoffInitial == 0) != (r.BackoffMax == 0) {
 		p.add("retry: backoff_initial and backoff_max go together")
 	}
-	if r.BudgetRatio != nil && (math.IsNaN(*r.BudgetRatio) || *r.BudgetRatio < 0 || r.BudgetWindow <= 0 || r.BudgetFloor < 0) {
-		p.add("retry: budget_ratio needs a ratio ≥ 0, budget_floor ≥ 0 and a positive budget_window")
+	if r.BudgetRatio != nil && (!(*r.BudgetRatio >= 0 && *r.BudgetRatio <= 1000) || r.BudgetFloor < 0 ||
+		r.BudgetWindow.D() < 10*time.Millisecond || r.BudgetWindow.D() > 24*time.Hour) {
+		p.add("retry: budget_ratio needs a ratio in [0, 1000], budget_floor ≥ 0 and a budget_window in [10ms, 24h]")
 	} else if r.BudgetRatio == nil && (r.BudgetFloor != 0 || r.BudgetWindow != 0) {
 		p.add("retry: budget_floor and budget_window need budget_ratio")
 	}
@@ -661,6 +662,9 @@ func (c *Config) validate() error {
 		}
 		if rc.DB < 0 || rc.Timeout < 0 {
 			p.add("redis: db and timeout must not be negative")
+		}
+		if rc.Timeout.D() > time.Minute {
+			p.add("redis.timeout: %v is over a minute", rc.Timeout.D())
 		}
 	}
 	c.validateEngine(&p)

@@ -12,6 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// lyingOnce answers chatOK; its first answer's headers report a limit of one request,
+// none remaining, and a reset 10,000 hours away.
+func lyingOnce() http.HandlerFunc {
+	var n atomic.Int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("x-ratelimit-limit-requests", "1")
+			w.Header().Set("x-ratelimit-remaining-requests", "0")
+			w.Header().Set("x-ratelimit-reset-requests", "10000h")
+		}
+		ok(chatOK)(w, r)
+	}
+}
+
 // One answer whose rate-limit headers report a limit of one request, none remaining and
 // a reset 10,000 hours away (a lying or broken upstream), then answers without headers:
 // the window it teaches throttles the key to a request an hour at most, instead of
@@ -19,15 +33,7 @@ import (
 // headers makes the limiter forget it.
 func TestLyingRateLimitHeadersThrottleAKeyForAnHourAtMost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var n atomic.Int64
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if n.Add(1) == 1 {
-				w.Header().Set("x-ratelimit-limit-requests", "1")
-				w.Header().Set("x-ratelimit-remaining-requests", "0")
-				w.Header().Set("x-ratelimit-reset-requests", "10000h")
-			}
-			ok(chatOK)(w, r)
-		})
+		h := lyingOnce()
 		c := newClient(t, openaiOver(t, "a", h, "k1"))
 		_, err := c.Complete(context.Background(), chatReq("gpt-4o"))
 		require.NoError(t, err)
@@ -49,15 +55,7 @@ func TestLyingRateLimitHeadersThrottleAKeyForAnHourAtMost(t *testing.T) {
 // The same through the Transport.
 func TestLyingRateLimitHeadersThroughTheTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var n atomic.Int64
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if n.Add(1) == 1 {
-				w.Header().Set("x-ratelimit-limit-requests", "1")
-				w.Header().Set("x-ratelimit-remaining-requests", "0")
-				w.Header().Set("x-ratelimit-reset-requests", "10000h")
-			}
-			ok(chatOK)(w, r)
-		})
+		h := lyingOnce()
 		c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"))
 		rt := c.Transport(memTransport{hostMux{"a.test": h}})
 		for i := range 4 {

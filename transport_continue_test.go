@@ -167,17 +167,25 @@ func TestTransportContinuesCutOpenAIStream(t *testing.T) {
 	}
 }
 
+// readDiverged streams a chat call through rt and reads its body, which must fail as a
+// diverged continuation; it returns what the body delivered.
+func readDiverged(t *testing.T, rt http.RoundTripper) string {
+	t.Helper()
+	resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
+	require.NoError(t, err)
+	body, err := readBody(t, resp)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
+	assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+	return body
+}
+
 func TestTransportContinuationDivergesWithAClearError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newScript(sseStep(oaiStream("s1", 100, 7, 9, "Hel", "lo")[:3]...))
 		b := newScript(sseStep(oaiStream("s2", 200, 7, 3, "Goodbye")...))
 		c, rt := contPair(t, a, b)
-		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
-		require.NoError(t, err)
-		body, err := readBody(t, resp)
-		require.Error(t, err)
-		assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
-		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+		body := readDiverged(t, rt)
 		assert.NotContains(t, body, "Goodbye", "nothing of the diverging answer")
 		assert.Equal(t, 1, strings.Count(body, `"content":"lo"`))
 		assert.NotContains(t, body, "[DONE]")
@@ -426,12 +434,7 @@ func TestTransportContinuationToolCallBeforeTheDeliveredTextDiverges(t *testing.
 			tool("s2", `{}`, `"tool_calls"`),
 			ev{0, done}))
 		c, rt := contPair(t, a, b)
-		resp, err := post(t, context.Background(), rt, "http://a.test/v1/chat/completions", streamBody)
-		require.NoError(t, err)
-		body, err := readBody(t, resp)
-		require.Error(t, err)
-		assert.ErrorIs(t, err, llmclient.ErrContinuationDiverged)
-		assert.Equal(t, failure.StreamInterrupted, llmclient.ClassOf(err))
+		body := readDiverged(t, rt)
 		assert.Equal(t, first[0].data+first[1].data, body, "the first stream as it was, nothing of the restart")
 		assert.Equal(t, 1, b.count())
 		synctest.Wait()

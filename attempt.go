@@ -10,6 +10,7 @@ import (
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // attemptFunc is one layer's view of an attempt. Layers are composed once, in New, outer to
@@ -78,6 +79,9 @@ type attempt struct {
 
 	resp   *Response
 	stream *guard
+	// opened is the quota a stream's headers reported as it opened (RateLimitedStream),
+	// fed to the limiter then; the stream's Response carries it.
+	opened *ratelimit.Status
 	// embed is an embedding attempt's answer (Client.Embed); resp then carries its usage.
 	embed *EmbedResponse
 	// tx is the transport call this attempt belongs to; nil for Complete and Stream.

@@ -166,3 +166,18 @@ func TestEveryKeyCoolingWaitsWhenThereIsNowhereElse(t *testing.T) {
 		assert.Equal(t, 20*time.Second, resp.Attempts[0].Waited)
 	})
 }
+
+// A 429 with "Retry-After: 0" is retried after the jittered backoff, as without the
+// header (Error.RetryAfter's doc), not at once.
+func TestRetryAfterZeroWaitsTheBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newScript(status(429, `{"error":{"message":"slow down","type":"rate_limit_error"}}`, "Retry-After", "0"), ok(chatOK))
+		c := newClient(t, openaiOver(t, "a", h, "k1"), llmclient.WithBackoff(time.Second, 10*time.Second))
+		var err error
+		d := elapsed(func() { _, err = c.Complete(context.Background(), chatReq("gpt-4o")) })
+		require.NoError(t, err)
+		assert.Equal(t, 2, h.count())
+		assert.GreaterOrEqual(t, d, 500*time.Millisecond, "the retry waited the backoff (1 s ±50%%)")
+		assert.LessOrEqual(t, d, 1500*time.Millisecond)
+	})
+}

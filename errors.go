@@ -61,6 +61,9 @@ type Error struct {
 	// RequestID is the vendor's request id, for support tickets.
 	RequestID string
 	// RetryAfter is the wait the upstream asked for (headers or body hints), 0 when none.
+	// An upstream's "Retry-After: 0" is 0 too: the retry then waits its jittered backoff
+	// (WithBackoff), never at once — a zero wait from every key of a busy upstream would
+	// make a retry storm.
 	RetryAfter time.Duration
 	// AdmitAfter is, for a local refusal (the limiter could not admit in time, every key
 	// is cooling down or evicted), how long the Client's own limits would have made the

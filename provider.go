@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Provider is a vendor adapter: it turns a Request into the vendor's HTTP call and the
@@ -52,6 +53,17 @@ type ProviderStream interface {
 	// Close releases the connection. It is safe to call more than once and concurrently
 	// with Recv, which it unblocks.
 	Close() error
+}
+
+// RateLimitedStream is implemented by a ProviderStream whose response headers were read
+// for the upstream's quota. RateLimits returns what they reported when the stream opened,
+// nil when they carried no report. The Client feeds it to the key's limiter as the stream
+// opens, as it does a one-shot Response's RateLimits (a key without declared limits
+// follows its upstream's headers whatever the call's shape), and returns it in the
+// stream's Response. A ProviderStream that does not implement it says nothing either way.
+type RateLimitedStream interface {
+	ProviderStream
+	RateLimits() *ratelimit.Status
 }
 
 // Chunk is one increment of a streamed response.

@@ -315,6 +315,13 @@ func (c *Client) callStream(ctx context.Context, a *attempt) error {
 		return &Error{Class: failure.Unknown, Message: "provider returned neither a stream nor an error"}
 	}
 	a.status = http.StatusOK
+	if rs, ok := ps.(RateLimitedStream); ok {
+		if a.opened = rs.RateLimits(); a.opened != nil {
+			a.syncLimits(a.opened, true)
+		} else {
+			a.unreported()
+		}
+	}
 	g := &guard{ps: ps}
 	var head Chunk
 	for {
@@ -665,6 +672,7 @@ func (s *Stream) finish(err error) {
 	}
 	resp.Status = s.cm.a.status
 	s.resp = s.cm.r.succeed(s.cm.a, resp)
+	s.resp.RateLimits = s.cm.a.opened // fed to the limiter as the stream opened
 }
 
 // Current returns the chunk Next advanced to.

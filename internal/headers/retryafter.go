@@ -9,7 +9,8 @@ import (
 // Azure), then x-ms-retry-after-ms (Azure), then retry-after as delta-seconds (fractional
 // accepted) or an HTTP-date taken relative to now. A header that is negative, unparsable or
 // an HTTP-date already past is skipped in favour of the next one; when none is usable the
-// result is (0, false). "0" is a valid answer: retry at once. The result is not capped.
+// result is (0, false). "0" is a valid answer, (0, true); the Client's Error cannot tell
+// it from no header, and retries after its backoff either way. The result is not capped.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if h == nil {
 		return 0, false

@@ -21,6 +21,7 @@ import (
 	"github.com/llmclient/llmclient/internal/adapter"
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/sse"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // errClosed is returned by Recv after Close.
@@ -380,3 +381,7 @@ func (p *Provider) AcceptsPrefill(model string) bool {
 // prefillModels are the model-name prefixes of the Claude models known to accept a prefill.
 var prefillModels = []string{"claude-3", "claude-sonnet-4-0", "claude-sonnet-4-2025", "claude-opus-4-0",
 	"claude-opus-4-1", "claude-opus-4-2025"}
+
+// RateLimits returns the quota the stream's response headers reported (ParseRateLimits,
+// reset times from now), nil when they carried none: llmclient.RateLimitedStream.
+func (s *stream) RateLimits() *ratelimit.Status { return parseRateLimits(s.header, time.Now()) }

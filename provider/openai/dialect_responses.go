@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/dialect"
@@ -18,6 +19,7 @@ import (
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/jsonx"
 	"github.com/llmclient/llmclient/internal/sse"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // responsesStream decodes a Responses API event stream: "event: response.…" events whose
@@ -301,4 +303,10 @@ func (s *responsesStream) Close() error {
 		_ = closeBody(s.body, s.typed && s.ended.Load() && !s.src.Done)
 	})
 	return nil
+}
+
+// RateLimits returns the quota the stream's response headers reported (ParseRateLimits,
+// reset times from now), nil when they carried none: llmclient.RateLimitedStream.
+func (s *responsesStream) RateLimits() *ratelimit.Status {
+	return ParseRateLimits(s.header, time.Now())
 }

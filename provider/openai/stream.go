@@ -19,6 +19,7 @@ import (
 	"github.com/llmclient/llmclient/internal/httpx"
 	"github.com/llmclient/llmclient/internal/jsonscan"
 	"github.com/llmclient/llmclient/internal/sse"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // maxStreamEvent bounds one event of a stream (a data line, or the joined data lines of one
@@ -607,3 +608,7 @@ func internFinish(b []byte) string {
 	}
 	return string(b)
 }
+
+// RateLimits returns the quota the stream's response headers reported (ParseRateLimits,
+// reset times from now), nil when they carried none: llmclient.RateLimitedStream.
+func (s *chunkStream) RateLimits() *ratelimit.Status { return ParseRateLimits(s.header, time.Now()) }

@@ -65,8 +65,8 @@ func (r *run) try(ctx context.Context, a *attempt, done chan<- tried) {
 // other's outcome is returned. The route's position moves to the hedge's upstream when the hedge's
 // outcome is returned. Both attempts have ended when hedged returns, panics included.
 func (r *run) hedged(ctx context.Context, delay time.Duration) (*attempt, error) {
-	r.primeBill() // the pair's attempts read the run's estimates side by side
-	a1 := r.next()
+	a1 := r.next() // sets the call's first upstream, which the cost failover prices
+	r.primeBill()  // the pair's attempts read the run's estimates side by side
 	done := make(chan tried, 2)
 	ctx1, cancel1 := context.WithCancel(ctx)
 	cancel2 := context.CancelFunc(func() {})
@@ -218,6 +218,9 @@ func (r *run) lost(a *attempt, err error) {
 	var usage *Usage
 	if err == nil {
 		if a.resp != nil {
+			// An answer under way when the winner canceled it: its usage under the one
+			// rule (usageReported), the estimate standing for an implausible report.
+			r.c.fillEstimate(r, a.resp)
 			usage = &a.resp.Usage
 		}
 		if g := a.stream; g != nil {

@@ -9,9 +9,10 @@ const maxUsageTokens = 1 << 30
 
 // usageReported is the one rule that decides whether an upstream's usage report is what
 // its call used, for the response, the trace and events, the price, the budgets and the
-// limiter's reconciliation alike (Complete and Embed in fillEstimate, a stream's or a
-// transport stream's usage in committed.note, a transport body's in txCall.readUsage, a
-// failed answer's in attemptBill.noteError). A count that cannot be one is not reported:
+// limiter's reconciliation alike (Complete and Embed in fillEstimate, and a hedged call's
+// loser that answered through it in run.lost; a stream's or a transport stream's usage in
+// committed.note, a transport body's in txCall.readUsage, a failed answer's in
+// attemptBill.noteError). A count that cannot be one is not reported:
 //
 //   - a total (input, output, total) that is negative (the adapters read a stated count
 //     that is not a number, or is out of range, as -1) or above maxUsageTokens leaves the

@@ -10,7 +10,9 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/provider/anthropic"
+	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/llmclient/llmclient/provider/openai"
+	"github.com/llmclient/llmclient/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,4 +156,19 @@ func TestStreamsLearnTheQuotaFromTheirHeadersVendors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The fake provider's streams report a step's RateLimits as they open, as a vendor's
+// stream headers do; a step without them says nothing.
+func TestFakeStreamsReportTheirRateLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rl := ratelimit.Status{Requests: ratelimit.Window{Known: true, Limit: 10, Remaining: 3, Reset: time.Minute}}
+		p := fake.New(fake.Stream("hi").RateLimits(rl), fake.Stream("hi"))
+		c := newClient(t, up("a", p, "k1"))
+		resp := streamed(t, context.Background(), c, "m")
+		require.NotNil(t, resp.RateLimits)
+		assert.Equal(t, rl, *resp.RateLimits)
+		assert.NotNil(t, c.Snapshot().Upstreams[0].Keys[0].Reported)
+		assert.Nil(t, streamed(t, context.Background(), c, "m").RateLimits)
+	})
 }

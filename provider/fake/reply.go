@@ -67,8 +67,9 @@ func (s *ReplyStep) Usage(in, out int) *ReplyStep {
 	return s
 }
 
-// RateLimits sets the quota state reported with the response, as rate-limit headers would.
-// Default nil. A stream carries none.
+// RateLimits sets the quota state reported with the response, as rate-limit headers would;
+// played by Stream, the stream reports it as it opens (see StreamStep.RateLimits).
+// Default nil.
 func (s *ReplyStep) RateLimits(rl ratelimit.Status) *ReplyStep { s.rateLimits = &rl; return s }
 
 // Latency makes the call wait d before answering (Stream: before returning), or until its

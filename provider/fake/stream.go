@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // item is one thing a stream yields after waiting: a chunk, or a terminal error (io.EOF
@@ -35,6 +36,17 @@ type stream struct {
 }
 
 var _ llmclient.ProviderStream = (*stream)(nil)
+
+// reportingStream is the stream of a step with RateLimits: it reports them as it opens.
+type reportingStream struct {
+	*stream
+	rl *ratelimit.Status
+}
+
+var _ llmclient.RateLimitedStream = (*reportingStream)(nil)
+
+// RateLimits returns the step's quota state.
+func (s *reportingStream) RateLimits() *ratelimit.Status { return s.rl }
 
 func newStream(ctx context.Context, items []item, keepAlive time.Duration) *stream {
 	s := &stream{ctx: ctx, items: items, keepAlive: keepAlive, closed: make(chan struct{})}

@@ -135,8 +135,10 @@ func (s *StreamStep) Usage(in, out int) *StreamStep {
 	return s
 }
 
-// RateLimits sets the quota state of the Response when the step is played by Complete.
-// Default nil.
+// RateLimits sets the quota state the step reports, as rate-limit headers would: in the
+// Response when it is played by Complete; when it is played by Stream, the stream reports
+// it as it opens (llmclient.RateLimitedStream), as a vendor's stream headers do. Default
+// nil: the Response has none, and the stream says nothing either way.
 func (s *StreamStep) RateLimits(rl ratelimit.Status) *StreamStep { s.rateLimits = &rl; return s }
 
 // Latency makes Stream wait d before returning (the time to the response headers), or
@@ -183,6 +185,10 @@ func (s *StreamStep) play(ctx context.Context, call *llmclient.Call, stream bool
 	}
 	st := newStream(ctx, s.items(call, n), s.keepAlive)
 	if stream {
+		if s.rateLimits != nil {
+			rl := *s.rateLimits
+			return nil, &reportingStream{stream: st, rl: &rl}, nil
+		}
 		return nil, st, nil
 	}
 	resp, err := collect(st)

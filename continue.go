@@ -401,8 +401,8 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	if len(ch.ToolCalls) > 0 {
 		out := ch.ToolCalls[:0:0]
 		for _, d := range ch.ToolCalls {
-			if d.ID == "" && d.Name == "" && d.Arguments == "" {
-				continue // carries nothing, as the accumulator keeps nothing of it
+			if !carriesCall(&d) {
+				continue // the accumulator keeps nothing of it either
 			}
 			if sp.have != "" {
 				return ch, false, sp.diverged() // a tool call where the delivered text goes on

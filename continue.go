@@ -27,8 +27,8 @@ import (
 // accepts a prefill (see Prefiller and WithPrefill), the partial answer is sent as a
 // trailing assistant message and the new text follows the old. Elsewhere the request is
 // sent again as it was and the new answer is spliced: what the caller already received
-// (text, tool calls) is skipped when the new answer begins with it (its reasoning,
-// before the new answer's first text or tool call, is skipped too);
+// (text, refusal, tool calls) is skipped when the new answer begins with it (its
+// reasoning, before the new answer's first text, refusal or tool call, is skipped too);
 // when it does not, or says something new before it has repeated all of it, the stream
 // ends with a failure.StreamInterrupted error wrapping a *DivergedError, never with
 // duplicated or mixed output. Tool calls keep their index and the first attempt's ID
@@ -71,8 +71,8 @@ type DivergedError struct {
 	Delivered string
 	Restarted string
 	// At is the byte offset, in Delivered, of the first difference. A difference outside
-	// the text (in the tool calls, or new output where the caller's goes on) is at the
-	// end of the text the restart repeated.
+	// the text (in the refusal or the tool calls, or new output where the caller's goes
+	// on) is at the end of the text the restart repeated.
 	At int
 }
 
@@ -341,14 +341,18 @@ func addUsage(sum Usage, u *Usage) Usage {
 }
 
 // splicer filters a restarted stream so that the caller receives only what follows what
-// it already has: the text and each tool call's arguments are matched against what was
-// delivered and skipped while they agree; the restart's reasoning before its answer (its
-// first text or tool call, that chunk's reasoning included) is skipped; tool calls keep
-// the first attempt's IDs and indexes. The restart diverges, with nothing of the chunk
-// delivered, where it differs: other text; text or reasoning the caller has not received
-// while anything it received is still unmatched (within or before delivered tool calls);
-// a tool call that begins while delivered text is unmatched; other arguments or another
-// name for a delivered call; a finish reason while anything delivered is unmatched.
+// it already has: the text, the refusal and each tool call's arguments are matched against
+// what was delivered and skipped while they agree; the restart's reasoning before its
+// answer (its first text, refusal or tool call, that chunk's reasoning included) is
+// skipped; tool calls keep the first attempt's IDs and indexes. The restart diverges,
+// with nothing of the chunk delivered, where it differs: other text or another refusal;
+// text, a refusal or reasoning the caller has not received while anything it received is
+// still unmatched (its refusal where text was delivered, its text where a refusal was, its
+// text or reasoning within or before delivered tool calls); a tool call that begins while
+// delivered text or refusal is unmatched; other arguments or another name for a delivered
+// call; a finish reason while anything delivered is unmatched. Delivered text and refusal
+// may be repeated in either order (the caller's order is not kept); tool calls follow
+// them.
 //
 // The restart's tool calls are matched to the delivered ones by the order in which they
 // begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
@@ -361,6 +365,7 @@ func addUsage(sum Usage, u *Usage) Usage {
 // delivered call is unmatched until the restart has begun it and repeated its arguments.
 type splicer struct {
 	have      string // delivered text not yet matched by the restart
+	refusal   string // delivered refusal not yet matched by the restart
 	delivered string // all the delivered text, for a DivergedError
 	matched   int
 	got       strings.Builder // the restart's text, while matching
@@ -379,7 +384,7 @@ type toolSplice struct {
 // newSplicer is the splicer of a stream whose caller received p, its tool calls as acc
 // assembled them (with the indexes the caller saw).
 func newSplicer(p *Response, acc *accumulator) *splicer {
-	sp := &splicer{have: p.Text, delivered: p.Text}
+	sp := &splicer{have: p.Text, refusal: p.Refusal, delivered: p.Text}
 	for _, tc := range acc.calls {
 		sp.tools = append(sp.tools, &toolSplice{index: tc.index, id: tc.id, name: tc.name, have: tc.args.String()})
 		sp.nextIndex = max(sp.nextIndex, tc.index+1)
@@ -389,8 +394,8 @@ func newSplicer(p *Response, acc *accumulator) *splicer {
 
 // filter returns what of ch the caller has not received yet, whether anything is left to
 // deliver, and a *DivergedError when the restart differs from what was delivered. A
-// chunk's parts are taken in the order a stream gives them: reasoning, then text, then
-// tool calls.
+// chunk's parts are taken in the order a stream gives them: reasoning, then text and
+// refusal, then tool calls.
 func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	if ch.Reasoning != "" {
 		if !sp.started {
@@ -399,7 +404,7 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			return ch, false, sp.diverged() // reasoning where the caller's answer goes on
 		}
 	}
-	if ch.Text != "" || carriesCalls(ch.ToolCalls) {
+	if ch.Text != "" || ch.Refusal != "" || carriesCalls(ch.ToolCalls) {
 		sp.started = true
 	}
 	if ch.Text != "" {
@@ -413,7 +418,18 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 		sp.have, sp.matched, ch.Text = sp.have[n:], sp.matched+n, t[n:]
 		if ch.Text != "" && sp.pending() {
 			sp.got.WriteString(ch.Text)
-			return ch, false, sp.diverged() // new text where the caller's tool calls go on
+			return ch, false, sp.diverged() // new text where the caller's refusal or tool calls go on
+		}
+	}
+	if ch.Refusal != "" {
+		r := ch.Refusal
+		n := min(len(r), len(sp.refusal))
+		if r[:n] != sp.refusal[:n] {
+			return ch, false, sp.diverged()
+		}
+		sp.refusal, ch.Refusal = sp.refusal[n:], r[n:]
+		if ch.Refusal != "" && sp.pending() {
+			return ch, false, sp.diverged() // a new refusal where the caller's text or tool calls go on
 		}
 	}
 	if len(ch.ToolCalls) > 0 {
@@ -422,8 +438,8 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			if !carriesCall(&d) {
 				continue // the accumulator keeps nothing of it either
 			}
-			if sp.have != "" {
-				return ch, false, sp.diverged() // a tool call where the delivered text goes on
+			if sp.have != "" || sp.refusal != "" {
+				return ch, false, sp.diverged() // a tool call where the delivered text or refusal goes on
 			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
@@ -468,7 +484,7 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 // is shorter than what the caller has, and one that says anything new here answers
 // otherwise.
 func (sp *splicer) pending() bool {
-	if sp.have != "" || len(sp.seen) < len(sp.tools) {
+	if sp.have != "" || sp.refusal != "" || len(sp.seen) < len(sp.tools) {
 		return true // (the restart's calls begin in order: the first len(seen) delivered ones began)
 	}
 	for _, ts := range sp.tools {

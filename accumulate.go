@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/finish"
 )
 
@@ -36,7 +37,7 @@ func (a *accumulator) add(ch *Chunk) {
 	a.reasoning.WriteString(ch.Reasoning)
 	a.refusal.WriteString(ch.Refusal)
 	for _, d := range ch.ToolCalls {
-		if d.ID == "" && d.Name == "" && d.Arguments == "" {
+		if !carriesCall(&d) {
 			continue // nothing to keep: no call is added for it
 		}
 		tc := a.call(d.Index)
@@ -49,6 +50,23 @@ func (a *accumulator) add(ch *Chunk) {
 		tc.args.WriteString(d.Arguments)
 	}
 	a.meta(ch)
+}
+
+// carriesCall reports whether a tool-call delta carries part of a call: an id, a name or
+// arguments. One that carries none of them is no output: the accumulator keeps nothing of
+// it, the splicer drops it, and it answers nothing for the empty-output check.
+func carriesCall(d *dialect.ToolCallDelta) bool {
+	return d.ID != "" || d.Name != "" || d.Arguments != ""
+}
+
+// carriesCalls reports whether any of ds carries part of a call (carriesCall).
+func carriesCalls(ds []dialect.ToolCallDelta) bool {
+	for i := range ds {
+		if carriesCall(&ds[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // meta folds in what a chunk says besides its content.

@@ -27,14 +27,16 @@ import (
 // accepts a prefill (see Prefiller and WithPrefill), the partial answer is sent as a
 // trailing assistant message and the new text follows the old. Elsewhere the request is
 // sent again as it was and the new answer is spliced: what the caller already received
-// is skipped when the new answer begins with it (its reasoning, before the new answer's
-// text, is skipped too); when it does not, the stream ends with a failure.StreamInterrupted
-// error wrapping a *DivergedError, never with duplicated or mixed text. Tool calls keep
-// their index and the first attempt's ID across the splice. A continuation that fails
-// ends the stream as any call ends, with its last attempt's error (the continuation's
-// class, such as failure.BudgetExceeded; failure.StreamInterrupted when it made no
-// attempt, as under a spent retry budget), its cause joined with the original
-// interruption, and Error.Partial holding what the caller received.
+// (text, refusal, tool calls) is skipped when the new answer begins with it (its
+// reasoning, before the new answer's first text, refusal or tool call, is skipped too);
+// when it does not, or says something new before it has repeated all of it, the stream
+// ends with a failure.StreamInterrupted error wrapping a *DivergedError, never with
+// duplicated or mixed output. Tool calls keep their index and the first attempt's ID
+// across the splice. A continuation that fails ends the stream as any call ends, with its
+// last attempt's error (the continuation's class, such as failure.BudgetExceeded;
+// failure.StreamInterrupted when it made no attempt, as under a spent retry budget), its
+// cause joined with the original interruption, and Error.Partial holding what the caller
+// received.
 //
 // The same continuation applies to the streams of a Transport (OpenAI chat completions and
 // Anthropic messages), whose body goes on with the continuation's events; see Transport.
@@ -68,7 +70,9 @@ var ErrContinuationDiverged = errors.New("llmclient: the continued answer diverg
 type DivergedError struct {
 	Delivered string
 	Restarted string
-	// At is the byte offset, in Delivered, of the first difference.
+	// At is the byte offset, in Delivered, of the first difference. A difference outside
+	// the text (in the refusal or the tool calls, or new output where the caller's goes
+	// on) is at the end of the text the restart repeated.
 	At int
 }
 
@@ -337,12 +341,18 @@ func addUsage(sum Usage, u *Usage) Usage {
 }
 
 // splicer filters a restarted stream so that the caller receives only what follows what
-// it already has: the text and each tool call's arguments are matched against what was
-// delivered and skipped while they agree; the restart's reasoning before its first text
-// or tool call is skipped; tool calls keep the first attempt's IDs and indexes. The
-// restart diverges, with nothing of the chunk delivered, where it differs: other text, a
-// tool call that begins while delivered text is unmatched, other arguments or another
-// name for a delivered call, a finish reason while anything delivered is unmatched.
+// it already has: the text, the refusal and each tool call's arguments are matched against
+// what was delivered and skipped while they agree; the restart's reasoning before its
+// answer (its first text, refusal or tool call, that chunk's reasoning included) is
+// skipped; tool calls keep the first attempt's IDs and indexes. The restart diverges,
+// with nothing of the chunk delivered, where it differs: other text or another refusal;
+// text, a refusal or reasoning the caller has not received while anything it received is
+// still unmatched (its refusal where text was delivered, its text where a refusal was, its
+// text or reasoning within or before delivered tool calls); a tool call that begins while
+// delivered text or refusal is unmatched; other arguments or another name for a delivered
+// call; a finish reason while anything delivered is unmatched. Delivered text and refusal
+// may be repeated in either order (the caller's order is not kept); tool calls follow
+// them.
 //
 // The restart's tool calls are matched to the delivered ones by the order in which they
 // begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
@@ -351,9 +361,11 @@ func addUsage(sum Usage, u *Usage) Usage {
 // takes that call's index as the caller received it; a call the caller has not seen
 // takes the next index past every delivered one, so that it never merges into one. A
 // call begins with its first delta that carries an id, a name or arguments, as the
-// accumulator keeps it; a delta that carries none of them is dropped.
+// accumulator keeps it (carriesCall); a delta that carries none of them is dropped. A
+// delivered call is unmatched until the restart has begun it and repeated its arguments.
 type splicer struct {
 	have      string // delivered text not yet matched by the restart
+	refusal   string // delivered refusal not yet matched by the restart
 	delivered string // all the delivered text, for a DivergedError
 	matched   int
 	got       strings.Builder // the restart's text, while matching
@@ -372,7 +384,7 @@ type toolSplice struct {
 // newSplicer is the splicer of a stream whose caller received p, its tool calls as acc
 // assembled them (with the indexes the caller saw).
 func newSplicer(p *Response, acc *accumulator) *splicer {
-	sp := &splicer{have: p.Text, delivered: p.Text}
+	sp := &splicer{have: p.Text, refusal: p.Refusal, delivered: p.Text}
 	for _, tc := range acc.calls {
 		sp.tools = append(sp.tools, &toolSplice{index: tc.index, id: tc.id, name: tc.name, have: tc.args.String()})
 		sp.nextIndex = max(sp.nextIndex, tc.index+1)
@@ -381,14 +393,21 @@ func newSplicer(p *Response, acc *accumulator) *splicer {
 }
 
 // filter returns what of ch the caller has not received yet, whether anything is left to
-// deliver, and a *DivergedError when the restart differs from what was delivered.
+// deliver, and a *DivergedError when the restart differs from what was delivered. A
+// chunk's parts are taken in the order a stream gives them: reasoning, then text and
+// refusal, then tool calls.
 func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
-	if ch.Text != "" || len(ch.ToolCalls) > 0 {
-		sp.started = true
-	} else if !sp.started {
-		ch.Reasoning = ""
+	if ch.Reasoning != "" {
+		if !sp.started {
+			ch.Reasoning = "" // before the restart's answer: the caller has reasoning of its own
+		} else if sp.pending() {
+			return ch, false, sp.diverged() // reasoning where the caller's answer goes on
+		}
 	}
-	if sp.have != "" && ch.Text != "" {
+	if ch.Text != "" || ch.Refusal != "" || carriesCalls(ch.ToolCalls) {
+		sp.started = true
+	}
+	if ch.Text != "" {
 		t := ch.Text
 		n := min(len(t), len(sp.have))
 		if i := firstDiff(t[:n], sp.have[:n]); i >= 0 {
@@ -397,15 +416,30 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 		}
 		sp.got.WriteString(t[:n])
 		sp.have, sp.matched, ch.Text = sp.have[n:], sp.matched+n, t[n:]
+		if ch.Text != "" && sp.pending() {
+			sp.got.WriteString(ch.Text)
+			return ch, false, sp.diverged() // new text where the caller's refusal or tool calls go on
+		}
+	}
+	if ch.Refusal != "" {
+		r := ch.Refusal
+		n := min(len(r), len(sp.refusal))
+		if r[:n] != sp.refusal[:n] {
+			return ch, false, sp.diverged()
+		}
+		sp.refusal, ch.Refusal = sp.refusal[n:], r[n:]
+		if ch.Refusal != "" && sp.pending() {
+			return ch, false, sp.diverged() // a new refusal where the caller's text or tool calls go on
+		}
 	}
 	if len(ch.ToolCalls) > 0 {
 		out := ch.ToolCalls[:0:0]
 		for _, d := range ch.ToolCalls {
-			if d.ID == "" && d.Name == "" && d.Arguments == "" {
-				continue // carries nothing, as the accumulator keeps nothing of it
+			if !carriesCall(&d) {
+				continue // the accumulator keeps nothing of it either
 			}
-			if sp.have != "" {
-				return ch, false, sp.diverged() // a tool call where the delivered text goes on
+			if sp.have != "" || sp.refusal != "" {
+				return ch, false, sp.diverged() // a tool call where the delivered text or refusal goes on
 			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
@@ -423,13 +457,13 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			ts := sp.tools[ord]
 			d.Index = ts.index
 			if d.Name != "" && ts.name != "" && d.Name != ts.name {
-				return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+				return ch, false, sp.diverged()
 			}
 			d.ID, d.Name = "", ""
 			if ts.have != "" && d.Arguments != "" {
 				n := min(len(d.Arguments), len(ts.have))
 				if d.Arguments[:n] != ts.have[:n] {
-					return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+					return ch, false, sp.diverged()
 				}
 				ts.have, d.Arguments = ts.have[n:], d.Arguments[n:]
 			}
@@ -447,10 +481,11 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 }
 
 // pending reports whether delivered content is still unmatched: a restart that ends here
-// is shorter than what the caller has.
+// is shorter than what the caller has, and one that says anything new here answers
+// otherwise.
 func (sp *splicer) pending() bool {
-	if sp.have != "" {
-		return true
+	if sp.have != "" || sp.refusal != "" || len(sp.seen) < len(sp.tools) {
+		return true // (the restart's calls begin in order: the first len(seen) delivered ones began)
 	}
 	for _, ts := range sp.tools {
 		if ts.have != "" {

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/provider/fake"
@@ -68,4 +69,26 @@ func TestStreamFallbackFunctionAnswersAsAStream(t *testing.T) {
 		assert.Equal(t, "cached", text)
 		assert.True(t, s.Response().Degraded)
 	})
+}
+
+// A tool-call delta that carries nothing (no id, name or arguments) is no answer: a stream
+// of reasoning and such a delta ends as an empty answer, whether the stream keeps its
+// content or not.
+func TestStreamEmptyToolCallDeltaIsNoAnswer(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "accumulated", false: "not accumulated"}[keep], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := fake.New(fake.StreamChunks(
+					llmclient.Chunk{Reasoning: "thinking..."},
+					llmclient.Chunk{ToolCalls: []dialect.ToolCallDelta{{Index: 0}}},
+				).Finish(finish.Length))
+				c := newClient(t, up("a", p), llmclient.WithStreamAccumulate(keep))
+				s, err := c.Stream(context.Background(), chatReq("m"))
+				require.NoError(t, err)
+				defer s.Close()
+				_, err = readAll(s)
+				assert.Equal(t, failure.EmptyOutput, llmclient.ClassOf(err), "%v", err)
+			})
+		})
+	}
 }

@@ -575,7 +575,7 @@ func (s *Stream) deliver(ch Chunk) {
 		return
 	}
 	s.acc.meta(&s.cur)
-	s.answered = s.answered || ch.Text != "" || len(ch.ToolCalls) > 0
+	s.answered = s.answered || ch.Text != "" || carriesCalls(ch.ToolCalls)
 	s.reasoned = s.reasoned || ch.Reasoning != ""
 	s.refused = s.refused || ch.Refusal != ""
 }

@@ -86,7 +86,9 @@ type Chunk struct {
 }
 
 // HasContent reports whether c carries a content token: text, reasoning, a refusal or a
-// tool-call delta. The first such chunk commits a stream.
+// tool-call delta that carries part of a call (an id, a name or arguments). The first
+// such chunk commits a stream, and only such chunks are progress for its idle timeout: a
+// delta that carries nothing, like an id or a role alone, is not.
 func (c *Chunk) HasContent() bool {
-	return c.Text != "" || c.Reasoning != "" || c.Refusal != "" || len(c.ToolCalls) > 0
+	return c.Text != "" || c.Reasoning != "" || c.Refusal != "" || (len(c.ToolCalls) > 0 && carriesCalls(c.ToolCalls))
 }

@@ -114,7 +114,7 @@ func TestStreamEmptyToolCallDeltasKeepNothing(t *testing.T) {
 	defer s.Close()
 	read := 0
 	for read < n+1 && s.Next() {
-		if ch := s.Current(); ch.HasContent() {
+		if ch := s.Current(); ch.Text != "" || len(ch.ToolCalls) > 0 { // HasContent is false for an empty delta
 			read++
 		}
 	}

@@ -27,18 +27,27 @@ import (
 // emptyChunk is a data event without content: an id and an empty delta.
 const emptyChunk = `data: {"id":"s1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{}}]}` + "\n\n"
 
+// emptyToolChunk is a data event whose tool-call delta carries nothing: no id, name or
+// arguments.
+const emptyToolChunk = `data: {"id":"s1","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}` + "\n\n"
+
 // dripEmpty streams one content chunk, then content-less chunks every second for ever.
-func dripEmpty(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	_, _ = io.WriteString(w, roleChunk+chunk("a"))
-	for {
-		select {
-		case <-time.After(time.Second):
-		case <-r.Context().Done():
-			return
-		}
-		if _, err := io.WriteString(w, emptyChunk); err != nil {
-			return
+func dripEmpty(w http.ResponseWriter, r *http.Request) { dripEvery(emptyChunk)(w, r) }
+
+// dripEvery streams one content chunk, then the event every second for ever.
+func dripEvery(event string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, roleChunk+chunk("a"))
+		for {
+			select {
+			case <-time.After(time.Second):
+			case <-r.Context().Done():
+				return
+			}
+			if _, err := io.WriteString(w, event); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -144,23 +153,25 @@ func TestTransportReadPastTheEndMarkerIsBounded(t *testing.T) {
 // transport. (The calls' 10-minute deadline only ends the test should they go on.)
 func TestContentlessChunksDoNotHoldAStreamOpen(t *testing.T) {
 	t.Run("typed stream", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			c := newClient(t, openaiOver(t, "a", newScript(dripEmpty), "k1"), llmclient.WithMaxAttempts(1))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			s, err := c.Stream(ctx, chatReq("gpt-4o"))
-			require.NoError(t, err)
-			defer s.Close()
-			var text string
-			d := elapsed(func() {
-				for s.Next() {
-					text += s.Current().Text
-				}
+		for _, event := range []string{emptyChunk, emptyToolChunk} {
+			synctest.Test(t, func(t *testing.T) {
+				c := newClient(t, openaiOver(t, "a", newScript(dripEvery(event)), "k1"), llmclient.WithMaxAttempts(1))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				s, err := c.Stream(ctx, chatReq("gpt-4o"))
+				require.NoError(t, err)
+				defer s.Close()
+				var text string
+				d := elapsed(func() {
+					for s.Next() {
+						text += s.Current().Text
+					}
+				})
+				assert.Equal(t, "a", text)
+				require.ErrorIs(t, s.Err(), llmclient.ErrIdleTimeout)
+				assert.Equal(t, time.Minute, d)
 			})
-			assert.Equal(t, "a", text)
-			require.ErrorIs(t, s.Err(), llmclient.ErrIdleTimeout)
-			assert.Equal(t, time.Minute, d)
-		})
+		}
 	})
 	t.Run("typed stream, caller away", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -187,17 +198,19 @@ func TestContentlessChunksDoNotHoldAStreamOpen(t *testing.T) {
 		})
 	})
 	t.Run("transport", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"), llmclient.WithMaxAttempts(1))
-			rt := c.Transport(memTransport{hostMux{"a.test": newScript(dripEmpty)}})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			resp, err := post(t, ctx, rt, "http://a.test/v1/chat/completions", streamBody)
-			require.NoError(t, err)
-			_, err, d := readAllTimed(t, resp)
-			require.ErrorIs(t, err, llmclient.ErrIdleTimeout)
-			assert.Equal(t, time.Minute, d)
-		})
+		for _, event := range []string{emptyChunk, emptyToolChunk} {
+			synctest.Test(t, func(t *testing.T) {
+				c := newClient(t, oaiUpstream(t, "a", "http://a.test/v1", "k1"), llmclient.WithMaxAttempts(1))
+				rt := c.Transport(memTransport{hostMux{"a.test": newScript(dripEvery(event))}})
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				resp, err := post(t, ctx, rt, "http://a.test/v1/chat/completions", streamBody)
+				require.NoError(t, err)
+				_, err, d := readAllTimed(t, resp)
+				require.ErrorIs(t, err, llmclient.ErrIdleTimeout)
+				assert.Equal(t, time.Minute, d)
+			})
+		}
 	})
 }
 

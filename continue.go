@@ -185,8 +185,10 @@ func (s *Stream) resume(err error) bool {
 	}
 	s.prior = addUsage(s.prior, cm.final)
 	if xerr != nil {
-		if !s.link.isClosed() {
-			s.contErr = cm.failContinued(e, xerr, partial)
+		// The call ends here, with its event, whether or not the caller closed the
+		// stream meanwhile (then its Err stays nil).
+		if fe := cm.failContinued(e, xerr, partial); !s.link.isClosed() {
+			s.contErr = fe
 		}
 		return false
 	}

@@ -122,10 +122,13 @@ func (b *liveBody) resume(err error) (ok bool, ferr *Error) {
 	}
 	c.prior = addUsage(c.prior, cm.final)
 	if xerr != nil {
+		// The call ends here, with its event, whether or not the caller closed the body
+		// meanwhile (then its read returns no error of the call's).
+		fe := cm.failContinued(e, xerr, partial)
 		if c.link.isClosed() {
 			return false, nil
 		}
-		return false, cm.failContinued(e, xerr, partial)
+		return false, fe
 	}
 	lb := x.live
 	next := cm.c.commit(r, a, x.ps, x.actx, x.cancel, cm.caller, func() {}, true, nil, Usage{})

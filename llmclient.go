@@ -184,6 +184,9 @@ func (c *Client) newUpstream(u Upstream) (*upstream, error) {
 // Complete sends req and returns the response, after whatever retries and failovers the
 // layers decide. Every error is an *Error carrying the class and the attempt trace.
 func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) {
+	if c.closed.Load() {
+		return c.complete(ctx, req) // refused, past any middleware (a cache would answer)
+	}
 	return c.handler.Complete(ctx, req)
 }
 
@@ -191,6 +194,9 @@ func (c *Client) Complete(ctx context.Context, req *Request) (*Response, error) 
 // first content token has arrived, after whatever retries and failovers were needed
 // before it. The caller must Close the Stream.
 func (c *Client) Stream(ctx context.Context, req *Request) (*Stream, error) {
+	if c.closed.Load() {
+		return c.stream(ctx, req) // refused, past any middleware (a cache would answer)
+	}
 	return c.handler.Stream(ctx, req)
 }
 

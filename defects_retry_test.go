@@ -3,6 +3,7 @@ package llmclient_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -179,5 +180,22 @@ func TestRetryAfterZeroWaitsTheBackoff(t *testing.T) {
 		assert.Equal(t, 2, h.count())
 		assert.GreaterOrEqual(t, d, 500*time.Millisecond, "the retry waited the backoff (1 s ±50%%)")
 		assert.LessOrEqual(t, d, 1500*time.Millisecond)
+	})
+}
+
+// A Retry-After that saturates (MaxInt64) under a cap of MaxInt64 is waited, not
+// overflowed by its jitter into a negative wait and retried at once.
+func TestHugeRetryAfterUnderAHugeCapIsWaited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := fake.New(fake.Fail(503).RetryAfter(time.Duration(math.MaxInt64)), fake.Reply("ok").Forever())
+		c := newClient(t, up("a", p), llmclient.WithMaxRetryAfter(time.Duration(math.MaxInt64)), llmclient.WithCallBudget(0))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(time.Hour, cancel)
+		var err error
+		d := elapsed(func() { _, err = c.Complete(ctx, chatReq("m")) })
+		require.Error(t, err, "served by a retry: the wait overflowed")
+		assert.Equal(t, time.Hour, d, "the call waited the Retry-After until its caller gave up")
+		assert.Equal(t, 1, p.Calls())
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -143,12 +144,9 @@ func (c *retryConfig) newBackOff() *backoff.ExponentialBackOff {
 }
 
 // retryAfterWait adds jitter to a server-requested wait: up to 10% more, at most one second,
-// never less than asked.
+// never less than asked (the sum saturates at the longest Duration).
 func retryAfterWait(ra time.Duration) time.Duration {
-	j := ra / 10
-	if j > time.Second {
-		j = time.Second
-	}
+	j := min(ra/10, time.Second, math.MaxInt64-ra)
 	if j <= 0 {
 		return ra
 	}

@@ -58,8 +58,17 @@ type transportConfig struct {
 // HEAD, OPTIONS and DELETE): such a request has no model or tokens to price, so by
 // default each budget that counts it applies its Unpriced policy, as for an attempt on an
 // unpriced model (budget.UnpricedRefuse, the default, refuses it before any call; the SDK
-// gets a 429 in the vendor's error format). pass true sends such requests uncounted by
+// gets a 403 in the vendor's error format). pass true sends such requests uncounted by
 // every budget. Default false. Reads are never counted.
+//
+// A request of a shape the Dialect prices (chat completions, messages, …) whose body is
+// too large to read (WithMaxReplayBody) is not of an unrecognized shape, and this option
+// does not apply to it: its model, and so its price, is known only from its answer. Every
+// budget that counts it admits it before the call under the least reservation, one
+// picodollar (its UnpricedCost under budget.UnpricedCharge), so that a budget at its cap
+// refuses it, and counts the cost its answer reports (the cost of its event.Call); an
+// answer whose model has no price counts that reservation. A budget scoped to a model (budget.ScopeModel)
+// does not count it: its model is not known when the budgets are asked.
 func WithPassUnpriced(pass bool) TransportOption {
 	return transportOptionFunc(func(c *transportConfig) { c.passUnpriced = pass })
 }
@@ -75,6 +84,13 @@ func (x *txCall) unbudgeted() bool {
 		return true
 	}
 	return x.t.cfg.passUnpriced
+}
+
+// modelUnread reports whether the call is of a shape the dialect prices but names its
+// model in a body too large to read (WithMaxReplayBody): its price is known only from its
+// answer.
+func (x *txCall) modelUnread() bool {
+	return x.known && x.call.Request.Model == "" && x.body.unread()
 }
 
 // WithStrictMatch makes the transport refuse, without sending it, a request that matches

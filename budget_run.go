@@ -424,11 +424,15 @@ func (cs *costState) reserve(ctx context.Context, a *attempt) *Error {
 		}
 		amount := b.est
 		if !b.priced {
-			switch br.b.Unpriced {
-			case budget.UnpricedAllow:
-				continue
-			case budget.UnpricedCharge:
+			switch {
+			case br.b.Unpriced == budget.UnpricedCharge:
 				amount = br.b.UnpricedCost
+			case a.tx != nil && a.tx.modelUnread():
+				// A priced shape whose model is known only from its answer: settle counts
+				// the answer's cost. The least amount makes a budget at its cap refuse it.
+				amount = pricing.Picodollar
+			case br.b.Unpriced == budget.UnpricedAllow:
+				continue
 			default:
 				cs.release(a)
 				return &Error{Class: failure.Unpriced, Upstream: a.up.Name, Model: a.call.Model, Err: budget.ErrNoPrice,

@@ -307,10 +307,17 @@ func WithWaitThreshold(p ratelimit.Priority, d time.Duration) Option {
 // group, a context or content fallback — may map only its own group's name or model, and
 // is asked for that (fallbackModel), never for a name it does not serve.
 func (r *run) modelOn(up *upstream) (string, bool) {
-	if m, ok := up.model(r.orig.Model); ok {
+	return r.c.modelOn(up, r.orig.Model)
+}
+
+// modelOn returns the model name a call for model asks of up, by run.modelOn's rule: up's
+// mapping of model, else fallbackModel. The Transport asks it too, to tell the upstreams
+// that can take a call.
+func (c *Client) modelOn(up *upstream, model string) (string, bool) {
+	if m, ok := up.model(model); ok {
 		return m, true
 	}
-	return r.c.fallbackModel(up, r.orig.Model)
+	return c.fallbackModel(up, model)
 }
 
 // fallbackModel is the model that up, which does not map model, is asked for when a

@@ -58,8 +58,17 @@ type transportConfig struct {
 // HEAD, OPTIONS and DELETE): such a request has no model or tokens to price, so by
 // default each budget that counts it applies its Unpriced policy, as for an attempt on an
 // unpriced model (budget.UnpricedRefuse, the default, refuses it before any call; the SDK
-// gets a 429 in the vendor's error format). pass true sends such requests uncounted by
+// gets a 403 in the vendor's error format). pass true sends such requests uncounted by
 // every budget. Default false. Reads are never counted.
+//
+// A request of a shape the Dialect prices (chat completions, messages, …) whose body is
+// too large to read (WithMaxReplayBody) is not of an unrecognized shape, and this option
+// does not apply to it: its model, and so its price, is known only from its answer. Every
+// budget that counts it admits it before the call under the least reservation, one
+// picodollar (its UnpricedCost under budget.UnpricedCharge), so that a budget at its cap
+// refuses it, and counts the cost its answer reports (the cost of its event.Call); an
+// answer whose model has no price counts that reservation. A budget scoped to a model (budget.ScopeModel)
+// does not count it: its model is not known when the budgets are asked.
 func WithPassUnpriced(pass bool) TransportOption {
 	return transportOptionFunc(func(c *transportConfig) { c.passUnpriced = pass })
 }
@@ -75,6 +84,13 @@ func (x *txCall) unbudgeted() bool {
 		return true
 	}
 	return x.t.cfg.passUnpriced
+}
+
+// modelUnread reports whether the call is of a shape the dialect prices but names its
+// model in a body too large to read (WithMaxReplayBody): its price is known only from its
+// answer.
+func (x *txCall) modelUnread() bool {
+	return x.known && x.call.Request.Model == "" && x.body.unread()
 }
 
 // WithStrictMatch makes the transport refuse, without sending it, a request that matches
@@ -124,9 +140,12 @@ const (
 //     route (WithModelGroup, or every upstream serving the model) that speak the same
 //     shape, with the URL's scheme, host and base path and the credential header
 //     rewritten. A model that names a model group, or that the addressed upstream does not
-//     serve, takes the group's route in its order. Each upstream gets the model under its
-//     own name (Upstream.Models): the body's top-level "model" member, or Gemini's path
-//     segment, is rewritten, and nothing else. A redirect from such an alternate
+//     serve, takes the group's route in its order. The upstreams a fallback brings in
+//     (WithGroupFallback, a budget's Reroute group, WithContextFallback,
+//     WithContentFallback) take it as they do for Complete, under their name for the
+//     fallback group. Each upstream gets the model under its own name (Upstream.Models):
+//     the body's top-level "model" member, or Gemini's path segment, is rewritten, and
+//     nothing else. A redirect from such an alternate
 //     upstream is its failure (failure.Unavailable), never handed to the caller's client,
 //     which would follow it with the caller's credentials. Other paths are retried on
 //     their own upstream only, classified by status, headers and body, and cost no tokens.
@@ -719,8 +738,11 @@ func (t *Transport) route(x *txCall) []*upstream {
 }
 
 // serves reports whether up can take the call x through the transport: the upstream the
-// URL names always, another one when it speaks the call's shape and serves its model
-// (under any name: the attempt renames it).
+// URL names always, another one when it speaks the call's shape and has a model name for
+// the call by the rule Complete follows (Client.modelOn: its mapping of the call's model,
+// or of a fallback group or budget Reroute group that brought it in), under which the
+// attempt renames the model. A call whose model was not read (a body too large to
+// buffer) cannot be renamed: only an upstream that takes it under the same name serves.
 func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if up == x.match.up {
 		return true
@@ -729,7 +751,8 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 	if tu == nil || !x.known {
 		return false
 	}
-	if _, ok := up.model(x.call.Request.Model); !ok {
+	model := x.call.Request.Model
+	if m, ok := t.c.modelOn(up, model); !ok || (model == "" && m != "") {
 		return false
 	}
 	shape, ok := tu.shapeOf(x.req.Method, x.rel)
@@ -737,7 +760,7 @@ func (t *Transport) serves(up *upstream, x *txCall) bool {
 }
 
 // compatible fails an attempt, without a call, on an upstream that cannot take the call
-// (a context or content fallback of another API shape).
+// (serves: a fallback of another API shape, or one the call's model cannot be renamed for).
 func (t *Transport) compatible(next attemptFunc) attemptFunc {
 	return func(ctx context.Context, a *attempt) error {
 		if !t.serves(a.up, a.tx) {

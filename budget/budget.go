@@ -36,7 +36,8 @@ type Budget struct {
 	// them past its cap; other budgets still apply to them. Default "": refuse.
 	Reroute string
 	// Unpriced says what the budget does with an attempt whose model has no price.
-	// Default UnpricedRefuse.
+	// Default UnpricedRefuse. A Transport request of a priced shape whose body is too
+	// large to read is priced from its answer instead (see llmclient.WithPassUnpriced).
 	Unpriced Unpriced
 	// UnpricedCost is what UnpricedCharge reserves and counts for each such attempt; it
 	// must be positive with UnpricedCharge and zero otherwise.

@@ -62,6 +62,12 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID links a RoleTool message (a tool result) to the call it answers.
 	ToolCallID string
+	// IsError marks a RoleTool message as the result of a tool call that failed; its
+	// Content says how. Default false: the call succeeded. Other roles ignore it.
+	// Anthropic's adapter sends it as the tool_result's is_error, Gemini's puts the result
+	// under the function response's "error" key in place of "output"; OpenAI's APIs have
+	// no such flag, so its adapter sends the result as written, with a note in Call.Notes.
+	IsError bool
 	// Name is an optional participant or tool name.
 	Name string
 	// Cache, when set, marks a prompt-cache breakpoint after the message's last content:
@@ -178,6 +184,13 @@ type Request struct {
 	Tools    []Tool
 	// ToolChoice is nil for the vendor default.
 	ToolChoice *ToolChoice
+	// DisableParallelToolCalls asks for at most one tool call per answer. Default false:
+	// the vendor's default, which lets the model call several tools at once. It matters
+	// only with Tools: OpenAI's adapter sends parallel_tool_calls false (Chat Completions
+	// and Responses), Anthropic's tool_choice.disable_parallel_tool_use (with tool_choice
+	// auto when ToolChoice is nil; ToolChoiceNone calls no tool and needs none). Gemini has
+	// no such setting: its adapter sends the request without it, with a note in Call.Notes.
+	DisableParallelToolCalls bool
 	// MaxTokens bounds the output. 0 means the vendor default (adapters that require a
 	// value, such as Anthropic's, apply their own default).
 	MaxTokens   int

@@ -88,7 +88,7 @@ func (c *Cache) prepare(ctx context.Context, req *llmclient.Request) call {
 // idempotencyStoreKey keys an idempotency key within its namespace and partition.
 func (c *Cache) idempotencyStoreKey(partition, key string) string {
 	w := getWriter()
-	w.uint(keyVersion)
+	w.uint(idempotencyKeyVersion)
 	w.str("idempotency")
 	w.str(c.cfg.namespace)
 	w.str(partition)

@@ -14,9 +14,15 @@ import (
 	"github.com/llmclient/llmclient"
 )
 
-// keyVersion is written first into every key, so that a change of the canonical encoding
-// never lets a new build read an old build's entries (in a shared Redis).
-const keyVersion = 1
+// keyVersion is written first into every request key, so that a change of the canonical
+// encoding never lets a new build read an old build's entries (in a shared Redis).
+// Version 2 added Message.IsError and Request.DisableParallelToolCalls.
+const keyVersion = 2
+
+// idempotencyKeyVersion is written first into every idempotency key, whose encoding does
+// not depend on the request's: it changes only when that encoding does, so that records
+// written by the build before stay found across a deploy.
+const idempotencyKeyVersion = 1
 
 // Key returns the exact-cache key of req in the partition part: the hex SHA-256 of a
 // canonical encoding of everything that affects the answer.
@@ -24,10 +30,10 @@ const keyVersion = 1
 // The key covers Request.Model as the caller named it (the model or model group, before
 // the Client's routing maps it to an upstream's own model name: the middleware runs
 // before routing), Messages (roles, every part with its text, image URL or bytes, MIME
-// type, detail and cache mark; tool calls; tool-call ids; names; cache marks), Tools
-// (name, description, parameters, strict, cache mark), ToolChoice, MaxTokens,
-// Temperature, TopP, Stop, ResponseFormat and Extra, each with its presence (a nil
-// pointer and a zero value differ). Tool parameters and schemas count without their
+// type, detail and cache mark; tool calls; tool-call ids; error marks; names; cache
+// marks), Tools (name, description, parameters, strict, cache mark), ToolChoice,
+// DisableParallelToolCalls, MaxTokens, Temperature, TopP, Stop, ResponseFormat and Extra,
+// each with its presence (a nil pointer and a zero value differ). Tool parameters and schemas count without their
 // insignificant whitespace; Extra counts by content, its keys sorted, so that 7 and 7.0
 // or a struct and the map it encodes to are one value. The key leaves out Priority and
 // Metadata, which do not reach the vendor, and PromptCacheKey, which says where the
@@ -85,6 +91,7 @@ func writeRequest(w *keyWriter, req *llmclient.Request) {
 		w.str(string(tc.Mode))
 		w.str(tc.Name)
 	}
+	w.bool(req.DisableParallelToolCalls)
 	w.int(int64(req.MaxTokens))
 	w.float(req.Temperature)
 	w.float(req.TopP)
@@ -125,6 +132,7 @@ func writeMessages(w *keyWriter, msgs []llmclient.Message) {
 			w.str(tc.Arguments)
 		}
 		w.str(m.ToolCallID)
+		w.bool(m.IsError)
 		w.str(m.Name)
 		w.cacheMark(m.Cache)
 	}

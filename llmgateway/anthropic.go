@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/finish"
@@ -40,6 +39,7 @@ type anBlock struct {
 	Input        json.RawMessage `json:"input"`
 	ToolUseID    string          `json:"tool_use_id"`
 	Content      json.RawMessage `json:"content"`
+	IsError      bool            `json:"is_error"`
 	CacheControl *anCache        `json:"cache_control"`
 }
 
@@ -63,8 +63,9 @@ type anTool struct {
 }
 
 type anToolChoice struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
+	Type                   string `json:"type"`
+	Name                   string `json:"name"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
 func (c *anCache) control() (*llmclient.CacheControl, error) {
@@ -167,6 +168,7 @@ func decodeAnthropic(body []byte) (*llmclient.Request, bool, error) {
 		default:
 			return nil, false, fmt.Errorf("tool_choice: type %q is not auto, any, none or tool", tc.Type)
 		}
+		req.DisableParallelToolCalls = tc.DisableParallelToolUse
 	}
 	return req, in.Stream, nil
 }
@@ -200,21 +202,9 @@ func anMessages(m anMessage) ([]llmclient.Message, error) {
 			p.Cache = cc
 			msg.Content = append(msg.Content, p)
 		case "image":
-			if b.Source == nil {
-				return nil, fmt.Errorf("content[%d]: source: Field required", i)
-			}
-			var p llmclient.Part
-			switch b.Source.Type {
-			case "base64":
-				data, err := base64.StdEncoding.DecodeString(b.Source.Data)
-				if err != nil {
-					return nil, fmt.Errorf("content[%d]: source.data is not base64", i)
-				}
-				p = llmclient.ImageDataPart(b.Source.MediaType, data)
-			case "url":
-				p = llmclient.ImageURLPart(b.Source.URL)
-			default:
-				return nil, fmt.Errorf("content[%d]: source.type %q is not base64 or url", i, b.Source.Type)
+			p, err := anImage(b)
+			if err != nil {
+				return nil, fmt.Errorf("content[%d]: %v", i, err)
 			}
 			p.Cache = cc
 			msg.Content = append(msg.Content, p)
@@ -231,17 +221,10 @@ func anMessages(m anMessage) ([]llmclient.Message, error) {
 			if role != llmclient.RoleUser {
 				return nil, fmt.Errorf("content[%d]: tool_result in an assistant turn", i)
 			}
-			inner, err := blocks(b.Content)
+			tm, err := anToolResult(b)
 			if err != nil {
-				return nil, fmt.Errorf("content[%d].content: %v", i, err)
+				return nil, fmt.Errorf("content[%d].%v", i, err)
 			}
-			var text strings.Builder
-			for _, ib := range inner {
-				if ib.Type == "text" {
-					text.WriteString(ib.Text)
-				}
-			}
-			tm := llmclient.ToolResultMessage(b.ToolUseID, text.String())
 			tm.Cache = cc
 			out = append(out, tm)
 		case "thinking", "redacted_thinking":
@@ -255,6 +238,57 @@ func anMessages(m anMessage) ([]llmclient.Message, error) {
 		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// anImage reads an image block's source.
+func anImage(b anBlock) (llmclient.Part, error) {
+	if b.Source == nil {
+		return llmclient.Part{}, fmt.Errorf("source: Field required")
+	}
+	switch b.Source.Type {
+	case "base64":
+		data, err := base64.StdEncoding.DecodeString(b.Source.Data)
+		if err != nil {
+			return llmclient.Part{}, fmt.Errorf("source.data is not base64")
+		}
+		return llmclient.ImageDataPart(b.Source.MediaType, data), nil
+	case "url":
+		return llmclient.ImageURLPart(b.Source.URL), nil
+	}
+	return llmclient.Part{}, fmt.Errorf("source.type %q is not base64 or url", b.Source.Type)
+}
+
+// anToolResult turns a tool_result block into a tool message: its text and image blocks
+// (with their cache marks) and is_error. Other blocks (documents, search results) are
+// refused: the common request has no place for them. An error names the field inside
+// the block ("content[1]: …"); the caller prefixes the block's own position.
+func anToolResult(b anBlock) (llmclient.Message, error) {
+	tm := llmclient.Message{Role: llmclient.RoleTool, ToolCallID: b.ToolUseID, IsError: b.IsError}
+	inner, err := blocks(b.Content)
+	if err != nil {
+		return tm, fmt.Errorf("content: %v", err)
+	}
+	for j, ib := range inner {
+		var p llmclient.Part
+		switch ib.Type {
+		case "text":
+			p = llmclient.TextPart(ib.Text)
+		case "image":
+			if p, err = anImage(ib); err != nil {
+				return tm, fmt.Errorf("content[%d]: %v", j, err)
+			}
+		default:
+			return tm, fmt.Errorf("content[%d]: block type %q is not supported in a tool_result (text and image are)", j, ib.Type)
+		}
+		if p.Cache, err = ib.CacheControl.control(); err != nil {
+			return tm, fmt.Errorf("content[%d]: %v", j, err)
+		}
+		tm.Content = append(tm.Content, p)
+	}
+	if len(tm.Content) == 0 {
+		tm.Content = []llmclient.Part{llmclient.TextPart("")}
+	}
+	return tm, nil
 }
 
 // The answer.

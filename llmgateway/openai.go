@@ -21,6 +21,7 @@ type oaChatRequest struct {
 	Messages            []oaMessage     `json:"messages"`
 	Tools               []oaTool        `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	Temperature         *float64        `json:"temperature"`
@@ -95,7 +96,8 @@ func decodeOpenAIChat(body []byte) (req *llmclient.Request, stream, includeUsage
 	if in.N != nil && *in.N != 1 {
 		return nil, false, false, fmt.Errorf("n: only 1 is supported")
 	}
-	req = &llmclient.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, PromptCacheKey: in.PromptCacheKey}
+	req = &llmclient.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, PromptCacheKey: in.PromptCacheKey,
+		DisableParallelToolCalls: in.ParallelToolCalls != nil && !*in.ParallelToolCalls}
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.MaxTokens = *in.MaxCompletionTokens

@@ -3,12 +3,14 @@
 //
 // It translates a llmclient.Request into a Messages request: system messages become the
 // top-level system prompt, tool results become tool_result blocks of a user turn
-// (consecutive ones merged, since the API wants alternating turns), assistant tool calls
-// become tool_use blocks, images become base64 or url sources. max_tokens, which the API
-// requires, defaults to DefaultMaxTokens. A format.JSONSchema response format is sent as
-// output_config.format (structured outputs); format.JSONObject has no Messages API
-// equivalent and is ignored: ask for JSON in the prompt or give a schema. Request.Extra is
-// merged into the top level of the body (see Provider.Complete).
+// (consecutive ones merged, since the API wants alternating turns; Message.IsError is the
+// block's is_error), assistant tool calls become tool_use blocks, images become base64 or
+// url sources. Request.DisableParallelToolCalls is tool_choice.disable_parallel_tool_use.
+// max_tokens, which the API requires, defaults to DefaultMaxTokens. A format.JSONSchema
+// response format is sent as output_config.format (structured outputs); format.JSONObject
+// has no Messages API equivalent and is not sent, with a note in llmclient.Call.Notes: ask
+// for JSON in the prompt or give a schema. Request.Extra is merged into the top level of
+// the body (see Provider.Complete).
 //
 // Responses map text blocks to Text, thinking blocks to Reasoning and tool_use blocks to
 // ToolCalls (input as a JSON string). stop_reason "refusal" is finish.Refusal; Anthropic

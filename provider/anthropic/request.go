@@ -44,6 +44,7 @@ type wireBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   any             `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
 	Cache     *wireCache      `json:"cache_control,omitempty"`
 }
 
@@ -88,9 +89,12 @@ type wireTool struct {
 	Cache       *wireCache      `json:"cache_control,omitempty"`
 }
 
+// wireToolChoice is ToolChoiceAuto, ToolChoiceAny, ToolChoiceTool or ToolChoiceNone
+// (which has no disable_parallel_tool_use).
 type wireToolChoice struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
 }
 
 type wireOutput struct {
@@ -158,11 +162,24 @@ func buildBody(req *llmclient.Request, model string, defaultMaxTokens int, strea
 	if w.ToolChoice, err = convertToolChoice(req.ToolChoice); err != nil {
 		return nil, err
 	}
-	if f := req.ResponseFormat; f != nil && f.Type == format.JSONSchema {
-		if len(f.Schema) == 0 || !json.Valid(f.Schema) {
-			return nil, errors.New("anthropic: response format json_schema needs a valid JSON schema")
+	if req.DisableParallelToolCalls && len(w.Tools) > 0 {
+		if w.ToolChoice == nil {
+			w.ToolChoice = &wireToolChoice{Type: "auto"}
 		}
-		w.OutputConfig = &wireOutput{Format: &wireFormat{Type: "json_schema", Schema: f.Schema}}
+		if w.ToolChoice.Type != "none" {
+			w.ToolChoice.DisableParallelToolUse = true
+		}
+	}
+	if f := req.ResponseFormat; f != nil {
+		switch f.Type {
+		case format.JSONSchema:
+			if len(f.Schema) == 0 || !json.Valid(f.Schema) {
+				return nil, errors.New("anthropic: response format json_schema needs a valid JSON schema")
+			}
+			w.OutputConfig = &wireOutput{Format: &wireFormat{Type: "json_schema", Schema: f.Schema}}
+		case format.JSONObject:
+			notes.Add("response format json_object not sent: the Messages API has no JSON mode (only json_schema has an equivalent, output_config.format)")
+		}
 	}
 	body, err := json.Marshal(&w)
 	if err != nil {
@@ -239,7 +256,7 @@ func convertMessages(in []llmclient.Message, notes *adapter.Notes) (system any, 
 			if m.ToolCallID == "" {
 				return nil, nil, fmt.Errorf("anthropic: message %d: tool result without ToolCallID", i)
 			}
-			b := wireBlock{Type: "tool_result", ToolUseID: ids.result(m.ToolCallID)}
+			b := wireBlock{Type: "tool_result", ToolUseID: ids.result(m.ToolCallID), IsError: m.IsError}
 			if b.Content, err = toolResultContent(m.Content); err != nil {
 				return nil, nil, fmt.Errorf("anthropic: message %d: %w", i, err)
 			}
@@ -395,11 +412,12 @@ func contentBlocks(parts []llmclient.Part, dst []wireBlock) ([]wireBlock, error)
 	return dst, nil
 }
 
-// toolResultContent is a tool result's content: a string when it is all text, else blocks.
+// toolResultContent is a tool result's content: a string when it is all text without
+// cache marks, else blocks.
 func toolResultContent(parts []llmclient.Part) (any, error) {
 	text := true
 	for _, p := range parts {
-		if p.Type != llmclient.PartText {
+		if p.Type != llmclient.PartText || p.Cache != nil {
 			text = false
 			break
 		}

@@ -7,7 +7,8 @@
 // merged). Gemini matches a function response to its call by function name, so a tool
 // result's name is looked up from the assistant call with the same ID earlier in the
 // conversation (Message.Name is the fallback). A tool result that is a JSON object is sent
-// as the response object; any other text as {"output": text}. Tool parameters are sent as
+// as the response object; any other text as {"output": text}; the result of a failed call
+// (Message.IsError) as {"error": the object or text}. Tool parameters are sent as
 // parametersJsonSchema and a format.JSONSchema schema as responseJsonSchema, which take
 // standard JSON Schema; format.JSONObject sets responseMimeType "application/json".
 // MaxTokens 0 leaves maxOutputTokens to the model's default. Request.Extra is merged into
@@ -38,8 +39,10 @@
 // result that answers no call of the model turn right before it is sent as a text part;
 // temperature is clamped to [0, 2] and topP to [0, 1]; of more than 5 stop sequences the
 // first 5 are sent. NaN and infinities are refused as bad requests. Other vendors' tool
-// call ids are sent as function call ids. llmclient.CacheControl marks are ignored
-// (Gemini caches implicitly; explicit caches are named with Extra "cachedContent").
+// call ids are sent as function call ids. Gemini has no setting for parallel function
+// calls, so Request.DisableParallelToolCalls is not sent (with a note).
+// llmclient.CacheControl marks are ignored (Gemini caches implicitly; explicit caches are
+// named with Extra "cachedContent").
 //
 // Embeddings: Provider is an llmclient.Embedder: one input with :embedContent, several
 // with :batchEmbedContents (at most MaxEmbedBatch, default 100); see Embed.

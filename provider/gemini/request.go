@@ -119,6 +119,9 @@ func buildBody(req *llmclient.Request, notes *adapter.Notes) ([]byte, error) {
 	if w.ToolConfig, err = convertToolChoice(req.ToolChoice); err != nil {
 		return nil, err
 	}
+	if req.DisableParallelToolCalls && len(req.Tools) > 0 {
+		notes.Add("parallel tool calls not disabled: Gemini has no such setting (the model may call several functions at once)")
+	}
 	if w.GenerationConfig, err = generationConfig(req, notes); err != nil {
 		return nil, err
 	}
@@ -381,7 +384,11 @@ func resultParts(history []llmclient.Message, m *llmclient.Message, i int, notes
 			label = "tool " + name + " (call " + m.ToolCallID + ")"
 		}
 		notes.Add("message %d: tool result %q answers no call of the turn before; sent as text", i, m.ToolCallID)
-		return []wirePart{{Text: "Result of " + label + ": " + output}}, images, nil
+		what := "Result of "
+		if m.IsError {
+			what = "Error from "
+		}
+		return []wirePart{{Text: what + label + ": " + output}}, images, nil
 	}
 	if name == "" {
 		name = m.Name
@@ -390,7 +397,7 @@ func resultParts(history []llmclient.Message, m *llmclient.Message, i int, notes
 		return nil, nil, fmt.Errorf("tool result %q answers a call without a name and has no Name", m.ToolCallID)
 	}
 	id, _ := splitID(m.ToolCallID)
-	r := &wireResult{Name: name, Response: resultObject(output)}
+	r := &wireResult{Name: name, Response: resultObject(output, m.IsError)}
 	if !isSynthetic(id) {
 		r.ID = id
 	}
@@ -431,10 +438,23 @@ func findCallName(history []llmclient.Message, id string) string {
 }
 
 // resultObject is the functionResponse.response object: the tool's output when it is a
-// JSON object, else {"output": <the text>} as the API documentation suggests.
-func resultObject(text string) json.RawMessage {
+// JSON object, else {"output": <the text>} as the API documentation suggests. The result
+// of a failed call is {"error": <the object or text>}: the spec's key for "error details"
+// of a call that failed.
+func resultObject(text string, isError bool) json.RawMessage {
 	t := strings.TrimSpace(text)
-	if len(t) > 0 && t[0] == '{' && json.Valid([]byte(t)) {
+	isObject := len(t) > 0 && t[0] == '{' && json.Valid([]byte(t))
+	if isError {
+		var detail any = text
+		if isObject {
+			detail = json.RawMessage(t)
+		}
+		b, _ := json.Marshal(struct {
+			Error any `json:"error"`
+		}{detail})
+		return b
+	}
+	if isObject {
 		return json.RawMessage(t)
 	}
 	b, _ := json.Marshal(struct {

@@ -17,10 +17,15 @@
 //     messages take text only); a tool result that was only an image says so in its text;
 //   - an image in an assistant message cannot be placed: the call is refused before
 //     sending, with an error wrapping llmclient.ErrUnsupported, so the Client can fail over;
+//   - a tool result's error mark (llmclient.Message.IsError) has no place in a tool
+//     message or a function_call_output item: the result is sent as written;
 //   - temperature is clamped to [0, 2] and top_p to [0, 1]; of more than 4 stop
 //     sequences the first 4 are sent; NaN and infinities are refused as bad requests;
 //   - llmclient.CacheControl marks are ignored: OpenAI caches prompt prefixes on its own
 //     and reports the cached part in Usage.CachedInputTokens.
+//
+// Request.DisableParallelToolCalls is parallel_tool_calls false (Chat Completions and
+// Responses), sent only with tools: OpenAI refuses the field without them.
 //
 // Responses API: with WithResponsesAPI, Complete and Stream use POST /responses. Leading
 // system messages become instructions (later ones system input messages); user messages

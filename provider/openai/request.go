@@ -21,6 +21,7 @@ type reqBody struct {
 	Messages            []reqMessage       `json:"messages"`
 	Tools               []reqTool          `json:"tools,omitempty"`
 	ToolChoice          any                `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool              `json:"parallel_tool_calls,omitempty"`
 	MaxTokens           int                `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int                `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64           `json:"temperature,omitempty"`
@@ -156,6 +157,7 @@ func buildBody(req *llmclient.Request, model, maxField string, stream, includeUs
 	if body.Messages, err = buildMessages(req.Messages, model, notes); err != nil {
 		return nil, err
 	}
+	noteToolErrors(req.Messages, notes)
 	if len(req.Tools) > 0 {
 		body.Tools = make([]reqTool, len(req.Tools))
 		for i, t := range req.Tools {
@@ -172,6 +174,7 @@ func buildBody(req *llmclient.Request, model, maxField string, stream, includeUs
 		return nil, err
 	}
 	body.ToolChoice = tc
+	body.ParallelToolCalls = parallelToolCalls(req)
 	if body.ResponseFormat, err = buildResponseFormat(req.ResponseFormat); err != nil {
 		return nil, err
 	}
@@ -367,6 +370,28 @@ func dataURL(mime string, data []byte) string {
 	b = append(b, sep...)
 	b = base64.StdEncoding.AppendEncode(b, data)
 	return string(b)
+}
+
+// noParallel is parallel_tool_calls false.
+var noParallel = new(bool)
+
+// parallelToolCalls is the parallel_tool_calls field for req: false when it disables
+// parallel calls and has tools (OpenAI refuses the field without tools), else omitted.
+func parallelToolCalls(req *llmclient.Request) *bool {
+	if req.DisableParallelToolCalls && len(req.Tools) > 0 {
+		return noParallel
+	}
+	return nil
+}
+
+// noteToolErrors records that the error marks of tool results are not sent: neither
+// tool messages nor function_call_output items have an error flag.
+func noteToolErrors(msgs []llmclient.Message, notes *adapter.Notes) {
+	for i := range msgs {
+		if msgs[i].Role == llmclient.RoleTool && msgs[i].IsError {
+			notes.Add("message %d: the tool result's error mark not sent (OpenAI tool results have no error flag; the result is sent as written)", i)
+		}
+	}
 }
 
 func buildToolChoice(tc *llmclient.ToolChoice) (any, error) {

@@ -27,18 +27,19 @@ const maxCallID = 64
 
 // The CreateResponse request body. Field order is the order on the wire.
 type respBody struct {
-	Model           string         `json:"model,omitempty"`
-	Instructions    string         `json:"instructions,omitempty"`
-	Input           []any          `json:"input"`
-	Tools           []respTool     `json:"tools,omitempty"`
-	ToolChoice      any            `json:"tool_choice,omitempty"`
-	MaxOutputTokens int            `json:"max_output_tokens,omitempty"`
-	Temperature     *float64       `json:"temperature,omitempty"`
-	TopP            *float64       `json:"top_p,omitempty"`
-	Text            *respText      `json:"text,omitempty"`
-	Reasoning       *respReasoning `json:"reasoning,omitempty"`
-	Stream          bool           `json:"stream,omitempty"`
-	PromptCacheKey  string         `json:"prompt_cache_key,omitempty"`
+	Model             string         `json:"model,omitempty"`
+	Instructions      string         `json:"instructions,omitempty"`
+	Input             []any          `json:"input"`
+	Tools             []respTool     `json:"tools,omitempty"`
+	ToolChoice        any            `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool          `json:"parallel_tool_calls,omitempty"`
+	MaxOutputTokens   int            `json:"max_output_tokens,omitempty"`
+	Temperature       *float64       `json:"temperature,omitempty"`
+	TopP              *float64       `json:"top_p,omitempty"`
+	Text              *respText      `json:"text,omitempty"`
+	Reasoning         *respReasoning `json:"reasoning,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	PromptCacheKey    string         `json:"prompt_cache_key,omitempty"`
 }
 
 // respMessage is EasyInputMessage: content is a string or a list of input parts.
@@ -124,6 +125,7 @@ func buildResponsesBody(req *llmclient.Request, model string, stream bool, notes
 	if err := responsesInput(&body, req.Messages, model, notes); err != nil {
 		return nil, err
 	}
+	noteToolErrors(req.Messages, notes)
 	for i, t := range req.Tools {
 		if t.Name == "" {
 			return nil, errors.New("openai: tool " + strconv.Itoa(i) + ": name is empty")
@@ -137,6 +139,7 @@ func buildResponsesBody(req *llmclient.Request, model string, stream bool, notes
 	if body.ToolChoice, err = responsesToolChoice(req.ToolChoice); err != nil {
 		return nil, err
 	}
+	body.ParallelToolCalls = parallelToolCalls(req)
 	if body.Text, err = responsesFormat(req.ResponseFormat); err != nil {
 		return nil, err
 	}

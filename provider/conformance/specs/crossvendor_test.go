@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/format"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
 	"github.com/llmclient/llmclient/provider/openai"
@@ -202,6 +203,22 @@ func conversations() []conversationCase {
 		{name: "five_stop_sequences", refusedBy: []string{"openai_responses"}, notes: map[string]string{"openai": "first 4 of 5 stop sequences"}, req: func() llmclient.Request {
 			r := conv(then)
 			r.Stop = []string{"1", "2", "3", "4", "5"}
+			return r
+		}()},
+		{name: "failed_tool_result", notes: map[string]string{"openai": "error mark not sent", "openai_responses": "error mark not sent"}, req: conv(
+			llmclient.Message{Role: llmclient.RoleAssistant, ToolCalls: []llmclient.ToolCall{{ID: openaiID, Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+			llmclient.Message{Role: llmclient.RoleTool, ToolCallID: openaiID, IsError: true, Content: []llmclient.Part{
+				llmclient.TextPart("radar offline:"), llmclient.ImageDataPart("image/png", png)}},
+			then)},
+		{name: "no_parallel_tool_calls", notes: map[string]string{"gemini": "parallel tool calls not disabled"}, req: func() llmclient.Request {
+			r := conv(then)
+			r.DisableParallelToolCalls = true
+			r.ToolChoice = &llmclient.ToolChoice{Mode: llmclient.ToolChoiceRequired}
+			return r
+		}()},
+		{name: "json_object", notes: map[string]string{"anthropic": "json_object not sent"}, req: func() llmclient.Request {
+			r := conv(llmclient.UserMessage("Answer in JSON."))
+			r.ResponseFormat = &llmclient.ResponseFormat{Type: format.JSONObject}
 			return r
 		}()},
 		{name: "everything_at_once", refusedBy: []string{"openai_responses"}, req: full},

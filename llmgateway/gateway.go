@@ -499,6 +499,22 @@ func (rec *record) fromError(err error) {
 	}
 }
 
+// attemptsUsage sums the attempts' usage.
+func attemptsUsage(as []llmclient.Attempt) llmclient.Usage {
+	var u llmclient.Usage
+	for _, a := range as {
+		u.InputTokens += a.Usage.InputTokens
+		u.OutputTokens += a.Usage.OutputTokens
+		u.TotalTokens += a.Usage.TotalTokens
+		u.CachedInputTokens += a.Usage.CachedInputTokens
+		u.CacheWriteTokens += a.Usage.CacheWriteTokens
+		u.CacheWrite1hTokens += a.Usage.CacheWrite1hTokens
+		u.ReasoningTokens += a.Usage.ReasoningTokens
+		u.Estimated = u.Estimated || a.Usage.Estimated
+	}
+	return u
+}
+
 // tried returns the upstream of the last attempt that called one, and how many attempts
 // the call made, once one called an upstream: a call that none did (refused by the
 // gateway or the Client, answered from the cache) names neither.
@@ -797,8 +813,20 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	}
 	resp := s.Response()
 	rec.fromResponse(resp)
+	err = s.Err()
+	if p := partialAnswer(err); p != nil {
+		// A content filter or a refusal (or reasoning with no content) is the vendor's
+		// answer, not a failure: the stream ends as the vendor ended it, with its finish
+		// reason (already sent), its usage and [DONE] or message_stop, as the one-shot
+		// answer is a 200.
+		rec.fromError(err)
+		if p.Usage == (llmclient.Usage{}) {
+			p.Usage = attemptsUsage(p.Attempts)
+		}
+		resp, err = p, nil
+	}
 	var tail []byte
-	if err := s.Err(); err != nil {
+	if err != nil {
 		rec.fromError(err)
 		e := fromError(err)
 		if an != nil {

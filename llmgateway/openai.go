@@ -367,7 +367,7 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 	if c.Text != "" {
 		t := c.Text
 		d.Content = &t
-	} else if !s.started {
+	} else if !s.started && c.Refusal == "" {
 		empty := ""
 		d.Content = &empty
 	}

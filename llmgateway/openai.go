@@ -355,7 +355,23 @@ type oaStreamWriter struct {
 	id, model string
 	created   int64
 	started   bool
-	buf       bytes.Buffer
+	// tools holds the upstream's tool-call indexes in the order they first came: a
+	// call's position here is its tool_calls index. OpenAI numbers the calls 0, 1, …
+	// and the SDKs accumulate by that number; other vendors number them otherwise
+	// (Anthropic by content block, after any text block).
+	tools []int
+	buf   bytes.Buffer
+}
+
+// toolIndex is the tool_calls index of the upstream's tool-call index i.
+func (s *oaStreamWriter) toolIndex(i int) int {
+	for n, u := range s.tools {
+		if u == i {
+			return n
+		}
+	}
+	s.tools = append(s.tools, i)
+	return len(s.tools) - 1
 }
 
 // chunk renders c as one SSE event (nothing for a chunk without content or finish).
@@ -377,7 +393,10 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 		d.Refusal = &r
 	}
 	for _, tc := range c.ToolCalls {
-		idx := tc.Index
+		if tc.ID == "" && tc.Name == "" && tc.Arguments == "" {
+			continue // carries no part of a call
+		}
+		idx := s.toolIndex(tc.Index)
 		t := oaToolCall{Index: &idx, ID: tc.ID}
 		if tc.ID != "" || tc.Name != "" {
 			t.Type = "function"

@@ -2,6 +2,7 @@ package llmgateway_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,5 +124,39 @@ func TestAnthropicStreamBlockIndexesFromOpenAI(t *testing.T) {
 	}
 	if !strings.Contains(body, `"stop_reason":"tool_use"`) {
 		t.Errorf("no stop_reason tool_use:\n%s", body)
+	}
+}
+
+// Anthropic's stop_reason "refusal" (its classifiers cut the answer; no refusal message
+// apart from the content) reaches an OpenAI caller as finish_reason "content_filter", the
+// Chat Completions reason for content cut by a policy flag, with the content as sent;
+// one-shot and streamed alike.
+func TestOpenAIRefusalFromAnthropic(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	an.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if strings.Contains(an.lastBody(), `"stream":true`) {
+			w.Header().Set("content-type", "text/event-stream")
+			writeAnEvent(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+			writeAnEvent(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+			writeAnEvent(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I can't help with that."}}`)
+			writeAnEvent(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+			writeAnEvent(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}`)
+			writeAnEvent(w, "message_stop", `{"type":"message_stop"}`)
+			return true
+		}
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"I can't help with that."}],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":3}}`)
+		return true
+	})
+	g := startGateway(t, baseConfig(oa, an, ""))
+	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"claude-sonnet","messages":[{"role":"user","content":"x"}]}`)
+	m := decode(t, body)
+	if resp.StatusCode != 200 || at(m, "choices", 0, "finish_reason") != "content_filter" ||
+		at(m, "choices", 0, "message", "content") != "I can't help with that." {
+		t.Errorf("one-shot: an Anthropic refusal reaches an OpenAI caller as %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"claude-sonnet","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"finish_reason":"content_filter"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("stream: an Anthropic refusal reaches an OpenAI caller as %d\n%s", resp.StatusCode, body)
 	}
 }

@@ -320,6 +320,17 @@ func refusalOnly(resp *llmclient.Response) bool {
 	return resp.Refusal != "" && resp.Text == "" && len(resp.ToolCalls) == 0
 }
 
+// anStopSequence is the stop_sequence of an answer whose stop reason is stop: the
+// sequence that matched. The Client's Response does not say which one did, so it is
+// known only when the request gave one sequence; null otherwise.
+func anStopSequence(stop string, stops []string) *string {
+	if stop != "stop_sequence" || len(stops) != 1 {
+		return nil
+	}
+	s := stops[0]
+	return &s
+}
+
 // toolInput is a tool call's arguments as a JSON object ({} when they are not one).
 func toolInput(args string) json.RawMessage {
 	a := bytes.TrimSpace([]byte(args))
@@ -329,9 +340,12 @@ func toolInput(args string) json.RawMessage {
 	return json.RawMessage("{}")
 }
 
-func encodeAnthropic(resp *llmclient.Response, id, model string) []byte {
+// encodeAnthropic renders resp as a Messages answer; stops are the request's stop
+// sequences.
+func encodeAnthropic(resp *llmclient.Response, id, model string, stops []string) []byte {
 	out := anResponse{ID: id, Type: "message", Role: "assistant", Model: model, Content: []anOutBlock{},
 		StopReason: anStop(resp.FinishReason, resp.RawFinishReason, refusalOnly(resp)), Usage: anUsageOf(resp.Usage)}
+	out.StopSequence = anStopSequence(out.StopReason, stops)
 	text := resp.Text
 	if text == "" && resp.Refusal != "" {
 		text = resp.Refusal
@@ -351,6 +365,7 @@ func encodeAnthropic(resp *llmclient.Response, id, model string) []byte {
 // message_stop.
 type anStreamWriter struct {
 	id, model string
+	stops     []string // the request's stop sequences
 	started   bool
 	refused   bool   // a refusal message was sent
 	answered  bool   // text or a tool call was sent
@@ -441,7 +456,7 @@ func (s *anStreamWriter) end(resp *llmclient.Response) []byte {
 	u := anUsageOf(resp.Usage)
 	stop := anStop(resp.FinishReason, resp.RawFinishReason, s.refused && !s.answered)
 	s.event("message_delta", jsonObject{"type": "message_delta",
-		"delta": jsonObject{"stop_reason": stop, "stop_sequence": nil},
+		"delta": jsonObject{"stop_reason": stop, "stop_sequence": anStopSequence(stop, s.stops)},
 		"usage": u})
 	s.event("message_stop", jsonObject{"type": "message_stop"})
 	return s.buf.Bytes()

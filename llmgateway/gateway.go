@@ -666,7 +666,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		var out []byte
 		if rt == routeMessages {
-			out = encodeAnthropic(resp, msgID(resp.ID, rec.id), m)
+			out = encodeAnthropic(resp, msgID(resp.ID, rec.id), m, req.Stop)
 		} else {
 			out = encodeOpenAIChat(resp, chatID(resp.ID, rec.id), m, created)
 		}
@@ -783,7 +783,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		written error
 	)
 	if d == dialectAnthropic {
-		an = &anStreamWriter{id: msgID(first.ID, rec.id), model: model}
+		an = &anStreamWriter{id: msgID(first.ID, rec.id), model: model, stops: req.Stop}
 	} else {
 		oa = &oaStreamWriter{id: chatID(first.ID, rec.id), model: model, created: created}
 	}
@@ -996,7 +996,7 @@ func warmFrontDoors() {
 	_, _, _ = decodeOpenAIEmbed([]byte(`{"model":"m","input":["hi"]}`))
 	resp := &llmclient.Response{Text: "hello", FinishReason: finish.Stop, Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1}}
 	_ = encodeOpenAIChat(resp, "chatcmpl-warm", "m", 0)
-	_ = encodeAnthropic(resp, "msg_warm", "m")
+	_ = encodeAnthropic(resp, "msg_warm", "m", nil)
 	oa := &oaStreamWriter{id: "chatcmpl-warm", model: "m"}
 	_ = oa.chunk(llmclient.Chunk{Text: "hello"})
 	_ = oa.chunk(llmclient.Chunk{FinishReason: finish.Stop})

@@ -160,3 +160,40 @@ func TestOpenAIRefusalFromAnthropic(t *testing.T) {
 		t.Errorf("stream: an Anthropic refusal reaches an OpenAI caller as %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// The Anthropic door names the stop sequence that ended an answer when it is known: the
+// request gave one, and the upstream stopped on a stop sequence. With more than one the
+// Client does not say which matched, and stop_sequence stays null.
+func TestAnthropicStopSequenceEchoed(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	an.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if strings.Contains(an.lastBody(), `"stream":true`) {
+			w.Header().Set("content-type", "text/event-stream")
+			writeAnEvent(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+			writeAnEvent(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+			writeAnEvent(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"1 2 3"}}`)
+			writeAnEvent(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+			writeAnEvent(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"4"},"usage":{"output_tokens":3}}`)
+			writeAnEvent(w, "message_stop", `{"type":"message_stop"}`)
+			return true
+		}
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"1 2 3"}],"stop_reason":"stop_sequence","stop_sequence":"4","usage":{"input_tokens":5,"output_tokens":3}}`)
+		return true
+	})
+	g := startGateway(t, baseConfig(oa, an, ""))
+	_, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"claude-sonnet","max_tokens":10,"stop_sequences":["4"],"messages":[{"role":"user","content":"count"}]}`)
+	m := decode(t, body)
+	if at(m, "stop_reason") != "stop_sequence" || at(m, "stop_sequence") != "4" {
+		t.Errorf("one-shot: stop_sequence lost: %s", body)
+	}
+	_, body = post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"claude-sonnet","max_tokens":10,"stream":true,"stop_sequences":["4"],"messages":[{"role":"user","content":"count"}]}`)
+	if !strings.Contains(body, `"delta":{"stop_reason":"stop_sequence","stop_sequence":"4"}`) {
+		t.Errorf("stream: stop_sequence lost:\n%s", body)
+	}
+	_, body = post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"claude-sonnet","max_tokens":10,"stop_sequences":["4","5"],"messages":[{"role":"user","content":"count"}]}`)
+	m = decode(t, body)
+	if at(m, "stop_reason") != "stop_sequence" || at(m, "stop_sequence") != nil {
+		t.Errorf("two stop sequences: %s, want stop_sequence null (which one matched is not known)", body)
+	}
+}

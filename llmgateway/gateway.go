@@ -219,8 +219,11 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		if tel != nil {
 			tel(ctx, e)
 		}
-		if e.Kind == event.Attempt {
+		switch e.Kind {
+		case event.Attempt:
 			clockOf(ctx).attempt(e.Waited)
+		case event.Call:
+			clockOf(ctx).call(e)
 		}
 		g.observe(e)
 	}))
@@ -496,6 +499,10 @@ func (rec *record) fromError(err error) {
 		rec.upstream, rec.attempts = tried(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
+		// The tokens the cost was priced on: the attempts' usage, reported or, where
+		// the upstream reported none (a stream cut or left early), the Client's estimate.
+		u := attemptsUsage(le.Attempts)
+		rec.input, rec.output = u.InputTokens, u.OutputTokens
 	}
 }
 
@@ -806,9 +813,18 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		emit(s.Current())
 	}
 	if written != nil {
-		// The caller went away: closing the stream cancels the upstream call.
+		// The caller went away: closing the stream cancels the upstream call, and the
+		// Client reports the call's end (its tokens and cost) before Close returns.
+		_ = s.Close()
 		rec.class = failure.Canceled
-		rec.fromResponse(s.Response())
+		if c := clock.ended(); c != nil {
+			rec.input, rec.output = c.input, c.output
+			rec.cost, rec.costKnown = c.cost.Amount.Dollars(), c.cost.Known
+			if c.attempts > 0 {
+				rec.attempts = c.attempts
+			}
+		}
+		rec.overhead = rec.overheadNow(clock)
 		return
 	}
 	resp := s.Response()

@@ -328,7 +328,10 @@ func anUsageOf(u llmclient.Usage) anUsage {
 	}
 }
 
-func anStop(f finish.Reason, raw string) string {
+// anStop is the Messages stop_reason of an answer that ended with f (raw: the vendor's
+// own word). refusal says the answer is a refusal message alone (OpenAI's
+// message.refusal, with finish_reason "stop"): Anthropic ends a refusal "refusal".
+func anStop(f finish.Reason, raw string, refusal bool) string {
 	switch f {
 	case finish.Length:
 		return "max_tokens"
@@ -337,10 +340,29 @@ func anStop(f finish.Reason, raw string) string {
 	case finish.Refusal, finish.ContentFilter:
 		return "refusal"
 	}
+	if refusal {
+		return "refusal"
+	}
 	if raw == "stop_sequence" {
 		return raw
 	}
 	return "end_turn"
+}
+
+// refusalOnly reports whether resp is a refusal message and nothing else.
+func refusalOnly(resp *llmclient.Response) bool {
+	return resp.Refusal != "" && resp.Text == "" && len(resp.ToolCalls) == 0
+}
+
+// anStopSequence is the stop_sequence of an answer whose stop reason is stop: the
+// sequence that matched. The Client's Response does not say which one did, so it is
+// known only when the request gave one sequence; null otherwise.
+func anStopSequence(stop string, stops []string) *string {
+	if stop != "stop_sequence" || len(stops) != 1 {
+		return nil
+	}
+	s := stops[0]
+	return &s
 }
 
 // toolInput is a tool call's arguments as a JSON object ({} when they are not one).
@@ -352,9 +374,12 @@ func toolInput(args string) json.RawMessage {
 	return json.RawMessage("{}")
 }
 
-func encodeAnthropic(resp *llmclient.Response, id, model string) []byte {
+// encodeAnthropic renders resp as a Messages answer; stops are the request's stop
+// sequences.
+func encodeAnthropic(resp *llmclient.Response, id, model string, stops []string) []byte {
 	out := anResponse{ID: id, Type: "message", Role: "assistant", Model: model, Content: []anOutBlock{},
-		StopReason: anStop(resp.FinishReason, resp.RawFinishReason), Usage: anUsageOf(resp.Usage)}
+		StopReason: anStop(resp.FinishReason, resp.RawFinishReason, refusalOnly(resp)), Usage: anUsageOf(resp.Usage)}
+	out.StopSequence = anStopSequence(out.StopReason, stops)
 	text := resp.Text
 	if text == "" && resp.Refusal != "" {
 		text = resp.Refusal
@@ -374,7 +399,10 @@ func encodeAnthropic(resp *llmclient.Response, id, model string) []byte {
 // message_stop.
 type anStreamWriter struct {
 	id, model string
+	stops     []string // the request's stop sequences
 	started   bool
+	refused   bool   // a refusal message was sent
+	answered  bool   // text or a tool call was sent
 	open      bool   // a content block is open
 	kind      string // "text" or "tool_use"
 	toolIndex int    // the open tool block's Chunk tool index
@@ -428,6 +456,8 @@ func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
 	if text == "" {
 		text = c.Refusal
 	}
+	s.refused = s.refused || c.Refusal != ""
+	s.answered = s.answered || c.Text != ""
 	if text != "" {
 		if !s.open || s.kind != "text" {
 			s.openBlock("text", jsonObject{"type": "text", "text": ""})
@@ -436,6 +466,10 @@ func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
 			"delta": jsonObject{"type": "text_delta", "text": text}})
 	}
 	for _, tc := range c.ToolCalls {
+		if tc.ID == "" && tc.Name == "" && tc.Arguments == "" {
+			continue // carries no part of a call
+		}
+		s.answered = true
 		if !s.open || s.kind != "tool_use" || s.toolIndex != tc.Index {
 			s.openBlock("tool_use", jsonObject{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": jsonObject{}})
 			s.toolIndex = tc.Index
@@ -448,14 +482,15 @@ func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
 	return s.buf.Bytes()
 }
 
-// end closes the message after a clean end.
+// end closes the message after a clean end, or an answer the vendor filtered or refused.
 func (s *anStreamWriter) end(resp *llmclient.Response) []byte {
 	s.buf.Reset()
 	s.start()
 	s.closeBlock()
 	u := anUsageOf(resp.Usage)
+	stop := anStop(resp.FinishReason, resp.RawFinishReason, s.refused && !s.answered)
 	s.event("message_delta", jsonObject{"type": "message_delta",
-		"delta": jsonObject{"stop_reason": anStop(resp.FinishReason, resp.RawFinishReason), "stop_sequence": nil},
+		"delta": jsonObject{"stop_reason": stop, "stop_sequence": anStopSequence(stop, s.stops)},
 		"usage": u})
 	s.event("message_stop", jsonObject{"type": "message_stop"})
 	return s.buf.Bytes()

@@ -219,8 +219,11 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		if tel != nil {
 			tel(ctx, e)
 		}
-		if e.Kind == event.Attempt {
+		switch e.Kind {
+		case event.Attempt:
 			clockOf(ctx).attempt(e.Waited)
+		case event.Call:
+			clockOf(ctx).call(e)
 		}
 		g.observe(e)
 	}))
@@ -496,7 +499,27 @@ func (rec *record) fromError(err error) {
 		rec.upstream, rec.attempts = tried(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
+		// The tokens the cost was priced on: the attempts' usage, reported or, where
+		// the upstream reported none (a stream cut or left early), the Client's estimate.
+		u := attemptsUsage(le.Attempts)
+		rec.input, rec.output = u.InputTokens, u.OutputTokens
 	}
+}
+
+// attemptsUsage sums the attempts' usage.
+func attemptsUsage(as []llmclient.Attempt) llmclient.Usage {
+	var u llmclient.Usage
+	for _, a := range as {
+		u.InputTokens += a.Usage.InputTokens
+		u.OutputTokens += a.Usage.OutputTokens
+		u.TotalTokens += a.Usage.TotalTokens
+		u.CachedInputTokens += a.Usage.CachedInputTokens
+		u.CacheWriteTokens += a.Usage.CacheWriteTokens
+		u.CacheWrite1hTokens += a.Usage.CacheWrite1hTokens
+		u.ReasoningTokens += a.Usage.ReasoningTokens
+		u.Estimated = u.Estimated || a.Usage.Estimated
+	}
+	return u
 }
 
 // tried returns the upstream of the last attempt that called one, and how many attempts
@@ -650,7 +673,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		var out []byte
 		if rt == routeMessages {
-			out = encodeAnthropic(resp, msgID(resp.ID, rec.id), m)
+			out = encodeAnthropic(resp, msgID(resp.ID, rec.id), m, req.Stop)
 		} else {
 			out = encodeOpenAIChat(resp, chatID(resp.ID, rec.id), m, created)
 		}
@@ -767,7 +790,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		written error
 	)
 	if d == dialectAnthropic {
-		an = &anStreamWriter{id: msgID(first.ID, rec.id), model: model}
+		an = &anStreamWriter{id: msgID(first.ID, rec.id), model: model, stops: req.Stop}
 	} else {
 		oa = &oaStreamWriter{id: chatID(first.ID, rec.id), model: model, created: created}
 	}
@@ -790,15 +813,36 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		emit(s.Current())
 	}
 	if written != nil {
-		// The caller went away: closing the stream cancels the upstream call.
+		// The caller went away: closing the stream cancels the upstream call, and the
+		// Client reports the call's end (its tokens and cost) before Close returns.
+		_ = s.Close()
 		rec.class = failure.Canceled
-		rec.fromResponse(s.Response())
+		if c := clock.ended(); c != nil {
+			rec.input, rec.output = c.input, c.output
+			rec.cost, rec.costKnown = c.cost.Amount.Dollars(), c.cost.Known
+			if c.attempts > 0 {
+				rec.attempts = c.attempts
+			}
+		}
+		rec.overhead = rec.overheadNow(clock)
 		return
 	}
 	resp := s.Response()
 	rec.fromResponse(resp)
+	err = s.Err()
+	if p := partialAnswer(err); p != nil {
+		// A content filter or a refusal (or reasoning with no content) is the vendor's
+		// answer, not a failure: the stream ends as the vendor ended it, with its finish
+		// reason (already sent), its usage and [DONE] or message_stop, as the one-shot
+		// answer is a 200.
+		rec.fromError(err)
+		if p.Usage == (llmclient.Usage{}) {
+			p.Usage = attemptsUsage(p.Attempts)
+		}
+		resp, err = p, nil
+	}
 	var tail []byte
-	if err := s.Err(); err != nil {
+	if err != nil {
 		rec.fromError(err)
 		e := fromError(err)
 		if an != nil {
@@ -968,7 +1012,7 @@ func warmFrontDoors() {
 	_, _, _ = decodeOpenAIEmbed([]byte(`{"model":"m","input":["hi"]}`))
 	resp := &llmclient.Response{Text: "hello", FinishReason: finish.Stop, Usage: llmclient.Usage{InputTokens: 1, OutputTokens: 1}}
 	_ = encodeOpenAIChat(resp, "chatcmpl-warm", "m", 0)
-	_ = encodeAnthropic(resp, "msg_warm", "m")
+	_ = encodeAnthropic(resp, "msg_warm", "m", nil)
 	oa := &oaStreamWriter{id: "chatcmpl-warm", model: "m"}
 	_ = oa.chunk(llmclient.Chunk{Text: "hello"})
 	_ = oa.chunk(llmclient.Chunk{FinishReason: finish.Stop})

@@ -287,7 +287,12 @@ func oaUsageOf(u llmclient.Usage) *oaUsage {
 	return out
 }
 
-func oaFinish(f finish.Reason) string {
+// oaFinish is the Chat Completions finish_reason of f. refusal says whether the answer
+// carries a refusal message (message.refusal): a refusal with one ends "stop", as OpenAI
+// ends its own; one without (Anthropic's stop_reason "refusal": its classifiers cut the
+// answer, and no refusal text is given apart from the content) is "content_filter", the
+// finish_reason of content cut for a policy flag.
+func oaFinish(f finish.Reason, refusal bool) string {
 	switch f {
 	case finish.Length:
 		return "length"
@@ -295,6 +300,10 @@ func oaFinish(f finish.Reason) string {
 		return "tool_calls"
 	case finish.ContentFilter:
 		return "content_filter"
+	case finish.Refusal:
+		if !refusal {
+			return "content_filter"
+		}
 	}
 	return "stop"
 }
@@ -318,7 +327,7 @@ func encodeOpenAIChat(resp *llmclient.Response, id, model string, created int64)
 	}
 	out := oaChatResponse{
 		ID: id, Object: "chat.completion", Created: created, Model: model,
-		Choices: []oaChoice{{Message: msg, FinishReason: oaFinish(resp.FinishReason), Logprobs: nullJSON}},
+		Choices: []oaChoice{{Message: msg, FinishReason: oaFinish(resp.FinishReason, resp.Refusal != ""), Logprobs: nullJSON}},
 		Usage:   oaUsageOf(resp.Usage),
 	}
 	b, _ := json.Marshal(out)
@@ -357,7 +366,24 @@ type oaStreamWriter struct {
 	id, model string
 	created   int64
 	started   bool
-	buf       bytes.Buffer
+	refused   bool // a refusal message was sent
+	// tools holds the upstream's tool-call indexes in the order they first came: a
+	// call's position here is its tool_calls index. OpenAI numbers the calls 0, 1, …
+	// and the SDKs accumulate by that number; other vendors number them otherwise
+	// (Anthropic by content block, after any text block).
+	tools []int
+	buf   bytes.Buffer
+}
+
+// toolIndex is the tool_calls index of the upstream's tool-call index i.
+func (s *oaStreamWriter) toolIndex(i int) int {
+	for n, u := range s.tools {
+		if u == i {
+			return n
+		}
+	}
+	s.tools = append(s.tools, i)
+	return len(s.tools) - 1
 }
 
 // chunk renders c as one SSE event (nothing for a chunk without content or finish).
@@ -369,7 +395,7 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 	if c.Text != "" {
 		t := c.Text
 		d.Content = &t
-	} else if !s.started {
+	} else if !s.started && c.Refusal == "" {
 		empty := ""
 		d.Content = &empty
 	}
@@ -377,9 +403,13 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 	if c.Refusal != "" {
 		r := c.Refusal
 		d.Refusal = &r
+		s.refused = true
 	}
 	for _, tc := range c.ToolCalls {
-		idx := tc.Index
+		if tc.ID == "" && tc.Name == "" && tc.Arguments == "" {
+			continue // carries no part of a call
+		}
+		idx := s.toolIndex(tc.Index)
 		t := oaToolCall{Index: &idx, ID: tc.ID}
 		if tc.ID != "" || tc.Name != "" {
 			t.Type = "function"
@@ -389,7 +419,7 @@ func (s *oaStreamWriter) chunk(c llmclient.Chunk) []byte {
 	}
 	ch := oaChunkChc{Delta: d, Logprobs: nullJSON}
 	if c.FinishReason != finish.None {
-		f := oaFinish(c.FinishReason)
+		f := oaFinish(c.FinishReason, s.refused)
 		ch.FinishReason = &f
 	}
 	if s.started && !c.HasContent() && ch.FinishReason == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/pricing"
 )
 
 // upstreamClock accumulates the time a request's upstream HTTP exchanges take on the
@@ -23,6 +24,31 @@ type upstreamClock struct {
 	attempts atomic.Int32
 	// served is the upstream whose stream delivered the first content chunk.
 	served atomic.Pointer[string]
+	// end is what the Client's event.Call said of the call's end.
+	end atomic.Pointer[callEnd]
+}
+
+// callEnd is a call's end as its event.Call reports it: the tokens (reported, or the
+// Client's estimate), the cost and the number of attempts.
+type callEnd struct {
+	input, output int
+	cost          pricing.Cost
+	attempts      int
+}
+
+// call records the call's end.
+func (c *upstreamClock) call(e llmclient.Event) {
+	if c != nil {
+		c.end.Store(&callEnd{input: e.InputTokens, output: e.OutputTokens, cost: e.Cost, attempts: e.Attempt})
+	}
+}
+
+// ended returns the call's end, nil before the Client reported it.
+func (c *upstreamClock) ended() *callEnd {
+	if c == nil {
+		return nil
+	}
+	return c.end.Load()
 }
 
 // attempt records an ended attempt's wait.

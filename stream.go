@@ -653,6 +653,9 @@ func (s *Stream) finish(err error) {
 			s.cm.settle(e.Class, e)
 			if s.cm.err != e { // settled before, as the upstream's end was read ahead
 				e.Attempts = s.cm.r.trace
+				if s.cm.r.c.cost != nil {
+					e.Cost = traceCost(e.Attempts)
+				}
 			}
 			s.err = e
 			return

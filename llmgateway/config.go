@@ -218,12 +218,17 @@ type RetryConfig struct {
 // TimeoutConfig sets the call's timeouts; 0 or absent keeps the library's default,
 // except call_budget, where a written 0 turns the time budget off.
 type TimeoutConfig struct {
-	// Request bounds a whole request (the context deadline the gateway gives each call).
+	// Request bounds a whole request, a stream included, from its arrival: the context
+	// deadline the gateway gives each call, by which the request's body must also have
+	// arrived (else 408; without Request, within a minute).
 	Request    Duration `yaml:"request"`
 	Attempt    Duration `yaml:"attempt"`
 	FirstToken Duration `yaml:"first_token"`
-	Idle       Duration `yaml:"idle"`
-	Stream     Duration `yaml:"stream"`
+	// Idle is the library's idle timeout (llmclient.WithIdleTimeout); it also bounds
+	// each write to the caller (a minute without it), so that one that stops reading
+	// is cut.
+	Idle   Duration `yaml:"idle"`
+	Stream Duration `yaml:"stream"`
 	// CallBudget bounds a call whose request sets no deadline (llmclient.WithCallBudget);
 	// requests get timeouts.request as their deadline when it is set.
 	CallBudget *Duration `yaml:"call_budget"`

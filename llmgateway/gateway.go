@@ -343,7 +343,59 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		e.write(w, d, g.requestID(r, st.cfg.Headers.RequestID))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cfg := g.state.Load().cfg
+		now := time.Now()
+		rc := http.NewResponseController(w)
+		// The body must arrive in time, also when the handler refuses the request
+		// unread: net/http then reads what is left of it to reuse the connection.
+		_ = rc.SetReadDeadline(now.Add(bodyTimeout(cfg)))
+		// A fresh write deadline for every request: net/http keeps the one the
+		// connection's previous request set (it resets it only with a WriteTimeout).
+		_ = rc.SetWriteDeadline(now.Add(writeTimeout(cfg)))
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Bounds on a caller, so that one that stalls or stops reading does not hold its
+// handler (and, through it, a shutdown) until its connection dies.
+const (
+	// defaultBodyTimeout bounds reading a request body when timeouts.request is not
+	// set; with it, the body must arrive by the request's deadline.
+	defaultBodyTimeout = time.Minute
+	// defaultWriteTimeout bounds each write to a caller when timeouts.idle is not set:
+	// the library's idle timeout before it learns one.
+	defaultWriteTimeout = time.Minute
+	// writePiece is the most of a one-shot answer one write deadline covers.
+	writePiece = 64 << 10
+)
+
+// bodyTimeout is how long a request's body may take to arrive: timeouts.request,
+// which counts from the request's arrival.
+func bodyTimeout(cfg *Config) time.Duration {
+	if d := cfg.Timeouts.Request.D(); d > 0 {
+		return d
+	}
+	return defaultBodyTimeout
+}
+
+// writeTimeout is how long a write to a caller may wait for the caller to take it:
+// timeouts.idle, which also ends a stream whose caller leaves it unread that long.
+func writeTimeout(cfg *Config) time.Duration {
+	if d := cfg.Timeouts.Idle.D(); d > 0 {
+		return d
+	}
+	return defaultWriteTimeout
+}
+
+// writeDeadline is the deadline of a write to a caller that begins now: d from now, or
+// by at the latest when by is not zero.
+func writeDeadline(d time.Duration, by time.Time) time.Time {
+	dl := time.Now().Add(d)
+	if !by.IsZero() && by.Before(dl) {
+		return by
+	}
+	return dl
 }
 
 // serveModels lists, in OpenAI's shape, the model and group names the caller's key
@@ -484,7 +536,7 @@ func (rec *record) fromResponse(resp *llmclient.Response) {
 	case resp.Upstream != "":
 		rec.upstream, rec.attempts = resp.Upstream, max(len(resp.Attempts), 1)
 	default: // the fallback function's, after the attempts that failed
-		rec.upstream, rec.attempts = tried(resp.Attempts)
+		rec.tried(resp.Attempts)
 	}
 	rec.fallback, rec.cached = resp.Fallback, resp.Cached
 	rec.input, rec.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
@@ -496,7 +548,7 @@ func (rec *record) fromError(err error) {
 	var le *llmclient.Error
 	rec.class = llmclient.ClassOf(err)
 	if errors.As(err, &le) {
-		rec.upstream, rec.attempts = tried(le.Attempts)
+		rec.tried(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
 		// The tokens the cost was priced on: the attempts' usage, reported or, where
@@ -520,6 +572,15 @@ func attemptsUsage(as []llmclient.Attempt) llmclient.Usage {
 		u.Estimated = u.Estimated || a.Usage.Estimated
 	}
 	return u
+}
+
+// tried sets the upstream and attempts of the call from its attempts when they name
+// an upstream: a stream's record already names the one that served it, which the
+// Response of a stream cut short does not.
+func (rec *record) tried(as []llmclient.Attempt) {
+	if u, n := tried(as); u != "" {
+		rec.upstream, rec.attempts = u, n
+	}
 }
 
 // tried returns the upstream of the last attempt that called one, and how many attempts
@@ -566,12 +627,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	rec.id = g.requestID(r, cfg.Headers.RequestID)
 	w.Header().Set(cfg.Headers.RequestID, rec.id)
 	defer g.logAccess(rec)
+	rc := http.NewResponseController(w)
+	wt := writeTimeout(cfg)
 	fail := func(e *apiError) {
 		rec.status = e.status
 		if rec.class == failure.None {
 			rec.class = e.class
 		}
 		g.callHeaders(w.Header(), rec)
+		_ = rc.SetWriteDeadline(time.Now().Add(wt))
 		e.write(w, d, rec.id)
 	}
 	if g.closing.Load() {
@@ -590,16 +654,26 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		tn = openCaller
 	}
 	rec.tenant = tn.name
+	// Handler, the only way here, set the body's read deadline (bodyTimeout).
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, cfg.MaxRequestBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var (
+			mbe *http.MaxBytesError
+			ne  net.Error
+		)
+		switch {
+		case errors.As(err, &mbe):
 			fail(localError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", cfg.MaxRequestBytes)))
-		} else {
+		case errors.As(err, &ne) && ne.Timeout():
+			fail(localError(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v", bodyTimeout(cfg))))
+		default:
 			fail(localError(http.StatusBadRequest, "could not read the request body"))
 		}
 		return
 	}
+	// Read: lift the deadline, which would otherwise end the connection's background
+	// read, and with it the request's context, while the call runs.
+	_ = rc.SetReadDeadline(time.Time{})
 	var (
 		req          *llmclient.Request
 		ereq         *llmclient.EmbedRequest
@@ -632,8 +706,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	clock := &upstreamClock{}
 	ctx := withClock(llmclient.WithPartition(r.Context(), tn.name), clock)
 	if t := cfg.Timeouts.Request.D(); t > 0 {
+		// From the request's arrival: the time its body took counts.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
+		ctx, cancel = context.WithDeadline(ctx, rec.start.Add(t))
 		defer cancel()
 	}
 	created := time.Now().Unix()
@@ -651,7 +726,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
 		out := encodeOpenAIEmbed(resp, model, b64)
 		rec.overhead = rec.overheadNow(clock)
-		g.writeOK(w, rec, out)
+		g.writeOK(w, rc, wt, rec, out)
 	case !stream:
 		resp, err := g.client.Complete(ctx, req)
 		if err != nil {
@@ -678,7 +753,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			out = encodeOpenAIChat(resp, chatID(resp.ID, rec.id), m, created)
 		}
 		rec.overhead = rec.overheadNow(clock)
-		g.writeOK(w, rec, out)
+		g.writeOK(w, rc, wt, rec, out)
 	default:
 		g.serveStream(ctx, w, rec, req, d, incl, created, clock, fail)
 	}
@@ -718,8 +793,9 @@ func msgID(id, rid string) string {
 
 // writeOK writes a one-shot answer with its length (a large one is then not sent
 // chunked). The handler sends it when it returns, after the access log line and the
-// metrics: a client that has the answer finds the request logged and counted.
-func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
+// metrics: a client that has the answer finds the request logged and counted. The
+// caller must take each writePiece of it within wt.
+func (g *Gateway) writeOK(w http.ResponseWriter, rc *http.ResponseController, wt time.Duration, rec *record, body []byte) {
 	h := w.Header()
 	h.Set("content-type", "application/json")
 	h.Set("content-length", strconv.Itoa(len(body)))
@@ -729,7 +805,14 @@ func (g *Gateway) writeOK(w http.ResponseWriter, rec *record, body []byte) {
 	// client as it is written, and a client that has its answer finds it counted.
 	g.logAccess(rec)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	for len(body) > 0 {
+		n := min(len(body), writePiece)
+		_ = rc.SetWriteDeadline(time.Now().Add(wt))
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		body = body[n:]
+	}
 }
 
 func (g *Gateway) callHeaders(h http.Header, rec *record) {
@@ -784,6 +867,10 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	rec.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// Each write must be taken within the write timeout, and an event by the request's
+	// deadline: a caller that stops reading is cut, one that reads slowly is not.
+	wt := writeTimeout(g.state.Load().cfg)
+	by, _ := ctx.Deadline()
 	var (
 		oa      *oaStreamWriter
 		an      *anStreamWriter
@@ -804,6 +891,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		if len(b) == 0 || written != nil {
 			return
 		}
+		_ = rc.SetWriteDeadline(writeDeadline(wt, by))
 		if _, written = w.Write(b); written == nil {
 			written = rc.Flush()
 		}
@@ -859,6 +947,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 		}
 		tail = append(tail, oaDone...)
 	}
+	_ = rc.SetWriteDeadline(time.Now().Add(wt))
 	if _, err := w.Write(tail); err == nil {
 		_ = rc.Flush()
 	}

@@ -33,7 +33,6 @@ type Client struct {
 	// reroutes are the fallback lists a Decision may continue a call on.
 	reroutes [numReroutes][]*upstream
 	observer func(context.Context, Event)
-	calls    atomic.Uint64 // call IDs
 	// needStats: some route routes by latency or hedges after an observed delay, so the
 	// upstreams keep latency statistics; set in New, or by the first call whose options
 	// ask for either.

@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmclient/llmclient/breaker"
@@ -11,6 +12,9 @@ import (
 	"github.com/llmclient/llmclient/finish"
 	"github.com/llmclient/llmclient/pricing"
 )
+
+// callIDs numbers calls across every Client of the process (Event.CallID).
+var callIDs atomic.Uint64
 
 // Event is what the Client tells its observer. Fields that do not apply to a kind are zero.
 // Events never contain API keys: Key is a label such as "key#2". New fields may be added.
@@ -24,8 +28,10 @@ type Event struct {
 	// the key pool and the limiter; for event.Call, when the call began. With Time it
 	// places an attempt or a call on a timeline (a trace span).
 	Start time.Time
-	// CallID identifies the call an event belongs to, unique within the Client and the
-	// same for every event of one call (0 for events of no call, such as event.Breaker).
+	// CallID identifies the call an event belongs to, unique within the process (across
+	// Clients: a fallback function that calls another Client makes a call of its own with
+	// its own ID) and the same for every event of one call (0 for events of no call, such
+	// as event.Breaker).
 	CallID uint64
 	// Metadata is the request's Metadata and Partition its caller partition (see
 	// WithPartitionLimits), for events of a call. Metadata must not be modified.

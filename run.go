@@ -138,6 +138,9 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
 	if c.closed.Load() {
+		if c.observer != nil && req != nil { // begin reports the refused call (event.Call)
+			r.c, r.req, r.orig, r.start, r.ctx, r.id = c, req, req, time.Now(), ctx, callIDs.Add(1)
+		}
 		return closedError(req)
 	}
 	if r.tx == nil && r.emb == nil {
@@ -157,7 +160,7 @@ func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstr
 		}
 	}
 	if c.observer != nil {
-		r.id = c.calls.Add(1)
+		r.id = callIDs.Add(1)
 	}
 	r.route, r.chain, r.keep = route, chain, keep
 	r.trace = nil

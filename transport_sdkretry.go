@@ -219,7 +219,7 @@ func (t *Transport) answerRepeat(ctx context.Context, p *repeat, x *txCall) (*ht
 	now := time.Now()
 	resp, err := p.answer(x.req)
 	if c := t.c; c.observer != nil {
-		ev := Event{Kind: event.Call, CallID: c.calls.Add(1), Time: now, Start: now, Model: x.call.Request.Model,
+		ev := Event{Kind: event.Call, CallID: callIDs.Add(1), Time: now, Start: now, Model: x.call.Request.Model,
 			Partition: c.cfg.limiter.partitionOf(ctx, &x.call.Request), Class: p.err.Class, Upstream: p.err.Upstream,
 			Status: p.err.Status, Err: p.err}
 		if err != nil {

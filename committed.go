@@ -103,6 +103,9 @@ type committed struct {
 	ended    atomic.Bool           // the vendor's end marker or a finish reason arrived
 	outBytes atomic.Int64          // output text received, for an estimate without usage
 	chunks   atomic.Int64          // data chunks received
+	// lastChunk is when the last data chunk arrived, in nanoseconds after the attempt was
+	// sent (a.sent); 0 before the first.
+	lastChunk atomic.Int64
 	// finish and model are the last finish reason and model the stream named.
 	finishReason, model atomic.Pointer[string]
 
@@ -319,6 +322,7 @@ func (cm *committed) settleAhead(err error) {
 // the stream was in, and the chunk may change the phase.
 func (cm *committed) note(ch *Chunk) {
 	cm.chunks.Add(1)
+	cm.lastChunk.Store(int64(time.Since(cm.a.sent)))
 	thinking := cm.thinking.Load()
 	if at := cm.readAt.Load(); at != 0 && cm.learnGaps {
 		gap := int64(time.Since(cm.base)) - (at - 1)

@@ -221,13 +221,18 @@ func (cm *committed) firstTokenAt() time.Time {
 
 // callStats is what the call's end reports of its stream, over every committed attempt
 // of a continued one: the time from start to its first token, the chunks received, the
-// mean time per chunk after the first, and the usage (nil when none was settled).
+// mean time between chunks (from the first to the last: a wait after it, such as the one
+// an idle timeout ends, is no chunk's), and the usage (nil when none was settled).
 func (cm *committed) callStats(start time.Time) (ttft time.Duration, chunks int, per time.Duration, usage *Usage) {
 	first := cm.firstTokenAt()
 	ttft = first.Sub(start)
 	chunks = int(cm.priorChunks + cm.chunks.Load())
 	if chunks > 1 {
-		per = cm.a.end.Sub(first) / time.Duration(chunks-1)
+		last := cm.a.end // not after the last chunk: a wait that ended the stream is no chunk's
+		if n := cm.lastChunk.Load(); n > 0 {
+			last = cm.a.sent.Add(time.Duration(n))
+		}
+		per = last.Sub(first) / time.Duration(chunks-1)
 	}
 	usage = cm.final
 	if cm.prior != nil && usage != nil {

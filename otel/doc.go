@@ -74,7 +74,13 @@
 //
 // The GenAI client metrics, with the bucket boundaries the conventions recommend, and the
 // attributes gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model,
-// gen_ai.response.model, error.type (failed calls) and llmclient.upstream:
+// gen_ai.response.model, error.type (failed calls) and llmclient.upstream. The response
+// model is the upstream's to name (a router, or a vendor that names a new model in each
+// answer, would add a series to every call instrument with each one, until the SDK's
+// cardinality limit sent every later series, alarms' included, to otel.metric.overflow):
+// the metrics keep the first 8 response models of each upstream and request model by name
+// and record the others as "_OTHER" (the conventions make the attribute Recommended on
+// metrics, not Required); the call span always has the name the upstream gave.
 //
 //   - gen_ai.client.operation.duration (s): every call, from its start to its end.
 //   - gen_ai.client.token.usage ({token}, with gen_ai.token.type input or output): calls

@@ -356,6 +356,9 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 	}
 	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
 	attrs = append(attrs, s.span...) // provider, upstream, response model
+	if s.key.respModel == responseModelOther {
+		attrs = append(attrs, str(keyResponseModel, e.ResponseModel)) // the metrics' is bounded
+	}
 	attrs = append(attrs, c.params...)
 	if e.FinishReason != finish.None {
 		attrs = append(attrs, finishReasons(e.FinishReason))

@@ -36,7 +36,10 @@
 // attributes the conventions call sampling-relevant that are known then (the provider is
 // known once an upstream is chosen). The request's max_tokens, temperature and top_p are
 // given to a recorded span with the attributes of its end, and cost an unrecorded one
-// nothing.
+// nothing. A call that panics under Middleware or Transport (an observer given before
+// Observe that panicked on one of the call's events, a middleware) ends its span as the
+// panic passes, with error.type "_OTHER" and the status description "panic"; the panic
+// goes on unchanged.
 //
 // Under it, one span per attempt, kind INTERNAL, named "attempt {upstream}", from the
 // attempt's start (after the backoff before it; its own waits for keys and the limiter

@@ -121,10 +121,10 @@ type handler struct {
 func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
-		resp, err := h.next.Complete(ctx, req)
-		span.End()
-		return resp, err
+		defer span.End() // a panic below ends it too
+		return h.next.Complete(ctx, req)
 	}
+	defer c.panicked()
 	resp, err := h.next.Complete(c, req)
 	c.finish(resp, err)
 	return resp, err
@@ -133,10 +133,10 @@ func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmcli
 func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
-		s, err := h.next.Stream(ctx, req)
-		span.End()
-		return s, err
+		defer span.End()
+		return h.next.Stream(ctx, req)
 	}
+	defer c.panicked()
 	s, err := h.next.Stream(c, req)
 	if err != nil || s == nil {
 		c.finish(nil, err)
@@ -187,6 +187,7 @@ type transport struct {
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := &call{Context: req.Context(), t: tr.t, op: operationOf(req.URL.Path), start: time.Now()}
+	defer c.panicked()
 	resp, err := tr.base.RoundTrip(req.WithContext(c))
 	if err != nil {
 		var e *llmclient.Error
@@ -441,6 +442,28 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()
+}
+
+// panicked, deferred by the front door, ends the call span of a call that panicked
+// below it (an observer that panicked on one of the call's events, a middleware), as
+// failed, and panics on with the same value: the span must not stay open for the
+// process's life.
+func (c *call) panicked() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.ended && c.span != nil {
+		c.ended = true
+		if c.recording {
+			c.span.SetAttributes(append(append(c.buf[:0], c.params...), str(keyErrorType, errorTypeOther))...)
+			c.span.SetStatus(codes.Error, "panic")
+		}
+		c.span.End()
+	}
+	c.mu.Unlock()
+	panic(v)
 }
 
 // errText is the span status description of a failure of class: without

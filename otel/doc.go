@@ -62,7 +62,8 @@
 // No span, event or metric holds prompt or completion text. A failed span's status
 // description names the failure from fields that hold none ("llmclient: bad_request:
 // upstream "a": status 422: invalid_value", with the cause when it is a sentinel, context
-// or network error): the vendor's message and the start of an error or malformed body,
+// or network error, by that error's own text, never by that of an error that wraps it):
+// the vendor's message and the start of an error or malformed body,
 // which can quote the prompt or the completion, are left out unless WithErrorMessages
 // opts in.
 //

@@ -482,14 +482,14 @@ func (t *Telemetry) errText(err error, class string) string {
 
 // statusText names a failure of class without the vendor's message or a body snippet:
 // "llmclient: <class>: upstream "<name>": status <n>: <code or type>", then the cause
-// when it is a sentinel of llmclient, a context error or a network error. An error that
-// is no *llmclient.Error is named by its class, or by its text when it is a context
-// error.
+// when it is a sentinel of llmclient, a context error or a network error (that error's
+// text alone, never that of an error it is wrapped in). An error that is no
+// *llmclient.Error is named by its class, or by such a cause.
 func statusText(err error, class string) string {
 	var e *llmclient.Error
 	if !errors.As(err, &e) {
-		if safeCause(err) {
-			return err.Error()
+		if cause := safeCause(err); cause != "" {
+			return cause
 		}
 		return class
 	}
@@ -511,26 +511,58 @@ func statusText(err error, class string) string {
 		b.WriteString(": ")
 		b.WriteString(clampValue(code))
 	}
-	if e.Err != nil && safeCause(e.Err) {
+	if cause := safeCause(e.Err); cause != "" {
 		b.WriteString(": ")
-		b.WriteString(strings.TrimPrefix(e.Err.Error(), "llmclient: "))
+		b.WriteString(strings.TrimPrefix(cause, "llmclient: "))
 	}
 	return b.String()
 }
 
-// safeCause reports whether err's text holds nothing of a call's content: one of
-// llmclient's sentinel errors, a context error or a network error.
-func safeCause(err error) bool {
-	for _, s := range sentinels {
-		if err == s {
-			return true
+// safeCause returns the text of the first cause down err's chain that holds nothing of a
+// call's content: one of llmclient's sentinel errors, a context error or a network error.
+// It is that error's own text: the errors that wrap it (another *llmclient.Error, with
+// the vendor's message) are left out. It returns "" when there is none.
+func safeCause(err error) string {
+	for err != nil {
+		if text, ok := safeText(err); ok {
+			return text
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if text := safeCause(e); text != "" {
+					return text
+				}
+			}
+			return ""
+		default:
+			return ""
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return true
+	return ""
+}
+
+// safeText returns err's text when err itself is a sentinel of llmclient, a context error
+// or a network error that wraps no *llmclient.Error (an *url.Error around a Client
+// transport's error, whose text quotes that error's).
+func safeText(err error) (string, bool) {
+	for _, s := range sentinels {
+		if err == s {
+			return err.Error(), true
+		}
 	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return err.Error(), true
+	}
+	if ne, ok := err.(net.Error); ok {
+		var e *llmclient.Error
+		if !errors.As(ne, &e) {
+			return ne.Error(), true
+		}
+	}
+	return "", false
 }
 
 // sentinels are llmclient's sentinel errors: their text is fixed.

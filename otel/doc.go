@@ -17,7 +17,10 @@
 // # Spans
 //
 // One span per call, kind CLIENT, named "{gen_ai.operation.name} {gen_ai.request.model}"
-// ("chat gpt-4o"), from the call's start to its end (a stream's end or close), with:
+// ("chat gpt-4o"), from the call's start to its end (a stream's end or close; for a
+// stream dropped without Close, once the garbage collector finds it, with error.type
+// canceled: the Client's own streams end their calls then, and Middleware ends the span
+// of one that inner middleware made, a cache's replay, itself), with:
 // gen_ai.operation.name ("chat"; in transport mode "embeddings" and "generate_content" for
 // those API paths), gen_ai.provider.name, gen_ai.request.model, gen_ai.request.max_tokens,
 // gen_ai.request.temperature, gen_ai.request.top_p, gen_ai.response.model,

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 )
 
@@ -52,6 +55,8 @@ type call struct {
 	recording bool
 	failover  bool // the next attempt follows a failover
 	ended     bool
+	// drop ends the span of a stream's call that was dropped (see watch).
+	drop *droppedCall
 	// params are the request's parameters, given to a recorded call span with its end
 	// attributes (see startEntry).
 	params []attribute.KeyValue
@@ -143,8 +148,54 @@ func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclien
 		return s, err
 	}
 	// A stream from the Client ends its span with its event.Call; one that inner
-	// middleware made (a cache's replay) when it ends or is closed.
+	// middleware made (a cache's replay) when it ends or is closed, or once dropped.
+	c.watch()
 	return s.Tap(nil, c.finish), nil
+}
+
+// watch arranges for the call span of a stream to end once the call's state, c, becomes
+// unreachable without it having ended: a stream that inner middleware made (a cache's
+// replay, llmclient.StreamOf) that the caller dropped without Close, which no event ends.
+// A Client's stream needs none (its own cleanup ends the call, with an event.Call), but
+// the two cannot be told apart here, and ending on c's collection, rather than the
+// stream's, never races the Client's: whatever can still tell c of the call's events holds
+// a context that reaches c.
+func (c *call) watch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || !c.recording {
+		return
+	}
+	c.drop = &droppedCall{span: c.span, params: c.params}
+	runtime.AddCleanup(c, (*droppedCall).end, c.drop)
+}
+
+// droppedCall is what ends the span of a call that became unreachable before its end. It
+// must hold nothing that reaches the call's state.
+type droppedCall struct {
+	done   atomic.Bool // the call ended as it does
+	span   trace.Span
+	params []attribute.KeyValue
+}
+
+// droppedStatus is the status description of a call span ended by droppedCall.
+const droppedStatus = "llmclient: canceled: the stream was dropped without Close"
+
+func (d *droppedCall) end() {
+	if d.done.Load() {
+		return
+	}
+	d.span.SetAttributes(append(d.params[:len(d.params):len(d.params)], str(keyErrorType, failure.Canceled.String()))...)
+	d.span.SetStatus(codes.Error, droppedStatus)
+	d.span.End()
+}
+
+// markEnded records that the call span ends now. c.mu is held.
+func (c *call) markEnded() {
+	c.ended = true
+	if c.drop != nil {
+		c.drop.done.Store(true)
+	}
 }
 
 // begin starts the call span of a typed call and returns the context the call runs
@@ -350,7 +401,7 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 		return
 	}
 	c.ensure(e.Model)
-	c.ended = true
+	c.markEnded()
 	if !c.recording {
 		c.span.End()
 		return
@@ -413,7 +464,7 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	if c.span == nil {
 		return
 	}
-	c.ended = true
+	c.markEnded()
 	if !c.recording {
 		c.span.End()
 		return
@@ -455,7 +506,7 @@ func (c *call) panicked() {
 	}
 	c.mu.Lock()
 	if !c.ended && c.span != nil {
-		c.ended = true
+		c.markEnded()
 		if c.recording {
 			c.span.SetAttributes(append(append(c.buf[:0], c.params...), str(keyErrorType, errorTypeOther))...)
 			c.span.SetStatus(codes.Error, "panic")

@@ -162,7 +162,9 @@
 // error.type is the llmclient class of the failure: rate_limited, quota_exhausted,
 // overloaded, server_error, timeout, network, bad_request, context_length,
 // content_filtered, auth, permission, not_found, empty_output, canceled,
-// stream_interrupted, unavailable, unknown.
+// stream_interrupted, unavailable, budget_exceeded (a budget's cap refused the call,
+// llmclient.WithBudget), unpriced (a budget could not price the call's model), unknown;
+// and "_OTHER" on the span of a call that panicked.
 //
 // The conventions are those of the OpenTelemetry GenAI semantic conventions
 // (docs/gen-ai/gen-ai-spans.md and gen-ai-metrics.md, status Development), with

@@ -64,6 +64,7 @@ const (
 	tokenInput      = "input"
 	tokenOutput     = "output"
 	providerUnknown = "_OTHER"
+	errorTypeOther  = "_OTHER" // the error.type of a call that panicked
 	maxCachedSets   = 4096
 	maxCachedStarts = 1024
 )

@@ -17,7 +17,10 @@
 // # Spans
 //
 // One span per call, kind CLIENT, named "{gen_ai.operation.name} {gen_ai.request.model}"
-// ("chat gpt-4o"), from the call's start to its end (a stream's end or close), with:
+// ("chat gpt-4o"), from the call's start to its end (a stream's end or close; for a
+// stream dropped without Close, once the garbage collector finds it, with error.type
+// canceled: the Client's own streams end their calls then, and Middleware ends the span
+// of one that inner middleware made, a cache's replay, itself), with:
 // gen_ai.operation.name ("chat"; in transport mode "embeddings" and "generate_content" for
 // those API paths), gen_ai.provider.name, gen_ai.request.model, gen_ai.request.max_tokens,
 // gen_ai.request.temperature, gen_ai.request.top_p, gen_ai.response.model,
@@ -36,7 +39,10 @@
 // attributes the conventions call sampling-relevant that are known then (the provider is
 // known once an upstream is chosen). The request's max_tokens, temperature and top_p are
 // given to a recorded span with the attributes of its end, and cost an unrecorded one
-// nothing.
+// nothing. A call that panics under Middleware or Transport (an observer given before
+// Observe that panicked on one of the call's events, a middleware) ends its span as the
+// panic passes, with error.type "_OTHER" and the status description "panic"; the panic
+// goes on unchanged.
 //
 // Under it, one span per attempt, kind INTERNAL, named "attempt {upstream}", from the
 // attempt's start (after the backoff before it; its own waits for keys and the limiter
@@ -59,7 +65,8 @@
 // No span, event or metric holds prompt or completion text. A failed span's status
 // description names the failure from fields that hold none ("llmclient: bad_request:
 // upstream "a": status 422: invalid_value", with the cause when it is a sentinel, context
-// or network error): the vendor's message and the start of an error or malformed body,
+// or network error, by that error's own text, never by that of an error that wraps it):
+// the vendor's message and the start of an error or malformed body,
 // which can quote the prompt or the completion, are left out unless WithErrorMessages
 // opts in.
 //
@@ -74,7 +81,13 @@
 //
 // The GenAI client metrics, with the bucket boundaries the conventions recommend, and the
 // attributes gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model,
-// gen_ai.response.model, error.type (failed calls) and llmclient.upstream:
+// gen_ai.response.model, error.type (failed calls) and llmclient.upstream. The response
+// model is the upstream's to name (a router, or a vendor that names a new model in each
+// answer, would add a series to every call instrument with each one, until the SDK's
+// cardinality limit sent every later series, alarms' included, to otel.metric.overflow):
+// the metrics keep the first 8 response models of each upstream and request model by name
+// and record the others as "_OTHER" (the conventions make the attribute Recommended on
+// metrics, not Required); the call span always has the name the upstream gave.
 //
 //   - gen_ai.client.operation.duration (s): every call, from its start to its end.
 //   - gen_ai.client.token.usage ({token}, with gen_ai.token.type input or output): calls
@@ -149,7 +162,9 @@
 // error.type is the llmclient class of the failure: rate_limited, quota_exhausted,
 // overloaded, server_error, timeout, network, bad_request, context_length,
 // content_filtered, auth, permission, not_found, empty_output, canceled,
-// stream_interrupted, unavailable, unknown.
+// stream_interrupted, unavailable, budget_exceeded (a budget's cap refused the call,
+// llmclient.WithBudget), unpriced (a budget could not price the call's model), unknown;
+// and "_OTHER" on the span of a call that panicked.
 //
 // The conventions are those of the OpenTelemetry GenAI semantic conventions
 // (docs/gen-ai/gen-ai-spans.md and gen-ai-metrics.md, status Development), with

@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -278,8 +279,14 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 	s := t.sets.lastCall(op, e)
 	if s == nil {
 		k := setKey{kind: setCall, op: op, upstream: clampValue(e.Upstream), model: clampValue(metricModel(e)), respModel: clampValue(e.ResponseModel), class: e.Class}
+		// A set under a response model's own name exists only once the model was admitted.
 		if s = t.sets.lookup(&k); s == nil {
-			s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+			if k.respModel = t.respModels.admit(k.upstream, k.model, k.respModel); k.respModel == responseModelOther {
+				s = t.sets.lookup(&k)
+			}
+			if s == nil {
+				s = t.sets.add(&k, t.withCallSpan(newSetEntry(t.callAttrs(&k), true), &k))
+			}
 		}
 	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
@@ -304,16 +311,67 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 }
 
 // withCallSpan adds to e the attributes a call span gets at its end from the call's set:
-// provider and upstream (when the call reached one) and the response model.
+// provider and upstream (when the call reached one) and the response model, unless the
+// metrics record it as responseModelOther: the span then takes the call's own (see end).
 func (t *Telemetry) withCallSpan(e *setEntry, k *setKey) *setEntry {
 	e.span = make([]attribute.KeyValue, 0, 3)
 	if k.upstream != "" {
 		e.span = append(e.span, str(keyProvider, t.providerName(k.upstream)), str(keyUpstream, k.upstream))
 	}
-	if k.respModel != "" {
+	if k.respModel != "" && k.respModel != responseModelOther {
 		e.span = append(e.span, str(keyResponseModel, k.respModel))
 	}
 	return e
+}
+
+// responseModelOther is the gen_ai.response.model of the call metrics for the response
+// models of an upstream and request model beyond the first maxResponseModels.
+const responseModelOther = "_OTHER"
+
+// maxResponseModels is how many distinct response models the call metrics keep by name
+// for each upstream and request model: a model alias answered by a dated version or two
+// keeps its names; an upstream that names a new model in every answer (a router, a
+// hostile vendor) adds no more than this many series to each call instrument.
+const maxResponseModels = 8
+
+// maxResponseRoutes bounds the upstream and request model pairs responseModels keeps;
+// the response models of pairs beyond it are recorded as responseModelOther.
+const maxResponseRoutes = maxCachedSets
+
+// responseModels admits the response models that the call metrics name, per upstream
+// and request model. It is consulted only when a call's attribute set is not cached.
+type responseModels struct {
+	mu     sync.Mutex
+	routes map[[2]string][]string
+}
+
+// admit returns the gen_ai.response.model the call metrics record for a response from
+// upstream for model: resp itself while fewer than maxResponseModels others were seen
+// for the pair, else responseModelOther.
+func (r *responseModels) admit(upstream, model, resp string) string {
+	if resp == "" {
+		return ""
+	}
+	k := [2]string{upstream, model}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen, ok := r.routes[k]
+	if !ok && len(r.routes) >= maxResponseRoutes {
+		return responseModelOther
+	}
+	for _, m := range seen {
+		if m == resp {
+			return resp
+		}
+	}
+	if len(seen) >= maxResponseModels {
+		return responseModelOther
+	}
+	if r.routes == nil {
+		r.routes = make(map[[2]string][]string)
+	}
+	r.routes[k] = append(seen, resp)
+	return resp
 }
 
 // callAttrs are the attributes of the GenAI call metrics.

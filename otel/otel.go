@@ -29,6 +29,8 @@ type Telemetry struct {
 	adapters atomic.Pointer[map[string]string]
 	sets     setCache
 	starts   startCache
+	// respModels bounds the response models the call metrics name.
+	respModels responseModels
 	// errorMessages is WithErrorMessages.
 	errorMessages bool
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/event"
+	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
 )
 
@@ -52,6 +55,8 @@ type call struct {
 	recording bool
 	failover  bool // the next attempt follows a failover
 	ended     bool
+	// drop ends the span of a stream's call that was dropped (see watch).
+	drop *droppedCall
 	// params are the request's parameters, given to a recorded call span with its end
 	// attributes (see startEntry).
 	params []attribute.KeyValue
@@ -121,10 +126,10 @@ type handler struct {
 func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
-		resp, err := h.next.Complete(ctx, req)
-		span.End()
-		return resp, err
+		defer span.End() // a panic below ends it too
+		return h.next.Complete(ctx, req)
 	}
+	defer c.panicked()
 	resp, err := h.next.Complete(c, req)
 	c.finish(resp, err)
 	return resp, err
@@ -133,18 +138,64 @@ func (h *handler) Complete(ctx context.Context, req *llmclient.Request) (*llmcli
 func (h *handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient.Stream, error) {
 	ctx, span, c := h.t.begin(ctx, req)
 	if c == nil {
-		s, err := h.next.Stream(ctx, req)
-		span.End()
-		return s, err
+		defer span.End()
+		return h.next.Stream(ctx, req)
 	}
+	defer c.panicked()
 	s, err := h.next.Stream(c, req)
 	if err != nil || s == nil {
 		c.finish(nil, err)
 		return s, err
 	}
 	// A stream from the Client ends its span with its event.Call; one that inner
-	// middleware made (a cache's replay) when it ends or is closed.
+	// middleware made (a cache's replay) when it ends or is closed, or once dropped.
+	c.watch()
 	return s.Tap(nil, c.finish), nil
+}
+
+// watch arranges for the call span of a stream to end once the call's state, c, becomes
+// unreachable without it having ended: a stream that inner middleware made (a cache's
+// replay, llmclient.StreamOf) that the caller dropped without Close, which no event ends.
+// A Client's stream needs none (its own cleanup ends the call, with an event.Call), but
+// the two cannot be told apart here, and ending on c's collection, rather than the
+// stream's, never races the Client's: whatever can still tell c of the call's events holds
+// a context that reaches c.
+func (c *call) watch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || !c.recording {
+		return
+	}
+	c.drop = &droppedCall{span: c.span, params: c.params}
+	runtime.AddCleanup(c, (*droppedCall).end, c.drop)
+}
+
+// droppedCall is what ends the span of a call that became unreachable before its end. It
+// must hold nothing that reaches the call's state.
+type droppedCall struct {
+	done   atomic.Bool // the call ended as it does
+	span   trace.Span
+	params []attribute.KeyValue
+}
+
+// droppedStatus is the status description of a call span ended by droppedCall.
+const droppedStatus = "llmclient: canceled: the stream was dropped without Close"
+
+func (d *droppedCall) end() {
+	if d.done.Load() {
+		return
+	}
+	d.span.SetAttributes(append(d.params[:len(d.params):len(d.params)], str(keyErrorType, failure.Canceled.String()))...)
+	d.span.SetStatus(codes.Error, droppedStatus)
+	d.span.End()
+}
+
+// markEnded records that the call span ends now. c.mu is held.
+func (c *call) markEnded() {
+	c.ended = true
+	if c.drop != nil {
+		c.drop.done.Store(true)
+	}
 }
 
 // begin starts the call span of a typed call and returns the context the call runs
@@ -187,6 +238,7 @@ type transport struct {
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := &call{Context: req.Context(), t: tr.t, op: operationOf(req.URL.Path), start: time.Now()}
+	defer c.panicked()
 	resp, err := tr.base.RoundTrip(req.WithContext(c))
 	if err != nil {
 		var e *llmclient.Error
@@ -349,13 +401,16 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 		return
 	}
 	c.ensure(e.Model)
-	c.ended = true
+	c.markEnded()
 	if !c.recording {
 		c.span.End()
 		return
 	}
 	attrs := append(c.buf[:0], keyAttempts.Int(e.Attempt))
 	attrs = append(attrs, s.span...) // provider, upstream, response model
+	if s.key.respModel == responseModelOther {
+		attrs = append(attrs, str(keyResponseModel, e.ResponseModel)) // the metrics' is bounded
+	}
 	attrs = append(attrs, c.params...)
 	if e.FinishReason != finish.None {
 		attrs = append(attrs, finishReasons(e.FinishReason))
@@ -409,7 +464,7 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	if c.span == nil {
 		return
 	}
-	c.ended = true
+	c.markEnded()
 	if !c.recording {
 		c.span.End()
 		return
@@ -440,6 +495,28 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	c.span.End()
 }
 
+// panicked, deferred by the front door, ends the call span of a call that panicked
+// below it (an observer that panicked on one of the call's events, a middleware), as
+// failed, and panics on with the same value: the span must not stay open for the
+// process's life.
+func (c *call) panicked() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.ended && c.span != nil {
+		c.markEnded()
+		if c.recording {
+			c.span.SetAttributes(append(append(c.buf[:0], c.params...), str(keyErrorType, errorTypeOther))...)
+			c.span.SetStatus(codes.Error, "panic")
+		}
+		c.span.End()
+	}
+	c.mu.Unlock()
+	panic(v)
+}
+
 // errText is the span status description of a failure of class: without
 // WithErrorMessages, the failure named from the fields of the Client's error that hold no
 // text of the call (see statusText); with it, the error's whole text. The Client's errors
@@ -456,14 +533,14 @@ func (t *Telemetry) errText(err error, class string) string {
 
 // statusText names a failure of class without the vendor's message or a body snippet:
 // "llmclient: <class>: upstream "<name>": status <n>: <code or type>", then the cause
-// when it is a sentinel of llmclient, a context error or a network error. An error that
-// is no *llmclient.Error is named by its class, or by its text when it is a context
-// error.
+// when it is a sentinel of llmclient, a context error or a network error (that error's
+// text alone, never that of an error it is wrapped in). An error that is no
+// *llmclient.Error is named by its class, or by such a cause.
 func statusText(err error, class string) string {
 	var e *llmclient.Error
 	if !errors.As(err, &e) {
-		if safeCause(err) {
-			return err.Error()
+		if cause := safeCause(err); cause != "" {
+			return cause
 		}
 		return class
 	}
@@ -485,26 +562,58 @@ func statusText(err error, class string) string {
 		b.WriteString(": ")
 		b.WriteString(clampValue(code))
 	}
-	if e.Err != nil && safeCause(e.Err) {
+	if cause := safeCause(e.Err); cause != "" {
 		b.WriteString(": ")
-		b.WriteString(strings.TrimPrefix(e.Err.Error(), "llmclient: "))
+		b.WriteString(strings.TrimPrefix(cause, "llmclient: "))
 	}
 	return b.String()
 }
 
-// safeCause reports whether err's text holds nothing of a call's content: one of
-// llmclient's sentinel errors, a context error or a network error.
-func safeCause(err error) bool {
-	for _, s := range sentinels {
-		if err == s {
-			return true
+// safeCause returns the text of the first cause down err's chain that holds nothing of a
+// call's content: one of llmclient's sentinel errors, a context error or a network error.
+// It is that error's own text: the errors that wrap it (another *llmclient.Error, with
+// the vendor's message) are left out. It returns "" when there is none.
+func safeCause(err error) string {
+	for err != nil {
+		if text, ok := safeText(err); ok {
+			return text
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if text := safeCause(e); text != "" {
+					return text
+				}
+			}
+			return ""
+		default:
+			return ""
 		}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return true
+	return ""
+}
+
+// safeText returns err's text when err itself is a sentinel of llmclient, a context error
+// or a network error that wraps no *llmclient.Error (an *url.Error around a Client
+// transport's error, whose text quotes that error's).
+func safeText(err error) (string, bool) {
+	for _, s := range sentinels {
+		if err == s {
+			return err.Error(), true
+		}
 	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return err.Error(), true
+	}
+	if ne, ok := err.(net.Error); ok {
+		var e *llmclient.Error
+		if !errors.As(ne, &e) {
+			return ne.Error(), true
+		}
+	}
+	return "", false
 }
 
 // sentinels are llmclient's sentinel errors: their text is fixed.

@@ -3,9 +3,11 @@ package otel_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/failure"
 	llmotel "github.com/llmclient/llmclient/otel"
 	"github.com/llmclient/llmclient/provider/openai"
 )
@@ -101,5 +104,65 @@ func TestSpanStatusHoldsNoContent(t *testing.T) {
 			}
 			assert.Contains(t, opted.one(t, "chat m").Status.Description, want, "opted in")
 		})
+	}
+}
+
+// quotingStream fails, after its first chunk, with an adapter's error that quotes the
+// body (Message) and wraps the network error that broke the read: the Client wraps that
+// error in its own (stream_interrupted).
+type quotingStream struct{ n int }
+
+func (s *quotingStream) Recv() (llmclient.Chunk, error) {
+	s.n++
+	if s.n == 1 {
+		return llmclient.Chunk{Text: "hello"}, nil
+	}
+	return llmclient.Chunk{}, &llmclient.Error{Class: failure.ServerError, Status: 200,
+		Message: "vendor: broken event; body: {\"delta\":\"" + secretCompletion + "\"}",
+		Err:     &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}
+}
+
+func (s *quotingStream) Close() error { return nil }
+
+// quotingProvider's calls fail with errors that quote the prompt or the completion and
+// wrap a network error.
+type quotingProvider struct{}
+
+func (quotingProvider) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
+	// A 400 whose body read failed midway: the vendor's message and the read's error.
+	return nil, &llmclient.Error{Class: failure.BadRequest, Status: 400,
+		Message: "Invalid content: '" + secretPrompt + "'",
+		Err:     &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}
+}
+
+func (quotingProvider) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return &quotingStream{}, nil
+}
+
+// A failure whose cause is a network error under another *llmclient.Error (an adapter's,
+// with the vendor's message) names the network error alone: the status used to find the
+// network error anywhere down the chain and then print the whole inner error, message
+// included.
+func TestSpanStatusNamesOnlyTheNetworkCause(t *testing.T) {
+	const reset = "read tcp: connection reset by peer"
+	r := newRig(t)
+	c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: quotingProvider{}}),
+		llmclient.WithStreamContinuation(false), llmclient.WithMaxAttempts(1))
+	s, err := c.Stream(context.Background(), chatReq("s"))
+	require.NoError(t, err)
+	for s.Next() {
+	}
+	require.Error(t, s.Err())
+	s.Close()
+	_, err = c.Complete(context.Background(), chatReq("c"))
+	require.Error(t, err)
+
+	spans := r.spans.GetSpans()
+	require.NotEmpty(t, spans)
+	assert.Empty(t, spanLeaks(spans, secretPrompt, secretCompletion))
+	for _, name := range []string{"chat s", "chat c"} {
+		call := r.one(t, name)
+		assert.Equal(t, codes.Error, call.Status.Code, name)
+		assert.True(t, strings.HasSuffix(call.Status.Description, ": "+reset), "%s: %q", name, call.Status.Description)
 	}
 }

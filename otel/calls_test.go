@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,7 +31,8 @@ func TestSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		p := fake.New(fake.Reply("hi").Usage(10, 5).Latency(time.Second))
-		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-secret"}}))
+		var callID atomic.Uint64
+		c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Keys: []string{"sk-secret"}}), keepCallID(&callID))
 		ctx, root := r.root(context.Background())
 		req := chatReq("m")
 		req.MaxTokens = 100
@@ -59,7 +61,7 @@ func TestSuccess(t *testing.T) {
 			"gen_ai.usage.output_tokens":     int64(5),
 			"llmclient.upstream":             "a",
 			"llmclient.attempts":             int64(1),
-			"llmclient.call_id":              int64(1),
+			"llmclient.call_id":              int64(callID.Load()),
 		}, attrs(call.Attributes))
 
 		kids := r.childrenOf(call)
@@ -458,12 +460,13 @@ func TestNestedClientKeepsItsOwnEvents(t *testing.T) {
 	fallback := func(ctx context.Context, req *llmclient.Request, _ error) (*llmclient.Response, error) {
 		return inner.Complete(ctx, req)
 	}
+	var outerID atomic.Uint64
 	outer := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "outer", Provider: fake.New(fake.Fail(500))}),
-		llmclient.WithMaxAttempts(1), llmclient.WithFallback(fallback))
+		llmclient.WithMaxAttempts(1), llmclient.WithFallback(fallback), keepCallID(&outerID))
 	_, err = outer.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
 	call := r.one(t, "chat m")
-	assert.Equal(t, int64(1), attrs(call.Attributes)["llmclient.call_id"], "ended by the outer call's end")
+	assert.Equal(t, int64(outerID.Load()), attrs(call.Attributes)["llmclient.call_id"], "ended by the outer call's end")
 	assert.Equal(t, true, attrs(call.Attributes)["llmclient.fallback"], "still open after the inner call ended")
 	kids := r.childrenOf(call)
 	require.Len(t, kids, 1, "the inner call's attempt is not the outer's")

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/event"
 	llmotel "github.com/llmclient/llmclient/otel"
 )
 
@@ -239,4 +241,13 @@ func wrapF(ps []metricdata.DataPoint[float64]) []dpF {
 
 func chatReq(model string) *llmclient.Request {
 	return &llmclient.Request{Model: model, Messages: []llmclient.Message{llmclient.UserMessage("Say hello.")}}
+}
+
+// keepCallID is an observer that keeps in id the CallID of the last call that ended.
+func keepCallID(id *atomic.Uint64) llmclient.Option {
+	return llmclient.WithObserver(func(_ context.Context, e llmclient.Event) {
+		if e.Kind == event.Call {
+			id.Store(e.CallID)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,8 +31,7 @@ func (d dropNamed) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampling
 func (d dropNamed) Description() string { return "dropNamed" }
 
 // A call whose span is not recorded, made inside a recorded call of the same Telemetry
-// (here by the outer call's fallback function, through a Client with Middleware whose
-// call IDs start at 1 like the outer Client's), neither ends the outer span nor adds its
+// (here by the outer call's fallback function, through a Client with Middleware), neither ends the outer span nor adds its
 // attempts to it, and still records its metrics.
 func TestUnsampledCallInsideRecordedCall(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
@@ -48,16 +48,17 @@ func TestUnsampledCallInsideRecordedCall(t *testing.T) {
 	fallback := func(ctx context.Context, req *llmclient.Request, _ error) (*llmclient.Response, error) {
 		return inner.Complete(ctx, chatReq("inner-model"))
 	}
+	var outerID atomic.Uint64
 	outer, err := llmclient.New(llmclient.WithObserver(tel.Observe), llmclient.WithMiddleware(tel.Middleware),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "outer", Provider: fake.New(fake.Fail(500))}),
-		llmclient.WithMaxAttempts(1), llmclient.WithFallback(fallback))
+		llmclient.WithMaxAttempts(1), llmclient.WithFallback(fallback), keepCallID(&outerID))
 	require.NoError(t, err)
 	_, err = outer.Complete(context.Background(), chatReq("m"))
 	require.NoError(t, err)
 
 	assert.Empty(t, r.named("chat inner-model"))
 	call := r.one(t, "chat m")
-	assert.Equal(t, int64(1), attrs(call.Attributes)["llmclient.call_id"])
+	assert.Equal(t, int64(outerID.Load()), attrs(call.Attributes)["llmclient.call_id"])
 	assert.Equal(t, true, attrs(call.Attributes)["llmclient.fallback"], "ended by the outer call, after the inner one")
 	kids := r.childrenOf(call)
 	require.Len(t, kids, 1, "the inner call's attempt is not the outer's")

@@ -81,6 +81,10 @@ type Event struct {
 	EstimatedTokens int
 	InputTokens     int
 	OutputTokens    int
+	// UsageEstimated marks InputTokens and OutputTokens as the Client's estimate, not the
+	// upstream's report: an answer or a stream that reported no usage (or an implausible
+	// one, see Usage.Estimated), a stream cut or closed before its usage.
+	UsageEstimated bool
 	// FinishReason and ResponseModel are the answer's, for event.Call.
 	FinishReason  finish.Reason
 	ResponseModel string
@@ -174,6 +178,7 @@ func (r *run) observeAttempt(a *attempt, at *Attempt) {
 	}
 	e.Local, e.Retry, e.Hedge, e.EstimatedTokens = at.Local, a.retry && a.called && !a.hedge, at.Hedge, at.EstimatedTokens
 	e.InputTokens, e.OutputTokens, e.Err, e.Cost = at.Usage.InputTokens, at.Usage.OutputTokens, at.Err, at.Cost
+	e.UsageEstimated = at.Usage.Estimated
 	if e.Time.IsZero() { // a local refusal
 		e.Time = time.Now()
 	}

@@ -295,19 +295,20 @@ func (r *run) called(resp *Response, e *Error, cm *committed) {
 	if resp != nil {
 		ev.Upstream, ev.ResponseModel, ev.FinishReason = resp.Upstream, resp.Model, resp.FinishReason
 		ev.InputTokens, ev.OutputTokens, ev.Status = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Status
+		ev.UsageEstimated = resp.Usage.Estimated
 	}
 	if e != nil {
 		ev.Class, ev.Status, ev.Err, ev.Upstream = e.Class, e.Status, e, e.Upstream
 		ev.FinishReason = ""
 		if p := e.Partial; p != nil {
-			ev.InputTokens, ev.OutputTokens = p.Usage.InputTokens, p.Usage.OutputTokens
+			ev.InputTokens, ev.OutputTokens, ev.UsageEstimated = p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.Estimated
 		}
 	}
 	if cm != nil {
 		var u *Usage // the whole stream's, a continued one's too (continue.go)
 		ev.TimeToFirstToken, ev.Chunks, ev.TimePerChunk, u = cm.callStats(r.start)
 		if u != nil {
-			ev.InputTokens, ev.OutputTokens = u.InputTokens, u.OutputTokens
+			ev.InputTokens, ev.OutputTokens, ev.UsageEstimated = u.InputTokens, u.OutputTokens, u.Estimated
 		}
 		if ev.Upstream == "" {
 			ev.Upstream = cm.a.up.Name

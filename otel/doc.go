@@ -91,8 +91,9 @@
 //
 //   - gen_ai.client.operation.duration (s): every call, from its start to its end.
 //   - gen_ai.client.token.usage ({token}, with gen_ai.token.type input or output): calls
-//     whose usage is known (reported, or estimated for a stream that ended without a
-//     report).
+//     whose usage the upstream reported; with WithEstimatedUsage(true), also those whose
+//     counts are the Client's estimate (an answer or stream without usage, a stream cut or
+//     closed before its report), which spans mark llmclient.usage_estimated.
 //   - gen_ai.client.operation.time_to_first_chunk (s): streams, from the call's start
 //     (its retries before the first token included) to its first content chunk.
 //   - gen_ai.client.operation.time_per_output_chunk (s): streams, one value per chunk

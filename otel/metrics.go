@@ -291,7 +291,7 @@ func (t *Telemetry) recordCall(ctx context.Context, c *call, e *llmclient.Event)
 	}
 	m.duration.Record(ctx, e.Latency.Seconds(), s.rec...)
 	m.attemptsPerCall.Record(ctx, int64(e.Attempt), s.rec...)
-	if e.InputTokens > 0 || e.OutputTokens > 0 {
+	if (e.InputTokens > 0 || e.OutputTokens > 0) && (!e.UsageEstimated || t.estimatedUsage) {
 		m.tokens.Record(ctx, int64(e.InputTokens), s.in...)
 		m.tokens.Record(ctx, int64(e.OutputTokens), s.out...)
 	}

@@ -31,8 +31,8 @@ type Telemetry struct {
 	starts   startCache
 	// respModels bounds the response models the call metrics name.
 	respModels responseModels
-	// errorMessages is WithErrorMessages.
-	errorMessages bool
+	// errorMessages is WithErrorMessages, estimatedUsage WithEstimatedUsage.
+	errorMessages, estimatedUsage bool
 }
 
 // Option configures New.
@@ -45,10 +45,11 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	tp       trace.TracerProvider
-	mp       metric.MeterProvider
-	provider func(string) string
-	errors   bool
+	tp        trace.TracerProvider
+	mp        metric.MeterProvider
+	provider  func(string) string
+	errors    bool
+	estimated bool
 }
 
 // WithTracerProvider sets where spans go. Default: the global provider
@@ -86,6 +87,15 @@ func WithErrorMessages(on bool) Option {
 	return optionFunc(func(c *config) { c.errors = on })
 }
 
+// WithEstimatedUsage sets whether gen_ai.client.token.usage records token counts that are
+// the Client's estimate rather than the upstream's report (llmclient.Event.UsageEstimated:
+// an answer or stream without usage, a stream cut or closed before its usage), as the
+// GenAI conventions allow only on request. Spans carry such counts either way, marked
+// llmclient.usage_estimated. Default false: the metric holds reported usage only.
+func WithEstimatedUsage(on bool) Option {
+	return optionFunc(func(c *config) { c.estimated = on })
+}
+
 // New returns a Telemetry with its instruments created. It fails only when the meter
 // refuses an instrument.
 func New(opts ...Option) (*Telemetry, error) {
@@ -106,7 +116,8 @@ func New(opts ...Option) (*Telemetry, error) {
 		meter:    cfg.mp.Meter(ScopeName),
 		provider: cfg.provider,
 
-		errorMessages: cfg.errors,
+		errorMessages:  cfg.errors,
+		estimatedUsage: cfg.estimated,
 	}
 	if err := t.m.init(t.meter); err != nil {
 		return nil, errors.Join(errors.New("llmclient/otel: creating instruments"), err)

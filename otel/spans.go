@@ -338,6 +338,9 @@ func (c *call) attempt(e *llmclient.Event, s *setEntry) {
 	}
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
 		attrs = append(attrs, keyInputTokens.Int(e.InputTokens), keyOutputTokens.Int(e.OutputTokens))
+		if e.UsageEstimated {
+			attrs = append(attrs, keyUsageEstimated.Bool(true))
+		}
 	}
 	if e.TimeToFirstToken > 0 {
 		attrs = append(attrs, keyTTFC.Float64(e.TimeToFirstToken.Seconds()))
@@ -417,6 +420,9 @@ func (c *call) end(e *llmclient.Event, s *setEntry) {
 	}
 	if e.InputTokens > 0 || e.OutputTokens > 0 {
 		attrs = append(attrs, keyInputTokens.Int(e.InputTokens), keyOutputTokens.Int(e.OutputTokens))
+		if e.UsageEstimated {
+			attrs = append(attrs, keyUsageEstimated.Bool(true))
+		}
 	}
 	if e.Status != 0 {
 		attrs = append(attrs, keyStatus.Int(e.Status))
@@ -487,6 +493,9 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 		}
 		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 			attrs = append(attrs, keyInputTokens.Int(u.InputTokens), keyOutputTokens.Int(u.OutputTokens))
+			if u.Estimated {
+				attrs = append(attrs, keyUsageEstimated.Bool(true))
+			}
 		}
 	}
 	if len(attrs) > 0 {

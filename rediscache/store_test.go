@@ -171,7 +171,8 @@ func TestRedisDownFailsOpen(t *testing.T) {
 }
 
 // A value far larger than any entry (put there by something else sharing the Redis, or
-// damaged) is refused after reading MaxEncodedEntry+1 bytes of it, not all of it.
+// damaged) is refused after reading one byte more than the store's bound, not all of it,
+// even under the largest bound a store may have (cache.MaxEncodedEntry).
 func TestGetReadsAtMostAnEntry(t *testing.T) {
 	srv := startRedis(t)
 	const huge = 3 * cache.MaxEncodedEntry // 192 MiB, of zero bytes: SETRANGE sends one
@@ -181,7 +182,7 @@ func TestGetReadsAtMostAnEntry(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer rdb.Close()
-	st, err := rediscache.New(rdb)
+	st, err := rediscache.New(rdb, rediscache.WithMaxEntryBytes(cache.MaxEncodedEntry))
 	require.NoError(t, err)
 	slow, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -201,6 +202,39 @@ func TestGetReadsAtMostAnEntry(t *testing.T) {
 	e, err := st.Get(ctx(t), "empty")
 	require.NoError(t, err)
 	assert.Nil(t, e)
+}
+
+// The store never writes an entry above its own bound (1 MiB by default), so a lookup
+// reads no more than that of whatever the key holds: a junk value of 16 MiB under a hot
+// key cost each lookup 16 MiB when the lookup read up to cache.MaxEncodedEntry (64 MiB).
+// An entry written under a larger bound, by another process, is a miss here.
+func TestGetReadsAtMostTheStoresBound(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store() // DefaultMaxEntryBytes
+	const junk = 16 << 20  // of zero bytes: SETRANGE sends one
+	require.NoError(t, rdb.SetRange(ctx(t), rediscache.DefaultPrefix+"hot", junk-1, "x").Err())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := st.Get(ctx(t), "hot")
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
+	read := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, read, uint64(4*rediscache.DefaultMaxEntryBytes),
+		"one lookup allocated %d MiB; the store's entries are at most %d MiB", read>>20, rediscache.DefaultMaxEntryBytes>>20)
+	assert.Equal(t, uint64(1), st.Corrupt())
+
+	small, _ := srv.store(rediscache.WithMaxEntryBytes(1000))
+	require.NoError(t, st.Set(ctx(t), "big", entry(strings.Repeat("x", 2000)), time.Minute))
+	e, err := st.Get(ctx(t), "big")
+	require.NoError(t, err)
+	require.NotNil(t, e, "within the bound of the store that wrote it")
+	_, err = small.Get(ctx(t), "big")
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry, "past the bound of the store that reads it")
+	require.NoError(t, small.Set(ctx(t), "fits", entry(strings.Repeat("x", 200)), time.Minute))
+	e, err = small.Get(ctx(t), "fits")
+	require.NoError(t, err)
+	assert.NotNil(t, e)
 }
 
 // go-redis ignores a context's deadline unless ContextTimeoutEnabled is set: a Redis that

@@ -69,6 +69,7 @@ type call struct {
 	partition string
 	key       string // exact key; "" when neither caching nor de-duplication needs it
 	idemKey   string // store key of the idempotency key; "" without one
+	fp        string // the request's fingerprint, with an idempotency key
 	exact     bool   // look up and store in the exact cache
 }
 
@@ -81,6 +82,9 @@ func (c *Cache) prepare(ctx context.Context, req *llmclient.Request) call {
 	}
 	if cl.exact || c.cfg.dedup || cl.idemKey != "" {
 		cl.key = key('x', c.cfg.namespace, cl.partition, req, c.cfg.metadataKeys)
+	}
+	if cl.idemKey != "" {
+		cl.fp = fingerprint(req, c.cfg.metadataKeys)
 	}
 	return cl
 }
@@ -108,16 +112,19 @@ func (c *Cache) event(ctx context.Context, cl *call, req *llmclient.Request, str
 
 // lookup returns the entry that may answer the call: the first answer under its
 // idempotency key, else an exact hit. A repeated idempotency key with another request is
-// an error.
+// an error; a record that cannot be compared with the request (written by a build that
+// fingerprints requests otherwise) is no answer.
 func (c *Cache) lookup(ctx context.Context, cl *call, req *llmclient.Request, stream bool) (*Entry, error) {
 	if cl.idemKey != "" && !cl.ctl.NoStore {
 		if e := c.get(ctx, cl, req, stream, cl.idemKey); e != nil {
-			if e.Fingerprint != cl.key {
+			switch matchFingerprint(e.Fingerprint, cl.fp, cl.key) {
+			case sameRequest:
+				c.stats.replays.Add(1)
+				c.event(ctx, cl, req, stream, Event{Kind: EventReplay, Age: time.Since(e.Created)})
+				return e, nil
+			case otherRequest:
 				return nil, mismatch()
 			}
-			c.stats.replays.Add(1)
-			c.event(ctx, cl, req, stream, Event{Kind: EventReplay, Age: time.Since(e.Created)})
-			return e, nil
 		}
 	}
 	if c.cfg.ttl == 0 {
@@ -178,7 +185,7 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	var e *Entry
 	if why == nil {
 		e = newEntry(resp, chunks, time.Now())
-		e.Fingerprint = cl.key
+		e.Fingerprint = cl.fp
 		// A stream's whole entry, not its chunks alone (the recorder's bound).
 		switch {
 		case !storable(&e.Response): // a refusal read from the chunks
@@ -261,7 +268,7 @@ func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*ll
 	var joined bool
 	switch {
 	case cl.idemKey != "":
-		resp, err, joined = c.flights.do(ctx, cl.idemKey, cl.key, flightMode{detach: c.cfg.idemTTL}, upstream)
+		resp, err, joined = c.flights.do(ctx, cl.idemKey, cl.fp, flightMode{detach: c.cfg.idemTTL}, upstream)
 	case c.cfg.dedup:
 		resp, err, joined = c.flights.do(ctx, cl.key, cl.key, flightMode{}, upstream)
 	default:
@@ -317,7 +324,7 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 	}
 	if cl.idemKey != "" {
 		// The first call under the key may be a Complete still in flight: wait for it.
-		if resp, err, ok := c.flights.peek(ctx, cl.idemKey, cl.key); ok {
+		if resp, err, ok := c.flights.peek(ctx, cl.idemKey, cl.fp); ok {
 			if err != nil {
 				return nil, err
 			}

@@ -52,7 +52,11 @@
 // its caller times out and repeats the call with the same key, the repeat joins the call
 // in flight, or gets its answer once it has arrived, instead of paying for a second
 // generation. A key reused for a different
-// request is refused with ErrIdempotencyMismatch. Keys are scoped per partition. Across
+// request is refused with ErrIdempotencyMismatch: one that reaches the vendor otherwise,
+// or carries other key metadata (WithKeyMetadata). During a rolling deploy that changes
+// WithKeyMetadata or the key's encoding, a repeat replays the first answer, or is a miss
+// when the two builds cannot tell whether it is the same request; it is not refused.
+// Keys are scoped per partition. Across
 // replicas, an arrived answer is shared through a shared Store; a call in flight is joined
 // only within its process. A Stream call under a key replays an arrived answer, waits for
 // a Complete in flight under it, but is not itself detached: a stream its caller abandons

@@ -32,7 +32,7 @@ type flightGroup struct {
 // flight is one upstream call that several callers wait for.
 type flight struct {
 	done        chan struct{}
-	fingerprint string // the exact key of the request, for idempotency keys
+	fingerprint string // the request's, for idempotency keys (its exact key for de-duplication)
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 

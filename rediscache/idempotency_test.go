@@ -29,6 +29,7 @@ func TestIdempotentRetryAcrossADeploy(t *testing.T) {
 	r, err := a.Complete(ik, chat("same request"))
 	require.NoError(t, err)
 	require.Equal(t, "first", r.Text)
+	require.NoError(t, ca.Flush(ctx(t)))
 
 	r, err = b.Complete(ik, chat("same request"))
 	require.NoError(t, err, "the same request under the same key is refused")

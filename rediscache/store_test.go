@@ -90,10 +90,17 @@ func TestStoreBoundsAndCorruption(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// newClient returns a Client with the cache over one upstream served by p. The cache's
+// stores under way are waited for when the test ends, before its Redis client closes.
 func newClient(t *testing.T, c *cache.Cache, p llmclient.Provider) *llmclient.Client {
 	cl, err := llmclient.New(llmclient.WithMiddleware(c.Middleware()),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}))
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		assert.NoError(t, c.Flush(ctx))
+	})
 	return cl
 }
 
@@ -103,13 +110,18 @@ func chat(text string) *llmclient.Request {
 
 // Two replicas share one Redis: an answer one paid for serves the other, streams replay
 // chunk by chunk, partitions stay apart, and an idempotency key finds the first answer.
+// An answer is shared once it is stored, which its call does not wait for: Flush does.
 func TestReplicasShareTheCache(t *testing.T) {
 	srv := startRedis(t)
 	part := cache.WithPartition(cache.PartitionByMetadata("tenant"))
+	var ca *cache.Cache
 	newReplica := func(p llmclient.Provider) *llmclient.Client {
 		st, _ := srv.store()
 		c, err := cache.New(st, part, cache.WithStoreTimeout(2*time.Second))
 		require.NoError(t, err)
+		if ca == nil {
+			ca = c
+		}
 		return newClient(t, c, p)
 	}
 	pa, pb := fake.New(fake.Stream("Hel", "lo"), fake.Reply("idem")), fake.New(fake.Reply("for t2"), fake.Reply("b's own"))
@@ -123,6 +135,7 @@ func TestReplicasShareTheCache(t *testing.T) {
 	}
 	require.NoError(t, s.Err())
 	s.Close()
+	require.NoError(t, ca.Flush(ctx(t)))
 
 	s, err = b.Stream(ctx(t), chat("hi"))
 	require.NoError(t, err)
@@ -145,6 +158,7 @@ func TestReplicasShareTheCache(t *testing.T) {
 	r, err = a.Complete(ik, chat("idempotent"))
 	require.NoError(t, err)
 	assert.Equal(t, "idem", r.Text)
+	require.NoError(t, ca.Flush(ctx(t)))
 	r, err = b.Complete(cache.WithControl(ik, cache.Control{NoCache: true}), chat("idempotent"))
 	require.NoError(t, err)
 	assert.Equal(t, "idem", r.Text, "the repeat on another replica gets the first answer")
@@ -167,6 +181,7 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	r, err := cl.Complete(ctx(t), chat("hi"))
 	require.NoError(t, err)
 	assert.Equal(t, "ok", r.Text)
+	require.NoError(t, c.Flush(ctx(t)))
 	assert.Equal(t, 2, errs, "the lookup and the store failed")
 }
 

@@ -24,6 +24,7 @@ type Cache struct {
 	local   bool // the store never blocks: no timeout context per call
 	cfg     config
 	flights flightGroup
+	writes  pending // stores of answers under way, off their callers' paths
 	stats   counters
 }
 
@@ -69,6 +70,7 @@ type call struct {
 	partition string
 	key       string // exact key; "" when neither caching nor de-duplication needs it
 	idemKey   string // store key of the idempotency key; "" without one
+	fp        string // the request's fingerprint, with an idempotency key
 	exact     bool   // look up and store in the exact cache
 }
 
@@ -81,6 +83,9 @@ func (c *Cache) prepare(ctx context.Context, req *llmclient.Request) call {
 	}
 	if cl.exact || c.cfg.dedup || cl.idemKey != "" {
 		cl.key = key('x', c.cfg.namespace, cl.partition, req, c.cfg.metadataKeys)
+	}
+	if cl.idemKey != "" {
+		cl.fp = fingerprint(req, c.cfg.metadataKeys)
 	}
 	return cl
 }
@@ -108,16 +113,19 @@ func (c *Cache) event(ctx context.Context, cl *call, req *llmclient.Request, str
 
 // lookup returns the entry that may answer the call: the first answer under its
 // idempotency key, else an exact hit. A repeated idempotency key with another request is
-// an error.
+// an error; a record that cannot be compared with the request (written by a build that
+// fingerprints requests otherwise) is no answer.
 func (c *Cache) lookup(ctx context.Context, cl *call, req *llmclient.Request, stream bool) (*Entry, error) {
 	if cl.idemKey != "" && !cl.ctl.NoStore {
 		if e := c.get(ctx, cl, req, stream, cl.idemKey); e != nil {
-			if e.Fingerprint != cl.key {
+			switch matchFingerprint(e.Fingerprint, cl.fp, cl.key) {
+			case sameRequest:
+				c.stats.replays.Add(1)
+				c.event(ctx, cl, req, stream, Event{Kind: EventReplay, Age: time.Since(e.Created)})
+				return e, nil
+			case otherRequest:
 				return nil, mismatch()
 			}
-			c.stats.replays.Add(1)
-			c.event(ctx, cl, req, stream, Event{Kind: EventReplay, Age: time.Since(e.Created)})
-			return e, nil
 		}
 	}
 	if c.cfg.ttl == 0 {
@@ -155,7 +163,8 @@ func (c *Cache) get(ctx context.Context, cl *call, req *llmclient.Request, strea
 
 // storeContext bounds one store call. A store after the answer runs detached from the
 // caller's cancellation, the answer having arrived and being worth keeping, but only
-// under the store timeout: without one, the caller's context is its only bound.
+// under the store timeout: without one, the caller's context is its only bound (and the
+// store is made before the call returns; see save).
 func (c *Cache) storeContext(ctx context.Context, detach bool) (context.Context, context.CancelFunc) {
 	if c.local || c.cfg.storeTimeout == 0 {
 		return ctx, func() {}
@@ -167,10 +176,30 @@ func (c *Cache) storeContext(ctx context.Context, detach bool) (context.Context,
 }
 
 // save stores an answer in the exact cache and under its idempotency key, as the call
-// asks; an answer that must not be kept is reported and dropped.
+// asks; an answer that must not be kept is reported and dropped. It does not wait for a
+// store that may block: the answer is written on a goroutine of its own, under the store
+// timeout, detached from the caller's cancellation. It writes before it returns to a
+// store that never blocks, and without a store timeout (under the caller's context).
 func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stream bool, resp *llmclient.Response, chunks []llmclient.Chunk, why error) {
+	e := c.entry(ctx, cl, req, stream, resp, chunks, why)
+	switch {
+	case e == nil:
+	case c.local || c.cfg.storeTimeout == 0:
+		c.write(ctx, cl, req, stream, e)
+	default:
+		c.writes.add()
+		go func() {
+			defer c.writes.done()
+			c.write(context.WithoutCancel(ctx), cl, req, stream, e)
+		}()
+	}
+}
+
+// entry returns the entry to store for an answer, or nil when the call stores nothing;
+// an answer that must not be kept is reported.
+func (c *Cache) entry(ctx context.Context, cl *call, req *llmclient.Request, stream bool, resp *llmclient.Response, chunks []llmclient.Chunk, why error) *Entry {
 	if !cl.exact && (cl.idemKey == "" || cl.ctl.NoStore) {
-		return
+		return nil
 	}
 	if why == nil && !storable(resp) {
 		why = ErrNotStorable
@@ -178,7 +207,7 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	var e *Entry
 	if why == nil {
 		e = newEntry(resp, chunks, time.Now())
-		e.Fingerprint = cl.key
+		e.Fingerprint = cl.fp
 		// A stream's whole entry, not its chunks alone (the recorder's bound).
 		switch {
 		case !storable(&e.Response): // a refusal read from the chunks
@@ -190,8 +219,13 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 	if why != nil {
 		c.stats.notStored.Add(1)
 		c.event(ctx, cl, req, stream, Event{Kind: EventNotStored, Err: why})
-		return
+		return nil
 	}
+	return e
+}
+
+// write stores e in the exact cache and under the call's idempotency key, as it asks.
+func (c *Cache) write(ctx context.Context, cl *call, req *llmclient.Request, stream bool, e *Entry) {
 	if cl.exact {
 		c.set(ctx, cl, req, stream, cl.key, e, c.cfg.ttl)
 	}
@@ -245,27 +279,44 @@ func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclie
 // miss calls the upstream, alone or shared, and stores the answer.
 func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*llmclient.Response, error) {
 	c := h.c
-	if cl.idemKey != "" || c.cfg.dedup {
-		// The shared call may outlive its first caller, who may then reuse its Request.
-		req = cloneRequest(req)
-	}
-	upstream := func(fctx context.Context) (*llmclient.Response, error) {
-		resp, err := h.next.Complete(fctx, req)
+	if cl.idemKey == "" && !c.cfg.dedup {
+		resp, err := h.next.Complete(ctx, req)
 		if err == nil {
-			c.save(fctx, &cl, req, false, resp, nil, nil)
+			c.save(ctx, &cl, req, false, resp, nil, nil)
 		}
 		return resp, err
+	}
+	// The shared call may outlive its first caller, who may then reuse its Request.
+	req = cloneRequest(req)
+	// The shared call's goroutine stores the answer once its callers have it (before, in
+	// a store that never blocks), and can still be joined meanwhile (flightGroup.run): a
+	// repeat in this process gets the answer even before the store has it.
+	upstream := func(fctx context.Context) (*llmclient.Response, func(), error) {
+		resp, err := h.next.Complete(fctx, req)
+		if err != nil {
+			return resp, nil, err
+		}
+		e := c.entry(fctx, &cl, req, false, resp, nil, nil)
+		if e == nil {
+			return resp, nil, nil
+		}
+		if c.local {
+			c.write(fctx, &cl, req, false, e)
+			return resp, nil, nil
+		}
+		c.writes.add()
+		return resp, func() {
+			defer c.writes.done()
+			c.write(fctx, &cl, req, false, e)
+		}, nil
 	}
 	var resp *llmclient.Response
 	var err error
 	var joined bool
-	switch {
-	case cl.idemKey != "":
-		resp, err, joined = c.flights.do(ctx, cl.idemKey, cl.key, flightMode{detach: c.cfg.idemTTL}, upstream)
-	case c.cfg.dedup:
+	if cl.idemKey != "" {
+		resp, err, joined = c.flights.do(ctx, cl.idemKey, cl.fp, flightMode{detach: c.cfg.idemTTL}, upstream)
+	} else {
 		resp, err, joined = c.flights.do(ctx, cl.key, cl.key, flightMode{}, upstream)
-	default:
-		return upstream(ctx)
 	}
 	if joined && !errors.Is(err, ErrIdempotencyMismatch) {
 		c.stats.shared.Add(1)
@@ -317,7 +368,7 @@ func (h handler) Stream(ctx context.Context, req *llmclient.Request) (*llmclient
 	}
 	if cl.idemKey != "" {
 		// The first call under the key may be a Complete still in flight: wait for it.
-		if resp, err, ok := c.flights.peek(ctx, cl.idemKey, cl.key); ok {
+		if resp, err, ok := c.flights.peek(ctx, cl.idemKey, cl.fp); ok {
 			if err != nil {
 				return nil, err
 			}

@@ -25,7 +25,10 @@
 // no-store or a max-age, as HTTP's Cache-Control request directives do. Store is the
 // storage interface: NewMemory keeps entries in process (LRU by bytes, with TTL and entry
 // and total bounds), and the nested module github.com/llmclient/llmclient/rediscache
-// keeps them in Redis, shared by replicas.
+// keeps them in Redis, shared by replicas. A call does not wait for the store of its
+// answer, made behind it within the store timeout (WithStoreTimeout): a slow store never
+// holds an answer. Flush waits for the stores under way; call it before closing the
+// store's client.
 //
 // # De-duplication
 //
@@ -51,10 +54,15 @@
 // for up to the idempotency window (WithIdempotencyTTL) once no caller waits for it: when
 // its caller times out and repeats the call with the same key, the repeat joins the call
 // in flight, or gets its answer once it has arrived, instead of paying for a second
-// generation. A key reused for a different
-// request is refused with ErrIdempotencyMismatch. Keys are scoped per partition. Across
-// replicas, an arrived answer is shared through a shared Store; a call in flight is joined
-// only within its process. A Stream call under a key replays an arrived answer, waits for
+// generation. A key reused for a different request is refused with
+// ErrIdempotencyMismatch: one that reaches the vendor otherwise, or carries other key
+// metadata (WithKeyMetadata). During a rolling deploy that changes WithKeyMetadata or the
+// key's encoding, a repeat replays the first answer, or is a miss when the two builds
+// cannot tell whether it is the same request; it is not refused. Keys are scoped per
+// partition. Across replicas, an arrived answer is shared through a shared Store once it
+// is stored (a Redis round trip after it arrived: a repeat on another replica that comes
+// sooner misses it); a call in flight, or whose answer is being stored, is joined only
+// within its process. A Stream call under a key replays an arrived answer, waits for
 // a Complete in flight under it, but is not itself detached: a stream its caller abandons
 // is cut and its answer does not arrive.
 //

@@ -24,8 +24,14 @@ type Entry struct {
 	Chunks []llmclient.Chunk
 	// Created is when the answer arrived.
 	Created time.Time
-	// Fingerprint is the exact key of the request that produced the entry, for entries
-	// stored under an idempotency key, whose own key does not say what was asked.
+	// Fingerprint identifies the request that produced the entry, for entries stored
+	// under an idempotency key, whose own key does not say what was asked; "" for an
+	// answer stored without one. It hashes what the exact key hashes but the namespace,
+	// the partition (both in the idempotency key) and the configuration of the key
+	// metadata, in parts compared apart: across a deploy that changes WithKeyMetadata or
+	// the key's encoding, the retry of a request replays its record or, when the two
+	// builds cannot be compared, misses it; it is never refused as another request.
+	// Records of builds that stored the exact key here still match that key.
 	Fingerprint string
 }
 

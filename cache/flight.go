@@ -32,7 +32,7 @@ type flightGroup struct {
 // flight is one upstream call that several callers wait for.
 type flight struct {
 	done        chan struct{}
-	fingerprint string // the exact key of the request, for idempotency keys
+	fingerprint string // the request's, for idempotency keys (its exact key for de-duplication)
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 
@@ -46,6 +46,11 @@ type flight struct {
 	unbounded bool // a waiter without a deadline
 
 	expired atomic.Bool // the timer canceled the call at the latest deadline
+
+	// answered (guarded by the group's mutex) marks a call that answered and is storing
+	// its answer: it stays in the group until it has, and a caller that joins it
+	// meanwhile gets the answer at once.
+	answered bool
 
 	// Set before done is closed.
 	resp     *llmclient.Response
@@ -62,14 +67,18 @@ type flightMode struct {
 	detach time.Duration
 }
 
+// flightFunc makes a shared call. It returns, with the call's result, what to do once
+// the callers have it (store the answer), or nil.
+type flightFunc func(context.Context) (*llmclient.Response, func(), error)
+
 // do runs fn once for every caller of key in flight together and returns its result. It
 // returns joined true for a caller that found the call in flight and got its result. A
 // caller whose ctx ends returns at once with its context's error, without canceling the
 // call for the others. fingerprint must match the fingerprint of the call in flight, else
 // the caller gets an ErrIdempotencyMismatch error. fn runs on its own goroutine with the
-// first caller's context values.
-func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode,
-	fn func(context.Context) (*llmclient.Response, error)) (*llmclient.Response, error, bool) {
+// first caller's context values; what it leaves to do runs there too, after its callers
+// got the result, and the call can be joined until it is done.
+func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flightMode, fn flightFunc) (*llmclient.Response, error, bool) {
 	if ctx.Err() != nil { // a caller already gone starts nothing
 		return nil, gaveUp(ctx), false
 	}
@@ -84,7 +93,7 @@ func (g *flightGroup) do(ctx context.Context, key, fingerprint string, mode flig
 func (g *flightGroup) peek(ctx context.Context, key, fingerprint string) (*llmclient.Response, error, bool) {
 	g.mu.Lock()
 	f := g.m[key]
-	if f == nil || f.ctx.Err() != nil {
+	if f == nil || !f.joinable() {
 		g.mu.Unlock()
 		return nil, nil, false
 	}
@@ -99,11 +108,10 @@ func (g *flightGroup) peek(ctx context.Context, key, fingerprint string) (*llmcl
 	return resp, err, true
 }
 
-func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode flightMode,
-	fn func(context.Context) (*llmclient.Response, error)) (*flight, bool, error) {
+func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode flightMode, fn flightFunc) (*flight, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if f := g.m[key]; f != nil && f.ctx.Err() == nil {
+	if f := g.m[key]; f != nil && f.joinable() {
 		if f.fingerprint != fingerprint {
 			return nil, true, mismatch()
 		}
@@ -132,6 +140,10 @@ func (g *flightGroup) join(ctx context.Context, key, fingerprint string, mode fl
 	go g.run(key, f, fn)
 	return f, false, nil
 }
+
+// joinable reports whether a caller may join f: it has answered, or is still running.
+// g.mu is held.
+func (f *flight) joinable() bool { return f.answered || f.ctx.Err() == nil }
 
 // extend makes a shared flight last as long as the new waiter's deadline, and stops the
 // window of a detached one while it has a waiter. g.mu is held.
@@ -171,12 +183,10 @@ func (g *flightGroup) expire(f *flight) {
 	f.cancel(context.DeadlineExceeded)
 }
 
-// run makes the call and publishes its result.
-func (g *flightGroup) run(key string, f *flight, fn func(context.Context) (*llmclient.Response, error)) {
+// run makes the call, publishes its result, then does what the call left to do (stores
+// the answer) while it may still be joined.
+func (g *flightGroup) run(key string, f *flight, fn flightFunc) {
 	defer func() {
-		if p := recover(); p != nil {
-			f.panicked = p
-		}
 		g.mu.Lock()
 		if g.m[key] == f {
 			delete(g.m, key)
@@ -186,9 +196,27 @@ func (g *flightGroup) run(key string, f *flight, fn func(context.Context) (*llmc
 		}
 		g.mu.Unlock()
 		f.cancel(context.Canceled)
-		close(f.done)
 	}()
-	f.resp, f.err = fn(f.ctx)
+	var then func()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				f.panicked = p
+			}
+			g.mu.Lock()
+			if then != nil {
+				f.answered = true
+			} else if g.m[key] == f { // nothing more to do: a caller that comes starts anew
+				delete(g.m, key)
+			}
+			g.mu.Unlock()
+			close(f.done)
+		}()
+		f.resp, then, f.err = fn(f.ctx)
+	}()
+	if then != nil {
+		then()
+	}
 }
 
 // wait waits for f's result or for ctx to end. It returns joined false for a caller that

@@ -231,3 +231,50 @@ func TestIdempotentFailureIsNotKept(t *testing.T) {
 		assert.Equal(t, uint64(1), c.Stats().Shared)
 	})
 }
+
+// A rolling deploy that changes WithKeyMetadata changes the exact key but not the
+// idempotency key: a caller's retry reaching a replica of the other build replays the
+// first answer (it was refused as another request, the record's fingerprint being the
+// other build's exact key). Another request under the key is still refused; a request
+// whose key metadata only one build keys cannot be compared, and is a miss.
+func TestIdempotencyAcrossADeployThatChangesKeyMetadata(t *testing.T) {
+	m, err := cache.NewMemory(cache.MemoryConfig{})
+	require.NoError(t, err)
+	before, err := cache.New(m)
+	require.NoError(t, err)
+	after, err := cache.New(m, cache.WithKeyMetadata("prompt_version"))
+	require.NoError(t, err)
+	pa, pb := fake.New(fake.Reply("first").Forever()), fake.New(fake.Reply("second").Forever())
+	a, b := client(t, pa, before.Middleware()), client(t, pb, after.Middleware())
+	versioned := func(text, v string) *llmclient.Request {
+		r := chat(text)
+		r.Metadata = map[string]string{"prompt_version": v}
+		return r
+	}
+	ik := func(k string) context.Context { return cache.WithIdempotencyKey(context.Background(), k) }
+
+	r, err := a.Complete(ik("job-1"), chat("same request"))
+	require.NoError(t, err)
+	require.Equal(t, "first", r.Text)
+	r, err = b.Complete(ik("job-1"), chat("same request"))
+	require.NoError(t, err, "the retry on the other build")
+	assert.Equal(t, "first", r.Text)
+	assert.Equal(t, 0, pb.Calls())
+	_, err = b.Complete(ik("job-1"), chat("another request"))
+	assert.ErrorIs(t, err, cache.ErrIdempotencyMismatch)
+
+	r, err = a.Complete(ik("job-2"), versioned("same request", "v2"))
+	require.NoError(t, err)
+	require.Equal(t, "first", r.Text)
+	r, err = b.Complete(ik("job-2"), versioned("same request", "v2"))
+	require.NoError(t, err, "the builds disagree on what the request is: a miss, not an error")
+	assert.Equal(t, "second", r.Text)
+
+	// Within one build, other key metadata under the key is another request.
+	_, err = b.Complete(ik("job-2"), versioned("same request", "v3"))
+	assert.ErrorIs(t, err, cache.ErrIdempotencyMismatch)
+	r, err = b.Complete(ik("job-2"), versioned("same request", "v2"))
+	require.NoError(t, err)
+	assert.Equal(t, "second", r.Text)
+	assert.Equal(t, 1, pb.Calls())
+}

@@ -9,19 +9,23 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/llmclient/llmclient"
 )
 
 // keyVersion is written first into every request key, so that a change of the canonical
-// encoding never lets a new build read an old build's entries (in a shared Redis).
+// encoding never lets a new build read an old build's entries (in a shared Redis). It
+// also versions the fingerprints of idempotency records: records of a build with another
+// version cannot be compared and are misses, for one idempotency window.
 // Version 2 added Message.IsError and Request.DisableParallelToolCalls.
 const keyVersion = 2
 
 // idempotencyKeyVersion is written first into every idempotency key, whose encoding does
 // not depend on the request's: it changes only when that encoding does, so that records
-// written by the build before stay found across a deploy.
+// written by the build before stay found across a deploy (fingerprint says how they are
+// compared).
 const idempotencyKeyVersion = 1
 
 // Key returns the exact-cache key of req in the partition part: the hex SHA-256 of a
@@ -55,6 +59,82 @@ func key(prefix byte, namespace, partition string, req *llmclient.Request, metad
 	s := w.hexSum(prefix)
 	putWriter(w)
 	return s
+}
+
+// fingerprint identifies req in the record of its idempotency key, whose own key does not
+// say what was asked. The idempotency key holds the namespace and the partition; the
+// fingerprint holds what the exact key holds besides, in three hashes that a deploy
+// changes apart: the request as it reaches the vendor (writeRequest), the names of the
+// key metadata (WithKeyMetadata, sorted), and the key metadata the request carries. It
+// starts with keyVersion, the version of writeRequest's encoding:
+//
+//	f<keyVersion>.<request>.<metadata names>.<metadata values>
+//
+// sameRequest compares two of them.
+func fingerprint(req *llmclient.Request, metadataKeys []string) string {
+	names := slices.Clone(metadataKeys)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	w := getWriter()
+	writeRequest(w, req)
+	b := make([]byte, 0, 2+2+2*sha256.Size+2+2*fingerprintTail)
+	b = append(strconv.AppendInt(append(b, 'f'), keyVersion, 10), '.')
+	b = w.appendHex(b, sha256.Size)
+	w.reset()
+	w.uint(uint64(len(names)))
+	for _, k := range names {
+		w.str(k)
+	}
+	b = w.appendHex(append(b, '.'), fingerprintTail)
+	w.reset()
+	for _, k := range names {
+		if v, ok := req.Metadata[k]; ok {
+			w.str(k)
+			w.str(v)
+		}
+	}
+	b = w.appendHex(append(b, '.'), fingerprintTail)
+	putWriter(w)
+	return string(b)
+}
+
+// fingerprintTail is how many bytes of their digests the metadata hashes keep.
+const fingerprintTail = 16
+
+// match is what a stored idempotency record's fingerprint says of a call's request.
+type match int
+
+const (
+	sameRequest  match = iota // replay the record
+	otherRequest              // refuse the call: ErrIdempotencyMismatch
+	unknown                   // written by a build that encodes requests otherwise: a miss
+)
+
+// matchFingerprint compares the fingerprint of a stored record with the call's (ours,
+// from fingerprint) and its exact key. A request that reaches the vendor differently is
+// another request. One that carries other key metadata is another request too when both
+// builds name the same key metadata; when they name other metadata (a deploy that
+// changes WithKeyMetadata), it is the same request if it carries the same key metadata,
+// as each build names it, else the two cannot be told apart: unknown. Records of the
+// builds that stored the exact key as the fingerprint match that key, else are unknown;
+// so are records of another keyVersion.
+func matchFingerprint(stored, ours, exactKey string) match {
+	if stored == ours || stored == exactKey {
+		return sameRequest
+	}
+	s, o := strings.Split(stored, "."), strings.Split(ours, ".")
+	if len(s) != 4 || s[0] != o[0] {
+		return unknown
+	}
+	switch {
+	case s[1] != o[1]:
+		return otherRequest
+	case s[3] == o[3]: // the same key metadata, named otherwise
+		return sameRequest
+	case s[2] == o[2]:
+		return otherRequest
+	}
+	return unknown
 }
 
 // writeKey writes what Key hashes.
@@ -168,9 +248,7 @@ var writers = sync.Pool{New: func() any {
 func getWriter() *keyWriter { return writers.Get().(*keyWriter) }
 
 func putWriter(w *keyWriter) {
-	w.h.Reset()
-	w.buf = w.buf[:0]
-	w.depth = 0
+	w.reset()
 	writers.Put(w)
 }
 
@@ -179,6 +257,20 @@ func (w *keyWriter) flush() {
 		w.h.Write(w.buf)
 		w.buf = w.buf[:0]
 	}
+}
+
+// appendHex appends the first n bytes of the digest in hex to b.
+func (w *keyWriter) appendHex(b []byte, n int) []byte {
+	w.flush()
+	w.h.Sum(w.sum[:0])
+	return hex.AppendEncode(b, w.sum[:n])
+}
+
+// reset starts a new digest.
+func (w *keyWriter) reset() {
+	w.h.Reset()
+	w.buf = w.buf[:0]
+	w.depth = 0
 }
 
 // hexSum returns the digest in hex, after prefix when it is not 0.

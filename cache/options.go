@@ -177,10 +177,16 @@ func WithIdempotencyTTL(d time.Duration) Option {
 }
 
 // WithStoreTimeout bounds each store call (Cache): a store that does not answer in time
-// counts as a miss (or a failed store), so that a slow Redis never holds a request. The
-// store of an answer runs detached from the caller's cancellation, within the timeout. 0
-// means no bound but the caller's context, for lookups and stores alike; it must not be
-// negative. Default DefaultStoreTimeout (250ms).
+// counts as a miss (or a failed store), so that a slow Redis never holds a request. A
+// call does not wait for the store of its answer: the answer is returned, and stored on
+// another goroutine, detached from the caller's cancellation, within the timeout (Flush
+// waits for it). Until it is stored, a repeat of the call in the same process joins it if
+// it was shared (WithDedup) or under an idempotency key, and gets the answer; another
+// repeat, and a repeat on another replica, misses it. 0 means no bound but the caller's
+// context, for lookups and stores alike: the store of an answer then holds its call,
+// except a shared or idempotent call's, made on the goroutine that made the call. It must
+// not be negative. A store that never blocks (NewMemory) is written before the call
+// returns, whatever the timeout. Default DefaultStoreTimeout (250ms).
 func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }
@@ -199,7 +205,10 @@ func WithMaxEntryBytes(n int) Option { return optionFunc(func(c *config) { c.max
 // of a stream's answer, reported where the stream ends (in Next or Close), and of a shared
 // or idempotent Complete call's answer, reported on the goroutine that makes the shared
 // call, with its first caller's context values and without its cancellation, possibly
-// after every caller has returned. It must be safe for concurrent use. Default: none.
+// after every caller has returned. The outcome of a store that may block (EventStored,
+// EventStoreError; see WithStoreTimeout) is reported on the goroutine that stores the
+// answer, with the call's context values and without its cancellation, after the call
+// has returned. It must be safe for concurrent use. Default: none.
 func WithObserver(f func(ctx context.Context, e Event)) Option {
 	return optionFunc(func(c *config) { c.observer = f })
 }

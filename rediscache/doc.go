@@ -11,6 +11,7 @@
 // encoding; Redis expires them, and evicts them under its own maxmemory policy (set one:
 // volatile-lru or allkeys-lru). A Redis that fails or does not answer within the cache's
 // store timeout (cache.WithStoreTimeout) costs a miss, never a failed or held call (the
-// client must set ContextTimeoutEnabled, which New checks). It is
-// a nested module so that the core llmclient module does not depend on go-redis.
+// client must set ContextTimeoutEnabled, which New checks): an answer is stored behind
+// its call. Call the cache's Flush before closing rdb, so that the last answers are kept.
+// It is a nested module so that the core llmclient module does not depend on go-redis.
 package rediscache

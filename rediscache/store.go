@@ -88,18 +88,23 @@ func contextTimeouts(rdb redis.UniversalClient) (on, known bool) {
 
 // Get returns the entry under key, nil when there is none. An entry that does not decode
 // (written by another version, or damaged) is an error wrapping cache.ErrCorruptEntry,
-// which the cache treats as a miss; the next answer overwrites it. It reads at most
-// cache.MaxEncodedEntry+1 bytes of the value, whatever Redis holds under key (a string
-// may be 512 MB): a longer one is corrupt.
+// which the cache treats as a miss; the next answer overwrites it. It reads at most one
+// byte more than the store's entry bound (WithMaxEntryBytes) of the value, whatever Redis
+// holds under key (a string may be 512 MB): a longer value, which this store never
+// writes, is corrupt too (so is an entry written by a process whose bound is larger).
 func (s *Store) Get(ctx context.Context, key string) (*cache.Entry, error) {
 	// GETRANGE answers "" for a missing key, where GET answers nil; an empty value is
-	// no entry either.
-	data, err := s.rdb.GetRange(ctx, s.prefix+key, 0, cache.MaxEncodedEntry).Bytes()
+	// no entry either. Its end is inclusive: maxEntry+1 bytes at most.
+	data, err := s.rdb.GetRange(ctx, s.prefix+key, 0, int64(s.maxEntry)).Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("llmclient/rediscache: get: %w", err)
 	}
 	if len(data) == 0 {
 		return nil, nil
+	}
+	if len(data) > s.maxEntry {
+		s.corrupt.Add(1)
+		return nil, fmt.Errorf("%w: more than the store's bound of %d bytes", cache.ErrCorruptEntry, s.maxEntry)
 	}
 	e, err := cache.UnmarshalEntry(data)
 	if err != nil {

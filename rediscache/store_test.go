@@ -90,10 +90,17 @@ func TestStoreBoundsAndCorruption(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// newClient returns a Client with the cache over one upstream served by p. The cache's
+// stores under way are waited for when the test ends, before its Redis client closes.
 func newClient(t *testing.T, c *cache.Cache, p llmclient.Provider) *llmclient.Client {
 	cl, err := llmclient.New(llmclient.WithMiddleware(c.Middleware()),
 		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p}))
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		assert.NoError(t, c.Flush(ctx))
+	})
 	return cl
 }
 
@@ -103,13 +110,18 @@ func chat(text string) *llmclient.Request {
 
 // Two replicas share one Redis: an answer one paid for serves the other, streams replay
 // chunk by chunk, partitions stay apart, and an idempotency key finds the first answer.
+// An answer is shared once it is stored, which its call does not wait for: Flush does.
 func TestReplicasShareTheCache(t *testing.T) {
 	srv := startRedis(t)
 	part := cache.WithPartition(cache.PartitionByMetadata("tenant"))
+	var ca *cache.Cache
 	newReplica := func(p llmclient.Provider) *llmclient.Client {
 		st, _ := srv.store()
 		c, err := cache.New(st, part, cache.WithStoreTimeout(2*time.Second))
 		require.NoError(t, err)
+		if ca == nil {
+			ca = c
+		}
 		return newClient(t, c, p)
 	}
 	pa, pb := fake.New(fake.Stream("Hel", "lo"), fake.Reply("idem")), fake.New(fake.Reply("for t2"), fake.Reply("b's own"))
@@ -123,6 +135,7 @@ func TestReplicasShareTheCache(t *testing.T) {
 	}
 	require.NoError(t, s.Err())
 	s.Close()
+	require.NoError(t, ca.Flush(ctx(t)))
 
 	s, err = b.Stream(ctx(t), chat("hi"))
 	require.NoError(t, err)
@@ -145,6 +158,7 @@ func TestReplicasShareTheCache(t *testing.T) {
 	r, err = a.Complete(ik, chat("idempotent"))
 	require.NoError(t, err)
 	assert.Equal(t, "idem", r.Text)
+	require.NoError(t, ca.Flush(ctx(t)))
 	r, err = b.Complete(cache.WithControl(ik, cache.Control{NoCache: true}), chat("idempotent"))
 	require.NoError(t, err)
 	assert.Equal(t, "idem", r.Text, "the repeat on another replica gets the first answer")
@@ -167,11 +181,13 @@ func TestRedisDownFailsOpen(t *testing.T) {
 	r, err := cl.Complete(ctx(t), chat("hi"))
 	require.NoError(t, err)
 	assert.Equal(t, "ok", r.Text)
+	require.NoError(t, c.Flush(ctx(t)))
 	assert.Equal(t, 2, errs, "the lookup and the store failed")
 }
 
 // A value far larger than any entry (put there by something else sharing the Redis, or
-// damaged) is refused after reading MaxEncodedEntry+1 bytes of it, not all of it.
+// damaged) is refused after reading one byte more than the store's bound, not all of it,
+// even under the largest bound a store may have (cache.MaxEncodedEntry).
 func TestGetReadsAtMostAnEntry(t *testing.T) {
 	srv := startRedis(t)
 	const huge = 3 * cache.MaxEncodedEntry // 192 MiB, of zero bytes: SETRANGE sends one
@@ -181,7 +197,7 @@ func TestGetReadsAtMostAnEntry(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer rdb.Close()
-	st, err := rediscache.New(rdb)
+	st, err := rediscache.New(rdb, rediscache.WithMaxEntryBytes(cache.MaxEncodedEntry))
 	require.NoError(t, err)
 	slow, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -201,6 +217,39 @@ func TestGetReadsAtMostAnEntry(t *testing.T) {
 	e, err := st.Get(ctx(t), "empty")
 	require.NoError(t, err)
 	assert.Nil(t, e)
+}
+
+// The store never writes an entry above its own bound (1 MiB by default), so a lookup
+// reads no more than that of whatever the key holds: a junk value of 16 MiB under a hot
+// key cost each lookup 16 MiB when the lookup read up to cache.MaxEncodedEntry (64 MiB).
+// An entry written under a larger bound, by another process, is a miss here.
+func TestGetReadsAtMostTheStoresBound(t *testing.T) {
+	srv := startRedis(t)
+	st, rdb := srv.store() // DefaultMaxEntryBytes
+	const junk = 16 << 20  // of zero bytes: SETRANGE sends one
+	require.NoError(t, rdb.SetRange(ctx(t), rediscache.DefaultPrefix+"hot", junk-1, "x").Err())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := st.Get(ctx(t), "hot")
+	runtime.ReadMemStats(&after)
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry)
+	read := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, read, uint64(4*rediscache.DefaultMaxEntryBytes),
+		"one lookup allocated %d MiB; the store's entries are at most %d MiB", read>>20, rediscache.DefaultMaxEntryBytes>>20)
+	assert.Equal(t, uint64(1), st.Corrupt())
+
+	small, _ := srv.store(rediscache.WithMaxEntryBytes(1000))
+	require.NoError(t, st.Set(ctx(t), "big", entry(strings.Repeat("x", 2000)), time.Minute))
+	e, err := st.Get(ctx(t), "big")
+	require.NoError(t, err)
+	require.NotNil(t, e, "within the bound of the store that wrote it")
+	_, err = small.Get(ctx(t), "big")
+	assert.ErrorIs(t, err, cache.ErrCorruptEntry, "past the bound of the store that reads it")
+	require.NoError(t, small.Set(ctx(t), "fits", entry(strings.Repeat("x", 200)), time.Minute))
+	e, err = small.Get(ctx(t), "fits")
+	require.NoError(t, err)
+	assert.NotNil(t, e)
 }
 
 // go-redis ignores a context's deadline unless ContextTimeoutEnabled is set: a Redis that

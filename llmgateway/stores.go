@@ -1,7 +1,9 @@
 package llmgateway
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/cache"
@@ -9,6 +11,10 @@ import (
 	"github.com/llmclient/llmclient/redisstore"
 	"github.com/redis/go-redis/v9"
 )
+
+// cacheFlushTimeout bounds how long a shutdown waits for the response cache's answers
+// still being stored (each store is bounded by the cache's own store timeout anyway).
+const cacheFlushTimeout = 5 * time.Second
 
 // storeOptions makes the shared stores the configuration asks for (redis for limits,
 // key pauses, budgets and breakers; the response cache) and returns the Client's
@@ -76,6 +82,13 @@ func (c *Config) storeOptions() ([]llmclient.Option, []func() error, error) {
 			return nil, closers, fmt.Errorf("cache: %w", err)
 		}
 		opts = append(opts, llmclient.WithMiddleware(ca.Middleware()), llmclient.WithCacheStats("responses", ca.Health))
+		// The answers still being stored are written before the store's client closes
+		// (closers run in reverse), within the cache's store timeout.
+		closers = append(closers, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), cacheFlushTimeout)
+			defer cancel()
+			return ca.Flush(ctx)
+		})
 	}
 	return opts, closers, nil
 }

@@ -12,6 +12,18 @@ import (
 // message_delta and message_stop), as its one-shot path answers 200 with the filtered
 // answer.
 
+// gatewayOverOpenAIStream starts a gateway whose OpenAI upstream answers every request
+// with chunks, each a data event; it returns the gateway and the upstream.
+func gatewayOverOpenAIStream(t *testing.T, chunks ...string) (*gw, *vendor) {
+	t.Helper()
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		writeOpenAIChunks(w, chunks...)
+		return true
+	})
+	return startGateway(t, baseConfig(oa, an, "")), oa
+}
+
 // writeOpenAIChunks writes each of chunks as a data event.
 func writeOpenAIChunks(w http.ResponseWriter, chunks ...string) {
 	w.Header().Set("content-type", "text/event-stream")
@@ -26,16 +38,11 @@ func writeOpenAIChunks(w http.ResponseWriter, chunks ...string) {
 // usage chunk, [DONE]. The SDKs then return finish_reason content_filter instead of
 // raising.
 func TestStreamContentFilterSameVendor(t *testing.T) {
-	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		writeOpenAIChunks(w,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Once upon"},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
-			`[DONE]`)
-		return true
-	})
-	g := startGateway(t, baseConfig(oa, an, ""))
+	g, oa := gatewayOverOpenAIStream(t,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Once upon"},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+		`[DONE]`)
 	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
@@ -67,16 +74,11 @@ func TestStreamContentFilterSameVendor(t *testing.T) {
 
 // The same stream to the Anthropic door ends with stop_reason "refusal" and message_stop.
 func TestStreamContentFilterToAnthropicDoor(t *testing.T) {
-	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		writeOpenAIChunks(w,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Once upon"},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
-			`[DONE]`)
-		return true
-	})
-	g := startGateway(t, baseConfig(oa, an, ""))
+	g, _ := gatewayOverOpenAIStream(t,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":"Once upon"},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+		`[DONE]`)
 	resp, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"gpt-4o","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
@@ -95,17 +97,12 @@ func TestStreamContentFilterToAnthropicDoor(t *testing.T) {
 // door ends the message with stop_reason "refusal"; the OpenAI door passes the refusal
 // through (content null, as OpenAI sends it) and ends with the usage and [DONE].
 func TestStreamRefusalCrossVendor(t *testing.T) {
-	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		writeOpenAIChunks(w,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"refusal":"I can't help with that."},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
-			`[DONE]`)
-		return true
-	})
-	g := startGateway(t, baseConfig(oa, an, ""))
+	g, _ := gatewayOverOpenAIStream(t,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"refusal":"I can't help with that."},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+		`[DONE]`)
 	resp, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"gpt-4o","max_tokens":20,"stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"stop_reason":"refusal"`) || strings.Contains(body, "event: error") ||
 		!strings.HasSuffix(body, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
@@ -131,16 +128,11 @@ func TestStreamRefusalCrossVendor(t *testing.T) {
 // A reasoning model that spends its budget on reasoning answers no content: the one-shot
 // path answers it 200 (finish_reason length), and so does the stream, ending [DONE].
 func TestStreamReasoningOnlyEndsAsVendorSent(t *testing.T) {
-	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		writeOpenAIChunks(w,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me think"},"finish_reason":null}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
-			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}}`,
-			`[DONE]`)
-		return true
-	})
-	g := startGateway(t, baseConfig(oa, an, ""))
+	g, _ := gatewayOverOpenAIStream(t,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me think"},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":16,"total_tokens":21}}`,
+		`[DONE]`)
 	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"gpt-4o","max_tokens":16,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 200 || strings.Contains(body, `{"error"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") ||
 		!strings.Contains(body, `"finish_reason":"length"`) || !strings.Contains(body, `"completion_tokens":16`) {

@@ -644,18 +644,14 @@ func classOfBudgetEvent(hard bool) failure.Class {
 // model's window, on WithContextFallback's upstreams, as a context_length error from the
 // upstream would. ok is false when neither applies.
 func (r *run) rerouteLocal(a *attempt, e *Error, d Decision) (plan, bool) {
-	if br := a.bill.reroute; br != nil && r.bill.exempt&br.bit == 0 {
+	if br := a.bill.reroute; br != nil && r.bill.exempt&br.bit == 0 && r.extendRoute(r.c.group(br.b.Reroute)) {
 		r.bill.exempt |= br.bit
-		r.route = append(r.route[:r.pos+1:r.pos+1], r.c.group(br.b.Reroute)...)
 		return plan{step: stepNext}, true
 	}
 	if e.Class == failure.ContextLength && errors.Is(e.Err, ErrContextWindow) {
-		if k := d.reroute(&r.rerouted); k >= 0 {
-			if list := r.c.reroutes[k]; len(list) > 0 {
-				r.rerouted[k] = true
-				r.route = append(r.route[:r.pos+1:r.pos+1], list...)
-				return plan{step: stepNext}, true
-			}
+		if k := d.reroute(&r.rerouted); k >= 0 && r.extendRoute(r.c.reroutes[k]) {
+			r.rerouted[k] = true
+			return plan{step: stepNext}, true
 		}
 	}
 	return plan{}, false

@@ -79,6 +79,28 @@ func (o *CallOptions) check() error {
 
 // applyCallOptions narrows the run's route and sets what the call's options change, once
 // the run has begun.
+// extendRoute continues the call on list (a budget's Reroute group, a context or content
+// fallback) after the current upstream, narrowed by the call's options as its route was
+// (Pin, Exclude: they never add to the route). It reports false, changing nothing, when
+// the options leave none of list or keep the call where it is (NoFailover).
+func (r *run) extendRoute(list []*upstream) bool {
+	if o := r.opts; o != nil {
+		if o.NoFailover {
+			return false
+		}
+		if len(o.Pin) > 0 || len(o.Exclude) > 0 {
+			list = slices.DeleteFunc(slices.Clone(list), func(up *upstream) bool {
+				return len(o.Pin) > 0 && !slices.Contains(o.Pin, up.Name) || slices.Contains(o.Exclude, up.Name)
+			})
+		}
+	}
+	if len(list) == 0 {
+		return false
+	}
+	r.route = append(r.route[:r.pos+1:r.pos+1], list...)
+	return true
+}
+
 func (r *run) applyCallOptions(o *CallOptions) {
 	r.opts = o
 	if !r.c.needStats.Load() && (o.Routing == routing.Latency || o.Hedge != nil && needsLatency(*o.Hedge)) {

@@ -81,12 +81,9 @@ func (r *run) decide(ctx context.Context, a *attempt, e *Error, d Decision) plan
 		r.req = enlargeOutput(r.req)
 		return r.again(d, 0)
 	}
-	if k := d.reroute(&r.rerouted); k >= 0 {
-		if list := r.c.reroutes[k]; len(list) > 0 {
-			r.rerouted[k] = true
-			r.route = append(r.route[:r.pos+1:r.pos+1], list...)
-			return plan{step: stepNext}
-		}
+	if k := d.reroute(&r.rerouted); k >= 0 && r.extendRoute(r.c.reroutes[k]) {
+		r.rerouted[k] = true
+		return plan{step: stepNext}
 	}
 	if d.NextKey && a.key != nil && a.up.pool().available(time.Now(), a.key) {
 		r.avoid = a.key

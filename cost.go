@@ -234,6 +234,9 @@ func (cs *costState) attemptCost(a *attempt, class failure.Class, usage *Usage) 
 	default:
 		m = cs.priceOf(a.up, a.call.Model)
 	}
+	if usage == nil && b.status >= http.StatusBadRequest {
+		return pricing.Cost{Known: true, Model: m} // priced or not: vendors do not bill them
+	}
 	if m == nil {
 		return pricing.Cost{}
 	}
@@ -242,8 +245,6 @@ func (cs *costState) attemptCost(a *attempt, class failure.Class, usage *Usage) 
 	switch {
 	case usage != nil:
 		t, estimated = usageTokens(usage), usage.Estimated // clamped below unless FlatCost prices it
-	case b.status >= http.StatusBadRequest:
-		return pricing.Cost{Known: true, Model: m}
 	case class == failure.None || class == failure.Timeout || class == failure.Canceled:
 		in, out := a.r.estimate(a.req)
 		if a.streaming() {

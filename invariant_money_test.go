@@ -552,10 +552,20 @@ func (sc *moneyScenario) check(w *moneyWorld, c *llmclient.Client) error {
 			counted = e.Cost.Amount
 			reserved, _ = u.price.Cost(pricing.Tokens{Input: in, Output: sc.maxTokens}, e.Time)
 		} else {
-			if e.Cost.Known || sc.unpriced != budget.UnpricedCharge {
+			switch {
+			case sc.unpriced != budget.UnpricedCharge:
 				return fmt.Errorf("a call of an unpriced model reached %s: cost %+v under policy %v", e.Upstream, e.Cost, sc.unpriced)
+			case e.Status >= 400 && e.InputTokens == 0 && e.OutputTokens == 0:
+				// An error response: vendors do not bill it, priced or not.
+				if !e.Cost.Known || e.Cost.Amount != 0 {
+					return fmt.Errorf("an error response of %s (status %d) cost %+v, want a known $0", e.Upstream, e.Status, e.Cost)
+				}
+				counted, reserved = 0, sc.charge
+			case e.Cost.Known:
+				return fmt.Errorf("a call of an unpriced model reached %s: cost %+v under policy %v", e.Upstream, e.Cost, sc.unpriced)
+			default:
+				counted, reserved = sc.charge, sc.charge
 			}
-			counted, reserved = sc.charge, sc.charge
 		}
 		p, s := win.PeriodAt(e.Time), win.PeriodAt(e.Start)
 		all = append(all, settled{slice: p.Slice, from: s.Slice, counted: counted, over: max(counted-reserved, 0)})

@@ -63,7 +63,9 @@ const (
 	// bound what such calls spend.
 	UnpricedAllow
 	// UnpricedCharge admits the attempt as if it cost UnpricedCost, reserved and counted
-	// like a priced one (unless its response names a model that has a price).
+	// like a priced one (unless its response names a model that has a price): an error
+	// response (status 400 and above, no usage), which vendors do not bill, counts a known
+	// $0, as it does for a priced model.
 	UnpricedCharge
 )
 

@@ -87,6 +87,19 @@ func (m *Model) prepare() {
 	if len(m.prices) == 1 && m.prices[0].price.flat {
 		m.flat = &m.prices[0].price
 	}
+	// A rate tiered at or above the listed window prices a longer context that a request
+	// opts into (Anthropic's 1M-token beta for Sonnet, listed at 200,000): the listed
+	// window is then no limit of the model, and it is unknown.
+	for _, c := range m.prices {
+		p := &c.price
+		for _, r := range []*rate{&p.input, &p.cacheRead, &p.cacheWrite, &p.cacheWrite1h, &p.output, &p.reasoning} {
+			for _, t := range r.tiers {
+				if m.contextWindow > 0 && t.above >= m.contextWindow {
+					m.contextWindow = 0
+				}
+			}
+		}
+	}
 }
 
 // FlatCost is Cost for the common call, without a time and without an error, small
@@ -121,7 +134,9 @@ func (m *Model) ID() string { return m.id }
 // Name returns the model's display name, or "" when the data has none.
 func (m *Model) Name() string { return m.name }
 
-// ContextWindow returns the model's context window in tokens, or 0 when unknown.
+// ContextWindow returns the model's context window in tokens, or 0 when unknown: also
+// when a price tier starts at or above the listed window (a longer context the request
+// opts into, which the listed window does not bound).
 func (m *Model) ContextWindow() int { return m.contextWindow }
 
 // String returns "provider/id", or the ID alone when the provider is empty.

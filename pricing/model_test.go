@@ -113,3 +113,28 @@ func TestPriceAtUnsetRate(t *testing.T) {
 	assert.Equal(t, pricing.Money(0), r.At(100))
 	assert.True(t, pricing.PerMTok(0).IsSet())
 }
+
+// A price tiered at or above the listed context window prices a longer context the
+// request opts into (Anthropic's 1M-token beta for Sonnet 4.5, listed at 200,000): the
+// listed window is no limit of the model, and ContextWindow reports it unknown. A tier
+// below the window leaves it.
+func TestLongContextTierLeavesTheWindowUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		window, above, want int
+	}{
+		{200_000, 200_000, 0},
+		{200_000, 250_000, 0},
+		{1_000_000, 200_000, 1_000_000},
+		{0, 200_000, 0},
+	} {
+		m, err := pricing.NewModel(pricing.Spec{ID: "m", ContextWindow: tc.window, Price: pricing.Price{
+			Input:  pricing.Tiered(3*pricing.Dollar, pricing.Tier{Above: tc.above, PerMTok: 6 * pricing.Dollar}),
+			Output: pricing.PerMTok(15 * pricing.Dollar)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ContextWindow(); got != tc.want {
+			t.Errorf("window %d, tier above %d: ContextWindow %d, want %d", tc.window, tc.above, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math/big"
 	"os"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,7 +60,11 @@ func TestSnapshotEveryModel(t *testing.T) {
 				}
 			}
 			assert.Equal(t, p.ID+"/"+rm.ID, m.String())
-			assert.Equal(t, rm.ContextWindow, m.ContextWindow(), m.String())
+			wantWindow := rm.ContextWindow
+			if tieredAtOrAbove(rm.Prices, wantWindow) {
+				wantWindow = 0 // a longer context the request opts into: see Model.ContextWindow
+			}
+			assert.Equal(t, wantWindow, m.ContextWindow(), m.String())
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(rm.Prices, &obj) != nil {
 				continue // a list of conditional prices: see TestCostTimeOfDay, TestCostStartDate
@@ -219,4 +225,17 @@ func TestSnapshotSpotChecks(t *testing.T) {
 	p, err := lookup(t, "deepseek", "deepseek-v4-pro").PriceAt(noon)
 	require.NoError(t, err)
 	assert.Equal(t, usd("0.003625"), p.CacheRead.At(0))
+}
+
+// tierStart finds the prompt sizes at which the tiers of a model's prices start.
+var tierStart = regexp.MustCompile(`"start":\s*(\d+)`)
+
+// tieredAtOrAbove reports whether any tier of prices starts at or above w (w > 0).
+func tieredAtOrAbove(prices json.RawMessage, w int) bool {
+	for _, m := range tierStart.FindAllSubmatch(prices, -1) {
+		if n, err := strconv.Atoi(string(m[1])); err == nil && w > 0 && n >= w {
+			return true
+		}
+	}
+	return false
 }

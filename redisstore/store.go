@@ -19,7 +19,8 @@ import (
 // unless the holding process renews them. While Redis is slow (a reply later than a quarter
 // of the timeout) or unreachable, the store admits locally (FailOpen) or refuses
 // (FailClosed) without calling it, and goes back to Redis on its own once Redis answers in
-// time again. Each call waits at most the timeout.
+// time again. Each call to Redis waits at most the timeout, and never past its caller's
+// deadline; giving a slot back does not hold the caller.
 //
 // A Store is safe for concurrent use. Close it once the Clients that use it are done.
 type Store struct {
@@ -40,6 +41,12 @@ type Store struct {
 
 	wakeMu sync.Mutex
 	wake   map[string]map[chan struct{}]struct{} // slot waiters of this process, by scope
+
+	// giving are the give-backs on their way to Redis (giveBack), which Close waits for;
+	// closing, set by Close under givingMu, makes later ones run in their caller.
+	givingMu sync.Mutex
+	giving   sync.WaitGroup
+	closing  bool
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -123,17 +130,22 @@ func contextTimeouts(rdb redis.Scripter) (on, known bool) {
 }
 
 // Close stops renewing the slots and in-flight holds this process holds, so they expire
-// within the lease TTL (a hold made after Close too), and stops the store's goroutine.
+// within the lease TTL (a hold made after Close too), stops the store's goroutine and
+// waits for the slot releases on their way to Redis (each within the timeout).
 // After Close, AcquireSlot takes no lease in Redis (nothing would renew it): it acts as if
 // Redis were away, taking a local slot under FailOpen and refusing with ErrUnavailable
-// under FailClosed; a slot taken before Close is still given back to Redis, and the
-// buckets and pauses work as before. Close does not close the Redis client. It is
-// idempotent and returns nil.
+// under FailClosed; a slot taken before Close is still given back to Redis (then before
+// ReleaseSlot returns), and the buckets and pauses work as before. Close does not close
+// the Redis client. It is idempotent and returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.stop()
 		<-s.done
+		s.givingMu.Lock()
+		s.closing = true
+		s.givingMu.Unlock()
+		s.giving.Wait()
 	})
 	return nil
 }

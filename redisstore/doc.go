@@ -19,11 +19,18 @@
 // Every key of a scope shares one hash tag, {prefix:scope}, so each script touches one
 // Redis Cluster slot.
 //
-// Each call to Redis is bounded by a timeout (DefaultTimeout). When a call fails, the store
-// stops calling Redis for a probe interval and either admits against an in-process limiter
-// (FailOpen, the default) or refuses at once with an error wrapping ErrUnavailable
-// (FailClosed); then one request probes Redis, and the store goes back to it when it
-// answers. Breaker state is not shared: each process keeps its own breakers.
+// Each call to Redis is bounded by a timeout (DefaultTimeout) and by the caller's deadline,
+// and a reply slower than a quarter of the timeout counts as a failure. When a call fails,
+// the store stops calling Redis for a probe interval and either admits against an
+// in-process limiter (FailOpen, the default) or refuses at once with an error wrapping
+// ErrUnavailable (FailClosed); then one request probes Redis, and the store goes back to it
+// when it answers in time. A slot given back, or a waiter's place in the slot queue, goes to
+// Redis without holding the caller.
+//
+// The Store also keeps the open periods of shared breakers (limitstore.Breakers, for
+// llmclient.WithSharedBreakers: one key per upstream) and budget ledgers
+// (limitstore.BudgetStore, for llmclient.WithBudget; see BUDGETS.md). Without
+// WithSharedBreakers each process keeps its own breakers.
 //
 // Every amount a caller passes (a request's token cost, a usage report, a pause, an
 // eviction, a report's counts, a scope's rates) is clamped before a script runs and again

@@ -38,7 +38,8 @@ const (
 	// DefaultPrefix starts every Redis key the store writes.
 	DefaultPrefix = "llmclient"
 	// DefaultTimeout bounds each call to Redis. A Redis on the same network answers in
-	// well under a millisecond; a call that takes longer than this counts as a failure.
+	// well under a millisecond; a call that takes longer than this fails, and a reply that
+	// takes longer than a quarter of it counts as a failure too.
 	DefaultTimeout = 100 * time.Millisecond
 	// DefaultProbeInterval is how long the store leaves Redis alone after a failed call
 	// before one request tries it again: a dead Redis costs at most one timeout per
@@ -123,8 +124,11 @@ func (c *config) validate() error {
 func WithPrefix(p string) Option { return optionFunc(func(c *config) { c.prefix = p }) }
 
 // WithTimeout bounds each call to Redis; a call that takes longer fails and, under
-// FailOpen, the request is admitted locally. It must be in (0, 1m]. Default
-// DefaultTimeout.
+// FailOpen, the request is admitted locally. A reply that takes longer than a quarter of it
+// is used, but counts as a failure too: the store leaves Redis alone for the probe
+// interval, so that a slow Redis does not add a wait to every round trip of every request.
+// Set it to four times the slowest reply that should count as Redis answering. It must be
+// in (0, 1m]. Default DefaultTimeout.
 func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
 
 // WithFailMode sets what the store does while Redis cannot be reached. Default FailOpen.

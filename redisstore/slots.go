@@ -56,12 +56,22 @@ func (st *state) AcquireSlot(ctx context.Context, batch bool, maxWait time.Durat
 			timer.Stop()
 		}
 	}()
-	for queued := false; ; queued = true {
+	// Give-backs of this process on the scope that were on their way when a try was sent
+	// (those numbered below gaveBy), which may have reached Redis after it: a refused try
+	// waits for them and asks once more.
+	var (
+		gaveBy  uint64
+		settled = op != "try"
+	)
+	for queued := false; ; queued = op == "wait" {
 		if st.s.closed.Load() {
 			if queued { // closed while waiting: leave the queue, handing on a slot granted meanwhile
-				st.leave(ctx, m, errClosed)
+				st.leave(m, errClosed)
 			}
 			return st.slotFallback(ctx, errClosed, batch, maxWait, start, limitstore.SlotLease{ID: id, Batch: batch})
+		}
+		if !settled {
+			gaveBy = st.givingBelow()
 		}
 		v, err := st.s.run(ctx, slotScript, st.slotKeys, op, m,
 			st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
@@ -73,6 +83,17 @@ func (st *state) AcquireSlot(ctx context.Context, batch bool, maxWait time.Durat
 			return limitstore.SlotLease{ID: id, Batch: batch}, time.Since(start), nil
 		}
 		if op == "try" {
+			// A slot this process gave back before it asked may have been on its way
+			// to Redis: wait for that, and ask once more.
+			if !settled && gaveBy > 0 {
+				settled = true
+				select {
+				case <-st.givenBack(gaveBy):
+					continue
+				case <-ctx.Done():
+					return limitstore.SlotLease{}, time.Since(start), ctx.Err()
+				}
+			}
 			return limitstore.SlotLease{}, 0, errNoSlot
 		}
 		if unregister == nil {
@@ -83,7 +104,7 @@ func (st *state) AcquireSlot(ctx context.Context, batch bool, maxWait time.Durat
 		if maxWait > 0 {
 			left := maxWait - time.Since(start)
 			if left <= 0 {
-				return limitstore.SlotLease{}, time.Since(start), st.leave(ctx, m, errNoSlot)
+				return limitstore.SlotLease{}, time.Since(start), st.leave(m, errNoSlot)
 			}
 			d = min(d, left)
 		}
@@ -97,17 +118,20 @@ func (st *state) AcquireSlot(ctx context.Context, batch bool, maxWait time.Durat
 		case <-wake:
 			poll = pollMin
 		case <-ctx.Done():
-			return limitstore.SlotLease{}, time.Since(start), st.leave(ctx, m, ctx.Err())
+			return limitstore.SlotLease{}, time.Since(start), st.leave(m, ctx.Err())
 		}
 	}
 }
 
 // leave takes a waiter that gives up out of the queue, handing on a slot granted to it
-// meanwhile, and returns why it gave up. Should Redis fail, the waiter's entry expires.
-func (st *state) leave(ctx context.Context, m string, why error) error {
-	_, _ = st.s.run(context.WithoutCancel(ctx), slotScript, st.slotKeys, "release", m,
-		st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
-	st.s.notify(st.name)
+// meanwhile, without holding it (giveBack), and returns why it gave up. Should Redis
+// fail, the waiter's entry expires.
+func (st *state) leave(m string, why error) error {
+	st.giveBack(func(ctx context.Context) {
+		_, _ = st.s.run(ctx, slotScript, st.slotKeys, "release", m,
+			st.slotArgs[0], st.slotArgs[1], st.slotArgs[2], st.slotArgs[3])
+		st.s.notify(st.name)
+	})
 	return why
 }
 
@@ -125,7 +149,7 @@ func (st *state) slotFallback(ctx context.Context, err error, batch bool, maxWai
 			st.retryRelease(lease)
 		}
 	default:
-		st.leave(ctx, member(lease.ID, lease.Batch), err)
+		st.leave(member(lease.ID, lease.Batch), err)
 	}
 	loc, err := st.fallback(err)
 	if loc == nil {
@@ -143,8 +167,11 @@ func (st *state) slotFallback(ctx context.Context, err error, batch bool, maxWai
 	return lease, time.Since(start), nil
 }
 
-// ReleaseSlot implements limitstore.State. A lease that cannot be released in Redis
-// now is released when Redis answers again, or expires there within the lease TTL.
+// ReleaseSlot implements limitstore.State. It does not wait for Redis: the lease is
+// given back there in the background (giveBack), within the store's timeout, and this
+// process's requests that find no slot free wait for that before they give up. A lease
+// that cannot be released in Redis then is released when Redis answers again, or
+// expires there within the lease TTL.
 func (st *state) ReleaseSlot(lease limitstore.SlotLease) {
 	if st.spec.MaxConcurrent <= 0 {
 		return
@@ -155,9 +182,115 @@ func (st *state) ReleaseSlot(lease limitstore.SlotLease) {
 		return
 	}
 	st.drop(lease.ID)
-	if err := st.release(context.Background(), lease); err != nil {
-		st.retryRelease(lease)
+	st.giveBack(func(ctx context.Context) {
+		if err := st.release(ctx, lease); err != nil {
+			st.retryRelease(lease)
+		}
+	})
+}
+
+// giveBack runs f, a call to Redis that gives back what a caller is done with (its slot,
+// its place in the slot queue), without holding that caller: a caller whose deadline
+// passed, or a slow Redis, must not keep it waiting once it has what it came for. f runs
+// in a goroutine of its own, bounded by the store's timeout as every call is, which Close
+// waits for; once the store is closing, it runs before giveBack returns. A request of
+// this process for a slot of the scope that was sent while f was on its way, and found
+// none free, waits for f and asks again (AcquireSlot).
+func (st *state) giveBack(f func(context.Context)) {
+	s := st.s
+	n := st.giving1()
+	s.givingMu.Lock()
+	if s.closing {
+		s.givingMu.Unlock()
+		f(context.Background())
+		st.gave(n)
+		return
 	}
+	s.giving.Add(1)
+	s.givingMu.Unlock()
+	go func() {
+		defer s.giving.Done()
+		defer st.gave(n)
+		f(context.Background())
+	}()
+}
+
+// settleWait is a slot request waiting for the give-backs numbered below before.
+type settleWait struct {
+	before uint64
+	ch     chan struct{}
+}
+
+// giving1 numbers a give-back on its way.
+func (st *state) giving1() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.giving == nil {
+		st.giving = make(map[uint64]struct{})
+	}
+	n := st.gaveNext
+	st.gaveNext++
+	st.giving[n] = struct{}{}
+	st.givingN.Add(1)
+	return n
+}
+
+// givingBelow returns the number that the next give-back will take when one is on its
+// way, 0 when none is: the give-backs a request sent now may miss are those below it.
+func (st *state) givingBelow() uint64 {
+	if st.givingN.Load() == 0 {
+		return 0 // the usual case: no lock
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.gaveNext
+}
+
+// gave records that give-back n is done, and wakes the slot requests that wait for no
+// give-back before theirs any more.
+func (st *state) gave(n uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.giving, n)
+	st.givingN.Add(-1)
+	if len(st.settling) == 0 {
+		return
+	}
+	low := st.lowestGivingLocked()
+	keep := st.settling[:0]
+	for _, w := range st.settling {
+		if w.before <= low {
+			close(w.ch)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(st.settling[len(keep):])
+	st.settling = keep
+}
+
+// lowestGivingLocked returns the lowest number of a give-back on its way, gaveNext when
+// none is. st.mu is held.
+func (st *state) lowestGivingLocked() uint64 {
+	low := st.gaveNext
+	for m := range st.giving {
+		low = min(low, m)
+	}
+	return low
+}
+
+// givenBack returns a channel closed once the give-backs numbered below before are done
+// (at once when they are).
+func (st *state) givenBack(before uint64) <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ch := make(chan struct{})
+	if before <= st.lowestGivingLocked() {
+		close(ch)
+		return ch
+	}
+	st.settling = append(st.settling, settleWait{before: before, ch: ch})
+	return ch
 }
 
 // release gives a Redis lease back and wakes this process's waiters.

@@ -81,7 +81,8 @@ func TestSlotsAcrossStores(t *testing.T) {
 	}
 	b.ReleaseSlot(g.lease)
 	c.ReleaseSlot(g2.lease)
-	// Everything is free again.
+	// Everything is free again, once the releases reach Redis.
+	waitMembers(t, srv.client(), "{llmclient:k}:s", 0)
 	for range 2 {
 		l, _, err := a.AcquireSlot(ctx(t), interactive, 0)
 		if err != nil {
@@ -188,6 +189,7 @@ func TestLeaseRenewedWhileHeld(t *testing.T) {
 		}
 	}
 	a.ReleaseSlot(l)
+	waitMembers(t, rdb, "{llmclient:renew}:s", 0)
 	lb, _, err := b.AcquireSlot(ctx(t), interactive, 0)
 	if err != nil {
 		t.Fatalf("after release: %v", err)

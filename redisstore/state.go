@@ -41,6 +41,13 @@ type state struct {
 	// holds are the in-flight holds this process made in Redis and has not ended, whose
 	// leases it renews: their members in hz by mark.
 	holds map[int64]string
+	// giving are the numbers of this process's give-backs on the scope on their way to
+	// Redis (giveBack), the next one being gaveNext; settling are the slot requests that
+	// wait for those numbered below theirs. givingN is len(giving), read without st.mu.
+	giving   map[uint64]struct{}
+	gaveNext uint64
+	settling []settleWait
+	givingN  atomic.Int64
 }
 
 func newState(s *Store, name string, spec limitstore.Spec) *state {

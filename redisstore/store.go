@@ -16,16 +16,21 @@ import (
 // same Redis with the same prefix admits against the same quotas, pauses and concurrency
 // slots. Pass it to llmclient.WithLimitStore. Each scope's buckets are updated by one
 // server-side script per operation, on the server's clock; slots are leases that expire
-// unless the holding process renews them. While Redis is slow or unreachable, the store
-// admits locally (FailOpen) or refuses (FailClosed), never waiting longer than its
-// timeout, and goes back to Redis on its own once Redis answers again.
+// unless the holding process renews them. While Redis is slow (a reply later than a quarter
+// of the timeout) or unreachable, the store admits locally (FailOpen) or refuses
+// (FailClosed) without calling it, and goes back to Redis on its own once Redis answers in
+// time again. Each call to Redis waits at most the timeout, and never past its caller's
+// deadline; giving a slot back does not hold the caller.
 //
 // A Store is safe for concurrent use. Close it once the Clients that use it are done.
 type Store struct {
 	rdb    redis.Scripter
 	cfg    config
 	health health
-	local  limitstore.Store // the FailOpen fallback, and private scopes
+	// slow is the reply time past which Redis counts as down although it answered: a
+	// quarter of the timeout (run).
+	slow  time.Duration
+	local limitstore.Store // the FailOpen fallback, and private scopes
 	// waiterTTL is how long a queued slot waiter, or a slot granted to it and not yet
 	// claimed, outlives its last poll.
 	waiterTTL time.Duration
@@ -36,6 +41,12 @@ type Store struct {
 
 	wakeMu sync.Mutex
 	wake   map[string]map[chan struct{}]struct{} // slot waiters of this process, by scope
+
+	// giving are the give-backs on their way to Redis (giveBack), which Close waits for;
+	// closing, set by Close under givingMu, makes later ones run in their caller.
+	givingMu sync.Mutex
+	giving   sync.WaitGroup
+	closing  bool
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -89,6 +100,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Store, error) {
 		rdb:       rdb,
 		cfg:       cfg,
 		health:    health{interval: cfg.probeInterval},
+		slow:      cfg.timeout / slowShare,
 		local:     limitstore.NewMemory(),
 		waiterTTL: 10*pollMax + 2*cfg.timeout,
 		busy:      make(map[*state]struct{}),
@@ -118,23 +130,28 @@ func contextTimeouts(rdb redis.Scripter) (on, known bool) {
 }
 
 // Close stops renewing the slots and in-flight holds this process holds, so they expire
-// within the lease TTL (a hold made after Close too), and stops the store's goroutine.
+// within the lease TTL (a hold made after Close too), stops the store's goroutine and
+// waits for the slot releases on their way to Redis (each within the timeout).
 // After Close, AcquireSlot takes no lease in Redis (nothing would renew it): it acts as if
 // Redis were away, taking a local slot under FailOpen and refusing with ErrUnavailable
-// under FailClosed; a slot taken before Close is still given back to Redis, and the
-// buckets and pauses work as before. Close does not close the Redis client. It is
-// idempotent and returns nil.
+// under FailClosed; a slot taken before Close is still given back to Redis (then before
+// ReleaseSlot returns), and the buckets and pauses work as before. Close does not close
+// the Redis client. It is idempotent and returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.stop()
 		<-s.done
+		s.givingMu.Lock()
+		s.closing = true
+		s.givingMu.Unlock()
+		s.giving.Wait()
 	})
 	return nil
 }
 
-// Healthy reports whether the last call to Redis succeeded: false while the store admits
-// locally (FailOpen) or refuses (FailClosed).
+// Healthy reports whether the last call to Redis answered within a quarter of the
+// timeout: false while the store admits locally (FailOpen) or refuses (FailClosed).
 func (s *Store) Healthy() bool { return s.health.ok() }
 
 // Open returns the state of the named scope, shared with every Store on the same Redis
@@ -153,9 +170,19 @@ func (s *Store) Open(name string, spec limitstore.Spec) limitstore.State {
 	return newState(s, name, spec)
 }
 
+// slowShare is the share of the timeout past which a reply counts as a failure: a call
+// makes about four round trips before its upstream (shared breaker, block, slot,
+// buckets), and the ones before the first slow reply take less than a quarter each.
+const slowShare = 4
+
 // run calls a script with the store's timeout, unless Redis is known to be down (errDown).
 // An error is the caller's context error when that context is done, else an error
 // wrapping ErrUnavailable; either way, unless it is errDown, the script may still run.
+//
+// A reply that comes later than a quarter of the timeout is used (the script ran), but
+// marks Redis down as a failure does, and so does a caller that gave up after waiting
+// that long: a Redis that answers slowly sends the store to its fallback for the probe
+// interval instead of adding a round trip's wait to every step of every call.
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -163,15 +190,25 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	if !s.health.allow() {
 		return nil, errDown
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	start := time.Now()
+	cctx, cancel := context.WithDeadline(ctx, start.Add(s.cfg.timeout))
 	v, err := sc.Run(cctx, s.rdb, keys, args...).Result()
 	cancel()
+	slow := time.Since(start) > s.slow
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err() // the caller gave up: that says nothing about Redis
+			// The caller gave up: that says nothing about Redis, unless it waited long.
+			if slow {
+				s.health.down()
+			}
+			return nil, ctx.Err()
 		}
 		s.health.down()
 		return nil, unavailable(err, s.cfg.timeout)
+	}
+	if slow {
+		s.health.down()
+		return v, nil
 	}
 	if s.health.up() {
 		select {

@@ -15,7 +15,7 @@ func TestAuditAdminActionsAcrossReplicas(t *testing.T) {
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
 	cfg := baseConfig(oa, an, fmt.Sprintf(`
 admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}
-redis: {addr: %q, prefix: gwaudit}
+redis: {addr: %q, prefix: gwaudit, timeout: 2s}
 breaker: {consecutive_failures: 2, min_requests: 2, open_timeout: 10m, shared: ["*"]}
 `, addr))
 	r1, r2 := startGateway(t, cfg), startGateway(t, cfg)

@@ -304,7 +304,10 @@ type RedisConfig struct {
 	DB          int    `yaml:"db"`
 	Prefix      string `yaml:"prefix"`
 	// FailMode is open (default: admit on local limits while redis is down) or closed.
-	FailMode string   `yaml:"fail_mode"`
+	FailMode string `yaml:"fail_mode"`
+	// Timeout bounds each round trip to redis (default 100ms); a reply slower than a
+	// quarter of it also sends the stores to their fallback for a moment (redisstore's
+	// WithTimeout): set it to four times the slowest reply that counts as redis answering.
 	Timeout  Duration `yaml:"timeout"`
 	password string
 }

@@ -57,7 +57,7 @@ func TestReplicasShareLimitsAndCacheThroughRedis(t *testing.T) {
 	addr := startRedis(t)
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
 	cfg := baseConfig(oa, an, fmt.Sprintf(`
-redis: {addr: %q, prefix: gwtest}
+redis: {addr: %q, prefix: gwtest, timeout: 2s}
 cache: {enabled: true, redis: true}
 limiter: {mode: fail_fast}
 tenant_limits: {rpm: 2, request_burst: 2}

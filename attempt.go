@@ -180,6 +180,14 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		var adm admission
 		c.admission(&adm, a, multi)
 		waited, err := a.key.limiter().acquireInto(ctx, &adm, &a.lease)
+		for errors.Is(err, errRetired) {
+			// Update replaced the key's limiter while the request waited for a slot.
+			c.admission(&adm, a, multi)
+			adm.now = time.Time{}
+			var w time.Duration
+			w, err = a.key.limiter().acquireInto(ctx, &adm, &a.lease)
+			waited += w
+		}
 		for tries := 1; err != nil && tries <= len(a.up.pool().keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
 			// key here too, and move to another one when the pool has one; when none is

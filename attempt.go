@@ -180,27 +180,38 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 		var adm admission
 		c.admission(&adm, a, multi)
 		waited, err := a.key.limiter().acquireInto(ctx, &adm, &a.lease)
-		for tries := 1; err != nil && tries < len(a.up.pool().keys); tries++ {
+		for errors.Is(err, errRetired) {
+			// Update replaced the key's limiter while the request waited for a slot.
+			c.admission(&adm, a, multi)
+			adm.now = time.Time{}
+			var w time.Duration
+			w, err = a.key.limiter().acquireInto(ctx, &adm, &a.lease)
+			waited += w
+		}
+		for tries := 1; err != nil && tries <= len(a.up.pool().keys); tries++ {
 			// A pause that another replica put on the key through a shared store: cool the
-			// key here too, and move to another one when the pool has one.
+			// key here too, and move to another one when the pool has one; when none is
+			// left (or this is the last try), wait for this key's pause in its limiter, as
+			// a later call that finds every key cooling here does.
 			var paused *keyPausedError
 			if !errors.As(err, &paused) {
 				break
 			}
 			now := time.Now()
 			a.key.adopt(now, paused.left, false)
-			k, _ := a.up.pool().pick(now, nil)
-			if k == nil {
-				break
+			switchable := tries < len(a.up.pool().keys)
+			if switchable {
+				if k, _ := a.up.pool().pick(now, nil); k == nil {
+					switchable = false
+				} else if secret, cerr := k.credential(ctx, now); cerr != nil {
+					k.inFlight.Add(-1)
+					switchable = false
+				} else {
+					a.key.inFlight.Add(-1)
+					a.key, a.call.APIKey = k, secret
+				}
 			}
-			secret, cerr := k.credential(ctx, now)
-			if cerr != nil {
-				k.inFlight.Add(-1)
-				break
-			}
-			a.key.inFlight.Add(-1)
-			a.key, a.call.APIKey = k, secret
-			c.admission(&adm, a, multi)
+			c.admission(&adm, a, switchable)
 			if waited != 0 {
 				adm.now = time.Time{} // the paused key's slot was waited for
 			}
@@ -214,7 +225,7 @@ func (c *Client) limiterLayer(next attemptFunc) attemptFunc {
 			var paused *keyPausedError
 			if errors.As(err, &paused) {
 				return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
-					Err: fmt.Errorf("%w: every key is paused after a rate limit", ErrNoKey)}
+					AdmitAfter: paused.left, Err: fmt.Errorf("%w: every key is paused after a rate limit", ErrNoKey)}
 			}
 			return c.asError(ctx, err, a)
 		}

@@ -473,7 +473,7 @@ func (c *Client) adoptSharedBlock(ctx context.Context, a *attempt) error {
 			return c.asError(ctx, err, a)
 		}
 		if lim >= 0 && b.Paused > lim {
-			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model,
+			return &Error{Class: failure.Unavailable, Upstream: a.up.Name, Model: a.call.Model, AdmitAfter: b.Paused,
 				Message: "every key is cooling down for another " + b.Paused.Round(time.Millisecond).String(),
 				Err:     fmt.Errorf("%w: every key is cooling down", ErrNoKey)}
 		}

@@ -31,6 +31,10 @@ type keyLimiter struct {
 	waitCap  time.Duration
 	metering ratelimit.Metering
 	slots    bool // MaxConcurrent is set
+	// retired is closed when Update replaces a private limiter with slots by one on a new
+	// state (MaxConcurrent changed): the requests waiting here for a slot then acquire on
+	// the new one (errRetired). nil for a shared or slotless limiter.
+	retired chan struct{}
 	// limited is set while the scope limits anything, by its Limits or by limits learned
 	// from the upstream's headers; gate while batch traffic passes the batch lane first.
 	limited, gate atomic.Bool
@@ -95,6 +99,9 @@ func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig
 		maxWait:  cfg.maxWait,
 		metering: l.Metering,
 		slots:    l.MaxConcurrent > 0,
+	}
+	if k.slots && !k.shared {
+		k.retired = make(chan struct{})
 	}
 	k.queue.target = cfg.queueTarget
 	switch k.waitCap = -1; {
@@ -353,10 +360,13 @@ func (l *keyLimiter) admitWaiting(ctx context.Context, adm *admission, ls *limit
 			return 0, true, err
 		}
 		adm.lim0, adm.haveLim0 = lim, !adm.hasDeadline && waited == 0
-		lease, w, err := l.state.AcquireSlot(ctx, adm.prio == ratelimit.Batch, lim)
+		lease, w, err := l.acquireSlot(ctx, adm.prio == ratelimit.Batch, lim)
 		waited += w
 		if err != nil {
 			*ls = limitLease{}
+			if err == errRetired {
+				return waited, true, err
+			}
 			return waited, true, l.asError(err, 0)
 		}
 		ls.slot, ls.held = lease, true
@@ -465,6 +475,45 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 		return 0, nil
 	}
 	return l.granted(ctx, lane, ls, adm, wait, err)
+}
+
+// errRetired is acquire's error for a request that waited for a slot of a limiter that
+// Update replaced meanwhile: the caller acquires again on the key's current limiter.
+var errRetired = errors.New("llmclient: the key's limiter was replaced while waiting for a slot")
+
+// acquireSlot is l.state.AcquireSlot, which gives up with errRetired when Update retires
+// l (see retire) while the request waits for a slot.
+func (l *keyLimiter) acquireSlot(ctx context.Context, batch bool, lim time.Duration) (limitstore.SlotLease, time.Duration, error) {
+	if l.retired == nil || lim == 0 {
+		return l.state.AcquireSlot(ctx, batch, lim)
+	}
+	lease, _, err := l.state.AcquireSlot(ctx, batch, 0)
+	if err == nil || !errors.Is(err, limitstore.ErrRefused) {
+		return lease, 0, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.retired:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	lease, w, err := l.state.AcquireSlot(wctx, batch, lim)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		err = errRetired
+	}
+	return lease, w, err
+}
+
+// retire wakes the requests waiting for one of l's slots, l having been replaced by a
+// limiter on another state: they acquire on that one. The leases l granted are still
+// released to l's state.
+func (l *keyLimiter) retire() {
+	if l != nil && l.retired != nil {
+		close(l.retired)
+	}
 }
 
 // granted ends a reservation on lane of the lease's charges, made with the wait and

@@ -132,6 +132,9 @@ type syncConfig struct {
 	// that are free, which no estimate sees coming), so that one observation does not
 	// say the key is shared (see knownLocked).
 	noisy bool
+	// scope: the state is a quota scope's (or one of its parts'), which learns only the
+	// windows that may be its own (scopeWindow).
+	scope bool
 	// spread: the usage ratio charged is its mean plus this many standard deviations of
 	// the reports, at most 1 (0: the mean).
 	spread                    float64
@@ -233,6 +236,10 @@ func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *partLease,
 	if !tokW.Known && rl.InputTokens.Known {
 		tokW = rl.InputTokens // Anthropic's input-token window
 	}
+	if s.cfg.scope {
+		reqW = scopeWindow(reqW, s.cfg.base.Requests, s.cfg.base.DailyRequests)
+		tokW = scopeWindow(tokW, s.cfg.base.Tokens, s.cfg.base.DailyTokens)
+	}
 	if !reqW.Known && !tokW.Known {
 		return
 	}
@@ -275,6 +282,29 @@ func (s *headerSync) observe(l *keyLimiter, rl *ratelimit.Status, ls *partLease,
 	if retune {
 		l.retune(ctx, spec)
 	}
+}
+
+// scopeWindow is rw when a quota scope whose configured buckets are minute and day may
+// take it for its own window: one of a quantity the scope limits, whose reported limit is
+// at least the scope's (within shortWindow), as a vendor reports the quota the scope
+// stands for on each of its keys (Anthropic's class limit). Any other window (a smaller
+// limit, a quantity the scope does not limit, no limit at all) is the key's own: its key's
+// limiter learns it, and the scope, which other keys and upstreams share, ignores it
+// (the zero Window).
+func scopeWindow(rw ratelimit.Window, minute, day limitstore.Rate) ratelimit.Window {
+	if !rw.Known || rw.Limit <= 0 {
+		return ratelimit.Window{}
+	}
+	var w window
+	w.learn(rw)
+	r, span := minute, 60.0
+	if w.long {
+		r, span = day, secondsPerDay
+	}
+	if !r.Limited() || float64(rw.Limit) < shortWindow*r.PerSecond*span {
+		return ratelimit.Window{}
+	}
+	return rw
 }
 
 // retuneLocked returns what the state should enforce and whether that changed: the

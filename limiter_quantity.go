@@ -159,6 +159,10 @@ func (c *limiterConfig) scope(name string, rule ratelimit.Rule) *keyLimiter {
 		if d.Name == name {
 			l := newScopeLimiter("quota:"+name, d.Limits, c)
 			c.withParts(l, "quota:"+name, d.Limits, rule)
+			l.sync.cfg.scope = true
+			for _, p := range l.parts {
+				p.sync.cfg.scope = true
+			}
 			l.models = d.Models
 			l.refresh()
 			qs.lims[name] = l

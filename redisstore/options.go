@@ -124,10 +124,11 @@ func (c *config) validate() error {
 func WithPrefix(p string) Option { return optionFunc(func(c *config) { c.prefix = p }) }
 
 // WithTimeout bounds each call to Redis; a call that takes longer fails and, under
-// FailOpen, the request is admitted locally. A reply that takes longer than a quarter of it
-// is used, but counts as a failure too: the store leaves Redis alone for the probe
-// interval, so that a slow Redis does not add a wait to every round trip of every request.
-// Set it to four times the slowest reply that should count as Redis answering. It must be
+// FailOpen, the request is admitted locally. Under FailOpen a reply that takes longer than
+// a quarter of it is used, but counts as a failure too: the store leaves Redis alone for
+// the probe interval, so that a slow Redis does not add a wait to every round trip of every
+// request; set it to four times the slowest reply that should count as Redis answering.
+// Under FailClosed, whose fallback refuses, only a failure does. It must be
 // in (0, 1m]. Default DefaultTimeout.
 func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
 

@@ -236,3 +236,37 @@ func TestSlowReplyCountsAsFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowReplyUnderFailClosedIsWaitedFor: under FailClosed the fallback refuses, so a
+// reply slower than a quarter of the timeout (but within it) is an answer, not a failure:
+// the store stays on Redis, and the next operation calls it again.
+func TestSlowReplyUnderFailClosedIsWaitedFor(t *testing.T) {
+	srv := startRedis(t)
+	const timeout = 2 * time.Second
+	h := &slowHook{}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	rdb.AddHook(h)
+	t.Cleanup(func() { rdb.Close() })
+	st, err := redisstore.New(rdb, redisstore.WithTimeout(timeout), redisstore.WithFailMode(redisstore.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	spec := limitstore.Spec{Requests: limitstore.Rate{PerSecond: 10, Burst: 10}, BatchShare: 1}
+	res := limitstore.Reservation{Requests: 1, MaxWait: -1}
+	s := st.Open("closed", spec)
+	if _, err := s.Reserve(ctx(t), res); err != nil || !st.Healthy() { // loads the script
+		t.Fatalf("a fast reply: %v, healthy %v", err, st.Healthy())
+	}
+	h.delay.Store(int64(timeout / 2))
+	for i := range 2 {
+		n := h.n.Load()
+		g, err := s.Reserve(ctx(t), res)
+		if err != nil || !g.OK || g.Mark < 1<<50 || h.n.Load() == n {
+			t.Fatalf("reservation %d: %+v, %v; want Redis's grant (a mark from its clock)", i+1, g, err)
+		}
+		if !st.Healthy() {
+			t.Fatalf("reservation %d: the store left Redis after a slow answer under FailClosed", i+1)
+		}
+	}
+}

@@ -16,9 +16,9 @@ import (
 // same Redis with the same prefix admits against the same quotas, pauses and concurrency
 // slots. Pass it to llmclient.WithLimitStore. Each scope's buckets are updated by one
 // server-side script per operation, on the server's clock; slots are leases that expire
-// unless the holding process renews them. While Redis is slow (a reply later than a quarter
-// of the timeout) or unreachable, the store admits locally (FailOpen) or refuses
-// (FailClosed) without calling it, and goes back to Redis on its own once Redis answers in
+// unless the holding process renews them. While Redis is unreachable, or under FailOpen
+// slow (a reply later than a quarter of the timeout), the store admits locally (FailOpen)
+// or refuses (FailClosed) without calling it, and goes back to Redis on its own once Redis answers in
 // time again. Each call to Redis waits at most the timeout, and never past its caller's
 // deadline; giving a slot back does not hold the caller.
 //
@@ -179,9 +179,9 @@ const slowShare = 4
 // An error is the caller's context error when that context is done, else an error
 // wrapping ErrUnavailable; either way, unless it is errDown, the script may still run.
 //
-// A reply that comes later than a quarter of the timeout is used (the script ran), but
-// marks Redis down as a failure does, and so does a caller that gave up after waiting
-// that long: a Redis that answers slowly sends the store to its fallback for the probe
+// Under FailOpen, a reply that comes later than a quarter of the timeout is used (the
+// script ran), but marks Redis down as a failure does, and so does a caller that gave up
+// after waiting that long: a Redis that answers slowly sends the store to its fallback for the probe
 // interval instead of adding a round trip's wait to every step of every call.
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
@@ -194,7 +194,9 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	cctx, cancel := context.WithDeadline(ctx, start.Add(s.cfg.timeout))
 	v, err := sc.Run(cctx, s.rdb, keys, args...).Result()
 	cancel()
-	slow := time.Since(start) > s.slow
+	// Under FailClosed the fallback refuses: a slow answer is still better than refusals
+	// for a probe interval, so only a failure sends the store there.
+	slow := s.cfg.mode == FailOpen && time.Since(start) > s.slow
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up: that says nothing about Redis, unless it waited long.

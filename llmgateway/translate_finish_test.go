@@ -17,6 +17,26 @@ func writeAnEvent(w http.ResponseWriter, name, data string) {
 	w.(http.Flusher).Flush()
 }
 
+// answerAnthropicText makes an answer every request with text and stopReason, and
+// stopSequence (JSON: null or a string), one-shot or streamed as the request asks.
+func answerAnthropicText(an *vendor, text, stopReason, stopSequence string) {
+	an.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if strings.Contains(an.lastBody(), `"stream":true`) {
+			w.Header().Set("content-type", "text/event-stream")
+			writeAnEvent(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+			writeAnEvent(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+			writeAnEvent(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+text+`"}}`)
+			writeAnEvent(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
+			writeAnEvent(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"`+stopReason+`","stop_sequence":`+stopSequence+`},"usage":{"output_tokens":3}}`)
+			writeAnEvent(w, "message_stop", `{"type":"message_stop"}`)
+			return true
+		}
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"`+text+`"}],"stop_reason":"`+stopReason+`","stop_sequence":`+stopSequence+`,"usage":{"input_tokens":5,"output_tokens":3}}`)
+		return true
+	})
+}
+
 // An Anthropic upstream answers "Let me check" (block 0) then two tool_use blocks (blocks
 // 1 and 2), their arguments split across deltas. The OpenAI door numbers the calls 0 and
 // 1, their positions in tool_calls, as OpenAI does: the SDKs' accumulators index by it.
@@ -133,21 +153,7 @@ func TestAnthropicStreamBlockIndexesFromOpenAI(t *testing.T) {
 // one-shot and streamed alike.
 func TestOpenAIRefusalFromAnthropic(t *testing.T) {
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	an.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		if strings.Contains(an.lastBody(), `"stream":true`) {
-			w.Header().Set("content-type", "text/event-stream")
-			writeAnEvent(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
-			writeAnEvent(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-			writeAnEvent(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I can't help with that."}}`)
-			writeAnEvent(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
-			writeAnEvent(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}`)
-			writeAnEvent(w, "message_stop", `{"type":"message_stop"}`)
-			return true
-		}
-		w.Header().Set("content-type", "application/json")
-		io.WriteString(w, `{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"I can't help with that."}],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":3}}`)
-		return true
-	})
+	answerAnthropicText(an, "I can't help with that.", "refusal", `null`)
 	g := startGateway(t, baseConfig(oa, an, ""))
 	resp, body := post(t, g.api.URL+"/v1/chat/completions", "gw-key-a", `{"model":"claude-sonnet","messages":[{"role":"user","content":"x"}]}`)
 	m := decode(t, body)
@@ -166,21 +172,7 @@ func TestOpenAIRefusalFromAnthropic(t *testing.T) {
 // Client does not say which matched, and stop_sequence stays null.
 func TestAnthropicStopSequenceEchoed(t *testing.T) {
 	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
-	an.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
-		if strings.Contains(an.lastBody(), `"stream":true`) {
-			w.Header().Set("content-type", "text/event-stream")
-			writeAnEvent(w, "message_start", `{"type":"message_start","message":{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
-			writeAnEvent(w, "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-			writeAnEvent(w, "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"1 2 3"}}`)
-			writeAnEvent(w, "content_block_stop", `{"type":"content_block_stop","index":0}`)
-			writeAnEvent(w, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"4"},"usage":{"output_tokens":3}}`)
-			writeAnEvent(w, "message_stop", `{"type":"message_stop"}`)
-			return true
-		}
-		w.Header().Set("content-type", "application/json")
-		io.WriteString(w, `{"id":"msg_up","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"1 2 3"}],"stop_reason":"stop_sequence","stop_sequence":"4","usage":{"input_tokens":5,"output_tokens":3}}`)
-		return true
-	})
+	answerAnthropicText(an, "1 2 3", "stop_sequence", `"4"`)
 	g := startGateway(t, baseConfig(oa, an, ""))
 	_, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", `{"model":"claude-sonnet","max_tokens":10,"stop_sequences":["4"],"messages":[{"role":"user","content":"count"}]}`)
 	m := decode(t, body)

@@ -31,6 +31,9 @@ type keyLimiter struct {
 	waitCap  time.Duration
 	metering ratelimit.Metering
 	slots    bool // MaxConcurrent is set
+	// slotState holds the key's concurrency slots: state itself, or, after Update changed
+	// MaxConcurrent on a private state, a state of its own (the buckets stay on state).
+	slotState limitstore.State
 	// retired is closed when Update replaces a private limiter with slots by one on a new
 	// state (MaxConcurrent changed): the requests waiting here for a slot then acquire on
 	// the new one (errRetired). nil for a shared or slotless limiter.
@@ -92,13 +95,14 @@ func newScopeLimiter(name string, l Limits, cfg *limiterConfig) *keyLimiter {
 func limiterOn(state limitstore.State, shared bool, l Limits, cfg *limiterConfig) *keyLimiter {
 	spec := l.spec(cfg)
 	k := &keyLimiter{
-		state:    state,
-		reserver: limitstore.ReserverOf(state),
-		shared:   shared,
-		mode:     cfg.mode,
-		maxWait:  cfg.maxWait,
-		metering: l.Metering,
-		slots:    l.MaxConcurrent > 0,
+		state:     state,
+		slotState: state,
+		reserver:  limitstore.ReserverOf(state),
+		shared:    shared,
+		mode:      cfg.mode,
+		maxWait:   cfg.maxWait,
+		metering:  l.Metering,
+		slots:     l.MaxConcurrent > 0,
 	}
 	if k.slots && !k.shared {
 		k.retired = make(chan struct{})
@@ -481,13 +485,13 @@ func (l *keyLimiter) reserve(ctx context.Context, lane limitstore.Lane, ls *limi
 // Update replaced meanwhile: the caller acquires again on the key's current limiter.
 var errRetired = errors.New("llmclient: the key's limiter was replaced while waiting for a slot")
 
-// acquireSlot is l.state.AcquireSlot, which gives up with errRetired when Update retires
+// acquireSlot is l.slotState.AcquireSlot, which gives up with errRetired when Update retires
 // l (see retire) while the request waits for a slot.
 func (l *keyLimiter) acquireSlot(ctx context.Context, batch bool, lim time.Duration) (limitstore.SlotLease, time.Duration, error) {
 	if l.retired == nil || lim == 0 {
-		return l.state.AcquireSlot(ctx, batch, lim)
+		return l.slotState.AcquireSlot(ctx, batch, lim)
 	}
-	lease, _, err := l.state.AcquireSlot(ctx, batch, 0)
+	lease, _, err := l.slotState.AcquireSlot(ctx, batch, 0)
 	if err == nil || !errors.Is(err, limitstore.ErrRefused) {
 		return lease, 0, err
 	}
@@ -500,7 +504,7 @@ func (l *keyLimiter) acquireSlot(ctx context.Context, batch bool, lim time.Durat
 		case <-wctx.Done():
 		}
 	}()
-	lease, w, err := l.state.AcquireSlot(wctx, batch, lim)
+	lease, w, err := l.slotState.AcquireSlot(wctx, batch, lim)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		err = errRetired
 	}
@@ -871,7 +875,7 @@ func (ls *limitLease) undo(main bool) {
 		ls.retract(limitstore.LaneMain)
 	}
 	if ls.held {
-		ls.l.state.ReleaseSlot(ls.slot)
+		ls.l.slotState.ReleaseSlot(ls.slot)
 	}
 }
 
@@ -970,7 +974,7 @@ func (pl *partLease) adjust(requests, delta int) {
 func (ls *limitLease) done() {
 	ls.l.inFlight.Add(-1)
 	if ls.held {
-		ls.l.state.ReleaseSlot(ls.slot)
+		ls.l.slotState.ReleaseSlot(ls.slot)
 	}
 }
 

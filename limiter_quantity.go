@@ -181,9 +181,15 @@ func newKeyLimiterOf(upstream, name string, l Limits, c *limiterConfig) *keyLimi
 }
 
 // retunedKeyLimiterOf is newKeyLimiterOf on cur's state, retuned to l: its parts keep
-// their states, retuned too.
-func retunedKeyLimiterOf(upstream string, cur *keyLimiter, l Limits, c *limiterConfig) *keyLimiter {
+// their states, retuned too. Its slots stay cur's unless newSlots, which gives a private
+// state slots of its own for l.MaxConcurrent (a state cannot retune its slot limit), its
+// buckets staying where they were.
+func retunedKeyLimiterOf(upstream string, cur *keyLimiter, l Limits, c *limiterConfig, newSlots bool) *keyLimiter {
 	k := limiterOn(cur.state, cur.shared, l, c)
+	k.slotState = cur.slotState
+	if newSlots && !cur.shared {
+		k.slotState = limitstore.NewState(limitstore.Spec{MaxConcurrent: l.MaxConcurrent, BatchShare: c.batchShare})
+	}
 	c.attach(k, upstream, "", l, cur)
 	return k
 }

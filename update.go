@@ -126,9 +126,9 @@ func SetGroup(group string, upstreams ...string) Change {
 // A limits change retunes each key's limiter state: what its buckets owe stays owed, and
 // with a shared store (WithLimitStore) every Client sharing the key enforces the new
 // limits from then on. What the limiter learned from the upstream's headers starts over.
-// A change of MaxConcurrent opens a new private state (buckets full, slots free), where
-// the calls waiting for a slot of the old one then wait, and leaves a shared scope's slot
-// limit as it was. Update is safe for concurrent use;
+// A change of MaxConcurrent gives a private state new slots (all free), where the calls
+// waiting for one of the old ones then wait, its buckets keeping what they owe, and
+// leaves a shared scope's slot limit as it was. Update is safe for concurrent use;
 // updates are applied one at a time.
 func (c *Client) Update(changes ...Change) error {
 	c.updateMu.Lock()
@@ -368,17 +368,19 @@ func sameSource(a, b keysource.Source) (same bool) {
 // retuned (limitstore.State.Retune: what each bucket owes stays owed, a pause or eviction
 // in the store stays; in a shared store every replica then enforces the new limits), and
 // what the limiter learned from the upstream's headers starts over. A change of
-// MaxConcurrent, which a state cannot retune, opens the key's state anew instead: a new
-// private one (buckets full, slots free; calls in flight release theirs to the old one,
-// and calls waiting for one of its slots wait on the new one), or the shared scope as it
-// is, slot limit included.
+// MaxConcurrent, which a state cannot retune, gives a private state new slots (all free;
+// calls in flight release theirs to the old ones, and calls waiting for one of those
+// wait for a new one) and leaves a shared scope's slot limit as it is.
 func (k *poolKey) retune(upstream string, old, limits Limits, lc *limiterConfig) {
 	cur := k.limiter()
-	if cur == nil || old.MaxConcurrent != limits.MaxConcurrent {
+	if cur == nil {
 		k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
-		cur.retire() // its slot waiters acquire on the new state
 		return
 	}
 	_ = cur.state.Retune(context.Background(), limits.spec(lc)) // a store that cannot answer keeps the old limits there
-	k.lim.Store(retunedKeyLimiterOf(upstream, cur, limits, lc))
+	newSlots := old.MaxConcurrent != limits.MaxConcurrent
+	k.lim.Store(retunedKeyLimiterOf(upstream, cur, limits, lc, newSlots))
+	if newSlots {
+		cur.retire() // its slot waiters acquire on the new slots
+	}
 }

@@ -136,15 +136,22 @@ func (c *Client) begin(ctx context.Context, r *run, req *Request, route []*upstr
 	return err
 }
 
+// refused readies r for begin to report a call refused before it started (event.Call),
+// when an observer listens and there is a request to report.
+func (r *run) refused(c *Client, ctx context.Context, req *Request) {
+	if c.observer != nil && req != nil {
+		r.c, r.req, r.orig, r.start, r.ctx, r.id = c, req, req, time.Now(), ctx, callIDs.Add(1)
+	}
+}
+
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
 	if c.closed.Load() {
-		if c.observer != nil && req != nil { // begin reports the refused call (event.Call)
-			r.c, r.req, r.orig, r.start, r.ctx, r.id = c, req, req, time.Now(), ctx, callIDs.Add(1)
-		}
+		r.refused(c, ctx, req)
 		return closedError(req)
 	}
 	if r.tx == nil && r.emb == nil {
 		if err := checkRequest(req); err != nil {
+			r.refused(c, ctx, req)
 			return err
 		}
 		if c.needCost.Load() {

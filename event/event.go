@@ -38,7 +38,8 @@ const (
 	// Call: a call ended, once per call: Class is its final class (failure.None on
 	// success), Upstream the upstream that served it, Attempt the number of attempts,
 	// Latency the call's whole duration (for a stream, to its end or close), Usage its
-	// tokens; for a stream, TimeToFirstToken, Chunks and TimePerChunk.
+	// tokens; for a stream, TimeToFirstToken, Chunks and TimePerChunk. A call refused
+	// before it started (a bad request, a closed Client) ends too, with no Upstream.
 	Call
 	// Hedge: a hedged call sent attempt Attempt to Target while its attempt on
 	// Upstream was still waiting for an answer (see Hedge).

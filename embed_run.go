@@ -52,6 +52,9 @@ func (c *Client) embedBatch(ctx context.Context, b *embedBatch, route []*upstrea
 	}
 	r.detachTrace()
 	resp := r.succeed(a, a.resp)
+	if resp.RateLimits == nil {
+		a.unreported()
+	}
 	r.called(resp, nil, nil)
 	out := a.embed
 	out.Usage, out.Upstream, out.Fallback, out.Attempts = resp.Usage, resp.Upstream, resp.Fallback, resp.Attempts

@@ -470,9 +470,9 @@ func (a *attempt) syncLimits(rl *ratelimit.Status, charged bool) {
 	}
 }
 
-// unreported tells a's key's limiter that a's successful answer, whose headers were
-// read, carried no quota report (see keyLimiter.unreported). A stream's or an embedding's
-// answer does not say: their quota headers are not read at their end.
+// unreported tells a's key's limiter that a's successful answer (one-shot, embedding, a
+// stream as it opened or a Transport answer), whose headers were read, carried no quota
+// report (see keyLimiter.unreported).
 func (a *attempt) unreported() {
 	if a.key != nil {
 		a.key.limiter().unreported()

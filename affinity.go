@@ -18,10 +18,10 @@ import (
 // ranks first:
 //
 //   - the prefix is the model name and the first prefixBytes bytes of the request as the
-//     vendors render it (tool definitions, then the messages in order: roles, texts, image
-//     URLs or data, tool calls and results), or Request.PromptCacheKey when set; a prompt
-//     shorter than prefixBytes has no affinity (too short for the vendors' caches, whose
-//     minimum is 1,024 tokens);
+//     vendors render it (tool definitions, then the messages in order: roles and names,
+//     tool results' call IDs and error flags, texts, image URLs or data, tool calls), or
+//     Request.PromptCacheKey when set; a prompt shorter than prefixBytes has no affinity
+//     (too short for the vendors' caches, whose minimum is 1,024 tokens);
 //   - the upstream: among the route's members, the highest score hash(prefix, name), with
 //     weights under routing.Weighted (weighted rendezvous: −w/ln u), for routes whose strategy
 //     spreads calls (routing.Weighted, routing.LeastInFlight, routing.Latency); an ordered route (a
@@ -130,6 +130,11 @@ func affinityOf(req *Request, n int) uint64 {
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		p.add(string(m.Role))
+		p.add(m.Name)
+		p.add(m.ToolCallID)
+		if m.IsError {
+			p.add("is_error")
+		}
 		for j := range m.Content {
 			c := &m.Content[j]
 			p.add(c.Text)
@@ -140,7 +145,6 @@ func affinityOf(req *Request, n int) uint64 {
 			p.add(m.ToolCalls[j].Name)
 			p.add(m.ToolCalls[j].Arguments)
 		}
-		p.add(m.ToolCallID)
 		if p.left == 0 {
 			return mix64(p.h)
 		}

@@ -135,29 +135,31 @@ func jsonValueEnd(body []byte, i int) int {
 	return j
 }
 
-// renamePath returns a copy of u with the model segment of its path (the last
-// "/models/{from}:" segment) naming to instead, and whether it had one.
+// renamePath returns a copy of u with the model segment of its path naming to instead of
+// from, and whether it had one: Gemini's (the last "/models/{from}:" segment) or an Azure
+// OpenAI deployment's (the last "/deployments/{from}/" segment).
 func renamePath(u *url.URL, from, to string) (*url.URL, bool) {
-	seg := "/models/" + from + ":"
-	i := strings.LastIndex(u.Path, seg)
-	if i < 0 {
-		return u, false
+	for _, sep := range [...][2]string{{"/models/", ":"}, {"/deployments/", "/"}} {
+		seg := sep[0] + from + sep[1]
+		if i := strings.LastIndex(u.Path, seg); i >= 0 {
+			out := *u
+			out.Path = u.Path[:i] + sep[0] + to + sep[1] + u.Path[i+len(seg):]
+			out.RawPath = ""
+			return &out, true
+		}
 	}
-	out := *u
-	out.Path = u.Path[:i] + "/models/" + to + ":" + u.Path[i+len(seg):]
-	out.RawPath = ""
-	return &out, true
+	return u, false
 }
 
 // renameAttempt sets the model of an attempt's outgoing request to model, the attempt's
-// upstream's name for the caller's: in the body when it names one, else in the path. A
-// body too large to buffer goes out as it is.
+// upstream's name for the caller's: in the body when it names one, and in the path when
+// the path names the caller's (Gemini's model, Azure's deployment, which Azure routes by
+// whatever the body says). A body too large to buffer goes out as it is.
 func renameAttempt(out *http.Request, x *txCall, model string) {
 	if x.body.buf != nil {
 		if data, ok := renameModel(x.body.buf, model); ok {
 			out.Body, out.ContentLength = newBufferedBody(data), int64(len(data))
 			out.GetBody = func() (io.ReadCloser, error) { return newBufferedBody(data), nil }
-			return
 		}
 	}
 	out.URL, _ = renamePath(out.URL, x.call.Request.Model, model)

@@ -85,7 +85,7 @@ func (c *Client) Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, 
 		return nil, &Error{Class: failure.BadRequest, Model: req.Model, Err: ErrUnsupported,
 			Message: "no embedding upstream of model " + strconv.Quote(req.Model) + " reports a MaxEmbedBatch of at least 1"}
 	}
-	job := &embedJob{c: c, req: req, route: route}
+	job := &embedJob{c: c, req: req, route: route, begun: !c.closed.Load()}
 	job.dims.Store(int64(req.Dimensions))
 	job.plan(size)
 	return job.run(ctx)
@@ -155,6 +155,9 @@ type embedJob struct {
 	// dims is the vector length every batch must answer with: the request's Dimensions,
 	// else the first answer's; 0 until known.
 	dims atomic.Int64
+	// begun: the Client was open when the call began, so its batches run even if Close
+	// comes while they do (a call in flight finishes).
+	begun bool
 }
 
 // plan splits the inputs into batches of at most size inputs and embedBatchTokens

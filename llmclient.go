@@ -261,7 +261,8 @@ type flusher interface {
 // nothing else to stop. Close then records the breaker trips and resets still pending
 // for the Clients that share breakers (WithSharedBreakers) and flushes each store given
 // to the Client that buffers writes (the limit store and each budget's ledger, when they
-// have a method Flush(context.Context) error), waiting at most 5 s for them; their
+// have a method Flush(context.Context) error), all at once, waiting at most 5 s for them
+// (a store whose Flush ignores its context is then left flushing, and reported); their
 // errors are returned, joined. It does not close those stores: their owner does, after
 // Close. Close is idempotent and safe for concurrent use: later calls return nil at once.
 func (c *Client) Close() error {
@@ -271,25 +272,57 @@ func (c *Client) Close() error {
 		for _, up := range c.upstreams {
 			up.shared.flush(up.breaker)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
-		defer cancel()
-		var errs []error
-		flush := func(what string, v any) {
-			if f, ok := v.(flusher); ok {
-				if err := f.Flush(ctx); err != nil {
-					errs = append(errs, fmt.Errorf("llmclient: flushing %s: %w", what, err))
+		var stores []namedFlusher
+		if f, ok := c.cfg.limiter.store.(flusher); ok {
+			stores = append(stores, namedFlusher{"the limit store", f})
+		}
+		if c.cost != nil {
+			for _, br := range c.cost.budgets {
+				if f, ok := br.ledger.(flusher); ok {
+					stores = append(stores, namedFlusher{"the ledger of budget " + strconv.Quote(br.b.Name), f})
 				}
 			}
 		}
-		flush("the limit store", c.cfg.limiter.store)
-		if c.cost != nil {
-			for _, br := range c.cost.budgets {
-				flush("the ledger of budget "+strconv.Quote(br.b.Name), br.ledger)
-			}
-		}
-		err = errors.Join(errs...)
+		err = flushAll(stores)
 	})
 	return err
+}
+
+// namedFlusher is a store Close flushes, and what its errors call it.
+type namedFlusher struct {
+	what string
+	f    flusher
+}
+
+// flushAll flushes the stores at once and waits for them at most closeFlushTimeout: a
+// store whose Flush ignores its context is left flushing, and reported.
+func flushAll(stores []namedFlusher) error {
+	if len(stores) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+	defer cancel()
+	done := make(chan error, len(stores))
+	for _, s := range stores {
+		go func() {
+			if err := s.f.Flush(ctx); err != nil {
+				done <- fmt.Errorf("llmclient: flushing %s: %w", s.what, err)
+				return
+			}
+			done <- nil
+		}()
+	}
+	var errs []error
+	for pending := len(stores); pending > 0; pending-- {
+		select {
+		case err := <-done:
+			errs = append(errs, err)
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("llmclient: %d of the stores still flushing after %v: %w", pending, closeFlushTimeout, ctx.Err()))
+			return errors.Join(errs...)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // closedError is the error of a call that begins after Close.

@@ -145,7 +145,7 @@ func (r *run) refused(c *Client, ctx context.Context, req *Request) {
 }
 
 func (c *Client) start(ctx context.Context, r *run, req *Request, route []*upstream, pol *routePolicy, chain attemptFunc, keep bool) error {
-	if c.closed.Load() {
+	if c.closed.Load() && (r.emb == nil || !r.emb.job.begun) { // an Embed's later batches belong to a call in flight
 		r.refused(c, ctx, req)
 		return closedError(req)
 	}

@@ -18,8 +18,9 @@ import (
 // Pin and Exclude narrow the call's route (a model group, or every upstream serving the
 // model) and never add to it; NoFailover ends the call on the first upstream that gives up;
 // Headers are added to every upstream request of the call; Batch sets the call's priority
-// as Request.Priority = ratelimit.Batch would. CallOptions are read once, when the call
-// begins; the Client keeps no reference to their slices or headers beyond the call.
+// as Request.Priority = ratelimit.Batch would. WithCallOptions copies them, slices,
+// headers and Hedge included: what the caller changes afterwards (a header map reused for
+// its next call) reaches no call made with the context it returned.
 type CallOptions struct {
 	// MaxAttempts and MaxTotalAttempts replace WithMaxAttempts and WithMaxTotalAttempts.
 	MaxAttempts, MaxTotalAttempts int
@@ -53,6 +54,11 @@ type callOptionsKey struct{}
 // call with failure.BadRequest before any upstream is tried. Without it, a call uses the
 // Client's options.
 func WithCallOptions(ctx context.Context, o CallOptions) context.Context {
+	o.Pin, o.Exclude, o.Headers = slices.Clone(o.Pin), slices.Clone(o.Exclude), o.Headers.Clone()
+	if o.Hedge != nil {
+		h := *o.Hedge
+		o.Hedge = &h
+	}
 	return context.WithValue(ctx, callOptionsKey{}, &o)
 }
 

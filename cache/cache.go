@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -190,7 +191,7 @@ func (c *Cache) save(ctx context.Context, cl *call, req *llmclient.Request, stre
 		c.writes.add()
 		go func() {
 			defer c.writes.done()
-			c.write(context.WithoutCancel(ctx), cl, req, stream, e)
+			c.writeBehind(context.WithoutCancel(ctx), cl, req, stream, e)
 		}()
 	}
 }
@@ -234,6 +235,37 @@ func (c *Cache) write(ctx context.Context, cl *call, req *llmclient.Request, str
 	}
 }
 
+// writeBehind is write on a goroutine that stores an answer behind its call, which no
+// caller waits for: a panic of the store or of the observer there would end the program,
+// so it is recovered and reported as a store error (ErrStorePanic), the panic's value
+// left out, as it may hold the answer or the request.
+func (c *Cache) writeBehind(ctx context.Context, cl *call, req *llmclient.Request, stream bool, e *Entry) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.storePanicked(ctx, cl, req, stream, p)
+		}
+	}()
+	c.write(ctx, cl, req, stream, e)
+}
+
+// storePanicked reports a panic recovered while an answer was stored behind its call. An
+// observer that panics again on that report is not called on: Stats.StoreErrors counts it.
+func (c *Cache) storePanicked(ctx context.Context, cl *call, req *llmclient.Request, stream bool, p any) {
+	c.stats.storeErrors.Add(1)
+	defer func() { _ = recover() }()
+	c.event(ctx, cl, req, stream, Event{Kind: EventStoreError, Err: &storePanicError{typ: fmt.Sprintf("%T", p)}})
+}
+
+// storePanicError is a panic recovered while an answer was stored; it names the type of
+// the panic's value alone.
+type storePanicError struct{ typ string }
+
+func (e *storePanicError) Error() string {
+	return ErrStorePanic.Error() + " (a value of type " + e.typ + ")"
+}
+
+func (e *storePanicError) Unwrap() error { return ErrStorePanic }
+
 func (c *Cache) set(ctx context.Context, cl *call, req *llmclient.Request, stream bool, key string, e *Entry, ttl time.Duration) {
 	sctx, cancel := c.storeContext(ctx, true)
 	err := c.store.Set(sctx, key, e, ttl)
@@ -258,6 +290,14 @@ var (
 	// ErrIncomplete: the stream ended with an error or was closed before its end.
 	ErrIncomplete = errors.New("llmclient/cache: stream did not end cleanly")
 )
+
+// ErrStorePanic, in EventStoreError's Err: the store, or the observer, panicked while an
+// answer was stored behind its call (WithStoreTimeout), where no caller waits to get the
+// panic. The cache recovers it, so the program goes on and Flush returns, and counts it
+// in Stats.StoreErrors; the error names the type of the panic's value, never the value,
+// which may hold the request or the answer. A panic on a caller's goroutine (a lookup, a
+// store without a store timeout, or to a store that never blocks) reaches the caller.
+var ErrStorePanic = errors.New("llmclient/cache: panic while storing an answer")
 
 // Complete answers from the cache, or calls next and stores the answer.
 func (h handler) Complete(ctx context.Context, req *llmclient.Request) (*llmclient.Response, error) {
@@ -307,7 +347,7 @@ func (h handler) miss(ctx context.Context, req *llmclient.Request, cl call) (*ll
 		c.writes.add()
 		return resp, func() {
 			defer c.writes.done()
-			c.write(fctx, &cl, req, false, e)
+			c.writeBehind(fctx, &cl, req, false, e)
 		}, nil
 	}
 	var resp *llmclient.Response

@@ -186,7 +186,9 @@ func WithIdempotencyTTL(d time.Duration) Option {
 // context, for lookups and stores alike: the store of an answer then holds its call,
 // except a shared or idempotent call's, made on the goroutine that made the call. It must
 // not be negative. A store that never blocks (NewMemory) is written before the call
-// returns, whatever the timeout. Default DefaultStoreTimeout (250ms).
+// returns, whatever the timeout. A panic of the store or of the observer in a store
+// behind its call, which no caller would get, is recovered and reported as a store error
+// (ErrStorePanic). Default DefaultStoreTimeout (250ms).
 func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }

@@ -46,3 +46,39 @@ func TestCostAndBudgetMetrics(t *testing.T) {
 	}
 	assert.Equal(t, map[bool]int64{false: 1, true: 1}, events)
 }
+
+// An attempt a budget refuses is counted among the refusals with llmclient.reason
+// "budget", whichever budget rule refused it (error.type tells which): a cap, or a model
+// without a price under UnpricedRefuse. It used to be counted as "other".
+func TestBudgetRefusalReason(t *testing.T) {
+	m, err := pricing.NewModel(pricing.Spec{ID: "m", Price: pricing.Price{Input: pricing.PerMTok(pricing.Dollar)}})
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		prices    map[string]*pricing.Model
+		errorType string
+	}{
+		"cap":      {prices: map[string]*pricing.Model{"": m}, errorType: "budget_exceeded"},
+		"unpriced": {prices: nil, errorType: "unpriced"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			p := fake.New(fake.Reply("ok").Usage(600_000, 0).Forever())
+			c := r.client(t, llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: p, Prices: tc.prices}),
+				llmclient.WithPricing(nil), llmclient.WithBudget(budget.Budget{Name: "daily", Cap: pricing.Dollar / 2}))
+			req := chatReq("unlisted-model-x")
+			req.MaxTokens = 1
+			refused := 0
+			for range 2 {
+				if _, err := c.Complete(context.Background(), req); err != nil {
+					refused++
+				}
+			}
+			require.Positive(t, refused, "the budget refused no call")
+			ref := sumI(t, r.collect(t), "llmclient.client.refusals")
+			require.Len(t, ref, 1)
+			assert.Equal(t, map[string]any{"llmclient.upstream": "a", "error.type": tc.errorType, "llmclient.reason": "budget"},
+				setAttrs(ref[0].Attributes))
+			assert.Equal(t, int64(refused), ref[0].Value)
+		})
+	}
+}

@@ -113,7 +113,10 @@
 //     sets are counted under otel.metric.overflow=true.
 //   - llmclient.client.refusals ({attempt}): attempts refused locally, by
 //     llmclient.upstream, error.type and llmclient.reason (breaker_open, limiter, no_key,
-//     retry_budget, unsupported, no_upstream, other).
+//     retry_budget, budget, unsupported, no_upstream, other). budget is a refusal of the
+//     budget layer (package budget), whose error.type says which: budget_exceeded (a
+//     cap), unpriced (UnpricedRefuse) or unavailable (a Failover rule's costlier
+//     upstream).
 //   - llmclient.client.attempts_per_call ({attempt}, histogram): per call, local
 //     refusals included; the call metrics' attributes.
 //   - llmclient.limiter.wait (s, histogram): the wait of every attempt that waited in

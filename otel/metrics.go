@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/llmclient/llmclient"
+	"github.com/llmclient/llmclient/budget"
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/failure"
 )
@@ -252,6 +253,8 @@ func refusalReason(err error) string {
 		return "limiter"
 	case errors.Is(err, llmclient.ErrRetryBudget):
 		return "retry_budget"
+	case errors.Is(err, budget.ErrExceeded), errors.Is(err, budget.ErrNoPrice), errors.Is(err, budget.ErrCostlyFailover):
+		return "budget"
 	case errors.Is(err, llmclient.ErrUnsupported):
 		return "unsupported"
 	case errors.Is(err, llmclient.ErrNoUpstream):

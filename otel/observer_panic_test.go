@@ -2,6 +2,9 @@ package otel_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/provider/fake"
+	"github.com/llmclient/llmclient/provider/openai"
 )
 
 // The caller's own observer (a logger, given before tel.Observe) panics on an event of
@@ -54,6 +58,55 @@ func TestObserverPanicEndsCallSpan(t *testing.T) {
 			require.Equal(t, codes.Error, call.Status.Code)
 			require.Equal(t, "panic", call.Status.Description)
 			require.Equal(t, "_OTHER", attrs(call.Attributes)["error.type"])
+		})
+	}
+}
+
+// Transport mode: a streamed body's end (read to its end, or closed before) sends the
+// call's event.Call from the reader's Read or Close, after RoundTrip returned. An
+// observer before tel.Observe that panics on it used to leave the call span open for the
+// process's life (no event ends it, and nothing collects it); the span ends then, as
+// failed, and the panic reaches the reader unchanged.
+func TestObserverPanicEndsTransportCallSpan(t *testing.T) {
+	for _, mode := range []string{"read", "closed"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRig(t)
+			srv := openAIServer(t)
+			p, err := openai.New(openai.WithBaseURL(srv.URL + "/v1"))
+			require.NoError(t, err)
+			panicky := func(_ context.Context, e llmclient.Event) {
+				if e.Kind == event.Call {
+					panic("logger bug")
+				}
+			}
+			c, err := llmclient.New(llmclient.WithObserver(panicky), llmclient.WithObserver(r.tel.Observe),
+				llmclient.WithUpstream(llmclient.Upstream{Name: "oai", Provider: p, Keys: []string{"sk-upstream"}}),
+				llmclient.WithBackoff(time.Millisecond, 2*time.Millisecond))
+			require.NoError(t, err)
+			rt := r.tel.Transport(c.Transport(srv.Client().Transport))
+			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+				strings.NewReader(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := (&http.Client{Transport: rt}).Do(req)
+			require.NoError(t, err)
+			require.Empty(t, r.named("chat gpt-4o-mini"), "the call span ends with the body")
+			func() {
+				defer func() { require.Equal(t, "logger bug", recover()) }()
+				if mode == "read" {
+					_, _ = io.ReadAll(resp.Body)
+				} else {
+					_, _ = resp.Body.Read(make([]byte, 10))
+				}
+				resp.Body.Close()
+			}()
+			_ = resp.Body.Close()
+			call := r.one(t, "chat gpt-4o-mini") // at once: no collection needed
+			require.Equal(t, codes.Error, call.Status.Code)
+			require.Equal(t, "panic", call.Status.Description)
+			require.Equal(t, "_OTHER", attrs(call.Attributes)["error.type"])
+			require.Len(t, r.childrenOf(call), 2, "the attempts, the first failed with a 500")
 		})
 	}
 }

@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -223,7 +224,9 @@ func (t *Telemetry) begin(ctx context.Context, req *llmclient.Request) (context.
 // ends when the call does (for a response whose body is still streaming, when the body
 // ends or is closed); requests the Client's transport passes through untouched get no
 // span. The operation is "embeddings" or "generate_content" for those API paths, else
-// "chat". A nil base is http.DefaultTransport.
+// "chat". A nil base is http.DefaultTransport. An observer that panics on the call's last
+// event, sent as the body is read to its end or closed, ends the span as failed (status
+// "panic") and the panic goes on to the reader, as it does from RoundTrip.
 func (t *Telemetry) Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -245,8 +248,42 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if errors.As(err, &e) {
 			c.finish(nil, err) // refused before any event (a body it could not read, an SDK retry)
 		}
+		return resp, err
+	}
+	if resp != nil && resp.Body != nil && c.open() {
+		if _, upgraded := resp.Body.(io.Writer); !upgraded { // a 101's body is read and written
+			resp.Body = &callBody{ReadCloser: resp.Body, c: c}
+		}
 	}
 	return resp, err
+}
+
+// open reports whether c's call span started and has not ended: a body that will end it
+// is still to be read.
+func (c *call) open() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.span != nil && !c.ended
+}
+
+// callBody is the body of a transport call whose span its end will end (a stream's end,
+// or its Close, sends the call's event.Call). An observer before Observe that panics on
+// that event panics in the reader's Read or Close, where RoundTrip's recovery is gone:
+// callBody ends the span then, as failed, and panics on with the same value, as the front
+// doors do, instead of leaving the span open for the process's life.
+type callBody struct {
+	io.ReadCloser
+	c *call
+}
+
+func (b *callBody) Read(p []byte) (int, error) {
+	defer b.c.panicked()
+	return b.ReadCloser.Read(p)
+}
+
+func (b *callBody) Close() error {
+	defer b.c.panicked()
+	return b.ReadCloser.Close()
 }
 
 // CloseIdleConnections closes the base transport's idle connections, when it can.

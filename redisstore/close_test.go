@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/redisstore"
@@ -73,4 +74,32 @@ func TestCloseWithWaiter(t *testing.T) {
 		t.Fatalf("the waiter of a closed store: %v, want ErrUnavailable", err)
 	}
 	waitQueued(t, srv, "closing", 0)
+}
+
+// TestCloseWhileRedisDown: with Redis known to be down, Close does not wait on it: the
+// releases given back then fail at once (they are retried, or expire, in Redis), so Close
+// returns well within the store's timeout, whatever that is.
+func TestCloseWhileRedisDown(t *testing.T) {
+	srv := startRedis(t)
+	const timeout = 10 * time.Second
+	s := srv.store(redisstore.WithTimeout(timeout), redisstore.WithLeaseTTL(3*timeout),
+		redisstore.WithProbeInterval(time.Hour))
+	st := s.Open("down", limitstore.Spec{MaxConcurrent: 2, BatchShare: 1})
+	l, _, err := st.AcquireSlot(ctx(t), interactive, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	if _, err := st.Blocked(ctx(t)); err != nil { // FailOpen: answered locally, Redis marked down
+		t.Fatal(err)
+	}
+	if s.Healthy() {
+		t.Fatal("the store did not mark Redis down")
+	}
+	start := time.Now()
+	st.ReleaseSlot(l)
+	s.Close()
+	if took := time.Since(start); took > timeout/4 {
+		t.Fatalf("Close with Redis down took %v (timeout %v)", took, timeout)
+	}
 }

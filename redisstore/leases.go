@@ -26,12 +26,17 @@ func (st *state) hold(id uint64, batch bool) {
 	st.trackLocked()
 }
 
-// drop stops renewing a lease that is being released.
-func (st *state) drop(id uint64) {
+// drop stops renewing a lease that is being released, and reports whether this process
+// held it: false when it was released before.
+func (st *state) drop(id uint64) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if _, ok := st.held[id]; !ok {
+		return false
+	}
 	delete(st.held, id)
 	st.trackLocked()
+	return true
 }
 
 // retryRelease records a lease whose release failed, to release it once Redis answers.

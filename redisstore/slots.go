@@ -15,6 +15,13 @@ import (
 // never have it.
 const localBit = 1 << 63
 
+// localLease is a slot lease of the local fallback that a caller holds: the scope's name
+// and the lease the fallback gave.
+type localLease struct {
+	name  string
+	lease limitstore.SlotLease
+}
+
 // errNoSlot is returned when no concurrency slot came free in time.
 var errNoSlot = fmt.Errorf("%w: no concurrency slot free", limitstore.ErrRefused)
 
@@ -163,8 +170,37 @@ func (st *state) slotFallback(ctx context.Context, err error, batch bool, maxWai
 	if err != nil {
 		return limitstore.SlotLease{}, time.Since(start), err
 	}
-	lease.ID |= localBit
-	return lease, time.Since(start), nil
+	return st.s.holdLocal(st.name, lease), time.Since(start), nil
+}
+
+// holdLocal records a slot lease the local fallback gave for the named scope and returns
+// the lease to hand the caller: a random id of the store's own, with localBit, as the
+// fallback numbers its leases per scope from 1 again once a scope idle is dropped.
+func (s *Store) holdLocal(name string, lease limitstore.SlotLease) limitstore.SlotLease {
+	s.localMu.Lock()
+	defer s.localMu.Unlock()
+	if s.localHeld == nil {
+		s.localHeld = make(map[uint64]localLease)
+	}
+	for {
+		id := rand.Uint64() | localBit
+		if _, taken := s.localHeld[id]; !taken {
+			s.localHeld[id] = localLease{name: name, lease: lease}
+			return limitstore.SlotLease{ID: id, Batch: lease.Batch}
+		}
+	}
+}
+
+// dropLocal returns the local fallback's lease behind id, forgetting it; false when the
+// store holds none by that id (released before).
+func (s *Store) dropLocal(id uint64) (localLease, bool) {
+	s.localMu.Lock()
+	defer s.localMu.Unlock()
+	l, ok := s.localHeld[id]
+	if ok {
+		delete(s.localHeld, id)
+	}
+	return l, ok
 }
 
 // ReleaseSlot implements limitstore.State. It does not wait for Redis: the lease is
@@ -172,16 +208,22 @@ func (st *state) slotFallback(ctx context.Context, err error, batch bool, maxWai
 // process's requests that find no slot free wait for that before they give up. A lease
 // that cannot be released in Redis then is released when Redis answers again, or
 // expires there within the lease TTL.
+//
+// Releasing a lease again is a no-op: neither Redis nor the local fallback counts a slot
+// freed twice, which would let one more caller in than the bound allows.
 func (st *state) ReleaseSlot(lease limitstore.SlotLease) {
 	if st.spec.MaxConcurrent <= 0 {
 		return
 	}
 	if lease.ID&localBit != 0 {
-		lease.ID &^= localBit
-		st.s.local.Open(st.name, st.local).ReleaseSlot(lease)
+		if l, ok := st.s.dropLocal(lease.ID); ok {
+			st.s.local.Open(l.name, st.local).ReleaseSlot(l.lease)
+		}
 		return
 	}
-	st.drop(lease.ID)
+	if !st.drop(lease.ID) {
+		return // released before: its release is done, on its way, or retried (unreleased)
+	}
 	st.giveBack(func(ctx context.Context) {
 		if err := st.release(ctx, lease); err != nil {
 			st.retryRelease(lease)

@@ -39,6 +39,11 @@ type Store struct {
 	busy   map[*state]struct{} // scopes with leases to renew or releases to retry
 	kick   chan struct{}       // Redis answers again: renew and retry at once
 
+	// localHeld are the slot leases of the local fallback that callers hold, by the id
+	// handed them (holdLocal): a lease released again frees nothing.
+	localMu   sync.Mutex
+	localHeld map[uint64]localLease
+
 	wakeMu sync.Mutex
 	wake   map[string]map[chan struct{}]struct{} // slot waiters of this process, by scope
 

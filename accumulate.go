@@ -148,13 +148,17 @@ func accumulate(chunks []Chunk) *Response {
 }
 
 // ContinuationRequest returns a copy of req that continues an interrupted stream: the
-// partial output is appended as an assistant message (text and the tool calls whose
-// arguments are complete JSON objects). Models that continue a trailing assistant message
-// (a prefill: earlier Claude models, DeepSeek's prefix completion) pick up where the stream
-// broke; others answer it with a 400 (current Claude models) or start over. Client.Stream
-// continues a broken stream by itself (WithStreamContinuation), with this request only
-// where the target accepts a prefill (Prefiller, WithPrefill). It returns nil when err
-// carries no partial output.
+// partial output is appended as an assistant message (its text, then its refusal, and the
+// tool calls whose arguments are complete JSON objects). A Message holds no refusal of its
+// own, so a delivered refusal goes as a text part of its own, after the text: what the
+// model said is sent back whole, and a model that continues it answers the rest of the
+// refusal as text. Its reasoning is not sent. Models that continue a trailing assistant
+// message (a prefill: earlier Claude models, DeepSeek's prefix completion) pick up where
+// the stream broke; others answer it with a 400 (current Claude models) or start over.
+// Client.Stream continues a broken stream by itself (WithStreamContinuation), with this
+// request only where the target accepts a prefill (Prefiller, WithPrefill) and the
+// caller received text alone (no refusal, no tool call). It returns nil when err carries
+// no partial output.
 func ContinuationRequest(req *Request, err error) *Request {
 	var e *Error
 	if !errors.As(err, &e) || e.Partial == nil || req == nil {
@@ -164,6 +168,9 @@ func ContinuationRequest(req *Request, err error) *Request {
 	msg := Message{Role: RoleAssistant}
 	if p.Text != "" {
 		msg.Content = []Part{TextPart(p.Text)}
+	}
+	if p.Refusal != "" {
+		msg.Content = append(msg.Content, TextPart(p.Refusal))
 	}
 	for _, tc := range p.ToolCalls {
 		if completeJSON(tc.Arguments) {

@@ -263,7 +263,10 @@ func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Respon
 	if !found {
 		model = r.orig.Model
 	}
-	pre = partial.Text != "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
+	// Only text is continued by a prefill: the request holds no refusal, and a refused
+	// answer is not one to go on from as if it were text; a restart repeats the refusal
+	// and its splice checks it, as it checks tool calls.
+	pre = partial.Text != "" && partial.Refusal == "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
 	action := "restart"
 	if pre {
 		action = "prefill"

@@ -23,12 +23,19 @@ type accumulator struct {
 	rawFinish                string
 	usage                    *Usage
 	id, model                string
+	// answered: a chunk carried text, a refusal or a tool call. preReasoning is the length
+	// of the reasoning up to and including that chunk's: the reasoning before the answer,
+	// which a restart is not asked to repeat (splicer).
+	answered     bool
+	preReasoning int
 }
 
 type toolAcc struct {
 	index    int
 	id, name string
 	args     strings.Builder
+	// reasoning is the length of the reasoning when the call began (its chunk's included).
+	reasoning int
 }
 
 // add folds one chunk in.
@@ -36,6 +43,9 @@ func (a *accumulator) add(ch *Chunk) {
 	a.text.WriteString(ch.Text)
 	a.reasoning.WriteString(ch.Reasoning)
 	a.refusal.WriteString(ch.Refusal)
+	if !a.answered && (ch.Text != "" || ch.Refusal != "" || carriesCalls(ch.ToolCalls)) {
+		a.answered, a.preReasoning = true, a.reasoning.Len()
+	}
 	for _, d := range ch.ToolCalls {
 		if !carriesCall(&d) {
 			continue // nothing to keep: no call is added for it
@@ -108,7 +118,7 @@ func (a *accumulator) call(index int) *toolAcc {
 			}
 		}
 	}
-	tc := &toolAcc{index: index}
+	tc := &toolAcc{index: index, reasoning: a.reasoning.Len()}
 	a.calls = append(a.calls, tc)
 	switch {
 	case a.byIndex != nil:
@@ -136,6 +146,15 @@ func (a *accumulator) response() *Response {
 		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.id, Name: tc.name, Arguments: tc.args.String()})
 	}
 	return r
+}
+
+// answerReasoning returns the length of the reasoning before the answer began (all of it
+// when it has not begun).
+func (a *accumulator) answerReasoning() int {
+	if !a.answered {
+		return a.reasoning.Len()
+	}
+	return a.preReasoning
 }
 
 // accumulate assembles the Response of a finished list of chunks.

@@ -2,6 +2,7 @@ package llmclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/llmclient/llmclient/dialect"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,4 +156,85 @@ func TestDivergedErrorLocatesThePart(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A Transport's Anthropic stream with interleaved thinking — a thinking block between two
+// tool_use blocks — cut in the second call restarts on a fallback that thinks the same
+// between the calls: the body goes on with the rest of the second call's input, and
+// holds each thinking and each input once.
+func TestTransportContinuationMatchesThinkingBetweenToolCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := func(id string) ev {
+			return antEvent("message_start", `{"type":"message_start","message":{"id":"`+id+`","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":1}}}`)
+		}
+		thinkingBlock := func(i int, text string) []ev {
+			return []ev{
+				antEvent("content_block_start", `{"type":"content_block_start","index":`+itoa(i)+`,"content_block":{"type":"thinking","thinking":"","signature":""}}`),
+				antEvent("content_block_delta", `{"type":"content_block_delta","index":`+itoa(i)+`,"delta":{"type":"thinking_delta","thinking":"`+text+`"}}`),
+				antEvent("content_block_stop", `{"type":"content_block_stop","index":`+itoa(i)+`}`),
+			}
+		}
+		toolBlock := func(i int, id, name string, parts ...string) []ev {
+			evs := []ev{antEvent("content_block_start", `{"type":"content_block_start","index":`+itoa(i)+`,"content_block":{"type":"tool_use","id":"`+id+`","name":"`+name+`","input":{}}}`)}
+			for _, p := range parts {
+				evs = append(evs, antEvent("content_block_delta", `{"type":"content_block_delta","index":`+itoa(i)+`,"delta":{"type":"input_json_delta","partial_json":"`+p+`"}}`))
+			}
+			return append(evs, antEvent("content_block_stop", `{"type":"content_block_stop","index":`+itoa(i)+`}`))
+		}
+		cat := func(parts ...[]ev) []ev {
+			var out []ev
+			for _, p := range parts {
+				out = append(out, p...)
+			}
+			return out
+		}
+		first := cat([]ev{start("msg_1")}, thinkingBlock(0, "plan"), toolBlock(1, "toolu_1", "f", `{\"a\":1}`),
+			thinkingBlock(2, "then g"), toolBlock(3, "toolu_2", "g", `{\"b\":`))
+		first = first[:len(first)-1] // cut before the second call's block ends
+		second := cat([]ev{start("msg_2")}, thinkingBlock(0, "another plan"), toolBlock(1, "toolu_8", "f", `{\"a\":`, `1}`),
+			thinkingBlock(2, "then g"), toolBlock(3, "toolu_9", "g", `{\"b\":2}`), []ev{
+				antEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}`),
+				antEvent("message_stop", `{"type":"message_stop"}`)})
+		a, b := newScript(sseStep(first...)), newScript(sseStep(second...))
+		var ups []llmclient.Option
+		for _, name := range []string{"a", "b"} {
+			p, err := anthropic.New(anthropic.WithBaseURL("http://" + name + ".test"))
+			require.NoError(t, err)
+			ups = append(ups, llmclient.WithUpstream(llmclient.Upstream{Name: name, Provider: p}))
+		}
+		c := newClient(t, append(ups, llmclient.WithModelGroup("claude-sonnet-4-5", "a", "b"))...)
+		rt := c.Transport(memTransport{hostMux{"a.test": a, "b.test": b}})
+		resp, err := post(t, context.Background(), rt, "http://a.test/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+		require.NoError(t, err)
+		body, err := readBody(t, resp)
+		require.NoError(t, err, "the restart repeats the thinking between the calls")
+		var thinking string
+		input := map[int]string{}
+		stops := 0
+		for _, e := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+			name, data, ok := strings.Cut(strings.TrimPrefix(e, "event: "), "\ndata: ")
+			require.True(t, ok, "event %q", e)
+			var v struct {
+				Index int `json:"index"`
+				Delta struct {
+					Thinking    string `json:"thinking"`
+					PartialJSON string `json:"partial_json"`
+				} `json:"delta"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &v), "event %q", e)
+			switch name {
+			case "content_block_delta":
+				thinking += v.Delta.Thinking
+				input[v.Index] += v.Delta.PartialJSON
+			case "message_stop":
+				stops++
+			}
+		}
+		assert.Equal(t, "planthen g", thinking, "each thinking once")
+		assert.Equal(t, map[int]string{0: "", 1: `{"a":1}`, 2: "", 3: `{"b":2}`}, input)
+		assert.Equal(t, 1, stops)
+		synctest.Wait()
+		assert.Equal(t, 0, c.InFlight("a")+c.InFlight("b"))
+	})
 }

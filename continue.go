@@ -33,12 +33,12 @@ import (
 // it (its reasoning before its first text, refusal or tool call is skipped without being
 // matched: a model reasons anew); when it does not, or says something new before it has
 // repeated all of it, the stream ends with a failure.StreamInterrupted error wrapping a
-// *DivergedError, which says where, never with duplicated or mixed output. Tool calls keep their index and the first attempt's ID
-// across the splice. A continuation that fails ends the stream as any call ends, with its
-// last attempt's error (the continuation's class, such as failure.BudgetExceeded;
-// failure.StreamInterrupted when it made no attempt, as under a spent retry budget), its
-// cause joined with the original interruption, and Error.Partial holding what the caller
-// received.
+// *DivergedError, which says where, never with duplicated or mixed output. Tool calls
+// keep their index and the first attempt's ID across the splice. A continuation that
+// fails ends the stream as any call ends, with its last attempt's error (the
+// continuation's class, such as failure.BudgetExceeded; failure.StreamInterrupted when it
+// made no attempt, as under a spent retry budget), its cause joined with the original
+// interruption, and Error.Partial holding what the caller received.
 //
 // The same continuation applies to the streams of a Transport (OpenAI chat completions and
 // Anthropic messages), whose body goes on with the continuation's events; see Transport.

@@ -23,12 +23,19 @@ type accumulator struct {
 	rawFinish                string
 	usage                    *Usage
 	id, model                string
+	// answered: a chunk carried text, a refusal or a tool call. preReasoning is the length
+	// of the reasoning up to and including that chunk's: the reasoning before the answer,
+	// which a restart is not asked to repeat (splicer).
+	answered     bool
+	preReasoning int
 }
 
 type toolAcc struct {
 	index    int
 	id, name string
 	args     strings.Builder
+	// reasoning is the length of the reasoning when the call began (its chunk's included).
+	reasoning int
 }
 
 // add folds one chunk in.
@@ -36,6 +43,9 @@ func (a *accumulator) add(ch *Chunk) {
 	a.text.WriteString(ch.Text)
 	a.reasoning.WriteString(ch.Reasoning)
 	a.refusal.WriteString(ch.Refusal)
+	if !a.answered && (ch.Text != "" || ch.Refusal != "" || carriesCalls(ch.ToolCalls)) {
+		a.answered, a.preReasoning = true, a.reasoning.Len()
+	}
 	for _, d := range ch.ToolCalls {
 		if !carriesCall(&d) {
 			continue // nothing to keep: no call is added for it
@@ -108,7 +118,7 @@ func (a *accumulator) call(index int) *toolAcc {
 			}
 		}
 	}
-	tc := &toolAcc{index: index}
+	tc := &toolAcc{index: index, reasoning: a.reasoning.Len()}
 	a.calls = append(a.calls, tc)
 	switch {
 	case a.byIndex != nil:
@@ -138,6 +148,15 @@ func (a *accumulator) response() *Response {
 	return r
 }
 
+// answerReasoning returns the length of the reasoning before the answer began (all of it
+// when it has not begun).
+func (a *accumulator) answerReasoning() int {
+	if !a.answered {
+		return a.reasoning.Len()
+	}
+	return a.preReasoning
+}
+
 // accumulate assembles the Response of a finished list of chunks.
 func accumulate(chunks []Chunk) *Response {
 	var a accumulator
@@ -148,13 +167,17 @@ func accumulate(chunks []Chunk) *Response {
 }
 
 // ContinuationRequest returns a copy of req that continues an interrupted stream: the
-// partial output is appended as an assistant message (text and the tool calls whose
-// arguments are complete JSON objects). Models that continue a trailing assistant message
-// (a prefill: earlier Claude models, DeepSeek's prefix completion) pick up where the stream
-// broke; others answer it with a 400 (current Claude models) or start over. Client.Stream
-// continues a broken stream by itself (WithStreamContinuation), with this request only
-// where the target accepts a prefill (Prefiller, WithPrefill). It returns nil when err
-// carries no partial output.
+// partial output is appended as an assistant message (its text, then its refusal, and the
+// tool calls whose arguments are complete JSON objects). A Message holds no refusal of its
+// own, so a delivered refusal goes as a text part of its own, after the text: what the
+// model said is sent back whole, and a model that continues it answers the rest of the
+// refusal as text. Its reasoning is not sent. Models that continue a trailing assistant
+// message (a prefill: earlier Claude models, DeepSeek's prefix completion) pick up where
+// the stream broke; others answer it with a 400 (current Claude models) or start over.
+// Client.Stream continues a broken stream by itself (WithStreamContinuation), with this
+// request only where the target accepts a prefill (Prefiller, WithPrefill) and the
+// caller received text alone (no refusal, no tool call). It returns nil when err carries
+// no partial output.
 func ContinuationRequest(req *Request, err error) *Request {
 	var e *Error
 	if !errors.As(err, &e) || e.Partial == nil || req == nil {
@@ -164,6 +187,9 @@ func ContinuationRequest(req *Request, err error) *Request {
 	msg := Message{Role: RoleAssistant}
 	if p.Text != "" {
 		msg.Content = []Part{TextPart(p.Text)}
+	}
+	if p.Refusal != "" {
+		msg.Content = append(msg.Content, TextPart(p.Refusal))
 	}
 	for _, tc := range p.ToolCalls {
 		if completeJSON(tc.Arguments) {

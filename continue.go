@@ -24,19 +24,21 @@ import (
 // same one when none is left), within the call's attempt caps, the upstream's retry
 // budget for the same upstream, the stream's total timeout, the context's deadline and
 // the cost rules; its trace entries and an event.Continuation show it. Where the target
-// accepts a prefill (see Prefiller and WithPrefill), the partial answer is sent as a
-// trailing assistant message and the new text follows the old. Elsewhere the request is
-// sent again as it was and the new answer is spliced: what the caller already received
-// (text, refusal, tool calls) is skipped when the new answer begins with it (its
-// reasoning, before the new answer's first text, refusal or tool call, is skipped too);
-// when it does not, or says something new before it has repeated all of it, the stream
-// ends with a failure.StreamInterrupted error wrapping a *DivergedError, never with
-// duplicated or mixed output. Tool calls keep their index and the first attempt's ID
-// across the splice. A continuation that fails ends the stream as any call ends, with its
-// last attempt's error (the continuation's class, such as failure.BudgetExceeded;
-// failure.StreamInterrupted when it made no attempt, as under a spent retry budget), its
-// cause joined with the original interruption, and Error.Partial holding what the caller
-// received.
+// accepts a prefill (see Prefiller and WithPrefill) and the caller received text alone,
+// the partial answer is sent as a trailing assistant message and the new text follows
+// the old. Elsewhere — and always once the caller received a refusal or a tool call,
+// which a prefill would not carry — the request is sent again as it was and the new
+// answer is spliced: what the caller already received (text, refusal, the reasoning
+// given after the answer began, tool calls) is skipped when the new answer begins with
+// it (its reasoning before its first text, refusal or tool call is skipped without being
+// matched: a model reasons anew); when it does not, or says something new before it has
+// repeated all of it, the stream ends with a failure.StreamInterrupted error wrapping a
+// *DivergedError, which says where, never with duplicated or mixed output. Tool calls
+// keep their index and the first attempt's ID across the splice. A continuation that
+// fails ends the stream as any call ends, with its last attempt's error (the
+// continuation's class, such as failure.BudgetExceeded; failure.StreamInterrupted when it
+// made no attempt, as under a spent retry budget), its cause joined with the original
+// interruption, and Error.Partial holding what the caller received.
 //
 // The same continuation applies to the streams of a Transport (OpenAI chat completions and
 // Anthropic messages), whose body goes on with the continuation's events; see Transport.
@@ -67,16 +69,51 @@ var ErrContinuationDiverged = errors.New("llmclient: the continued answer diverg
 // begin with what the caller already received. Delivered is that text (the caller has
 // it), Restarted the new answer's text up to the point where it differed (inclusive of
 // the differing part received). Its message holds neither.
+//
+// Part, Offset and ToolCall locate the divergence in the whole delivered answer (text,
+// refusal, reasoning and tool calls): Part is the part of it the restart did not repeat
+// — the one it differs from, or, where it said something new or ended early, the first
+// part it had not repeated yet — and Offset the byte offset in that part where the
+// restart stopped matching it: in Delivered for DivergedText (then Offset equals At), in
+// Error.Partial.Refusal, in Error.Partial.Reasoning, or in the arguments of
+// Error.Partial.ToolCalls[ToolCall].
 type DivergedError struct {
 	Delivered string
 	Restarted string
 	// At is the byte offset, in Delivered, of the first difference. A difference outside
-	// the text (in the refusal or the tool calls, or new output where the caller's goes
-	// on) is at the end of the text the restart repeated.
+	// the text (in the refusal, the reasoning or the tool calls, or new output where the
+	// caller's goes on) is at the end of the text the restart repeated. Part and Offset
+	// say where such a difference is.
 	At int
+	// Part is the delivered part where the restart stopped matching.
+	Part DivergedPart
+	// Offset is the byte offset in that part (see DivergedError).
+	Offset int
+	// ToolCall is the position in Error.Partial.ToolCalls of the call, for
+	// DivergedToolCall; -1 otherwise.
+	ToolCall int
 }
 
+// DivergedPart names a part of a delivered answer, for DivergedError.
+type DivergedPart string
+
+// The parts of a delivered answer a restart may fail to repeat.
+const (
+	DivergedText      DivergedPart = "text"
+	DivergedRefusal   DivergedPart = "refusal"
+	DivergedReasoning DivergedPart = "reasoning"
+	// DivergedToolCall is a tool call that the restart did not begin (Offset 0), named
+	// otherwise, or whose arguments it did not repeat.
+	DivergedToolCall DivergedPart = "tool_call"
+)
+
 func (d *DivergedError) Error() string {
+	switch d.Part {
+	case DivergedRefusal, DivergedReasoning:
+		return fmt.Sprintf("%s at byte %d of the %s", ErrContinuationDiverged.Error(), d.Offset, d.Part)
+	case DivergedToolCall:
+		return fmt.Sprintf("%s at byte %d of tool call %d's arguments", ErrContinuationDiverged.Error(), d.Offset, d.ToolCall)
+	}
 	return fmt.Sprintf("%s at byte %d", ErrContinuationDiverged.Error(), d.At)
 }
 
@@ -263,7 +300,10 @@ func (cm *committed) continueCall(ctx context.Context, e *Error, partial *Respon
 	if !found {
 		model = r.orig.Model
 	}
-	pre = partial.Text != "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
+	// Only text is continued by a prefill: the request holds no refusal, and a refused
+	// answer is not one to go on from as if it were text; a restart repeats the refusal
+	// and its splice checks it, as it checks tool calls.
+	pre = partial.Text != "" && partial.Refusal == "" && len(partial.ToolCalls) == 0 && c.acceptsPrefill(target, model)
 	action := "restart"
 	if pre {
 		action = "prefill"
@@ -348,18 +388,22 @@ func addUsage(sum Usage, u *Usage) Usage {
 }
 
 // splicer filters a restarted stream so that the caller receives only what follows what
-// it already has: the text, the refusal and each tool call's arguments are matched against
-// what was delivered and skipped while they agree; the restart's reasoning before its
-// answer (its first text, refusal or tool call, that chunk's reasoning included) is
-// skipped; tool calls keep the first attempt's IDs and indexes. The restart diverges,
-// with nothing of the chunk delivered, where it differs: other text or another refusal;
-// text, a refusal or reasoning the caller has not received while anything it received is
-// still unmatched (its refusal where text was delivered, its text where a refusal was, its
-// text or reasoning within or before delivered tool calls); a tool call that begins while
-// delivered text or refusal is unmatched; other arguments or another name for a delivered
-// call; a finish reason while anything delivered is unmatched. Delivered text and refusal
-// may be repeated in either order (the caller's order is not kept); tool calls follow
-// them.
+// it already has: the text, the refusal, the reasoning of the answer and each tool call's
+// arguments are matched against what was delivered and skipped while they agree; the
+// restart's reasoning before its answer (its first text, refusal or tool call, that
+// chunk's reasoning included) is skipped, as the delivered reasoning before the caller's
+// answer is not matched: a model reasons anew each time; tool calls keep the first
+// attempt's IDs and indexes. The restart diverges, with nothing of the chunk delivered,
+// where it differs: other text, another refusal or other reasoning; text, a refusal or
+// reasoning the caller has not received while anything it received is still unmatched
+// (its refusal where text was delivered, its text where a refusal was, its text or
+// reasoning within or before delivered tool calls); a tool call that begins while
+// delivered text or refusal is unmatched, or the reasoning the caller received before
+// that call; other arguments or another name for a delivered call; a finish reason while
+// anything delivered is unmatched. Delivered text and refusal may be repeated in either
+// order, and the reasoning of the answer in any order with them (the caller's order is
+// not kept); tool calls follow them, and the reasoning the caller received between two
+// calls is matched between them.
 //
 // The restart's tool calls are matched to the delivered ones by the order in which they
 // begin, not by their index: vendors number them differently (OpenAI by call, Anthropic
@@ -371,29 +415,38 @@ func addUsage(sum Usage, u *Usage) Usage {
 // accumulator keeps it (carriesCall); a delta that carries none of them is dropped. A
 // delivered call is unmatched until the restart has begun it and repeated its arguments.
 type splicer struct {
-	have      string // delivered text not yet matched by the restart
-	refusal   string // delivered refusal not yet matched by the restart
-	delivered string // all the delivered text, for a DivergedError
-	matched   int
-	got       strings.Builder // the restart's text, while matching
-	started   bool            // the restart's answer began: its reasoning passes from now on
-	tools     []*toolSplice   // the delivered calls, in the order they began
-	seen      map[int]int     // a restart's tool index → the order in which its call began
-	nextIndex int             // the index of the restart's first call the caller has not seen
+	have       string          // delivered text not yet matched by the restart
+	refusal    string          // delivered refusal not yet matched by the restart
+	reasoning  string          // delivered reasoning of the answer not yet matched by the restart
+	delivered  string          // all the delivered text, for a DivergedError
+	matched    int             // bytes of the delivered text matched
+	refMatched int             // bytes of the delivered refusal matched
+	reasonAt   int             // the offset of reasoning in the delivered reasoning
+	got        strings.Builder // the restart's text, while matching
+	started    bool            // the restart's answer began: its reasoning is matched from now on
+	tools      []*toolSplice   // the delivered calls, in the order they began
+	seen       map[int]int     // a restart's tool index → the order in which its call began
+	nextIndex  int             // the index of the restart's first call the caller has not seen
 }
 
 type toolSplice struct {
 	index    int // as the caller received it
 	id, name string
 	have     string // delivered arguments not yet matched by the restart
+	matched  int    // bytes of the delivered arguments matched
+	// reasoning is the length of the delivered reasoning when the call began: the
+	// restart repeats it before it begins the call.
+	reasoning int
 }
 
-// newSplicer is the splicer of a stream whose caller received p, its tool calls as acc
-// assembled them (with the indexes the caller saw).
+// newSplicer is the splicer of a stream whose caller received p, as acc assembled it (the
+// tool calls with the indexes the caller saw, where its answer began).
 func newSplicer(p *Response, acc *accumulator) *splicer {
-	sp := &splicer{have: p.Text, refusal: p.Refusal, delivered: p.Text}
+	pre := min(acc.answerReasoning(), len(p.Reasoning))
+	sp := &splicer{have: p.Text, refusal: p.Refusal, delivered: p.Text, reasoning: p.Reasoning[pre:], reasonAt: pre}
 	for _, tc := range acc.calls {
-		sp.tools = append(sp.tools, &toolSplice{index: tc.index, id: tc.id, name: tc.name, have: tc.args.String()})
+		sp.tools = append(sp.tools, &toolSplice{index: tc.index, id: tc.id, name: tc.name, have: tc.args.String(),
+			reasoning: max(tc.reasoning, pre)})
 		sp.nextIndex = max(sp.nextIndex, tc.index+1)
 	}
 	return sp
@@ -407,8 +460,16 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	if ch.Reasoning != "" {
 		if !sp.started {
 			ch.Reasoning = "" // before the restart's answer: the caller has reasoning of its own
-		} else if sp.pending() {
-			return ch, false, sp.diverged() // reasoning where the caller's answer goes on
+		} else {
+			r := ch.Reasoning
+			n := min(len(r), sp.reasonRoom())
+			if i := firstDiff(r[:n], sp.reasoning[:n]); i >= 0 {
+				return ch, false, sp.divergedAt(DivergedReasoning, -1, sp.reasonAt+i)
+			}
+			sp.reasoning, sp.reasonAt, ch.Reasoning = sp.reasoning[n:], sp.reasonAt+n, r[n:]
+			if ch.Reasoning != "" && sp.pending() {
+				return ch, false, sp.diverged() // reasoning where the caller's answer goes on otherwise
+			}
 		}
 	}
 	if ch.Text != "" || ch.Refusal != "" || carriesCalls(ch.ToolCalls) {
@@ -419,24 +480,24 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 		n := min(len(t), len(sp.have))
 		if i := firstDiff(t[:n], sp.have[:n]); i >= 0 {
 			sp.got.WriteString(t)
-			return ch, false, &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched + i}
+			return ch, false, sp.divergedAt(DivergedText, -1, sp.matched+i)
 		}
 		sp.got.WriteString(t[:n])
 		sp.have, sp.matched, ch.Text = sp.have[n:], sp.matched+n, t[n:]
 		if ch.Text != "" && sp.pending() {
 			sp.got.WriteString(ch.Text)
-			return ch, false, sp.diverged() // new text where the caller's refusal or tool calls go on
+			return ch, false, sp.diverged() // new text where the caller's refusal, reasoning or tool calls go on
 		}
 	}
 	if ch.Refusal != "" {
 		r := ch.Refusal
 		n := min(len(r), len(sp.refusal))
-		if r[:n] != sp.refusal[:n] {
-			return ch, false, sp.diverged()
+		if i := firstDiff(r[:n], sp.refusal[:n]); i >= 0 {
+			return ch, false, sp.divergedAt(DivergedRefusal, -1, sp.refMatched+i)
 		}
-		sp.refusal, ch.Refusal = sp.refusal[n:], r[n:]
+		sp.refusal, sp.refMatched, ch.Refusal = sp.refusal[n:], sp.refMatched+n, r[n:]
 		if ch.Refusal != "" && sp.pending() {
-			return ch, false, sp.diverged() // a new refusal where the caller's text or tool calls go on
+			return ch, false, sp.diverged() // a new refusal where the caller's text, reasoning or tool calls go on
 		}
 	}
 	if len(ch.ToolCalls) > 0 {
@@ -450,10 +511,15 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			}
 			ord, ok := sp.seen[d.Index]
 			if !ok {
+				// The call begins: the reasoning the caller received before it must be
+				// repeated by now.
+				if ord = len(sp.seen); ord < len(sp.tools) && sp.reasonAt < sp.tools[ord].reasoning ||
+					ord >= len(sp.tools) && sp.reasoning != "" {
+					return ch, false, sp.diverged()
+				}
 				if sp.seen == nil {
 					sp.seen = make(map[int]int, len(sp.tools)+1)
 				}
-				ord = len(sp.seen)
 				sp.seen[d.Index] = ord
 			}
 			if ord >= len(sp.tools) {
@@ -464,15 +530,15 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 			ts := sp.tools[ord]
 			d.Index = ts.index
 			if d.Name != "" && ts.name != "" && d.Name != ts.name {
-				return ch, false, sp.diverged()
+				return ch, false, sp.divergedAt(DivergedToolCall, ord, ts.matched)
 			}
 			d.ID, d.Name = "", ""
 			if ts.have != "" && d.Arguments != "" {
 				n := min(len(d.Arguments), len(ts.have))
-				if d.Arguments[:n] != ts.have[:n] {
-					return ch, false, sp.diverged()
+				if i := firstDiff(d.Arguments[:n], ts.have[:n]); i >= 0 {
+					return ch, false, sp.divergedAt(DivergedToolCall, ord, ts.matched+i)
 				}
-				ts.have, d.Arguments = ts.have[n:], d.Arguments[n:]
+				ts.have, ts.matched, d.Arguments = ts.have[n:], ts.matched+n, d.Arguments[n:]
 			}
 			if d.Arguments != "" {
 				out = append(out, d)
@@ -487,11 +553,21 @@ func (sp *splicer) filter(ch Chunk) (Chunk, bool, error) {
 	return ch, keep, nil
 }
 
+// reasonRoom returns how much of the delivered reasoning the restart may repeat now: up
+// to what the caller received before the next delivered call the restart has not begun.
+func (sp *splicer) reasonRoom() int {
+	n := len(sp.reasoning)
+	if k := len(sp.seen); k < len(sp.tools) {
+		n = min(n, max(0, sp.tools[k].reasoning-sp.reasonAt))
+	}
+	return n
+}
+
 // pending reports whether delivered content is still unmatched: a restart that ends here
 // is shorter than what the caller has, and one that says anything new here answers
 // otherwise.
 func (sp *splicer) pending() bool {
-	if sp.have != "" || sp.refusal != "" || len(sp.seen) < len(sp.tools) {
+	if sp.have != "" || sp.refusal != "" || sp.reasoning != "" || len(sp.seen) < len(sp.tools) {
 		return true // (the restart's calls begin in order: the first len(seen) delivered ones began)
 	}
 	for _, ts := range sp.tools {
@@ -502,8 +578,38 @@ func (sp *splicer) pending() bool {
 	return false
 }
 
+// diverged is the divergence of a restart that says something new, or ends, while
+// delivered content is unmatched: at the first part of it not repeated yet (text, then
+// refusal, then the reasoning and tool calls in the order the caller received them).
 func (sp *splicer) diverged() *DivergedError {
-	return &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched}
+	switch {
+	case sp.have != "":
+		return sp.divergedAt(DivergedText, -1, sp.matched)
+	case sp.refusal != "":
+		return sp.divergedAt(DivergedRefusal, -1, sp.refMatched)
+	}
+	for k, ts := range sp.tools {
+		if sp.reasonAt < ts.reasoning {
+			return sp.divergedAt(DivergedReasoning, -1, sp.reasonAt)
+		}
+		if k >= len(sp.seen) || ts.have != "" {
+			return sp.divergedAt(DivergedToolCall, k, ts.matched)
+		}
+	}
+	if sp.reasoning != "" {
+		return sp.divergedAt(DivergedReasoning, -1, sp.reasonAt)
+	}
+	return sp.divergedAt(DivergedText, -1, sp.matched)
+}
+
+// divergedAt is the divergence at offset in part (the tool call at position call).
+func (sp *splicer) divergedAt(part DivergedPart, call, offset int) *DivergedError {
+	de := &DivergedError{Delivered: sp.delivered, Restarted: sp.got.String(), At: sp.matched, Part: part,
+		Offset: offset, ToolCall: call}
+	if part == DivergedText {
+		de.At = offset
+	}
+	return de
 }
 
 // diverge ends the stream because the restart differs from what the caller has.
@@ -520,7 +626,7 @@ func (cm *committed) divergeCall(de *DivergedError, partial *Response) *Error {
 	cm.settle(failure.Canceled, &Error{Class: failure.Canceled, Upstream: a.up.Name, Model: a.call.Model, Status: a.status,
 		Err: de, Message: "the restarted answer was dropped"})
 	e := &Error{Class: failure.StreamInterrupted, Upstream: a.up.Name, Model: a.call.Model, Status: a.status, Err: de,
-		Message: "the stream broke and its restarted answer differs from the text already delivered"}
+		Message: "the stream broke and its restarted answer differs from the answer already delivered"}
 	e.Attempts = r.trace
 	if r.c.cost != nil {
 		e.Cost = traceCost(r.trace)

@@ -42,6 +42,10 @@ var (
 	// than the estimate's error, so no call was made (class context_length; see
 	// WithPricing).
 	ErrContextWindow = errors.New("llmclient: request exceeds the model's context window")
+	// ErrPanicked: a Stream's end was interrupted by a panic (an observer's, on the
+	// stream's last event); a Stream's taps (Stream.Tap) hear it as the end's error while
+	// the panic goes on to the reader.
+	ErrPanicked = errors.New("llmclient: the stream's end panicked")
 )
 
 // Error is the error every Client call returns: the failure's class, where it happened and

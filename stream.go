@@ -477,6 +477,24 @@ type streamTap struct {
 // Next advances to the next chunk. It returns false at the end of the stream, on error or
 // after Close; Err then tells which.
 func (s *Stream) Next() bool {
+	if len(s.taps) == 0 {
+		return s.next()
+	}
+	// The stream's end reports the call (event.Call) from within next: an observer that
+	// panics on it leaves the taps told of it as the panic passes.
+	returned := false
+	defer func() {
+		if !returned {
+			s.tapEnd(nil, ErrPanicked)
+		}
+	}()
+	more := s.next()
+	returned = true
+	return more
+}
+
+// next is Next.
+func (s *Stream) next() bool {
 	for {
 		if s.done {
 			return false
@@ -722,7 +740,16 @@ func (s *Stream) Response() *Response {
 // Next, and always returns nil.
 func (s *Stream) Close() error {
 	if s.link != nil {
+		closed := false
+		if len(s.taps) > 0 {
+			defer func() {
+				if !closed { // an observer panicked on the end Close reported
+					s.tapEnd(nil, ErrPanicked)
+				}
+			}()
+		}
 		s.link.close()
+		closed = true
 		// Closed, the stream needs no cleanup; one left waiting would hold the attempt,
 		// and its buffers, for a collection after the stream's own.
 		s.dropped.Stop()
@@ -748,8 +775,9 @@ func (s *Stream) cmEnded() bool {
 // reader's goroutine; end is called once when the stream ends, with the response (the
 // complete one after a clean end, the partial one after an error) and the error (nil
 // after a clean end). A stream closed before its end calls end with a nil response and
-// context.Canceled, from Close. Either callback may be nil. Tap must be called before
-// the first Next, and returns s, so that middleware can write
+// context.Canceled, from Close; an end interrupted by a panic (an observer's) calls it
+// with a nil response and ErrPanicked as the panic passes. Either callback may be nil.
+// Tap must be called before the first Next, and returns s, so that middleware can write
 // return next.Stream(ctx, req).Tap(...) after checking the error.
 func (s *Stream) Tap(chunk func(Chunk), end func(*Response, error)) *Stream {
 	s.taps = append(s.taps, streamTap{chunk: chunk, end: end})

@@ -110,3 +110,34 @@ func TestObserverPanicEndsTransportCallSpan(t *testing.T) {
 		})
 	}
 }
+
+// A typed stream: its end sends the call's event.Call from Next (read to its end) or from
+// Close (closed during a continuation), where no otel code is on the stack. An observer
+// before Observe that panics on it used to leave the call span open until the call's
+// state was collected, or end it as canceled at a later Close; the span ends as the panic
+// passes, as failed, and the panic reaches the reader unchanged.
+func TestObserverPanicEndsTypedStreamCallSpan(t *testing.T) {
+	r := newRig(t)
+	panicky := func(_ context.Context, e llmclient.Event) {
+		if e.Kind == event.Call {
+			panic("logger bug")
+		}
+	}
+	c, err := llmclient.New(llmclient.WithObserver(panicky), llmclient.WithObserver(r.tel.Observe),
+		llmclient.WithMiddleware(r.tel.Middleware),
+		llmclient.WithUpstream(llmclient.Upstream{Name: "a", Provider: fake.New(fake.Stream("hel", "lo").Forever())}))
+	require.NoError(t, err)
+	s, err := c.Stream(context.Background(), chatReq("m"))
+	require.NoError(t, err)
+	func() {
+		defer func() { require.Equal(t, "logger bug", recover()) }()
+		for s.Next() {
+		}
+	}()
+	call := r.one(t, "chat m") // before any Close, and without a collection
+	require.Equal(t, codes.Error, call.Status.Code)
+	require.Equal(t, "panic", call.Status.Description)
+	require.Equal(t, "_OTHER", attrs(call.Attributes)["error.type"])
+	_ = s.Close()
+	require.NoError(t, c.Close())
+}

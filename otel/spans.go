@@ -514,6 +514,9 @@ func (c *call) finish(resp *llmclient.Response, err error) {
 	}
 	attrs := append(c.buf[:0], c.params...)
 	switch {
+	case errors.Is(err, llmclient.ErrPanicked): // a stream's end, as an observer panicked on it
+		attrs = append(attrs, str(keyErrorType, errorTypeOther))
+		c.span.SetStatus(codes.Error, "panic")
 	case err != nil:
 		et := llmclient.ClassOf(err).String()
 		attrs = append(attrs, str(keyErrorType, et))

@@ -52,6 +52,9 @@ func localError(status int, message string) *apiError {
 		e.oaType, e.oaCode, e.anType = "invalid_request_error", "request_too_large", "request_too_large"
 	case http.StatusMethodNotAllowed:
 		e.oaType, e.anType = "invalid_request_error", "invalid_request_error"
+	case http.StatusRequestTimeout:
+		// The caller's body did not arrive in time: logged as a timeout, not a bad request.
+		e.oaType, e.anType, e.class = "invalid_request_error", "invalid_request_error", failure.Timeout
 	case http.StatusServiceUnavailable:
 		e.oaType, e.oaCode, e.anType, e.class = "service_unavailable_error", "shutting_down", "overloaded_error", failure.Unavailable
 	default:

@@ -777,8 +777,11 @@ func partialAnswer(err error) *llmclient.Response {
 	return nil
 }
 
+// chatID is the id of a chat completion: the upstream's when it is one of OpenAI's
+// (chatcmpl-…), else one made of the request id, as msgID does for Anthropic's. An
+// Anthropic msg_… or a Gemini responseId is not passed on as a chat completion's.
 func chatID(id, rid string) string {
-	if id != "" {
+	if strings.HasPrefix(id, "chatcmpl-") {
 		return id
 	}
 	return "chatcmpl-" + rid

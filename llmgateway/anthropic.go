@@ -14,7 +14,7 @@ import (
 
 type anRequest struct {
 	Model         string          `json:"model"`
-	MaxTokens     int             `json:"max_tokens"`
+	MaxTokens     *int            `json:"max_tokens"`
 	Messages      []anMessage     `json:"messages"`
 	System        json.RawMessage `json:"system"`
 	Tools         []anTool        `json:"tools"`
@@ -113,13 +113,21 @@ func decodeAnthropic(body []byte) (*llmclient.Request, bool, error) {
 	if in.Model == "" {
 		return nil, false, fmt.Errorf("model: Field required")
 	}
-	if in.MaxTokens < 0 {
-		return nil, false, fmt.Errorf("max_tokens: must not be negative")
+	maxTokens := 0
+	if in.MaxTokens != nil {
+		// Anthropic takes 0 to warm the prompt cache without generating; the common
+		// request reads 0 as the vendor's default, which would generate a whole answer.
+		switch maxTokens = *in.MaxTokens; {
+		case maxTokens < 0:
+			return nil, false, &fieldError{param: "max_tokens", msg: "max_tokens: must not be negative"}
+		case maxTokens == 0:
+			return nil, false, &fieldError{param: "max_tokens", msg: "max_tokens: 0 (warming the prompt cache without an answer) is not supported by this gateway; it must be at least 1"}
+		}
 	}
 	if len(in.Messages) == 0 {
 		return nil, false, fmt.Errorf("messages: at least one message is required")
 	}
-	req := &llmclient.Request{Model: in.Model, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
+	req := &llmclient.Request{Model: in.Model, MaxTokens: maxTokens, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
 	sys, err := blocks(in.System)
 	if err != nil {
 		return nil, false, fmt.Errorf("system: %v", err)

@@ -63,6 +63,22 @@ func localError(status int, message string) *apiError {
 	return e
 }
 
+// fieldError is a request field out of its range, found while decoding: a 400 that
+// names the field (OpenAI's error.param, and error.code when set).
+type fieldError struct{ param, code, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// decodeError is the answer to a request body the front door refused.
+func decodeError(err error) *apiError {
+	e := localError(http.StatusBadRequest, err.Error())
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		e.param, e.oaCode = fe.param, fe.code
+	}
+	return e
+}
+
 // fromError maps a Client error to the answer of its class. Statuses follow what
 // the vendors send for the same failure; failures of the gateway's own upstream
 // credentials are 502, not 401/403, since the caller's key was fine.

@@ -689,7 +689,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		ereq, b64, err = decodeOpenAIEmbed(body)
 	}
 	if err != nil {
-		fail(localError(http.StatusBadRequest, err.Error()))
+		fail(decodeError(err))
 		return
 	}
 	model := ""

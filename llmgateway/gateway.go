@@ -980,7 +980,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.servers = append(g.servers, apiSrv)
 	var adminSrv *http.Server
 	if admin != nil {
-		adminSrv = &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 30 * time.Second}
+		// AdminHandler bounds each request's body and answer; an idle keep-alive
+		// connection is closed as the API's are.
+		adminSrv = &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 		g.servers = append(g.servers, adminSrv)
 	}
 	g.srvMu.Unlock()

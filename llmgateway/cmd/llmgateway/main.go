@@ -52,6 +52,13 @@ flight, open streams included, up to shutdown_grace; a second one cuts those lef
 `
 
 func run() error {
+	// From the start a SIGHUP waits in sig instead of ending the process with Go's
+	// default action: sent while the gateway starts, it is a reload once it serves; with
+	// -check it is ignored. SIGINT and SIGTERM keep their default until the gateway
+	// serves: they end a start that hangs (a store that does not answer).
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP)
+	defer signal.Stop(sig)
 	file := flag.String("config", "llmgateway.yaml", "configuration file (YAML or JSON)")
 	check := flag.Bool("check", false, "validate the configuration as a start would, print \"configuration ok\" and exit")
 	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP and /admin/reload)")
@@ -60,15 +67,6 @@ func run() error {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	sig := make(chan os.Signal, 4)
-	if !*check {
-		// From here on a SIGHUP waits for the loop below instead of ending the process
-		// with Go's default action: sent while the gateway starts, it is a reload once it
-		// serves. SIGINT and SIGTERM keep their default until then: they end a start that
-		// hangs (a store that does not answer).
-		signal.Notify(sig, syscall.SIGHUP)
-		defer signal.Stop(sig)
-	}
 	cfg, err := llmgateway.LoadFile(*file, nil)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@
 // SIGHUP and any change of the file reload the configuration (an invalid one is
 // refused and the running one kept); SIGINT and SIGTERM shut down gracefully,
 // waiting for requests in flight, open streams included, and a second one cuts
-// those left.
+// those left. The command exits 0 after a clean drain and 1 when it cut requests.
 package main
 
 import (
@@ -48,6 +48,7 @@ llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front of llmcl
 POST /admin/reload reload the configuration; an invalid file is refused, logged, and
 changes nothing. SIGINT and SIGTERM close the listeners and wait for the requests in
 flight, open streams included, up to shutdown_grace; a second one cuts those left.
+The exit status is 0 after a clean drain, 1 when requests were cut or a start failed.
 
 `
 
@@ -147,7 +148,12 @@ func run() error {
 	// ends when Shutdown returns.
 	err = g.Serve(api, admin)
 	if ctx.Err() != nil {
+		// A drain that did not end cleanly (requests cut when shutdown_grace ran out or
+		// at a second signal, or what the stores held back not sent) exits 1.
 		if derr := <-drained; derr != nil {
+			if err == nil {
+				return fmt.Errorf("llmgateway: shutdown: %w", derr)
+			}
 			fmt.Fprintln(os.Stderr, "llmgateway: shutdown:", derr)
 		}
 	}

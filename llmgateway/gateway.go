@@ -482,6 +482,8 @@ type record struct {
 	logged bool
 	// accounted: the request's line and metrics were written (logAccess runs once).
 	accounted bool
+	// notes are the serving upstream adapter's notes on its translation of the call.
+	notes []string
 }
 
 // logAccess writes the request's access log line and metrics, once.
@@ -539,6 +541,7 @@ func (rec *record) fromResponse(resp *llmclient.Response) {
 		rec.tried(resp.Attempts)
 	}
 	rec.fallback, rec.cached = resp.Fallback, resp.Cached
+	rec.notes = servedNotes(resp.Attempts)
 	rec.input, rec.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
 	rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
 	rec.waited = waited(resp.Attempts)
@@ -549,6 +552,7 @@ func (rec *record) fromError(err error) {
 	rec.class = llmclient.ClassOf(err)
 	if errors.As(err, &le) {
 		rec.tried(le.Attempts)
+		rec.notes = servedNotes(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
 		// The tokens the cost was priced on: the attempts' usage, reported or, where
@@ -593,6 +597,17 @@ func tried(as []llmclient.Attempt) (upstream string, attempts int) {
 		}
 	}
 	return "", 0
+}
+
+// servedNotes are the notes of the last attempt that called an upstream: the one whose
+// answer (or failure) the caller gets.
+func servedNotes(as []llmclient.Attempt) []string {
+	for i := len(as) - 1; i >= 0; i-- {
+		if !as[i].Local {
+			return as[i].Notes
+		}
+	}
+	return nil
 }
 
 func waited(as []llmclient.Attempt) time.Duration {
@@ -826,6 +841,49 @@ func (g *Gateway) callHeaders(h http.Header, rec *record) {
 	if rec.attempts > 0 {
 		h.Set("x-llmclient-attempts", strconv.Itoa(rec.attempts))
 	}
+	for i, n := range rec.notes {
+		if i == maxNotes {
+			h.Add(notesHeader, "...")
+			break
+		}
+		h.Add(notesHeader, noteValue(n))
+	}
+}
+
+// notesHeader carries the serving adapter's notes on how it translated the request (a
+// field the vendor has no equivalent for, a clamped parameter, a remapped id), one
+// value each, at most maxNotes of them.
+const (
+	notesHeader = "x-llmclient-notes"
+	maxNotes    = 8
+	maxNoteLen  = 256
+)
+
+// noteValue is a note as a header value: the values it quotes (the caller's ids, as
+// written) elided, printable ASCII only, at most maxNoteLen bytes.
+func noteValue(n string) string {
+	b := make([]byte, 0, min(len(n), maxNoteLen))
+	for i := 0; i < len(n) && len(b) < maxNoteLen; i++ {
+		c := n[i]
+		switch {
+		case c == '"':
+			// A Go-quoted value (%q): skip to its closing quote.
+			for i++; i < len(n) && n[i] != '"'; i++ {
+				if n[i] == '\\' {
+					i++
+				}
+			}
+			b = append(b, `"..."`...)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '?')
+		default:
+			b = append(b, c)
+		}
+	}
+	if len(b) > maxNoteLen {
+		b = b[:maxNoteLen]
+	}
+	return string(b)
 }
 
 func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *record, req *llmclient.Request,
@@ -858,7 +916,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	// The committed attempt has not ended: its upstream is the one whose stream gave
 	// the first chunk, and the attempts before it have reported.
 	if p := clock.served.Load(); p != nil {
-		rec.upstream = *p
+		rec.upstream, rec.notes = p.name, p.notes
 		rec.attempts = int(clock.attempts.Load()) + 1
 	} // else no upstream served it: the cache did
 	h := w.Header()

@@ -823,13 +823,30 @@ func (g *Gateway) writeOK(w http.ResponseWriter, rc *http.ResponseController, wt
 	// client as it is written, and a client that has its answer finds it counted.
 	g.logAccess(rec)
 	w.WriteHeader(http.StatusOK)
+	total := len(body)
 	for len(body) > 0 {
 		n := min(len(body), writePiece)
 		_ = rc.SetWriteDeadline(time.Now().Add(wt))
 		if _, err := w.Write(body[:n]); err != nil {
+			g.undelivered(rec, total-len(body), total)
 			return
 		}
 		body = body[n:]
+	}
+}
+
+// undelivered records a one-shot answer whose writing failed (the caller went away or
+// stopped reading) after its access log line was written: a line of its own, and the
+// llmgateway.answers.undelivered count. An answer within net/http's buffer is sent
+// after the handler returns, and its failure is not seen.
+func (g *Gateway) undelivered(rec *record, written, total int) {
+	if g.metrics != nil {
+		g.metrics.undelivered(rec.route)
+	}
+	if rec.logged {
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "answer not delivered",
+			slog.String("request_id", rec.id), slog.String("route", rec.route.String()),
+			slog.Int("written_bytes", written), slog.Int("answer_bytes", total))
 	}
 }
 

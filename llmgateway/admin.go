@@ -5,8 +5,15 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,6 +34,11 @@ import (
 //
 // Every /admin/ and /debug/pprof/ path needs "Authorization: Bearer <token>", the token named by
 // admin.token_env. Answers are JSON; a control answers {"ok":true} or an error.
+//
+// A client cannot hold a handler: a request's body (no path reads one) must arrive within
+// the API's body bound (timeouts.request, else 1 minute) and hold at most adminMaxBody
+// bytes (else 408 or 413), and each answer must be taken within timeouts.idle (else 1
+// minute), counted for a profile or trace from the end of its ?seconds.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +122,72 @@ func (g *Gateway) AdminHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown admin path"})
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cfg := g.state.Load().cfg
+		now := time.Now()
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(now.Add(bodyTimeout(cfg)))
+		_ = rc.SetWriteDeadline(now.Add(adminRunTime(r) + writeTimeout(cfg)))
+		if !readAdminBody(w, r, cfg) {
+			return
+		}
+		// Read: lift the deadline, which would otherwise end the connection's background
+		// read, and with it the request's context (a profile's), while the handler runs.
+		_ = rc.SetReadDeadline(time.Time{})
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// adminMaxBody bounds an admin request's body; no admin path reads one.
+const adminMaxBody = 64 << 10
+
+// readAdminBody reads and drops r's body, within adminMaxBody and the read deadline,
+// before any handler runs: net/http would otherwise read what is left of it, without a
+// bound of time, before it answers. It answers 413 or 408 itself and reports false when
+// the body is too large or too slow.
+func readAdminBody(w http.ResponseWriter, r *http.Request, cfg *Config) bool {
+	if r.ContentLength > adminMaxBody {
+		w.Header().Set("connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("an admin request body may hold at most %d bytes", adminMaxBody)})
+		return false
+	}
+	if r.ContentLength == 0 {
+		return true
+	}
+	_, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, adminMaxBody))
+	var (
+		mbe *http.MaxBytesError
+		ne  net.Error
+	)
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &mbe):
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("an admin request body may hold at most %d bytes", adminMaxBody)})
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("connection", "close")
+		writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": fmt.Sprintf("the request body did not arrive within %v", bodyTimeout(cfg))})
+	default:
+		w.Header().Set("connection", "close")
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "could not read the request body"})
+	}
+	return false
+}
+
+// adminRunTime is how long a profile or trace of the pprof paths runs before it
+// answers: its ?seconds (the write deadline counts from its end). Zero for other paths.
+func adminRunTime(r *http.Request) time.Duration {
+	if !strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+		return 0
+	}
+	sec, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+	if err != nil || sec <= 0 || math.IsInf(sec, 0) || math.IsNaN(sec) {
+		if r.URL.Path == "/debug/pprof/profile" {
+			return 30 * time.Second // pprof.Profile's default
+		}
+		return time.Second // pprof.Trace's, and the delta profiles'
+	}
+	return time.Duration(min(sec, float64(24*time.Hour/time.Second)) * float64(time.Second))
 }
 
 type errString string

@@ -214,3 +214,67 @@ func TestShutdownCutsStreamsAfterTheGrace(t *testing.T) {
 	}
 	<-served
 }
+
+// adminRaw sends an admin request's line, headers (the token's included) and the start
+// of its body on a connection of its own, and returns the connection.
+func adminRaw(t *testing.T, g *gw, path, head, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.admin.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_, _ = io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-secret\r\n"+head+"\r\n"+body)
+	return c
+}
+
+// An admin client that stalls its body does not hold its handler (nor the listener's
+// shutdown): it is answered 408 at the body's bound, timeouts.request, and the control
+// it asked for is not applied.
+func TestAdminStalledBodyIsAnswered(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\ntimeouts: {request: 200ms}\n"))
+	c := adminRaw(t, g, "/admin/upstreams/oa/drain", "Content-Length: 1000\r\n", "{")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a safety net only
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 408 ") {
+		t.Fatalf("an admin client whose body stalled got %q, %v; want a 408", line, err)
+	}
+	if rest, err := io.ReadAll(br); err != nil {
+		t.Fatalf("the connection stays open after the 408: %v; read %q", err, rest)
+	}
+	if _, body := admin(t, g, "GET", "/admin/snapshot", "admin-secret"); at(decode(t, body), "upstreams", 0, "drained") == true {
+		t.Fatalf("the drain was applied: %s", body)
+	}
+}
+
+// An admin request with a body larger than the admin bound is refused 413 without
+// reading it, and the control it asked for is not applied.
+func TestAdminLargeBodyIsRefused(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	g := startGateway(t, baseConfig(oa, an, "admin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\n"))
+	for _, tc := range []struct{ name, head, body string }{
+		{"declared", "Content-Length: 104857600\r\n", strings.Repeat("x", 1024)},
+		{"chunked", "Transfer-Encoding: chunked\r\n", "10000\r\n" + strings.Repeat("x", 1<<16) + "\r\n10\r\n" + strings.Repeat("x", 16) + "\r\n0\r\n\r\n"},
+	} {
+		c := adminRaw(t, g, "/admin/upstreams/oa/drain", tc.head, tc.body)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a safety net only
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 413 ") {
+			t.Errorf("%s: an admin body over the bound got %q, %v; want a 413", tc.name, line, err)
+		}
+	}
+	if _, body := admin(t, g, "GET", "/admin/snapshot", "admin-secret"); at(decode(t, body), "upstreams", 0, "drained") == true {
+		t.Fatalf("the drain was applied: %s", body)
+	}
+	// A small body is read and dropped: the control is applied.
+	c := adminRaw(t, g, "/admin/upstreams/oa/drain", "Content-Length: 2\r\n", "{}")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200 ") {
+		t.Fatalf("a small admin body got %q, %v", line, err)
+	}
+	if _, body := admin(t, g, "GET", "/admin/snapshot", "admin-secret"); at(decode(t, body), "upstreams", 0, "drained") != true {
+		t.Fatalf("the drain with a small body was not applied: %s", body)
+	}
+}

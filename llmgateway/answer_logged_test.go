@@ -2,6 +2,7 @@ package llmgateway_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -79,4 +80,36 @@ func (h slowHandler) Handle(ctx context.Context, r slog.Record) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// A one-shot answer is logged and counted before it is written, so a caller that never
+// reads a large one is logged with status 200. Its failed writing is recorded after: a
+// line "answer not delivered" with the request's id, and the route's count of
+// undelivered answers.
+func TestUnreadOneShotAnswerIsRecordedUndelivered(t *testing.T) {
+	oa := newVendor(t, "openai")
+	text := strings.Repeat("word ", 4<<20) // 20 MB, more than the sockets hold
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		w.Header().Set("content-type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"`+
+			text+`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`)
+		return true
+	})
+	g := startGateway(t, oneUpstreamConfig(oa, "timeouts: {idle: 200ms}\nadmin: {listen: 127.0.0.1:0, token_env: ADMIN_TOKEN}\n"))
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	rawRequest(t, g.api.URL, 4096, "/v1/chat/completions", fmt.Sprintf("Content-Length: %d\r\nx-request-id: unread-1\r\n", len(body)), body)
+	logLine(t, g.logs, 10*time.Second, `"request_id":"unread-1"`, `"status":200`)
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(g.logs.String(), `"msg":"answer not delivered","request_id":"unread-1","route":"openai.chat"`); {
+		if time.Now().After(end) {
+			t.Fatalf("no line for the undelivered answer; log:\n%.3000s", g.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, metrics := admin(t, g, "GET", "/metrics", "")
+	if !strings.Contains(metrics, `llmgateway_answers_undelivered_total{`) || !strings.Contains(metrics, `route="openai.chat"} 1`) {
+		t.Fatalf("the undelivered answer is not counted:\n%.3000s", metrics)
+	}
+	if strings.Contains(g.logs.String(), "word word") {
+		t.Fatal("the answer's text is in the log")
+	}
 }

@@ -2,6 +2,7 @@ package llmgateway
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 
 type anRequest struct {
 	Model         string          `json:"model"`
-	MaxTokens     int             `json:"max_tokens"`
+	MaxTokens     *int            `json:"max_tokens"`
 	Messages      []anMessage     `json:"messages"`
 	System        json.RawMessage `json:"system"`
 	Tools         []anTool        `json:"tools"`
@@ -113,13 +114,21 @@ func decodeAnthropic(body []byte) (*llmclient.Request, bool, error) {
 	if in.Model == "" {
 		return nil, false, fmt.Errorf("model: Field required")
 	}
-	if in.MaxTokens < 0 {
-		return nil, false, fmt.Errorf("max_tokens: must not be negative")
+	maxTokens := 0
+	if in.MaxTokens != nil {
+		// Anthropic takes 0 to warm the prompt cache without generating; the common
+		// request reads 0 as the vendor's default, which would generate a whole answer.
+		switch maxTokens = *in.MaxTokens; {
+		case maxTokens < 0:
+			return nil, false, &fieldError{param: "max_tokens", msg: "max_tokens: must not be negative"}
+		case maxTokens == 0:
+			return nil, false, &fieldError{param: "max_tokens", msg: "max_tokens: 0 (warming the prompt cache without an answer) is not supported by this gateway; it must be at least 1"}
+		}
 	}
 	if len(in.Messages) == 0 {
 		return nil, false, fmt.Errorf("messages: at least one message is required")
 	}
-	req := &llmclient.Request{Model: in.Model, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
+	req := &llmclient.Request{Model: in.Model, MaxTokens: maxTokens, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
 	sys, err := blocks(in.System)
 	if err != nil {
 		return nil, false, fmt.Errorf("system: %v", err)
@@ -396,7 +405,13 @@ func encodeAnthropic(resp *llmclient.Response, id, model string, stops []string)
 
 // anStreamWriter renders Chunks as Messages SSE events: message_start, one content
 // block per text run or tool call, message_delta with the stop reason and usage,
-// message_stop.
+// message_stop. Blocks are sent one at a time, each delta to the block open.
+//
+// A tool call's block stays open until the message ends: another vendor may send more
+// of a call's arguments after the next call, or text, has begun (OpenAI's deltas name
+// their call by index, in any order). What comes while a tool block is open is held
+// (text and other calls, in the order they began) and sent as whole blocks at the end,
+// so that a late delta always has its block to go to.
 type anStreamWriter struct {
 	id, model string
 	stops     []string // the request's stop sequences
@@ -407,7 +422,16 @@ type anStreamWriter struct {
 	kind      string // "text" or "tool_use"
 	toolIndex int    // the open tool block's Chunk tool index
 	index     int    // the next block's index
+	held      []heldBlock
 	buf       bytes.Buffer
+}
+
+// heldBlock is a block that began while a tool block was open, sent at the end.
+type heldBlock struct {
+	tool      bool
+	toolIndex int
+	id, name  string
+	data      []byte // the text, or the tool call's arguments
 }
 
 func (s *anStreamWriter) event(name string, v any) {
@@ -448,6 +472,22 @@ func (s *anStreamWriter) openBlock(kind string, block jsonObject) {
 	s.index++
 }
 
+func (s *anStreamWriter) textDelta(text string) {
+	s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
+		"delta": jsonObject{"type": "text_delta", "text": text}})
+}
+
+func (s *anStreamWriter) jsonDelta(args string) {
+	s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
+		"delta": jsonObject{"type": "input_json_delta", "partial_json": args}})
+}
+
+// holding reports whether a block that begins now must be held: a tool block is open,
+// or blocks are held already (they go out in the order they began).
+func (s *anStreamWriter) holding() bool {
+	return len(s.held) > 0 || (s.open && s.kind == "tool_use")
+}
+
 // chunk renders c; the bytes are valid until the next call.
 func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
 	s.buf.Reset()
@@ -459,34 +499,82 @@ func (s *anStreamWriter) chunk(c llmclient.Chunk) []byte {
 	s.refused = s.refused || c.Refusal != ""
 	s.answered = s.answered || c.Text != ""
 	if text != "" {
-		if !s.open || s.kind != "text" {
+		switch {
+		case s.holding():
+			if n := len(s.held); n > 0 && !s.held[n-1].tool {
+				s.held[n-1].data = append(s.held[n-1].data, text...)
+			} else {
+				s.held = append(s.held, heldBlock{data: []byte(text)})
+			}
+		case s.open && s.kind == "text":
+			s.textDelta(text)
+		default:
 			s.openBlock("text", jsonObject{"type": "text", "text": ""})
+			s.textDelta(text)
 		}
-		s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
-			"delta": jsonObject{"type": "text_delta", "text": text}})
 	}
 	for _, tc := range c.ToolCalls {
 		if tc.ID == "" && tc.Name == "" && tc.Arguments == "" {
 			continue // carries no part of a call
 		}
 		s.answered = true
-		if !s.open || s.kind != "tool_use" || s.toolIndex != tc.Index {
-			s.openBlock("tool_use", jsonObject{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": jsonObject{}})
-			s.toolIndex = tc.Index
+		if s.open && s.kind == "tool_use" && s.toolIndex == tc.Index {
+			if tc.Arguments != "" {
+				s.jsonDelta(tc.Arguments)
+			}
+			continue
 		}
+		if h := s.heldTool(tc.Index); h != nil {
+			h.id, h.name = cmp.Or(h.id, tc.ID), cmp.Or(h.name, tc.Name)
+			h.data = append(h.data, tc.Arguments...)
+			continue
+		}
+		if s.holding() {
+			s.held = append(s.held, heldBlock{tool: true, toolIndex: tc.Index, id: tc.ID, name: tc.Name, data: []byte(tc.Arguments)})
+			continue
+		}
+		s.openBlock("tool_use", jsonObject{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": jsonObject{}})
+		s.toolIndex = tc.Index
 		if tc.Arguments != "" {
-			s.event("content_block_delta", jsonObject{"type": "content_block_delta", "index": s.index - 1,
-				"delta": jsonObject{"type": "input_json_delta", "partial_json": tc.Arguments}})
+			s.jsonDelta(tc.Arguments)
 		}
 	}
 	return s.buf.Bytes()
+}
+
+// heldTool is the held block of the tool call with Chunk tool index i, or nil.
+func (s *anStreamWriter) heldTool(i int) *heldBlock {
+	for k := range s.held {
+		if s.held[k].tool && s.held[k].toolIndex == i {
+			return &s.held[k]
+		}
+	}
+	return nil
+}
+
+// closeAll closes the open block and sends the held ones whole.
+func (s *anStreamWriter) closeAll() {
+	s.closeBlock()
+	for _, h := range s.held {
+		if h.tool {
+			s.openBlock("tool_use", jsonObject{"type": "tool_use", "id": h.id, "name": h.name, "input": jsonObject{}})
+			if len(h.data) > 0 {
+				s.jsonDelta(string(h.data))
+			}
+		} else {
+			s.openBlock("text", jsonObject{"type": "text", "text": ""})
+			s.textDelta(string(h.data))
+		}
+		s.closeBlock()
+	}
+	s.held = nil
 }
 
 // end closes the message after a clean end, or an answer the vendor filtered or refused.
 func (s *anStreamWriter) end(resp *llmclient.Response) []byte {
 	s.buf.Reset()
 	s.start()
-	s.closeBlock()
+	s.closeAll()
 	u := anUsageOf(resp.Usage)
 	stop := anStop(resp.FinishReason, resp.RawFinishReason, s.refused && !s.answered)
 	s.event("message_delta", jsonObject{"type": "message_delta",

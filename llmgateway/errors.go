@@ -52,10 +52,29 @@ func localError(status int, message string) *apiError {
 		e.oaType, e.oaCode, e.anType = "invalid_request_error", "request_too_large", "request_too_large"
 	case http.StatusMethodNotAllowed:
 		e.oaType, e.anType = "invalid_request_error", "invalid_request_error"
+	case http.StatusRequestTimeout:
+		// The caller's body did not arrive in time: logged as a timeout, not a bad request.
+		e.oaType, e.anType, e.class = "invalid_request_error", "invalid_request_error", failure.Timeout
 	case http.StatusServiceUnavailable:
 		e.oaType, e.oaCode, e.anType, e.class = "service_unavailable_error", "shutting_down", "overloaded_error", failure.Unavailable
 	default:
 		e.oaType, e.anType = "invalid_request_error", "invalid_request_error"
+	}
+	return e
+}
+
+// fieldError is a request field out of its range, found while decoding: a 400 that
+// names the field (OpenAI's error.param, and error.code when set).
+type fieldError struct{ param, code, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// decodeError is the answer to a request body the front door refused.
+func decodeError(err error) *apiError {
+	e := localError(http.StatusBadRequest, err.Error())
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		e.param, e.oaCode = fe.param, fe.code
 	}
 	return e
 }

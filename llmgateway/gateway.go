@@ -482,6 +482,8 @@ type record struct {
 	logged bool
 	// accounted: the request's line and metrics were written (logAccess runs once).
 	accounted bool
+	// notes are the serving upstream adapter's notes on its translation of the call.
+	notes []string
 }
 
 // logAccess writes the request's access log line and metrics, once.
@@ -539,6 +541,7 @@ func (rec *record) fromResponse(resp *llmclient.Response) {
 		rec.tried(resp.Attempts)
 	}
 	rec.fallback, rec.cached = resp.Fallback, resp.Cached
+	rec.notes = servedNotes(resp.Attempts)
 	rec.input, rec.output = resp.Usage.InputTokens, resp.Usage.OutputTokens
 	rec.cost, rec.costKnown = resp.Cost.Amount.Dollars(), resp.Cost.Known
 	rec.waited = waited(resp.Attempts)
@@ -549,6 +552,7 @@ func (rec *record) fromError(err error) {
 	rec.class = llmclient.ClassOf(err)
 	if errors.As(err, &le) {
 		rec.tried(le.Attempts)
+		rec.notes = servedNotes(le.Attempts)
 		rec.waited = waited(le.Attempts)
 		rec.cost, rec.costKnown = le.Cost.Amount.Dollars(), le.Cost.Known
 		// The tokens the cost was priced on: the attempts' usage, reported or, where
@@ -593,6 +597,17 @@ func tried(as []llmclient.Attempt) (upstream string, attempts int) {
 		}
 	}
 	return "", 0
+}
+
+// servedNotes are the notes of the last attempt that called an upstream: the one whose
+// answer (or failure) the caller gets.
+func servedNotes(as []llmclient.Attempt) []string {
+	for i := len(as) - 1; i >= 0; i-- {
+		if !as[i].Local {
+			return as[i].Notes
+		}
+	}
+	return nil
 }
 
 func waited(as []llmclient.Attempt) time.Duration {
@@ -689,7 +704,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		ereq, b64, err = decodeOpenAIEmbed(body)
 	}
 	if err != nil {
-		fail(localError(http.StatusBadRequest, err.Error()))
+		fail(decodeError(err))
 		return
 	}
 	model := ""
@@ -777,8 +792,11 @@ func partialAnswer(err error) *llmclient.Response {
 	return nil
 }
 
+// chatID is the id of a chat completion: the upstream's when it is one of OpenAI's
+// (chatcmpl-…), else one made of the request id, as msgID does for Anthropic's. An
+// Anthropic msg_… or a Gemini responseId is not passed on as a chat completion's.
 func chatID(id, rid string) string {
-	if id != "" {
+	if strings.HasPrefix(id, "chatcmpl-") {
 		return id
 	}
 	return "chatcmpl-" + rid
@@ -805,13 +823,30 @@ func (g *Gateway) writeOK(w http.ResponseWriter, rc *http.ResponseController, wt
 	// client as it is written, and a client that has its answer finds it counted.
 	g.logAccess(rec)
 	w.WriteHeader(http.StatusOK)
+	total := len(body)
 	for len(body) > 0 {
 		n := min(len(body), writePiece)
 		_ = rc.SetWriteDeadline(time.Now().Add(wt))
 		if _, err := w.Write(body[:n]); err != nil {
+			g.undelivered(rec, total-len(body), total)
 			return
 		}
 		body = body[n:]
+	}
+}
+
+// undelivered records a one-shot answer whose writing failed (the caller went away or
+// stopped reading) after its access log line was written: a line of its own, and the
+// llmgateway.answers.undelivered count. An answer within net/http's buffer is sent
+// after the handler returns, and its failure is not seen.
+func (g *Gateway) undelivered(rec *record, written, total int) {
+	if g.metrics != nil {
+		g.metrics.undelivered(rec.route)
+	}
+	if rec.logged {
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "answer not delivered",
+			slog.String("request_id", rec.id), slog.String("route", rec.route.String()),
+			slog.Int("written_bytes", written), slog.Int("answer_bytes", total))
 	}
 }
 
@@ -823,6 +858,49 @@ func (g *Gateway) callHeaders(h http.Header, rec *record) {
 	if rec.attempts > 0 {
 		h.Set("x-llmclient-attempts", strconv.Itoa(rec.attempts))
 	}
+	for i, n := range rec.notes {
+		if i == maxNotes {
+			h.Add(notesHeader, "...")
+			break
+		}
+		h.Add(notesHeader, noteValue(n))
+	}
+}
+
+// notesHeader carries the serving adapter's notes on how it translated the request (a
+// field the vendor has no equivalent for, a clamped parameter, a remapped id), one
+// value each, at most maxNotes of them.
+const (
+	notesHeader = "x-llmclient-notes"
+	maxNotes    = 8
+	maxNoteLen  = 256
+)
+
+// noteValue is a note as a header value: the values it quotes (the caller's ids, as
+// written) elided, printable ASCII only, at most maxNoteLen bytes.
+func noteValue(n string) string {
+	b := make([]byte, 0, min(len(n), maxNoteLen))
+	for i := 0; i < len(n) && len(b) < maxNoteLen; i++ {
+		c := n[i]
+		switch {
+		case c == '"':
+			// A Go-quoted value (%q): skip to its closing quote.
+			for i++; i < len(n) && n[i] != '"'; i++ {
+				if n[i] == '\\' {
+					i++
+				}
+			}
+			b = append(b, `"..."`...)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '?')
+		default:
+			b = append(b, c)
+		}
+	}
+	if len(b) > maxNoteLen {
+		b = b[:maxNoteLen]
+	}
+	return string(b)
 }
 
 func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *record, req *llmclient.Request,
@@ -855,7 +933,7 @@ func (g *Gateway) serveStream(ctx context.Context, w http.ResponseWriter, rec *r
 	// The committed attempt has not ended: its upstream is the one whose stream gave
 	// the first chunk, and the attempts before it have reported.
 	if p := clock.served.Load(); p != nil {
-		rec.upstream = *p
+		rec.upstream, rec.notes = p.name, p.notes
 		rec.attempts = int(clock.attempts.Load()) + 1
 	} // else no upstream served it: the cache did
 	h := w.Header()
@@ -977,7 +1055,9 @@ func (g *Gateway) Serve(api, admin net.Listener) error {
 	g.servers = append(g.servers, apiSrv)
 	var adminSrv *http.Server
 	if admin != nil {
-		adminSrv = &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 30 * time.Second}
+		// AdminHandler bounds each request's body and answer; an idle keep-alive
+		// connection is closed as the API's are.
+		adminSrv = &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 		g.servers = append(g.servers, adminSrv)
 	}
 	g.srvMu.Unlock()

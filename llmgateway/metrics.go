@@ -27,6 +27,9 @@ type metrics struct {
 	requests metric.Int64Counter
 	overhead metric.Float64Histogram
 	duration metric.Float64Histogram
+	// undeliveredN counts the one-shot answers whose writing failed, by route.
+	undeliveredN    metric.Int64Counter
+	undeliveredSets [3]metric.MeasurementOption // by route
 
 	requestSets  sync.Map // requestKey → metric.MeasurementOption
 	overheadSets sync.Map // overheadKey → metric.MeasurementOption
@@ -61,7 +64,17 @@ func newMetrics(vendors map[string]string) (*metrics, []llmclient.Option, error)
 	if m.duration, err = meter.Float64Histogram("llmgateway.request.duration", metric.WithDescription("Requests' whole duration."), metric.WithUnit("s")); err != nil {
 		return nil, nil, err
 	}
+	if m.undeliveredN, err = meter.Int64Counter("llmgateway.answers.undelivered", metric.WithDescription("One-shot answers whose writing to the caller failed after their request was logged and counted, by route."), metric.WithUnit("{answer}")); err != nil {
+		return nil, nil, err
+	}
+	for r := range m.undeliveredSets {
+		m.undeliveredSets[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("route", route(r).String())))
+	}
 	return m, []llmclient.Option{llmclient.WithMiddleware(tel.Middleware)}, nil
+}
+
+func (m *metrics) undelivered(r route) {
+	m.undeliveredN.Add(context.Background(), 1, m.undeliveredSets[r])
 }
 
 func (m *metrics) watch(c *llmclient.Client) error {

@@ -98,14 +98,21 @@ func decodeOpenAIChat(body []byte) (req *llmclient.Request, stream, includeUsage
 	}
 	req = &llmclient.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, PromptCacheKey: in.PromptCacheKey,
 		DisableParallelToolCalls: in.ParallelToolCalls != nil && !*in.ParallelToolCalls}
+	// OpenAI refuses a limit below 1 (0 is not "the default": leaving the field out is).
+	for _, f := range [...]struct {
+		name string
+		v    *int
+	}{{"max_tokens", in.MaxTokens}, {"max_completion_tokens", in.MaxCompletionTokens}} {
+		if f.v != nil && *f.v < 1 {
+			return nil, false, false, &fieldError{param: f.name, code: "integer_below_min_value",
+				msg: fmt.Sprintf("Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", f.name, *f.v)}
+		}
+	}
 	switch {
 	case in.MaxCompletionTokens != nil:
 		req.MaxTokens = *in.MaxCompletionTokens
 	case in.MaxTokens != nil:
 		req.MaxTokens = *in.MaxTokens
-	}
-	if req.MaxTokens < 0 {
-		return nil, false, false, fmt.Errorf("max_tokens: must not be negative")
 	}
 	for i, m := range in.Messages {
 		msg, err := m.message()

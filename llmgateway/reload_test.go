@@ -126,6 +126,9 @@ func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	errs := make(chan string, 100)
 	var served sync.Map
+	// progress has a value once a request was served since the main loop last took it:
+	// each reload waits for one, so reloads and requests interleave without a sleep.
+	progress := make(chan struct{}, 1)
 	for w := range 6 {
 		wg.Add(1)
 		go func() {
@@ -147,20 +150,29 @@ func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
 					return
 				}
 				served.Store(w*1000+i, true)
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
 			}
 		}()
 	}
+	workersDone := make(chan struct{})
+	go func() { wg.Wait(); close(workersDone) }()
 	cb, err := llmgateway.Parse([]byte(b), e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Reload, alternating the two files, until enough requests have gone through.
+	// Reload, alternating the two files, until enough requests have gone through; after
+	// each reload, a request is served before the next (while the other workers' are in
+	// flight), or every worker has ended.
 	count := func() int {
 		n := 0
 		served.Range(func(any, any) bool { n++; return true })
 		return n
 	}
-	for i := 0; i < 30 || (count() < 300 && i < 5000); i++ {
+reloads:
+	for i := 0; i < 30 || count() < 300; i++ {
 		cfg := ca
 		if i%2 == 0 {
 			cfg = cb
@@ -168,7 +180,11 @@ func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
 		if err := g.Reload(cfg); err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-progress:
+		case <-workersDone:
+			break reloads
+		}
 	}
 	stop()
 	wg.Wait()

@@ -22,10 +22,18 @@ type upstreamClock struct {
 	// attempts spent waiting before their calls, and how many ended.
 	waitedNS atomic.Int64
 	attempts atomic.Int32
-	// served is the upstream whose stream delivered the first content chunk.
-	served atomic.Pointer[string]
+	// served is the upstream whose stream delivered the first content chunk, with its
+	// adapter's notes on the call.
+	served atomic.Pointer[servedBy]
 	// end is what the Client's event.Call said of the call's end.
 	end atomic.Pointer[callEnd]
+}
+
+// servedBy is the upstream whose stream gave a request's first content chunk, and the
+// notes its adapter made translating the call (llmclient.Call.Notes).
+type servedBy struct {
+	name  string
+	notes []string
 }
 
 // callEnd is a call's end as its event.Call reports it: the tokens (reported, or the
@@ -97,6 +105,8 @@ func (c *upstreamClock) total() time.Duration {
 type timed struct {
 	name string
 	p    llmclient.Provider
+	// by is the servedBy of a call without notes, shared by its streams.
+	by *servedBy
 }
 
 func (t *timed) Complete(ctx context.Context, call *llmclient.Call) (*llmclient.Response, error) {
@@ -109,13 +119,18 @@ func (t *timed) Stream(ctx context.Context, call *llmclient.Call) (llmclient.Pro
 	if err != nil || c == nil {
 		return s, err
 	}
-	return &timedStream{s: s, c: c, name: &t.name}, nil
+	// The adapter made its notes building the vendor request, before the stream opened.
+	by := t.by
+	if len(call.Notes) > 0 {
+		by = &servedBy{name: t.name, notes: call.Notes}
+	}
+	return &timedStream{s: s, c: c, by: by}, nil
 }
 
 type timedStream struct {
 	s    llmclient.ProviderStream
 	c    *upstreamClock
-	name *string
+	by   *servedBy
 	seen bool
 }
 
@@ -123,7 +138,7 @@ func (t *timedStream) Recv() (llmclient.Chunk, error) {
 	ch, err := t.s.Recv()
 	if !t.seen && err == nil && ch.HasContent() {
 		t.seen = true
-		t.c.served.CompareAndSwap(nil, t.name)
+		t.c.served.CompareAndSwap(nil, t.by)
 	}
 	return ch, err
 }
@@ -163,7 +178,7 @@ type timedDialectEmbedUsage struct {
 
 // timeProvider wraps p, the upstream called name, keeping its capabilities.
 func timeProvider(name string, p llmclient.Provider) llmclient.Provider {
-	t := &timed{name: name, p: p}
+	t := &timed{name: name, p: p, by: &servedBy{name: name}}
 	d, isD := p.(llmclient.Dialect)
 	e, isE := p.(llmclient.Embedder)
 	u, isU := p.(llmclient.UsageReader)

@@ -1,11 +1,15 @@
 package llmgateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 )
 
 // What a front door of one vendor answers for another vendor's stop reasons and
@@ -187,5 +191,94 @@ func TestAnthropicStopSequenceEchoed(t *testing.T) {
 	m = decode(t, body)
 	if at(m, "stop_reason") != "stop_sequence" || at(m, "stop_sequence") != nil {
 		t.Errorf("two stop sequences: %s, want stop_sequence null (which one matched is not known)", body)
+	}
+}
+
+// An OpenAI upstream may send more of a call's arguments after the next call began (its
+// deltas name their call by index). The Anthropic door still sends one block at a time,
+// every delta to the block open, each tool_use block started with its call's id and
+// name, and the Anthropic SDK accumulates both calls whole.
+func TestAnthropicStreamLateToolDeltaFromOpenAI(t *testing.T) {
+	oa, an := newVendor(t, "openai"), newVendor(t, "anthropic")
+	chunk := func(delta string) string {
+		return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}`
+	}
+	oa.setHandler(func(w http.ResponseWriter, r *http.Request, n int) bool {
+		writeOpenAIChunks(w,
+			chunk(`{"role":"assistant","content":"Let me check"}`),
+			chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"weather","arguments":"{\"city\":"}}]}`),
+			chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"time","arguments":"{\"zone\":"}}]}`),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}}]}`),
+			chunk(`{"content":" both"}`),
+			chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"\"CET\"}"}}]}`),
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}`,
+			`[DONE]`)
+		return true
+	})
+	g := startGateway(t, baseConfig(oa, an, ""))
+	const req = `{"model":"gpt-4o","max_tokens":64,"stream":true,
+		"tools":[{"name":"weather","input_schema":{"type":"object"}},{"name":"time","input_schema":{"type":"object"}}],
+		"messages":[{"role":"user","content":"weather in Oslo, and the time?"}]}`
+	resp, body := post(t, g.api.URL+"/v1/messages", "gw-key-a", req)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var blocks []string
+	open := -1
+	for _, e := range parseSSE(t, body) {
+		m := decode(t, e.data)
+		switch e.name {
+		case "content_block_start":
+			i := int(at(m, "index").(float64))
+			if open != -1 || i != len(blocks) {
+				t.Fatalf("block %d starts while %d is open, after %d blocks:\n%s", i, open, len(blocks), body)
+			}
+			open = i
+			cb := at(m, "content_block")
+			if at(cb, "type") == "tool_use" && (at(cb, "id") == "" || at(cb, "name") == "") {
+				t.Fatalf("a tool_use block without its id or name: %s\n%s", e.data, body)
+			}
+			blocks = append(blocks, fmt.Sprint(at(cb, "type"), ":", at(cb, "id")))
+		case "content_block_delta", "content_block_stop":
+			if i := int(at(m, "index").(float64)); i != open {
+				t.Fatalf("%s for block %d while %d is open:\n%s", e.name, i, open, body)
+			}
+			if e.name == "content_block_stop" {
+				open = -1
+			}
+		}
+	}
+	if want := "[text:<nil> tool_use:call_a tool_use:call_b text:<nil>]"; fmt.Sprint(blocks) != want {
+		t.Fatalf("blocks %v, want %s\n%s", blocks, want, body)
+	}
+	// The SDK's accumulator, fed the same events, finds both calls' arguments whole.
+	client := anthropic.NewClient(aoption.WithBaseURL(g.api.URL), aoption.WithAPIKey("gw-key-a"), aoption.WithMaxRetries(0))
+	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
+		Model: "gpt-4o", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("weather in Oslo, and the time?"))},
+	})
+	defer stream.Close()
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatalf("accumulate: %v\n%s", err, body)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range acc.Content {
+		switch b.Type {
+		case "text":
+			got = append(got, "text:"+b.Text)
+		case "tool_use":
+			got = append(got, b.ID+":"+b.Name+":"+string(b.Input))
+		}
+	}
+	want := []string{"text:Let me check", `call_a:weather:{"city":"Oslo"}`, `call_b:time:{"zone":"CET"}`, "text: both"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("accumulated %q, want %q\n%s", got, want, body)
 	}
 }

@@ -8,7 +8,7 @@
 // SIGHUP and any change of the file reload the configuration (an invalid one is
 // refused and the running one kept); SIGINT and SIGTERM shut down gracefully,
 // waiting for requests in flight, open streams included, and a second one cuts
-// those left.
+// those left. The command exits 0 after a clean drain and 1 when it cut requests.
 package main
 
 import (
@@ -48,10 +48,18 @@ llmgateway serves an OpenAI- and Anthropic-compatible HTTP API in front of llmcl
 POST /admin/reload reload the configuration; an invalid file is refused, logged, and
 changes nothing. SIGINT and SIGTERM close the listeners and wait for the requests in
 flight, open streams included, up to shutdown_grace; a second one cuts those left.
+The exit status is 0 after a clean drain, 1 when requests were cut or a start failed.
 
 `
 
 func run() error {
+	// From the start a SIGHUP waits in sig instead of ending the process with Go's
+	// default action: sent while the gateway starts, it is a reload once it serves; with
+	// -check it is ignored. SIGINT and SIGTERM keep their default until the gateway
+	// serves: they end a start that hangs (a store that does not answer).
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGHUP)
+	defer signal.Stop(sig)
 	file := flag.String("config", "llmgateway.yaml", "configuration file (YAML or JSON)")
 	check := flag.Bool("check", false, "validate the configuration as a start would, print \"configuration ok\" and exit")
 	watch := flag.Duration("watch", 2*time.Second, "how often to check the file for changes (0: only SIGHUP and /admin/reload)")
@@ -60,15 +68,6 @@ func run() error {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	sig := make(chan os.Signal, 4)
-	if !*check {
-		// From here on a SIGHUP waits for the loop below instead of ending the process
-		// with Go's default action: sent while the gateway starts, it is a reload once it
-		// serves. SIGINT and SIGTERM keep their default until then: they end a start that
-		// hangs (a store that does not answer).
-		signal.Notify(sig, syscall.SIGHUP)
-		defer signal.Stop(sig)
-	}
 	cfg, err := llmgateway.LoadFile(*file, nil)
 	if err != nil {
 		return err
@@ -149,7 +148,12 @@ func run() error {
 	// ends when Shutdown returns.
 	err = g.Serve(api, admin)
 	if ctx.Err() != nil {
+		// A drain that did not end cleanly (requests cut when shutdown_grace ran out or
+		// at a second signal, or what the stores held back not sent) exits 1.
 		if derr := <-drained; derr != nil {
+			if err == nil {
+				return fmt.Errorf("llmgateway: shutdown: %w", derr)
+			}
 			fmt.Fprintln(os.Stderr, "llmgateway: shutdown:", derr)
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// heldStart launches the gateway with a named pipe as its price file and returns once
-// the gateway has opened it, while it builds: the process, the pipe's writing end, the
-// configuration file and a plain price file beside it.
-func heldStart(t *testing.T) (p *proc, w *os.File, file, plain string, u *upstream) {
+// heldStart launches the gateway (with args, default -watch 0) with a named pipe as its
+// price file and returns once the gateway has opened it, while it builds: the process,
+// the pipe's writing end, the configuration file and a plain price file beside it.
+func heldStart(t *testing.T, args ...string) (p *proc, w *os.File, file, plain string, u *upstream) {
 	t.Helper()
 	if signal.Ignored(syscall.SIGHUP) {
 		// This test process started with SIGHUP ignored (nohup, a job control shell),
@@ -35,7 +35,10 @@ func heldStart(t *testing.T) (p *proc, w *os.File, file, plain string, u *upstre
 	}
 	file = filepath.Join(dir, "gw.yaml")
 	writeFile(t, file, conf{extra: "pricing: {file: " + pipe + "}\n"}.yaml(u))
-	p = launch(t, "", "-config", file, "-watch", "0")
+	if len(args) == 0 {
+		args = []string{"-watch", "0"}
+	}
+	p = launch(t, "", append([]string{"-config", file}, args...)...)
 
 	opened := make(chan *os.File, 1)
 	go func() {
@@ -97,5 +100,21 @@ func TestSIGTERMWhileStartingEndsIt(t *testing.T) {
 	}
 	if err := p.exitErr(); err == nil || !strings.Contains(err.Error(), "terminated") {
 		t.Fatalf("exit: %v", err)
+	}
+}
+
+// A -check run ignores a SIGHUP: it reloads nothing, and Go's default action would end
+// it before it could say whether the file is valid.
+func TestSIGHUPDuringCheckIsIgnored(t *testing.T) {
+	p, w, _, _, _ := heldStart(t, "-check")
+	p.signal(syscall.SIGHUP)
+	if _, err := w.WriteString("[]"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 0 || !strings.Contains(p.stdout.String(), "configuration ok") {
+		t.Fatalf("-check after a SIGHUP: exit %d (%v), stdout %q:\n%s", code, p.exitErr(), p.stdout.String(), p.output())
 	}
 }

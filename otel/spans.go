@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -580,93 +578,11 @@ func (t *Telemetry) errText(err error, class string) string {
 	return statusText(err, class)
 }
 
-// statusText names a failure of class without the vendor's message or a body snippet:
-// "llmclient: <class>: upstream "<name>": status <n>: <code or type>", then the cause
-// when it is a sentinel of llmclient, a context error or a network error (that error's
-// text alone, never that of an error it is wrapped in). An error that is no
-// *llmclient.Error is named by its class, or by such a cause.
+// statusText names a failure of class without the vendor's message or a body snippet
+// (llmclient.ErrorSummary), or by its class when that says nothing.
 func statusText(err error, class string) string {
-	var e *llmclient.Error
-	if !errors.As(err, &e) {
-		if cause := safeCause(err); cause != "" {
-			return cause
-		}
-		return class
+	if s := llmclient.ErrorSummary(err); s != "" {
+		return clampValue(s)
 	}
-	var b strings.Builder
-	b.WriteString("llmclient: ")
-	b.WriteString(e.Class.String())
-	if e.Upstream != "" {
-		b.WriteString(": upstream ")
-		b.WriteString(strconv.Quote(clampValue(e.Upstream)))
-	}
-	if e.Status != 0 {
-		b.WriteString(": status ")
-		b.WriteString(strconv.Itoa(e.Status))
-	}
-	if code := e.Code; code != "" || e.Type != "" {
-		if code == "" {
-			code = e.Type
-		}
-		b.WriteString(": ")
-		b.WriteString(clampValue(code))
-	}
-	if cause := safeCause(e.Err); cause != "" {
-		b.WriteString(": ")
-		b.WriteString(strings.TrimPrefix(cause, "llmclient: "))
-	}
-	return b.String()
+	return class
 }
-
-// safeCause returns the text of the first cause down err's chain that holds nothing of a
-// call's content: one of llmclient's sentinel errors, a context error or a network error.
-// It is that error's own text: the errors that wrap it (another *llmclient.Error, with
-// the vendor's message) are left out. It returns "" when there is none.
-func safeCause(err error) string {
-	for err != nil {
-		if text, ok := safeText(err); ok {
-			return text
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if text := safeCause(e); text != "" {
-					return text
-				}
-			}
-			return ""
-		default:
-			return ""
-		}
-	}
-	return ""
-}
-
-// safeText returns err's text when err itself is a sentinel of llmclient, a context error
-// or a network error that wraps no *llmclient.Error (an *url.Error around a Client
-// transport's error, whose text quotes that error's).
-func safeText(err error) (string, bool) {
-	for _, s := range sentinels {
-		if err == s {
-			return err.Error(), true
-		}
-	}
-	if err == context.Canceled || err == context.DeadlineExceeded {
-		return err.Error(), true
-	}
-	if ne, ok := err.(net.Error); ok {
-		var e *llmclient.Error
-		if !errors.As(ne, &e) {
-			return ne.Error(), true
-		}
-	}
-	return "", false
-}
-
-// sentinels are llmclient's sentinel errors: their text is fixed.
-var sentinels = [...]error{llmclient.ErrCircuitOpen, llmclient.ErrRateLimited, llmclient.ErrNoKey,
-	llmclient.ErrNoUpstream, llmclient.ErrRetryBudget, llmclient.ErrAttemptTimeout, llmclient.ErrFirstTokenTimeout,
-	llmclient.ErrIdleTimeout, llmclient.ErrStreamInterrupted, llmclient.ErrStreamTimeout, llmclient.ErrUnsupported,
-	llmclient.ErrContextWindow}

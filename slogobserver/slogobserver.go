@@ -12,7 +12,8 @@
 // from is not a warning: attempts log at DEBUG (success) and INFO (failure), and the call's
 // own end (event.Call) logs at DEBUG on success and WARN on failure, so a WARN
 // means the caller got an error. Records never contain an API key, nor any prompt or
-// completion text.
+// completion text: errors are named without the vendor's message unless
+// WithErrorMessages says otherwise.
 package slogobserver
 
 import (
@@ -62,6 +63,17 @@ type config struct {
 	metadata  []string
 	// refusalEvery spaces the records of refused calls per upstream (WithRefusalInterval).
 	refusalEvery time.Duration
+	// errorMessages logs errors' whole text (WithErrorMessages).
+	errorMessages bool
+}
+
+// WithErrorMessages sets whether a record's "error" attribute is the error's whole text,
+// with the vendor's message, which may quote the prompt (a 400 naming the offending
+// content), a body snippet or a refusal, which are the answer's text. Default false: the
+// error is named without them (llmclient.ErrorSummary: its class, upstream, status,
+// vendor code and cause), so that records hold no prompt or completion text.
+func WithErrorMessages(on bool) Option {
+	return optionFunc(func(c *config) { c.errorMessages = on })
 }
 
 // defaultRefusalInterval is WithRefusalInterval's default.
@@ -365,7 +377,13 @@ func (o *observer) observe(ctx context.Context, e llmclient.Event) {
 		a = num(a, "status", e.Status)
 	}
 	if e.Err != nil {
-		a = append(a, slog.String("error", e.Err.Error()))
+		text := e.Err.Error()
+		if !o.cfg.errorMessages {
+			if text = llmclient.ErrorSummary(e.Err); text == "" {
+				text = e.Class.String()
+			}
+		}
+		a = append(a, slog.String("error", text))
 	}
 	o.logger.LogAttrs(ctx, level, "llmclient "+e.Kind.String(), a...)
 }

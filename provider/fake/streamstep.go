@@ -212,7 +212,7 @@ func (s *StreamStep) items(call *llmclient.Call, n int) []item {
 	for i := range last {
 		items = append(items, item{wait: s.waitBefore(i), chunk: cloneChunk(s.chunks[i])})
 	}
-	wait := s.waitBefore(last)
+	wait := s.finalWait(last)
 	switch s.end {
 	case endCut:
 		err := fmt.Errorf("fake: stream cut after %d chunks: %w", last, io.ErrUnexpectedEOF)
@@ -241,6 +241,19 @@ func (s *StreamStep) items(call *llmclient.Call, n int) []item {
 		final.Usage = s.defaultUsage(call)
 	}
 	return append(items, item{wait: wait, chunk: final}, item{err: io.EOF})
+}
+
+// finalWait returns the wait before the final item, at position last (the final chunk, or
+// the error that replaces it): its own, and the stalls set at or past the number of
+// chunks (StallAfter), added.
+func (s *StreamStep) finalWait(last int) time.Duration {
+	d := s.waitBefore(last)
+	for k, w := range s.stalls {
+		if k >= len(s.chunks) && k != last && w > 0 {
+			d = min(d, math.MaxInt64-w) + w // saturating
+		}
+	}
+	return d
 }
 
 // waitBefore returns the wait before the item at position i.

@@ -81,8 +81,9 @@ type Upstream struct {
 	// failover and hedging use. Otherwise Refusal says why — "drained", "forced_open"
 	// (an operator holds the breaker open), "breaker_open" (open, or half-open with every
 	// probe out), "shared_trip" (another replica tripped the shared breaker), "no_key"
-	// (every key cooling down, evicted or paused after a rate limit) — and RefusedUntil
-	// when it ends at the earliest (zero when not known: a drain, a forced state, probes
+	// (every key cooling down, evicted or paused after a rate limit), "slow" (its last
+	// attempts were all cut by the Client's share of the time left: calls start elsewhere
+	// for a while) — and RefusedUntil when it ends at the earliest (zero when not known: a drain, a forced state, probes
 	// out, keys evicted).
 	Serving      bool      `json:"serving"`
 	Refusal      string    `json:"refusal,omitempty"`

@@ -4,7 +4,8 @@
 // configuration, and calls it the way a Python or Node service would, with plain
 // HTTP: a one-shot chat answered after a Retry-After, a stream failed over to the
 // other vendor, the Anthropic front door served by the OpenAI upstream, a model the
-// key may not call, and the admin API's snapshot.
+// key may not call, an unknown key, and an operator draining an upstream through the
+// admin API.
 //
 //	go run ./examples/gateway      (from the repository root: cd examples/gateway && go run .)
 package main

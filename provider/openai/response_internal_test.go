@@ -122,7 +122,7 @@ func FuzzUsageCountAgrees(f *testing.F) {
 	}
 	var p Provider
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	chat := []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens", "cached_tokens", "reasoning_tokens"}
+	chat := []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens"}
 	resp := []string{"input_tokens", "output_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"}
 	f.Fuzz(func(t *testing.T, count string, field uint8) {
 		var compact bytes.Buffer // one line, as a stream's data line holds it
@@ -130,7 +130,7 @@ func FuzzUsageCountAgrees(f *testing.F) {
 			return
 		}
 		count = compact.String()
-		members := map[string]string{"prompt_tokens": "11", "completion_tokens": "3", "cached_tokens": "2", "reasoning_tokens": "1"}
+		members := map[string]string{"prompt_tokens": "11", "completion_tokens": "3", "cached_tokens": "2", "cache_write_tokens": "4", "reasoning_tokens": "1"}
 		members[chat[int(field)%len(chat)]] = count
 		usage := `{"prompt_tokens":` + members["prompt_tokens"] + `,"completion_tokens":` + members["completion_tokens"]
 		for _, k := range []string{"total_tokens", "prompt_cache_hit_tokens"} {
@@ -138,7 +138,7 @@ func FuzzUsageCountAgrees(f *testing.F) {
 				usage += `,"` + k + `":` + v
 			}
 		}
-		usage += `,"prompt_tokens_details":{"cached_tokens":` + members["cached_tokens"] +
+		usage += `,"prompt_tokens_details":{"cached_tokens":` + members["cached_tokens"] + `,"cache_write_tokens":` + members["cache_write_tokens"] +
 			`},"completion_tokens_details":{"reasoning_tokens":` + members["reasoning_tokens"] + `}}`
 		body := `{"id":"c","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":` + usage + `}`
 		typed, e := parseResponse(200, http.Header{}, []byte(body), now)

@@ -23,8 +23,9 @@
 //     sequences the first 4 are sent; NaN and infinities are refused as bad requests;
 //   - llmclient.CacheControl marks are ignored: OpenAI caches prompt prefixes on its own
 //     and reports the cached part in Usage.CachedInputTokens and the part written to the
-//     cache (prompt_tokens_details.cache_write_tokens) in Usage.CacheWriteTokens, both
-//     parts of Usage.InputTokens.
+//     cache (prompt_tokens_details.cache_write_tokens, or the Responses API's
+//     input_tokens_details.cache_write_tokens) in Usage.CacheWriteTokens, both parts of
+//     Usage.InputTokens.
 //
 // Request.DisableParallelToolCalls is parallel_tool_calls false (Chat Completions and
 // Responses), sent only with tools: OpenAI refuses the field without them.

@@ -48,7 +48,10 @@ type wireDelta struct {
 }
 
 // openTool is a tool_use block between its content_block_start and content_block_stop.
-// Blocks stream one after another, so one is enough.
+// Blocks stream one after another, so one is enough. Only its input_json_delta events are
+// tool-call deltas: a server_tool_use block (web_search, code_execution…) streams its
+// input the same way, and the API runs that tool itself, as a one-shot response's
+// server-tool blocks are not tool calls either.
 type openTool struct {
 	open    bool
 	index   int
@@ -120,7 +123,9 @@ func (s *stream) Format(f fmt.State, _ rune) {
 // message_stop after skipped events but without a stop_reason is an error wrapping
 // io.ErrUnexpectedEOF, not a clean end. A tool_use block that streams no input (a tool
 // without parameters) gets its start's input, "{}", as arguments at its
-// content_block_stop, as a one-shot response has them. A one-shot body sent instead of
+// content_block_stop, as a one-shot response has them. A server tool's blocks
+// (server_tool_use, whose input streams as input_json_delta too, and its result blocks)
+// yield nothing, as they are left out of a one-shot response. A one-shot body sent instead of
 // events is answered as wholeBody says. Errors are sticky. Recv is not safe for concurrent
 // use with itself; Close may be called at any time.
 func (s *stream) Recv() (llmclient.Chunk, error) {
@@ -233,11 +238,12 @@ func (s *stream) handle(name string, data []byte) (c llmclient.Chunk, ok bool, e
 		case "thinking_delta":
 			c.Reasoning = d.Thinking
 		case "input_json_delta":
-			if d.PartialJSON != "" {
+			// Only the open tool_use block's input is a tool call's: another block's
+			// (server_tool_use, or one whose start was skipped) would be a call without
+			// id or name.
+			if d.PartialJSON != "" && s.tool.open && s.tool.index == ev.Index {
 				c.ToolCalls = []dialect.ToolCallDelta{{Index: ev.Index, Arguments: d.PartialJSON}}
-				if s.tool.open && s.tool.index == ev.Index {
-					s.tool.gotArgs = true
-				}
+				s.tool.gotArgs = true
 			}
 		}
 	case "content_block_stop":

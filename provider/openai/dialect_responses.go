@@ -108,7 +108,8 @@ type respUsage struct {
 	OutputTokens       jsonx.Count `json:"output_tokens"`
 	TotalTokens        jsonx.Count `json:"total_tokens"`
 	InputTokensDetails struct {
-		CachedTokens jsonx.Count `json:"cached_tokens"`
+		CachedTokens     jsonx.Count `json:"cached_tokens"`
+		CacheWriteTokens jsonx.Count `json:"cache_write_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokensDetails struct {
 		ReasoningTokens jsonx.Count `json:"reasoning_tokens"`

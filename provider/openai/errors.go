@@ -36,6 +36,7 @@ const snippetLen = 200
 //	                                                     -> failure.QuotaExhausted
 //	code context_length_exceeded                         -> failure.ContextLength
 //	code content_filter, content_policy_violation, invalid_prompt,
+//	  image_content_policy_violation, bio_policy,
 //	  or innererror.code ResponsibleAIPolicyViolation    -> failure.ContentFiltered
 //	400/413/422 whose message says the context length is exceeded, when the code says
 //	  nothing more specific (none, a number, or a generic word such as
@@ -53,9 +54,10 @@ const snippetLen = 200
 // of this API can conflict with a user's own state.
 //
 // A status below 400 marks an in-band error (an error object inside a 200 body or stream):
-// an integer code in 400–599 is then used as the status, else the type and code decide,
-// and an unknown in-band error is failure.ServerError, since the server broke a response it
-// had accepted. ClassifyError is safe for concurrent use.
+// an integer code in 400–599 is then used as the status, else the type and code decide
+// (a failed Response's code that names a problem with an image of the request, such as
+// invalid_image_url or image_too_large, is failure.BadRequest), and an unknown in-band
+// error is failure.ServerError, since the server broke a response it had accepted. ClassifyError is safe for concurrent use.
 func ClassifyError(status int, h http.Header, body []byte) *llmclient.Error {
 	return classifyErrorAt(status, h, body, time.Now())
 }
@@ -143,6 +145,7 @@ func classify(status int, v *vendorError, msg string) failure.Class {
 	case code == "context_length_exceeded":
 		return failure.ContextLength
 	case code == "content_filter", code == "content_policy_violation", code == "invalid_prompt",
+		code == "image_content_policy_violation", code == "bio_policy",
 		strings.EqualFold(v.InnerCode, "ResponsibleAIPolicyViolation"):
 		return failure.ContentFiltered
 	}
@@ -188,7 +191,7 @@ func classifyInBand(code, typ string) failure.Class {
 		return failure.RateLimited
 	case code == "server_is_overloaded", strings.Contains(typ, "overloaded"):
 		return failure.Overloaded
-	case typ == "invalid_request_error", code == "invalid_request_error":
+	case typ == "invalid_request_error", code == "invalid_request_error", isRequestCode(code):
 		return failure.BadRequest
 	case code == "invalid_api_key", typ == "authentication_error":
 		return failure.Auth
@@ -198,6 +201,20 @@ func classifyInBand(code, typ string) failure.Class {
 		return failure.NotFound
 	}
 	return failure.ServerError
+}
+
+// isRequestCode reports the codes of a failed Response (the Responses API's
+// ResponseErrorCode) that name a problem with the request, all of them with an image it
+// holds: the same request fails again, wherever it is sent.
+func isRequestCode(code string) bool {
+	switch code {
+	case "invalid_image", "invalid_image_format", "invalid_base64_image", "invalid_image_url",
+		"image_too_large", "image_too_small", "image_parse_error", "invalid_image_mode",
+		"image_file_too_large", "unsupported_image_media_type", "empty_image_file",
+		"failed_to_download_image", "image_file_not_found":
+		return true
+	}
+	return false
 }
 
 // isSpecificCode reports whether code says more than the status and type do. DeepSeek, for

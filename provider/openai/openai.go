@@ -22,7 +22,10 @@
 //   - temperature is clamped to [0, 2] and top_p to [0, 1]; of more than 4 stop
 //     sequences the first 4 are sent; NaN and infinities are refused as bad requests;
 //   - llmclient.CacheControl marks are ignored: OpenAI caches prompt prefixes on its own
-//     and reports the cached part in Usage.CachedInputTokens.
+//     and reports the cached part in Usage.CachedInputTokens and the part written to the
+//     cache (prompt_tokens_details.cache_write_tokens, or the Responses API's
+//     input_tokens_details.cache_write_tokens) in Usage.CacheWriteTokens, both parts of
+//     Usage.InputTokens.
 //
 // Request.DisableParallelToolCalls is parallel_tool_calls false (Chat Completions and
 // Responses), sent only with tools: OpenAI refuses the field without them.

@@ -56,7 +56,8 @@ type ccUsage struct {
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
@@ -65,7 +66,9 @@ type ccUsage struct {
 	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"`
 }
 
-// usage converts the wire usage. TotalTokens is computed when the vendor left it out.
+// usage converts the wire usage. prompt_tokens includes the cache reads (cached_tokens)
+// and writes (cache_write_tokens), as llmclient.Usage's InputTokens does: they are its
+// parts, not added to it. TotalTokens is computed when the vendor left it out.
 func (u *ccUsage) usage() llmclient.Usage {
 	out := llmclient.Usage{
 		InputTokens:       u.PromptTokens,
@@ -73,8 +76,11 @@ func (u *ccUsage) usage() llmclient.Usage {
 		TotalTokens:       u.TotalTokens,
 		CachedInputTokens: u.PromptCacheHitTokens,
 	}
-	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
-		out.CachedInputTokens = d.CachedTokens
+	if d := u.PromptTokensDetails; d != nil {
+		if d.CachedTokens > 0 {
+			out.CachedInputTokens = d.CachedTokens
+		}
+		out.CacheWriteTokens = d.CacheWriteTokens
 	}
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = d.ReasoningTokens

@@ -122,15 +122,15 @@ func FuzzUsageCountAgrees(f *testing.F) {
 	}
 	var p Provider
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	chat := []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens", "cached_tokens", "reasoning_tokens"}
-	resp := []string{"input_tokens", "output_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"}
+	chat := []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens"}
+	resp := []string{"input_tokens", "output_tokens", "total_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens"}
 	f.Fuzz(func(t *testing.T, count string, field uint8) {
 		var compact bytes.Buffer // one line, as a stream's data line holds it
 		if json.Compact(&compact, []byte(count)) != nil {
 			return
 		}
 		count = compact.String()
-		members := map[string]string{"prompt_tokens": "11", "completion_tokens": "3", "cached_tokens": "2", "reasoning_tokens": "1"}
+		members := map[string]string{"prompt_tokens": "11", "completion_tokens": "3", "cached_tokens": "2", "cache_write_tokens": "4", "reasoning_tokens": "1"}
 		members[chat[int(field)%len(chat)]] = count
 		usage := `{"prompt_tokens":` + members["prompt_tokens"] + `,"completion_tokens":` + members["completion_tokens"]
 		for _, k := range []string{"total_tokens", "prompt_cache_hit_tokens"} {
@@ -138,7 +138,7 @@ func FuzzUsageCountAgrees(f *testing.F) {
 				usage += `,"` + k + `":` + v
 			}
 		}
-		usage += `,"prompt_tokens_details":{"cached_tokens":` + members["cached_tokens"] +
+		usage += `,"prompt_tokens_details":{"cached_tokens":` + members["cached_tokens"] + `,"cache_write_tokens":` + members["cache_write_tokens"] +
 			`},"completion_tokens_details":{"reasoning_tokens":` + members["reasoning_tokens"] + `}}`
 		body := `{"id":"c","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":` + usage + `}`
 		typed, e := parseResponse(200, http.Header{}, []byte(body), now)
@@ -155,11 +155,11 @@ func FuzzUsageCountAgrees(f *testing.F) {
 			t.Fatalf("%s: typed %+v, stream %+v (%v)", body, typed.Usage, chunks, err)
 		}
 
-		rm := map[string]string{"input_tokens": "11", "output_tokens": "3", "total_tokens": "14", "cached_tokens": "2", "reasoning_tokens": "1"}
+		rm := map[string]string{"input_tokens": "11", "output_tokens": "3", "total_tokens": "14", "cached_tokens": "2", "cache_write_tokens": "4", "reasoning_tokens": "1"}
 		rm[resp[int(field)%len(resp)]] = count
 		body = `{"id":"r","model":"gpt-4o","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}],` +
 			`"usage":{"input_tokens":` + rm["input_tokens"] + `,"output_tokens":` + rm["output_tokens"] + `,"total_tokens":` + rm["total_tokens"] +
-			`,"input_tokens_details":{"cached_tokens":` + rm["cached_tokens"] + `},"output_tokens_details":{"reasoning_tokens":` + rm["reasoning_tokens"] + `}}}`
+			`,"input_tokens_details":{"cached_tokens":` + rm["cached_tokens"] + `,"cache_write_tokens":` + rm["cache_write_tokens"] + `},"output_tokens_details":{"reasoning_tokens":` + rm["reasoning_tokens"] + `}}}`
 		typed, e = parseResponsesBody(200, http.Header{}, []byte(body), now)
 		if e != nil {
 			t.Fatalf("%s: the answer failed: %v", body, e)

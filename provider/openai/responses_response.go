@@ -45,14 +45,16 @@ type respItem struct {
 	} `json:"summary"`
 }
 
-// usage converts the Responses usage: input_tokens includes the cached tokens and
-// output_tokens the reasoning tokens, as llmclient.Usage counts them.
+// usage converts the Responses usage: input_tokens includes the tokens read from the
+// cache (cached_tokens) and those written to it (cache_write_tokens), and output_tokens
+// the reasoning tokens, as llmclient.Usage counts them.
 func (u *respUsage) usage() llmclient.Usage {
 	out := llmclient.Usage{
 		InputTokens:       int(u.InputTokens),
 		OutputTokens:      int(u.OutputTokens),
 		TotalTokens:       int(u.TotalTokens),
 		CachedInputTokens: int(u.InputTokensDetails.CachedTokens),
+		CacheWriteTokens:  int(u.InputTokensDetails.CacheWriteTokens),
 		ReasoningTokens:   int(u.OutputTokensDetails.ReasoningTokens),
 	}
 	if out.TotalTokens == 0 {

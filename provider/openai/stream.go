@@ -529,7 +529,8 @@ func (s *chunkStream) function(d *dialect.ToolCallDelta) {
 	}
 }
 
-// usage reads a usage object, including DeepSeek's prompt_cache_hit_tokens, as
+// usage reads a usage object, including the cache writes and DeepSeek's
+// prompt_cache_hit_tokens, as
 // usageObject reads a one-shot answer's (its counts by jsonscan.Scanner.Count).
 func (s *chunkStream) usage() *llmclient.Usage {
 	sc := &s.sc
@@ -547,9 +548,12 @@ func (s *chunkStream) usage() *llmclient.Usage {
 			cacheHit = sc.Count()
 		case "prompt_tokens_details":
 			for m := s.object(); m; m = sc.More() {
-				if string(sc.Key()) == "cached_tokens" {
+				switch string(sc.Key()) {
+				case "cached_tokens":
 					u.CachedInputTokens = sc.Count()
-				} else {
+				case "cache_write_tokens":
+					u.CacheWriteTokens = sc.Count()
+				default:
 					sc.Skip()
 				}
 			}

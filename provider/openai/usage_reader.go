@@ -247,6 +247,7 @@ func plainChatUsage(v []byte) (llmclient.Usage, bool) {
 	if p.cached > 0 {
 		out.CachedInputTokens = p.cached
 	}
+	out.CacheWriteTokens = p.cacheWrite
 	out.ReasoningTokens = p.reasoning
 	return out, true
 }
@@ -260,8 +261,8 @@ const (
 
 // plainUsage is what plainChatUsage has read so far.
 type plainUsage struct {
-	u                 ccUsage
-	cached, reasoning int
+	u                             ccUsage
+	cached, cacheWrite, reasoning int
 }
 
 // members reads the members of an object whose opening brace ends before v[i], up to and
@@ -362,6 +363,7 @@ const (
 	keyPromptDetails
 	keyCompletionDetails
 	keyCached
+	keyCacheWrite
 	keyReasoning
 )
 
@@ -385,6 +387,8 @@ func knownKey(v []byte, i int) (int, int) {
 		}
 	case word8("cached_t"):
 		n = len("cached_tokens")
+	case word8("cache_wr"):
+		n = len("cache_write_tokens")
 	case word8("reasonin"):
 		n = len("reasoning_tokens")
 	case word8("completi"):
@@ -432,6 +436,10 @@ func keyOf(k []byte) int {
 		if string(k) == "completion_tokens" {
 			return keyCompletion
 		}
+	case 18:
+		if string(k) == "cache_write_tokens" {
+			return keyCacheWrite
+		}
 	case 21:
 		if string(k) == "prompt_tokens_details" {
 			return keyPromptDetails
@@ -452,8 +460,11 @@ func keyOf(k []byte) int {
 func (p *plainUsage) set(id int, n int, in int) {
 	switch in {
 	case inPromptDetails:
-		if id == keyCached {
+		switch id {
+		case keyCached:
 			p.cached = n
+		case keyCacheWrite:
+			p.cacheWrite = n
 		}
 		return
 	case inCompletionDetails:
@@ -513,15 +524,20 @@ func readChatUsageScan(body []byte) (llmclient.Usage, string, bool) {
 // counts by jsonscan.Scanner.Count.
 func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 	var u ccUsage
-	var cached, reasoning int
-	details := func(key string, into *int) {
+	var cached, cacheWrite, reasoning int
+	// details reads the counts named key and key2 (when into2 is not nil) of a details
+	// object.
+	details := func(key string, into *int, key2 string, into2 *int) {
 		if sc.Null() {
 			return
 		}
 		for more := sc.Object(); more; more = sc.More() {
-			if string(sc.Key()) == key {
+			switch k := string(sc.Key()); {
+			case k == key:
 				*into = sc.Count()
-			} else {
+			case into2 != nil && k == key2:
+				*into2 = sc.Count()
+			default:
 				sc.Skip()
 			}
 		}
@@ -537,9 +553,9 @@ func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 		case "prompt_cache_hit_tokens":
 			u.PromptCacheHitTokens = sc.Count()
 		case "prompt_tokens_details":
-			details("cached_tokens", &cached)
+			details("cached_tokens", &cached, "cache_write_tokens", &cacheWrite)
 		case "completion_tokens_details":
-			details("reasoning_tokens", &reasoning)
+			details("reasoning_tokens", &reasoning, "", nil)
 		default:
 			sc.Skip()
 		}
@@ -548,6 +564,7 @@ func scanChatUsage(sc *jsonscan.Scanner) (llmclient.Usage, bool) {
 	if cached > 0 {
 		out.CachedInputTokens = cached
 	}
+	out.CacheWriteTokens = cacheWrite
 	out.ReasoningTokens = reasoning
 	return out, sc.Err() == nil
 }

@@ -49,7 +49,7 @@ func searchAgainst(t *testing.T, seed uint64, pieces []string, search func([]byt
 // one byte changed, followed by its closing quote: knownKey must give what keyOf gives
 // for the name, and the index of the quote whenever it names a key.
 func TestKnownKeyAgreesWithKeyOf(t *testing.T) {
-	names := []string{"total_tokens", "prompt_tokens", "cached_tokens", "reasoning_tokens", "completion_tokens",
+	names := []string{"total_tokens", "prompt_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens", "completion_tokens",
 		"prompt_tokens_details", "prompt_cache_hit_tokens", "completion_tokens_details", "total_tokens_", "prompt_tokens_detail"}
 	for _, name := range names {
 		for pos := -1; pos < len(name); pos++ {

@@ -32,7 +32,9 @@ func TestPlainChatUsage(t *testing.T) {
 		{`{"prompt_tokens":5,"completion_tokens_details":{"reasoning_tokens":2},"prompt_tokens_details":{"reasoning_tokens":7}}`, true},
 		{`{"prompt_tokens":-3,"completion_tokens":0}`, true},
 		{`{"prompt_cache_hit_tokens":10,"prompt_tokens":20}`, true},
+		{`{"prompt_tokens":5000,"prompt_tokens_details":{"cached_tokens":1000,"cache_write_tokens":3000},"completion_tokens_details":{"cache_write_tokens":9}}`, true},
 		{`{}`, true},
+		{`{"completion_tokens_details":{"":0}}`, true},
 		{`{"prompt_tokens":2.5e3,"completion_tokens":1}`, false},
 		{`{"prompt_tokens":1234567890123456789}`, false},
 		{`{"prompt\u005ftokens":7}`, false},
@@ -59,6 +61,7 @@ func TestPlainChatUsage(t *testing.T) {
 func FuzzPlainChatUsage(f *testing.F) {
 	f.Add([]byte(`{"prompt_tokens":25,"completion_tokens":4,"total_tokens":29}`))
 	f.Add([]byte(`{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}`))
+	f.Add([]byte(`{"prompt_tokens":4,"prompt_tokens_details":{"cached_tokens":1,"cache_write_tokens":2}}`))
 	f.Add([]byte(`{"prompt_tokens":null}`))
 	f.Add([]byte(`{"prompt_tokens":-5,"completion_tokens":5.7,"total_tokens":1e18}`))
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -35,7 +35,7 @@ func TestReadTokenUsageAgreesWithReadUsage(t *testing.T) {
 		}
 	}
 	pieces := []string{`{`, `}`, `"usage"`, `:`, `,`, `"prompt_tokens"`, `"completion_tokens"`, `"total_tokens"`,
-		`"prompt_tokens_details"`, `"cached_tokens"`, `12`, `-3`, `null`, `"model"`, `"m"`, ` `, `"x"`, `1.5`}
+		`"prompt_tokens_details"`, `"cached_tokens"`, `"cache_write_tokens"`, `12`, `-3`, `null`, `"model"`, `"m"`, ` `, `"x"`, `1.5`}
 	rng := rand.New(rand.NewPCG(11, 12))
 	for range 20000 {
 		var b []byte

@@ -30,8 +30,8 @@ type Usage struct {
 	// cachedContentTokenCount, DeepSeek prompt_cache_hit_tokens).
 	CachedInputTokens int
 	// CacheWriteTokens is the part of InputTokens written to the vendor's prompt cache on
-	// this request (Anthropic cache_creation_input_tokens); 0 for vendors that do not
-	// charge cache writes apart.
+	// this request (Anthropic cache_creation_input_tokens, OpenAI cache_write_tokens); 0
+	// for vendors that do not report cache writes apart.
 	CacheWriteTokens int
 	// CacheWrite1hTokens is the part of CacheWriteTokens written to Anthropic's one-hour
 	// cache (cache_creation.ephemeral_1h_input_tokens), billed at twice the input rate

@@ -294,13 +294,18 @@ type oaiChoice struct {
 	FinishReason *string  `json:"finish_reason"`
 }
 
+// oaiPromptDetails are usage.prompt_tokens_details: the prompt's tokens read from and
+// written to the vendor's prompt cache.
+type oaiPromptDetails struct {
+	Cached     int `json:"cached_tokens"`
+	CacheWrite int `json:"cache_write_tokens,omitempty"`
+}
+
 type oaiUsage struct {
 	Prompt     int `json:"prompt_tokens"`
 	Completion int `json:"completion_tokens"`
 	Total      int `json:"total_tokens"`
-	Prompt2    *struct {
-		Cached int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details,omitempty"`
+	Prompt2    *oaiPromptDetails `json:"prompt_tokens_details,omitempty"`
 	Completion2 *struct {
 		Reasoning int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details,omitempty"`
@@ -357,10 +362,8 @@ func (w *openAIWriter) chunk(out []byte, ch *Chunk, usage *Usage) []byte {
 		if u.Total == 0 {
 			u.Total = satAdd(u.Prompt, u.Completion)
 		}
-		if usage.CachedInputTokens > 0 {
-			u.Prompt2 = &struct {
-				Cached int `json:"cached_tokens"`
-			}{usage.CachedInputTokens}
+		if usage.CachedInputTokens > 0 || usage.CacheWriteTokens > 0 {
+			u.Prompt2 = &oaiPromptDetails{Cached: usage.CachedInputTokens, CacheWrite: usage.CacheWriteTokens}
 		}
 		if usage.ReasoningTokens > 0 {
 			u.Completion2 = &struct {

@@ -272,12 +272,17 @@ type oaUsage struct {
 	PromptTokens        int `json:"prompt_tokens"`
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details,omitempty"`
+	PromptTokensDetails *oaPromptDetails `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details,omitempty"`
+}
+
+// oaPromptDetails are usage.prompt_tokens_details: the prompt's tokens read from and
+// written to the vendor's prompt cache.
+type oaPromptDetails struct {
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 func oaUsageOf(u llmclient.Usage) *oaUsage {
@@ -285,9 +290,7 @@ func oaUsageOf(u llmclient.Usage) *oaUsage {
 	if out.TotalTokens == 0 {
 		out.TotalTokens = u.InputTokens + u.OutputTokens
 	}
-	out.PromptTokensDetails = &struct {
-		CachedTokens int `json:"cached_tokens"`
-	}{u.CachedInputTokens}
+	out.PromptTokensDetails = &oaPromptDetails{CachedTokens: u.CachedInputTokens, CacheWriteTokens: u.CacheWriteTokens}
 	out.CompletionTokensDetails = &struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	}{u.ReasoningTokens}

@@ -28,13 +28,15 @@ type pendingUpdate struct {
 	ups     map[string]*Upstream // the upstream's settings after the update
 	groups  map[string][]string  // the groups after the update (a copy)
 	touched map[string]bool      // upstreams whose keys or limits change
+	sources map[string]bool      // upstreams whose key sources SetKeySources sets
 	regroup bool                 // some group changes
 }
 
 // SetLimits replaces the whole Limits of every key of the upstream: a field left zero
 // removes that limit (SetLimits(u, Limits{RPM: 100}) also removes TPM and MaxConcurrent).
 // To change some fields and keep the others, use PatchLimits. Each key keeps its cooldown
-// or eviction and its calls in flight; its limiter is retuned (see Update).
+// or eviction and its calls in flight, a key source's key its cached credential too; its
+// limiter is retuned (see Update).
 func SetLimits(upstream string, l Limits) Change {
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].Limits = l
@@ -89,7 +91,7 @@ func SetKeySources(upstream string, sources ...keysource.Source) Change {
 	sources = slices.Clone(sources)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].KeySources = sources
-		p.touched[upstream] = true
+		p.touched[upstream], p.sources[upstream] = true, true
 	}}
 }
 
@@ -121,7 +123,9 @@ func SetGroup(group string, upstreams ...string) Change {
 // "<upstream>.Timeout", "<upstream>.Weight", "group:<name>"), never a key's value. Attempts that begin after Update returns use the new settings;
 // attempts under way finish with what they began with. What a change does not touch keeps
 // its state: breakers, retry budgets, latency statistics, and each remaining key's
-// cooldown, eviction and limiter.
+// cooldown, eviction and limiter. An upstream's key sources change only by SetKeySources:
+// SetLimits, PatchLimits and SetKeys keep every source's key as it is (its label, cached
+// credential, cooldown, eviction and limiter), and do not name "<upstream>.KeySources".
 //
 // A limits change retunes each key's limiter state: what its buckets owe stays owed, and
 // with a shared store (WithLimitStore) every Client sharing the key enforces the new
@@ -133,7 +137,7 @@ func SetGroup(group string, upstreams ...string) Change {
 func (c *Client) Update(changes ...Change) error {
 	c.updateMu.Lock()
 	defer c.updateMu.Unlock()
-	p := &pendingUpdate{ups: map[string]*Upstream{}, groups: map[string][]string{}, touched: map[string]bool{}}
+	p := &pendingUpdate{ups: map[string]*Upstream{}, groups: map[string][]string{}, touched: map[string]bool{}, sources: map[string]bool{}}
 	for g, m := range c.cfg.groups {
 		p.groups[g] = m
 	}
@@ -193,7 +197,11 @@ func (c *Client) Update(changes ...Change) error {
 			if u.Limits.meterTokens() {
 				c.needCost.Store(true)
 			}
-			up.keys.Store(up.pool().update(name, u.Keys, u.KeySources, u.Limits, &c.cfg.limiter))
+			var sources []keysource.Source // nil: the pool's sources stay as they are
+			if p.sources[name] {
+				sources = u.KeySources
+			}
+			up.keys.Store(up.pool().update(name, u.Keys, sources, p.sources[name], u.Limits, &c.cfg.limiter))
 		}
 		up.setTunables(*u, c.cfg.attemptTimeout)
 		up.settings.Store(u)
@@ -220,7 +228,7 @@ func (p *pendingUpdate) changes(c *Client) []string {
 		if !slices.Equal(was.Keys, now.Keys) {
 			out = append(out, name+".Keys")
 		}
-		if !slices.EqualFunc(was.KeySources, now.KeySources, sameSource) {
+		if p.sources[name] && !slices.EqualFunc(was.KeySources, now.KeySources, sameSource) {
 			out = append(out, name+".KeySources")
 		}
 		wl, nl := reflect.ValueOf(was.Limits), reflect.ValueOf(now.Limits)
@@ -265,9 +273,22 @@ func (up *upstream) current() Upstream {
 
 // update returns the pool after a change of its keys, key sources or limits. Kept keys
 // are the same poolKeys (their cooldowns, evictions and calls in flight go on); a limits
-// change retunes each key's limiter (see retune).
-func (p *keyPool) update(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
+// change retunes each key's limiter (see retune). Unless setSources, the pool's source
+// keys all stay as they are and sources is ignored.
+func (p *keyPool) update(upstream string, secrets []string, sources []keysource.Source, setSources bool, limits Limits, lc *limiterConfig) *keyPool {
 	retune := limits != p.limits
+	var old []*poolKey // the pool's source keys, in the order of its sources
+	for _, k := range p.keys {
+		if k.source != nil {
+			old = append(old, k)
+		}
+	}
+	if !setSources && len(old) > 0 {
+		sources = make([]keysource.Source, len(old))
+		for i, k := range old {
+			sources[i] = k.source.src
+		}
+	}
 	if len(secrets) == 0 && len(sources) == 0 {
 		if len(p.keys) == 1 && p.keys[0].label == "" { // the adapter's own key stays
 			if retune {
@@ -311,16 +332,11 @@ func (p *keyPool) update(upstream string, secrets []string, sources []keysource.
 		label++
 		next.keys = append(next.keys, newStaticKey(upstream, s, label, limits, lc))
 	}
-	// Sources cannot be compared (a keysource.Func is a func): an unchanged list, element for
-	// element the same values as the pool's, keeps its keys; any other list is new.
-	var old []*poolKey
-	for _, k := range p.keys {
-		if k.source != nil {
-			old = append(old, k)
-		}
-	}
-	same := len(old) == len(sources)
-	for i := 0; same && i < len(old); i++ {
+	// Sources the change does not set keep their keys. A list SetKeySources sets keeps them
+	// when it is, element for element, the same sources as the pool's (see sameSource); any
+	// other list is new.
+	same := !setSources || len(old) == len(sources)
+	for i := 0; setSources && same && i < len(old); i++ {
 		same = sameSource(old[i].source.src, sources[i])
 	}
 	for i, src := range sources {

@@ -129,8 +129,9 @@ type keyPool struct {
 // sources, labelled "key#N" in that order. Each static key's limiter state is the store
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
-// never the key itself. A source's scope is "<upstream>/source:<N>", N counting the
-// sources from 1. Every key has a limiter, limiting nothing until its Limits or its
+// never the key itself. A source's scope is "<upstream>/source:<N>", N its position in
+// the upstream's list of sources counting from 1, also for a source Client.Update adds
+// (whatever its label): replicas listing the same sources share their quotas. Every key has a limiter, limiting nothing until its Limits or its
 // upstream's headers say what to: in a store it also holds the key's pause and eviction
 // for every replica.
 func newKeyPool(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
@@ -158,7 +159,8 @@ func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConf
 	return k
 }
 
-// newSourceKey returns the pool key of the i-th key source, labelled key#n.
+// newSourceKey returns the pool key of the i-th key source (counting from 1: its scope),
+// labelled key#n.
 func newSourceKey(upstream string, src keysource.Source, i, n int, limits Limits, lc *limiterConfig) *poolKey {
 	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
 	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))

@@ -345,7 +345,7 @@ func (p *keyPool) update(upstream string, secrets []string, sources []keysource.
 			continue
 		}
 		label++
-		next.keys = append(next.keys, newSourceKey(upstream, src, label, label, limits, lc))
+		next.keys = append(next.keys, newSourceKey(upstream, src, i+1, label, limits, lc)) // scoped as in New
 	}
 	next.retired = p.stillBusy(next.keys)
 	return next

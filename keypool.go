@@ -64,10 +64,12 @@ func WithKeyEviction(d time.Duration) Option {
 
 // poolKey is one API key of an upstream. Its state is read lock-free on the hot path.
 type poolKey struct {
-	label    string // "key#N", or "" for the adapter's own key
-	secret   string
-	source   *keySource // nil for a static key
-	sourceN  int        // the source's number among the upstream's sources
+	label  string // "key#N", or "" for the adapter's own key
+	secret string
+	source *keySource // nil for a static key
+	// sourceN is the source's position among the upstream's sources, from 1 (its scope);
+	// Client.Update, which alone reads it after New, moves it.
+	sourceN  int
 	inFlight atomic.Int32
 	// hrwID is the key's identity in prompt-cache affinity (affinityID); 0 until computed.
 	hrwID atomic.Uint64
@@ -130,10 +132,10 @@ type keyPool struct {
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
 // never the key itself. A source's scope is "<upstream>/source:<N>", N its position in
-// the upstream's list of sources counting from 1, also for a source Client.Update adds
-// (whatever its label): replicas listing the same sources share their quotas. Every key has a limiter, limiting nothing until its Limits or its
-// upstream's headers say what to: in a store it also holds the key's pause and eviction
-// for every replica.
+// the upstream's list of sources counting from 1, also after Client.Update adds or moves
+// sources (whatever their labels): replicas listing the same sources share their quotas.
+// Every key has a limiter, limiting nothing until its Limits or its upstream's headers
+// say what to: in a store it also holds the key's pause and eviction for every replica.
 func newKeyPool(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{limits: limits, service: &serviceTimes{}}
 	if len(secrets) == 0 && len(sources) == 0 {

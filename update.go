@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/keysource"
@@ -83,10 +84,25 @@ func SetKeys(upstream string, keys ...string) Change {
 	}}
 }
 
-// SetKeySources replaces the upstream's key sources: each new source is a new key of the
-// pool (with a label never used before in the pool), whose credential is fetched on its
-// first call; the removed ones finish their calls in flight. The static keys stay. As
-// with SetKeys, an Update that leaves the upstream with no key at all is refused.
+// SetKeySources replaces the upstream's key sources: a source already in the pool keeps
+// its key (its label, cached credential, cooldown, eviction and limiter), each new source
+// is a new key of the pool (with a label never used before in the pool), whose credential
+// is fetched on its first call, and the removed ones finish their calls in flight. The
+// static keys stay. As with SetKeys, an Update that leaves the upstream with no key at
+// all is refused.
+//
+// A source is already in the pool when it is the same source value: an equal value of a
+// comparable type (the same pointer, most often), or for a keysource.Func, or another
+// func type, the same function value passed again. Two closures are two sources even of
+// the same code (each captures its own variables), and so are two evaluations of a method
+// value (src.Key): pass the Func value the pool was given to keep its key. A value of a
+// type that cannot be compared (a struct holding a func or a slice) is always a new
+// source: pass a pointer to it instead.
+//
+// With a shared store (WithLimitStore), a source's limiter state there is that of its
+// position in the list, as in every replica that lists the same sources: a kept source
+// that moves in the list takes the state of its new position (what it owed stays with
+// the old one). Without a store, its limiter stays.
 func SetKeySources(upstream string, sources ...keysource.Source) Change {
 	sources = slices.Clone(sources)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
@@ -332,16 +348,34 @@ func (p *keyPool) update(upstream string, secrets []string, sources []keysource.
 		label++
 		next.keys = append(next.keys, newStaticKey(upstream, s, label, limits, lc))
 	}
-	// Sources the change does not set keep their keys. A list SetKeySources sets keeps them
-	// when it is, element for element, the same sources as the pool's (see sameSource); any
-	// other list is new.
-	same := !setSources || len(old) == len(sources)
-	for i := 0; setSources && same && i < len(old); i++ {
-		same = sameSource(old[i].source.src, sources[i])
-	}
+	// Sources the change does not set keep their keys. Of a list SetKeySources sets, each
+	// source the pool has (see sameSource) keeps its key, the first one not kept yet when
+	// it is listed more than once; each other one is a new key.
+	taken := make([]bool, len(old))
 	for i, src := range sources {
-		if same {
-			keep(old[i])
+		j := i
+		if setSources {
+			j = -1
+			for o, k := range old {
+				if !taken[o] && sameSource(k.source.src, src) {
+					j = o
+					break
+				}
+			}
+		}
+		if j >= 0 {
+			taken[j] = true
+			k := old[j]
+			moved := k.sourceN != i+1
+			k.sourceN = i + 1
+			if moved && k.limiter().shared {
+				// Its quota is its new position's, shared with the replicas that list the
+				// sources so, and no other source's here; what it owed stays in its old scope.
+				k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
+				next.keys = append(next.keys, k)
+			} else {
+				keep(k)
+			}
 			continue
 		}
 		label++
@@ -365,11 +399,19 @@ func (p *keyPool) stillBusy(kept []*poolKey) []*poolKey {
 	return out
 }
 
-// sameSource reports whether a and b are the same source value; values of a type that
-// cannot be compared (a keysource.Func) are never the same.
+// sameSource reports whether a and b are the same source: equal values of a comparable
+// type (the same pointer, most often), or the same function value of a func type (a
+// keysource.Func passed again; see funcIdentity). Values of other types that cannot be
+// compared are never the same.
 func sameSource(a, b keysource.Source) (same bool) {
 	ta := reflect.TypeOf(a)
-	if ta != reflect.TypeOf(b) || ta == nil || !ta.Comparable() {
+	if ta != reflect.TypeOf(b) || ta == nil {
+		return false
+	}
+	if ta.Kind() == reflect.Func {
+		return funcIdentity(a) == funcIdentity(b)
+	}
+	if !ta.Comparable() {
 		return false
 	}
 	defer func() {
@@ -399,4 +441,16 @@ func (k *poolKey) retune(upstream string, old, limits Limits, lc *limiterConfig)
 	if newSlots {
 		cur.retire() // its slot waiters acquire on the new slots
 	}
+}
+
+// funcIdentity returns the closure the func value f (of a func type) points to. Copies of
+// one func value share it; two closures made apart never do, even of the same code,
+// since each holds its own captured variables; a function that captures nothing has one
+// for all its values, which all do the same. reflect cannot tell it (Value.Pointer of a
+// func is its code): a func value is one pointer, to its closure, read here from a copy.
+func funcIdentity(f any) unsafe.Pointer {
+	v := reflect.ValueOf(f)
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	return *(*unsafe.Pointer)(c.UnsafePointer())
 }

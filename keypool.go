@@ -148,7 +148,7 @@ func newKeyPool(upstream string, secrets []string, sources []keysource.Source, l
 		p.keys = append(p.keys, newStaticKey(upstream, s, len(p.keys)+1, limits, lc))
 	}
 	for i, src := range sources {
-		p.keys = append(p.keys, newSourceKey(upstream, src, i+1, len(p.keys)+1, limits, lc))
+		p.keys = append(p.keys, newSourceKey(upstream, src, sourceGate(src, p.keys), i+1, len(p.keys)+1, limits, lc))
 	}
 	p.lastLabel = len(p.keys)
 	return p
@@ -162,11 +162,24 @@ func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConf
 }
 
 // newSourceKey returns the pool key of the i-th key source (counting from 1: its scope),
-// labelled key#n.
-func newSourceKey(upstream string, src keysource.Source, i, n int, limits Limits, lc *limiterConfig) *poolKey {
-	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
+// labelled key#n, whose fetches take gate.
+func newSourceKey(upstream string, src keysource.Source, gate chan struct{}, i, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src, gate: gate}, sourceN: i}
 	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 	return k
+}
+
+// sourceGate returns the fetch gate of src's keys among lists (see keySource.gate), a new
+// one when none of them is src's.
+func sourceGate(src keysource.Source, lists ...[]*poolKey) chan struct{} {
+	for _, l := range lists {
+		for _, k := range l {
+			if k.source != nil && sameSource(k.source.src, src) {
+				return k.source.gate
+			}
+		}
+	}
+	return make(chan struct{}, 1)
 }
 
 // scope is the name of k's limiter state in the store.

@@ -95,9 +95,11 @@ func SetKeys(upstream string, keys ...string) Change {
 // comparable type (the same pointer, most often), or for a keysource.Func, or another
 // func type, the same function value passed again. Two closures are two sources even of
 // the same code (each captures its own variables), and so are two evaluations of a method
-// value (src.Key): pass the Func value the pool was given to keep its key. A value of a
-// type that cannot be compared (a struct holding a func or a slice) is always a new
-// source: pass a pointer to it instead.
+// value (src.Key): pass the Func value the pool was given to keep its key. The keys of one
+// source call it one at a time, a removed key still fetching included. A value of a type
+// that cannot be compared (a struct holding a func or a slice) is always a new source,
+// which its replaced key may still be calling, and two such values listed are two
+// sources: pass a pointer to it instead.
 //
 // With a shared store (WithLimitStore), a source's limiter state there is that of its
 // position in the list, as in every replica that lists the same sources: a kept source
@@ -379,7 +381,8 @@ func (p *keyPool) update(upstream string, secrets []string, sources []keysource.
 			continue
 		}
 		label++
-		next.keys = append(next.keys, newSourceKey(upstream, src, i+1, label, limits, lc)) // scoped as in New
+		gate := sourceGate(src, p.keys, p.retired, next.keys)
+		next.keys = append(next.keys, newSourceKey(upstream, src, gate, i+1, label, limits, lc)) // scoped as in New
 	}
 	next.retired = p.stillBusy(next.keys)
 	return next

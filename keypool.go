@@ -64,10 +64,12 @@ func WithKeyEviction(d time.Duration) Option {
 
 // poolKey is one API key of an upstream. Its state is read lock-free on the hot path.
 type poolKey struct {
-	label    string // "key#N", or "" for the adapter's own key
-	secret   string
-	source   *keySource // nil for a static key
-	sourceN  int        // the source's number among the upstream's sources
+	label  string // "key#N", or "" for the adapter's own key
+	secret string
+	source *keySource // nil for a static key
+	// sourceN is the source's position among the upstream's sources, from 1 (its scope);
+	// Client.Update, which alone reads it after New, moves it.
+	sourceN  int
 	inFlight atomic.Int32
 	// hrwID is the key's identity in prompt-cache affinity (affinityID); 0 until computed.
 	hrwID atomic.Uint64
@@ -129,10 +131,11 @@ type keyPool struct {
 // sources, labelled "key#N" in that order. Each static key's limiter state is the store
 // scope "<upstream>/key:<fingerprint>" ("<upstream>/default" for the adapter's own key):
 // the same in every replica that shares a store, whatever order it lists its keys in, and
-// never the key itself. A source's scope is "<upstream>/source:<N>", N counting the
-// sources from 1. Every key has a limiter, limiting nothing until its Limits or its
-// upstream's headers say what to: in a store it also holds the key's pause and eviction
-// for every replica.
+// never the key itself. A source's scope is "<upstream>/source:<N>", N its position in
+// the upstream's list of sources counting from 1, also after Client.Update adds or moves
+// sources (whatever their labels): replicas listing the same sources share their quotas.
+// Every key has a limiter, limiting nothing until its Limits or its upstream's headers
+// say what to: in a store it also holds the key's pause and eviction for every replica.
 func newKeyPool(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
 	p := &keyPool{limits: limits, service: &serviceTimes{}}
 	if len(secrets) == 0 && len(sources) == 0 {
@@ -145,7 +148,7 @@ func newKeyPool(upstream string, secrets []string, sources []keysource.Source, l
 		p.keys = append(p.keys, newStaticKey(upstream, s, len(p.keys)+1, limits, lc))
 	}
 	for i, src := range sources {
-		p.keys = append(p.keys, newSourceKey(upstream, src, i+1, len(p.keys)+1, limits, lc))
+		p.keys = append(p.keys, newSourceKey(upstream, src, sourceGate(src, p.keys), i+1, len(p.keys)+1, limits, lc))
 	}
 	p.lastLabel = len(p.keys)
 	return p
@@ -158,11 +161,25 @@ func newStaticKey(upstream, secret string, n int, limits Limits, lc *limiterConf
 	return k
 }
 
-// newSourceKey returns the pool key of the i-th key source, labelled key#n.
-func newSourceKey(upstream string, src keysource.Source, i, n int, limits Limits, lc *limiterConfig) *poolKey {
-	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src}, sourceN: i}
+// newSourceKey returns the pool key of the i-th key source (counting from 1: its scope),
+// labelled key#n, whose fetches take gate.
+func newSourceKey(upstream string, src keysource.Source, gate chan struct{}, i, n int, limits Limits, lc *limiterConfig) *poolKey {
+	k := &poolKey{label: "key#" + strconv.Itoa(n), source: &keySource{src: src, gate: gate}, sourceN: i}
 	k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
 	return k
+}
+
+// sourceGate returns the fetch gate of src's keys among lists (see keySource.gate), a new
+// one when none of them is src's.
+func sourceGate(src keysource.Source, lists ...[]*poolKey) chan struct{} {
+	for _, l := range lists {
+		for _, k := range l {
+			if k.source != nil && sameSource(k.source.src, src) {
+				return k.source.gate
+			}
+		}
+	}
+	return make(chan struct{}, 1)
 }
 
 // scope is the name of k's limiter state in the store.

@@ -24,6 +24,10 @@ type credential struct {
 type keySource struct {
 	src keysource.Source
 	cur atomic.Pointer[credential]
+	// gate is held while src.Key runs. The keys of one source share it (see sourceGate):
+	// a source listed twice, or removed by Client.Update while it fetched and then set
+	// again, has two keySources, which call it one after the other.
+	gate chan struct{}
 
 	mu         sync.Mutex
 	refreshing chan struct{} // non-nil while a caller refreshes; closed when it is done
@@ -101,9 +105,16 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 	}
 }
 
-// fetch asks the source for a credential. A panic in the source is returned as an error,
-// so that the refresh is released for the next caller.
+// fetch asks the source for a credential, once no other key of the source is asking it
+// (within ctx). A panic in the source is returned as an error, so that the refresh is
+// released for the next caller.
 func (s *keySource) fetch(ctx context.Context) (c *credential, err error) {
+	select {
+	case s.gate <- struct{}{}:
+		defer func() { <-s.gate }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", keysource.ErrFailed, ctx.Err())
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			c, err = nil, fmt.Errorf("%w: the source panicked", keysource.ErrFailed)

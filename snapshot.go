@@ -11,10 +11,12 @@ import (
 
 // Snapshot returns the state of every upstream now, in registration order: its breaker,
 // its keys (ready, cooling or evicted, and until when), the levels of each key's limiter
-// against its limits and the quota the upstream last reported, the attempts in flight,
-// and the error rate and latency percentiles of its calls in about the last minute; and
-// the statistics of the caches registered with WithCacheStats. The
-// result is JSON-friendly (see package health), for health endpoints and metrics.
+// against its limits and the quota the upstream last reported, the attempts in flight
+// (the upstream's count, like Client.InFlight, includes those still running on keys
+// Update removed, which Keys no longer lists), and the error rate and latency percentiles
+// of its calls in about the last minute; and the statistics of the caches registered with
+// WithCacheStats. The result is JSON-friendly (see package health), for health endpoints
+// and metrics.
 //
 // It reads the Client's state while calls go on, without stopping them: each part is
 // consistent on its own (a key's state, a limiter's levels, the window's counts), but
@@ -58,6 +60,9 @@ func (up *upstream) snapshot(now time.Time) health.Upstream {
 		hk := k.snapshot(now, pool.limits)
 		h.InFlight += hk.InFlight
 		h.Keys = append(h.Keys, hk)
+	}
+	for _, k := range pool.retired { // keys Update removed, their calls still going on
+		h.InFlight += max(int(k.inFlight.Load()), 0)
 	}
 	return h
 }

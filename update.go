@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/keysource"
@@ -28,13 +29,15 @@ type pendingUpdate struct {
 	ups     map[string]*Upstream // the upstream's settings after the update
 	groups  map[string][]string  // the groups after the update (a copy)
 	touched map[string]bool      // upstreams whose keys or limits change
+	sources map[string]bool      // upstreams whose key sources SetKeySources sets
 	regroup bool                 // some group changes
 }
 
 // SetLimits replaces the whole Limits of every key of the upstream: a field left zero
 // removes that limit (SetLimits(u, Limits{RPM: 100}) also removes TPM and MaxConcurrent).
 // To change some fields and keep the others, use PatchLimits. Each key keeps its cooldown
-// or eviction and its calls in flight; its limiter is retuned (see Update).
+// or eviction and its calls in flight, a key source's key its cached credential too; its
+// limiter is retuned (see Update).
 func SetLimits(upstream string, l Limits) Change {
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].Limits = l
@@ -81,15 +84,32 @@ func SetKeys(upstream string, keys ...string) Change {
 	}}
 }
 
-// SetKeySources replaces the upstream's key sources: each new source is a new key of the
-// pool (with a label never used before in the pool), whose credential is fetched on its
-// first call; the removed ones finish their calls in flight. The static keys stay. As
-// with SetKeys, an Update that leaves the upstream with no key at all is refused.
+// SetKeySources replaces the upstream's key sources: a source already in the pool keeps
+// its key (its label, cached credential, cooldown, eviction and limiter), each new source
+// is a new key of the pool (with a label never used before in the pool), whose credential
+// is fetched on its first call, and the removed ones finish their calls in flight. The
+// static keys stay. As with SetKeys, an Update that leaves the upstream with no key at
+// all is refused.
+//
+// A source is already in the pool when it is the same source value: an equal value of a
+// comparable type (the same pointer, most often), or for a keysource.Func, or another
+// func type, the same function value passed again. Two closures are two sources even of
+// the same code (each captures its own variables), and so are two evaluations of a method
+// value (src.Key): pass the Func value the pool was given to keep its key. The keys of one
+// source call it one at a time, a removed key still fetching included. A value of a type
+// that cannot be compared (a struct holding a func or a slice) is always a new source,
+// which its replaced key may still be calling, and two such values listed are two
+// sources: pass a pointer to it instead.
+//
+// With a shared store (WithLimitStore), a source's limiter state there is that of its
+// position in the list, as in every replica that lists the same sources: a kept source
+// that moves in the list takes the state of its new position (what it owed stays with
+// the old one). Without a store, its limiter stays.
 func SetKeySources(upstream string, sources ...keysource.Source) Change {
 	sources = slices.Clone(sources)
 	return Change{upstream: upstream, apply: func(p *pendingUpdate) {
 		p.ups[upstream].KeySources = sources
-		p.touched[upstream] = true
+		p.touched[upstream], p.sources[upstream] = true, true
 	}}
 }
 
@@ -121,7 +141,9 @@ func SetGroup(group string, upstreams ...string) Change {
 // "<upstream>.Timeout", "<upstream>.Weight", "group:<name>"), never a key's value. Attempts that begin after Update returns use the new settings;
 // attempts under way finish with what they began with. What a change does not touch keeps
 // its state: breakers, retry budgets, latency statistics, and each remaining key's
-// cooldown, eviction and limiter.
+// cooldown, eviction and limiter. An upstream's key sources change only by SetKeySources:
+// SetLimits, PatchLimits and SetKeys keep every source's key as it is (its label, cached
+// credential, cooldown, eviction and limiter), and do not name "<upstream>.KeySources".
 //
 // A limits change retunes each key's limiter state: what its buckets owe stays owed, and
 // with a shared store (WithLimitStore) every Client sharing the key enforces the new
@@ -133,7 +155,7 @@ func SetGroup(group string, upstreams ...string) Change {
 func (c *Client) Update(changes ...Change) error {
 	c.updateMu.Lock()
 	defer c.updateMu.Unlock()
-	p := &pendingUpdate{ups: map[string]*Upstream{}, groups: map[string][]string{}, touched: map[string]bool{}}
+	p := &pendingUpdate{ups: map[string]*Upstream{}, groups: map[string][]string{}, touched: map[string]bool{}, sources: map[string]bool{}}
 	for g, m := range c.cfg.groups {
 		p.groups[g] = m
 	}
@@ -193,7 +215,11 @@ func (c *Client) Update(changes ...Change) error {
 			if u.Limits.meterTokens() {
 				c.needCost.Store(true)
 			}
-			up.keys.Store(up.pool().update(name, u.Keys, u.KeySources, u.Limits, &c.cfg.limiter))
+			var sources []keysource.Source // nil: the pool's sources stay as they are
+			if p.sources[name] {
+				sources = u.KeySources
+			}
+			up.keys.Store(up.pool().update(name, u.Keys, sources, p.sources[name], u.Limits, &c.cfg.limiter))
 		}
 		up.setTunables(*u, c.cfg.attemptTimeout)
 		up.settings.Store(u)
@@ -220,7 +246,7 @@ func (p *pendingUpdate) changes(c *Client) []string {
 		if !slices.Equal(was.Keys, now.Keys) {
 			out = append(out, name+".Keys")
 		}
-		if !slices.EqualFunc(was.KeySources, now.KeySources, sameSource) {
+		if p.sources[name] && !slices.EqualFunc(was.KeySources, now.KeySources, sameSource) {
 			out = append(out, name+".KeySources")
 		}
 		wl, nl := reflect.ValueOf(was.Limits), reflect.ValueOf(now.Limits)
@@ -265,9 +291,22 @@ func (up *upstream) current() Upstream {
 
 // update returns the pool after a change of its keys, key sources or limits. Kept keys
 // are the same poolKeys (their cooldowns, evictions and calls in flight go on); a limits
-// change retunes each key's limiter (see retune).
-func (p *keyPool) update(upstream string, secrets []string, sources []keysource.Source, limits Limits, lc *limiterConfig) *keyPool {
+// change retunes each key's limiter (see retune). Unless setSources, the pool's source
+// keys all stay as they are and sources is ignored.
+func (p *keyPool) update(upstream string, secrets []string, sources []keysource.Source, setSources bool, limits Limits, lc *limiterConfig) *keyPool {
 	retune := limits != p.limits
+	var old []*poolKey // the pool's source keys, in the order of its sources
+	for _, k := range p.keys {
+		if k.source != nil {
+			old = append(old, k)
+		}
+	}
+	if !setSources && len(old) > 0 {
+		sources = make([]keysource.Source, len(old))
+		for i, k := range old {
+			sources[i] = k.source.src
+		}
+	}
 	if len(secrets) == 0 && len(sources) == 0 {
 		if len(p.keys) == 1 && p.keys[0].label == "" { // the adapter's own key stays
 			if retune {
@@ -311,25 +350,39 @@ func (p *keyPool) update(upstream string, secrets []string, sources []keysource.
 		label++
 		next.keys = append(next.keys, newStaticKey(upstream, s, label, limits, lc))
 	}
-	// Sources cannot be compared (a keysource.Func is a func): an unchanged list, element for
-	// element the same values as the pool's, keeps its keys; any other list is new.
-	var old []*poolKey
-	for _, k := range p.keys {
-		if k.source != nil {
-			old = append(old, k)
-		}
-	}
-	same := len(old) == len(sources)
-	for i := 0; same && i < len(old); i++ {
-		same = sameSource(old[i].source.src, sources[i])
-	}
+	// Sources the change does not set keep their keys. Of a list SetKeySources sets, each
+	// source the pool has (see sameSource) keeps its key, the first one not kept yet when
+	// it is listed more than once; each other one is a new key.
+	taken := make([]bool, len(old))
 	for i, src := range sources {
-		if same {
-			keep(old[i])
+		j := i
+		if setSources {
+			j = -1
+			for o, k := range old {
+				if !taken[o] && sameSource(k.source.src, src) {
+					j = o
+					break
+				}
+			}
+		}
+		if j >= 0 {
+			taken[j] = true
+			k := old[j]
+			moved := k.sourceN != i+1
+			k.sourceN = i + 1
+			if moved && k.limiter().shared {
+				// Its quota is its new position's, shared with the replicas that list the
+				// sources so, and no other source's here; what it owed stays in its old scope.
+				k.lim.Store(newKeyLimiterOf(upstream, k.scope(upstream), limits, lc))
+				next.keys = append(next.keys, k)
+			} else {
+				keep(k)
+			}
 			continue
 		}
 		label++
-		next.keys = append(next.keys, newSourceKey(upstream, src, label, label, limits, lc))
+		gate := sourceGate(src, p.keys, p.retired, next.keys)
+		next.keys = append(next.keys, newSourceKey(upstream, src, gate, i+1, label, limits, lc)) // scoped as in New
 	}
 	next.retired = p.stillBusy(next.keys)
 	return next
@@ -349,11 +402,19 @@ func (p *keyPool) stillBusy(kept []*poolKey) []*poolKey {
 	return out
 }
 
-// sameSource reports whether a and b are the same source value; values of a type that
-// cannot be compared (a keysource.Func) are never the same.
+// sameSource reports whether a and b are the same source: equal values of a comparable
+// type (the same pointer, most often), or the same function value of a func type (a
+// keysource.Func passed again; see funcIdentity). Values of other types that cannot be
+// compared are never the same.
 func sameSource(a, b keysource.Source) (same bool) {
 	ta := reflect.TypeOf(a)
-	if ta != reflect.TypeOf(b) || ta == nil || !ta.Comparable() {
+	if ta != reflect.TypeOf(b) || ta == nil {
+		return false
+	}
+	if ta.Kind() == reflect.Func {
+		return funcIdentity(a) == funcIdentity(b)
+	}
+	if !ta.Comparable() {
 		return false
 	}
 	defer func() {
@@ -383,4 +444,16 @@ func (k *poolKey) retune(upstream string, old, limits Limits, lc *limiterConfig)
 	if newSlots {
 		cur.retire() // its slot waiters acquire on the new slots
 	}
+}
+
+// funcIdentity returns the closure the func value f (of a func type) points to. Copies of
+// one func value share it; two closures made apart never do, even of the same code,
+// since each holds its own captured variables; a function that captures nothing has one
+// for all its values, which all do the same. reflect cannot tell it (Value.Pointer of a
+// func is its code): a func value is one pointer, to its closure, read here from a copy.
+func funcIdentity(f any) unsafe.Pointer {
+	v := reflect.ValueOf(f)
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	return *(*unsafe.Pointer)(c.UnsafePointer())
 }

@@ -198,7 +198,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 		if g.Hedge != "" {
 			h := routing.Hedge{On: true}
 			if g.Hedge != "auto" {
-				h.Delay, _ = time.ParseDuration(g.Hedge)
+				h.Delay, _ = parseDuration(g.Hedge)
 			}
 			opts = append(opts, llmclient.WithHedging(g.Name, h))
 		}

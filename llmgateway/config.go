@@ -110,8 +110,8 @@ type UpstreamConfig struct {
 	// KeysEnv names the environment variables holding the upstream's API keys, pooled
 	// in order. Each must be set and not empty.
 	KeysEnv []string `yaml:"keys_env"`
-	// Models maps a request's model name to the upstream's; empty serves every model
-	// under its own name.
+	// Models maps a request's model name to the upstream's; empty (left out or {})
+	// serves every model under its own name.
 	Models map[string]string `yaml:"models"`
 	Limits *LimitsConfig     `yaml:"limits"`
 	// QuotaScopes name the quota_scopes this upstream's calls also count against.
@@ -161,8 +161,9 @@ type GroupConfig struct {
 	Routing string `yaml:"routing"`
 	// Fallback names groups tried after this one's upstreams.
 	Fallback []string `yaml:"fallback"`
-	// Hedge sends a second attempt to the next upstream after this delay; "auto" uses
-	// the observed 95th percentile. Default off.
+	// Hedge sends a second attempt to the next upstream after this delay (a duration
+	// such as "1.5s", or a number of seconds); "auto" uses the observed 95th percentile.
+	// Default off.
 	Hedge string `yaml:"hedge"`
 }
 
@@ -334,21 +335,29 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: a duration must be a string such as \"1.5s\"", n.Line)
 	}
-	s := strings.TrimSpace(n.Value)
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// parseDuration reads a duration of the file: "1.5s", "200ms", "2m", or a number of
+// seconds ("90", "0.5"); "" is 0.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
 	if s == "" || s == "0" {
-		*d = 0
-		return nil
+		return 0, nil
 	}
 	if v, err := time.ParseDuration(s); err == nil {
-		*d = Duration(v)
-		return nil
+		return v, nil
 	}
 	// The whole value is a number of seconds: "2 hours" or "5x" is not read as 2 or 5.
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e9 {
-		*d = Duration(f * float64(time.Second))
-		return nil
+		return time.Duration(f * float64(time.Second)), nil
 	}
-	return fmt.Errorf("line %d: %q is not a duration", n.Line, s)
+	return 0, fmt.Errorf("%q is not a duration", s)
 }
 
 // D returns d as a time.Duration.
@@ -389,6 +398,14 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 		}
 		return nil, err
 	}
+	// A configuration is one document: what follows a "---" would be silently dropped.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("line %d: the file holds more than one YAML document; a configuration is one", next.Line)
+	}
 	c.env = env
 	c.defaults()
 	if err := c.validate(); err != nil {
@@ -415,6 +432,13 @@ func (c *Config) defaults() {
 	}
 	if c.Headers.RequestID == "" {
 		c.Headers.RequestID = "x-request-id"
+	}
+	for i := range c.Upstreams {
+		// models: {} is empty, as one left out: every model under its own name (a
+		// non-nil map would tell the Client to serve only what it maps: nothing).
+		if u := &c.Upstreams[i]; len(u.Models) == 0 {
+			u.Models = nil
+		}
 	}
 }
 
@@ -536,7 +560,7 @@ func (c *Config) validate() error {
 			p.add("%s: routing %q is not ordered, weighted, least_in_flight or latency", w, g.Routing)
 		}
 		if g.Hedge != "" && g.Hedge != "auto" {
-			if d, err := time.ParseDuration(g.Hedge); err != nil || d <= 0 {
+			if d, err := parseDuration(g.Hedge); err != nil || d <= 0 {
 				p.add("%s: hedge %q is not auto or a positive duration", w, g.Hedge)
 			}
 		}

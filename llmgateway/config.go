@@ -266,7 +266,7 @@ type BreakerConfig struct {
 	// RecoveryRamp paces calls after the breaker closes (llmclient.WithRecoveryRamp).
 	RecoveryRamp Duration `yaml:"recovery_ramp"`
 	// Shared names the upstreams whose breakers replicas share through redis
-	// (["*"] for every one).
+	// (["*"], alone, for every one).
 	Shared []string `yaml:"shared"`
 }
 
@@ -287,10 +287,12 @@ type PricingConfig struct {
 
 // CacheConfig configures the exact response cache.
 type CacheConfig struct {
-	Enabled    bool     `yaml:"enabled"`
-	TTL        Duration `yaml:"ttl"`
-	MaxBytes   int64    `yaml:"max_bytes"`
-	MaxEntries int      `yaml:"max_entries"`
+	Enabled bool     `yaml:"enabled"`
+	TTL     Duration `yaml:"ttl"`
+	// MaxBytes and MaxEntries bound the in-memory cache; with Redis there is none, and
+	// setting them is an error.
+	MaxBytes   int64 `yaml:"max_bytes"`
+	MaxEntries int   `yaml:"max_entries"`
 	// Dedup joins identical requests in flight. Default false.
 	Dedup bool `yaml:"dedup"`
 	// Redis keeps entries in redis (rediscache) instead of memory.
@@ -667,6 +669,9 @@ func (c *Config) validate() error {
 				p.add("breaker.shared: unknown upstream %q", n)
 			}
 		}
+		if len(b.Shared) > 1 && slices.Contains(b.Shared, "*") {
+			p.add(`breaker.shared: "*" shares every upstream's breaker and goes alone, without names`)
+		}
 		if len(b.Shared) > 0 && c.Redis == nil {
 			p.add("breaker.shared: needs redis")
 		}
@@ -681,6 +686,10 @@ func (c *Config) validate() error {
 	}
 	if c.Cache.Redis && c.Redis == nil {
 		p.add("cache.redis: needs redis")
+	}
+	if c.Cache.Redis && (c.Cache.MaxBytes != 0 || c.Cache.MaxEntries != 0) {
+		// rediscache has no bound of its own: entries leave redis by their TTL.
+		p.add("cache: max_bytes and max_entries bound the in-memory cache; with redis: true there is none (entries expire by ttl)")
 	}
 	if rc := c.Redis; rc != nil {
 		if rc.Addr == "" {

@@ -109,3 +109,35 @@ func TestHedgeTakesANumberOfSeconds(t *testing.T) {
 	}
 }
 
+// TestBreakerSharedStarGoesAlone: "*" shares every upstream's breaker; written with names
+// it would say both "every one" and "these", so it is refused rather than either dropped.
+func TestBreakerSharedStarGoesAlone(t *testing.T) {
+	const redis = auditMinimal + "redis: {addr: 127.0.0.1:1}\n"
+	if _, err := llmgateway.Parse([]byte(redis+"breaker: {shared: ['*', u]}\n"), env()); err == nil || !strings.Contains(err.Error(), `breaker.shared: "*"`) {
+		t.Fatalf(`shared: ["*", u]: %v`, err)
+	}
+	for _, s := range []string{"['*']", "[u]"} {
+		if _, err := llmgateway.Parse([]byte(redis+"breaker: {shared: "+s+"}\n"), env()); err != nil {
+			t.Errorf("shared: %s: %v", s, err)
+		}
+	}
+}
+
+// TestCacheSizesNeedTheMemoryCache: max_bytes and max_entries bound the in-memory cache;
+// with cache.redis there is none (rediscache keeps no local tier), so they are refused
+// instead of ignored.
+func TestCacheSizesNeedTheMemoryCache(t *testing.T) {
+	const redis = auditMinimal + "redis: {addr: 127.0.0.1:1}\n"
+	for _, c := range []string{"max_bytes: 1000000", "max_entries: 100"} {
+		_, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, redis: true, "+c+"}\n"), env())
+		if err == nil || !strings.Contains(err.Error(), "max_bytes and max_entries bound the in-memory cache") {
+			t.Errorf("%s with redis: true: %v", c, err)
+		}
+	}
+	if _, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, redis: true, ttl: 1m}\n"), env()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, max_entries: 100}\n"), env()); err != nil {
+		t.Fatal(err)
+	}
+}

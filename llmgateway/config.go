@@ -245,7 +245,8 @@ type LimiterConfig struct {
 	// QueueTarget bounds the limiter's queueing delay under overload
 	// (llmclient.WithQueueTarget).
 	QueueTarget *Duration `yaml:"queue_target"`
-	// BatchShare is the share of each limit batch requests may use (WithBatchShare).
+	// BatchShare is the share of each limit batch requests (x-llmclient-priority: batch)
+	// may use (WithBatchShare).
 	BatchShare *float64 `yaml:"batch_share"`
 	// WaitThreshold is the longest wait on an upstream while another could serve.
 	WaitThreshold WaitThresholdConfig `yaml:"wait_threshold"`

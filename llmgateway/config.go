@@ -386,8 +386,9 @@ func parseFile(file string, data []byte, env func(string) (string, bool)) (*Conf
 	return c, nil
 }
 
-// Parse reads a configuration from YAML or JSON, resolves its secrets with env (nil
-// means os.LookupEnv) and validates it as a whole: the error lists every problem.
+// Parse reads a configuration from YAML or JSON (one document), resolves its secrets
+// with env (nil means os.LookupEnv) and validates it as a whole, llmclient.New's own
+// checks of the Client it describes included: the error lists every problem.
 func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -710,6 +711,7 @@ func (c *Config) validate() error {
 		}
 	}
 	c.validateEngine(&p)
+	c.checkClient(&p)
 	return p.err()
 }
 

@@ -192,7 +192,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 	_, _ = rand.Read(b[:])
 	g.idPrefix = hex.EncodeToString(b[:]) + "-"
 
-	copts, err := cfg.clientOptions(g.hc, timeProvider)
+	copts, err := cfg.clientOptions(g.hc, timeProvider, true)
 	if err != nil {
 		return nil, fmt.Errorf("llmgateway: %w", err)
 	}

@@ -1,6 +1,7 @@
 package llmgateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/llmclient/llmclient"
 	"github.com/llmclient/llmclient/breaker"
 	"github.com/llmclient/llmclient/budget"
+	"github.com/llmclient/llmclient/limitstore"
 	"github.com/llmclient/llmclient/pricing"
 	"github.com/llmclient/llmclient/provider/anthropic"
 	"github.com/llmclient/llmclient/provider/gemini"
@@ -169,9 +171,12 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // clientOptions turns the configuration into the Client's options, its upstreams'
-// providers wrapped by wrap. The options that need a live object (stores, the
-// observer, middleware) are added by the caller.
-func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Provider) llmclient.Provider) ([]llmclient.Option, error) {
+// providers wrapped by wrap (nil: as they are), and reads pricing.file when readPricing.
+// The options that need a live object (stores, the observer, middleware) are added by
+// the caller. What cannot be built is reported in the error and left out, but for an
+// upstream whose adapter cannot be made, which keeps its place with a stand-in adapter, so
+// that checkClient does not report the groups and budgets naming it as unknown.
+func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Provider) llmclient.Provider, readPricing bool) ([]llmclient.Option, error) {
 	var opts []llmclient.Option
 	var errs []error
 	for i := range c.Upstreams {
@@ -179,10 +184,12 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 		p, err := u.provider(hc)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("upstream %q: %w", u.Name, err))
-			continue
+			p = unbuilt{}
+		} else if wrap != nil {
+			p = wrap(u.Name, p)
 		}
 		opts = append(opts, llmclient.WithUpstream(llmclient.Upstream{
-			Name: u.Name, Provider: wrap(u.Name, p), Keys: slices.Clone(u.keys), Models: u.Models,
+			Name: u.Name, Provider: p, Keys: slices.Clone(u.keys), Models: u.Models,
 			Limits: u.Limits.limits(), Timeout: u.Timeout.D(), Weight: u.Weight,
 			PriceProvider: u.priceProvider(), QuotaScopes: slices.Clone(u.QuotaScopes),
 		}))
@@ -198,7 +205,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 		if g.Hedge != "" {
 			h := routing.Hedge{On: true}
 			if g.Hedge != "auto" {
-				h.Delay, _ = time.ParseDuration(g.Hedge)
+				h.Delay, _ = parseDuration(g.Hedge)
 			}
 			opts = append(opts, llmclient.WithHedging(g.Name, h))
 		}
@@ -271,8 +278,9 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 		bc, err := c.Breaker.build()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("breaker: %w", err))
+		} else {
+			opts = append(opts, llmclient.WithBreaker(bc))
 		}
-		opts = append(opts, llmclient.WithBreaker(bc))
 	}
 	if len(c.Fallbacks.Context) > 0 {
 		opts = append(opts, llmclient.WithContextFallback(c.Fallbacks.Context...))
@@ -280,7 +288,7 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 	if len(c.Fallbacks.Content) > 0 {
 		opts = append(opts, llmclient.WithContentFallback(c.Fallbacks.Content...))
 	}
-	if c.Pricing.File != "" {
+	if c.Pricing.File != "" && readPricing {
 		tbl, err := pricing.LoadFile(c.Pricing.File)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pricing.file: %w", err))
@@ -295,3 +303,81 @@ func (c *Config) clientOptions(hc *http.Client, wrap func(string, llmclient.Prov
 // priceProvider is the upstream's provider in the price table: the configured one, else
 // the one the Client infers from the adapter's base URL.
 func (u *UpstreamConfig) priceProvider() string { return u.PriceProvider }
+
+// unbuilt stands in for the adapter of an upstream whose adapter could not be made (the
+// reason is reported apart); it is never called.
+type unbuilt struct{}
+
+func (unbuilt) Complete(context.Context, *llmclient.Call) (*llmclient.Response, error) {
+	return nil, errors.New("llmgateway: the upstream's adapter could not be made")
+}
+
+func (unbuilt) Stream(context.Context, *llmclient.Call) (llmclient.ProviderStream, error) {
+	return nil, errors.New("llmgateway: the upstream's adapter could not be made")
+}
+
+// checkHTTPClient is the HTTP client of the adapters checkClient makes; nothing is sent.
+var checkHTTPClient = &http.Client{}
+
+// checkClient adds to p every problem llmclient.New finds in the Client c describes, so
+// that Parse (and with it -check and every reload) refuses what a start would: a burst
+// above its rate, a group none of whose upstreams serves its name, a quota scope named
+// twice, more budgets than a Client takes, a backoff out of range, and whatever else the
+// library checks. The library's validation is the one source of these rules: the
+// Client's options are built as New builds them, with an in-memory limit store in place
+// of redis's and without reading pricing.file, and the Client, which starts nothing and
+// connects nowhere, is closed and dropped.
+func (c *Config) checkClient(p *problems) {
+	opts, _ := c.clientOptions(checkHTTPClient, nil, false) // what failed is reported by validate
+	if c.Redis != nil {
+		opts = append(opts, llmclient.WithLimitStore(limitstore.NewMemory()))
+		if names, ok := c.sharedBreakers(); ok {
+			opts = append(opts, llmclient.WithSharedBreakers(names...))
+		}
+	}
+	client, err := llmclient.New(opts...)
+	if err == nil {
+		_ = client.Close()
+		return
+	}
+	const lead = "llmclient: invalid options: "
+	if m := err.Error(); strings.HasPrefix(m, lead) {
+		if inner := errors.Unwrap(err); inner != nil && inner.Error() == strings.TrimPrefix(m, lead) {
+			err = inner
+		}
+	}
+	eachLeaf("llmclient: ", err, func(msg string) { p.add("%s", msg) })
+}
+
+// eachLeaf calls f with each of the problems err joins (errors.Join, nested, and within
+// fmt.Errorf's wrapping), each with the text that wraps it, so that one line is one
+// problem.
+func eachLeaf(prefix string, err error, f func(string)) {
+	msg := err.Error()
+	switch x := err.(type) {
+	case interface{ Unwrap() []error }:
+		kids := x.Unwrap()
+		texts := make([]string, 0, len(kids))
+		for _, k := range kids {
+			if k != nil {
+				texts = append(texts, k.Error())
+			}
+		}
+		if msg == strings.Join(texts, "\n") {
+			for _, k := range kids {
+				if k != nil {
+					eachLeaf(prefix, k, f)
+				}
+			}
+			return
+		}
+	case interface{ Unwrap() error }:
+		if in := x.Unwrap(); in != nil && strings.Contains(in.Error(), "\n") && strings.HasSuffix(msg, in.Error()) {
+			eachLeaf(prefix+strings.TrimSuffix(msg, in.Error()), in, f)
+			return
+		}
+	}
+	for line := range strings.SplitSeq(msg, "\n") {
+		f(prefix + line)
+	}
+}

@@ -110,8 +110,8 @@ type UpstreamConfig struct {
 	// KeysEnv names the environment variables holding the upstream's API keys, pooled
 	// in order. Each must be set and not empty.
 	KeysEnv []string `yaml:"keys_env"`
-	// Models maps a request's model name to the upstream's; empty serves every model
-	// under its own name.
+	// Models maps a request's model name to the upstream's; empty (left out or {})
+	// serves every model under its own name.
 	Models map[string]string `yaml:"models"`
 	Limits *LimitsConfig     `yaml:"limits"`
 	// QuotaScopes name the quota_scopes this upstream's calls also count against.
@@ -161,8 +161,9 @@ type GroupConfig struct {
 	Routing string `yaml:"routing"`
 	// Fallback names groups tried after this one's upstreams.
 	Fallback []string `yaml:"fallback"`
-	// Hedge sends a second attempt to the next upstream after this delay; "auto" uses
-	// the observed 95th percentile. Default off.
+	// Hedge sends a second attempt to the next upstream after this delay (a duration
+	// such as "1.5s", or a number of seconds); "auto" uses the observed 95th percentile.
+	// Default off.
 	Hedge string `yaml:"hedge"`
 }
 
@@ -244,7 +245,8 @@ type LimiterConfig struct {
 	// QueueTarget bounds the limiter's queueing delay under overload
 	// (llmclient.WithQueueTarget).
 	QueueTarget *Duration `yaml:"queue_target"`
-	// BatchShare is the share of each limit batch requests may use (WithBatchShare).
+	// BatchShare is the share of each limit batch requests (x-llmclient-priority: batch)
+	// may use (WithBatchShare).
 	BatchShare *float64 `yaml:"batch_share"`
 	// WaitThreshold is the longest wait on an upstream while another could serve.
 	WaitThreshold WaitThresholdConfig `yaml:"wait_threshold"`
@@ -265,7 +267,7 @@ type BreakerConfig struct {
 	// RecoveryRamp paces calls after the breaker closes (llmclient.WithRecoveryRamp).
 	RecoveryRamp Duration `yaml:"recovery_ramp"`
 	// Shared names the upstreams whose breakers replicas share through redis
-	// (["*"] for every one).
+	// (["*"], alone, for every one).
 	Shared []string `yaml:"shared"`
 }
 
@@ -286,10 +288,12 @@ type PricingConfig struct {
 
 // CacheConfig configures the exact response cache.
 type CacheConfig struct {
-	Enabled    bool     `yaml:"enabled"`
-	TTL        Duration `yaml:"ttl"`
-	MaxBytes   int64    `yaml:"max_bytes"`
-	MaxEntries int      `yaml:"max_entries"`
+	Enabled bool     `yaml:"enabled"`
+	TTL     Duration `yaml:"ttl"`
+	// MaxBytes and MaxEntries bound the in-memory cache; with Redis there is none, and
+	// setting them is an error.
+	MaxBytes   int64 `yaml:"max_bytes"`
+	MaxEntries int   `yaml:"max_entries"`
 	// Dedup joins identical requests in flight. Default false.
 	Dedup bool `yaml:"dedup"`
 	// Redis keeps entries in redis (rediscache) instead of memory.
@@ -334,21 +338,29 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: a duration must be a string such as \"1.5s\"", n.Line)
 	}
-	s := strings.TrimSpace(n.Value)
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// parseDuration reads a duration of the file: "1.5s", "200ms", "2m", or a number of
+// seconds ("90", "0.5"); "" is 0.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
 	if s == "" || s == "0" {
-		*d = 0
-		return nil
+		return 0, nil
 	}
 	if v, err := time.ParseDuration(s); err == nil {
-		*d = Duration(v)
-		return nil
+		return v, nil
 	}
 	// The whole value is a number of seconds: "2 hours" or "5x" is not read as 2 or 5.
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e9 {
-		*d = Duration(f * float64(time.Second))
-		return nil
+		return time.Duration(f * float64(time.Second)), nil
 	}
-	return fmt.Errorf("line %d: %q is not a duration", n.Line, s)
+	return 0, fmt.Errorf("%q is not a duration", s)
 }
 
 // D returns d as a time.Duration.
@@ -374,8 +386,9 @@ func parseFile(file string, data []byte, env func(string) (string, bool)) (*Conf
 	return c, nil
 }
 
-// Parse reads a configuration from YAML or JSON, resolves its secrets with env (nil
-// means os.LookupEnv) and validates it as a whole: the error lists every problem.
+// Parse reads a configuration from YAML or JSON (one document), resolves its secrets
+// with env (nil means os.LookupEnv) and validates it as a whole, llmclient.New's own
+// checks of the Client it describes included: the error lists every problem.
 func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -388,6 +401,14 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 			return nil, errors.New("the configuration is empty")
 		}
 		return nil, err
+	}
+	// A configuration is one document: what follows a "---" would be silently dropped.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("line %d: the file holds more than one YAML document; a configuration is one", next.Line)
 	}
 	c.env = env
 	c.defaults()
@@ -415,6 +436,13 @@ func (c *Config) defaults() {
 	}
 	if c.Headers.RequestID == "" {
 		c.Headers.RequestID = "x-request-id"
+	}
+	for i := range c.Upstreams {
+		// models: {} is empty, as one left out: every model under its own name (a
+		// non-nil map would tell the Client to serve only what it maps: nothing).
+		if u := &c.Upstreams[i]; len(u.Models) == 0 {
+			u.Models = nil
+		}
 	}
 }
 
@@ -536,7 +564,7 @@ func (c *Config) validate() error {
 			p.add("%s: routing %q is not ordered, weighted, least_in_flight or latency", w, g.Routing)
 		}
 		if g.Hedge != "" && g.Hedge != "auto" {
-			if d, err := time.ParseDuration(g.Hedge); err != nil || d <= 0 {
+			if d, err := parseDuration(g.Hedge); err != nil || d <= 0 {
 				p.add("%s: hedge %q is not auto or a positive duration", w, g.Hedge)
 			}
 		}
@@ -643,6 +671,9 @@ func (c *Config) validate() error {
 				p.add("breaker.shared: unknown upstream %q", n)
 			}
 		}
+		if len(b.Shared) > 1 && slices.Contains(b.Shared, "*") {
+			p.add(`breaker.shared: "*" shares every upstream's breaker and goes alone, without names`)
+		}
 		if len(b.Shared) > 0 && c.Redis == nil {
 			p.add("breaker.shared: needs redis")
 		}
@@ -657,6 +688,10 @@ func (c *Config) validate() error {
 	}
 	if c.Cache.Redis && c.Redis == nil {
 		p.add("cache.redis: needs redis")
+	}
+	if c.Cache.Redis && (c.Cache.MaxBytes != 0 || c.Cache.MaxEntries != 0) {
+		// rediscache has no bound of its own: entries leave redis by their TTL.
+		p.add("cache: max_bytes and max_entries bound the in-memory cache; with redis: true there is none (entries expire by ttl)")
 	}
 	if rc := c.Redis; rc != nil {
 		if rc.Addr == "" {
@@ -676,6 +711,7 @@ func (c *Config) validate() error {
 		}
 	}
 	c.validateEngine(&p)
+	c.checkClient(&p)
 	return p.err()
 }
 

@@ -47,8 +47,9 @@ type ThroughputFloorConfig struct {
 	Over            Duration `yaml:"over"`
 }
 
-// WaitThresholdConfig is llmclient.WithWaitThreshold per priority (the Priority request
-// header's interactive or batch); absent keeps the default (2s).
+// WaitThresholdConfig is llmclient.WithWaitThreshold per priority (interactive, or batch
+// for a request whose x-llmclient-priority header says batch); absent keeps the default
+// (2s).
 type WaitThresholdConfig struct {
 	Interactive *Duration `yaml:"interactive"`
 	Batch       *Duration `yaml:"batch"`

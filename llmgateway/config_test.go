@@ -66,3 +66,78 @@ func TestConfigRejectsUnknownFieldsAndReadsJSON(t *testing.T) {
 		t.Fatalf("JSON config: %v", err)
 	}
 }
+
+// TestEmptyModelsMapServesEveryModel: `models: {}` is "empty": the upstream serves every
+// model under its own name, as when models is left out (not "only what it maps": nothing).
+func TestEmptyModelsMapServesEveryModel(t *testing.T) {
+	oa := newVendor(t, "openai")
+	g := startGateway(t, "open: true\nlog: {level: warn}\nupstreams: [{name: oa, vendor: openai, base_url: '"+oa.URL+"/v1', models: {}}]\n")
+	resp, body := post(t, g.api.URL+"/v1/chat/completions", "", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(oa.lastBody(), `"gpt-4o"`) {
+		t.Fatalf("models: {} should serve every model under its own name: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestParseRefusesASecondYAMLDocument: a file is one YAML document; what follows a "---"
+// is not silently dropped (here an unknown field, which would be an error in the first).
+func TestParseRefusesASecondYAMLDocument(t *testing.T) {
+	for _, second := range []string{"no_such_field: 1\n", "upstreams: []\n", ""} {
+		_, err := llmgateway.Parse([]byte(auditMinimal+"---\n"+second), env())
+		if err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
+			t.Errorf("a second document %q: %v", second, err)
+		}
+	}
+	// A document's explicit start and end markers are one document.
+	if _, err := llmgateway.Parse([]byte("---\n"+auditMinimal+"...\n"), env()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHedgeTakesANumberOfSeconds: groups[].hedge is "a delay or auto", and a delay, like
+// every duration of the file, may be a number of seconds.
+func TestHedgeTakesANumberOfSeconds(t *testing.T) {
+	const two = "open: true\nupstreams: [{name: u, vendor: openai, base_url: 'http://127.0.0.1:1/v1'}, {name: v, vendor: openai, base_url: 'http://127.0.0.1:2/v1'}]\n"
+	for _, h := range []string{"2", "0.5", "1.5s", "auto"} {
+		if _, err := llmgateway.Parse([]byte(two+"groups: [{name: g, upstreams: [u, v], hedge: "+h+"}]\n"), env()); err != nil {
+			t.Errorf("hedge: %s: %v", h, err)
+		}
+	}
+	for _, h := range []string{"-1", "0", "2 hours", "soon"} {
+		if _, err := llmgateway.Parse([]byte(two+"groups: [{name: g, upstreams: [u, v], hedge: '"+h+"'}]\n"), env()); err == nil || !strings.Contains(err.Error(), "hedge") {
+			t.Errorf("hedge: %q accepted: %v", h, err)
+		}
+	}
+}
+
+// TestBreakerSharedStarGoesAlone: "*" shares every upstream's breaker; written with names
+// it would say both "every one" and "these", so it is refused rather than either dropped.
+func TestBreakerSharedStarGoesAlone(t *testing.T) {
+	const redis = auditMinimal + "redis: {addr: 127.0.0.1:1}\n"
+	if _, err := llmgateway.Parse([]byte(redis+"breaker: {shared: ['*', u]}\n"), env()); err == nil || !strings.Contains(err.Error(), `breaker.shared: "*"`) {
+		t.Fatalf(`shared: ["*", u]: %v`, err)
+	}
+	for _, s := range []string{"['*']", "[u]"} {
+		if _, err := llmgateway.Parse([]byte(redis+"breaker: {shared: "+s+"}\n"), env()); err != nil {
+			t.Errorf("shared: %s: %v", s, err)
+		}
+	}
+}
+
+// TestCacheSizesNeedTheMemoryCache: max_bytes and max_entries bound the in-memory cache;
+// with cache.redis there is none (rediscache keeps no local tier), so they are refused
+// instead of ignored.
+func TestCacheSizesNeedTheMemoryCache(t *testing.T) {
+	const redis = auditMinimal + "redis: {addr: 127.0.0.1:1}\n"
+	for _, c := range []string{"max_bytes: 1000000", "max_entries: 100"} {
+		_, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, redis: true, "+c+"}\n"), env())
+		if err == nil || !strings.Contains(err.Error(), "max_bytes and max_entries bound the in-memory cache") {
+			t.Errorf("%s with redis: true: %v", c, err)
+		}
+	}
+	if _, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, redis: true, ttl: 1m}\n"), env()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llmgateway.Parse([]byte(redis+"cache: {enabled: true, max_entries: 100}\n"), env()); err != nil {
+		t.Fatal(err)
+	}
+}

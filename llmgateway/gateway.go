@@ -23,6 +23,7 @@ import (
 	"github.com/llmclient/llmclient/event"
 	"github.com/llmclient/llmclient/failure"
 	"github.com/llmclient/llmclient/finish"
+	"github.com/llmclient/llmclient/ratelimit"
 )
 
 // Gateway is an OpenAI- and Anthropic-compatible HTTP server in front of one
@@ -191,7 +192,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 	_, _ = rand.Read(b[:])
 	g.idPrefix = hex.EncodeToString(b[:]) + "-"
 
-	copts, err := cfg.clientOptions(g.hc, timeProvider)
+	copts, err := cfg.clientOptions(g.hc, timeProvider, true)
 	if err != nil {
 		return nil, fmt.Errorf("llmgateway: %w", err)
 	}
@@ -294,6 +295,28 @@ func (g *Gateway) requestID(r *http.Request, header string) string {
 		return id
 	}
 	return g.idPrefix + strconv.FormatUint(g.idSeq.Add(1), 36)
+}
+
+// priorityHeader is the request header that makes a call ratelimit.Batch: limited to
+// limiter.batch_share of each limit, with limiter.wait_threshold.batch. It can only lower
+// a request's priority: interactive is the default.
+const priorityHeader = "x-llmclient-priority"
+
+// priorityKey is priorityHeader as net/http stores it, read without canonicalizing.
+var priorityKey = http.CanonicalHeaderKey(priorityHeader)
+
+// requestPriority is the priority a request's header asks for: interactive when it is
+// absent or empty, else its one value, interactive or batch in any case; ok is false for
+// any other value, or several.
+func requestPriority(h http.Header) (p ratelimit.Priority, ok bool) {
+	v := h[priorityKey]
+	switch {
+	case len(v) == 0 || len(v) == 1 && (v[0] == "" || strings.EqualFold(v[0], "interactive")):
+		return ratelimit.Interactive, true
+	case len(v) == 1 && strings.EqualFold(v[0], "batch"):
+		return ratelimit.Batch, true
+	}
+	return ratelimit.Interactive, false
 }
 
 // callerKey is the gateway key of a request: a bearer token (the scheme's name in any
@@ -669,6 +692,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		tn = openCaller
 	}
 	rec.tenant = tn.name
+	prio, ok := requestPriority(r.Header)
+	if !ok {
+		fail(localError(http.StatusBadRequest, "the "+priorityHeader+" header must be interactive or batch, once"))
+		return
+	}
 	// Handler, the only way here, set the body's read deadline (bodyTimeout).
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, cfg.MaxRequestBytes))
 	if err != nil {
@@ -709,9 +737,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	model := ""
 	if req != nil {
-		model = req.Model
+		model, req.Priority = req.Model, prio
 	} else {
-		model = ereq.Model
+		model, ereq.Priority = ereq.Model, prio
 	}
 	rec.model, rec.stream = model, stream
 	if !tn.allows(model) {

@@ -3,6 +3,7 @@ package llmgateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/llmclient/llmclient"
@@ -15,6 +16,19 @@ import (
 // cacheFlushTimeout bounds how long a shutdown waits for the response cache's answers
 // still being stored (each store is bounded by the cache's own store timeout anyway).
 const cacheFlushTimeout = 5 * time.Second
+
+// sharedBreakers says whether breaker.shared shares any breaker, and whose: names nil
+// for every upstream's ("*").
+func (c *Config) sharedBreakers() (names []string, ok bool) {
+	b := c.Breaker
+	if b == nil || len(b.Shared) == 0 {
+		return nil, false
+	}
+	if slices.Contains(b.Shared, "*") {
+		return nil, true
+	}
+	return b.Shared, true
+}
 
 // storeOptions makes the shared stores the configuration asks for (redis for limits,
 // key pauses, budgets and breakers; the response cache) and returns the Client's
@@ -44,13 +58,7 @@ func (c *Config) storeOptions() ([]llmclient.Option, []func() error, error) {
 		}
 		closers = append(closers, st.Close)
 		opts = append(opts, llmclient.WithLimitStore(st))
-		if b := c.Breaker; b != nil && len(b.Shared) > 0 {
-			var names []string
-			for _, n := range b.Shared {
-				if n != "*" {
-					names = append(names, n)
-				}
-			}
+		if names, ok := c.sharedBreakers(); ok {
 			opts = append(opts, llmclient.WithSharedBreakers(names...))
 		}
 	}

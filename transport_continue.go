@@ -302,10 +302,10 @@ type oaiPromptDetails struct {
 }
 
 type oaiUsage struct {
-	Prompt     int `json:"prompt_tokens"`
-	Completion int `json:"completion_tokens"`
-	Total      int `json:"total_tokens"`
-	Prompt2    *oaiPromptDetails `json:"prompt_tokens_details,omitempty"`
+	Prompt      int               `json:"prompt_tokens"`
+	Completion  int               `json:"completion_tokens"`
+	Total       int               `json:"total_tokens"`
+	Prompt2     *oaiPromptDetails `json:"prompt_tokens_details,omitempty"`
 	Completion2 *struct {
 		Reasoning int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details,omitempty"`

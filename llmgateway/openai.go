@@ -269,10 +269,10 @@ type oaOutMessage struct {
 }
 
 type oaUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	TotalTokens         int `json:"total_tokens"`
-	PromptTokensDetails *oaPromptDetails `json:"prompt_tokens_details,omitempty"`
+	PromptTokens            int              `json:"prompt_tokens"`
+	CompletionTokens        int              `json:"completion_tokens"`
+	TotalTokens             int              `json:"total_tokens"`
+	PromptTokensDetails     *oaPromptDetails `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details,omitempty"`

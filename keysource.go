@@ -20,7 +20,15 @@ type credential struct {
 	expires, refresh time.Time // zero: never
 }
 
-// keySource caches a keysource.Source's credential and refreshes it, one caller at a time.
+// keySourceWait bounds how long callers wait for one refresh of a source: once a refresh
+// has run this long, callers stop waiting for it (those with an expired credential fail
+// at once with keysource.ErrFailed) while it goes on, and its result is used when the
+// source returns.
+const keySourceWait = time.Minute
+
+// keySource caches a keysource.Source's credential and refreshes it, one refresh at a
+// time, on a goroutine of its own that the callers wait for within their context and
+// keySourceWait: a source that ignores its context holds that goroutine, not a call.
 type keySource struct {
 	src keysource.Source
 	cur atomic.Pointer[credential]
@@ -30,14 +38,22 @@ type keySource struct {
 	gate chan struct{}
 
 	mu         sync.Mutex
-	refreshing chan struct{} // non-nil while a caller refreshes; closed when it is done
+	refreshing chan struct{} // non-nil while a refresh runs; closed when it is done
+	started    time.Time     // when the running refresh started
 	failedAt   time.Time     // the last failed refresh
 	failure    error
 }
 
+// errKeySourceStuck is the error of a caller that needs a refresh that has run longer
+// than keySourceWait.
+var errKeySourceStuck = fmt.Errorf("%w: its refresh has run for over %v", keysource.ErrFailed, keySourceWait)
+
 // get returns the credential to call with now: the current one, unless it is within its
-// refresh window (then this caller refreshes it unless another does or one failed just
-// before) or expired (then it waits for a refresh, within ctx).
+// refresh window (then this caller starts a refresh and waits for it, unless another runs
+// or one failed just before) or expired (then it waits for a refresh). A wait ends with
+// the refresh, with ctx (the call's time budget included) or keySourceWait after the
+// refresh started, whichever is first; a caller that stops waiting while its credential
+// is still valid goes on with it.
 func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 	for {
 		c := s.cur.Load()
@@ -50,59 +66,77 @@ func (s *keySource) get(ctx context.Context, now time.Time) (string, error) {
 			s.mu.Unlock()
 			continue
 		}
-		if ch := s.refreshing; ch != nil {
-			s.mu.Unlock()
+		ch := s.refreshing
+		if ch != nil {
+			if valid {
+				s.mu.Unlock()
+				return c.key, nil
+			}
+		} else {
+			if valid && !s.failedAt.IsZero() && now.Sub(s.failedAt) < keySourceRetry {
+				s.mu.Unlock()
+				return c.key, nil
+			}
+			ch = make(chan struct{})
+			s.refreshing, s.started = ch, time.Now()
+			// The call's time budget ends a source that honours its context; the fetch
+			// outlives this caller when the source does not.
+			fctx, cancel := enforcedDeadline(ctx)
+			go s.refresh(fctx, cancel, ch)
+		}
+		left := keySourceWait - time.Since(s.started)
+		s.mu.Unlock()
+		if left <= 0 {
 			if valid {
 				return c.key, nil
 			}
-			wctx, cancel := enforcedDeadline(ctx) // the call's time budget ends this wait
-			select {
-			case <-ch:
-				cancel()
-				now = time.Now()
-				if s.cur.Load() == c { // that refresh failed: report it rather than retry at once
-					s.mu.Lock()
-					err := s.failure
-					s.mu.Unlock()
-					return "", err
-				}
-				continue
-			case <-wctx.Done():
-				cancel()
-				return "", wctx.Err()
+			return "", errKeySourceStuck
+		}
+		wctx, cancel := enforcedDeadline(ctx) // the call's time budget ends this wait
+		t := time.NewTimer(left)
+		select {
+		case <-ch:
+			t.Stop()
+			cancel()
+			if n := s.cur.Load(); n != c { // refreshed
+				return n.key, nil
 			}
-		}
-		if valid && !s.failedAt.IsZero() && now.Sub(s.failedAt) < keySourceRetry {
+			if valid { // that refresh failed: keep the current credential
+				return c.key, nil
+			}
+			s.mu.Lock() // that refresh failed: report it rather than retry at once
+			err := s.failure
 			s.mu.Unlock()
-			return c.key, nil
-		}
-		ch := make(chan struct{})
-		s.refreshing = ch
-		s.mu.Unlock()
-
-		fctx, cancel := enforcedDeadline(ctx) // the call's time budget ends a source that hangs
-		next, err := s.fetch(fctx)
-		cancel()
-
-		s.mu.Lock()
-		if err == nil {
-			s.cur.Store(next)
-			s.failedAt, s.failure = time.Time{}, nil
-		} else {
-			s.failedAt, s.failure = time.Now(), err
-		}
-		s.refreshing = nil
-		close(ch)
-		s.mu.Unlock()
-		switch {
-		case err == nil:
-			return next.key, nil
-		case valid:
-			return c.key, nil
-		default:
 			return "", err
+		case <-t.C:
+			cancel()
+			if valid {
+				return c.key, nil
+			}
+			return "", errKeySourceStuck
+		case <-wctx.Done():
+			t.Stop()
+			cancel()
+			return "", wctx.Err()
 		}
 	}
+}
+
+// refresh fetches a credential within ctx, then cancels ctx, records the outcome and
+// closes ch.
+func (s *keySource) refresh(ctx context.Context, cancel context.CancelFunc, ch chan struct{}) {
+	next, err := s.fetch(ctx)
+	cancel()
+	s.mu.Lock()
+	if err == nil {
+		s.cur.Store(next)
+		s.failedAt, s.failure = time.Time{}, nil
+	} else {
+		s.failedAt, s.failure = time.Now(), err
+	}
+	s.refreshing = nil
+	close(ch)
+	s.mu.Unlock()
 }
 
 // fetch asks the source for a credential, once no other key of the source is asking it

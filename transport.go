@@ -375,7 +375,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer tr.end()
 	body := &tr.body
 	if err := readReplayBody(req, t.cfg.maxBody, body); err != nil {
-		return nil, &Error{Class: failure.BadRequest, Upstream: m.up.Name, Message: "reading the request body", Err: err}
+		class := failure.BadRequest
+		if err == caller.Err() { // the caller left during the read
+			class = classifyCause(err)
+		}
+		return nil, &Error{Class: class, Upstream: m.up.Name, Message: "reading the request body", Err: err}
 	}
 	x := &tr.x // zero: pooled calls are cleared on release
 	x.t, x.req, x.match, x.rel, x.body = t, req, m, rel, body

@@ -2,6 +2,7 @@ package llmclient
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,12 @@ type replayBody struct {
 	reopenFunc func() (io.ReadCloser, error)
 }
 
-// readReplayBody takes over req.Body into b: it buffers a body up to max bytes.
+// readReplayBody takes over req.Body into b: it buffers a body up to max bytes. When the
+// request's context ends during the read of a body without GetBody (http.NewRequest sets
+// one only for a body in memory, which cannot block), it closes the body, which ends a
+// read blocked on it (a pipe, a connection), and returns the context's error, as
+// net/http's Transport returns when the context ends. A body whose Read does not return
+// on Close still holds it.
 func readReplayBody(req *http.Request, max int64, b *replayBody) error {
 	*b = replayBody{reopenFunc: b.reopenFunc}
 	if req.Body == nil || req.Body == http.NoBody {
@@ -34,7 +40,24 @@ func readReplayBody(req *http.Request, max int64, b *replayBody) error {
 		b.get, b.size = req.GetBody, req.ContentLength
 		return nil
 	}
-	data, held, err := readUpTo(req.Body, req.ContentLength, max)
+	var data []byte
+	var held *bufferedBody
+	var err error
+	if ctx := req.Context(); ctx.Done() == nil || req.GetBody != nil {
+		// Nothing can cancel the read, or the body is in memory (http.NewRequest sets
+		// GetBody for a bytes.Buffer, bytes.Reader or strings.Reader only): a read that
+		// cannot block needs no watch.
+		data, held, err = readUpTo(req.Body, req.ContentLength, max)
+	} else {
+		stop := context.AfterFunc(ctx, func() { _ = req.Body.Close() })
+		data, held, err = readUpTo(req.Body, req.ContentLength, max)
+		if !stop() {
+			if cerr := ctx.Err(); cerr != nil {
+				b.orig = nil // closed
+				return cerr
+			}
+		}
+	}
 	if err != nil {
 		_ = req.Body.Close()
 		b.orig = nil

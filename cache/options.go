@@ -188,7 +188,9 @@ func WithIdempotencyTTL(d time.Duration) Option {
 // not be negative. A store that never blocks (NewMemory) is written before the call
 // returns, whatever the timeout. A panic of the store or of the observer in a store
 // behind its call, which no caller would get, is recovered and reported as a store error
-// (ErrStorePanic). Default DefaultStoreTimeout (250ms).
+// (ErrStorePanic). Default DefaultStoreTimeout (250ms). The timeout is the deadline of
+// the context the Store is called with: it bounds a Store that returns when its context
+// ends, as the Store contract asks, and not one that ignores it.
 func WithStoreTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.storeTimeout = d })
 }

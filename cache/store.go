@@ -9,6 +9,12 @@ import (
 // and must not modify an Entry after Set or after returning it from Get. NewMemory is the
 // in-process implementation; github.com/llmclient/llmclient/rediscache keeps entries in
 // Redis, shared by replicas.
+//
+// Get and Set must return when their context ends: the store timeout (WithStoreTimeout)
+// and the caller's deadline reach a store only through that context, and the cache
+// calls Get on the goroutine of the call (and Set too, when the store timeout is 0), so
+// a Get that ignores its context holds the call for as long as it blocks. rediscache honours it (it requires a go-redis client
+// with ContextTimeoutEnabled).
 type Store interface {
 	// Get returns the entry stored under key, or nil and a nil error when there is none
 	// (or it expired). An error means the store could not answer; the cache then calls

@@ -198,7 +198,7 @@ func (k *poolKey) scope(upstream string) string {
 func (k *poolKey) limiter() *keyLimiter { return k.lim.Load() }
 
 // credential returns what to call with k now: its secret, or its source's current
-// credential (refreshed first when due, on this goroutine, within ctx).
+// credential (refreshed first when due, waited for within ctx and keySourceWait).
 func (k *poolKey) credential(ctx context.Context, now time.Time) (string, error) {
 	if k.source == nil {
 		return k.secret, nil

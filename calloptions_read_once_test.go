@@ -28,9 +28,10 @@ func TestCallOptionsHeadersAreReadOnce(t *testing.T) {
 		}).Forever())
 		c := newClient(t, up("a", a, "k1"), llmclient.WithBackoff(10*time.Second, 10*time.Second))
 		h := http.Header{"X-Request-Id": {"call-1"}}
+		ctx := llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Headers: h})
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.Complete(llmclient.WithCallOptions(context.Background(), llmclient.CallOptions{Headers: h}), chatReq("m"))
+			_, err := c.Complete(ctx, chatReq("m"))
 			done <- err
 		}()
 		time.Sleep(time.Second) // the first attempt failed; the call is in its backoff

@@ -26,13 +26,15 @@ import (
 // own time between reads. Its limit depends on the stream's phase: after a reasoning delta
 // (the reasoning phase) a longer silence is allowed than while the answer streams (the
 // content phase); see WithIdleTimeout. The longest wait of each phase is noted, and a
-// stream that ends cleanly teaches its upstream's learned idle limits (learned.go). While the caller is away from a typed stream for a whole idle
-// period, the committed attempt reads ahead in the background (readAhead), so the
-// upstream's silence is timed whether or not the caller reads: an upstream that stalls
-// is cut, one that finishes is settled and gives its leases back, and a caller that
-// leaves a full read-ahead buffer unread for another idle period ends the stream. The
-// timers settle in the background, so a stream the caller stops reading still frees its
-// leases when they fire.
+// stream that ends cleanly teaches its upstream's learned idle limits (learned.go). While
+// the caller is away from a typed stream for a whole idle period, the committed attempt
+// reads ahead in the background (readAhead), so the upstream's silence is timed whether
+// or not the caller reads: an upstream that stalls is cut, one that finishes is settled
+// and gives its leases back. The read-ahead reads for a caller that is away, not in its
+// place: once the caller has not read for longer than the idle limit of the stream's
+// phase (counted from its last read, left) while the read-ahead holds or reads for it
+// (away), the stream ends, however lively its upstream. The timers settle in the
+// background, so a stream the caller stops reading still frees its leases when they fire.
 //
 // recv and readRaw must not be called concurrently with each other; the other methods are
 // safe for concurrent use.
@@ -83,10 +85,22 @@ type committed struct {
 	ahead      []aheadItem
 	aheadBytes int
 	aheadEnd   bool
-	// reading: readAhead runs; wantRead: the caller waits for readMu; fullAt is 1 + the
-	// nanoseconds since base at which readAhead stopped on a full buffer (0: not full).
+	// reading: readAhead runs; wantRead: the caller waits for readMu.
 	reading, wantRead atomic.Bool
-	fullAt            atomic.Int64
+	hand              handoff
+	// left is 1 + the nanoseconds since base at which the caller last read (a chunk
+	// handed to it, the end of a transport body's Read). away is set while the read-ahead
+	// reads or holds for a caller that is away, cleared when the caller reads again (a
+	// typed stream's under readMu, a transport body's under its mu): the stream then ends
+	// once left is older than the phase's idle limit. sentOff turns lastChunk into left
+	// without a clock read: 1 + a.sent's nanoseconds since base.
+	left    atomic.Int64
+	away    atomic.Bool
+	sentOff int64
+	// unread: the watchdog ended the attempt because its caller was away too long; a
+	// transport body's read-ahead then leaves the break to the caller's next Read (and
+	// its continuation), as it would a full buffer.
+	unread atomic.Bool
 	// body is a transport body's, whose upstream liveBody.readAhead reads while its
 	// caller is away, as readAhead does a typed stream's. Weak: the attempt must not keep
 	// a body its caller dropped from being collected (and settled by its cleanup). Set
@@ -152,6 +166,8 @@ func (c *Client) commit(r *run, a *attempt, ps ProviderStream, ctx context.Conte
 			idle = reasoning
 		}
 		cm.idle, cm.idleReasoning, cm.base = idle, reasoning, time.Now()
+		cm.left.Store(1) // the stream is handed over now
+		cm.sentOff = int64(a.sent.Sub(cm.base)) + 1
 		cm.learnGaps = c.cfg.stream.learnIdle && ps != nil
 		cm.watcher = &idleWatch{}
 		cm.watcher.cm.Store(cm)
@@ -169,14 +185,17 @@ func (cm *committed) recv() (Chunk, error) {
 	timed := cm.idle > 0
 	if timed {
 		cm.wantRead.Store(true)
-		cm.readMu.Lock() // unlocked at each return: a defer costs every chunk
+		cm.hand.lock(&cm.readMu) // unlocked at each return: a defer costs every chunk
 		cm.wantRead.Store(false)
+		if cm.away.Load() && !cm.keepAlives {
+			cm.away.Store(false) // the caller is back (a transport body's Read notes its own)
+		}
 		if len(cm.ahead) > 0 {
 			it := cm.ahead[0]
 			cm.ahead[0] = aheadItem{}
 			cm.ahead = cm.ahead[1:]
 			cm.aheadBytes -= it.size
-			cm.fullAt.Store(0)
+			cm.left.Store(int64(time.Since(cm.base)) + 1)
 			cm.readMu.Unlock()
 			return it.ch, it.err
 		}
@@ -197,6 +216,11 @@ func (cm *committed) recv() (Chunk, error) {
 		}
 		if timed {
 			cm.endWait(&ch, err)
+			if err == nil && !cm.keepAlives {
+				// A data chunk the caller reads as it arrives (note timed it): a transport
+				// body notes its caller's reads itself.
+				cm.left.Store(cm.lastChunk.Load() + cm.sentOff)
+			}
 			cm.readMu.Unlock()
 		}
 		return ch, err
@@ -260,8 +284,10 @@ const (
 
 // readAhead reads the upstream while the caller is away, so that the idle timeout times
 // the upstream and a stream that ends settles at once. It stops when the caller comes
-// back to recv, at the stream's end, or on a full buffer (fullAt). It runs for typed
-// streams with an idle timeout only.
+// back to recv, at the stream's end, or on a full buffer. From its start the caller is
+// away (see left): once it has not read for the phase's idle limit, a data chunk read
+// ahead ends the stream, as the watchdog does. It runs for typed streams with an idle
+// timeout only.
 func (cm *committed) readAhead() {
 	defer cm.reading.Store(false)
 	for !cm.wantRead.Load() && !cm.settled.Load() {
@@ -269,15 +295,15 @@ func (cm *committed) readAhead() {
 			return // the caller reads
 		}
 		if cm.aheadEnd {
-			cm.readMu.Unlock()
+			cm.hand.unlock(&cm.readMu, &cm.wantRead)
 			return
 		}
+		if !cm.away.Load() {
+			cm.away.Store(true)
+		}
 		if cm.aheadBytes >= maxAheadBytes || len(cm.ahead) >= maxAheadChunks {
-			if cm.fullAt.Load() == 0 {
-				cm.fullAt.Store(int64(time.Since(cm.base)) + 1)
-			}
-			cm.readMu.Unlock()
-			return
+			cm.hand.unlock(&cm.readMu, &cm.wantRead)
+			return // paused: the watchdog ends the stream if the caller stays away
 		}
 		if cm.readAt.Load() == 0 { // a keep-alive before does not restart the wait
 			cm.readAt.Store(int64(time.Since(cm.base)) + 1 - cm.waited)
@@ -294,11 +320,19 @@ func (cm *committed) readAhead() {
 			cm.aheadBytes += size
 			cm.aheadEnd = err != nil
 		}
-		cm.readMu.Unlock()
+		cm.hand.unlock(&cm.readMu, &cm.wantRead)
 		if err != nil {
 			cm.settleAhead(err)
 			return
 		}
+	}
+}
+
+// touch notes a read of the caller's that did not go through recv (a chunk read before
+// the commit point).
+func (cm *committed) touch() {
+	if cm.idle > 0 {
+		cm.left.Store(int64(time.Since(cm.base)) + 1)
 	}
 }
 
@@ -374,6 +408,40 @@ func (cm *committed) note(ch *Chunk) {
 	}
 }
 
+// handoff is how a reader waits for a lock the read-ahead holds while it waits on the
+// upstream: on a condition the read-ahead signals when it lets go, rather than on the
+// lock itself, so that the wait is like the read-ahead's own, a durable one (it is
+// blocked on the upstream, not on a lock) for testing/synctest's virtual time.
+type handoff struct {
+	mu   sync.Mutex
+	cond sync.Cond
+}
+
+// lock locks l, waiting for the read-ahead to let go of it (unlock) if need be.
+func (h *handoff) lock(l *sync.Mutex) {
+	if l.TryLock() {
+		return
+	}
+	h.mu.Lock()
+	if h.cond.L == nil {
+		h.cond.L = &h.mu
+	}
+	for !l.TryLock() {
+		h.cond.Wait()
+	}
+	h.mu.Unlock()
+}
+
+// unlock unlocks l and wakes a reader waiting for it (want).
+func (h *handoff) unlock(l *sync.Mutex, want *atomic.Bool) {
+	l.Unlock()
+	if want.Load() {
+		h.mu.Lock()
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	}
+}
+
 // idleWatch is what the idle timer holds. A stopped timer can stay in the runtime's timer
 // heap until that heap is next tidied; settle empties it, so that a settled attempt, with
 // its upstream stream and buffers, is not kept alive there.
@@ -387,7 +455,8 @@ func (w *idleWatch) fire() {
 
 // watch is the idle watchdog: it fires at least every content-phase idle period and
 // expires the attempt when a read from the upstream has been under way for the whole idle
-// limit of the stream's phase.
+// limit of the stream's phase, or when the caller has not read for that long while the
+// read-ahead reads or holds for it (away; keep-alives are not the caller's reads).
 func (cm *committed) watch() {
 	cm.mu.Lock()
 	if cm.settled.Load() {
@@ -396,18 +465,35 @@ func (cm *committed) watch() {
 	}
 	next := cm.idle
 	now := time.Since(cm.base)
+	limit := cm.idleLimit()
+	b := cm.body.Value()
+	at := cm.readAt.Load()
+	if at != 0 {
+		next = time.Duration(at-1) + limit - now
+	}
 	var away func()
-	if at := cm.readAt.Load(); at != 0 {
-		next = time.Duration(at-1) + cm.idleLimit() - now
-	} else if full := cm.fullAt.Load(); full != 0 {
-		// The caller left a full read-ahead buffer unread: its own time counts now.
-		next = time.Duration(full-1) + cm.idle - now
-	} else if cm.ps != nil && !cm.keepAlives {
-		away = cm.readAhead
-	} else if b := cm.body.Value(); b != nil {
-		away = func() {
-			defer cm.reading.Store(false)
-			b.readAhead()
+	if cm.away.Load() {
+		// The read-ahead reads or holds for a caller that is away; one that waits to read
+		// again (wantRead) is not.
+		if !cm.wantRead.Load() && (b == nil || !b.wantRead.Load()) {
+			if d := time.Duration(cm.left.Load()-1) + limit - now; d <= 0 {
+				cm.unread.Store(true)
+				next = d
+			} else {
+				next = min(next, d)
+			}
+		}
+	} else if at == 0 {
+		if cm.ps != nil && !cm.keepAlives {
+			away = cm.readAhead
+		} else if b != nil {
+			away = func() {
+				defer cm.reading.Store(false)
+				b.readAhead()
+			}
+		}
+		if d := time.Duration(cm.left.Load()-1) + limit - now; away != nil && d > 0 {
+			next = min(next, d) // look again when the caller has been away too long
 		}
 	}
 	if next > 0 {

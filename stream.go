@@ -99,15 +99,18 @@ func WithFirstTokenTimeout(d time.Duration) Option {
 // wrapping ErrIdleTimeout (continued on the route, see WithStreamContinuation) and gives
 // back every lease it holds, even when the caller is not reading: a stream whose caller
 // is away for an idle period is read ahead in the background (at most 1 MiB or 4096
-// chunks), so an upstream that stalls is cut and one that finishes settles at once; a
-// caller that leaves that buffer full and unread for another idle period ends the stream
-// too. Otherwise only the waits on the upstream count, never the caller's own time
-// between reads. Reasoning deltas are progress like content deltas, and so is a finish
+// chunks), so an upstream that stalls is cut and one that finishes settles at once. The
+// read-ahead does not keep the stream for a caller that stopped reading, however lively
+// the upstream: once the caller has not read (Next) for longer than the idle limit of
+// the stream's phase while it is read ahead, the stream ends with the same error (the
+// caller's next Next reports it, after what was read ahead). A caller that reads slowly
+// but within the limit is unaffected. Otherwise only the waits on the upstream count,
+// never the caller's own time between reads. Reasoning deltas are progress like content deltas, and so is a finish
 // reason; keep-alives are not, nor are data events without content (an id, a model, a
 // role or usage alone), see WithKeepAliveResetsIdle. It applies with or without a context
 // deadline. In transport mode the same holds for a response body handed to the caller,
 // read-ahead included (into the body's buffer, whose bytes the caller then reads
-// unchanged); it also times a body passed through raw (a stream of a shape the Dialect
+// unchanged; a Read is the caller's read); it also times a body passed through raw (a stream of a shape the Dialect
 // does not know, a one-shot body larger than WithMaxReplayBody): any bytes are progress
 // there, and the limit is the reasoning phase's, the phase being unknown.
 //
@@ -436,7 +439,8 @@ func (c *Client) stream(ctx context.Context, req *Request) (*Stream, error) {
 // slot, a key, a partition's lease, a half-open breaker probe) until it ends, is closed,
 // its idle or total timeout fires, its context ends, or it becomes unreachable: a stream
 // the caller drops without Close gives everything back once the garbage collector finds
-// it. Its memory does not grow with the number of chunks; see WithStreamAccumulate.
+// it, and one it keeps but stops reading once it has not called Next for an idle period
+// while the upstream goes on (see WithIdleTimeout). Its memory does not grow with the number of chunks; see WithStreamAccumulate.
 type Stream struct {
 	cm      *committed
 	pending []Chunk // read before commit, delivered first
@@ -507,6 +511,9 @@ func (s *Stream) next() bool {
 			ch := s.pending[0]
 			s.pending = s.pending[1:]
 			if s.static != nil || ch.HasContent() || ch.FinishReason != finish.None || ch.Usage != nil {
+				if s.cm != nil {
+					s.cm.touch()
+				}
 				if s.continued {
 					if s.deliverContinued(ch) {
 						return true

@@ -53,8 +53,10 @@ type liveBody struct {
 	// dropped settles the attempt of a body the caller drops without Close; Close stops
 	// it, so that the attempt and the upstream body go with the body's own collection.
 	dropped runtime.Cleanup
-	// wantRead is set while the caller waits for mu, which stops readAhead.
+	// wantRead is set while the caller waits for mu, which stops readAhead; hand is how
+	// it waits.
 	wantRead atomic.Bool
+	hand     handoff
 }
 
 func newLiveBody(raw io.ReadCloser, rec *recorder, decoding bool) *liveBody {
@@ -70,11 +72,11 @@ func (b *liveBody) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	b.wantRead.Store(true)
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.hand.lock(&b.mu)
+	defer b.readDone()
 	b.wantRead.Store(false)
-	if b.cm != nil && b.cm.fullAt.Load() != 0 {
-		b.cm.fullAt.Store(0) // the caller is back for what was read ahead
+	if b.cm != nil && b.cm.away.Load() {
+		b.cm.away.Store(false) // the caller is back for what was read ahead
 	}
 	for {
 		if n := b.rec.take(p); n > 0 {
@@ -89,7 +91,7 @@ func (b *liveBody) Read(p []byte) (int, error) {
 			return 0, b.err
 		}
 		if b.decoding {
-			b.decode()
+			b.decode(false)
 			continue
 		}
 		n, err := b.readRaw(p)
@@ -102,12 +104,23 @@ func (b *liveBody) Read(p []byte) (int, error) {
 	}
 }
 
+// readDone ends a Read: the caller read now (the committed attempt's left), and is away
+// until it reads again.
+func (b *liveBody) readDone() {
+	if cm := b.cm; cm != nil && cm.idle > 0 {
+		cm.left.Store(int64(time.Since(cm.base)) + 1)
+	}
+	b.mu.Unlock()
+}
+
 // readAhead reads the upstream while the caller is away, into what the body holds for it,
 // as a typed stream's read-ahead does: the idle timeout then times the upstream, a stream
 // that ends settles and gives its leases back at once, and a continuation is made when
 // the stream breaks. It stops when the caller reads again, at the body's end, or once
-// the body holds maxAheadBytes the caller has not read (fullAt: the attempt's watchdog
-// ends the stream when they stay unread for another idle period).
+// the body holds maxAheadBytes the caller has not read. From its start the caller is
+// away: once it has not read for the phase's idle limit, what the read-ahead reads ends
+// the stream (and the attempt's watchdog ends it if nothing comes), however lively the
+// upstream: bytes do not wait unread for longer than an idle period.
 func (b *liveBody) readAhead() {
 	for !b.wantRead.Load() {
 		if !b.mu.TryLock() {
@@ -115,22 +128,22 @@ func (b *liveBody) readAhead() {
 		}
 		cm := b.cm
 		if b.err != nil || b.sawEnd || cm.settled.Load() && !(b.cont != nil && b.cont.active) {
-			b.mu.Unlock()
+			b.hand.unlock(&b.mu, &b.wantRead)
 			return
+		}
+		if !cm.away.Load() {
+			cm.away.Store(true)
 		}
 		held := len(b.rec.buf)
 		if b.cont != nil {
 			held += len(b.cont.out)
 		}
 		if held >= maxAheadBytes {
-			if cm.fullAt.Load() == 0 {
-				cm.fullAt.Store(int64(time.Since(cm.base)) + 1)
-			}
-			b.mu.Unlock()
-			return
+			b.hand.unlock(&b.mu, &b.wantRead)
+			return // paused: the watchdog ends the stream if the caller stays away
 		}
 		if b.decoding {
-			b.decode()
+			b.decode(true)
 		} else {
 			var p [16 << 10]byte
 			n, err := b.readRaw(p[:])
@@ -139,7 +152,7 @@ func (b *liveBody) readAhead() {
 				b.rawEnd(err)
 			}
 		}
-		b.mu.Unlock()
+		b.hand.unlock(&b.mu, &b.wantRead)
 	}
 }
 
@@ -165,8 +178,9 @@ func (b *liveBody) readRaw(p []byte) (int, error) {
 	return n, err
 }
 
-// decode reads one event through the decoder, which records its bytes for delivery.
-func (b *liveBody) decode() {
+// decode reads one event through the decoder, which records its bytes for delivery;
+// ahead when the read-ahead reads.
+func (b *liveBody) decode(ahead bool) {
 	c := b.cont
 	if c != nil && c.active {
 		b.relay()
@@ -180,6 +194,11 @@ func (b *liveBody) decode() {
 		return
 	}
 	if c != nil {
+		if err != io.EOF && ahead && b.cm.unread.Load() {
+			// Ended for a caller away too long: no continuation runs without it. Its next
+			// Read reads the break (the closed upstream's) and decides.
+			return
+		}
 		if err != io.EOF {
 			var ve *Error
 			inBand := errors.As(err, &ve) && !errors.Is(err, io.ErrUnexpectedEOF) && b.rec.bound == b.rec.passed
@@ -284,7 +303,7 @@ func (b *liveBody) Close() error {
 				// canceled, or net/http closes the connection instead of reusing it.
 				_ = httpx.CloseAfterEnd(b.raw)
 			}
-			b.mu.Unlock()
+			b.hand.unlock(&b.mu, &b.wantRead)
 		}
 		if c := b.cont; c != nil {
 			c.link.close()

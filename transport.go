@@ -571,12 +571,13 @@ func (t *Transport) commit(r *run, a *attempt, x *txCall, caller context.Context
 		}
 	}
 	lb.dropped = runtime.AddCleanup(lb, abandonBody, droppedBody{cm, lb.raw, cont})
-	cm.setBody(lb) // last: the read-ahead it allows sees every write above (through cm.mu)
 	// The committed attempt keeps the run, and so this call, alive while the upstream is
 	// read (its goroutines hold the attempt's context): the call must not hold the body
 	// or its response, or a body the caller drops without Close would never become
-	// unreachable and its cleanup would never run.
+	// unreachable and its cleanup would never run. Cleared before setBody, after which a
+	// read-ahead (and a continuation it starts) may run.
 	x.live, x.resp = nil, nil
+	cm.setBody(lb) // last: the read-ahead it allows sees every write above (through cm.mu)
 }
 
 // droppedBody is what a live body the caller dropped without Close leaves to settle.

@@ -123,6 +123,17 @@ func (e *Error) summary() string {
 }
 
 func (e *Error) writeSummary(b *strings.Builder) {
+	e.writeHead(b, len(e.Code)+len(e.Type))
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+}
+
+// writeHead writes what names e without the vendor's message: "llmclient: <class>",
+// then its upstream, status and vendor code (or type) when known, the code cut to
+// maxCode bytes.
+func (e *Error) writeHead(b *strings.Builder, maxCode int) {
 	b.WriteString("llmclient: ")
 	b.WriteString(e.Class.String())
 	if e.Upstream != "" {
@@ -133,16 +144,12 @@ func (e *Error) writeSummary(b *strings.Builder) {
 		b.WriteString(": status ")
 		b.WriteString(strconv.Itoa(e.Status))
 	}
-	if e.Code != "" {
+	if code := e.Code; code != "" || e.Type != "" {
+		if code == "" {
+			code = e.Type
+		}
 		b.WriteString(": ")
-		b.WriteString(e.Code)
-	} else if e.Type != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Type)
-	}
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(cut(code, maxCode))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -28,23 +27,7 @@ func ErrorSummary(err error) string {
 		return safeCause(err)
 	}
 	var b strings.Builder
-	b.WriteString("llmclient: ")
-	b.WriteString(e.Class.String())
-	if e.Upstream != "" {
-		b.WriteString(": upstream ")
-		b.WriteString(strconv.Quote(e.Upstream))
-	}
-	if e.Status != 0 {
-		b.WriteString(": status ")
-		b.WriteString(strconv.Itoa(e.Status))
-	}
-	if code := e.Code; code != "" || e.Type != "" {
-		if code == "" {
-			code = e.Type
-		}
-		b.WriteString(": ")
-		b.WriteString(cut(code, maxSummaryCode))
-	}
+	e.writeHead(&b, maxSummaryCode)
 	if cause := safeCause(e.Err); cause != "" {
 		b.WriteString(": ")
 		b.WriteString(strings.TrimPrefix(cause, "llmclient: "))
